@@ -1,0 +1,63 @@
+/*
+ * runtime/common.h — small language helpers shared by every layer:
+ * container_of, branch hints, and the __attribute__((cleanup)) helpers that
+ * make "every fd and allocation is released on every path" the default
+ * (the same idiom crun and systemd use).
+ */
+#ifndef URSA_RUNTIME_COMMON_H
+#define URSA_RUNTIME_COMMON_H
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#define container_of(ptr, type, member) ((type *) ((char *) (ptr) - offsetof(type, member)))
+#define URS_ARRAY_SIZE(a)               (sizeof(a) / sizeof((a)[0]))
+#define likely(x)                       __builtin_expect(!!(x), 1)
+#define unlikely(x)                     __builtin_expect(!!(x), 0)
+#define URS_UNUSED                      __attribute__((unused))
+#define URS_MUST_CHECK                  __attribute__((warn_unused_result))
+
+static inline void urs_freep(void *p)
+{
+	free(*(void **) p);
+}
+
+static inline void urs_closep(int *fd)
+{
+	if (*fd >= 0) {
+		int saved = errno;
+		close(*fd);
+		errno = saved;
+	}
+}
+
+static inline void urs_fclosep(FILE **f)
+{
+	if (*f)
+		fclose(*f);
+}
+
+#define _cleanup_free_   __attribute__((cleanup(urs_freep)))
+#define _cleanup_close_  __attribute__((cleanup(urs_closep)))
+#define _cleanup_fclose_ __attribute__((cleanup(urs_fclosep)))
+
+/* Hand ownership out of a cleanup variable: return steal_fd(&fd); */
+static inline int steal_fd(int *fd)
+{
+	int r = *fd;
+	*fd = -1;
+	return r;
+}
+
+static inline void *steal_ptr(void *pp)
+{
+	void **p = pp;
+	void *r = *p;
+	*p = NULL;
+	return r;
+}
+
+#endif

@@ -1,0 +1,47 @@
+/*
+ * runtime/compat.h — io_uring features newer than Debian 12's liburing 2.3.
+ *
+ * Constants and raw SQE preparation for what the kernel offers but the
+ * library does not know yet. Nothing here is used without a runtime probe
+ * (runtime/probe.c) saying the running kernel supports it; every user has a
+ * fallback path.
+ */
+#ifndef URSA_RUNTIME_COMPAT_H
+#define URSA_RUNTIME_COMPAT_H
+
+#include <liburing.h>
+
+/* 6.7: multishot read into provided buffers (liburing 2.6). */
+#define URS_IORING_OP_READ_MULTISHOT 49
+
+/* 6.12: incremental consumption of provided buffers (liburing 2.8). */
+#ifndef IOU_PBUF_RING_INC
+#define IOU_PBUF_RING_INC 2
+#endif
+
+/* struct io_uring_buf_reg: the kernel renamed liburing 2.3's `pad` to `flags`
+ * (6.7+, where IOU_PBUF_RING_MMAP / _INC live). */
+#define URS_BUF_REG_FLAGS pad
+
+/* 6.1 setup flag, present in 2.3 but guard anyway. */
+#ifndef IORING_SETUP_DEFER_TASKRUN
+#define IORING_SETUP_DEFER_TASKRUN (1U << 13)
+#endif
+#ifndef IORING_SETUP_SINGLE_ISSUER
+#define IORING_SETUP_SINGLE_ISSUER (1U << 12)
+#endif
+
+/*
+ * io_uring_prep_read_multishot() as in liburing 2.6: one armed read that
+ * posts a completion (with IORING_CQE_F_MORE) per readable chunk, each into
+ * a buffer picked from group @bgid.
+ */
+static inline void urs_prep_read_multishot(struct io_uring_sqe *sqe, int fd, unsigned nbytes,
+					   __u64 offset, int bgid)
+{
+	io_uring_prep_rw(URS_IORING_OP_READ_MULTISHOT, sqe, fd, NULL, nbytes, offset);
+	sqe->buf_group = (__u16) bgid;
+	sqe->flags = IOSQE_BUFFER_SELECT;
+}
+
+#endif

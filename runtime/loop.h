@@ -1,0 +1,145 @@
+/*
+ * runtime/loop.h — the event loop: one io_uring per thread, caller-owned
+ * operation records, and the actor run queue.
+ *
+ * An operation (struct urs_op) is owned by its caller and must stay at a
+ * stable address from urs_submit() until its final completion (the first
+ * completion without IORING_CQE_F_MORE). The SQE is prepared into the record
+ * itself (urs_op_sqe() + any io_uring_prep_*), so when the submission queue
+ * is full the record simply waits in the loop's overflow FIFO and is copied
+ * into the ring on a later turn: submission never fails for lack of space.
+ *
+ * Completions are reaped in batches first and their callbacks run afterwards,
+ * one at a time, from the loop's top level: a callback never runs inside
+ * urs_submit() or inside another callback.
+ */
+#ifndef URSA_RUNTIME_LOOP_H
+#define URSA_RUNTIME_LOOP_H
+
+#include <liburing.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "runtime/common.h"
+#include "runtime/pool.h"
+
+struct urs_loop;
+struct urs_op;
+struct urs_actor;
+struct urs_msg;
+
+/* res: the CQE's result (negative errno on failure); flags: the CQE's flags. */
+typedef void (*urs_op_cb)(struct urs_loop *loop, struct urs_op *op, int32_t res, uint32_t flags);
+
+enum urs_op_state {
+	URS_OP_IDLE = 0,  /* not submitted, or final completion delivered */
+	URS_OP_QUEUED,    /* waiting in the overflow FIFO for an SQE */
+	URS_OP_INFLIGHT,  /* in the kernel */
+};
+
+enum urs_op_flags {
+	URS_OPF_WEAK      = 1u << 0, /* does not keep urs_loop_run() alive */
+	URS_OPF_CANCEL    = 1u << 1, /* cancellation requested */
+	URS_OPF_CANCELQ   = 1u << 2, /* waiting in the cancel FIFO for an SQE */
+};
+
+struct urs_op {
+	struct io_uring_sqe sqe; /* prepared here; copied into the ring */
+	struct urs_op *next;     /* overflow / cancel FIFO link */
+	urs_op_cb cb;
+	uint8_t state;
+	uint8_t flags;
+};
+
+struct urs_op_fifo {
+	struct urs_op *head, *tail;
+};
+
+struct urs_loop_opts {
+	unsigned entries;    /* SQ entries (power of two); default 64 */
+	uint32_t msg_size;   /* payload bytes per message; default 32 */
+	uint32_t msg_max;    /* messages this loop may have allocated at once; default 1<<20 */
+	uint32_t no_feat;    /* URS_FEAT_* bits not to use on this loop */
+};
+
+struct urs_loop_stats {
+	uint64_t turns, submits, cqes, overflowed, msgs_local, msgs_remote, remote_retries;
+};
+
+struct urs_loop {
+	struct io_uring ring;
+	uint32_t feat;         /* URS_FEAT_* in use on this loop */
+	unsigned setup_flags;  /* IORING_SETUP_* the ring was created with */
+	bool stop;
+	uint32_t live;         /* strong ops not yet finally completed */
+	uint32_t pending_sqes; /* SQEs written since the last submit */
+	struct urs_op_fifo overflow, cancels;
+	struct urs_actor *ready_head, *ready_tail;
+	struct urs_msg *outbox_head, *outbox_tail; /* remote sends waiting for an SQE */
+	struct urs_pool msgs;                     /* message memory */
+	/* Remote wake-up without MSG_RING: MPSC stack + eventfd. */
+	_Atomic(struct urs_msg *) inbox;
+	int efd;
+	uint64_t efd_val;
+	struct urs_op efd_op;
+	struct urs_loop_stats stats;
+};
+
+int urs_loop_init(struct urs_loop *loop, const struct urs_loop_opts *opts);
+void urs_loop_fini(struct urs_loop *loop);
+
+/* The loop running on this thread (set by urs_loop_init on the calling thread). */
+struct urs_loop *urs_loop_current(void);
+
+/*
+ * Run until urs_loop_stop() or until nothing is left: no strong op in flight,
+ * no actor with mail. Returns 0, or a negative errno from io_uring_enter.
+ */
+int urs_loop_run(struct urs_loop *loop);
+/* One turn: run ready actors, submit, reap; wait for one completion if @wait. */
+int urs_loop_run_once(struct urs_loop *loop, bool wait);
+void urs_loop_stop(struct urs_loop *loop);
+
+/* Keep urs_loop_run() alive while something outside the ring (e.g. a peer
+ * thread that will send messages) still has work for this loop. */
+static inline void urs_loop_ref(struct urs_loop *loop)
+{
+	loop->live++;
+}
+static inline void urs_loop_unref(struct urs_loop *loop)
+{
+	loop->live--;
+}
+
+/* Start preparing @op: returns its zeroed SQE for io_uring_prep_*(). */
+static inline struct io_uring_sqe *urs_op_sqe(struct urs_op *op)
+{
+	op->sqe = (struct io_uring_sqe){0};
+	return &op->sqe;
+}
+
+/*
+ * Submit a prepared op; @cb runs for each of its completions. Never fails for
+ * lack of SQ space (the op waits in the overflow FIFO). -EBUSY if the op is
+ * already queued or in flight.
+ */
+int urs_submit(struct urs_loop *loop, struct urs_op *op, urs_op_cb cb);
+
+/*
+ * Ask for @op to be cancelled (IORING_OP_ASYNC_CANCEL). Its callback still
+ * runs for its final completion (usually -ECANCELED); release the op's
+ * resources only then. An op still in the overflow FIFO completes with
+ * -ECANCELED on the next turn without reaching the kernel. -ENOENT if idle.
+ */
+int urs_cancel(struct urs_loop *loop, struct urs_op *op);
+
+static inline bool urs_op_busy(const struct urs_op *op)
+{
+	return op->state != URS_OP_IDLE;
+}
+
+/* Submit what is queued now, without waiting (used by tight producers). */
+int urs_loop_flush(struct urs_loop *loop);
+
+#endif

@@ -1,0 +1,48 @@
+/*
+ * runtime/probe.h — what the running kernel's io_uring can do.
+ *
+ * Each feature newer than the oldest kernel we accept is probed once per
+ * process (opcode probe, trial setup or trial registration), and can be
+ * forced off for tests and benchmarks so that every fallback path runs:
+ *   URSA_IOURING_DISABLE=defer_taskrun,read_multishot,...   (environment)
+ *   urs_features_force_off(URS_FEAT_...)                     (tests)
+ */
+#ifndef URSA_RUNTIME_PROBE_H
+#define URSA_RUNTIME_PROBE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+enum urs_feature {
+	URS_FEAT_SINGLE_ISSUER = 1u << 0, /* IORING_SETUP_SINGLE_ISSUER (6.0) */
+	URS_FEAT_DEFER_TASKRUN = 1u << 1, /* IORING_SETUP_DEFER_TASKRUN (6.1) */
+	URS_FEAT_COOP_TASKRUN  = 1u << 2, /* IORING_SETUP_COOP_TASKRUN (5.19) */
+	URS_FEAT_MSG_RING      = 1u << 3, /* IORING_OP_MSG_RING (5.18) */
+	URS_FEAT_BUF_RING      = 1u << 4, /* provided buffer rings (5.19) */
+	URS_FEAT_READ_MSHOT    = 1u << 5, /* IORING_OP_READ_MULTISHOT (6.7) */
+	URS_FEAT_CQE_SKIP      = 1u << 6, /* IOSQE_CQE_SKIP_SUCCESS (5.17) */
+	URS_FEAT_PBUF_INC      = 1u << 7, /* IOU_PBUF_RING_INC (6.12) */
+};
+
+#define URS_FEAT_ALL 0xffu
+
+/* Features the kernel offers, minus those forced off. Probed on first use. */
+uint32_t urs_features(void);
+
+static inline bool urs_has(uint32_t feat)
+{
+	return (urs_features() & feat) == feat;
+}
+
+/* Force features off (tests); URS_FEAT_ALL-style masks accumulate. */
+void urs_features_force_off(uint32_t mask);
+/* Undo urs_features_force_off() (tests); the environment mask stays. */
+void urs_features_reset(void);
+
+/* Name of one feature bit ("defer_taskrun", ...) or NULL. */
+const char *urs_feature_name(uint32_t bit);
+
+/* Parse a comma-separated list of feature names; -EINVAL on an unknown one. */
+int urs_features_parse(const char *list, uint32_t *mask);
+
+#endif
