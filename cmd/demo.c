@@ -18,7 +18,7 @@
 #include "runtime/writer.h"
 
 #define N_ACTORS 1000
-#define CHUNK    (64u << 10)
+#define CHUNK	 (64u << 10)
 #define N_CHUNKS 256u
 
 struct node {
@@ -78,7 +78,7 @@ static void pump(struct urs_writer *w)
 	while (D->queued < N_CHUNKS) {
 		struct urs_wchunk *c = NULL;
 		for (unsigned i = 0; i < 8 && !c; i++)
-			if (!urs_op_busy(&D->chunks[i].op))
+			if (!urs_wchunk_busy(&D->chunks[i]))
 				c = &D->chunks[i];
 		if (!c)
 			return;

@@ -79,8 +79,8 @@ static int inbox_push(struct urs_loop *target, struct urs_msg *m)
 	struct urs_msg *head = atomic_load_explicit(&target->inbox, memory_order_relaxed);
 	do
 		m->next = head;
-	while (!atomic_compare_exchange_weak_explicit(&target->inbox, &head, m, memory_order_release,
-						      memory_order_relaxed));
+	while (!atomic_compare_exchange_weak_explicit(&target->inbox, &head, m,
+						      memory_order_release, memory_order_relaxed));
 	if (!head) { /* the inbox was empty: the target may be asleep */
 		uint64_t one = 1;
 		if (write(target->efd, &one, sizeof(one)) < 0 && errno != EAGAIN)

@@ -38,8 +38,8 @@ struct urs_actor {
 
 enum urs_msg_flags {
 	URS_MSGF_QUEUED = 1u << 0, /* in a mailbox, outbox or in transit */
-	URS_MSGF_KEPT   = 1u << 1, /* the handler kept it */
-	URS_MSGF_FAR    = 1u << 2, /* allocated on another loop */
+	URS_MSGF_KEPT = 1u << 1,   /* the handler kept it */
+	URS_MSGF_FAR = 1u << 2,	   /* allocated on another loop */
 };
 
 struct urs_msg {

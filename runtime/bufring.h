@@ -32,14 +32,14 @@ struct urs_bufring {
 	struct urs_loop *loop;
 	struct io_uring_buf_ring *br;
 	unsigned char *mem;
-	uint8_t *state;   /* per buffer */
-	uint32_t size;    /* bytes per buffer */
-	uint32_t max;     /* buffers reserved */
+	uint8_t *state;	  /* per buffer */
+	uint32_t size;	  /* bytes per buffer */
+	uint32_t max;	  /* buffers reserved */
 	uint32_t entries; /* ring entries (power of two >= max) */
 	uint32_t active;  /* target: buffers with id < active are in service */
 	uint32_t in_kernel;
 	uint16_t bgid;
-	bool backlog;     /* sticky until urs_bufring_take_backlog() */
+	bool backlog; /* sticky until urs_bufring_take_backlog() */
 	uint64_t grows, shrinks, enobufs, drained;
 };
 

@@ -13,12 +13,12 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#define container_of(ptr, type, member) ((type *) ((char *) (ptr) - offsetof(type, member)))
-#define URS_ARRAY_SIZE(a)               (sizeof(a) / sizeof((a)[0]))
-#define likely(x)                       __builtin_expect(!!(x), 1)
-#define unlikely(x)                     __builtin_expect(!!(x), 0)
-#define URS_UNUSED                      __attribute__((unused))
-#define URS_MUST_CHECK                  __attribute__((warn_unused_result))
+#define container_of(ptr, type, member) ((type *) ((char *) (ptr) -offsetof(type, member)))
+#define URS_ARRAY_SIZE(a)		(sizeof(a) / sizeof((a)[0]))
+#define likely(x)			__builtin_expect(!!(x), 1)
+#define unlikely(x)			__builtin_expect(!!(x), 0)
+#define URS_UNUSED			__attribute__((unused))
+#define URS_MUST_CHECK			__attribute__((warn_unused_result))
 
 static inline void urs_freep(void *p)
 {
@@ -40,8 +40,8 @@ static inline void urs_fclosep(FILE **f)
 		fclose(*f);
 }
 
-#define _cleanup_free_   __attribute__((cleanup(urs_freep)))
-#define _cleanup_close_  __attribute__((cleanup(urs_closep)))
+#define _cleanup_free_	 __attribute__((cleanup(urs_freep)))
+#define _cleanup_close_	 __attribute__((cleanup(urs_closep)))
 #define _cleanup_fclose_ __attribute__((cleanup(urs_fclosep)))
 
 /* Hand ownership out of a cleanup variable: return steal_fd(&fd); */

@@ -86,8 +86,9 @@ int urs_loop_init(struct urs_loop *loop, const struct urs_loop_opts *opts)
 		tries[ntries++] = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN |
 				  IORING_SETUP_TASKRUN_FLAG;
 	if ((feat & URS_FEAT_COOP_TASKRUN))
-		tries[ntries++] = IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG |
-				  ((feat & URS_FEAT_SINGLE_ISSUER) ? IORING_SETUP_SINGLE_ISSUER : 0);
+		tries[ntries++] =
+			IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG |
+			((feat & URS_FEAT_SINGLE_ISSUER) ? IORING_SETUP_SINGLE_ISSUER : 0);
 	tries[ntries++] = 0;
 
 	int r = -EINVAL;
@@ -115,7 +116,8 @@ int urs_loop_init(struct urs_loop *loop, const struct urs_loop_opts *opts)
 		feat &= ~URS_FEAT_COOP_TASKRUN;
 	loop->feat = feat;
 
-	urs_pool_init(&loop->msgs, (uint32_t) sizeof(struct urs_msg) + (o.msg_size ? o.msg_size : 32),
+	urs_pool_init(&loop->msgs,
+		      (uint32_t) sizeof(struct urs_msg) + (o.msg_size ? o.msg_size : 32),
 		      o.msg_max ? o.msg_max : (1u << 20));
 
 	if (!(feat & URS_FEAT_MSG_RING)) {
@@ -266,13 +268,22 @@ static void complete(struct urs_loop *loop, struct urs_op *op, int32_t res, uint
 	op->cb(loop, op, res, flags);
 }
 
+static inline void account_enter(struct urs_loop *loop, int r)
+{
+	loop->stats.submits++;
+	if (r > 0) {
+		loop->stats.sqes += (unsigned) r;
+		loop->stats.batches++;
+	}
+}
+
 static int submit_pending(struct urs_loop *loop)
 {
 	if (!loop->pending_sqes)
 		return 0;
 	int r = io_uring_submit(&loop->ring);
+	account_enter(loop, r);
 	if (r >= 0) {
-		loop->stats.submits++;
 		loop->pending_sqes = 0;
 		return 0;
 	}
@@ -404,8 +415,7 @@ static inline bool needs_enter(struct urs_loop *loop)
 
 static inline bool has_work(const struct urs_loop *loop)
 {
-	return loop->ready_head || loop->overflow.head || loop->cancels.head ||
-	       loop->outbox_head;
+	return loop->ready_head || loop->overflow.head || loop->cancels.head || loop->outbox_head;
 }
 
 int urs_loop_run_once(struct urs_loop *loop, bool wait)
@@ -418,15 +428,18 @@ int urs_loop_run_once(struct urs_loop *loop, bool wait)
 	if ((r = drain_queues(loop)) < 0)
 		return r;
 
-	bool block = wait && !has_work(loop) && !io_uring_cq_ready(&loop->ring) && !loop->stop;
+	/* Sleep only if something can wake us: a strong op or a reference
+	 * (urs_loop_ref) held for a remote sender. */
+	bool block = wait && loop->live && !has_work(loop) && !io_uring_cq_ready(&loop->ring) &&
+		     !loop->stop;
 	if (block) {
 		r = io_uring_submit_and_wait(&loop->ring, 1);
 		loop->pending_sqes = 0;
-		loop->stats.submits++;
+		account_enter(loop, r);
 	} else if (loop->pending_sqes || needs_enter(loop)) {
 		r = io_uring_submit_and_get_events(&loop->ring);
 		loop->pending_sqes = 0;
-		loop->stats.submits++;
+		account_enter(loop, r);
 	} else {
 		r = 0;
 	}

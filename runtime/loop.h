@@ -33,20 +33,20 @@ struct urs_msg;
 typedef void (*urs_op_cb)(struct urs_loop *loop, struct urs_op *op, int32_t res, uint32_t flags);
 
 enum urs_op_state {
-	URS_OP_IDLE = 0,  /* not submitted, or final completion delivered */
-	URS_OP_QUEUED,    /* waiting in the overflow FIFO for an SQE */
-	URS_OP_INFLIGHT,  /* in the kernel */
+	URS_OP_IDLE = 0, /* not submitted, or final completion delivered */
+	URS_OP_QUEUED,	 /* waiting in the overflow FIFO for an SQE */
+	URS_OP_INFLIGHT, /* in the kernel */
 };
 
 enum urs_op_flags {
-	URS_OPF_WEAK      = 1u << 0, /* does not keep urs_loop_run() alive */
-	URS_OPF_CANCEL    = 1u << 1, /* cancellation requested */
-	URS_OPF_CANCELQ   = 1u << 2, /* waiting in the cancel FIFO for an SQE */
+	URS_OPF_WEAK = 1u << 0,	   /* does not keep urs_loop_run() alive */
+	URS_OPF_CANCEL = 1u << 1,  /* cancellation requested */
+	URS_OPF_CANCELQ = 1u << 2, /* waiting in the cancel FIFO for an SQE */
 };
 
 struct urs_op {
 	struct io_uring_sqe sqe; /* prepared here; copied into the ring */
-	struct urs_op *next;     /* overflow / cancel FIFO link */
+	struct urs_op *next;	 /* overflow / cancel FIFO link */
 	urs_op_cb cb;
 	uint8_t state;
 	uint8_t flags;
@@ -57,27 +57,33 @@ struct urs_op_fifo {
 };
 
 struct urs_loop_opts {
-	unsigned entries;    /* SQ entries (power of two); default 64 */
-	uint32_t msg_size;   /* payload bytes per message; default 32 */
-	uint32_t msg_max;    /* messages this loop may have allocated at once; default 1<<20 */
-	uint32_t no_feat;    /* URS_FEAT_* bits not to use on this loop */
+	unsigned entries;  /* SQ entries (power of two); default 64 */
+	uint32_t msg_size; /* payload bytes per message; default 32 */
+	uint32_t msg_max;  /* messages this loop may have allocated at once; default 1<<20 */
+	uint32_t no_feat;  /* URS_FEAT_* bits not to use on this loop */
 };
 
 struct urs_loop_stats {
-	uint64_t turns, submits, cqes, overflowed, msgs_local, msgs_remote, remote_retries;
+	uint64_t turns;	     /* loop turns */
+	uint64_t submits;    /* io_uring_enter calls (submitting and/or waiting) */
+	uint64_t batches;    /* of those, the ones that submitted SQEs */
+	uint64_t sqes;	     /* SQEs submitted */
+	uint64_t cqes;	     /* completions reaped */
+	uint64_t overflowed; /* ops that waited in the overflow FIFO */
+	uint64_t msgs_local, msgs_remote, remote_retries;
 };
 
 struct urs_loop {
 	struct io_uring ring;
-	uint32_t feat;         /* URS_FEAT_* in use on this loop */
-	unsigned setup_flags;  /* IORING_SETUP_* the ring was created with */
+	uint32_t feat;	      /* URS_FEAT_* in use on this loop */
+	unsigned setup_flags; /* IORING_SETUP_* the ring was created with */
 	bool stop;
-	uint32_t live;         /* strong ops not yet finally completed */
+	uint32_t live;	       /* strong ops not yet finally completed */
 	uint32_t pending_sqes; /* SQEs written since the last submit */
 	struct urs_op_fifo overflow, cancels;
 	struct urs_actor *ready_head, *ready_tail;
 	struct urs_msg *outbox_head, *outbox_tail; /* remote sends waiting for an SQE */
-	struct urs_pool msgs;                     /* message memory */
+	struct urs_pool msgs;			   /* message memory */
 	/* Remote wake-up without MSG_RING: MPSC stack + eventfd. */
 	_Atomic(struct urs_msg *) inbox;
 	int efd;

@@ -24,12 +24,12 @@ struct urs_pool_node {
 struct urs_pool_slab;
 
 struct urs_pool {
-	struct urs_pool_node *free;               /* owner only */
-	_Atomic(struct urs_pool_node *) remote;   /* freed by other threads */
+	struct urs_pool_node *free;		/* owner only */
+	_Atomic(struct urs_pool_node *) remote; /* freed by other threads */
 	struct urs_pool_slab *slabs;
 	uint32_t obj_size;
-	uint32_t max;      /* cap on objects ever allocated */
-	uint32_t total;    /* objects carved from slabs */
+	uint32_t max;	/* cap on objects ever allocated */
+	uint32_t total; /* objects carved from slabs */
 };
 
 void urs_pool_init(struct urs_pool *p, uint32_t obj_size, uint32_t max);

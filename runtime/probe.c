@@ -27,8 +27,8 @@ static const struct {
 } names[] = {
 	{URS_FEAT_SINGLE_ISSUER, "single_issuer"}, {URS_FEAT_DEFER_TASKRUN, "defer_taskrun"},
 	{URS_FEAT_COOP_TASKRUN, "coop_taskrun"},   {URS_FEAT_MSG_RING, "msg_ring"},
-	{URS_FEAT_BUF_RING, "buf_ring"},           {URS_FEAT_READ_MSHOT, "read_multishot"},
-	{URS_FEAT_CQE_SKIP, "cqe_skip"},           {URS_FEAT_PBUF_INC, "pbuf_inc"},
+	{URS_FEAT_BUF_RING, "buf_ring"},	   {URS_FEAT_READ_MSHOT, "read_multishot"},
+	{URS_FEAT_CQE_SKIP, "cqe_skip"},	   {URS_FEAT_PBUF_INC, "pbuf_inc"},
 };
 
 const char *urs_feature_name(uint32_t bit)
@@ -76,12 +76,14 @@ static bool try_setup(unsigned flags)
 static bool try_buf_ring(struct io_uring *ring, unsigned flags)
 {
 	long pg = sysconf(_SC_PAGESIZE);
-	void *mem = mmap(NULL, (size_t) pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-			 -1, 0);
+	void *mem =
+		mmap(NULL, (size_t) pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (mem == MAP_FAILED)
 		return false;
-	struct io_uring_buf_reg reg = {
-		.ring_addr = (unsigned long) mem, .ring_entries = 1, .bgid = 0, .URS_BUF_REG_FLAGS = (__u16) flags};
+	struct io_uring_buf_reg reg = {.ring_addr = (unsigned long) mem,
+				       .ring_entries = 1,
+				       .bgid = 0,
+				       .URS_BUF_REG_FLAGS = (__u16) flags};
 	bool ok = io_uring_register_buf_ring(ring, &reg, 0) == 0;
 	if (ok)
 		io_uring_unregister_buf_ring(ring, 0);

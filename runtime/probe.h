@@ -16,12 +16,12 @@
 enum urs_feature {
 	URS_FEAT_SINGLE_ISSUER = 1u << 0, /* IORING_SETUP_SINGLE_ISSUER (6.0) */
 	URS_FEAT_DEFER_TASKRUN = 1u << 1, /* IORING_SETUP_DEFER_TASKRUN (6.1) */
-	URS_FEAT_COOP_TASKRUN  = 1u << 2, /* IORING_SETUP_COOP_TASKRUN (5.19) */
-	URS_FEAT_MSG_RING      = 1u << 3, /* IORING_OP_MSG_RING (5.18) */
-	URS_FEAT_BUF_RING      = 1u << 4, /* provided buffer rings (5.19) */
-	URS_FEAT_READ_MSHOT    = 1u << 5, /* IORING_OP_READ_MULTISHOT (6.7) */
-	URS_FEAT_CQE_SKIP      = 1u << 6, /* IOSQE_CQE_SKIP_SUCCESS (5.17) */
-	URS_FEAT_PBUF_INC      = 1u << 7, /* IOU_PBUF_RING_INC (6.12) */
+	URS_FEAT_COOP_TASKRUN = 1u << 2,  /* IORING_SETUP_COOP_TASKRUN (5.19) */
+	URS_FEAT_MSG_RING = 1u << 3,	  /* IORING_OP_MSG_RING (5.18) */
+	URS_FEAT_BUF_RING = 1u << 4,	  /* provided buffer rings (5.19) */
+	URS_FEAT_READ_MSHOT = 1u << 5,	  /* IORING_OP_READ_MULTISHOT (6.7) */
+	URS_FEAT_CQE_SKIP = 1u << 6,	  /* IOSQE_CQE_SKIP_SUCCESS (5.17) */
+	URS_FEAT_PBUF_INC = 1u << 7,	  /* IOU_PBUF_RING_INC (6.12) */
 };
 
 #define URS_FEAT_ALL 0xffu

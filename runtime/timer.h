@@ -23,7 +23,7 @@ typedef void (*urs_timer_cb)(struct urs_loop *loop, struct urs_timer *t, int res
 struct urs_timer {
 	struct urs_op op;
 	struct __kernel_timespec ts; /* absolute deadline */
-	uint64_t period_ns;          /* 0 = one-shot */
+	uint64_t period_ns;	     /* 0 = one-shot */
 	uint64_t fired;
 	urs_timer_cb cb;
 	bool cancelled; /* the next callback is the final -ECANCELED one */

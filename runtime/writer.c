@@ -52,6 +52,7 @@ static void settle(struct urs_writer *w, struct urs_wchunk *c, int res)
 		w->bytes_done += c->len;
 		w->chunks_done++;
 	}
+	c->busy = false;
 	c->cb(w, c, res);
 }
 
@@ -106,6 +107,8 @@ int urs_writer_write(struct urs_writer *w, struct urs_wchunk *c, const void *buf
 {
 	if (w->error)
 		return w->error;
+	if (c->busy)
+		return -EBUSY;
 	if (w->inflight_ops &&
 	    (w->inflight_ops >= w->max_ops || w->inflight_bytes + len > w->max_bytes)) {
 		w->want_ready = true;
@@ -117,6 +120,7 @@ int urs_writer_write(struct urs_writer *w, struct urs_wchunk *c, const void *buf
 	c->done = 0;
 	c->off = w->off;
 	c->cb = cb;
+	c->busy = true;
 	c->next = NULL;
 	c->op.state = URS_OP_IDLE;
 	c->op.flags = 0;

@@ -35,15 +35,21 @@ struct urs_wchunk {
 	uint32_t len, done;
 	uint64_t off;
 	urs_wchunk_cb cb;
+	bool busy; /* queued or in flight: from urs_writer_write() until its callback */
 };
+
+static inline bool urs_wchunk_busy(const struct urs_wchunk *c)
+{
+	return c->busy;
+}
 
 struct urs_writer {
 	struct urs_loop *loop;
 	int fd;
 	bool seekable;
-	uint64_t off;        /* next file offset */
-	size_t max_bytes;    /* bound on bytes in flight */
-	uint32_t max_ops;    /* bound on chunks in flight */
+	uint64_t off;	  /* next file offset */
+	size_t max_bytes; /* bound on bytes in flight */
+	uint32_t max_ops; /* bound on chunks in flight */
 	size_t inflight_bytes;
 	uint32_t inflight_ops;
 	struct urs_wchunk *wait_head, *wait_tail; /* ordered mode: not yet submitted */
