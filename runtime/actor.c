@@ -8,7 +8,6 @@
 
 #include "runtime/probe.h"
 
-#define ACTOR_READY 1u
 
 void urs_actor_init(struct urs_actor *a, struct urs_loop *loop, urs_actor_fn handler)
 {
@@ -25,51 +24,9 @@ uint32_t urs_msg_capacity(const struct urs_loop *loop)
 	return loop->msgs.obj_size - (uint32_t) sizeof(struct urs_msg);
 }
 
-struct urs_msg *urs_msg_alloc(struct urs_loop *loop, uint32_t type)
-{
-	struct urs_msg *m = urs_pool_get(&loop->msgs);
-	if (!m)
-		return NULL;
-	m->next = NULL;
-	m->to = NULL;
-	m->home = loop;
-	m->type = type;
-	m->flags = 0;
-	m->len = 0;
-	return m;
-}
-
-void urs_msg_free(struct urs_msg *m)
-{
-	struct urs_loop *home = m->home;
-	if (home == urs_loop_current())
-		urs_pool_put(&home->msgs, m);
-	else
-		urs_pool_put_remote(&home->msgs, m);
-}
-
-static inline void mbox_push(struct urs_loop *loop, struct urs_actor *to, struct urs_msg *m)
-{
-	m->next = NULL;
-	if (to->mbox_tail)
-		to->mbox_tail->next = m;
-	else
-		to->mbox_head = m;
-	to->mbox_tail = m;
-	if (!(to->flags & ACTOR_READY)) {
-		to->flags |= ACTOR_READY;
-		to->next_ready = NULL;
-		if (loop->ready_tail)
-			loop->ready_tail->next_ready = to;
-		else
-			loop->ready_head = to;
-		loop->ready_tail = to;
-	}
-}
-
 void urs_actor_deliver_remote(struct urs_loop *loop, struct urs_msg *m)
 {
-	mbox_push(loop, m->to, m);
+	urs_mbox_push(loop, m->to, m);
 }
 
 static int inbox_push(struct urs_loop *target, struct urs_msg *m)
@@ -89,16 +46,8 @@ static int inbox_push(struct urs_loop *target, struct urs_msg *m)
 	return 0;
 }
 
-int urs_send(struct urs_actor *to, struct urs_msg *m)
+int urs_send_remote(struct urs_loop *cur, struct urs_actor *to, struct urs_msg *m)
 {
-	struct urs_loop *cur = urs_loop_current();
-	m->to = to;
-	m->flags = (uint16_t) ((m->flags & ~URS_MSGF_KEPT) | URS_MSGF_QUEUED);
-	if (likely(to->loop == cur)) {
-		cur->stats.msgs_local++;
-		mbox_push(cur, to, m);
-		return 0;
-	}
 	if (cur && (cur->feat & URS_FEAT_MSG_RING) && to->loop->efd < 0) {
 		m->next = NULL;
 		if (cur->outbox_tail)
@@ -119,19 +68,28 @@ uint32_t urs_actors_run(struct urs_loop *loop, uint32_t budget)
 		loop->ready_head = a->next_ready;
 		if (!loop->ready_head)
 			loop->ready_tail = NULL;
-		a->flags &= ~ACTOR_READY;
-		/* Take the mailbox as it is now; what handlers send meanwhile
-		 * (even to this actor) queues behind and runs in a later pass. */
-		struct urs_msg *m = a->mbox_head;
-		a->mbox_head = a->mbox_tail = NULL;
-		while (m) {
-			struct urs_msg *next = m->next;
+		a->flags &= ~URS_ACTOR_READY;
+		/* At most URS_ACTOR_QUOTA messages per visit, so one busy actor
+		 * cannot starve the others or the ring; the rest waits its turn. */
+		struct urs_msg *m;
+		for (uint32_t q = 0; q < URS_ACTOR_QUOTA && (m = a->mbox_head); q++) {
+			a->mbox_head = m->next;
+			if (!a->mbox_head)
+				a->mbox_tail = NULL;
 			m->flags &= (uint16_t) ~URS_MSGF_QUEUED;
 			a->handler(a, m);
 			if (!(m->flags & (URS_MSGF_QUEUED | URS_MSGF_KEPT)))
 				urs_msg_free(m);
-			m = next;
 			n++;
+		}
+		if (a->mbox_head && !(a->flags & URS_ACTOR_READY)) {
+			a->flags |= URS_ACTOR_READY;
+			a->next_ready = NULL;
+			if (loop->ready_tail)
+				loop->ready_tail->next_ready = a;
+			else
+				loop->ready_head = a;
+			loop->ready_tail = a;
 		}
 	}
 	return n;

@@ -54,24 +54,84 @@ struct urs_msg {
 
 void urs_actor_init(struct urs_actor *a, struct urs_loop *loop, urs_actor_fn handler);
 
+#define URS_ACTOR_READY 1u
+#define URS_ACTOR_QUOTA 64u /* messages per actor per visit */
+
 /* Allocate from this loop's pool; NULL when the pool cap is reached (backpressure). */
-struct urs_msg *urs_msg_alloc(struct urs_loop *loop, uint32_t type);
+static inline struct urs_msg *urs_msg_alloc(struct urs_loop *loop, uint32_t type)
+{
+	struct urs_msg *m = urs_pool_get(&loop->msgs);
+	if (unlikely(!m))
+		return NULL;
+	m->next = NULL;
+	m->to = NULL;
+	m->home = loop;
+	m->type = type;
+	m->flags = 0;
+	m->len = 0;
+	return m;
+}
+
 /* Free from any thread. */
-void urs_msg_free(struct urs_msg *m);
+static inline void urs_msg_free(struct urs_msg *m)
+{
+	struct urs_loop *home = m->home;
+	if (likely(home == urs_loop_current()))
+		urs_pool_put(&home->msgs, m);
+	else
+		urs_pool_put_remote(&home->msgs, m);
+}
+
 /* Keep a message past the handler's return. */
 static inline void urs_msg_keep(struct urs_msg *m)
 {
 	m->flags |= URS_MSGF_KEPT;
 }
+
 /* Payload capacity of messages from @loop. */
 uint32_t urs_msg_capacity(const struct urs_loop *loop);
+
+/* Internal: append to a mailbox and make the actor ready. */
+static inline void urs_mbox_push(struct urs_loop *loop, struct urs_actor *to, struct urs_msg *m)
+{
+	m->next = NULL;
+	if (to->mbox_tail)
+		to->mbox_tail->next = m;
+	else
+		to->mbox_head = m;
+	to->mbox_tail = m;
+	if (!(to->flags & URS_ACTOR_READY)) {
+		to->flags |= URS_ACTOR_READY;
+		to->next_ready = NULL;
+		if (loop->ready_tail)
+			loop->ready_tail->next_ready = to;
+		else
+			loop->ready_head = to;
+		loop->ready_tail = to;
+	}
+}
+
+/* Slow path of urs_send(): @to lives on another loop. */
+int urs_send_remote(struct urs_loop *cur, struct urs_actor *to, struct urs_msg *m);
 
 /*
  * Send @m to @to. Must be called on the thread of a running loop (or the
  * thread that created @to's loop). Returns 0; the message is owned by the
- * runtime until delivered.
+ * runtime until delivered. -ENOTSUP: @to is on another loop and there is no
+ * way to reach it from this thread (no loop here, target without eventfd).
  */
-int urs_send(struct urs_actor *to, struct urs_msg *m);
+static inline int urs_send(struct urs_actor *to, struct urs_msg *m)
+{
+	struct urs_loop *cur = urs_loop_current();
+	m->to = to;
+	m->flags = (uint16_t) ((m->flags & ~URS_MSGF_KEPT) | URS_MSGF_QUEUED);
+	if (likely(to->loop == cur)) {
+		cur->stats.msgs_local++;
+		urs_mbox_push(cur, to, m);
+		return 0;
+	}
+	return urs_send_remote(cur, to, m);
+}
 
 /* Internal: the loop drains ready actors (at most @budget messages). */
 uint32_t urs_actors_run(struct urs_loop *loop, uint32_t budget);

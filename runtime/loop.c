@@ -17,6 +17,7 @@
 #include "runtime/actor.h"
 #include "runtime/compat.h"
 #include "runtime/probe.h"
+#include "runtime/timer.h"
 
 #define UD_TAG_MASK   7ull
 #define UD_REMOTE_MSG 1ull
@@ -24,12 +25,7 @@
 #define REAP_BATCH    64u
 #define ACTOR_BUDGET  4096u
 
-static _Thread_local struct urs_loop *tls_loop;
-
-struct urs_loop *urs_loop_current(void)
-{
-	return tls_loop;
-}
+_Thread_local struct urs_loop *urs_tls_loop;
 
 static void efd_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint32_t flags);
 
@@ -129,7 +125,7 @@ int urs_loop_init(struct urs_loop *loop, const struct urs_loop_opts *opts)
 		}
 		efd_arm(loop);
 	}
-	tls_loop = loop;
+	urs_tls_loop = loop;
 	return 0;
 }
 
@@ -141,9 +137,10 @@ void urs_loop_fini(struct urs_loop *loop)
 	}
 	/* Messages still in flight to us are dropped with the pool. */
 	io_uring_queue_exit(&loop->ring);
+	urs_timers_fini(loop);
 	urs_pool_fini(&loop->msgs);
-	if (tls_loop == loop)
-		tls_loop = NULL;
+	if (urs_tls_loop == loop)
+		urs_tls_loop = NULL;
 }
 
 void urs_loop_stop(struct urs_loop *loop)
@@ -415,14 +412,17 @@ static inline bool needs_enter(struct urs_loop *loop)
 
 static inline bool has_work(const struct urs_loop *loop)
 {
-	return loop->ready_head || loop->overflow.head || loop->cancels.head || loop->outbox_head;
+	return loop->ready_head || loop->overflow.head || loop->cancels.head || loop->outbox_head ||
+	       loop->timers.finals_head;
 }
 
 int urs_loop_run_once(struct urs_loop *loop, bool wait)
 {
 	int r;
-	tls_loop = loop;
+	urs_tls_loop = loop;
 	loop->stats.turns++;
+	if (loop->timers.finals_head)
+		urs_timers_run_finals(loop);
 	if (loop->ready_head)
 		urs_actors_run(loop, ACTOR_BUDGET);
 	if ((r = drain_queues(loop)) < 0)

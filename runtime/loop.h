@@ -73,6 +73,18 @@ struct urs_loop_stats {
 	uint64_t msgs_local, msgs_remote, remote_retries;
 };
 
+struct urs_timer;
+
+/* The loop's timers (runtime/timer.c): a heap and one kernel timeout. */
+struct urs_timers {
+	struct urs_timer **heap;
+	uint32_t n, cap;
+	struct urs_op tmo;             /* the one armed IORING_OP_TIMEOUT (weak) */
+	struct __kernel_timespec ts;
+	uint64_t armed_ns;             /* its deadline while in flight */
+	struct urs_timer *finals_head, *finals_tail;
+};
+
 struct urs_loop {
 	struct io_uring ring;
 	uint32_t feat;	      /* URS_FEAT_* in use on this loop */
@@ -84,6 +96,7 @@ struct urs_loop {
 	struct urs_actor *ready_head, *ready_tail;
 	struct urs_msg *outbox_head, *outbox_tail; /* remote sends waiting for an SQE */
 	struct urs_pool msgs;			   /* message memory */
+	struct urs_timers timers;
 	/* Remote wake-up without MSG_RING: MPSC stack + eventfd. */
 	_Atomic(struct urs_msg *) inbox;
 	int efd;
@@ -95,8 +108,13 @@ struct urs_loop {
 int urs_loop_init(struct urs_loop *loop, const struct urs_loop_opts *opts);
 void urs_loop_fini(struct urs_loop *loop);
 
+extern _Thread_local struct urs_loop *urs_tls_loop;
+
 /* The loop running on this thread (set by urs_loop_init on the calling thread). */
-struct urs_loop *urs_loop_current(void);
+static inline struct urs_loop *urs_loop_current(void)
+{
+	return urs_tls_loop;
+}
 
 /*
  * Run until urs_loop_stop() or until nothing is left: no strong op in flight,

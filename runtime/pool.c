@@ -58,23 +58,14 @@ static int grow(struct urs_pool *p)
 	return 0;
 }
 
-void *urs_pool_get(struct urs_pool *p)
+void *urs_pool_get_slow(struct urs_pool *p)
 {
 	if (!p->free) {
 		p->free = atomic_exchange_explicit(&p->remote, NULL, memory_order_acquire);
 		if (!p->free && grow(p) < 0)
 			return NULL;
 	}
-	struct urs_pool_node *o = p->free;
-	p->free = o->next;
-	return o;
-}
-
-void urs_pool_put(struct urs_pool *p, void *obj)
-{
-	struct urs_pool_node *o = obj;
-	o->next = p->free;
-	p->free = o;
+	return urs_pool_get(p);
 }
 
 void urs_pool_put_remote(struct urs_pool *p, void *obj)

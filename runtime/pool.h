@@ -35,10 +35,26 @@ struct urs_pool {
 void urs_pool_init(struct urs_pool *p, uint32_t obj_size, uint32_t max);
 void urs_pool_fini(struct urs_pool *p);
 
+/* Slow path of urs_pool_get(): take back remote frees or add a slab. */
+void *urs_pool_get_slow(struct urs_pool *p);
+
 /* Owner thread only. NULL when the cap is reached or memory is short. */
-void *urs_pool_get(struct urs_pool *p);
+static inline void *urs_pool_get(struct urs_pool *p)
+{
+	struct urs_pool_node *o = p->free;
+	if (__builtin_expect(!o, 0))
+		return urs_pool_get_slow(p);
+	p->free = o->next;
+	return o;
+}
+
 /* Owner thread only. */
-void urs_pool_put(struct urs_pool *p, void *obj);
+static inline void urs_pool_put(struct urs_pool *p, void *obj)
+{
+	struct urs_pool_node *o = obj;
+	o->next = p->free;
+	p->free = o;
+}
 /* Any thread. */
 void urs_pool_put_remote(struct urs_pool *p, void *obj);
 

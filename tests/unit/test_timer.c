@@ -136,6 +136,82 @@ static void test_churn(void **state)
 	urs_loop_fini(&loop);
 }
 
+/* A later timer arms the kernel timeout; an earlier one must cancel it and
+ * re-arm (ASYNC_CANCEL path), or it would wait an hour. */
+static void test_earlier_timer_rearms(void **state)
+{
+	(void) state;
+	struct urs_loop loop;
+	assert_int_equal(urs_loop_init(&loop, NULL), 0);
+	struct urs_timer late = {0}, soon = {0};
+	fires = finals = 0;
+	assert_int_equal(urs_timer_start(&loop, &late, 3600ull * 1000000000ull, 0, cb), 0);
+	assert_int_equal(urs_loop_run_once(&loop, false), 0); /* kernel timeout armed */
+	uint64_t t0 = urs_now_ns();
+	assert_int_equal(urs_timer_start(&loop, &soon, 5 * 1000000ull, 0, cb), 0);
+	while (fires == 0)
+		assert_int_equal(urs_loop_run_once(&loop, true), 0);
+	uint64_t dt = urs_now_ns() - t0;
+	assert_true(dt >= 5 * 1000000ull);
+	assert_true(dt < 1000 * 1000000ull);
+	assert_false(urs_timer_busy(&soon));
+	assert_true(urs_timer_busy(&late));
+	/* the final callback never runs inside cancel */
+	assert_int_equal(urs_timer_cancel(&loop, &late), 0);
+	assert_int_equal(finals, 0);
+	assert_true(urs_timer_busy(&late));
+	assert_int_equal(urs_timer_start(&loop, &late, 1, 0, cb), -EBUSY);
+	assert_int_equal(urs_loop_run(&loop), 0);
+	assert_int_equal(finals, 1);
+	assert_false(urs_timer_busy(&late));
+	urs_loop_fini(&loop);
+}
+
+/* Timers fire in deadline order whatever the order they were started in. */
+static uint64_t last_deadline;
+static int in_order;
+static void order_cb(struct urs_loop *loop, struct urs_timer *t, int res)
+{
+	(void) loop;
+	if (res == -ECANCELED) {
+		assert_int_equal(t->fired, 0);
+		return;
+	}
+	assert_int_equal(res, 0);
+	if (t->deadline_ns < last_deadline)
+		in_order = 0;
+	last_deadline = t->deadline_ns;
+}
+
+static void test_deadline_order(void **state)
+{
+	(void) state;
+	struct urs_loop loop;
+	assert_int_equal(urs_loop_init(&loop, NULL), 0);
+	enum { N = 3000 };
+	struct urs_timer *ts = calloc(N, sizeof(*ts));
+	uint32_t x = 12345;
+	for (int i = 0; i < N; i++) {
+		x = x * 1103515245u + 12345u;
+		assert_int_equal(urs_timer_start(&loop, &ts[i], (x >> 8) % 20000000u, 0, order_cb),
+				 0);
+	}
+	/* cancel every third one */
+	for (int i = 0; i < N; i += 3)
+		assert_int_equal(urs_timer_cancel(&loop, &ts[i]), 0);
+	last_deadline = 0;
+	in_order = 1;
+	fires = 0;
+	assert_int_equal(urs_loop_run(&loop), 0);
+	assert_int_equal(in_order, 1);
+	for (int i = 0; i < N; i++) {
+		assert_false(urs_timer_busy(&ts[i]));
+		assert_int_equal(ts[i].fired, i % 3 ? 1 : 0);
+	}
+	free(ts);
+	urs_loop_fini(&loop);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -143,6 +219,8 @@ int main(void)
 		cmocka_unit_test(test_periodic_then_cancel),
 		cmocka_unit_test(test_cancel_before_fire),
 		cmocka_unit_test(test_churn),
+		cmocka_unit_test(test_earlier_timer_rearms),
+		cmocka_unit_test(test_deadline_order),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
