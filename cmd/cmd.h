@@ -1,10 +1,16 @@
 /*
  * cmd/cmd.h — the ursa CLI's command table. One file per command under
- * cmd/; each exports `int cmd_NAME(int argc, char **argv)` returning the
- * process exit status.
+ * cmd/; each exports `int cmd_NAME(int argc, char **argv)` (argv[0] is the
+ * command's name) returning the process exit status.
  */
 #ifndef URSA_CMD_CMD_H
 #define URSA_CMD_CMD_H
+
+#include <limits.h>
+#include <stdbool.h>
+
+#include "actors/sandbox.h"
+#include "host/spec.h"
 
 struct urs_cmd {
 	const char *name;
@@ -12,6 +18,37 @@ struct urs_cmd {
 	const char *summary;
 };
 
+/* create/run share their flags and bundle loading (cmd/create.c) */
+struct urs_create_args {
+	const char *id, *bundle, *pid_file, *console_socket;
+	bool no_pivot, no_new_keyring, detach, no_subreaper, keep;
+	int preserve_fds;
+	char bundle_abs[PATH_MAX], rootfs_abs[PATH_MAX];
+	struct urs_spec *spec;
+	void *filter;
+};
+
+int urs_create_parse(const char *cmd, int argc, char **argv, struct urs_create_args *c,
+		     bool with_detach);
+int urs_bundle_prepare(struct urs_create_args *c, struct urs_sandbox_opts *o, struct urs_err *err);
+void urs_create_args_free(struct urs_create_args *c);
+
+/* delete's work, shared with run (cmd/delete.c) */
+int urs_container_delete(const char *id, bool force, struct urs_err *err);
+
 int cmd_demo(int argc, char **argv);
+int cmd_create(int argc, char **argv);
+int cmd_start(int argc, char **argv);
+int cmd_run(int argc, char **argv);
+int cmd_state(int argc, char **argv);
+int cmd_kill(int argc, char **argv);
+int cmd_delete(int argc, char **argv);
+int cmd_list(int argc, char **argv);
+int cmd_ps(int argc, char **argv);
+int cmd_pause(int argc, char **argv);
+int cmd_resume(int argc, char **argv);
+int cmd_spec(int argc, char **argv);
+int cmd_features(int argc, char **argv);
+int cmd_do(int argc, char **argv);
 
 #endif

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cmd/cli.h"
 #include "cmd/cmd.h"
 
 #ifndef URSA_VERSION
@@ -11,33 +12,79 @@
 #endif
 
 static const struct urs_cmd cmds[] = {
+	{"create", cmd_create, "create a container from a bundle (its init waits for start)"},
+	{"start", cmd_start, "start a created container"},
+	{"run", cmd_run, "create and start a container, wait for it, delete it"},
+	{"state", cmd_state, "print a container's OCI state"},
+	{"kill", cmd_kill, "signal a container's init (or --all its processes)"},
+	{"delete", cmd_delete, "delete a container"},
+	{"list", cmd_list, "list containers"},
+	{"ps", cmd_ps, "list a container's processes"},
+	{"pause", cmd_pause, "freeze a container"},
+	{"resume", cmd_resume, "thaw a paused container"},
+	{"spec", cmd_spec, "write a default config.json"},
+	{"features", cmd_features, "print what ursa supports (JSON)"},
+	{"do", cmd_do, "run a command in a sandbox on the host's root"},
 	{"demo", cmd_demo, "run the actor runtime on this machine and report what it did"},
 };
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: ursa [--version] [--help] COMMAND [ARGS...]\n\ncommands:\n");
+	fprintf(f, "usage: ursa [--root DIR] [--log FILE] [--log-format text|json] [--debug] "
+		   "COMMAND [ARGS...]\n\ncommands:\n");
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
 		fprintf(f, "  %-10s %s\n", cmds[i].name, cmds[i].summary);
 }
 
 int main(int argc, char **argv)
 {
-	if (argc < 2) {
-		usage(stderr);
-		return 2;
+	const char *log_format = "text";
+	bool version = false, help = false;
+	const struct urs_opt global[] = {
+		{"root", 0, URS_OPT_STR, &G.root, "state directory (default /run/ursa)"},
+		{"log", 0, URS_OPT_STR, &G.log, "also log errors to this file"},
+		{"log-format", 0, URS_OPT_STR, &log_format, "text or json"},
+		{"debug", 0, URS_OPT_FLAG, &G.debug, "debug output"},
+		{"systemd-cgroup", 0, URS_OPT_FLAG, &G.systemd_cgroup,
+		 "accepted; cgroupfs is used"},
+		{"profile", 0, URS_OPT_FLAG, &G.profile, "per-actor profiling"},
+		{"version", 'v', URS_OPT_FLAG, &version, "print the version"},
+		{"rootless", 0, URS_OPT_STR, &log_format, "(accepted for runc compatibility)"},
+		{NULL, 0, 0, NULL, NULL},
+	};
+	/* global options come before the command */
+	int i = 1;
+	while (i < argc && argv[i][0] == '-') {
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			help = true;
+			i++;
+			continue;
+		}
+		char *sub[3] = {"ursa", argv[i], i + 1 < argc ? argv[i + 1] : NULL};
+		int n = urs_parse("ursa", "[global options] COMMAND", sub[2] ? 3 : 2, sub, global);
+		if (n < 0)
+			return n == -2 ? 0 : 2;
+		if (n == 1) /* a lone "--" */
+			break;
+		i += n - 1;
 	}
-	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-v")) {
+	if (strcmp(log_format, "json") == 0)
+		G.log_json = true;
+	if (version) {
 		printf("ursa version %s\nspec: 1.0.2\n", URSA_VERSION);
 		return 0;
 	}
-	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+	if (help || i >= argc) {
+		usage(help ? stdout : stderr);
+		return help ? 0 : 2;
+	}
+	if (!strcmp(argv[i], "help")) {
 		usage(stdout);
 		return 0;
 	}
-	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
-		if (!strcmp(argv[1], cmds[i].name))
-			return cmds[i].fn(argc - 1, argv + 1);
-	fprintf(stderr, "ursa: unknown command '%s' (see ursa --help)\n", argv[1]);
+	for (size_t k = 0; k < sizeof(cmds) / sizeof(cmds[0]); k++)
+		if (!strcmp(argv[i], cmds[k].name))
+			return cmds[k].fn(argc - i, argv + i);
+	urs_error("unknown command \"%s\" (see ursa --help)", argv[i]);
 	return 2;
 }

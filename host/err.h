@@ -16,7 +16,7 @@ struct urs_err {
 
 /* Format into err (if non-NULL); returns rc so callers can `return urs_err_set(...)`. */
 __attribute__((format(printf, 3, 4))) static inline int urs_err_set(struct urs_err *err, int rc,
-								     const char *fmt, ...)
+								    const char *fmt, ...)
 {
 	if (err) {
 		va_list ap;

@@ -34,17 +34,18 @@ struct urs_idmap {
 
 struct urs_mount {
 	char *destination;
-	char *type;   /* NULL if absent */
-	char *source; /* NULL if absent */
+	char *type;	/* NULL if absent */
+	char *source;	/* NULL if absent */
 	char **options; /* raw options, NULL-terminated */
 	size_t n_options;
 	unsigned long flags;	   /* MS_* to set (MS_BIND, MS_REC, MS_RDONLY, MS_NOSUID, ...) */
 	unsigned long clear_flags; /* MS_* explicitly cleared ("rw", "suid", "dev", ...) */
-	unsigned long propagation; /* MS_PRIVATE/MS_SHARED/MS_SLAVE/MS_UNBINDABLE [| MS_REC], or 0 */
-	uint64_t rec_attr_set;	   /* MOUNT_ATTR_* from "rro", "rnosuid", ... (mount_setattr) */
-	uint64_t rec_attr_clr;	   /* MOUNT_ATTR_* from "rrw", "rsuid", ... */
-	char *data;		   /* leftover options joined by ',' ("mode=755,size=65536k"), or NULL */
-	bool tmpcopyup;		   /* "tmpcopyup" seen (crun extension; ursa ignores it) */
+	unsigned long
+		propagation;   /* MS_PRIVATE/MS_SHARED/MS_SLAVE/MS_UNBINDABLE [| MS_REC], or 0 */
+	uint64_t rec_attr_set; /* MOUNT_ATTR_* from "rro", "rnosuid", ... (mount_setattr) */
+	uint64_t rec_attr_clr; /* MOUNT_ATTR_* from "rrw", "rsuid", ... */
+	char *data;	/* leftover options joined by ',' ("mode=755,size=65536k"), or NULL */
+	bool tmpcopyup; /* "tmpcopyup" seen (crun extension; ursa ignores it) */
 	struct urs_idmap *uid_mappings; /* idmapped mounts (runtime-spec 1.1) */
 	size_t n_uid_mappings;
 	struct urs_idmap *gid_mappings;
@@ -93,7 +94,7 @@ struct urs_process {
 	size_t n_rlimits;
 	bool no_new_privileges;
 	bool has_oom_score_adj;
-	int32_t oom_score_adj; /* -1000..1000 */
+	int32_t oom_score_adj;	/* -1000..1000 */
 	char *apparmor_profile; /* accepted, not enforced */
 	char *selinux_label;	/* accepted, not enforced */
 };
@@ -111,7 +112,7 @@ enum urs_hook_kind {
 };
 
 struct urs_hook {
-	char *path; /* absolute */
+	char *path;  /* absolute */
 	char **args; /* NULL-terminated, may be empty */
 	size_t n_args;
 	char **env;
@@ -159,9 +160,9 @@ struct urs_device {
 
 struct urs_dev_rule {
 	bool allow;
-	char type;     /* 'a', 'c' or 'b' ('a' if absent) */
-	int64_t major; /* -1 = wildcard */
-	int64_t minor; /* -1 = wildcard */
+	char type;	/* 'a', 'c' or 'b' ('a' if absent) */
+	int64_t major;	/* -1 = wildcard */
+	int64_t minor;	/* -1 = wildcard */
 	char access[4]; /* subset of "rwm", NUL-terminated ("rwm" if absent) */
 };
 
@@ -270,7 +271,7 @@ struct urs_linux {
 	struct urs_resources resources;
 	struct urs_kv *sysctl;
 	size_t n_sysctl;
-	struct urs_seccomp *seccomp; /* NULL if absent */
+	struct urs_seccomp *seccomp;	  /* NULL if absent */
 	unsigned long rootfs_propagation; /* MS_* | maybe MS_REC, 0 if absent */
 	char **masked_paths;
 	size_t n_masked_paths;
@@ -310,10 +311,10 @@ const char *urs_spec_default_json(void);
 int urs_spec_default(struct urs_spec **out, struct urs_err *err);
 
 /* Lookups for the modules that consume the struct. */
-const char *urs_ns_name(enum urs_ns_type t);	  /* "pid", "network", ... */
-int urs_ns_clone_flag(enum urs_ns_type t);	  /* CLONE_NEWPID, ... */
-const char *urs_cap_name(unsigned int cap);	  /* "CAP_CHOWN", NULL if unknown */
-int urs_cap_from_name(const char *name);	  /* -1 if unknown */
+const char *urs_ns_name(enum urs_ns_type t);	 /* "pid", "network", ... */
+int urs_ns_clone_flag(enum urs_ns_type t);	 /* CLONE_NEWPID, ... */
+const char *urs_cap_name(unsigned int cap);	 /* "CAP_CHOWN", NULL if unknown */
+int urs_cap_from_name(const char *name);	 /* -1 if unknown */
 const char *urs_hook_name(enum urs_hook_kind k); /* "prestart", ... */
 const char *urs_scmp_action_name(enum urs_scmp_action a);
 const char *urs_scmp_op_name(enum urs_scmp_op op);

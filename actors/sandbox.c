@@ -1,0 +1,222 @@
+/*
+ * actors/sandbox.c — see sandbox.h.
+ */
+#include "actors/sandbox.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "actors/supervisor.h"
+#include "host/proc.h"
+#include "runtime/common.h"
+
+int urs_write_pid_file(const char *path, pid_t pid, struct urs_err *err)
+{
+	char tmp[PATH_MAX + 16];
+	snprintf(tmp, sizeof(tmp), "%s.tmp%d", path, (int) getpid());
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return urs_err_set(err, -errno, "--pid-file %s: %m", path);
+	char buf[32];
+	int n = snprintf(buf, sizeof(buf), "%d", (int) pid);
+	bool ok = write(fd, buf, (size_t) n) == n;
+	close(fd);
+	if (!ok || rename(tmp, path) < 0) {
+		int r = -errno;
+		unlink(tmp);
+		return urs_err_set(err, r ? r : -EIO, "--pid-file %s: %s", path,
+				   strerror(r ? -r : EIO));
+	}
+	return 0;
+}
+
+static int console_connect(const char *path, struct urs_err *err)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	if (snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path) >= (int) sizeof(sa.sun_path))
+		return urs_err_set(err, -ENAMETOOLONG, "--console-socket %s: path too long", path);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return urs_err_set(err, -errno, "--console-socket: socket: %m");
+	if (connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0) {
+		int r = -errno;
+		close(fd);
+		return urs_err_set(err, r, "--console-socket %s: connect: %s", path, strerror(-r));
+	}
+	return fd;
+}
+
+void urs_sandbox_cgroup_remove(const char *cgroup)
+{
+	struct urs_cgroup cg;
+	if (cgroup && *cgroup && urs_cg_from_string(&cg, cgroup, NULL) == 0)
+		urs_cg_destroy(&cg, NULL);
+}
+
+int urs_sandbox_create(const struct urs_sandbox_opts *o, pid_t *sup, struct urs_state *st,
+		       struct urs_err *err)
+{
+	int r;
+	char dir[PATH_MAX] = "";
+	const struct urs_process *p = o->spec->process;
+	if (!p)
+		return urs_err_set(err, -EINVAL, "config.json: process: missing (nothing to run)");
+	if (o->root) {
+		if ((r = urs_state_dir_create(o->root, o->id, err)) < 0)
+			return r;
+		urs_state_path(dir, sizeof(dir), o->root, o->id, NULL);
+	}
+	_cleanup_close_ int console = -1;
+	if (p->terminal) {
+		if (!o->console_socket) {
+			if (o->root) { /* runc: a terminal needs somewhere to send it */
+				r = urs_err_set(
+					err, -EINVAL,
+					"process.terminal is true but no --console-socket was "
+					"given");
+				goto fail_dir;
+			}
+		} else if ((console = console_connect(o->console_socket, err)) < 0) {
+			r = console;
+			goto fail_dir;
+		}
+	}
+	int rep[2];
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, rep) < 0) {
+		r = urs_err_set(err, -errno, "socketpair: %m");
+		goto fail_dir;
+	}
+	pid_t pid = fork();
+	if (pid < 0) {
+		r = urs_err_set(err, -errno, "fork: %m");
+		close(rep[0]);
+		close(rep[1]);
+		goto fail_dir;
+	}
+	if (pid == 0) {
+		close(rep[0]);
+		struct urs_sup_args a = {
+			.state_dir = o->root ? dir : NULL,
+			.report_fd = rep[1],
+			.cgroup_path = o->spec->lnx ? o->spec->lnx->cgroups_path : NULL,
+			.id = o->id,
+			.no_prewarm = o->no_prewarm,
+			.start_now = o->autostart,
+		};
+		a.launch = (struct urs_launch){
+			.spec = o->spec,
+			.overlay_scratch = o->overlay_scratch,
+			.no_pivot = o->no_pivot,
+			.no_new_keyring = o->no_new_keyring,
+			.console_fd = console,
+			.preserve_fds = o->preserve_fds,
+			.sync_fd = -1,
+			.seccomp = o->seccomp,
+			.load_seccomp = o->load_seccomp,
+		};
+		snprintf(a.launch.rootfs, sizeof(a.launch.rootfs), "%s",
+			 o->rootfs ? o->rootfs : "");
+		_exit(urs_supervisor_main(&a));
+	}
+	close(rep[1]);
+	static struct urs_sup_report rp;
+	memset(&rp, 0, sizeof(rp));
+	ssize_t n;
+	do
+		n = recv(rep[0], &rp, sizeof(rp), 0);
+	while (n < 0 && errno == EINTR);
+	close(rep[0]);
+	if (n != (ssize_t) sizeof(rp) || rp.code != 0) {
+		if (n == (ssize_t) sizeof(rp))
+			r = urs_err_set(err, rp.code < 0 ? rp.code : -EINVAL, "%s", rp.msg);
+		else
+			r = urs_err_set(err, -EPIPE,
+					"the supervisor died before the container was ready");
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		urs_sandbox_cgroup_remove(n == (ssize_t) sizeof(rp) ? rp.cgroup : NULL);
+		goto fail_dir;
+	}
+	*sup = pid;
+	memset(st, 0, sizeof(*st));
+	st->exit_status = -1;
+	snprintf(st->id, sizeof(st->id), "%s", o->id ? o->id : "");
+	snprintf(st->bundle, sizeof(st->bundle), "%s", o->bundle ? o->bundle : "");
+	snprintf(st->rootfs, sizeof(st->rootfs), "%s", o->rootfs ? o->rootfs : "");
+	urs_rfc3339_now(st->created, sizeof(st->created));
+	st->owner = getuid();
+	st->pid = rp.init_pid;
+	urs_proc_start_time(st->pid, &st->pid_start);
+	st->sup_pid = pid;
+	urs_proc_start_time(pid, &st->sup_start);
+	st->started = o->autostart;
+	st->cgroup = rp.cgroup[0] ? strdup(rp.cgroup) : NULL;
+	if (o->root) {
+		if (o->spec->n_annotations) {
+			/* kept as JSON text for `state` */
+			size_t cap = 64;
+			for (size_t i = 0; i < o->spec->n_annotations; i++)
+				cap += 8 + 2 * (strlen(o->spec->annotations[i].key) +
+						strlen(o->spec->annotations[i].value));
+			st->annotations = malloc(cap);
+			if (st->annotations) {
+				size_t w = 0;
+				w += (size_t) snprintf(st->annotations + w, cap - w, "{");
+				for (size_t i = 0; i < o->spec->n_annotations; i++) {
+					w += (size_t) snprintf(st->annotations + w, cap - w, "%s\"",
+							       i ? "," : "");
+					for (int k = 0; k < 2; k++) {
+						const char *s = k ? o->spec->annotations[i].value
+								  : o->spec->annotations[i].key;
+						for (; *s && w < cap - 8; s++) {
+							if (*s == '"' || *s == '\\')
+								st->annotations[w++] = '\\';
+							st->annotations[w++] = *s;
+						}
+						w += (size_t) snprintf(st->annotations + w, cap - w,
+								       k ? "\"" : "\":\"");
+					}
+				}
+				snprintf(st->annotations + w, cap - w, "}");
+			}
+		}
+		if ((r = urs_state_write(o->root, st, err)) < 0)
+			goto fail_kill;
+	}
+	if (o->pid_file && (r = urs_write_pid_file(o->pid_file, pid, err)) < 0)
+		goto fail_kill;
+	return 0;
+
+fail_kill:
+	kill(st->pid, SIGKILL);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	urs_sandbox_cgroup_remove(st->cgroup);
+	urs_state_clear(st);
+fail_dir:
+	if (o->root)
+		urs_state_remove(o->root, o->id);
+	return r;
+}
+
+int urs_sandbox_start(const char *root, struct urs_state *st, struct urs_err *err)
+{
+	char dir[PATH_MAX], reply[256];
+	urs_state_path(dir, sizeof(dir), root, st->id, NULL);
+	int r = urs_ctl_call(dir, "start", reply, sizeof(reply));
+	if (r < 0)
+		return urs_err_set(err, r, "start %s: cannot reach its supervisor: %s", st->id,
+				   strerror(-r));
+	if (strcmp(reply, "ok"))
+		return urs_err_set(err, -EINVAL, "start %s: %s", st->id, reply);
+	st->started = true;
+	return urs_state_write(root, st, err);
+}

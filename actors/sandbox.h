@@ -1,0 +1,49 @@
+/*
+ * actors/sandbox.h — making a sandbox: fork the supervisor, wait for its
+ * READY/ERROR report, record the container, and undo everything on failure
+ * (state directory, cgroups via the supervisor, processes). Shared by
+ * create, run and do.
+ */
+#ifndef URSA_ACTORS_SANDBOX_H
+#define URSA_ACTORS_SANDBOX_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "host/err.h"
+#include "host/spec.h"
+#include "host/state.h"
+
+struct urs_sandbox_opts {
+	const char *root; /* --root; NULL: no record (ursa do) */
+	const char *id;
+	const char *bundle; /* absolute */
+	const struct urs_spec *spec;
+	const char *rootfs; /* absolute; ignored with overlay_scratch */
+	const char *overlay_scratch;
+	const char *console_socket;
+	const char *pid_file;
+	bool no_pivot, no_new_keyring, autostart, no_prewarm;
+	int preserve_fds;
+	void *seccomp; /* built filter for the init, or NULL */
+	int (*load_seccomp)(void *filter, struct urs_err *err);
+};
+
+/*
+ * Fork the supervisor and wait until the init is READY (or running, with
+ * autostart). On success the record is written (unless root is NULL) and
+ * *sup is the supervisor's pid (our child). On failure nothing is left.
+ */
+int urs_sandbox_create(const struct urs_sandbox_opts *o, pid_t *sup, struct urs_state *st,
+		       struct urs_err *err);
+
+/* Release a created container (ROOT/ID/ctl.sock "start"), mark it started. */
+int urs_sandbox_start(const char *root, struct urs_state *st, struct urs_err *err);
+
+/* Remove a sandbox's cgroups given their serialization (no-op for NULL/""). */
+void urs_sandbox_cgroup_remove(const char *cgroup);
+
+/* Write @pid to @path atomically. */
+int urs_write_pid_file(const char *path, pid_t pid, struct urs_err *err);
+
+#endif

@@ -1,0 +1,497 @@
+/*
+ * actors/supervisor.c — see supervisor.h.
+ *
+ * Boot order matters for memory and latency: the fd table is prewarmed to 256
+ * slots while we are single-threaded (io_uring's io-wq workers share it later,
+ * and growing a shared table costs an RCU grace period — seed 004), the init is
+ * cloned before the ring exists, and nothing is allocated for the loop until
+ * the init is READY.
+ */
+#include "actors/supervisor.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/sched.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "host/cgroup.h"
+#include "host/proc.h"
+#include "runtime/loop.h"
+
+#define CTL_NAME "ctl.sock"
+
+static const int fwd_signals[] = {SIGHUP,  SIGINT,   SIGQUIT, SIGTERM, SIGUSR1,
+				  SIGUSR2, SIGWINCH, SIGCONT, SIGALRM, SIGPWR};
+
+struct sup {
+	struct urs_loop loop;
+	struct urs_sup_args *a;
+	pid_t init_pid;
+	int pidfd, sync_fd, ctl_fd, sig_fd;
+	int status; /* wait status */
+	bool exited;
+	struct urs_op pid_op, accept_op, sig_op;
+	struct signalfd_siginfo si;
+};
+
+struct ctl_conn {
+	struct urs_op op;
+	struct sup *s;
+	int fd;
+	bool replying;
+	char buf[256];
+};
+
+static void report(struct urs_sup_args *a, int code, pid_t pid, const char *cg, const char *msg)
+{
+	struct urs_sup_report r = {.code = code, .init_pid = pid};
+	if (cg)
+		snprintf(r.cgroup, sizeof(r.cgroup), "%s", cg);
+	if (msg)
+		snprintf(r.msg, sizeof(r.msg), "%s", msg);
+	if (a->report_fd >= 0) {
+		send(a->report_fd, &r, sizeof(r), MSG_NOSIGNAL);
+		close(a->report_fd);
+		a->report_fd = -1;
+	}
+}
+
+static int exit_code(int status)
+{
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	return 255;
+}
+
+/* ---- the init's exit ---- */
+
+static void pid_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint32_t flags)
+{
+	(void) op;
+	(void) flags;
+	struct sup *s = container_of(loop, struct sup, loop);
+	int st;
+	if (res < 0 && res != -ECANCELED)
+		return;
+	if (waitpid(s->init_pid, &st, WNOHANG) == s->init_pid) {
+		s->status = st;
+		s->exited = true;
+		urs_loop_stop(loop);
+	}
+}
+
+/* ---- forwarded signals ---- */
+
+static void sig_arm(struct sup *s);
+
+static void sig_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint32_t flags)
+{
+	(void) loop;
+	(void) flags;
+	struct sup *s = container_of(op, struct sup, sig_op);
+	if (res == (int32_t) sizeof(s->si) && !s->exited)
+		urs_pidfd_signal(s->pidfd, (int) s->si.ssi_signo);
+	if (res != -ECANCELED)
+		sig_arm(s);
+}
+
+static void sig_arm(struct sup *s)
+{
+	io_uring_prep_read(urs_op_sqe(&s->sig_op), s->sig_fd, &s->si, sizeof(s->si), 0);
+	s->sig_op.flags = URS_OPF_WEAK;
+	urs_submit(&s->loop, &s->sig_op, sig_cb);
+}
+
+/* ---- control socket ---- */
+
+static void conn_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint32_t flags);
+
+static void conn_reply(struct ctl_conn *c, const char *text)
+{
+	snprintf(c->buf, sizeof(c->buf), "%s", text);
+	c->replying = true;
+	io_uring_prep_send(urs_op_sqe(&c->op), c->fd, c->buf, strlen(c->buf) + 1, MSG_NOSIGNAL);
+	urs_submit(&c->s->loop, &c->op, conn_cb);
+}
+
+static void conn_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint32_t flags)
+{
+	(void) loop;
+	(void) flags;
+	struct ctl_conn *c = container_of(op, struct ctl_conn, op);
+	struct sup *s = c->s;
+	if (c->replying || res <= 0) {
+		close(c->fd);
+		free(c);
+		return;
+	}
+	c->buf[(size_t) res < sizeof(c->buf) ? (size_t) res : sizeof(c->buf) - 1] = 0;
+	if (!strcmp(c->buf, "start")) {
+		if (s->exited || s->sync_fd < 0) {
+			conn_reply(c, "error: container not in created state");
+			return;
+		}
+		int r = urs_sync_send(s->sync_fd, URS_SYNC_START, 0, NULL);
+		close(s->sync_fd);
+		s->sync_fd = -1;
+		conn_reply(c, r < 0 ? "error: the container's init is gone" : "ok");
+		return;
+	}
+	if (!strcmp(c->buf, "ping")) {
+		conn_reply(c, "ok");
+		return;
+	}
+	conn_reply(c, "error: unknown request");
+}
+
+static void accept_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint32_t flags)
+{
+	struct sup *s = container_of(op, struct sup, accept_op);
+	if (res >= 0) {
+		struct ctl_conn *c = calloc(1, sizeof(*c));
+		if (!c) {
+			close(res);
+		} else {
+			c->s = s;
+			c->fd = res;
+			io_uring_prep_recv(urs_op_sqe(&c->op), c->fd, c->buf, sizeof(c->buf) - 1,
+					   0);
+			urs_submit(loop, &c->op, conn_cb);
+		}
+	}
+	if (!(flags & IORING_CQE_F_MORE) && res != -ECANCELED && !s->exited) {
+		io_uring_prep_multishot_accept(urs_op_sqe(&s->accept_op), s->ctl_fd, NULL, NULL,
+					       SOCK_CLOEXEC);
+		s->accept_op.flags = URS_OPF_WEAK;
+		urs_submit(loop, &s->accept_op, accept_cb);
+	}
+}
+
+static int ctl_listen(const char *dir)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	if (snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s", dir, CTL_NAME) >=
+	    (int) sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	unlink(sa.sun_path);
+	if (bind(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0 || listen(fd, 16) < 0) {
+		int r = -errno;
+		close(fd);
+		return r;
+	}
+	return fd;
+}
+
+int urs_ctl_call(const char *state_dir, const char *req, char *reply, size_t len)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	if (snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s", state_dir, CTL_NAME) >=
+	    (int) sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	_cleanup_close_ int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0)
+		return -errno;
+	if (send(fd, req, strlen(req) + 1, MSG_NOSIGNAL) < 0)
+		return -errno;
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	if (poll(&p, 1, 10000) <= 0)
+		return -ETIMEDOUT;
+	ssize_t n = recv(fd, reply, len - 1, 0);
+	if (n <= 0)
+		return n < 0 ? -errno : -EPIPE;
+	reply[n] = 0;
+	return 0;
+}
+
+/* ---- boot ---- */
+
+/* linux.resources (spec) -> the cgroup module's resources */
+int urs_resources_apply(struct urs_cgroup *cg, const struct urs_resources *res, struct urs_err *err)
+{
+	struct urs_cg_resources r = URS_CG_RESOURCES_INIT;
+	struct urs_cg_device devs[64];
+	struct urs_cg_kv kv[64];
+	if (res->memory.has_limit)
+		r.mem_limit = res->memory.limit;
+	if (res->memory.has_reservation)
+		r.mem_reservation = res->memory.reservation;
+	if (res->memory.has_swap)
+		r.mem_swap = res->memory.swap;
+	if (res->memory.has_swappiness)
+		r.mem_swappiness = (int64_t) res->memory.swappiness;
+	r.disable_oom_killer = res->memory.disable_oom_killer;
+	if (res->pids.has_limit)
+		r.pids_limit = res->pids.limit ? res->pids.limit : -1;
+	if (res->cpu.has_shares)
+		r.cpu_shares = res->cpu.shares;
+	if (res->cpu.has_quota)
+		r.cpu_quota = res->cpu.quota;
+	if (res->cpu.has_period)
+		r.cpu_period = res->cpu.period;
+	r.cpus = res->cpu.cpus;
+	r.mems = res->cpu.mems;
+	size_t nd = res->n_devices < 64 ? res->n_devices : 64;
+	for (size_t i = 0; i < nd; i++) {
+		devs[i] = (struct urs_cg_device){.allow = res->devices[i].allow,
+						 .type = res->devices[i].type,
+						 .major = res->devices[i].major,
+						 .minor = res->devices[i].minor};
+		memcpy(devs[i].access, res->devices[i].access, sizeof(devs[i].access));
+	}
+	r.devices = devs;
+	r.n_devices = nd;
+	size_t nk = res->n_unified < 64 ? res->n_unified : 64;
+	for (size_t i = 0; i < nk; i++)
+		kv[i] = (struct urs_cg_kv){res->unified[i].key, res->unified[i].value};
+	r.unified = kv;
+	r.n_unified = nk;
+	return urs_cg_apply(cg, &r, err);
+}
+
+#define apply_resources urs_resources_apply
+
+static void prewarm_fd_table(void)
+{
+	/* Grow the table to 256 slots now, while single-threaded; keep every fd
+	 * we open below 256 afterwards. */
+	int fd = fcntl(0, F_DUPFD_CLOEXEC, 255);
+	if (fd < 0)
+		fd = fcntl(open("/dev/null", O_RDONLY | O_CLOEXEC), F_DUPFD_CLOEXEC, 255);
+	if (fd >= 0)
+		close(fd);
+}
+
+static int write_id_map(pid_t pid, const char *file, const struct urs_idmap *m, size_t n)
+{
+	char path[64], buf[4096];
+	size_t o = 0;
+	for (size_t i = 0; i < n && o < sizeof(buf); i++)
+		o += (size_t) snprintf(buf + o, sizeof(buf) - o, "%u %u %u\n", m[i].container_id,
+				       m[i].host_id, m[i].size);
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int) pid, file);
+	_cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	return write(fd, buf, o) == (ssize_t) o ? 0 : -errno;
+}
+
+static pid_t clone_init(struct urs_sup_args *a, uint64_t flags, int *pidfd)
+{
+	struct clone_args ca = {
+		.flags = flags | CLONE_PIDFD,
+		.pidfd = (uint64_t) (uintptr_t) pidfd,
+		.exit_signal = SIGCHLD,
+	};
+	pid_t pid = (pid_t) syscall(SYS_clone3, &ca, sizeof(ca));
+	if (pid == 0) {
+		int r = urs_init_run(&a->launch);
+		_exit(r == -EPIPE ? 0 : 127);
+	}
+	return pid < 0 ? -errno : pid;
+}
+
+int urs_supervisor_main(struct urs_sup_args *a)
+{
+	static struct sup S;
+	struct sup *s = &S;
+	struct urs_err err = {{0}};
+	char msg[600];
+	const struct urs_spec *spec = a->launch.spec;
+	int r;
+
+	s->a = a;
+	s->sync_fd = s->ctl_fd = s->sig_fd = s->pidfd = -1;
+	if (!a->no_prewarm)
+		prewarm_fd_table();
+	setsid();
+	prctl(PR_SET_NAME, "ursa-sup", 0, 0, 0);
+
+	/* cgroup first: the init is cloned inside it */
+	static struct urs_cgroup cg;
+	r = urs_cg_create(&cg, a->cgroup_path, a->id, 0, &err);
+	if (r < 0) {
+		report(a, r, 0, NULL, err.msg);
+		return 1;
+	}
+	/* From here on every report carries the cgroup: the parent removes it
+	 * once we are gone (we sit inside it, so we cannot). */
+	static char cgstr[URS_CG_STRING_MAX];
+	urs_cg_to_string(&cg, cgstr, sizeof(cgstr));
+	if ((r = urs_cg_enter(&cg, getpid(), &err)) < 0 ||
+	    (spec->lnx && spec->lnx->has_resources &&
+	     (r = apply_resources(&cg, &spec->lnx->resources, &err)) < 0)) {
+		report(a, r, 0, cgstr, err.msg);
+		return 1;
+	}
+
+	int sv[2];
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
+		r = -errno;
+		goto fail_errno;
+	}
+	/* the init's end must sit above stdio and the preserved fds */
+	int keep = 3 + (a->launch.preserve_fds > 0 ? a->launch.preserve_fds : 0);
+	if (sv[1] < keep) {
+		int hi = fcntl(sv[1], F_DUPFD_CLOEXEC, keep);
+		close(sv[1]);
+		sv[1] = hi;
+	}
+	s->sync_fd = sv[0];
+	a->launch.sync_fd = sv[1];
+
+	uint64_t flags = 0;
+	a->launch.new_ns = 0;
+	pid_t join_pid_ns = -1;
+	for (size_t i = 0; spec->lnx && i < spec->lnx->n_namespaces; i++) {
+		const struct urs_namespace *ns = &spec->lnx->namespaces[i];
+		if (!ns->path) {
+			flags |= (uint64_t) urs_ns_clone_flag(ns->type);
+			a->launch.new_ns |= 1u << ns->type;
+		} else if (ns->type == URS_NS_PID) {
+			join_pid_ns = open(ns->path, O_RDONLY | O_CLOEXEC);
+			if (join_pid_ns < 0 || setns(join_pid_ns, CLONE_NEWPID) < 0) {
+				r = -errno;
+				snprintf(msg, sizeof(msg),
+					 "linux.namespaces: joining pid namespace %s: %s", ns->path,
+					 strerror(-r));
+				goto fail_msg;
+			}
+		}
+	}
+	s->init_pid = clone_init(a, flags, &s->pidfd);
+	close(sv[1]);
+	if (join_pid_ns >= 0)
+		close(join_pid_ns); /* our own children after this are none */
+	if (s->init_pid < 0) {
+		r = s->init_pid;
+		snprintf(msg, sizeof(msg), "cloning the container's init (namespaces %#llx): %s",
+			 (unsigned long long) flags, strerror(-r));
+		goto fail_msg;
+	}
+	if (a->launch.new_ns & (1u << URS_NS_USER)) {
+		const struct urs_linux *l = spec->lnx;
+		if ((r = write_id_map(s->init_pid, "uid_map", l->uid_mappings, l->n_uid_mappings)) <
+			    0 ||
+		    (r = write_id_map(s->init_pid, "gid_map", l->gid_mappings, l->n_gid_mappings)) <
+			    0) {
+			snprintf(msg, sizeof(msg),
+				 "linux.uidMappings/gidMappings: writing the maps: %s",
+				 strerror(-r));
+			goto fail_kill;
+		}
+		urs_sync_send(s->sync_fd, URS_SYNC_MAPPED, 0, NULL);
+	}
+
+	struct urs_sync_msg m;
+	r = urs_sync_recv(s->sync_fd, &m);
+	if (r < 0 || m.type != URS_SYNC_READY) {
+		snprintf(msg, sizeof(msg), "%s",
+			 r < 0 ? "the container's init died during setup" : m.msg);
+		if (r >= 0)
+			r = m.code ? m.code : -EINVAL;
+		goto fail_kill;
+	}
+	if (a->start_now) { /* run/do: no separate start, but setup errors still come back */
+		urs_sync_send(s->sync_fd, URS_SYNC_START, 0, NULL);
+		close(s->sync_fd);
+		s->sync_fd = -1;
+	}
+	if (a->state_dir && (s->ctl_fd = ctl_listen(a->state_dir)) < 0) {
+		r = s->ctl_fd;
+		snprintf(msg, sizeof(msg), "control socket in %s: %s", a->state_dir, strerror(-r));
+		goto fail_kill;
+	}
+	report(a, 0, s->init_pid, cgstr, NULL);
+
+	/* let go of the caller's stdio: the init has its own copies */
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	for (int fd = 0; fd < 3 && null >= 0; fd++)
+		dup2(null, fd);
+	if (null > 2)
+		close(null);
+
+	sigset_t set;
+	sigemptyset(&set);
+	for (size_t i = 0; i < URS_ARRAY_SIZE(fwd_signals); i++)
+		sigaddset(&set, fwd_signals[i]);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	s->sig_fd = signalfd(-1, &set, SFD_CLOEXEC);
+
+	struct urs_loop_opts lo = {.entries = 16};
+	if ((r = urs_loop_init(&s->loop, &lo)) < 0) {
+		/* no loop: still be a correct parent */
+		int st;
+		waitpid(s->init_pid, &st, 0);
+		s->status = st;
+		goto done;
+	}
+	io_uring_prep_poll_add(urs_op_sqe(&s->pid_op), s->pidfd, POLLIN);
+	urs_submit(&s->loop, &s->pid_op, pid_cb);
+	if (s->sig_fd >= 0)
+		sig_arm(s);
+	if (s->ctl_fd >= 0) {
+		io_uring_prep_multishot_accept(urs_op_sqe(&s->accept_op), s->ctl_fd, NULL, NULL,
+					       SOCK_CLOEXEC);
+		s->accept_op.flags = URS_OPF_WEAK;
+		urs_submit(&s->loop, &s->accept_op, accept_cb);
+	}
+	while (!s->exited) {
+		if ((r = urs_loop_run(&s->loop)) < 0)
+			break;
+		if (!s->exited) { /* woken without an exit: look again */
+			int st;
+			if (waitpid(s->init_pid, &st, WNOHANG) == s->init_pid) {
+				s->status = st;
+				s->exited = true;
+			} else if (!urs_op_busy(&s->pid_op)) {
+				io_uring_prep_poll_add(urs_op_sqe(&s->pid_op), s->pidfd, POLLIN);
+				urs_submit(&s->loop, &s->pid_op, pid_cb);
+			}
+		}
+	}
+	urs_loop_fini(&s->loop);
+done:
+	if (a->state_dir) {
+		char path[4096], val[32];
+		snprintf(path, sizeof(path), "%s/exit", a->state_dir);
+		snprintf(val, sizeof(val), "%d\n", s->status);
+		int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		if (fd >= 0) {
+			if (write(fd, val, strlen(val)) < 0) {
+				/* nothing to do: state falls back to "stopped" without a code */
+			}
+			close(fd);
+		}
+	}
+	return exit_code(s->status);
+
+fail_kill:
+	kill(s->init_pid, SIGKILL);
+	waitpid(s->init_pid, NULL, 0);
+	report(a, r, 0, cgstr, msg);
+	return 1;
+fail_errno:
+	snprintf(msg, sizeof(msg), "supervisor setup: %s", strerror(-r));
+fail_msg:
+	report(a, r, 0, cgstr, msg);
+	return 1;
+}

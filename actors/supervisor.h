@@ -1,0 +1,49 @@
+/*
+ * actors/supervisor.h — the per-sandbox supervisor process.
+ *
+ * `ursa create` (and run/do) forks it; it clones the container's init into
+ * new namespaces, tells its parent READY (with the init's pid) or ERROR, lets
+ * go of the caller's stdio, and then runs the runtime loop until the init
+ * exits: a control socket (start, later exec/checkpoint/metrics), the init's
+ * pidfd, and forwarded signals are its actors. It exits with the init's exit
+ * code, or 128 + signal.
+ */
+#ifndef URSA_ACTORS_SUPERVISOR_H
+#define URSA_ACTORS_SUPERVISOR_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "host/cgroup.h"
+#include "host/init.h"
+
+struct urs_sup_args {
+	const char *state_dir; /* ROOT/ID: control socket lives here; NULL for `ursa do` */
+	struct urs_launch launch;
+	int report_fd;		 /* SEQPACKET to the process that forked us */
+	const char *cgroup_path; /* linux.cgroupsPath or NULL */
+	const char *id;
+	bool no_prewarm; /* benchmark only: skip fd-table prewarming */
+	bool start_now;	 /* release the init as soon as it is READY (run, do) */
+};
+
+/* Report from the supervisor to its parent. */
+struct urs_sup_report {
+	int32_t code; /* 0 = READY */
+	pid_t init_pid;
+	char cgroup[URS_CG_STRING_MAX]; /* serialized cgroup (for the state file) */
+	char msg[1024];
+};
+
+/* linux.resources onto a sandbox's cgroups (also `ursa update`). */
+int urs_resources_apply(struct urs_cgroup *cg, const struct urs_resources *res,
+			struct urs_err *err);
+
+/* Runs in the forked supervisor; returns the process's exit status. */
+int urs_supervisor_main(struct urs_sup_args *a);
+
+/* Control protocol on ROOT/ID/ctl.sock (SOCK_SEQPACKET): a request is a
+ * NUL-terminated word ("start"), a reply is "ok" or "error: ...". */
+int urs_ctl_call(const char *state_dir, const char *req, char *reply, size_t len);
+
+#endif

@@ -1,0 +1,62 @@
+/*
+ * cmd/cli.h — what every ursa command shares: global flags, option parsing
+ * (runc-compatible: --flag V, --flag=V, single-dash long flags such as
+ * -no-subreaper), error logging (stderr, and the --log file in text or
+ * runc's JSON format, which containerd's shim reads), and loading a
+ * container's record with its live status.
+ */
+#ifndef URSA_CMD_CLI_H
+#define URSA_CMD_CLI_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "host/state.h"
+
+struct urs_global {
+	const char *root;
+	const char *log;
+	bool log_json;
+	bool debug;
+	bool systemd_cgroup;
+	bool profile;
+};
+
+extern struct urs_global G;
+
+enum urs_opt_kind { URS_OPT_FLAG, URS_OPT_STR, URS_OPT_INT, URS_OPT_LIST };
+
+struct urs_opt {
+	const char *name; /* long name without dashes */
+	char short_name;  /* 0 if none */
+	enum urs_opt_kind kind;
+	void *out; /* bool*, const char**, int*, or struct urs_strlist* */
+	const char *help;
+};
+
+struct urs_strlist {
+	const char *v[64];
+	int n;
+};
+
+/*
+ * Parse the options of command @cmd from argv[1]; like runc, options end at
+ * the first non-option argument or "--". Returns the index of the first
+ * argument not consumed, -1 after printing an error, -2 after printing help.
+ */
+int urs_parse(const char *cmd, const char *usage, int argc, char **argv,
+	      const struct urs_opt *opts);
+
+__attribute__((format(printf, 1, 2))) void urs_error(const char *fmt, ...);
+__attribute__((format(printf, 1, 2))) void urs_debug(const char *fmt, ...);
+
+/* Live status of a recorded container. */
+enum urs_status urs_container_status(const struct urs_state *st);
+
+/* Signal name or number ("KILL", "SIGKILL", "9") -> number, or -1. */
+int urs_signal_parse(const char *s);
+
+/* The id argument: exactly one positional, valid. NULL after printing an error. */
+const char *urs_require_id(const char *cmd, int argc, char **argv, int i);
+
+#endif

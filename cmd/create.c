@@ -1,0 +1,126 @@
+/*
+ * cmd/create.c — `ursa create`: make a container from a bundle, its init
+ * blocked until `ursa start`. Also the shared bundle loading for run.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "actors/sandbox.h"
+#include "cmd/cli.h"
+#include "cmd/cmd.h"
+#include "host/seccomp.h"
+
+int urs_bundle_prepare(struct urs_create_args *c, struct urs_sandbox_opts *o, struct urs_err *err)
+{
+	char cfg[PATH_MAX];
+	if (!realpath(c->bundle ? c->bundle : ".", c->bundle_abs))
+		return urs_err_set(err, -errno, "--bundle %s: %m", c->bundle ? c->bundle : ".");
+	if (snprintf(cfg, sizeof(cfg), "%s/config.json", c->bundle_abs) >= (int) sizeof(cfg))
+		return urs_err_set(err, -ENAMETOOLONG, "--bundle %s: path too long", c->bundle_abs);
+	int r = urs_spec_load(cfg, &c->spec, err);
+	if (r < 0)
+		return r;
+	if (!c->spec->root.path)
+		return urs_err_set(err, -EINVAL, "config.json: root.path: missing");
+	char rootfs[PATH_MAX];
+	int n = c->spec->root.path[0] == '/'
+			? snprintf(rootfs, sizeof(rootfs), "%s", c->spec->root.path)
+			: snprintf(rootfs, sizeof(rootfs), "%s/%s", c->bundle_abs,
+				   c->spec->root.path);
+	if (n >= (int) sizeof(rootfs))
+		return urs_err_set(err, -ENAMETOOLONG, "config.json: root.path: path too long");
+	struct stat sb;
+	if (!realpath(rootfs, c->rootfs_abs) || stat(c->rootfs_abs, &sb) < 0)
+		return urs_err_set(err, -ENOENT, "config.json: root.path %s: no such directory",
+				   rootfs);
+	if (!S_ISDIR(sb.st_mode))
+		return urs_err_set(err, -ENOTDIR, "config.json: root.path %s: not a directory",
+				   rootfs);
+	if (c->spec->lnx && c->spec->lnx->seccomp) {
+		r = urs_seccomp_build(c->spec->lnx->seccomp, &c->filter, err);
+		if (r < 0)
+			return r;
+	}
+	*o = (struct urs_sandbox_opts){
+		.root = G.root,
+		.id = c->id,
+		.bundle = c->bundle_abs,
+		.spec = c->spec,
+		.rootfs = c->rootfs_abs,
+		.console_socket = c->console_socket,
+		.pid_file = c->pid_file,
+		.no_pivot = c->no_pivot,
+		.no_new_keyring = c->no_new_keyring,
+		.preserve_fds = c->preserve_fds,
+		.seccomp = c->filter,
+		.load_seccomp = c->filter ? urs_seccomp_load_hook : NULL,
+	};
+	return 0;
+}
+
+void urs_create_args_free(struct urs_create_args *c)
+{
+	if (c->filter)
+		seccomp_release(c->filter);
+	urs_spec_free(c->spec);
+}
+
+int urs_create_parse(const char *cmd, int argc, char **argv, struct urs_create_args *c,
+		     bool with_detach)
+{
+	const struct urs_opt opts[] = {
+		{"bundle", 'b', URS_OPT_STR, &c->bundle, "bundle directory (default: .)"},
+		{"pid-file", 0, URS_OPT_STR, &c->pid_file, "write the supervisor's pid here"},
+		{"console-socket", 0, URS_OPT_STR, &c->console_socket,
+		 "AF_UNIX socket that receives the pty master"},
+		{"no-pivot", 0, URS_OPT_FLAG, &c->no_pivot,
+		 "MS_MOVE + chroot instead of pivot_root"},
+		{"no-new-keyring", 0, URS_OPT_FLAG, &c->no_new_keyring, "keep the session keyring"},
+		{"preserve-fds", 0, URS_OPT_INT, &c->preserve_fds, "pass fds 3..3+N-1 on"},
+		{"detach", 'd', URS_OPT_FLAG, &c->detach,
+		 with_detach ? "do not wait" : "(ignored)"},
+		{"no-subreaper", 0, URS_OPT_FLAG, &c->no_subreaper, "(accepted)"},
+		{"keep", 0, URS_OPT_FLAG, &c->keep, "run: do not delete after exit"},
+		{NULL, 0, 0, NULL, NULL},
+	};
+	int i = urs_parse(cmd, "[options] ID", argc, argv, opts);
+	if (i < 0)
+		return i;
+	if (!(c->id = urs_require_id(cmd, argc, argv, i)))
+		return -1;
+	if (i + 1 < argc) {
+		urs_error("%s: unexpected argument \"%s\" after the id", cmd, argv[i + 1]);
+		return -1;
+	}
+	if (c->preserve_fds < 0 || c->preserve_fds > 200) {
+		urs_error("%s: --preserve-fds %d: out of range (0..200)", cmd, c->preserve_fds);
+		return -1;
+	}
+	return 0;
+}
+
+int cmd_create(int argc, char **argv)
+{
+	struct urs_create_args c = {0};
+	int r = urs_create_parse("create", argc, argv, &c, false);
+	if (r < 0)
+		return r == -2 ? 0 : 1;
+	struct urs_err err = {{0}};
+	struct urs_sandbox_opts o;
+	struct urs_state st;
+	pid_t sup;
+	if ((r = urs_bundle_prepare(&c, &o, &err)) < 0 ||
+	    (r = urs_sandbox_create(&o, &sup, &st, &err)) < 0) {
+		urs_error("%s", err.msg);
+		urs_create_args_free(&c);
+		return 1;
+	}
+	urs_state_clear(&st);
+	urs_create_args_free(&c);
+	return 0;
+}

@@ -1,0 +1,83 @@
+/*
+ * cmd/delete.c — `ursa delete [--force] ID`: remove a stopped (or, with
+ * --force, any) container: its processes, supervisor, cgroups and record.
+ * A created container is deleted without --force, as runc does.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cmd/cli.h"
+#include "cmd/cmd.h"
+#include "host/cgroup.h"
+#include "host/proc.h"
+#include "runtime/common.h"
+
+static void kill_and_wait(pid_t pid, uint64_t start, int ms)
+{
+	_cleanup_close_ int fd = urs_pidfd_open_checked(pid, start);
+	if (fd < 0)
+		return;
+	urs_pidfd_signal(fd, SIGKILL);
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	poll(&p, 1, ms);
+}
+
+int urs_container_delete(const char *id, bool force, struct urs_err *err)
+{
+	struct urs_state st;
+	int r = urs_state_read(G.root, id, &st, err);
+	if (r < 0)
+		return r;
+	enum urs_status s = urs_container_status(&st);
+	if (s != URS_ST_STOPPED && s != URS_ST_CREATED && s != URS_ST_CREATING && !force) {
+		urs_err_set(err, -EBUSY, "cannot delete container %s that is not stopped: %s", id,
+			    urs_status_name(s));
+		urs_state_clear(&st);
+		return -EBUSY;
+	}
+	struct urs_cgroup cg;
+	bool have_cg = st.cgroup && urs_cg_from_string(&cg, st.cgroup, NULL) == 0;
+	if (s == URS_ST_PAUSED && have_cg)
+		urs_cg_freeze(&cg, false, NULL); /* a frozen task cannot die */
+	if (s != URS_ST_STOPPED) {
+		if (have_cg)
+			urs_cg_kill_all(&cg, SIGKILL, NULL);
+		kill_and_wait(st.pid, st.pid_start, 2000);
+	}
+	/* the supervisor leaves as soon as the init is reaped */
+	kill_and_wait(st.sup_pid, st.sup_start, 2000);
+	if (have_cg && (r = urs_cg_destroy(&cg, err)) < 0) {
+		urs_state_clear(&st);
+		return r;
+	}
+	urs_state_clear(&st);
+	return urs_state_remove(G.root, id);
+}
+
+int cmd_delete(int argc, char **argv)
+{
+	bool force = false;
+	const struct urs_opt opts[] = {
+		{"force", 'f', URS_OPT_FLAG, &force, "kill it first if it is still running"},
+		{NULL, 0, 0, NULL, NULL},
+	};
+	int i = urs_parse("delete", "[--force] ID", argc, argv, opts);
+	if (i < 0)
+		return i == -2 ? 0 : 1;
+	const char *id = urs_require_id("delete", argc, argv, i);
+	if (!id)
+		return 1;
+	struct urs_err err = {{0}};
+	int r = urs_container_delete(id, force, &err);
+	if (r == -ENOENT && force)
+		return 0;
+	if (r < 0) {
+		urs_error("%s", err.msg);
+		return 1;
+	}
+	return 0;
+}

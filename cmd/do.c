@@ -1,0 +1,251 @@
+/*
+ * cmd/do.c — `ursa do [options] [--] CMD ARGS...`: run CMD in a sandbox on
+ * the host's root, like `runsc do`: the host's / read-only under a private
+ * writable overlay (upper layer on a tmpfs that dies with the sandbox), a
+ * fresh /proc, a minimal /dev, a private /tmp, Docker's default seccomp
+ * profile and capability set. No bundle: the config is built here as
+ * config.json text and goes through the same parser and launcher as
+ * `ursa run`. Exit status is CMD's.
+ */
+#include <errno.h>
+#include <jansson.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cmd/cli.h"
+#include "cmd/cmd.h"
+#include "host/seccomp.h"
+
+#define SCRATCH "/run/ursa/.do"
+
+int urs_wait_forwarding(pid_t sup, pid_t init);
+
+static json_t *strs(const char *const *v)
+{
+	json_t *a = json_array();
+	for (; *v; v++)
+		json_array_append_new(a, json_string(*v));
+	return a;
+}
+
+static json_t *mnt(const char *dest, const char *type, const char *src, const char *const *opts)
+{
+	return json_pack("{s:s, s:s, s:s, s:o}", "destination", dest, "type", type, "source", src,
+			 "options", strs(opts));
+}
+
+static const char *const docker_caps[] = {
+	"CAP_CHOWN",	   "CAP_DAC_OVERRIDE", "CAP_FOWNER",
+	"CAP_FSETID",	   "CAP_KILL",	       "CAP_SETGID",
+	"CAP_SETUID",	   "CAP_SETPCAP",      "CAP_NET_BIND_SERVICE",
+	"CAP_NET_RAW",	   "CAP_SYS_CHROOT",   "CAP_MKNOD",
+	"CAP_AUDIT_WRITE", "CAP_SETFCAP",      NULL,
+};
+
+static const char *const masked[] = {
+	"/proc/asound",
+	"/proc/acpi",
+	"/proc/kcore",
+	"/proc/keys",
+	"/proc/latency_stats",
+	"/proc/timer_list",
+	"/proc/timer_stats",
+	"/proc/sched_debug",
+	"/proc/scsi",
+	"/sys/firmware",
+	"/sys/devices/virtual/powercap",
+	NULL,
+};
+
+static const char *const readonly[] = {
+	"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger", NULL,
+};
+
+static char *build_config(const char *network, const char *cwd, const struct urs_strlist *envs,
+			  const struct urs_strlist *vols, char **args, int nargs,
+			  struct urs_err *err)
+{
+	json_t *env = json_array();
+	bool have_path = false, have_term = false;
+	for (int i = 0; i < envs->n; i++) {
+		if (!strchr(envs->v[i], '=')) {
+			urs_err_set(err, -EINVAL, "do: --env %s: expected KEY=VALUE", envs->v[i]);
+			json_decref(env);
+			return NULL;
+		}
+		have_path |= !strncmp(envs->v[i], "PATH=", 5);
+		have_term |= !strncmp(envs->v[i], "TERM=", 5);
+		json_array_append_new(env, json_string(envs->v[i]));
+	}
+	if (!have_path)
+		json_array_append_new(env, json_string("PATH=/usr/local/sbin:/usr/local/bin:/usr/"
+						       "sbin:/usr/bin:/sbin:/bin"));
+	if (!have_term && getenv("TERM")) {
+		char t[128];
+		snprintf(t, sizeof(t), "TERM=%s", getenv("TERM"));
+		json_array_append_new(env, json_string(t));
+	}
+	json_t *argv = json_array();
+	for (int i = 0; i < nargs; i++)
+		json_array_append_new(argv, json_string(args[i]));
+	json_t *caps = strs(docker_caps);
+	json_t *proc = json_pack("{s:b, s:{s:i, s:i}, s:o, s:o, s:s, s:{s:O, s:O, s:O}, s:b}",
+				 "terminal", 0, "user", "uid", 0, "gid", 0, "args", argv, "env",
+				 env, "cwd", cwd, "capabilities", "bounding", caps, "effective",
+				 caps, "permitted", caps, "noNewPrivileges", 1);
+	json_decref(caps);
+
+	static const char *const o_proc[] = {"nosuid", "noexec", "nodev", NULL};
+	static const char *const o_dev[] = {"nosuid", "strictatime", "mode=755", "size=65536k",
+					    NULL};
+	static const char *const o_pts[] = {"nosuid",	     "noexec",	  "newinstance",
+					    "ptmxmode=0666", "mode=0620", NULL};
+	static const char *const o_shm[] = {"nosuid",	 "noexec",	"nodev",
+					    "mode=1777", "size=65536k", NULL};
+	static const char *const o_mq[] = {"nosuid", "noexec", "nodev", NULL};
+	static const char *const o_sys[] = {"nosuid", "noexec", "nodev", "ro", NULL};
+	static const char *const o_tmp[] = {"nosuid", "nodev", "mode=1777", NULL};
+	json_t *mounts = json_array();
+	json_array_append_new(mounts, mnt("/proc", "proc", "proc", o_proc));
+	json_array_append_new(mounts, mnt("/dev", "tmpfs", "tmpfs", o_dev));
+	json_array_append_new(mounts, mnt("/dev/pts", "devpts", "devpts", o_pts));
+	json_array_append_new(mounts, mnt("/dev/shm", "tmpfs", "shm", o_shm));
+	json_array_append_new(mounts, mnt("/dev/mqueue", "mqueue", "mqueue", o_mq));
+	json_array_append_new(mounts, mnt("/sys", "sysfs", "sysfs", o_sys));
+	json_array_append_new(mounts, mnt("/tmp", "tmpfs", "tmpfs", o_tmp));
+	for (int i = 0; i < vols->n; i++) {
+		char host[PATH_MAX], dest[PATH_MAX], mode[16] = "";
+		const char *v = vols->v[i];
+		const char *c1 = strchr(v, ':');
+		const char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+		if (!c1 || c1 == v || c1[1] != '/') {
+			urs_err_set(
+				err, -EINVAL,
+				"do: --volume %s: expected HOST:DEST[:ro] with an absolute DEST",
+				v);
+			goto fail;
+		}
+		snprintf(host, sizeof(host), "%.*s", (int) (c1 - v), v);
+		snprintf(dest, sizeof(dest), "%.*s",
+			 (int) (c2 ? c2 - c1 - 1 : (long) strlen(c1 + 1)), c1 + 1);
+		if (c2)
+			snprintf(mode, sizeof(mode), "%s", c2 + 1);
+		if (*mode && strcmp(mode, "ro") && strcmp(mode, "rw")) {
+			urs_err_set(err, -EINVAL, "do: --volume %s: unknown mode \"%s\" (ro or rw)",
+				    v, mode);
+			goto fail;
+		}
+		char real[PATH_MAX];
+		if (!realpath(host, real)) {
+			urs_err_set(err, -errno, "do: --volume %s: %s: %m", v, host);
+			goto fail;
+		}
+		const char *o_ro[] = {"rbind", "ro", "nosuid", "nodev", NULL};
+		const char *o_rw[] = {"rbind", "rw", NULL};
+		json_array_append_new(mounts,
+				      mnt(dest, "bind", real, strcmp(mode, "ro") ? o_rw : o_ro));
+	}
+
+	json_t *ns = json_pack("[{s:s}, {s:s}, {s:s}, {s:s}, {s:s}]", "type", "pid", "type",
+			       "mount", "type", "ipc", "type", "uts", "type", "cgroup");
+	if (strcmp(network, "host"))
+		json_array_append_new(ns, json_pack("{s:s}", "type", "network"));
+	json_t *cfg =
+		json_pack("{s:s, s:{s:s, s:b}, s:o, s:s, s:o, s:{s:o, s:o, s:o}}", "ociVersion",
+			  "1.0.2", "root", "path", "/", "readonly", 0, "process", proc, "hostname",
+			  "ursa", "mounts", mounts, "linux", "namespaces", ns, "maskedPaths",
+			  strs(masked), "readonlyPaths", strs(readonly));
+	char *s = json_dumps(cfg, JSON_COMPACT);
+	json_decref(cfg);
+	return s;
+fail:
+	json_decref(mounts);
+	json_decref(proc);
+	return NULL;
+}
+
+int cmd_do(int argc, char **argv)
+{
+	const char *network = "none", *cwd = NULL;
+	struct urs_strlist envs = {0}, vols = {0};
+	bool no_prewarm = getenv("URSA_BENCH_NO_PREWARM") != NULL;
+	const struct urs_opt opts[] = {
+		{"network", 0, URS_OPT_STR, &network, "none (default) or host"},
+		{"cwd", 0, URS_OPT_STR, &cwd, "working directory (default: the current one)"},
+		{"env", 'e', URS_OPT_LIST, &envs, "KEY=VALUE (repeatable)"},
+		{"volume", 'v', URS_OPT_LIST, &vols, "HOST:DEST[:ro] bind mount (repeatable)"},
+		{NULL, 0, 0, NULL, NULL},
+	};
+	int i = urs_parse("do", "[options] [--] CMD [ARGS...]", argc, argv, opts);
+	if (i < 0)
+		return i == -2 ? 0 : 125;
+	if (i >= argc) {
+		urs_error(
+			"do: missing the command to run (usage: ursa do [options] -- CMD ARGS...)");
+		return 125;
+	}
+	if (strcmp(network, "none") && strcmp(network, "host")) {
+		urs_error("do: --network %s: expected none or host", network);
+		return 125;
+	}
+	char here[PATH_MAX];
+	if (!cwd)
+		cwd = getcwd(here, sizeof(here)) ? here : "/";
+	if (cwd[0] != '/') {
+		urs_error("do: --cwd %s: must be absolute", cwd);
+		return 125;
+	}
+	struct urs_err err = {{0}};
+	char *json = build_config(network, cwd, &envs, &vols, argv + i, argc - i, &err);
+	if (!json) {
+		urs_error("%s", err.msg);
+		return 125;
+	}
+	struct urs_spec *spec = NULL;
+	int r = urs_spec_parse(json, strlen(json), &spec, &err);
+	free(json);
+	if (r < 0) {
+		urs_error("%s", err.msg);
+		return 125;
+	}
+	scmp_filter_ctx filter = NULL;
+	if ((r = urs_seccomp_build_default(URS_SECCOMP_DOCKER_CAPS, &filter, &err)) < 0) {
+		urs_error("%s", err.msg);
+		urs_spec_free(spec);
+		return 125;
+	}
+	mkdir("/run/ursa", 0711);
+	if (mkdir(SCRATCH, 0700) < 0 && errno != EEXIST) {
+		urs_error("do: creating %s: %s", SCRATCH, strerror(errno));
+		return 125;
+	}
+	char id[64];
+	snprintf(id, sizeof(id), "do-%d", (int) getpid());
+	struct urs_sandbox_opts o = {
+		.id = id,
+		.spec = spec,
+		.overlay_scratch = SCRATCH,
+		.autostart = true,
+		.no_prewarm = no_prewarm,
+		.seccomp = filter,
+		.load_seccomp = urs_seccomp_load_hook,
+	};
+	struct urs_state st;
+	pid_t sup;
+	if ((r = urs_sandbox_create(&o, &sup, &st, &err)) < 0) {
+		urs_error("%s", err.msg);
+		seccomp_release(filter);
+		urs_spec_free(spec);
+		return 125;
+	}
+	int rc = urs_wait_forwarding(sup, st.pid);
+	urs_sandbox_cgroup_remove(st.cgroup);
+	urs_state_clear(&st);
+	seccomp_release(filter);
+	urs_spec_free(spec);
+	return rc;
+}

@@ -1,0 +1,75 @@
+/*
+ * cmd/ps.c — `ursa ps [--format table|json] ID`: the container's processes
+ * (host pids, from its cgroup, without the supervisor).
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cmd/cli.h"
+#include "cmd/cmd.h"
+#include "host/cgroup.h"
+
+int cmd_ps(int argc, char **argv)
+{
+	const char *format = "table";
+	const struct urs_opt opts[] = {
+		{"format", 'f', URS_OPT_STR, &format, "table or json"},
+		{NULL, 0, 0, NULL, NULL},
+	};
+	int i = urs_parse("ps", "[--format table|json] ID", argc, argv, opts);
+	if (i < 0)
+		return i == -2 ? 0 : 1;
+	const char *id = urs_require_id("ps", argc, argv, i);
+	if (!id)
+		return 1;
+	struct urs_err err = {{0}};
+	struct urs_state st;
+	if (urs_state_read(G.root, id, &st, &err) < 0) {
+		urs_error("%s", err.msg);
+		return 1;
+	}
+	struct urs_cgroup cg;
+	pid_t *pids = NULL;
+	size_t n = 0;
+	if (!st.cgroup || urs_cg_from_string(&cg, st.cgroup, &err) < 0 ||
+	    urs_cg_pids(&cg, &pids, &n, &err) < 0) {
+		urs_error("ps: %s", st.cgroup ? err.msg : "container has no cgroup");
+		urs_state_clear(&st);
+		return 1;
+	}
+	bool json = !strcmp(format, "json");
+	if (json)
+		printf("[");
+	else
+		printf("%-8s %s\n", "PID", "CMD");
+	bool first = true;
+	for (size_t k = 0; k < n; k++) {
+		if (pids[k] == st.sup_pid)
+			continue;
+		if (json) {
+			printf("%s%d", first ? "" : ",", (int) pids[k]);
+		} else {
+			char path[64], cmd[256] = "";
+			snprintf(path, sizeof(path), "/proc/%d/cmdline", (int) pids[k]);
+			int fd = open(path, O_RDONLY | O_CLOEXEC);
+			ssize_t m = fd >= 0 ? read(fd, cmd, sizeof(cmd) - 1) : 0;
+			if (fd >= 0)
+				close(fd);
+			for (ssize_t j = 0; j < m - 1; j++)
+				if (!cmd[j])
+					cmd[j] = ' ';
+			cmd[m > 0 ? m : 0] = 0;
+			printf("%-8d %s\n", (int) pids[k], cmd);
+		}
+		first = false;
+	}
+	if (json)
+		printf("]\n");
+	free(pids);
+	urs_cg_close(&cg);
+	urs_state_clear(&st);
+	return 0;
+}

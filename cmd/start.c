@@ -1,0 +1,39 @@
+/*
+ * cmd/start.c — `ursa start ID`: release a created container's init.
+ * Returns as soon as the workload has been told to go.
+ */
+#include "cmd/cli.h"
+#include "cmd/cmd.h"
+
+int cmd_start(int argc, char **argv)
+{
+	int i = urs_parse("start", "ID", argc, argv, NULL);
+	if (i < 0)
+		return i == -2 ? 0 : 1;
+	const char *id = urs_require_id("start", argc, argv, i);
+	if (!id)
+		return 1;
+	struct urs_err err = {{0}};
+	struct urs_state st;
+	if (urs_state_read(G.root, id, &st, &err) < 0) {
+		urs_error("%s", err.msg);
+		return 1;
+	}
+	int rc = 1;
+	switch (urs_container_status(&st)) {
+	case URS_ST_CREATED:
+		if (urs_sandbox_start(G.root, &st, &err) < 0)
+			urs_error("%s", err.msg);
+		else
+			rc = 0;
+		break;
+	case URS_ST_STOPPED:
+		urs_error("cannot start a container that has stopped");
+		break;
+	default:
+		urs_error("cannot start an already running container");
+		break;
+	}
+	urs_state_clear(&st);
+	return rc;
+}

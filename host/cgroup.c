@@ -1,0 +1,1353 @@
+/*
+ * host/cgroup.c — a sandbox's cgroups on unified, hybrid and legacy hosts:
+ * placement beneath the caller (see cgroup.h), mkdir -p with openat() that
+ * remembers the levels it made, cpuset inheritance, limits with runc's
+ * ordering and value conversions, freezer (v1 freezer.state or cgroup2
+ * cgroup.freeze), pids, kill, removal, stats and the state-file string.
+ *
+ * Nothing here allocates on the create/enter/apply path: paths live in the
+ * struct, files are small and read into stack buffers, directories are
+ * reached with openat() from a cached directory fd.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/magic.h>
+
+#include "host/cgroup.h"
+#include "runtime/common.h"
+
+#define CG_ROOT		  "/sys/fs/cgroup"
+#define CG_WAIT_NS	  (2000 * 1000 * 1000LL) /* freeze/thaw */
+#define CG_RMDIR_WAIT_NS  (1000 * 1000 * 1000LL) /* rmdir on EBUSY */
+#define CG_POLL_NS	  (1000 * 1000)		 /* 1 ms between polls */
+#define CG_CREATE_RETRIES 5
+
+static const char *const hier_names[URS_CG_NHIER] = {
+	[URS_CG_MEMORY] = "memory",   [URS_CG_PIDS] = "pids",	  [URS_CG_CPU] = "cpu",
+	[URS_CG_CPUACCT] = "cpuacct", [URS_CG_CPUSET] = "cpuset", [URS_CG_FREEZER] = "freezer",
+	[URS_CG_DEVICES] = "devices", [URS_CG_BLKIO] = "blkio",	  [URS_CG_V2] = "unified",
+};
+
+static const char *const mode_names[] = {
+	[URS_CG_LEGACY] = "legacy",
+	[URS_CG_HYBRID] = "hybrid",
+	[URS_CG_UNIFIED] = "unified",
+};
+
+const char *urs_cg_hier_name(enum urs_cg_hier h)
+{
+	return (unsigned) h < URS_CG_NHIER ? hier_names[h] : "?";
+}
+
+/* ---- small file helpers ------------------------------------------------ */
+
+static bool fs_is(const char *path, long magic)
+{
+	struct statfs s;
+	return statfs(path, &s) == 0 && (long) s.f_type == magic;
+}
+
+static int write_at(int dfd, const char *file, const char *val)
+{
+	_cleanup_close_ int fd = openat(dfd, file, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	size_t n = strlen(val);
+	ssize_t w = write(fd, val, n);
+	if (w < 0)
+		return -errno;
+	return (size_t) w == n ? 0 : -EIO;
+}
+
+/* Read the whole (small) file, NUL-terminated, trailing whitespace cut. */
+static int read_at(int dfd, const char *file, char *buf, size_t len)
+{
+	_cleanup_close_ int fd = openat(dfd, file, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	size_t n = 0;
+	for (;;) {
+		if (n + 1 >= len)
+			return -EFBIG;
+		ssize_t r = read(fd, buf + n, len - 1 - n);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (r == 0)
+			break;
+		n += (size_t) r;
+	}
+	while (n && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
+		n--;
+	buf[n] = '\0';
+	return (int) n;
+}
+
+/* "max" → UINT64_MAX. */
+static int parse_u64(const char *s, uint64_t *v)
+{
+	if (!strcmp(s, "max")) {
+		*v = UINT64_MAX;
+		return 0;
+	}
+	char *end;
+	errno = 0;
+	unsigned long long x = strtoull(s, &end, 10);
+	if (errno || end == s || (*end && *end != '\n'))
+		return -EINVAL;
+	*v = x;
+	return 0;
+}
+
+static int read_u64_at(int dfd, const char *file, uint64_t *v)
+{
+	char buf[64];
+	int r = read_at(dfd, file, buf, sizeof(buf));
+	if (r < 0)
+		return r;
+	return parse_u64(buf, v);
+}
+
+static void sleep_ns(long ns)
+{
+	struct timespec ts = {.tv_sec = 0, .tv_nsec = ns};
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t) ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* ---- mode -------------------------------------------------------------- */
+
+static int mode_cache;
+
+int urs_cg_mode(void)
+{
+	int m = __atomic_load_n(&mode_cache, __ATOMIC_RELAXED);
+	if (m)
+		return m;
+	if (fs_is(CG_ROOT, CGROUP2_SUPER_MAGIC)) {
+		m = URS_CG_UNIFIED;
+	} else {
+		bool v1 = false;
+		char p[64];
+		for (int h = 0; h < URS_CG_V2 && !v1; h++) {
+			snprintf(p, sizeof(p), CG_ROOT "/%s", hier_names[h]);
+			v1 = fs_is(p, CGROUP_SUPER_MAGIC);
+		}
+		if (!v1)
+			return -ENOENT;
+		m = fs_is(CG_ROOT "/unified", CGROUP2_SUPER_MAGIC) ? URS_CG_HYBRID : URS_CG_LEGACY;
+	}
+	__atomic_store_n(&mode_cache, m, __ATOMIC_RELAXED);
+	return m;
+}
+
+/* ---- directory fds ----------------------------------------------------- */
+
+static struct urs_cg_dir *primary(struct urs_cgroup *cg, int h)
+{
+	struct urs_cg_dir *d = &cg->h[h];
+	return d->alias >= 0 ? &cg->h[d->alias] : d;
+}
+
+static bool has(const struct urs_cgroup *cg, int h)
+{
+	return cg->h[h].path[0] != '\0';
+}
+
+/* Borrowed fd of hierarchy h's directory (opened once, cached). */
+static int cg_fd(struct urs_cgroup *cg, int h, struct urs_err *err)
+{
+	struct urs_cg_dir *d = primary(cg, h);
+	if (!d->path[0])
+		return urs_err_set(err, -ENOENT, "cgroup: the %s hierarchy is not in use",
+				   hier_names[h]);
+	if (d->fd < 0) {
+		d->fd = open(d->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (d->fd < 0)
+			return urs_err_set(err, -errno, "cgroup: opening %s: %s", d->path,
+					   strerror(errno));
+	}
+	return d->fd;
+}
+
+static int cg_write(struct urs_cgroup *cg, int h, const char *file, const char *val,
+		    struct urs_err *err)
+{
+	int dfd = cg_fd(cg, h, err);
+	if (dfd < 0)
+		return dfd;
+	int r = write_at(dfd, file, val);
+	if (r < 0)
+		return urs_err_set(err, r, "cgroup: writing \"%s\" to %s: %s", val, file,
+				   strerror(-r));
+	return 0;
+}
+
+static int cg_read(struct urs_cgroup *cg, int h, const char *file, char *buf, size_t len,
+		   struct urs_err *err)
+{
+	int dfd = cg_fd(cg, h, err);
+	if (dfd < 0)
+		return dfd;
+	int r = read_at(dfd, file, buf, len);
+	if (r < 0)
+		return urs_err_set(err, r, "cgroup: reading %s/%s: %s", primary(cg, h)->path, file,
+				   strerror(-r));
+	return r;
+}
+
+static int cg_write_i64(struct urs_cgroup *cg, int h, const char *file, int64_t v,
+			struct urs_err *err)
+{
+	char buf[32];
+	snprintf(buf, sizeof(buf), "%" PRId64, v);
+	return cg_write(cg, h, file, buf, err);
+}
+
+static void cg_init(struct urs_cgroup *cg, int mode)
+{
+	memset(cg, 0, sizeof(*cg));
+	cg->mode = mode;
+	for (int h = 0; h < URS_CG_NHIER; h++) {
+		cg->h[h].fd = -1;
+		cg->h[h].alias = -1;
+	}
+}
+
+void urs_cg_close(struct urs_cgroup *cg)
+{
+	for (int h = 0; h < URS_CG_NHIER; h++) {
+		if (cg->h[h].fd >= 0)
+			close(cg->h[h].fd);
+		cg->h[h].fd = -1;
+	}
+}
+
+/* ---- removal ----------------------------------------------------------- */
+
+/* rmdir every sub-cgroup below dfd, deepest first. */
+static int rm_subdirs(int dfd, int depth)
+{
+	if (depth > 64)
+		return -ELOOP;
+	int dup_fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dup_fd < 0)
+		return -errno;
+	DIR *dir = fdopendir(dup_fd);
+	if (!dir) {
+		int r = -errno;
+		close(dup_fd);
+		return r;
+	}
+	int ret = 0;
+	struct dirent *e;
+	while ((e = readdir(dir))) {
+		if (e->d_type != DT_DIR || !strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		_cleanup_close_ int c =
+			openat(dfd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (c >= 0) {
+			int r = rm_subdirs(c, depth + 1);
+			if (r < 0 && !ret)
+				ret = r;
+		}
+		if (unlinkat(dfd, e->d_name, AT_REMOVEDIR) < 0 && errno != ENOENT && !ret)
+			ret = -errno;
+	}
+	closedir(dir);
+	return ret;
+}
+
+/* Remove a leaf cgroup and what the sandbox made below it, waiting a little
+ * for exiting processes (EBUSY). */
+static int rm_leaf(const char *path)
+{
+	int64_t deadline = now_ns() + CG_RMDIR_WAIT_NS;
+	for (;;) {
+		_cleanup_close_ int fd =
+			open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0)
+			return errno == ENOENT ? 0 : -errno;
+		int r = rm_subdirs(fd, 0);
+		if (rmdir(path) == 0 || errno == ENOENT)
+			return 0;
+		r = -errno;
+		if ((r != -EBUSY && r != -ENOTEMPTY) || now_ns() > deadline)
+			return r;
+		sleep_ns(10 * CG_POLL_NS);
+	}
+}
+
+/* Remove what urs_cg_create made in one hierarchy. */
+static int destroy_one(struct urs_cgroup *cg, int h, struct urs_err *err)
+{
+	struct urs_cg_dir *d = &cg->h[h];
+	if (d->fd >= 0) {
+		close(d->fd);
+		d->fd = -1;
+	}
+	if (d->alias >= 0 || !d->path[0] || !d->created)
+		return 0;
+	int r = rm_leaf(d->path);
+	if (r < 0)
+		return urs_err_set(err, r, "cgroup: removing %s: %s", d->path, strerror(-r));
+	/* Parents we made, while they are empty (another sandbox may share them). */
+	char p[URS_CG_PATH_MAX];
+	memcpy(p, d->path, sizeof(p));
+	for (unsigned i = 1; i < d->created; i++) {
+		char *slash = strrchr(p, '/');
+		if (!slash || slash == p)
+			break;
+		*slash = '\0';
+		if (rmdir(p) < 0 && errno != ENOENT)
+			break;
+	}
+	d->created = 0;
+	return 0;
+}
+
+int urs_cg_destroy(struct urs_cgroup *cg, struct urs_err *err)
+{
+	int ret = 0;
+	for (int h = 0; h < URS_CG_NHIER; h++) {
+		int r = destroy_one(cg, h, ret ? NULL : err);
+		if (r < 0 && !ret)
+			ret = r;
+	}
+	return ret;
+}
+
+/* ---- creation ---------------------------------------------------------- */
+
+/*
+ * Normalize a cgroupsPath: collapse '/', drop "." components; refuse "..",
+ * ';' and newlines (';' separates the state-file string). Out: no leading or
+ * trailing '/', *abs tells whether it was absolute.
+ */
+static int normalize(const char *in, char *out, size_t len, bool *abs)
+{
+	*abs = in[0] == '/';
+	size_t n = 0;
+	const char *p = in;
+	while (*p) {
+		while (*p == '/')
+			p++;
+		const char *s = p;
+		while (*p && *p != '/')
+			p++;
+		size_t cl = (size_t) (p - s);
+		if (!cl || (cl == 1 && s[0] == '.'))
+			continue;
+		if (cl == 2 && s[0] == '.' && s[1] == '.')
+			return -EINVAL;
+		if (memchr(s, ';', cl) || memchr(s, '\n', cl))
+			return -EINVAL;
+		if (cl > NAME_MAX)
+			return -ENAMETOOLONG;
+		if (n + cl + 2 > len)
+			return -ENAMETOOLONG;
+		if (n)
+			out[n++] = '/';
+		memcpy(out + n, s, cl);
+		n += cl;
+	}
+	out[n] = '\0';
+	return 0;
+}
+
+/* Find hierarchy h's line in /proc/PID/cgroup text: its id, controller list
+ * and path (not NUL-terminated). */
+static bool find_line(const char *buf, int h, long *hid, const char **ctrls, size_t *ctrls_len,
+		      const char **path, size_t *path_len)
+{
+	const char *name = hier_names[h];
+	size_t nl = strlen(name);
+	for (const char *line = buf; *line;) {
+		const char *eol = strchrnul(line, '\n');
+		const char *c1 = memchr(line, ':', (size_t) (eol - line));
+		const char *c2 = c1 ? memchr(c1 + 1, ':', (size_t) (eol - c1 - 1)) : NULL;
+		if (c2) {
+			const char *cs = c1 + 1;
+			size_t cl = (size_t) (c2 - cs);
+			bool match = false;
+			if (h == URS_CG_V2) {
+				match = cl == 0 && c1 - line == 1 && line[0] == '0';
+			} else {
+				for (const char *t = cs; t < c2;) {
+					const char *te = memchr(t, ',', (size_t) (c2 - t));
+					if (!te)
+						te = c2;
+					if ((size_t) (te - t) == nl && !memcmp(t, name, nl))
+						match = true;
+					t = te + 1;
+				}
+			}
+			if (match) {
+				*hid = strtol(line, NULL, 10);
+				*ctrls = cs;
+				*ctrls_len = cl;
+				*path = c2 + 1;
+				*path_len = (size_t) (eol - c2 - 1);
+				return true;
+			}
+		}
+		line = *eol ? eol + 1 : eol;
+	}
+	return false;
+}
+
+static int copy_if_empty(int parent, int child, const char *file, struct urs_err *err)
+{
+	char buf[4096];
+	int r = read_at(child, file, buf, sizeof(buf));
+	if (r > 0)
+		return 0;
+	r = read_at(parent, file, buf, sizeof(buf));
+	if (r < 0)
+		return urs_err_set(err, r, "cgroup: reading the parent's %s: %s", file,
+				   strerror(-r));
+	if (r == 0)
+		return 0;
+	r = write_at(child, file, buf);
+	if (r < 0)
+		return urs_err_set(err, r, "cgroup: writing \"%s\" to %s: %s", buf, file,
+				   strerror(-r));
+	return 0;
+}
+
+/* cgroup2 on a unified host: enable in dfd's subtree_control the controllers
+ * a sandbox uses that dfd offers. Failures are left for apply to report. */
+static void enable_controllers(int dfd)
+{
+	static const char *const want[] = {"cpuset", "cpu", "io", "memory", "hugetlb", "pids"};
+	char avail[512], on[512];
+	if (read_at(dfd, "cgroup.controllers", avail, sizeof(avail)) <= 0)
+		return;
+	if (read_at(dfd, "cgroup.subtree_control", on, sizeof(on)) < 0)
+		return;
+	for (size_t i = 0; i < URS_ARRAY_SIZE(want); i++) {
+		size_t wl = strlen(want[i]);
+		bool in_avail = false, in_on = false;
+		for (int pass = 0; pass < 2; pass++) {
+			const char *s = pass ? on : avail;
+			while (*s) {
+				while (*s == ' ')
+					s++;
+				const char *e = strchrnul(s, ' ');
+				if ((size_t) (e - s) == wl && !memcmp(s, want[i], wl)) {
+					if (pass)
+						in_on = true;
+					else
+						in_avail = true;
+				}
+				s = e;
+			}
+		}
+		if (in_avail && !in_on) {
+			char cmd[16];
+			snprintf(cmd, sizeof(cmd), "+%s", want[i]);
+			(void) write_at(dfd, "cgroup.subtree_control", cmd);
+		}
+	}
+}
+
+/*
+ * One mkdir -p pass of d->path from its mount root (the first root_len
+ * bytes), counting trailing levels made in d->created. On failure d->path is
+ * cut to the deepest level reached, so destroy_one() still removes what was
+ * made. *retry: a parent vanished (a concurrent removal) before anything was
+ * made; the caller may start over.
+ */
+static int walk_once(struct urs_cgroup *cg, int h, size_t root_len, bool *retry,
+		     struct urs_err *err)
+{
+	struct urs_cg_dir *d = &cg->h[h];
+	bool cpuset = h == URS_CG_CPUSET;
+	bool enable = h == URS_CG_V2 && cg->mode == URS_CG_UNIFIED;
+	char *p = d->path;
+
+	*retry = false;
+	d->created = 0;
+	char saved = p[root_len];
+	p[root_len] = '\0';
+	_cleanup_close_ int dfd = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int r = dfd < 0 ? -errno : 0;
+	if (r < 0)
+		return urs_err_set(err, r, "cgroup: opening %s: %s", p, strerror(-r));
+	p[root_len] = saved;
+
+	size_t pos = root_len;
+	while (p[pos] == '/') {
+		size_t start = pos + 1, end = start;
+		while (p[end] && p[end] != '/')
+			end++;
+		char comp[NAME_MAX + 1];
+		if (end - start > NAME_MAX) {
+			p[pos] = '\0';
+			return urs_err_set(err, -ENAMETOOLONG,
+					   "cgroup: a component below %s is too long", p);
+		}
+		memcpy(comp, p + start, end - start);
+		comp[end - start] = '\0';
+		bool last = p[end] == '\0';
+		if (enable)
+			enable_controllers(dfd);
+
+		bool made = false;
+		_cleanup_close_ int fd =
+			openat(dfd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		r = fd < 0 ? -errno : 0;
+		if (r == -ENOENT) {
+			if (mkdirat(dfd, comp, 0755) == 0) {
+				made = true;
+			} else if (errno != EEXIST) {
+				r = -errno;
+				*retry = r == -ENOENT && !d->created;
+				p[pos] = '\0';
+				return urs_err_set(err, r, "cgroup: creating %s/%s: %s", p, comp,
+						   strerror(-r));
+			}
+			fd = openat(dfd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			r = fd < 0 ? -errno : 0;
+		}
+		if (made)
+			d->created++;
+		else if (!r)
+			d->created = 0; /* only a trailing run of new levels is ours */
+		if (r < 0) {
+			p[made ? end : pos] = '\0';
+			return urs_err_set(err, r, "cgroup: opening %s%s%s: %s", p, made ? "" : "/",
+					   made ? "" : comp, strerror(-r));
+		}
+		if (cpuset && (made || last)) {
+			r = copy_if_empty(dfd, fd, "cpuset.cpus", err);
+			if (!r)
+				r = copy_if_empty(dfd, fd, "cpuset.mems", err);
+			if (r < 0) {
+				p[end] = '\0';
+				return r;
+			}
+		}
+		close(dfd);
+		dfd = steal_fd(&fd);
+		pos = end;
+	}
+	if (!d->created) {
+		/* joining an existing cgroup: only an empty one */
+		char buf[32];
+		r = read_at(dfd, "cgroup.procs", buf, sizeof(buf));
+		if (r > 0 || r == -EFBIG)
+			return urs_err_set(err, -EBUSY,
+					   "cgroup: %s already exists and has processes", d->path);
+	}
+	d->fd = steal_fd(&dfd);
+	return 0;
+}
+
+static int walk_create(struct urs_cgroup *cg, int h, size_t root_len, struct urs_err *err)
+{
+	char path[URS_CG_PATH_MAX];
+	memcpy(path, cg->h[h].path, sizeof(path));
+	for (int tries = 1;; tries++) {
+		bool retry;
+		int r = walk_once(cg, h, root_len, &retry, err);
+		if (!r || !retry || tries == CG_CREATE_RETRIES)
+			return r;
+		memcpy(cg->h[h].path, path, sizeof(path));
+	}
+}
+
+static bool applies(int mode, int h)
+{
+	if (mode == URS_CG_UNIFIED)
+		return h == URS_CG_V2;
+	if (mode == URS_CG_LEGACY)
+		return h != URS_CG_V2;
+	return true;
+}
+
+int urs_cg_create(struct urs_cgroup *cg, const char *cgroups_path, const char *id, pid_t caller,
+		  struct urs_err *err)
+{
+	int mode = urs_cg_mode();
+	cg_init(cg, mode > 0 ? mode : 0);
+	if (mode < 0)
+		return urs_err_set(err, mode, "cgroup: no cgroup filesystem under " CG_ROOT);
+
+	char rel[URS_CG_PATH_MAX];
+	bool abs = false;
+	int r = normalize(cgroups_path ? cgroups_path : "", rel, sizeof(rel), &abs);
+	if (r < 0)
+		return urs_err_set(err, r, "cgroup: invalid cgroupsPath \"%s\"", cgroups_path);
+	if (!rel[0]) {
+		if (abs)
+			return urs_err_set(err, -EINVAL,
+					   "cgroup: cgroupsPath \"%s\" is a hierarchy's root",
+					   cgroups_path);
+		if (!id || !id[0] || strchr(id, '/') || strchr(id, ';') || strchr(id, '\n') ||
+		    !strcmp(id, ".") || !strcmp(id, "..") || strlen(id) > NAME_MAX)
+			return urs_err_set(err, -EINVAL, "cgroup: invalid container id \"%s\"",
+					   id ? id : "(null)");
+		snprintf(rel, sizeof(rel), "ursa/%s", id);
+	}
+
+	char proc[8192];
+	{
+		char pp[64];
+		if (caller > 0)
+			snprintf(pp, sizeof(pp), "/proc/%d/cgroup", (int) caller);
+		else
+			snprintf(pp, sizeof(pp), "/proc/self/cgroup");
+		r = read_at(AT_FDCWD, pp, proc, sizeof(proc));
+		if (r < 0)
+			return urs_err_set(err, r, "cgroup: reading %s: %s", pp, strerror(-r));
+	}
+
+	long hids[URS_CG_NHIER];
+	size_t root_len[URS_CG_NHIER] = {0};
+	for (int h = 0; h < URS_CG_NHIER; h++) {
+		hids[h] = -1;
+		if (!applies(mode, h))
+			continue;
+		const char *ctrls, *own;
+		size_t cl, ol;
+		if (!find_line(proc, h, &hids[h], &ctrls, &cl, &own, &ol))
+			continue; /* controller not mounted on this host */
+		struct urs_cg_dir *d = &cg->h[h];
+		for (int e = 0; e < h; e++) {
+			if (hids[e] == hids[h] && e != URS_CG_V2 && h != URS_CG_V2 && has(cg, e)) {
+				d->alias = (int8_t) e; /* co-mounted, e.g. cpu,cpuacct */
+				memcpy(d->path, cg->h[e].path, sizeof(d->path));
+				break;
+			}
+		}
+		if (d->alias >= 0)
+			continue;
+
+		char root[128];
+		if (h == URS_CG_V2) {
+			snprintf(root, sizeof(root), "%s",
+				 mode == URS_CG_UNIFIED ? CG_ROOT : CG_ROOT "/unified");
+		} else {
+			snprintf(root, sizeof(root), CG_ROOT "/%s", hier_names[h]);
+			if (!fs_is(root, CGROUP_SUPER_MAGIC)) {
+				snprintf(root, sizeof(root), CG_ROOT "/%.*s", (int) cl, ctrls);
+				if (!fs_is(root, CGROUP_SUPER_MAGIC))
+					continue;
+			}
+		}
+		/* the caller's own cgroup, without a trailing '/' */
+		while (ol && own[ol - 1] == '/')
+			ol--;
+		if (abs) {
+			ol = 0;
+		} else {
+			if (memmem(own, ol, "/..", 3))
+				return urs_err_set(
+					err, -EINVAL,
+					"cgroup: the caller's %s cgroup \"%.*s\" is outside "
+					"our cgroup namespace",
+					hier_names[h], (int) ol, own);
+			if (h == URS_CG_V2 && mode == URS_CG_UNIFIED) {
+				/* runc: beneath the parent, the caller's own holds processes */
+				while (ol && own[ol - 1] != '/')
+					ol--;
+				while (ol && own[ol - 1] == '/')
+					ol--;
+			}
+		}
+		int n = snprintf(d->path, sizeof(d->path), "%s%.*s/%s", root, (int) ol, own, rel);
+		if (n < 0 || (size_t) n >= sizeof(d->path)) {
+			cg_init(cg, mode);
+			return urs_err_set(err, -ENAMETOOLONG, "cgroup: path for %s is too long",
+					   hier_names[h]);
+		}
+		root_len[h] = strlen(root);
+	}
+
+	for (int h = 0; h < URS_CG_NHIER; h++) {
+		if (!has(cg, h) || cg->h[h].alias >= 0)
+			continue;
+		r = walk_create(cg, h, root_len[h], err);
+		if (r < 0) {
+			(void) urs_cg_destroy(cg, NULL);
+			return r;
+		}
+	}
+	return 0;
+}
+
+/* ---- entering ---------------------------------------------------------- */
+
+int urs_cg_enter(struct urs_cgroup *cg, pid_t pid, struct urs_err *err)
+{
+	char buf[24];
+	snprintf(buf, sizeof(buf), "%d", (int) pid);
+	for (int h = 0; h < URS_CG_NHIER; h++) {
+		if (!has(cg, h) || cg->h[h].alias >= 0)
+			continue;
+		int dfd = cg_fd(cg, h, err);
+		if (dfd < 0)
+			return dfd;
+		int r = write_at(dfd, "cgroup.procs", buf);
+		if (r < 0)
+			return urs_err_set(err, r, "cgroup: adding pid %d to %s/cgroup.procs: %s",
+					   (int) pid, cg->h[h].path, strerror(-r));
+	}
+	return 0;
+}
+
+int urs_cg_open_v2(struct urs_cgroup *cg, struct urs_err *err)
+{
+	if (cg->mode != URS_CG_UNIFIED || !has(cg, URS_CG_V2))
+		return urs_err_set(err, -EOPNOTSUPP,
+				   "cgroup: CLONE_INTO_CGROUP needs a unified (cgroup2-only) host");
+	int fd = open(cg->h[URS_CG_V2].path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return urs_err_set(err, -errno, "cgroup: opening %s: %s", cg->h[URS_CG_V2].path,
+				   strerror(errno));
+	return fd;
+}
+
+/* ---- limits ------------------------------------------------------------ */
+
+uint64_t urs_cg_shares_to_weight(uint64_t shares)
+{
+	if (shares == 0)
+		return 0;
+	if (shares < 2)
+		shares = 2;
+	if (shares > 262144)
+		shares = 262144;
+	return 1 + ((shares - 2) * 9999) / 262142;
+}
+
+static int need(struct urs_cgroup *cg, int h, const char *what, struct urs_err *err)
+{
+	if (has(cg, h))
+		return 0;
+	return urs_err_set(err, -EOPNOTSUPP,
+			   "cgroup: %s limits set but the %s controller is not mounted", what,
+			   hier_names[h]);
+}
+
+static int memory_v1(struct urs_cgroup *cg, const struct urs_cg_resources *r, struct urs_err *err)
+{
+	int64_t lim = r->mem_limit, swap = r->mem_swap;
+	if (!lim && !swap && !r->mem_reservation && r->mem_swappiness < 0 && !r->disable_oom_killer)
+		return 0;
+	int ret = need(cg, URS_CG_MEMORY, "memory", err);
+	if (ret < 0)
+		return ret;
+	if (lim == -1 && swap == 0)
+		swap = -1; /* unlimited memory means unlimited memory+swap */
+	if (lim > 0 && swap > 0 && swap < lim)
+		return urs_err_set(err, -EINVAL,
+				   "cgroup: memory+swap limit %" PRId64
+				   " is below the memory limit %" PRId64,
+				   swap, lim);
+	int dfd = cg_fd(cg, URS_CG_MEMORY, err);
+	if (dfd < 0)
+		return dfd;
+	if (swap && faccessat(dfd, "memory.memsw.limit_in_bytes", F_OK, 0) < 0)
+		swap = 0; /* no swap accounting in this kernel: nothing to limit */
+
+	/* runc's order: raise memsw before the limit when growing past it */
+	bool swap_first = false;
+	if (lim && swap) {
+		uint64_t cur;
+		int rr = read_u64_at(dfd, "memory.limit_in_bytes", &cur);
+		if (rr < 0)
+			return urs_err_set(err, rr, "cgroup: reading memory.limit_in_bytes: %s",
+					   strerror(-rr));
+		swap_first = swap == -1 || cur < (uint64_t) swap;
+	}
+	if (swap_first &&
+	    (ret = cg_write_i64(cg, URS_CG_MEMORY, "memory.memsw.limit_in_bytes", swap, err)) < 0)
+		return ret;
+	if (lim && (ret = cg_write_i64(cg, URS_CG_MEMORY, "memory.limit_in_bytes", lim, err)) < 0)
+		return ret;
+	if (!swap_first && swap &&
+	    (ret = cg_write_i64(cg, URS_CG_MEMORY, "memory.memsw.limit_in_bytes", swap, err)) < 0)
+		return ret;
+	if (r->mem_reservation &&
+	    (ret = cg_write_i64(cg, URS_CG_MEMORY, "memory.soft_limit_in_bytes", r->mem_reservation,
+				err)) < 0)
+		return ret;
+	if (r->mem_swappiness >= 0) {
+		if (r->mem_swappiness > 100)
+			return urs_err_set(err, -EINVAL,
+					   "cgroup: memory swappiness %" PRId64 " is outside 0-100",
+					   r->mem_swappiness);
+		if ((ret = cg_write_i64(cg, URS_CG_MEMORY, "memory.swappiness", r->mem_swappiness,
+					err)) < 0)
+			return ret;
+	}
+	if (r->disable_oom_killer &&
+	    (ret = cg_write(cg, URS_CG_MEMORY, "memory.oom_control", "1", err)) < 0)
+		return ret;
+	return 0;
+}
+
+static int cpu_v1(struct urs_cgroup *cg, const struct urs_cg_resources *r, struct urs_err *err)
+{
+	if (!r->cpu_shares && !r->cpu_quota && !r->cpu_period)
+		return 0;
+	int ret = need(cg, URS_CG_CPU, "cpu", err);
+	if (ret < 0)
+		return ret;
+	if (r->cpu_shares) {
+		char v[24];
+		snprintf(v, sizeof(v), "%" PRIu64, r->cpu_shares);
+		if ((ret = cg_write(cg, URS_CG_CPU, "cpu.shares", v, err)) < 0)
+			return ret;
+	}
+	/* period first; if the kernel refuses it against the old quota (EINVAL)
+	 * and a quota comes too, retry it after the quota (runc). */
+	bool period_later = false;
+	char pv[24];
+	snprintf(pv, sizeof(pv), "%" PRIu64, r->cpu_period);
+	if (r->cpu_period) {
+		ret = cg_write(cg, URS_CG_CPU, "cpu.cfs_period_us", pv, err);
+		if (ret == -EINVAL && r->cpu_quota)
+			period_later = true;
+		else if (ret < 0)
+			return ret;
+	}
+	if (r->cpu_quota) {
+		if ((ret = cg_write_i64(cg, URS_CG_CPU, "cpu.cfs_quota_us", r->cpu_quota, err)) < 0)
+			return ret;
+		if (period_later &&
+		    (ret = cg_write(cg, URS_CG_CPU, "cpu.cfs_period_us", pv, err)) < 0)
+			return ret;
+	}
+	return 0;
+}
+
+static int devices_v1(struct urs_cgroup *cg, const struct urs_cg_resources *r, struct urs_err *err)
+{
+	if (!r->n_devices)
+		return 0;
+	int ret = need(cg, URS_CG_DEVICES, "devices", err);
+	if (ret < 0)
+		return ret;
+	for (size_t i = 0; i < r->n_devices; i++) {
+		const struct urs_cg_device *dv = &r->devices[i];
+		if (dv->type != 'a' && dv->type != 'b' && dv->type != 'c')
+			return urs_err_set(err, -EINVAL,
+					   "cgroup: device rule %zu: invalid type '%c'", i,
+					   dv->type);
+		const char *acc = dv->access[0] ? dv->access : "rwm";
+		if (strspn(acc, "rwm") != strlen(acc) || strlen(acc) > 3)
+			return urs_err_set(err, -EINVAL,
+					   "cgroup: device rule %zu: invalid access \"%s\"", i,
+					   acc);
+		char maj[24] = "*", min[24] = "*", rule[80];
+		if (dv->major >= 0)
+			snprintf(maj, sizeof(maj), "%" PRId64, dv->major);
+		if (dv->minor >= 0)
+			snprintf(min, sizeof(min), "%" PRId64, dv->minor);
+		snprintf(rule, sizeof(rule), "%c %s:%s %s", dv->type, maj, min, acc);
+		ret = cg_write(cg, URS_CG_DEVICES, dv->allow ? "devices.allow" : "devices.deny",
+			       rule, err);
+		if (ret < 0)
+			return ret;
+	}
+	return 0;
+}
+
+static int apply_v1(struct urs_cgroup *cg, const struct urs_cg_resources *r, struct urs_err *err)
+{
+	int ret;
+	if (r->n_unified)
+		return urs_err_set(
+			err, -EINVAL,
+			"cgroup: unified resources need a cgroup2-only host (this one is %s)",
+			mode_names[cg->mode]);
+	if ((r->cpus || r->mems) && (ret = need(cg, URS_CG_CPUSET, "cpuset", err)) < 0)
+		return ret;
+	if (r->cpus && (ret = cg_write(cg, URS_CG_CPUSET, "cpuset.cpus", r->cpus, err)) < 0)
+		return ret;
+	if (r->mems && (ret = cg_write(cg, URS_CG_CPUSET, "cpuset.mems", r->mems, err)) < 0)
+		return ret;
+	if ((ret = memory_v1(cg, r, err)) < 0)
+		return ret;
+	if ((ret = cpu_v1(cg, r, err)) < 0)
+		return ret;
+	if (r->pids_limit) {
+		if ((ret = need(cg, URS_CG_PIDS, "pids", err)) < 0)
+			return ret;
+		if (r->pids_limit > 0)
+			ret = cg_write_i64(cg, URS_CG_PIDS, "pids.max", r->pids_limit, err);
+		else
+			ret = cg_write(cg, URS_CG_PIDS, "pids.max", "max", err);
+		if (ret < 0)
+			return ret;
+	}
+	return devices_v1(cg, r, err);
+}
+
+/* v2 number: 0 → not set (""), negative → "max". */
+static const char *v2num(int64_t v, char *buf, size_t len)
+{
+	if (v == 0)
+		return NULL;
+	if (v < 0)
+		return "max";
+	snprintf(buf, len, "%" PRId64, v);
+	return buf;
+}
+
+static int apply_v2(struct urs_cgroup *cg, const struct urs_cg_resources *r, struct urs_err *err)
+{
+	const int h = URS_CG_V2;
+	char b[48];
+	const char *v;
+	int ret;
+	if (r->cpus && (ret = cg_write(cg, h, "cpuset.cpus", r->cpus, err)) < 0)
+		return ret;
+	if (r->mems && (ret = cg_write(cg, h, "cpuset.mems", r->mems, err)) < 0)
+		return ret;
+
+	/* memory.swap.max is swap alone: runc's ConvertMemorySwapToCgroupV2Value */
+	int64_t lim = r->mem_limit, swap = r->mem_swap, sw;
+	if (lim == -1 && swap == 0) {
+		sw = -1;
+	} else if (swap == -1 || swap == 0) {
+		sw = swap;
+	} else if (lim == 0 || lim == -1) {
+		return urs_err_set(err, -EINVAL, "cgroup: a swap limit needs a memory limit");
+	} else if (lim < 0 || swap < lim) {
+		return urs_err_set(err, -EINVAL,
+				   "cgroup: memory+swap limit %" PRId64
+				   " is below the memory limit %" PRId64,
+				   swap, lim);
+	} else {
+		sw = swap - lim;
+	}
+	v = v2num(sw, b, sizeof(b));
+	if (!v && sw == 0 && swap > 0)
+		v = "0"; /* memory == memory+swap: no swap */
+	if (v) {
+		ret = cg_write(cg, h, "memory.swap.max", v, err);
+		if (ret == -ENOENT && (!strcmp(v, "max") || !strcmp(v, "0")))
+			ret = 0; /* no swap accounting: nothing to turn off */
+		if (ret < 0)
+			return ret;
+	}
+	if ((v = v2num(lim, b, sizeof(b))) && (ret = cg_write(cg, h, "memory.max", v, err)) < 0)
+		return ret;
+	if ((v = v2num(r->mem_reservation, b, sizeof(b))) &&
+	    (ret = cg_write(cg, h, "memory.low", v, err)) < 0)
+		return ret;
+	/* swappiness and disableOOMKiller have no cgroup2 file: ignored, like runc */
+
+	if (r->cpu_shares) {
+		snprintf(b, sizeof(b), "%" PRIu64, urs_cg_shares_to_weight(r->cpu_shares));
+		if ((ret = cg_write(cg, h, "cpu.weight", b, err)) < 0)
+			return ret;
+	}
+	if (r->cpu_quota || r->cpu_period) {
+		int n = r->cpu_quota > 0 ? snprintf(b, sizeof(b), "%" PRId64, r->cpu_quota)
+					 : snprintf(b, sizeof(b), "max");
+		if (r->cpu_period)
+			snprintf(b + n, sizeof(b) - (size_t) n, " %" PRIu64, r->cpu_period);
+		if ((ret = cg_write(cg, h, "cpu.max", b, err)) < 0)
+			return ret;
+	}
+	if ((v = v2num(r->pids_limit, b, sizeof(b))) &&
+	    (ret = cg_write(cg, h, "pids.max", v, err)) < 0)
+		return ret;
+	/* devices: cgroup2 needs an eBPF program (BPF_CGROUP_DEVICE); not done here */
+	for (size_t i = 0; i < r->n_unified; i++) {
+		const char *k = r->unified[i].key;
+		if (!k || !k[0] || strchr(k, '/') || !strcmp(k, ".") || !strcmp(k, ".."))
+			return urs_err_set(err, -EINVAL, "cgroup: invalid unified key \"%s\"",
+					   k ? k : "(null)");
+		if ((ret = cg_write(cg, h, k, r->unified[i].value ? r->unified[i].value : "",
+				    err)) < 0)
+			return ret;
+	}
+	return 0;
+}
+
+int urs_cg_apply(struct urs_cgroup *cg, const struct urs_cg_resources *r, struct urs_err *err)
+{
+	if (cg->mode == URS_CG_UNIFIED)
+		return apply_v2(cg, r, err);
+	return apply_v1(cg, r, err);
+}
+
+/* ---- freezer ----------------------------------------------------------- */
+
+static int freezer_hier(const struct urs_cgroup *cg)
+{
+	if (has(cg, URS_CG_FREEZER))
+		return URS_CG_FREEZER;
+	if (has(cg, URS_CG_V2))
+		return URS_CG_V2;
+	return -EOPNOTSUPP;
+}
+
+/* 1 frozen, 0 not, negative errno. */
+static int frozen_now(struct urs_cgroup *cg, int h, char *state, size_t len, struct urs_err *err)
+{
+	if (h == URS_CG_FREEZER) {
+		int r = cg_read(cg, h, "freezer.state", state, len, err);
+		if (r < 0)
+			return r;
+		return !strcmp(state, "FROZEN");
+	}
+	char buf[256];
+	int r = cg_read(cg, h, "cgroup.events", buf, sizeof(buf), err);
+	if (r < 0)
+		return r;
+	const char *f = strstr(buf, "frozen ");
+	int v = f && f[7] == '1';
+	snprintf(state, len, "frozen %d", v);
+	return v;
+}
+
+int urs_cg_freeze(struct urs_cgroup *cg, bool frozen, struct urs_err *err)
+{
+	int h = freezer_hier(cg);
+	if (h < 0)
+		return urs_err_set(err, h, "cgroup: no freezer (neither v1 freezer nor cgroup2)");
+	const char *file = h == URS_CG_FREEZER ? "freezer.state" : "cgroup.freeze";
+	const char *val =
+		h == URS_CG_FREEZER ? (frozen ? "FROZEN" : "THAWED") : (frozen ? "1" : "0");
+	int r = cg_write(cg, h, file, val, err);
+	if (r < 0)
+		return r;
+	char state[64] = "";
+	int64_t deadline = now_ns() + CG_WAIT_NS;
+	for (unsigned i = 1;; i++) {
+		r = frozen_now(cg, h, state, sizeof(state), err);
+		if (r < 0)
+			return r;
+		if (r == frozen)
+			return 0;
+		if (now_ns() > deadline)
+			break;
+		sleep_ns(CG_POLL_NS);
+		if (frozen && i % 100 == 0)
+			(void) write_at(cg_fd(cg, h, NULL), file, val); /* nudge a stuck FREEZING */
+	}
+	if (frozen)
+		(void) cg_write(cg, h, file, h == URS_CG_FREEZER ? "THAWED" : "0", NULL);
+	return urs_err_set(err, -ETIMEDOUT, "cgroup: %s/%s did not reach %s within 2 s (%s)",
+			   cg->h[h].path, file, val, state);
+}
+
+int urs_cg_is_frozen(struct urs_cgroup *cg, struct urs_err *err)
+{
+	int h = freezer_hier(cg);
+	if (h < 0)
+		return urs_err_set(err, h, "cgroup: no freezer (neither v1 freezer nor cgroup2)");
+	char state[64];
+	return frozen_now(cg, h, state, sizeof(state), err);
+}
+
+/* ---- pids and kill ----------------------------------------------------- */
+
+struct pidvec {
+	pid_t *v;
+	size_t n, cap;
+};
+
+static int pidvec_push(struct pidvec *pv, pid_t p)
+{
+	if (pv->n == pv->cap) {
+		size_t cap = pv->cap ? pv->cap * 2 : 16;
+		pid_t *v = realloc(pv->v, cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		pv->v = v;
+		pv->cap = cap;
+	}
+	pv->v[pv->n++] = p;
+	return 0;
+}
+
+static int collect(int dfd, struct pidvec *pv, int depth)
+{
+	if (depth > 64)
+		return -ELOOP;
+	int fd = openat(dfd, "cgroup.procs", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	_cleanup_fclose_ FILE *f = fdopen(fd, "r");
+	if (!f) {
+		int r = -errno;
+		close(fd);
+		return r;
+	}
+	int p, r;
+	while (fscanf(f, "%d", &p) == 1)
+		if ((r = pidvec_push(pv, p)) < 0)
+			return r;
+	if (ferror(f))
+		return -EIO;
+
+	int dup_fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dup_fd < 0)
+		return -errno;
+	DIR *dir = fdopendir(dup_fd);
+	if (!dir) {
+		r = -errno;
+		close(dup_fd);
+		return r;
+	}
+	int ret = 0;
+	struct dirent *e;
+	while (!ret && (e = readdir(dir))) {
+		if (e->d_type != DT_DIR || !strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		_cleanup_close_ int c =
+			openat(dfd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (c < 0)
+			continue; /* removed meanwhile */
+		r = collect(c, pv, depth + 1);
+		if (r < 0 && r != -ENOENT)
+			ret = r;
+	}
+	closedir(dir);
+	return ret;
+}
+
+/* The hierarchy that lists processes: the freezer's, so kill sees what froze. */
+static int procs_hier(const struct urs_cgroup *cg)
+{
+	if (cg->mode == URS_CG_UNIFIED)
+		return has(cg, URS_CG_V2) ? URS_CG_V2 : -ENOENT;
+	int h = freezer_hier(cg);
+	if (h >= 0)
+		return h;
+	for (h = 0; h < URS_CG_NHIER; h++)
+		if (has(cg, h))
+			return h;
+	return -ENOENT;
+}
+
+int urs_cg_pids(struct urs_cgroup *cg, pid_t **pids, size_t *n, struct urs_err *err)
+{
+	*pids = NULL;
+	*n = 0;
+	int h = procs_hier(cg);
+	if (h < 0)
+		return urs_err_set(err, h, "cgroup: no hierarchy in use");
+	int dfd = cg_fd(cg, h, err);
+	if (dfd < 0)
+		return dfd;
+	struct pidvec pv = {0};
+	int r = collect(dfd, &pv, 0);
+	if (r < 0) {
+		free(pv.v);
+		return urs_err_set(err, r, "cgroup: listing the processes of %s: %s",
+				   primary(cg, h)->path, strerror(-r));
+	}
+	*pids = pv.v;
+	*n = pv.n;
+	return 0;
+}
+
+int urs_cg_kill_all(struct urs_cgroup *cg, int sig, struct urs_err *err)
+{
+	if (sig == SIGKILL && has(cg, URS_CG_V2)) {
+		int dfd = cg_fd(cg, URS_CG_V2, err);
+		if (dfd < 0)
+			return dfd;
+		int r = write_at(dfd, "cgroup.kill", "1");
+		if (r != -ENOENT) {
+			if (r < 0)
+				return urs_err_set(err, r,
+						   "cgroup: writing \"1\" to cgroup.kill: %s",
+						   strerror(-r));
+			return 0;
+		}
+		/* kernel before 5.14: freeze and signal */
+	}
+	/* A paused sandbox stays paused for a non-fatal signal (delivered on
+	 * resume); otherwise freeze so nothing forks between listing and kill. */
+	bool thaw = false;
+	int fz = urs_cg_is_frozen(cg, NULL);
+	if (fz == 0 || (fz == 1 && sig == SIGKILL))
+		thaw = urs_cg_freeze(cg, true, NULL) == 0;
+	_cleanup_free_ pid_t *pids = NULL;
+	size_t n;
+	int ret = urs_cg_pids(cg, &pids, &n, err);
+	for (size_t i = 0; !ret && i < n; i++)
+		if (kill(pids[i], sig) < 0 && errno != ESRCH)
+			ret = urs_err_set(err, -errno, "cgroup: kill(%d, %d): %s", (int) pids[i],
+					  sig, strerror(errno));
+	if (thaw) {
+		int r = urs_cg_freeze(cg, false, ret ? NULL : err);
+		if (!ret)
+			ret = r;
+	}
+	return ret;
+}
+
+/* ---- stats ------------------------------------------------------------- */
+
+/* Missing file → 0; a cgroup directory that cannot be opened → error. */
+static int stat_u64(struct urs_cgroup *cg, int h, const char *file, uint64_t *v,
+		    struct urs_err *err)
+{
+	*v = 0;
+	if (!has(cg, h))
+		return 0;
+	int dfd = cg_fd(cg, h, err);
+	if (dfd < 0)
+		return dfd;
+	int r = read_u64_at(dfd, file, v);
+	if (r == -ENOENT || r == -EINVAL) {
+		*v = 0;
+		return 0;
+	}
+	if (r < 0)
+		return urs_err_set(err, r, "cgroup: reading %s: %s", file, strerror(-r));
+	return 0;
+}
+
+int urs_cg_stats(struct urs_cgroup *cg, struct urs_cg_stats *st, struct urs_err *err)
+{
+	memset(st, 0, sizeof(*st));
+	int r;
+	if (cg->mode == URS_CG_UNIFIED) {
+		const int h = URS_CG_V2;
+		if ((r = stat_u64(cg, h, "memory.current", &st->mem_usage, err)) < 0 ||
+		    (r = stat_u64(cg, h, "memory.peak", &st->mem_max_usage, err)) < 0 ||
+		    (r = stat_u64(cg, h, "memory.max", &st->mem_limit, err)) < 0 ||
+		    (r = stat_u64(cg, h, "pids.current", &st->pids_current, err)) < 0)
+			return r;
+	} else {
+		if ((r = stat_u64(cg, URS_CG_MEMORY, "memory.usage_in_bytes", &st->mem_usage,
+				  err)) < 0 ||
+		    (r = stat_u64(cg, URS_CG_MEMORY, "memory.max_usage_in_bytes",
+				  &st->mem_max_usage, err)) < 0 ||
+		    (r = stat_u64(cg, URS_CG_MEMORY, "memory.limit_in_bytes", &st->mem_limit,
+				  err)) < 0 ||
+		    (r = stat_u64(cg, URS_CG_PIDS, "pids.current", &st->pids_current, err)) < 0)
+			return r;
+		if (has(cg, URS_CG_CPUACCT))
+			return stat_u64(cg, URS_CG_CPUACCT, "cpuacct.usage", &st->cpu_usage_ns,
+					err);
+	}
+	/* cgroup2 cpu.stat (always there, even without the cpu controller) */
+	if (!has(cg, URS_CG_V2))
+		return 0;
+	int dfd = cg_fd(cg, URS_CG_V2, err);
+	if (dfd < 0)
+		return dfd;
+	char buf[1024];
+	r = read_at(dfd, "cpu.stat", buf, sizeof(buf));
+	if (r < 0 && r != -ENOENT && r != -EFBIG)
+		return urs_err_set(err, r, "cgroup: reading cpu.stat: %s", strerror(-r));
+	const char *u = r >= 0 ? strstr(buf, "usage_usec ") : NULL;
+	if (u)
+		st->cpu_usage_ns = strtoull(u + 11, NULL, 10) * 1000;
+	return 0;
+}
+
+/* ---- state-file string ------------------------------------------------- */
+
+int urs_cg_to_string(const struct urs_cgroup *cg, char *buf, size_t len)
+{
+	if (cg->mode < URS_CG_LEGACY || cg->mode > URS_CG_UNIFIED)
+		return -EINVAL;
+	size_t n = 0;
+	int w = snprintf(buf, len, "mode=%s", mode_names[cg->mode]);
+	if (w < 0 || (size_t) w >= len)
+		return -ENOSPC;
+	n = (size_t) w;
+	for (int h = 0; h < URS_CG_NHIER; h++) {
+		if (!has(cg, h))
+			continue;
+		w = snprintf(buf + n, len - n, ";%s=%u:%s", hier_names[h],
+			     cg->h[h].alias >= 0 ? 0u : (unsigned) cg->h[h].created, cg->h[h].path);
+		if (w < 0 || (size_t) w >= len - n)
+			return -ENOSPC;
+		n += (size_t) w;
+	}
+	return (int) n;
+}
+
+int urs_cg_from_string(struct urs_cgroup *cg, const char *s, struct urs_err *err)
+{
+	cg_init(cg, 0);
+	const char *p = s;
+	for (bool first = true; *p; first = false) {
+		const char *end = strchrnul(p, ';');
+		const char *eq = memchr(p, '=', (size_t) (end - p));
+		if (!eq)
+			goto bad;
+		size_t kl = (size_t) (eq - p);
+		const char *v = eq + 1;
+		size_t vl = (size_t) (end - v);
+		if (first) {
+			if (kl != 4 || memcmp(p, "mode", 4))
+				goto bad;
+			for (int m = URS_CG_LEGACY; m <= URS_CG_UNIFIED; m++)
+				if (strlen(mode_names[m]) == vl && !memcmp(v, mode_names[m], vl))
+					cg->mode = m;
+			if (!cg->mode)
+				goto bad;
+		} else {
+			int h;
+			for (h = 0; h < URS_CG_NHIER; h++)
+				if (strlen(hier_names[h]) == kl && !memcmp(p, hier_names[h], kl))
+					break;
+			if (h == URS_CG_NHIER || has(cg, h))
+				goto bad;
+			char *colon;
+			errno = 0;
+			unsigned long created = strtoul(v, &colon, 10);
+			if (errno || colon == v || *colon != ':' || created > UINT8_MAX)
+				goto bad;
+			const char *path = colon + 1;
+			size_t pl = (size_t) (end - path);
+			if (pl == 0 || pl >= URS_CG_PATH_MAX || path[0] != '/' ||
+			    memmem(path, pl, "/..", 3) || memchr(path, '\n', pl))
+				goto bad;
+			memcpy(cg->h[h].path, path, pl);
+			cg->h[h].path[pl] = '\0';
+			cg->h[h].created = (uint8_t) created;
+			for (int e = 0; e < h; e++) {
+				if (e != URS_CG_V2 && h != URS_CG_V2 &&
+				    !strcmp(cg->h[e].path, cg->h[h].path)) {
+					cg->h[h].alias = (int8_t) e;
+					cg->h[h].created = 0;
+					break;
+				}
+			}
+		}
+		p = *end ? end + 1 : end;
+	}
+	if (!cg->mode)
+		goto bad;
+	return 0;
+bad:
+	cg_init(cg, 0);
+	return urs_err_set(err, -EINVAL, "cgroup: malformed cgroup state \"%.200s\"", s);
+}

@@ -1,0 +1,189 @@
+/*
+ * host/cgroup.h — cgroups of one sandbox: where they go, creating and
+ * removing them, moving processes in, limits (OCI linux.resources), freeze,
+ * kill, pids and stats, on unified (cgroup2 only), hybrid (v1 controllers +
+ * cgroup2 at /sys/fs/cgroup/unified) and legacy (v1 only) hosts.
+ *
+ * Placement (what runc's cgroupfs driver does):
+ *   - relative or empty cgroupsPath: beneath the CALLER's own cgroup in each
+ *     hierarchy (from /proc/<caller>/cgroup), default name "ursa/<id>". On a
+ *     unified host the v2 cgroup goes beneath the PARENT of the caller's
+ *     cgroup, as runc does: the caller's own cgroup holds processes, so the
+ *     "no internal processes" rule would forbid enabling controllers in it.
+ *   - absolute cgroupsPath: that path inside each hierarchy, as-is (not
+ *     nested under the caller), like runc.
+ *   - never a hierarchy's root itself.
+ * systemd-style "slice:prefix:name" paths are not interpreted (no systemd
+ * driver); they are taken as a relative path.
+ *
+ * Every fallible function returns a negative errno and, when err is given,
+ * a message naming the file and value, e.g.
+ *   cgroup: writing "-5" to cpu.cfs_quota_us: Invalid argument
+ */
+#ifndef URSA_HOST_CGROUP_H
+#define URSA_HOST_CGROUP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "host/err.h"
+
+enum urs_cg_mode {
+	URS_CG_LEGACY = 1, /* v1 controllers only */
+	URS_CG_HYBRID = 2, /* v1 controllers + cgroup2 at /sys/fs/cgroup/unified */
+	URS_CG_UNIFIED = 3 /* cgroup2 at /sys/fs/cgroup */
+};
+
+/* The mode of this host (cached), or -ENOENT when no cgroup fs is mounted. */
+int urs_cg_mode(void);
+
+/* Hierarchies a sandbox may live in. URS_CG_V2 is the cgroup2 hierarchy
+ * (the only one on unified hosts, the controller-less one on hybrid hosts). */
+enum urs_cg_hier {
+	URS_CG_MEMORY,
+	URS_CG_PIDS,
+	URS_CG_CPU,
+	URS_CG_CPUACCT,
+	URS_CG_CPUSET,
+	URS_CG_FREEZER,
+	URS_CG_DEVICES,
+	URS_CG_BLKIO,
+	URS_CG_V2,
+	URS_CG_NHIER
+};
+
+#define URS_CG_PATH_MAX 512
+/* Enough for urs_cg_to_string() of any cgroup. */
+#define URS_CG_STRING_MAX (32 + URS_CG_NHIER * (URS_CG_PATH_MAX + 16))
+
+struct urs_cg_dir {
+	char path[URS_CG_PATH_MAX]; /* absolute directory, "" = hierarchy not used */
+	uint8_t created;	    /* trailing path levels urs_cg_create made */
+	int8_t alias;		    /* co-mounted with this earlier hierarchy, or -1 */
+	int fd;			    /* cached O_DIRECTORY fd, -1 = not open */
+};
+
+/*
+ * One sandbox's cgroups. Filled by urs_cg_create() or urs_cg_from_string();
+ * it caches directory fds, so release it with urs_cg_close() (or
+ * urs_cg_destroy()), and do not copy it by value while fds are open.
+ */
+struct urs_cgroup {
+	int mode; /* enum urs_cg_mode */
+	struct urs_cg_dir h[URS_CG_NHIER];
+};
+
+/* Name of a hierarchy ("memory", ..., "unified"). */
+const char *urs_cg_hier_name(enum urs_cg_hier h);
+
+/*
+ * Compute the paths and create the directories (mkdir -p), remembering
+ * which levels were new. @cgroups_path: NULL/"" (→ "ursa/<id>"), relative or
+ * absolute. @caller: whose cgroup relative paths nest under (0 = self).
+ * New cpuset levels get cpuset.cpus/mems from their parent; on unified
+ * hosts the needed controllers are enabled in the ancestors'
+ * cgroup.subtree_control. An existing leaf is joined only if empty
+ * (-EBUSY otherwise). On failure nothing created is left behind.
+ */
+int urs_cg_create(struct urs_cgroup *cg, const char *cgroups_path, const char *id, pid_t caller,
+		  struct urs_err *err);
+
+/* Move @pid into every hierarchy (cgroup.procs). */
+int urs_cg_enter(struct urs_cgroup *cg, pid_t pid, struct urs_err *err);
+
+/* A new O_DIRECTORY|O_CLOEXEC fd of the v2 cgroup for clone3(CLONE_INTO_CGROUP);
+ * unified hosts only (-EOPNOTSUPP otherwise: v1 hierarchies need urs_cg_enter). */
+int urs_cg_open_v2(struct urs_cgroup *cg, struct urs_err *err);
+
+/*
+ * Resources, with runc's conventions: 0 means "not set" for every number
+ * except where noted; -1 means unlimited.
+ */
+struct urs_cg_device {
+	bool allow;
+	char type;	/* 'a', 'b' or 'c' */
+	int64_t major;	/* -1 = any */
+	int64_t minor;	/* -1 = any */
+	char access[4]; /* subset of "rwm", NUL-terminated */
+};
+
+struct urs_cg_kv {
+	const char *key; /* a file name in the v2 cgroup, no '/' */
+	const char *value;
+};
+
+struct urs_cg_resources {
+	int64_t mem_limit;	 /* bytes, -1 = unlimited */
+	int64_t mem_reservation; /* soft limit (v1) / memory.low (v2) */
+	int64_t mem_swap;	 /* memory+swap (OCI/v1 semantics), -1 = unlimited */
+	int64_t mem_swappiness;	 /* 0..100; -1 = not set (0 is a value) */
+	bool disable_oom_killer; /* v1 only */
+	int64_t pids_limit;	 /* -1 (any negative) = max */
+	uint64_t cpu_shares;	 /* v1 cpu.shares; v2 cpu.weight via runc's conversion */
+	int64_t cpu_quota;	 /* us per period, -1 = no quota */
+	uint64_t cpu_period;	 /* us */
+	const char *cpus;	 /* cpuset, NULL = not set */
+	const char *mems;
+	const struct urs_cg_device *devices; /* v1 only; skipped on v2 (needs eBPF) */
+	size_t n_devices;
+	const struct urs_cg_kv *unified; /* v2 only (unified hosts), written last */
+	size_t n_unified;
+};
+
+/* A struct urs_cg_resources with nothing set. */
+#define URS_CG_RESOURCES_INIT        \
+	{                            \
+		.mem_swappiness = -1 \
+	}
+
+/* Write the limits. Also serves `ursa update`. */
+int urs_cg_apply(struct urs_cgroup *cg, const struct urs_cg_resources *r, struct urs_err *err);
+#define urs_cg_update urs_cg_apply
+
+/* v2 cpu.weight for v1 cpu.shares (runc's linear map [2, 262144] → [1, 10000]). */
+uint64_t urs_cg_shares_to_weight(uint64_t shares);
+
+/* Freeze or thaw, waiting (≤ 2 s) until the kernel reports the state.
+ * v1 freezer when present, else cgroup2 cgroup.freeze. */
+int urs_cg_freeze(struct urs_cgroup *cg, bool frozen, struct urs_err *err);
+/* 1 frozen, 0 not (thawed or still freezing), or negative errno. */
+int urs_cg_is_frozen(struct urs_cgroup *cg, struct urs_err *err);
+
+/* Every pid in the cgroup and its sub-cgroups; *pids is malloc'd (free it). */
+int urs_cg_pids(struct urs_cgroup *cg, pid_t **pids, size_t *n, struct urs_err *err);
+
+/* Signal every process. SIGKILL uses cgroup.kill where it exists; otherwise
+ * freeze, signal each pid, thaw (so nothing forks its way out). */
+int urs_cg_kill_all(struct urs_cgroup *cg, int sig, struct urs_err *err);
+
+/* Remove the directories urs_cg_create made (sub-cgroups first, leaf, then
+ * the new parents still empty), retrying ≤ 1 s on EBUSY while processes
+ * exit. Kills nothing. Idempotent. Closes cached fds. */
+int urs_cg_destroy(struct urs_cgroup *cg, struct urs_err *err);
+
+/* Close cached fds, leave the cgroups alone. */
+void urs_cg_close(struct urs_cgroup *cg);
+
+/* Unavailable values read as 0; an unlimited limit as UINT64_MAX (v2 "max")
+ * or the kernel's v1 number. */
+struct urs_cg_stats {
+	uint64_t mem_usage;
+	uint64_t mem_max_usage;
+	uint64_t mem_limit;
+	uint64_t cpu_usage_ns;
+	uint64_t pids_current;
+};
+
+int urs_cg_stats(struct urs_cgroup *cg, struct urs_cg_stats *st, struct urs_err *err);
+
+/*
+ * One line for the state file: "mode=hybrid;memory=2:/sys/fs/cgroup/...;..."
+ * (name=created-levels:path per hierarchy in use). Returns its length or
+ * -ENOSPC. from_string leaves fds closed.
+ */
+int urs_cg_to_string(const struct urs_cgroup *cg, char *buf, size_t len);
+int urs_cg_from_string(struct urs_cgroup *cg, const char *s, struct urs_err *err);
+
+#endif

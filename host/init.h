@@ -1,0 +1,62 @@
+/*
+ * host/init.h — the container's first process, from clone to execve.
+ *
+ * The supervisor clones this process into the new namespaces; it then
+ * builds the container from inside (mounts, pivot_root, hostname, sysctl,
+ * rlimits, identity, capabilities, seccomp), reports READY over its sync
+ * socket and blocks until START (sent at once for run and do). Every
+ * failure is reported back as an ERROR message with the field it concerns,
+ * so `ursa create` can print it and clean up.
+ *
+ * Sync protocol (SOCK_SEQPACKET, one struct per message):
+ *   supervisor -> init: MAPPED (id maps written), START
+ *   init -> supervisor: READY, ERROR {code, msg}
+ */
+#ifndef URSA_HOST_INIT_H
+#define URSA_HOST_INIT_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "host/err.h"
+#include "host/spec.h"
+
+enum urs_sync_type {
+	URS_SYNC_MAPPED = 1,
+	URS_SYNC_READY,
+	URS_SYNC_START,
+	URS_SYNC_ERROR,
+};
+
+struct urs_sync_msg {
+	uint32_t type;
+	int32_t code;
+	char msg[512];
+};
+
+int urs_sync_send(int fd, uint32_t type, int32_t code, const char *msg);
+/* 0 on a message, -EPIPE when the peer is gone. */
+int urs_sync_recv(int fd, struct urs_sync_msg *m);
+
+struct urs_launch {
+	const struct urs_spec *spec;
+	char rootfs[PATH_MAX];
+	const char *overlay_scratch; /* `ursa do`: root = overlay of the host's / */
+	bool no_pivot;
+	bool no_new_keyring;
+	int console_fd;	  /* connected console socket, or -1 */
+	int preserve_fds; /* fds 3 .. 3+n-1 are passed on */
+	int sync_fd;	  /* our end of the socket pair */
+	void *seccomp;	  /* a built filter, loaded with load_seccomp() right before exec */
+	int (*load_seccomp)(void *filter, struct urs_err *err);
+	uint32_t new_ns; /* 1 << enum urs_ns_type for namespaces created by clone */
+};
+
+/* Run in the cloned child; returns only on failure (after reporting it). */
+int urs_init_run(const struct urs_launch *L);
+
+/* PATH lookup as the container's execvpe would, inside the current root. */
+int urs_find_exec(const char *file, char *const env[], char *out, size_t len);
+
+#endif

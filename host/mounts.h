@@ -1,0 +1,42 @@
+/*
+ * host/mounts.h — building a container's filesystem view inside its new
+ * mount namespace: the spec's mounts, devices, masked and read-only paths,
+ * then pivot_root (or MS_MOVE + chroot with --no-pivot).
+ *
+ * Mount destinations are resolved inside the rootfs with
+ * openat2(RESOLVE_IN_ROOT), created component by component under that same
+ * rule, and mounted through /proc/self/fd/N: a symlink planted in the image
+ * (e.g. /proc -> /) can never redirect a mount onto the host.
+ */
+#ifndef URSA_HOST_MOUNTS_H
+#define URSA_HOST_MOUNTS_H
+
+#include <stdbool.h>
+
+#include "host/err.h"
+#include "host/spec.h"
+
+struct urs_rootfs_opts {
+	const char *rootfs; /* absolute host path of the root (already prepared) */
+	bool no_pivot;
+	bool userns; /* inside a new user namespace: bind devices, keep locked flags */
+	bool cgroupns;
+};
+
+/* Everything from the first propagation change to the read-only remount of /.
+ * Runs in the container's init, in its new mount namespace. */
+int urs_rootfs_setup(const struct urs_spec *spec, const struct urs_rootfs_opts *o,
+		     struct urs_err *err);
+
+/*
+ * `ursa do`: make a root that is the host's / read-only under a writable
+ * overlay whose upper layer is a tmpfs that lives as long as the mount
+ * namespace. @scratch is an existing host directory used as the mount point
+ * of that tmpfs (inside our namespace only). Writes the root path to @root.
+ */
+int urs_rootfs_host_overlay(const char *scratch, char *root, size_t len, struct urs_err *err);
+
+/* Does the path exist inside @rootfs, resolved as the container would? */
+int urs_open_in_root(int rootfd, const char *path, int flags, bool create_dir, bool create_file);
+
+#endif

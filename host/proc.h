@@ -1,0 +1,32 @@
+/*
+ * host/proc.h — facts about host processes from /proc, and pid-reuse-safe
+ * handles on them.
+ *
+ * A pid alone is not an identity: it is reused. ursa stores a process's pid
+ * together with its start time (field 22 of /proc/PID/stat, in clock ticks
+ * since boot) and only signals a process whose start time still matches,
+ * through a pidfd opened after the check (so the check and the signal are
+ * about the same process).
+ */
+#ifndef URSA_HOST_PROC_H
+#define URSA_HOST_PROC_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Start time of @pid in clock ticks since boot; -ESRCH if gone. */
+int urs_proc_start_time(pid_t pid, uint64_t *ticks);
+/* State letter (R, S, D, Z, T, t, X, ...) of @pid or -ESRCH. */
+int urs_proc_state(pid_t pid);
+/* A pidfd for @pid if it still started at @ticks; -ESRCH otherwise. */
+int urs_pidfd_open_checked(pid_t pid, uint64_t ticks);
+/* Is @pid alive (not a zombie) and still the process that started at @ticks? */
+bool urs_proc_alive(pid_t pid, uint64_t ticks);
+/* Signal through a pidfd. */
+int urs_pidfd_signal(int pidfd, int sig);
+
+/* Raw syscalls glibc 2.36 may lack wrappers for. */
+int urs_pidfd_open(pid_t pid, unsigned flags);
+
+#endif

@@ -1,0 +1,217 @@
+/*
+ * host/state.c — see state.h. JSON through jansson.
+ */
+#include "host/state.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "runtime/common.h"
+
+const char *urs_status_name(enum urs_status s)
+{
+	static const char *n[] = {"creating", "created", "running", "paused", "stopped"};
+	return (unsigned) s < 5 ? n[s] : "unknown";
+}
+
+int urs_id_valid(const char *id, struct urs_err *err)
+{
+	size_t n = strlen(id);
+	if (!n || n >= URS_ID_MAX)
+		return urs_err_set(err, -EINVAL,
+				   "invalid container id %s: must be 1 to %d characters",
+				   n ? "(too long)" : "\"\"", URS_ID_MAX - 1);
+	for (size_t i = 0; i < n; i++) {
+		char c = id[i];
+		bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+			  (c >= '0' && c <= '9') ||
+			  (i && (c == '_' || c == '.' || c == '+' || c == '-'));
+		if (!ok)
+			return urs_err_set(
+				err, -EINVAL,
+				"invalid container id \"%s\": character %zu ('%c') not allowed "
+				"(letters, digits, and _ . + - after the first)",
+				id, i + 1, c);
+	}
+	return 0;
+}
+
+int urs_state_path(char *buf, size_t len, const char *root, const char *id, const char *name)
+{
+	int n = snprintf(buf, len, "%s/%s%s%s", root, id, name ? "/" : "", name ? name : "");
+	return n < 0 || (size_t) n >= len ? -ENAMETOOLONG : 0;
+}
+
+static int mkdir_p(const char *path, mode_t mode)
+{
+	char tmp[PATH_MAX];
+	size_t n = strlen(path);
+	if (n >= sizeof(tmp))
+		return -ENAMETOOLONG;
+	memcpy(tmp, path, n + 1);
+	for (char *p = tmp + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = 0;
+		if (mkdir(tmp, mode) < 0 && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(tmp, mode) < 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+int urs_state_dir_create(const char *root, const char *id, struct urs_err *err)
+{
+	int r = mkdir_p(root, 0711);
+	if (r < 0)
+		return urs_err_set(err, r, "--root %s: cannot create: %s", root, strerror(-r));
+	char path[PATH_MAX];
+	if ((r = urs_state_path(path, sizeof(path), root, id, NULL)) < 0)
+		return urs_err_set(err, r, "--root %s: path too long", root);
+	if (mkdir(path, 0700) < 0) {
+		r = -errno;
+		if (r == -EEXIST)
+			return urs_err_set(err, r, "container with id %s already exists", id);
+		return urs_err_set(err, r, "creating %s: %s", path, strerror(-r));
+	}
+	return 0;
+}
+
+int urs_state_write(const char *root, const struct urs_state *st, struct urs_err *err)
+{
+	json_t *o =
+		json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:b, s:I}", "id", st->id,
+			  "bundle", st->bundle, "rootfs", st->rootfs, "created", st->created,
+			  "owner", (json_int_t) st->owner, "pid", (json_int_t) st->pid, "pid_start",
+			  (json_int_t) st->pid_start, "sup_pid", (json_int_t) st->sup_pid,
+			  "sup_start", (json_int_t) st->sup_start, "started", st->started,
+			  "exit_status", (json_int_t) st->exit_status);
+	if (!o)
+		return urs_err_set(err, -ENOMEM, "state: out of memory");
+	if (st->cgroup)
+		json_object_set_new(o, "cgroup", json_string(st->cgroup));
+	if (st->config)
+		json_object_set_new(o, "config", json_string(st->config));
+	if (st->annotations) {
+		json_t *a = json_loads(st->annotations, 0, NULL);
+		if (a)
+			json_object_set_new(o, "annotations", a);
+	}
+	char path[PATH_MAX], tmp[PATH_MAX];
+	if (urs_state_path(path, sizeof(path), root, st->id, "state.json") < 0 ||
+	    urs_state_path(tmp, sizeof(tmp), root, st->id, ".state.json.tmp") < 0) {
+		json_decref(o);
+		return urs_err_set(err, -ENAMETOOLONG, "state: path too long");
+	}
+	int r = json_dump_file(o, tmp, JSON_COMPACT);
+	json_decref(o);
+	if (r < 0)
+		return urs_err_set(err, -EIO, "state: writing %s failed", tmp);
+	if (rename(tmp, path) < 0) {
+		r = -errno;
+		unlink(tmp);
+		return urs_err_set(err, r, "state: rename to %s: %s", path, strerror(-r));
+	}
+	return 0;
+}
+
+static void copy_str(char *dst, size_t len, json_t *o, const char *key)
+{
+	const char *s = json_string_value(json_object_get(o, key));
+	snprintf(dst, len, "%s", s ? s : "");
+}
+
+static char *dup_str(json_t *o, const char *key)
+{
+	const char *s = json_string_value(json_object_get(o, key));
+	return s ? strdup(s) : NULL;
+}
+
+int urs_state_read(const char *root, const char *id, struct urs_state *st, struct urs_err *err)
+{
+	memset(st, 0, sizeof(*st));
+	st->exit_status = -1;
+	char path[PATH_MAX];
+	if (urs_id_valid(id, err) < 0)
+		return -EINVAL;
+	if (urs_state_path(path, sizeof(path), root, id, "state.json") < 0)
+		return urs_err_set(err, -ENAMETOOLONG, "state: path too long");
+	json_error_t je;
+	json_t *o = json_load_file(path, 0, &je);
+	if (!o) {
+		struct stat sb;
+		char dir[PATH_MAX];
+		urs_state_path(dir, sizeof(dir), root, id, NULL);
+		if (stat(dir, &sb) < 0)
+			return urs_err_set(err, -ENOENT, "container %s does not exist", id);
+		return urs_err_set(err, -EIO, "container %s: state file %s unreadable: %s", id,
+				   path, je.text);
+	}
+	copy_str(st->id, sizeof(st->id), o, "id");
+	copy_str(st->bundle, sizeof(st->bundle), o, "bundle");
+	copy_str(st->rootfs, sizeof(st->rootfs), o, "rootfs");
+	copy_str(st->created, sizeof(st->created), o, "created");
+	st->owner = (uid_t) json_integer_value(json_object_get(o, "owner"));
+	st->pid = (pid_t) json_integer_value(json_object_get(o, "pid"));
+	st->pid_start = (uint64_t) json_integer_value(json_object_get(o, "pid_start"));
+	st->sup_pid = (pid_t) json_integer_value(json_object_get(o, "sup_pid"));
+	st->sup_start = (uint64_t) json_integer_value(json_object_get(o, "sup_start"));
+	st->started = json_is_true(json_object_get(o, "started"));
+	json_t *es = json_object_get(o, "exit_status");
+	st->exit_status = es ? (int) json_integer_value(es) : -1;
+	st->cgroup = dup_str(o, "cgroup");
+	st->config = dup_str(o, "config");
+	json_t *a = json_object_get(o, "annotations");
+	if (a)
+		st->annotations = json_dumps(a, JSON_COMPACT);
+	json_decref(o);
+	return 0;
+}
+
+void urs_state_clear(struct urs_state *st)
+{
+	free(st->cgroup);
+	free(st->annotations);
+	free(st->config);
+	st->cgroup = st->annotations = st->config = NULL;
+}
+
+int urs_state_remove(const char *root, const char *id)
+{
+	char path[PATH_MAX];
+	if (urs_state_path(path, sizeof(path), root, id, NULL) < 0)
+		return -ENAMETOOLONG;
+	_cleanup_close_ int dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	DIR *d = fdopendir(dup(dfd));
+	if (d) {
+		struct dirent *e;
+		while ((e = readdir(d)))
+			if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+				unlinkat(dfd, e->d_name, 0);
+		closedir(d);
+	}
+	return rmdir(path) < 0 && errno != ENOENT ? -errno : 0;
+}
+
+void urs_rfc3339_now(char *buf, size_t len)
+{
+	struct timespec ts;
+	struct tm tm;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gmtime_r(&ts.tv_sec, &tm);
+	char base[32];
+	strftime(base, sizeof(base), "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(buf, len, "%s.%09ldZ", base, ts.tv_nsec);
+}

@@ -1,0 +1,59 @@
+/*
+ * host/state.h — a container's record under --root: ROOT/ID/state.json.
+ *
+ * Written atomically (temp file + rename in the same directory), so a reader
+ * sees the old or the new record, never half of one. Processes are stored
+ * as pid + start time (see proc.h) so a recycled pid is never mistaken for
+ * the container. The directory also holds the supervisor's control socket.
+ */
+#ifndef URSA_HOST_STATE_H
+#define URSA_HOST_STATE_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "host/err.h"
+
+#define URS_ID_MAX 256
+
+struct urs_state {
+	char id[URS_ID_MAX];
+	char bundle[PATH_MAX];
+	char rootfs[PATH_MAX];
+	char created[48]; /* RFC 3339 with nanoseconds, UTC */
+	uid_t owner;
+	pid_t pid; /* the container's init, host pid */
+	uint64_t pid_start;
+	pid_t sup_pid; /* the supervisor */
+	uint64_t sup_start;
+	bool started;
+	int exit_status;   /* wait status once known, else -1 */
+	char *cgroup;	   /* urs_cg serialization, malloc'd or NULL */
+	char *annotations; /* JSON object text, malloc'd or NULL */
+	char *config;	   /* spec path the container was made from (for hooks), or NULL */
+};
+
+enum urs_status { URS_ST_CREATING, URS_ST_CREATED, URS_ST_RUNNING, URS_ST_PAUSED, URS_ST_STOPPED };
+
+const char *urs_status_name(enum urs_status s);
+
+/* Check an id: [A-Za-z0-9][A-Za-z0-9_.+-]{0,255}, like runc. */
+int urs_id_valid(const char *id, struct urs_err *err);
+
+/* Create ROOT (0711) if missing and ROOT/ID (0700) which must not exist. */
+int urs_state_dir_create(const char *root, const char *id, struct urs_err *err);
+int urs_state_write(const char *root, const struct urs_state *st, struct urs_err *err);
+/* -ENOENT (message says "container ID does not exist") if there is none. */
+int urs_state_read(const char *root, const char *id, struct urs_state *st, struct urs_err *err);
+void urs_state_clear(struct urs_state *st);
+/* Remove ROOT/ID and everything in it. */
+int urs_state_remove(const char *root, const char *id);
+/* Path of a file in ROOT/ID. */
+int urs_state_path(char *buf, size_t len, const char *root, const char *id, const char *name);
+
+/* Current time as RFC 3339 with nanoseconds. */
+void urs_rfc3339_now(char *buf, size_t len);
+
+#endif
