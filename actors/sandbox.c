@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "actors/supervisor.h"
+#include "host/hooks.h"
 #include "host/proc.h"
 #include "runtime/common.h"
 
@@ -66,6 +67,7 @@ int urs_sandbox_create(const struct urs_sandbox_opts *o, pid_t *sup, struct urs_
 {
 	int r;
 	char dir[PATH_MAX] = "";
+	char *annotations = NULL;
 	const struct urs_process *p = o->spec->process;
 	if (!p)
 		return urs_err_set(err, -EINVAL, "config.json: process: missing (nothing to run)");
@@ -89,6 +91,15 @@ int urs_sandbox_create(const struct urs_sandbox_opts *o, pid_t *sup, struct urs_
 			goto fail_dir;
 		}
 	}
+	if (o->spec->n_annotations) {
+		const char *k[256], *v[256];
+		size_t n = o->spec->n_annotations < 256 ? o->spec->n_annotations : 256;
+		for (size_t i = 0; i < n; i++) {
+			k[i] = o->spec->annotations[i].key;
+			v[i] = o->spec->annotations[i].value;
+		}
+		annotations = urs_json_object_kv(k, v, n);
+	}
 	int rep[2];
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, rep) < 0) {
 		r = urs_err_set(err, -errno, "socketpair: %m");
@@ -108,6 +119,8 @@ int urs_sandbox_create(const struct urs_sandbox_opts *o, pid_t *sup, struct urs_
 			.report_fd = rep[1],
 			.cgroup_path = o->spec->lnx ? o->spec->lnx->cgroups_path : NULL,
 			.id = o->id,
+			.bundle = o->bundle,
+			.annotations = annotations,
 			.no_prewarm = o->no_prewarm,
 			.start_now = o->autostart,
 		};
@@ -160,39 +173,21 @@ int urs_sandbox_create(const struct urs_sandbox_opts *o, pid_t *sup, struct urs_
 	st->started = o->autostart;
 	st->cgroup = rp.cgroup[0] ? strdup(rp.cgroup) : NULL;
 	if (o->root) {
-		if (o->spec->n_annotations) {
-			/* kept as JSON text for `state` */
-			size_t cap = 64;
-			for (size_t i = 0; i < o->spec->n_annotations; i++)
-				cap += 8 + 2 * (strlen(o->spec->annotations[i].key) +
-						strlen(o->spec->annotations[i].value));
-			st->annotations = malloc(cap);
-			if (st->annotations) {
-				size_t w = 0;
-				w += (size_t) snprintf(st->annotations + w, cap - w, "{");
-				for (size_t i = 0; i < o->spec->n_annotations; i++) {
-					w += (size_t) snprintf(st->annotations + w, cap - w, "%s\"",
-							       i ? "," : "");
-					for (int k = 0; k < 2; k++) {
-						const char *s = k ? o->spec->annotations[i].value
-								  : o->spec->annotations[i].key;
-						for (; *s && w < cap - 8; s++) {
-							if (*s == '"' || *s == '\\')
-								st->annotations[w++] = '\\';
-							st->annotations[w++] = *s;
-						}
-						w += (size_t) snprintf(st->annotations + w, cap - w,
-								       k ? "\"" : "\":\"");
-					}
-				}
-				snprintf(st->annotations + w, cap - w, "}");
-			}
-		}
+		st->annotations = annotations;
+		annotations = NULL;
 		if ((r = urs_state_write(o->root, st, err)) < 0)
 			goto fail_kill;
+		char cfg[PATH_MAX];
+		snprintf(cfg, sizeof(cfg), "%s/config.json", o->bundle);
+		if ((r = urs_state_save_config(o->root, o->id, cfg)) < 0) {
+			urs_err_set(err, r, "saving %s in the container's state: %s", cfg,
+				    strerror(-r));
+			goto fail_kill;
+		}
 	}
 	if (o->pid_file && (r = urs_write_pid_file(o->pid_file, pid, err)) < 0)
 		goto fail_kill;
+	free(annotations);
 	return 0;
 
 fail_kill:
@@ -202,6 +197,7 @@ fail_kill:
 	urs_sandbox_cgroup_remove(st->cgroup);
 	urs_state_clear(st);
 fail_dir:
+	free(annotations);
 	if (o->root)
 		urs_state_remove(o->root, o->id);
 	return r;
@@ -219,4 +215,30 @@ int urs_sandbox_start(const char *root, struct urs_state *st, struct urs_err *er
 		return urs_err_set(err, -EINVAL, "start %s: %s", st->id, reply);
 	st->started = true;
 	return urs_state_write(root, st, err);
+}
+
+void urs_sandbox_hooks(const char *root, const struct urs_state *st, const struct urs_spec *spec,
+		       enum urs_hook_kind kind, const char *status, void (*warn)(const char *msg))
+{
+	struct urs_spec *own = NULL;
+	if (!spec) {
+		char cfg[PATH_MAX];
+		urs_state_path(cfg, sizeof(cfg), root, st->id, "config.json");
+		if (urs_spec_load(cfg, &own, NULL) < 0)
+			return;
+		spec = own;
+	}
+	if (spec->hooks[kind].n) {
+		char json[8192];
+		struct urs_err err = {{0}};
+		if (urs_oci_state_json(json, sizeof(json), st->id, status, st->pid, st->bundle,
+				       st->annotations) < 0)
+			urs_oci_state_json(json, sizeof(json), st->id, status, st->pid, st->bundle,
+					   NULL);
+		/* poststart and poststop failures are warnings: the lifecycle goes on */
+		for (size_t i = 0; i < spec->hooks[kind].n; i++)
+			if (urs_hook_run(&spec->hooks[kind].v[i], kind, i, json, &err) < 0 && warn)
+				warn(err.msg);
+	}
+	urs_spec_free(own);
 }

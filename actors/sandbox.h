@@ -40,6 +40,11 @@ int urs_sandbox_create(const struct urs_sandbox_opts *o, pid_t *sup, struct urs_
 /* Release a created container (ROOT/ID/ctl.sock "start"), mark it started. */
 int urs_sandbox_start(const char *root, struct urs_state *st, struct urs_err *err);
 
+/* Run poststart/poststop hooks of a recorded container (spec from ROOT/ID
+ * if @spec is NULL); each failure goes to @warn. */
+void urs_sandbox_hooks(const char *root, const struct urs_state *st, const struct urs_spec *spec,
+		       enum urs_hook_kind kind, const char *status, void (*warn)(const char *msg));
+
 /* Remove a sandbox's cgroups given their serialization (no-op for NULL/""). */
 void urs_sandbox_cgroup_remove(const char *cgroup);
 

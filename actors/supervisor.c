@@ -27,7 +27,9 @@
 #include <unistd.h>
 
 #include "host/cgroup.h"
+#include "host/hooks.h"
 #include "host/proc.h"
+#include "host/state.h"
 #include "runtime/loop.h"
 
 #define CTL_NAME "ctl.sock"
@@ -228,7 +230,7 @@ int urs_ctl_call(const char *state_dir, const char *req, char *reply, size_t len
 int urs_resources_apply(struct urs_cgroup *cg, const struct urs_resources *res, struct urs_err *err)
 {
 	struct urs_cg_resources r = URS_CG_RESOURCES_INIT;
-	struct urs_cg_device devs[64];
+	struct urs_cg_device devs[96];
 	struct urs_cg_kv kv[64];
 	if (res->memory.has_limit)
 		r.mem_limit = res->memory.limit;
@@ -250,6 +252,7 @@ int urs_resources_apply(struct urs_cgroup *cg, const struct urs_resources *res, 
 	r.cpus = res->cpu.cpus;
 	r.mems = res->cpu.mems;
 	size_t nd = res->n_devices < 64 ? res->n_devices : 64;
+	bool any = nd > 0;
 	for (size_t i = 0; i < nd; i++) {
 		devs[i] = (struct urs_cg_device){.allow = res->devices[i].allow,
 						 .type = res->devices[i].type,
@@ -257,6 +260,15 @@ int urs_resources_apply(struct urs_cgroup *cg, const struct urs_resources *res, 
 						 .minor = res->devices[i].minor};
 		memcpy(devs[i].access, res->devices[i].access, sizeof(devs[i].access));
 	}
+	/* what every container gets on top of its rules (runc's AllowedDevices) */
+	static const struct urs_cg_device dflt[] = {
+		{true, 'c', -1, -1, "m"}, {true, 'b', -1, -1, "m"},    {true, 'c', 1, 3, "rwm"},
+		{true, 'c', 1, 8, "rwm"}, {true, 'c', 1, 7, "rwm"},    {true, 'c', 5, 0, "rwm"},
+		{true, 'c', 1, 5, "rwm"}, {true, 'c', 1, 9, "rwm"},    {true, 'c', 136, -1, "rwm"},
+		{true, 'c', 5, 2, "rwm"}, {true, 'c', 10, 200, "rwm"},
+	};
+	for (size_t i = 0; any && i < URS_ARRAY_SIZE(dflt) && nd < URS_ARRAY_SIZE(devs); i++)
+		devs[nd++] = dflt[i];
 	r.devices = devs;
 	r.n_devices = nd;
 	size_t nk = res->n_unified < 64 ? res->n_unified : 64;
@@ -377,6 +389,11 @@ int urs_supervisor_main(struct urs_sup_args *a)
 			}
 		}
 	}
+	bool early_hooks =
+		spec->hooks[URS_HOOK_PRESTART].n || spec->hooks[URS_HOOK_CREATE_RUNTIME].n;
+	a->launch.wait_go = (a->launch.new_ns & (1u << URS_NS_USER)) || early_hooks ||
+			    spec->hooks[URS_HOOK_CREATE_CONTAINER].n ||
+			    spec->hooks[URS_HOOK_START_CONTAINER].n;
 	s->init_pid = clone_init(a, flags, &s->pidfd);
 	close(sv[1]);
 	if (join_pid_ns >= 0)
@@ -398,7 +415,21 @@ int urs_supervisor_main(struct urs_sup_args *a)
 				 strerror(-r));
 			goto fail_kill;
 		}
-		urs_sync_send(s->sync_fd, URS_SYNC_MAPPED, 0, NULL);
+	}
+	if (a->launch.wait_go) {
+		static char json[4096];
+		if (urs_oci_state_json(json, sizeof(json), a->id, "creating", s->init_pid,
+				       a->bundle, a->annotations) < 0)
+			urs_oci_state_json(json, sizeof(json), a->id, "creating", s->init_pid,
+					   a->bundle, NULL);
+		/* prestart (deprecated) and createRuntime: runtime namespace, after
+		 * the namespaces exist, before the init builds the root */
+		if ((r = urs_hooks_run(spec, URS_HOOK_PRESTART, json, &err)) < 0 ||
+		    (r = urs_hooks_run(spec, URS_HOOK_CREATE_RUNTIME, json, &err)) < 0) {
+			snprintf(msg, sizeof(msg), "%s", err.msg);
+			goto fail_kill;
+		}
+		urs_sync_send(s->sync_fd, URS_SYNC_GO, 0, json);
 	}
 
 	struct urs_sync_msg m;

@@ -23,8 +23,10 @@ struct urs_sup_args {
 	int report_fd;		 /* SEQPACKET to the process that forked us */
 	const char *cgroup_path; /* linux.cgroupsPath or NULL */
 	const char *id;
-	bool no_prewarm; /* benchmark only: skip fd-table prewarming */
-	bool start_now;	 /* release the init as soon as it is READY (run, do) */
+	const char *bundle;
+	const char *annotations; /* JSON object text or NULL */
+	bool no_prewarm;	 /* benchmark only: skip fd-table prewarming */
+	bool start_now;		 /* release the init as soon as it is READY (run, do) */
 };
 
 /* Report from the supervisor to its parent. */

@@ -153,6 +153,12 @@ void urs_error(const char *fmt, ...)
 	log_line("error", msg);
 }
 
+void urs_warn(const char *msg)
+{
+	fprintf(stderr, "ursa: warning: %s\n", msg);
+	log_line("warning", msg);
+}
+
 void urs_debug(const char *fmt, ...)
 {
 	if (!G.debug)

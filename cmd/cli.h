@@ -49,6 +49,8 @@ int urs_parse(const char *cmd, const char *usage, int argc, char **argv,
 
 __attribute__((format(printf, 1, 2))) void urs_error(const char *fmt, ...);
 __attribute__((format(printf, 1, 2))) void urs_debug(const char *fmt, ...);
+/* A warning line (stderr and --log), e.g. a failed poststart hook. */
+void urs_warn(const char *msg);
 
 /* Live status of a recorded container. */
 enum urs_status urs_container_status(const struct urs_state *st);

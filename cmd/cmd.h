@@ -50,5 +50,7 @@ int cmd_resume(int argc, char **argv);
 int cmd_spec(int argc, char **argv);
 int cmd_features(int argc, char **argv);
 int cmd_do(int argc, char **argv);
+int cmd_exec(int argc, char **argv);
+int cmd_update(int argc, char **argv);
 
 #endif

@@ -16,13 +16,16 @@
 #include "host/proc.h"
 #include "runtime/common.h"
 
-static void kill_and_wait(pid_t pid, uint64_t start, int ms)
+/* Give @pid @grace_ms to exit by itself, then SIGKILL it and wait up to @ms. */
+static void kill_and_wait(pid_t pid, uint64_t start, int grace_ms, int ms)
 {
 	_cleanup_close_ int fd = urs_pidfd_open_checked(pid, start);
 	if (fd < 0)
 		return;
-	urs_pidfd_signal(fd, SIGKILL);
 	struct pollfd p = {.fd = fd, .events = POLLIN};
+	if (grace_ms && poll(&p, 1, grace_ms) == 1)
+		return;
+	urs_pidfd_signal(fd, SIGKILL);
 	poll(&p, 1, ms);
 }
 
@@ -46,10 +49,11 @@ int urs_container_delete(const char *id, bool force, struct urs_err *err)
 	if (s != URS_ST_STOPPED) {
 		if (have_cg)
 			urs_cg_kill_all(&cg, SIGKILL, NULL);
-		kill_and_wait(st.pid, st.pid_start, 2000);
+		kill_and_wait(st.pid, st.pid_start, 0, 2000);
 	}
 	/* the supervisor leaves as soon as the init is reaped */
-	kill_and_wait(st.sup_pid, st.sup_start, 2000);
+	kill_and_wait(st.sup_pid, st.sup_start, 1000, 2000);
+	urs_sandbox_hooks(G.root, &st, NULL, URS_HOOK_POSTSTOP, "stopped", urs_warn);
 	if (have_cg && (r = urs_cg_destroy(&cg, err)) < 0) {
 		urs_state_clear(&st);
 		return r;

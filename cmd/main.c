@@ -24,6 +24,8 @@ static const struct urs_cmd cmds[] = {
 	{"resume", cmd_resume, "thaw a paused container"},
 	{"spec", cmd_spec, "write a default config.json"},
 	{"features", cmd_features, "print what ursa supports (JSON)"},
+	{"exec", cmd_exec, "run another process in a running container"},
+	{"update", cmd_update, "change a container's resource limits"},
 	{"do", cmd_do, "run a command in a sandbox on the host's root"},
 	{"demo", cmd_demo, "run the actor runtime on this machine and report what it did"},
 };

@@ -55,6 +55,7 @@ int cmd_run(int argc, char **argv)
 		urs_create_args_free(&c);
 		return 1;
 	}
+	urs_sandbox_hooks(G.root, &st, c.spec, URS_HOOK_POSTSTART, "running", urs_warn);
 	int rc = 0;
 	if (!c.detach) {
 		rc = urs_wait_forwarding(sup, st.pid);

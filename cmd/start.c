@@ -22,10 +22,13 @@ int cmd_start(int argc, char **argv)
 	int rc = 1;
 	switch (urs_container_status(&st)) {
 	case URS_ST_CREATED:
-		if (urs_sandbox_start(G.root, &st, &err) < 0)
+		if (urs_sandbox_start(G.root, &st, &err) < 0) {
 			urs_error("%s", err.msg);
-		else
+		} else {
 			rc = 0;
+			urs_sandbox_hooks(G.root, &st, NULL, URS_HOOK_POSTSTART, "running",
+					  urs_warn);
+		}
 		break;
 	case URS_ST_STOPPED:
 		urs_error("cannot start a container that has stopped");

@@ -87,14 +87,10 @@ int urs_caps_apply(const struct urs_capsets *c, uid_t uid, gid_t gid, const gid_
 				   (unsigned long long) c->effective,
 				   (unsigned long long) c->permitted, strerror(-r));
 	prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
-	for (int i = 0; i <= urs_cap_last() && i < 64; i++) {
-		if (!(c->ambient & (1ull << i)))
-			continue;
-		if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, i, 0, 0) < 0)
-			return urs_err_set(err, -errno,
-					   "process.capabilities.ambient: raising %d (must also be "
-					   "permitted and inheritable): %m",
-					   i);
-	}
+	/* Like runc: an ambient cap that is not also inheritable cannot be raised
+	 * (runc's own default spec asks for exactly that); skip it, do not fail. */
+	for (int i = 0; i <= urs_cap_last() && i < 64; i++)
+		if ((c->ambient & (1ull << i)) && (c->inheritable & (1ull << i)))
+			prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, i, 0, 0);
 	return 0;
 }

@@ -25,6 +25,8 @@
 #include <unistd.h>
 
 #include "host/caps.h"
+#include "host/hooks.h"
+#include "host/process.h"
 #include "host/mounts.h"
 #include "runtime/common.h"
 
@@ -61,81 +63,10 @@ int urs_sync_recv(int fd, struct urs_sync_msg *m)
 	}
 }
 
-int urs_find_exec(const char *file, char *const env[], char *out, size_t len)
-{
-	if (strchr(file, '/')) {
-		if (access(file, X_OK) < 0)
-			return -errno;
-		snprintf(out, len, "%s", file);
-		return 0;
-	}
-	const char *path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
-	for (size_t i = 0; env && env[i]; i++)
-		if (!strncmp(env[i], "PATH=", 5))
-			path = env[i] + 5;
-	int last = -ENOENT;
-	while (*path) {
-		const char *c = strchr(path, ':');
-		size_t n = c ? (size_t) (c - path) : strlen(path);
-		int w = snprintf(out, len, "%.*s%s%s", (int) n, path, n ? "/" : "", file);
-		if (w > 0 && (size_t) w < len) {
-			struct stat sb;
-			if (stat(out, &sb) == 0 && S_ISREG(sb.st_mode)) {
-				if (access(out, X_OK) == 0)
-					return 0;
-				last = -EACCES;
-			}
-		}
-		if (!c)
-			break;
-		path = c + 1;
-	}
-	return last;
-}
-
 static int fail(const struct urs_launch *L, int code, const struct urs_err *err)
 {
 	urs_sync_send(L->sync_fd, URS_SYNC_ERROR, code, err->msg);
 	return code;
-}
-
-static int setup_console(const struct urs_launch *L, struct urs_err *err)
-{
-	int master, slave;
-	char name[64];
-	const struct urs_process *p = L->spec->process;
-	struct winsize ws = {.ws_row = 24, .ws_col = 80};
-	if (p->has_console_size) {
-		ws.ws_row = (unsigned short) p->console_height;
-		ws.ws_col = (unsigned short) p->console_width;
-	}
-	if (openpty(&master, &slave, name, NULL, &ws) < 0)
-		return urs_err_set(err, -errno,
-				   "process.terminal: opening a pty (is /dev/pts mounted?): %m");
-	/* hand the master to whoever listens on the console socket */
-	char cbuf[CMSG_SPACE(sizeof(int))] = {0};
-	struct iovec iov = {.iov_base = name, .iov_len = strlen(name)};
-	struct msghdr mh = {.msg_iov = &iov,
-			    .msg_iovlen = 1,
-			    .msg_control = cbuf,
-			    .msg_controllen = sizeof(cbuf)};
-	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(c), &master, sizeof(int));
-	if (sendmsg(L->console_fd, &mh, MSG_NOSIGNAL) < 0)
-		return urs_err_set(err, -errno, "--console-socket: sending the pty master: %m");
-	close(master);
-	close(L->console_fd);
-	if (ioctl(slave, TIOCSCTTY, 0) < 0)
-		return urs_err_set(err, -errno, "process.terminal: TIOCSCTTY: %m");
-	for (int fd = 0; fd < 3; fd++)
-		if (dup2(slave, fd) < 0)
-			return urs_err_set(err, -errno, "process.terminal: dup2: %m");
-	if (slave > 2)
-		close(slave);
-	return 0;
 }
 
 /* A new network namespace has lo down; every user expects it up. */
@@ -176,14 +107,11 @@ static int apply_sysctl(const struct urs_linux *l, struct urs_err *err)
 	return 0;
 }
 
-static int apply_rlimits(const struct urs_process *p, struct urs_err *err)
+static const struct urs_spec *hook_spec;
+
+static int run_create_container_hooks(void *ctx, struct urs_err *err)
 {
-	for (size_t i = 0; i < p->n_rlimits; i++) {
-		struct rlimit rl = {.rlim_cur = p->rlimits[i].soft, .rlim_max = p->rlimits[i].hard};
-		if (setrlimit(p->rlimits[i].resource, &rl) < 0)
-			return urs_err_set(err, -errno, "process.rlimits[%zu]: setrlimit: %m", i);
-	}
-	return 0;
+	return urs_hooks_run(hook_spec, URS_HOOK_CREATE_CONTAINER, ctx, err);
 }
 
 int urs_init_run(const struct urs_launch *L)
@@ -194,14 +122,19 @@ int urs_init_run(const struct urs_launch *L)
 	struct urs_sync_msg m;
 	int r;
 
+	hook_spec = spec;
 	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
 	/* Until execve, nothing in the container may open /proc/1/exe (our
 	 * binary on the host) or ptrace us: stay non-dumpable. */
 	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 
-	if (L->new_ns & (1u << URS_NS_USER)) {
-		if ((r = urs_sync_recv(L->sync_fd, &m)) < 0 || m.type != URS_SYNC_MAPPED)
+	static char state_json[sizeof(m.msg)];
+	if (L->wait_go) {
+		if ((r = urs_sync_recv(L->sync_fd, &m)) < 0 || m.type != URS_SYNC_GO)
 			return -EPIPE; /* the supervisor is gone: nothing to report to */
+		memcpy(state_json, m.msg, sizeof(state_json));
+	}
+	if (L->new_ns & (1u << URS_NS_USER)) {
 		if (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0) {
 			urs_err_set(&err, -errno,
 				    "linux.uidMappings: becoming root in the user namespace (is 0 "
@@ -244,6 +177,8 @@ int urs_init_run(const struct urs_launch *L)
 		.no_pivot = L->no_pivot,
 		.userns = urs_spec_has_ns(spec, URS_NS_USER),
 		.cgroupns = urs_spec_has_ns(spec, URS_NS_CGROUP),
+		.before_pivot = run_create_container_hooks,
+		.ctx = (void *) state_json,
 	};
 	if (!urs_spec_has_ns(spec, URS_NS_MOUNT)) {
 		urs_err_set(&err, -EINVAL, "linux.namespaces: a mount namespace is required");
@@ -272,65 +207,25 @@ int urs_init_run(const struct urs_launch *L)
 	}
 	if ((r = apply_sysctl(l, &err)) < 0)
 		return fail(L, r, &err);
-	if (p->terminal && L->console_fd >= 0 && (r = setup_console(L, &err)) < 0)
+	if (p->terminal && L->console_fd >= 0 &&
+	    (r = urs_console_setup(L->console_fd, p, &err)) < 0)
 		return fail(L, r, &err);
-	if ((r = apply_rlimits(p, &err)) < 0)
-		return fail(L, r, &err);
-	if (p->has_oom_score_adj) {
-		char v[16];
-		snprintf(v, sizeof(v), "%d", p->oom_score_adj);
-		if ((r = write_file("/proc/self/oom_score_adj", v)) < 0) {
-			urs_err_set(&err, r, "process.oomScoreAdj %d: %s", p->oom_score_adj,
-				    strerror(-r));
-			return fail(L, r, &err);
-		}
-	}
-	if (p->user.has_umask)
-		umask(p->user.umask);
-	else
-		umask(022);
-
-	/* identity and capabilities */
-	struct urs_capsets cs = {~0ull, ~0ull, ~0ull, ~0ull, 0};
-	if (p->caps.present)
-		cs = (struct urs_capsets){p->caps.bounding, p->caps.effective, p->caps.inheritable,
-					  p->caps.permitted, p->caps.ambient};
-	if ((r = urs_caps_bound(cs.bounding, &err)) < 0)
-		return fail(L, r, &err);
-	if (L->seccomp && !p->no_new_privileges && (r = L->load_seccomp(L->seccomp, &err)) < 0)
-		return fail(L, r, &err); /* without NNP loading needs CAP_SYS_ADMIN: load now */
-	if ((r = urs_caps_apply(&cs, p->user.uid, p->user.gid, p->user.additional_gids,
-				p->user.n_additional_gids, &err)) < 0)
-		return fail(L, r, &err);
-	if (chdir(p->cwd) < 0) {
-		urs_err_set(&err, -errno, "process.cwd %s: %m", p->cwd);
-		return fail(L, -errno, &err);
-	}
 	char exe[PATH_MAX];
-	if ((r = urs_find_exec(p->args[0], p->env, exe, sizeof(exe))) < 0) {
-		urs_err_set(&err, r, "process.args[0]: exec: \"%s\": %s", p->args[0],
-			    r == -ENOENT ? "executable file not found in $PATH" : strerror(-r));
+	if ((r = urs_process_prepare(p, L->preserve_fds, L->seccomp, L->load_seccomp, exe,
+				     sizeof(exe), &err)) < 0)
 		return fail(L, r, &err);
-	}
-	if (p->no_new_privileges && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
-		urs_err_set(&err, -errno, "process.noNewPrivileges: %m");
-		return fail(L, -errno, &err);
-	}
-
-	/* nothing of ours survives execve but stdio and the preserved fds */
-	int keep = 3 + (L->preserve_fds > 0 ? L->preserve_fds : 0);
-	syscall(SYS_close_range, (unsigned) keep, ~0u, CLOSE_RANGE_CLOEXEC);
-	if (L->sync_fd < keep) /* cannot happen: the supervisor places it above */
-		return -EBADF;
+	if (L->sync_fd < 3 + (L->preserve_fds > 0 ? L->preserve_fds : 0))
+		return -EBADF; /* cannot happen: the supervisor places it above */
 
 	urs_sync_send(L->sync_fd, URS_SYNC_READY, 0, NULL);
 	if (urs_sync_recv(L->sync_fd, &m) < 0 || m.type != URS_SYNC_START)
 		return -EPIPE; /* deleted before start */
-	if (L->seccomp && p->no_new_privileges && (r = L->load_seccomp(L->seccomp, &err)) < 0)
-		return fail(L, r, &err);
-	execve(exe, p->args, p->env);
-	r = -errno;
-	urs_err_set(&err, r, "exec %s: %m", exe);
+	if (spec->hooks[URS_HOOK_START_CONTAINER].n &&
+	    (r = urs_hooks_run(spec, URS_HOOK_START_CONTAINER, state_json, &err)) < 0) {
+		dprintf(2, "ursa: %s\n", err.msg);
+		return r;
+	}
+	r = urs_process_exec(p, exe, L->seccomp, L->load_seccomp, &err);
 	dprintf(2, "ursa: %s\n", err.msg);
 	return fail(L, r, &err);
 }

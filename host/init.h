@@ -9,7 +9,8 @@
  * so `ursa create` can print it and clean up.
  *
  * Sync protocol (SOCK_SEQPACKET, one struct per message):
- *   supervisor -> init: MAPPED (id maps written), START
+ *   supervisor -> init: GO (id maps written, prestart/createRuntime hooks
+ *                       done; carries the state JSON), START
  *   init -> supervisor: READY, ERROR {code, msg}
  */
 #ifndef URSA_HOST_INIT_H
@@ -23,7 +24,7 @@
 #include "host/spec.h"
 
 enum urs_sync_type {
-	URS_SYNC_MAPPED = 1,
+	URS_SYNC_GO = 1,
 	URS_SYNC_READY,
 	URS_SYNC_START,
 	URS_SYNC_ERROR,
@@ -32,7 +33,7 @@ enum urs_sync_type {
 struct urs_sync_msg {
 	uint32_t type;
 	int32_t code;
-	char msg[512];
+	char msg[4096]; /* ERROR: the message; GO: the OCI state JSON for hooks */
 };
 
 int urs_sync_send(int fd, uint32_t type, int32_t code, const char *msg);
@@ -51,12 +52,10 @@ struct urs_launch {
 	void *seccomp;	  /* a built filter, loaded with load_seccomp() right before exec */
 	int (*load_seccomp)(void *filter, struct urs_err *err);
 	uint32_t new_ns; /* 1 << enum urs_ns_type for namespaces created by clone */
+	bool wait_go;	 /* a user namespace or hooks: wait for GO before setup */
 };
 
 /* Run in the cloned child; returns only on failure (after reporting it). */
 int urs_init_run(const struct urs_launch *L);
-
-/* PATH lookup as the container's execvpe would, inside the current root. */
-int urs_find_exec(const char *file, char *const env[], char *out, size_t len);
 
 #endif

@@ -357,6 +357,8 @@ int urs_rootfs_setup(const struct urs_spec *spec, const struct urs_rootfs_opts *
 	(void) dev_mounted;
 	if ((r = setup_dev(spec, rootfd, o->userns, err)) < 0)
 		return r;
+	if (o->before_pivot && (r = o->before_pivot(o->ctx, err)) < 0)
+		return r;
 	if ((r = pivot(o->rootfs, o->no_pivot, err)) < 0)
 		return r;
 	if ((r = mask_paths(l, err)) < 0)

@@ -21,6 +21,9 @@ struct urs_rootfs_opts {
 	bool no_pivot;
 	bool userns; /* inside a new user namespace: bind devices, keep locked flags */
 	bool cgroupns;
+	/* called after the mounts, before pivot_root (createContainer hooks) */
+	int (*before_pivot)(void *ctx, struct urs_err *err);
+	void *ctx;
 };
 
 /* Everything from the first propagation change to the read-only remount of /.

@@ -215,3 +215,53 @@ void urs_rfc3339_now(char *buf, size_t len)
 	strftime(base, sizeof(base), "%Y-%m-%dT%H:%M:%S", &tm);
 	snprintf(buf, len, "%s.%09ldZ", base, ts.tv_nsec);
 }
+
+int urs_oci_state_json(char *buf, size_t len, const char *id, const char *status, pid_t pid,
+		       const char *bundle, const char *annotations)
+{
+	json_t *o = json_pack("{s:s, s:s, s:s, s:I, s:s}", "ociVersion", "1.0.2", "id",
+			      id ? id : "", "status", status, "pid", (json_int_t) pid, "bundle",
+			      bundle ? bundle : "");
+	if (!o)
+		return -ENOMEM;
+	if (annotations) {
+		json_t *a = json_loads(annotations, 0, NULL);
+		if (a)
+			json_object_set_new(o, "annotations", a);
+	}
+	size_t n = json_dumpb(o, buf, len ? len - 1 : 0, JSON_COMPACT);
+	json_decref(o);
+	if (!len || n >= len)
+		return -ENOSPC;
+	buf[n] = 0;
+	return (int) n;
+}
+
+char *urs_json_object_kv(const char *const *keys, const char *const *values, size_t n)
+{
+	json_t *o = json_object();
+	for (size_t i = 0; o && i < n; i++)
+		json_object_set_new(o, keys[i], json_string(values[i]));
+	char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+	json_decref(o);
+	return s;
+}
+
+int urs_state_save_config(const char *root, const char *id, const char *config_path)
+{
+	char dst[PATH_MAX];
+	if (urs_state_path(dst, sizeof(dst), root, id, "config.json") < 0)
+		return -ENAMETOOLONG;
+	_cleanup_close_ int in = open(config_path, O_RDONLY | O_CLOEXEC);
+	if (in < 0)
+		return -errno;
+	_cleanup_close_ int out = open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (out < 0)
+		return -errno;
+	char buf[65536];
+	ssize_t n;
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		if (write(out, buf, (size_t) n) != n)
+			return -EIO;
+	return n < 0 ? -errno : 0;
+}

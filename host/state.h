@@ -48,10 +48,21 @@ int urs_state_write(const char *root, const struct urs_state *st, struct urs_err
 /* -ENOENT (message says "container ID does not exist") if there is none. */
 int urs_state_read(const char *root, const char *id, struct urs_state *st, struct urs_err *err);
 void urs_state_clear(struct urs_state *st);
+/* Keep a copy of the bundle's config.json in ROOT/ID (hooks and exec use it
+ * later, even if the bundle is gone). */
+int urs_state_save_config(const char *root, const char *id, const char *config_path);
+
 /* Remove ROOT/ID and everything in it. */
 int urs_state_remove(const char *root, const char *id);
 /* Path of a file in ROOT/ID. */
 int urs_state_path(char *buf, size_t len, const char *root, const char *id, const char *name);
+
+/* The OCI state JSON (hooks' stdin, `ursa state`): ociVersion, id, status,
+ * pid, bundle, annotations (a JSON object text or NULL). Length or -ENOSPC. */
+int urs_oci_state_json(char *buf, size_t len, const char *id, const char *status, pid_t pid,
+		       const char *bundle, const char *annotations);
+/* JSON object text of key/value pairs (malloc'd), "{}" for none. */
+char *urs_json_object_kv(const char *const *keys, const char *const *values, size_t n);
 
 /* Current time as RFC 3339 with nanoseconds. */
 void urs_rfc3339_now(char *buf, size_t len);

@@ -1,0 +1,144 @@
+/*
+ * host/exec.c — see exec.h.
+ */
+#include "host/exec.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/sched.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "host/init.h"
+#include "host/process.h"
+#include "host/proc.h"
+#include "runtime/common.h"
+
+static const struct {
+	const char *name;
+	int flag;
+} nss[] = {
+	{"user", CLONE_NEWUSER},     {"mnt", CLONE_NEWNS},  {"pid", CLONE_NEWPID},
+	{"ipc", CLONE_NEWIPC},	     {"uts", CLONE_NEWUTS}, {"net", CLONE_NEWNET},
+	{"cgroup", CLONE_NEWCGROUP},
+};
+
+/* The namespaces in which @pid differs from us. */
+static int differing_ns(pid_t pid)
+{
+	int flags = 0;
+	for (size_t i = 0; i < URS_ARRAY_SIZE(nss); i++) {
+		char a[64], b[64];
+		struct stat sa, sb;
+		snprintf(a, sizeof(a), "/proc/self/ns/%s", nss[i].name);
+		snprintf(b, sizeof(b), "/proc/%d/ns/%s", (int) pid, nss[i].name);
+		if (stat(a, &sa) == 0 && stat(b, &sb) == 0 &&
+		    (sa.st_ino != sb.st_ino || sa.st_dev != sb.st_dev))
+			flags |= nss[i].flag;
+	}
+	return flags;
+}
+
+static void child_fail(int fd, int code, const struct urs_err *err)
+{
+	urs_sync_send(fd, URS_SYNC_ERROR, code, err->msg);
+	_exit(127);
+}
+
+/* The final process: become the spec's process and exec. */
+static void become(const struct urs_exec_opts *o, int rep)
+{
+	struct urs_err err = {{0}};
+	const struct urs_process *p = o->process;
+	char exe[PATH_MAX];
+	int r;
+	setsid();
+	if (p->terminal && o->console_fd >= 0 &&
+	    (r = urs_console_setup(o->console_fd, p, &err)) < 0)
+		child_fail(rep, r, &err);
+	if ((r = urs_process_prepare(p, o->preserve_fds, o->seccomp, o->load_seccomp, exe,
+				     sizeof(exe), &err)) < 0)
+		child_fail(rep, r, &err);
+	/* rep is close-on-exec: the caller sees EOF once execve succeeded */
+	r = urs_process_exec(p, exe, o->seccomp, o->load_seccomp, &err);
+	child_fail(rep, r, &err);
+}
+
+int urs_exec_spawn(const struct urs_exec_opts *o, pid_t *pid, struct urs_err *err)
+{
+	int sv[2];
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		return urs_err_set(err, -errno, "exec: socketpair: %m");
+	int keep = 3 + (o->preserve_fds > 0 ? o->preserve_fds : 0);
+	if (sv[1] < keep) { /* must survive the close-on-exec sweep's range start */
+		int hi = fcntl(sv[1], F_DUPFD_CLOEXEC, keep);
+		close(sv[1]);
+		sv[1] = hi;
+	}
+	pid_t c1 = fork();
+	if (c1 < 0) {
+		close(sv[0]);
+		close(sv[1]);
+		return urs_err_set(err, -errno, "exec: fork: %m");
+	}
+	if (c1 == 0) {
+		struct urs_err e = {{0}};
+		close(sv[0]);
+		prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+		prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+		int pfd = urs_pidfd_open_checked(o->init_pid, o->init_start);
+		if (pfd < 0) {
+			urs_err_set(&e, -ESRCH, "container not running");
+			child_fail(sv[1], -ESRCH, &e);
+		}
+		if (o->cg && urs_cg_enter(o->cg, getpid(), &e) < 0)
+			child_fail(sv[1], -EPERM, &e);
+		int flags = differing_ns(o->init_pid);
+		/* one setns through the pidfd joins them all at once */
+		if (flags && setns(pfd, flags) < 0) {
+			urs_err_set(&e, -errno, "exec: joining the container's namespaces: %m");
+			child_fail(sv[1], -errno, &e);
+		}
+		close(pfd);
+		struct clone_args ca = {.flags = CLONE_PARENT, .exit_signal = 0};
+		pid_t c2 = (pid_t) syscall(SYS_clone3, &ca, sizeof(ca));
+		if (c2 == 0)
+			become(o, sv[1]);
+		if (c2 < 0) {
+			urs_err_set(&e, -errno, "exec: clone into the pid namespace: %m");
+			child_fail(sv[1], -errno, &e);
+		}
+		char buf[32];
+		snprintf(buf, sizeof(buf), "%d", (int) c2);
+		urs_sync_send(sv[1], URS_SYNC_READY, 0, buf);
+		_exit(0);
+	}
+	close(sv[1]);
+	int st;
+	while (waitpid(c1, &st, 0) < 0 && errno == EINTR)
+		;
+	struct urs_sync_msg m;
+	int r = urs_sync_recv(sv[0], &m);
+	if (r < 0 || m.type != URS_SYNC_READY) {
+		close(sv[0]);
+		return urs_err_set(err, r < 0 ? -EIO : (m.code ? m.code : -EIO), "%s",
+				   r < 0 ? "exec: the helper process died" : m.msg);
+	}
+	*pid = (pid_t) atoi(m.msg);
+	/* EOF: exec happened; a message: it failed before */
+	r = urs_sync_recv(sv[0], &m);
+	close(sv[0]);
+	if (r == 0 && m.type == URS_SYNC_ERROR) {
+		waitpid(*pid, NULL, 0);
+		return urs_err_set(err, m.code ? m.code : -EIO, "%s", m.msg);
+	}
+	return 0;
+}
