@@ -336,6 +336,9 @@ int urs_supervisor_main(struct urs_sup_args *a)
 		prewarm_fd_table();
 	setsid();
 	prctl(PR_SET_NAME, "ursa-sup", 0, 0, 0);
+	/* A container sharing our pid namespace must not reach our binary
+	 * through /proc/PID/exe, nor ptrace us: stay non-dumpable. */
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 
 	/* cgroup first: the init is cloned inside it */
 	static struct urs_cgroup cg;
