@@ -23,7 +23,7 @@ struct urs_sandbox_opts {
 	const char *overlay_scratch;
 	const char *console_socket;
 	const char *pid_file;
-	bool no_pivot, no_new_keyring, autostart, no_prewarm;
+	bool no_pivot, no_new_keyring, autostart, no_prewarm, no_cgroup;
 	int preserve_fds;
 	void *seccomp; /* built filter for the init, or NULL */
 	int (*load_seccomp)(void *filter, struct urs_err *err);

@@ -342,20 +342,22 @@ int urs_supervisor_main(struct urs_sup_args *a)
 
 	/* cgroup first: the init is cloned inside it */
 	static struct urs_cgroup cg;
-	r = urs_cg_create(&cg, a->cgroup_path, a->id, 0, &err);
-	if (r < 0) {
-		report(a, r, 0, NULL, err.msg);
-		return 1;
-	}
-	/* From here on every report carries the cgroup: the parent removes it
-	 * once we are gone (we sit inside it, so we cannot). */
 	static char cgstr[URS_CG_STRING_MAX];
-	urs_cg_to_string(&cg, cgstr, sizeof(cgstr));
-	if ((r = urs_cg_enter(&cg, getpid(), &err)) < 0 ||
-	    (spec->lnx && spec->lnx->has_resources &&
-	     (r = apply_resources(&cg, &spec->lnx->resources, &err)) < 0)) {
-		report(a, r, 0, cgstr, err.msg);
-		return 1;
+	if (!a->no_cgroup) {
+		r = urs_cg_create(&cg, a->cgroup_path, a->id, 0, &err);
+		if (r < 0) {
+			report(a, r, 0, NULL, err.msg);
+			return 1;
+		}
+		/* From here on every report carries the cgroup: the parent removes
+		 * it once we are gone (we sit inside it, so we cannot). */
+		urs_cg_to_string(&cg, cgstr, sizeof(cgstr));
+		if ((r = urs_cg_enter(&cg, getpid(), &err)) < 0 ||
+		    (spec->lnx && spec->lnx->has_resources &&
+		     (r = apply_resources(&cg, &spec->lnx->resources, &err)) < 0)) {
+			report(a, r, 0, cgstr, err.msg);
+			return 1;
+		}
 	}
 
 	int sv[2];

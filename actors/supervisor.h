@@ -26,6 +26,7 @@ struct urs_sup_args {
 	const char *bundle;
 	const char *annotations; /* JSON object text or NULL */
 	bool no_prewarm;	 /* benchmark only: skip fd-table prewarming */
+	bool no_cgroup;		 /* `ursa do` without limits: the pid namespace is the leash */
 	bool start_now;		 /* release the init as soon as it is READY (run, do) */
 };
 

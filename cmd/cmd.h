@@ -10,6 +10,7 @@
 #include <stdbool.h>
 
 #include "actors/sandbox.h"
+#include "host/seccomp_bpf.h"
 #include "host/spec.h"
 
 struct urs_cmd {
@@ -25,7 +26,8 @@ struct urs_create_args {
 	int preserve_fds;
 	char bundle_abs[PATH_MAX], rootfs_abs[PATH_MAX];
 	struct urs_spec *spec;
-	void *filter;
+	struct urs_bpf bpf; /* compiled seccomp filter (bpf.prog.len == 0: none) */
+	void *filter;	    /* libseccomp filter, kept only for SCMP_ACT_NOTIFY profiles */
 };
 
 int urs_create_parse(const char *cmd, int argc, char **argv, struct urs_create_args *c,

@@ -42,9 +42,18 @@ int urs_bundle_prepare(struct urs_create_args *c, struct urs_sandbox_opts *o, st
 		return urs_err_set(err, -ENOTDIR, "config.json: root.path %s: not a directory",
 				   rootfs);
 	if (c->spec->lnx && c->spec->lnx->seccomp) {
-		r = urs_seccomp_build(c->spec->lnx->seccomp, &c->filter, err);
+		r = urs_seccomp_build(c->spec->lnx->seccomp, (scmp_filter_ctx *) &c->filter, err);
 		if (r < 0)
 			return r;
+		/* compile now, so `start` does not wait for it; a NOTIFY profile
+		 * needs libseccomp's loader for its listener fd */
+		if (!urs_seccomp_uses_notify(c->spec->lnx->seccomp)) {
+			r = urs_seccomp_compile(c->filter, &c->bpf, err);
+			seccomp_release(c->filter);
+			c->filter = NULL;
+			if (r < 0)
+				return r;
+		}
 	}
 	*o = (struct urs_sandbox_opts){
 		.root = G.root,
@@ -57,8 +66,11 @@ int urs_bundle_prepare(struct urs_create_args *c, struct urs_sandbox_opts *o, st
 		.no_pivot = c->no_pivot,
 		.no_new_keyring = c->no_new_keyring,
 		.preserve_fds = c->preserve_fds,
-		.seccomp = c->filter,
-		.load_seccomp = c->filter ? urs_seccomp_load_hook : NULL,
+		.no_prewarm = getenv("URSA_BENCH_NO_PREWARM") != NULL, /* benchmark only */
+		.seccomp = c->filter	     ? c->filter
+			   : c->bpf.prog.len ? (void *) &c->bpf
+					     : NULL,
+		.load_seccomp = c->filter ? urs_seccomp_load_hook : urs_bpf_load_hook,
 	};
 	return 0;
 }
@@ -67,6 +79,7 @@ void urs_create_args_free(struct urs_create_args *c)
 {
 	if (c->filter)
 		seccomp_release(c->filter);
+	urs_bpf_release(&c->bpf);
 	urs_spec_free(c->spec);
 }
 
