@@ -360,6 +360,7 @@ int urs_supervisor_main(struct urs_sup_args *a)
 		}
 	}
 
+	a->launch.cgroup = cgstr;
 	int sv[2];
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
 		r = -errno;

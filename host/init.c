@@ -114,6 +114,14 @@ static int run_create_container_hooks(void *ctx, struct urs_err *err)
 	return urs_hooks_run(hook_spec, URS_HOOK_CREATE_CONTAINER, ctx, err);
 }
 
+/* sysctl goes after pivot_root (the container's /proc) and before the
+ * read-only paths (which include /proc/sys) */
+static int after_pivot(void *ctx, struct urs_err *err)
+{
+	(void) ctx;
+	return apply_sysctl(hook_spec->lnx, err);
+}
+
 int urs_init_run(const struct urs_launch *L)
 {
 	struct urs_err err = {{0}};
@@ -178,7 +186,9 @@ int urs_init_run(const struct urs_launch *L)
 		.userns = urs_spec_has_ns(spec, URS_NS_USER),
 		.cgroupns = urs_spec_has_ns(spec, URS_NS_CGROUP),
 		.before_pivot = run_create_container_hooks,
+		.after_pivot = after_pivot,
 		.ctx = (void *) state_json,
+		.cgroup = L->cgroup,
 	};
 	if (!urs_spec_has_ns(spec, URS_NS_MOUNT)) {
 		urs_err_set(&err, -EINVAL, "linux.namespaces: a mount namespace is required");
@@ -205,8 +215,6 @@ int urs_init_run(const struct urs_launch *L)
 		urs_err_set(&err, r, "network namespace: bringing lo up: %s", strerror(-r));
 		return fail(L, r, &err);
 	}
-	if ((r = apply_sysctl(l, &err)) < 0)
-		return fail(L, r, &err);
 	if (p->terminal && L->console_fd >= 0 &&
 	    (r = urs_console_setup(L->console_fd, p, &err)) < 0)
 		return fail(L, r, &err);

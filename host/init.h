@@ -52,7 +52,11 @@ struct urs_launch {
 	void *seccomp;	  /* a built filter, loaded with load_seccomp() right before exec */
 	int (*load_seccomp)(void *filter, struct urs_err *err);
 	uint32_t new_ns; /* 1 << enum urs_ns_type for namespaces created by clone */
-	bool wait_go;	 /* a user namespace or hooks: wait for GO before setup */
+	bool wait_go;
+	const char *cgroup;
+		/* the sandbox's cgroups (urs_cg_to_string) or NULL */ /* a user namespace or hooks:
+									  wait for GO before setup
+									*/
 };
 
 /* Run in the cloned child; returns only on failure (after reporting it). */

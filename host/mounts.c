@@ -17,6 +17,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "host/cgroup.h"
 #include "runtime/common.h"
 
 static int sys_openat2(int dirfd, const char *path, struct open_how *how)
@@ -115,6 +116,55 @@ static unsigned long locked_flags(const char *target)
 	(MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_NOATIME | MS_NODIRATIME | MS_RELATIME | \
 	 MS_STRICTATIME)
 
+/*
+ * /sys/fs/cgroup. Unified hosts: cgroup2 (the cgroup namespace makes the
+ * sandbox's cgroup its root). v1 and hybrid hosts: a tmpfs with, for each
+ * hierarchy the sandbox is in, that hierarchy's directory of the sandbox
+ * bound at /sys/fs/cgroup/NAME — what runc shows a container there.
+ */
+static int mount_cgroups(int rootfd, const char *dest, const char *target, unsigned long flags,
+			 const struct urs_rootfs_opts *o, struct urs_err *err)
+{
+	struct statvfs sv;
+	if (statvfs("/sys/fs/cgroup/cgroup.controllers", &sv) == 0)
+		return mount("cgroup2", target, "cgroup2", flags, NULL) < 0
+			       ? urs_err_set(err, -errno, "cgroup2: %m")
+			       : 0;
+	if (mount("tmpfs", target, "tmpfs", flags & ~MS_RDONLY, "mode=755") < 0)
+		return urs_err_set(err, -errno, "tmpfs: %m");
+	/* the old fd names the directory under the new mount: look again */
+	_cleanup_close_ int nfd =
+		urs_open_in_root(rootfd, dest, O_PATH | O_DIRECTORY, false, false);
+	if (nfd < 0)
+		return urs_err_set(err, nfd, "reopening: %s", strerror(-nfd));
+	char top[64];
+	fdpath(top, sizeof(top), nfd);
+	target = top;
+	struct urs_cgroup cg;
+	if (o->cgroup && *o->cgroup && urs_cg_from_string(&cg, o->cgroup, NULL) == 0) {
+		for (int h = 0; h < URS_CG_NHIER; h++) {
+			const char *name = h == URS_CG_V2 ? "unified" : urs_cg_hier_name(h);
+			if (!cg.h[h].path[0] || cg.h[h].alias >= 0)
+				continue;
+			char dst[PATH_MAX];
+			snprintf(dst, sizeof(dst), "%s/%s", target, name);
+			if (mkdir(dst, 0755) < 0 && errno != EEXIST)
+				return urs_err_set(err, -errno, "mkdir %s: %m", dst);
+			if (mount(cg.h[h].path, dst, NULL, MS_BIND, NULL) < 0)
+				return urs_err_set(err, -errno, "bind %s: %m", cg.h[h].path);
+			if ((flags & MS_RDONLY) &&
+			    mount(NULL, dst, NULL,
+				  MS_BIND | MS_REMOUNT | MS_RDONLY | locked_flags(dst), NULL) < 0)
+				return urs_err_set(err, -errno, "read-only %s: %m", dst);
+		}
+		urs_cg_close(&cg);
+	}
+	if ((flags & MS_RDONLY) &&
+	    mount(NULL, target, NULL, MS_REMOUNT | (flags & REMOUNT_FLAGS), "mode=755") < 0)
+		return urs_err_set(err, -errno, "read-only tmpfs: %m");
+	return 0;
+}
+
 static bool is_bind(const struct urs_mount *m)
 {
 	return (m->flags & MS_BIND) || (m->type && !strcmp(m->type, "bind"));
@@ -161,14 +211,11 @@ static int do_mount(const struct urs_mount *m, size_t idx, int rootfd,
 						   m->destination);
 		}
 	} else if (type && !strcmp(type, "cgroup")) {
-		/* hybrid/v1 hosts: a read-only tmpfs; unified: cgroup2 */
-		struct statvfs sv;
-		bool unified = statvfs("/sys/fs/cgroup/cgroup.controllers", &sv) == 0;
-		int r = unified ? mount("cgroup2", target, "cgroup2", flags, NULL)
-				: mount("tmpfs", target, "tmpfs", flags, "mode=755,size=0");
+		struct urs_err e = {{0}};
+		int r = mount_cgroups(rootfd, m->destination, target, flags, o, &e);
 		if (r < 0)
-			return urs_err_set(err, -errno, "mounts[%zu]: cgroup on %s: %m", idx,
-					   m->destination);
+			return urs_err_set(err, r, "mounts[%zu]: cgroup on %s: %s", idx,
+					   m->destination, e.msg);
 	} else {
 		if (mount(m->source ? m->source : type, target, type, flags, m->data) < 0) {
 			int e = errno;
@@ -360,6 +407,8 @@ int urs_rootfs_setup(const struct urs_spec *spec, const struct urs_rootfs_opts *
 	if (o->before_pivot && (r = o->before_pivot(o->ctx, err)) < 0)
 		return r;
 	if ((r = pivot(o->rootfs, o->no_pivot, err)) < 0)
+		return r;
+	if (o->after_pivot && (r = o->after_pivot(o->ctx, err)) < 0)
 		return r;
 	if ((r = mask_paths(l, err)) < 0)
 		return r;

@@ -23,7 +23,12 @@ struct urs_rootfs_opts {
 	bool cgroupns;
 	/* called after the mounts, before pivot_root (createContainer hooks) */
 	int (*before_pivot)(void *ctx, struct urs_err *err);
+	/* called after pivot_root, before masked/read-only paths (sysctl) */
+	int (*after_pivot)(void *ctx, struct urs_err *err);
 	void *ctx;
+	/* the sandbox's cgroups (urs_cg_to_string), for a "cgroup" mount on v1
+	 * and hybrid hosts: each hierarchy's own directory is bound there */
+	const char *cgroup;
 };
 
 /* Everything from the first propagation change to the read-only remount of /.

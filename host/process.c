@@ -7,7 +7,9 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pty.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
@@ -114,6 +116,51 @@ static int write_str(const char *path, const char *val)
 	return write(fd, val, n) == (ssize_t) n ? 0 : -errno;
 }
 
+/* The environment execve gets: the spec's, plus HOME when it has none (from
+ * the container's /etc/passwd for the uid, else "/"), as runc does. */
+static char **exec_env;
+
+static char **env_with_home(const struct urs_process *p)
+{
+	for (size_t i = 0; i < p->n_env; i++)
+		if (!strncmp(p->env[i], "HOME=", 5))
+			return p->env;
+	static char home[PATH_MAX + 8];
+	snprintf(home, sizeof(home), "HOME=/");
+	FILE *f = fopen("/etc/passwd", "re");
+	char line[1024];
+	while (f && fgets(line, sizeof(line), f)) {
+		/* name:pw:uid:gid:gecos:home:shell */
+		char *fld[7] = {0}, *t = line;
+		int n = 0;
+		for (char *c = line;; c++) {
+			if (*c == ':' || *c == '\n' || !*c) {
+				bool end = !*c || *c == '\n';
+				*c = 0;
+				if (n < 7)
+					fld[n++] = t;
+				t = c + 1;
+				if (end)
+					break;
+			}
+		}
+		if (n >= 6 && fld[2] && (uint32_t) strtoul(fld[2], NULL, 10) == p->user.uid &&
+		    fld[5][0]) {
+			snprintf(home, sizeof(home), "HOME=%s", fld[5]);
+			break;
+		}
+	}
+	if (f)
+		fclose(f);
+	char **env = calloc(p->n_env + 2, sizeof(char *));
+	if (!env)
+		return p->env;
+	for (size_t i = 0; i < p->n_env; i++)
+		env[i] = p->env[i];
+	env[p->n_env] = home;
+	return env;
+}
+
 int urs_process_prepare(const struct urs_process *p, int preserve_fds, void *seccomp,
 			int (*load_seccomp)(void *, struct urs_err *), char *exe, size_t len,
 			struct urs_err *err)
@@ -143,6 +190,7 @@ int urs_process_prepare(const struct urs_process *p, int preserve_fds, void *sec
 		return r;
 	if (chdir(p->cwd) < 0)
 		return urs_err_set(err, -errno, "process.cwd %s: %m", p->cwd);
+	exec_env = env_with_home(p);
 	if ((r = urs_find_exec(p->args[0], p->env, exe, len)) < 0)
 		return urs_err_set(err, r, "process.args[0]: exec: \"%s\": %s", p->args[0],
 				   r == -ENOENT ? "executable file not found in $PATH"
@@ -161,6 +209,6 @@ int urs_process_exec(const struct urs_process *p, const char *exe, void *seccomp
 	int r;
 	if (seccomp && p->no_new_privileges && (r = load_seccomp(seccomp, err)) < 0)
 		return r;
-	execve(exe, p->args, p->env);
+	execve(exe, p->args, exec_env ? exec_env : p->env);
 	return urs_err_set(err, -errno, "exec %s: %m", exe);
 }
