@@ -31,6 +31,7 @@ int urs_hook_run(const struct urs_hook *h, enum urs_hook_kind kind, size_t idx,
 				   idx);
 	}
 	if (pid == 0) {
+		setpgid(0, 0); /* its own group: a timeout kills what it started too */
 		dup2(in[0], 0);
 		char *const noargs[] = {h->path, NULL};
 		char *const noenv[] = {NULL};
@@ -50,6 +51,7 @@ int urs_hook_run(const struct urs_hook *h, enum urs_hook_kind kind, size_t idx,
 	if (pfd >= 0) {
 		struct pollfd p = {.fd = pfd, .events = POLLIN};
 		if (poll(&p, 1, timeout_ms) == 0) {
+			kill(-pid, SIGKILL);
 			kill(pid, SIGKILL);
 			waitpid(pid, NULL, 0);
 			return urs_err_set(err, -ETIMEDOUT,
