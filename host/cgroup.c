@@ -1173,6 +1173,8 @@ int urs_cg_pids(struct urs_cgroup *cg, pid_t **pids, size_t *n, struct urs_err *
 
 int urs_cg_kill_all(struct urs_cgroup *cg, int sig, struct urs_err *err)
 {
+	/* 1 when paused (v1 frozen tasks only see SIGKILL once thawed) */
+	int was_frozen = urs_cg_is_frozen(cg, NULL);
 	if (sig == SIGKILL && has(cg, URS_CG_V2)) {
 		int dfd = cg_fd(cg, URS_CG_V2, err);
 		if (dfd < 0)
@@ -1183,16 +1185,16 @@ int urs_cg_kill_all(struct urs_cgroup *cg, int sig, struct urs_err *err)
 				return urs_err_set(err, r,
 						   "cgroup: writing \"1\" to cgroup.kill: %s",
 						   strerror(-r));
-			return 0;
+			return was_frozen == 1 ? urs_cg_freeze(cg, false, err) : 0;
 		}
 		/* kernel before 5.14: freeze and signal */
 	}
 	/* A paused sandbox stays paused for a non-fatal signal (delivered on
-	 * resume); otherwise freeze so nothing forks between listing and kill. */
+	 * resume); otherwise freeze so nothing forks between listing and kill,
+	 * and thaw afterwards. */
 	bool thaw = false;
-	int fz = urs_cg_is_frozen(cg, NULL);
-	if (fz == 0 || (fz == 1 && sig == SIGKILL))
-		thaw = urs_cg_freeze(cg, true, NULL) == 0;
+	if (was_frozen == 0 || (was_frozen == 1 && sig == SIGKILL))
+		thaw = was_frozen == 1 || urs_cg_freeze(cg, true, NULL) == 0;
 	_cleanup_free_ pid_t *pids = NULL;
 	size_t n;
 	int ret = urs_cg_pids(cg, &pids, &n, err);

@@ -154,8 +154,10 @@ int urs_cg_is_frozen(struct urs_cgroup *cg, struct urs_err *err);
 /* Every pid in the cgroup and its sub-cgroups; *pids is malloc'd (free it). */
 int urs_cg_pids(struct urs_cgroup *cg, pid_t **pids, size_t *n, struct urs_err *err);
 
-/* Signal every process. SIGKILL uses cgroup.kill where it exists; otherwise
- * freeze, signal each pid, thaw (so nothing forks its way out). */
+/* Signal every process. SIGKILL uses cgroup.kill where it exists (hybrid
+ * and unified) and thaws a paused sandbox so the kill lands; otherwise
+ * freeze, signal each pid, thaw (so nothing forks its way out). A paused
+ * sandbox stays paused for other signals (delivered on resume). */
 int urs_cg_kill_all(struct urs_cgroup *cg, int sig, struct urs_err *err);
 
 /* Remove the directories urs_cg_create made (sub-cgroups first, leaf, then

@@ -51,12 +51,9 @@ struct urs_launch {
 	int sync_fd;	  /* our end of the socket pair */
 	void *seccomp;	  /* a built filter, loaded with load_seccomp() right before exec */
 	int (*load_seccomp)(void *filter, struct urs_err *err);
-	uint32_t new_ns; /* 1 << enum urs_ns_type for namespaces created by clone */
-	bool wait_go;
-	const char *cgroup;
-		/* the sandbox's cgroups (urs_cg_to_string) or NULL */ /* a user namespace or hooks:
-									  wait for GO before setup
-									*/
+	uint32_t new_ns;    /* 1 << enum urs_ns_type for namespaces created by clone */
+	bool wait_go;	    /* a user namespace or hooks: wait for GO before setup */
+	const char *cgroup; /* the sandbox's cgroups (urs_cg_to_string) or NULL */
 };
 
 /* Run in the cloned child; returns only on failure (after reporting it). */

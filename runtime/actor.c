@@ -8,7 +8,6 @@
 
 #include "runtime/probe.h"
 
-
 void urs_actor_init(struct urs_actor *a, struct urs_loop *loop, urs_actor_fn handler)
 {
 	a->next_ready = NULL;

@@ -79,9 +79,9 @@ struct urs_timer;
 struct urs_timers {
 	struct urs_timer **heap;
 	uint32_t n, cap;
-	struct urs_op tmo;             /* the one armed IORING_OP_TIMEOUT (weak) */
+	struct urs_op tmo; /* the one armed IORING_OP_TIMEOUT (weak) */
 	struct __kernel_timespec ts;
-	uint64_t armed_ns;             /* its deadline while in flight */
+	uint64_t armed_ns; /* its deadline while in flight */
 	struct urs_timer *finals_head, *finals_tail;
 };
 

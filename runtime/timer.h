@@ -39,7 +39,7 @@ struct urs_timer {
 	uint64_t fired;
 	urs_timer_cb cb;
 	struct urs_timer *next_final; /* pending -ECANCELED list */
-	uint32_t heap_idx;            /* position in the loop's heap while armed */
+	uint32_t heap_idx;	      /* position in the loop's heap while armed */
 	uint8_t state;
 };
 
