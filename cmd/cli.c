@@ -219,3 +219,35 @@ const char *urs_require_id(const char *cmd, int argc, char **argv, int i)
 	}
 	return argv[i];
 }
+
+int urs_cmd_open(const char *cmd, const char *usage, int argc, char **argv,
+		 const struct urs_opt *opts, struct urs_state *st, int *next)
+{
+	int i = urs_parse(cmd, usage, argc, argv, opts);
+	if (i < 0)
+		return i == -2 ? 0 : 1;
+	const char *id = urs_require_id(cmd, argc, argv, i);
+	if (!id)
+		return 1;
+	struct urs_err err = {{0}};
+	if (urs_state_read(G.root, id, st, &err) < 0) {
+		urs_error("%s", err.msg);
+		return 1;
+	}
+	if (next)
+		*next = i + 1;
+	return -1;
+}
+
+int urs_cmd_cgroup(const char *cmd, const struct urs_state *st, struct urs_cgroup *cg)
+{
+	struct urs_err err = {{0}};
+	if (!st->cgroup || !*st->cgroup) {
+		urs_error("%s: container %s has no cgroup", cmd, st->id);
+		return -ENOENT;
+	}
+	int r = urs_cg_from_string(cg, st->cgroup, &err);
+	if (r < 0)
+		urs_error("%s: %s", cmd, err.msg);
+	return r;
+}

@@ -58,6 +58,18 @@ enum urs_status urs_container_status(const struct urs_state *st);
 /* Signal name or number ("KILL", "SIGKILL", "9") -> number, or -1. */
 int urs_signal_parse(const char *s);
 
+/*
+ * What most commands start with: parse options, take the id, read its
+ * record. Returns -1 when the command should go on (@st filled, *next is the
+ * index after the id), else the exit status to return (0 after --help).
+ */
+int urs_cmd_open(const char *cmd, const char *usage, int argc, char **argv,
+		 const struct urs_opt *opts, struct urs_state *st, int *next);
+
+struct urs_cgroup;
+/* The container's cgroups from its record; prints "CMD: ..." on failure. */
+int urs_cmd_cgroup(const char *cmd, const struct urs_state *st, struct urs_cgroup *cg);
+
 /* The id argument: exactly one positional, valid. NULL after printing an error. */
 const char *urs_require_id(const char *cmd, int argc, char **argv, int i);
 

@@ -63,29 +63,25 @@ int cmd_exec(int argc, char **argv)
 		{"no-subreaper", 0, URS_OPT_FLAG, &ignore, "(accepted)"},
 		{NULL, 0, 0, NULL, NULL},
 	};
-	int i = urs_parse("exec", "[options] ID [CMD ARGS...]", argc, argv, opts);
-	if (i < 0)
-		return i == -2 ? 0 : 1;
-	const char *id = urs_require_id("exec", argc, argv, i);
-	if (!id)
-		return 1;
-	if (!process && i + 1 >= argc) {
-		urs_error("exec: give a command after the id, or --process FILE");
-		return 1;
-	}
 	struct urs_err err = {{0}};
 	struct urs_state st;
-	if (urs_state_read(G.root, id, &st, &err) < 0) {
-		urs_error("%s", err.msg);
-		return 1;
-	}
-	int rc = 1;
+	int next;
+	int rc = urs_cmd_open("exec", "[options] ID [CMD ARGS...]", argc, argv, opts, &st, &next);
+	if (rc >= 0)
+		return rc;
+	rc = 1;
+	const char *id = st.id;
+	int i = next - 1;
 	json_t *cfg = NULL;
 	struct urs_spec *spec = NULL;
 	scmp_filter_ctx filter = NULL;
 	int console_fd = -1;
 	struct urs_cgroup cg;
 	bool have_cg = false;
+	if (!process && next >= argc) {
+		urs_error("exec: give a command after the id, or --process FILE");
+		goto out;
+	}
 	enum urs_status s = urs_container_status(&st);
 	if (s != URS_ST_RUNNING && s != URS_ST_CREATED) {
 		urs_error(s == URS_ST_PAUSED ? "cannot exec in a paused container"

@@ -20,24 +20,18 @@ int cmd_kill(int argc, char **argv)
 		{"all", 'a', URS_OPT_FLAG, &all, "signal every process of the container"},
 		{NULL, 0, 0, NULL, NULL},
 	};
-	int i = urs_parse("kill", "[--all] ID [SIGNAL]", argc, argv, opts);
-	if (i < 0)
-		return i == -2 ? 0 : 1;
-	const char *id = urs_require_id("kill", argc, argv, i);
-	if (!id)
-		return 1;
-	int sig = SIGTERM;
-	if (i + 1 < argc && (sig = urs_signal_parse(argv[i + 1])) < 0) {
-		urs_error("kill: unknown signal \"%s\"", argv[i + 1]);
-		return 1;
-	}
 	struct urs_err err = {{0}};
 	struct urs_state st;
-	if (urs_state_read(G.root, id, &st, &err) < 0) {
-		urs_error("%s", err.msg);
-		return 1;
+	int next;
+	int rc = urs_cmd_open("kill", "[--all] ID [SIGNAL]", argc, argv, opts, &st, &next);
+	if (rc >= 0)
+		return rc;
+	rc = 1;
+	int sig = SIGTERM;
+	if (next < argc && (sig = urs_signal_parse(argv[next])) < 0) {
+		urs_error("kill: unknown signal \"%s\"", argv[next]);
+		goto out;
 	}
-	int rc = 1;
 	if (urs_container_status(&st) == URS_ST_STOPPED) {
 		urs_error("container not running");
 		goto out;
@@ -46,9 +40,11 @@ int cmd_kill(int argc, char **argv)
 		struct urs_cgroup cg;
 		pid_t *pids = NULL;
 		size_t n = 0;
-		if (urs_cg_from_string(&cg, st.cgroup, &err) < 0 ||
-		    urs_cg_pids(&cg, &pids, &n, &err) < 0) {
+		if (urs_cmd_cgroup("kill", &st, &cg) < 0)
+			goto out;
+		if (urs_cg_pids(&cg, &pids, &n, &err) < 0) {
 			urs_error("%s", err.msg);
+			urs_cg_close(&cg);
 			goto out;
 		}
 		for (size_t k = 0; k < n; k++)

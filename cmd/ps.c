@@ -19,24 +19,21 @@ int cmd_ps(int argc, char **argv)
 		{"format", 'f', URS_OPT_STR, &format, "table or json"},
 		{NULL, 0, 0, NULL, NULL},
 	};
-	int i = urs_parse("ps", "[--format table|json] ID", argc, argv, opts);
-	if (i < 0)
-		return i == -2 ? 0 : 1;
-	const char *id = urs_require_id("ps", argc, argv, i);
-	if (!id)
-		return 1;
 	struct urs_err err = {{0}};
 	struct urs_state st;
-	if (urs_state_read(G.root, id, &st, &err) < 0) {
-		urs_error("%s", err.msg);
-		return 1;
-	}
+	int rc = urs_cmd_open("ps", "[--format table|json] ID", argc, argv, opts, &st, NULL);
+	if (rc >= 0)
+		return rc;
 	struct urs_cgroup cg;
 	pid_t *pids = NULL;
 	size_t n = 0;
-	if (!st.cgroup || urs_cg_from_string(&cg, st.cgroup, &err) < 0 ||
-	    urs_cg_pids(&cg, &pids, &n, &err) < 0) {
-		urs_error("ps: %s", st.cgroup ? err.msg : "container has no cgroup");
+	if (urs_cmd_cgroup("ps", &st, &cg) < 0) {
+		urs_state_clear(&st);
+		return 1;
+	}
+	if (urs_cg_pids(&cg, &pids, &n, &err) < 0) {
+		urs_error("ps: %s", err.msg);
+		urs_cg_close(&cg);
 		urs_state_clear(&st);
 		return 1;
 	}

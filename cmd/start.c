@@ -7,19 +7,12 @@
 
 int cmd_start(int argc, char **argv)
 {
-	int i = urs_parse("start", "ID", argc, argv, NULL);
-	if (i < 0)
-		return i == -2 ? 0 : 1;
-	const char *id = urs_require_id("start", argc, argv, i);
-	if (!id)
-		return 1;
 	struct urs_err err = {{0}};
 	struct urs_state st;
-	if (urs_state_read(G.root, id, &st, &err) < 0) {
-		urs_error("%s", err.msg);
-		return 1;
-	}
-	int rc = 1;
+	int rc = urs_cmd_open("start", "ID", argc, argv, NULL, &st, NULL);
+	if (rc >= 0)
+		return rc;
+	rc = 1;
 	switch (urs_container_status(&st)) {
 	case URS_ST_CREATED:
 		if (urs_sandbox_start(G.root, &st, &err) < 0) {

@@ -29,18 +29,10 @@ json_t *urs_state_json(const struct urs_state *st, enum urs_status s)
 
 int cmd_state(int argc, char **argv)
 {
-	int i = urs_parse("state", "ID", argc, argv, NULL);
-	if (i < 0)
-		return i == -2 ? 0 : 1;
-	const char *id = urs_require_id("state", argc, argv, i);
-	if (!id)
-		return 1;
-	struct urs_err err = {{0}};
 	struct urs_state st;
-	if (urs_state_read(G.root, id, &st, &err) < 0) {
-		urs_error("%s", err.msg);
-		return 1;
-	}
+	int rc = urs_cmd_open("state", "ID", argc, argv, NULL, &st, NULL);
+	if (rc >= 0)
+		return rc;
 	json_t *o = urs_state_json(&st, urs_container_status(&st));
 	char *s = json_dumps(o, JSON_INDENT(2));
 	printf("%s\n", s);

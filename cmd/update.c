@@ -59,19 +59,12 @@ int cmd_update(int argc, char **argv)
 		{"cpuset-mems", 0, URS_OPT_STR, &mems, "memory nodes allowed"},
 		{NULL, 0, 0, NULL, NULL},
 	};
-	int i = urs_parse("update", "[options] ID", argc, argv, opts);
-	if (i < 0)
-		return i == -2 ? 0 : 1;
-	const char *id = urs_require_id("update", argc, argv, i);
-	if (!id)
-		return 1;
 	struct urs_err err = {{0}};
 	struct urs_state st;
-	if (urs_state_read(G.root, id, &st, &err) < 0) {
-		urs_error("%s", err.msg);
-		return 1;
-	}
-	int rc = 1;
+	int rc = urs_cmd_open("update", "[options] ID", argc, argv, opts, &st, NULL);
+	if (rc >= 0)
+		return rc;
+	rc = 1;
 	char *text = NULL, *json = NULL;
 	struct urs_spec *spec = NULL;
 	struct urs_cgroup cg;
@@ -122,10 +115,8 @@ int cmd_update(int argc, char **argv)
 		res->cpu.cpus = (char *) cpus;
 	if (mems)
 		res->cpu.mems = (char *) mems;
-	if (!st.cgroup || urs_cg_from_string(&cg, st.cgroup, &err) < 0) {
-		urs_error("update: %s", st.cgroup ? err.msg : "container has no cgroup");
+	if (urs_cmd_cgroup("update", &st, &cg) < 0)
 		goto out;
-	}
 	have_cg = true;
 	if (urs_resources_apply(&cg, res, &err) < 0) {
 		urs_error("%s", err.msg);
