@@ -281,6 +281,26 @@ int urs_resources_apply(struct urs_cgroup *cg, const struct urs_resources *res, 
 
 #define apply_resources urs_resources_apply
 
+/* Close every fd from 3 up except those in @keep (-1 entries ignored). */
+static void close_all_but(int *keep, size_t n)
+{
+	for (size_t i = 1; i < n; i++) /* insertion sort: n is tiny */
+		for (size_t j = i; j > 0 && keep[j - 1] > keep[j]; j--) {
+			int t = keep[j];
+			keep[j] = keep[j - 1];
+			keep[j - 1] = t;
+		}
+	unsigned from = 3;
+	for (size_t i = 0; i < n; i++) {
+		if (keep[i] < (int) from)
+			continue;
+		if ((unsigned) keep[i] > from)
+			syscall(SYS_close_range, from, (unsigned) keep[i] - 1, 0);
+		from = (unsigned) keep[i] + 1;
+	}
+	syscall(SYS_close_range, from, ~0u, 0);
+}
+
 static void prewarm_fd_table(void)
 {
 	/* Grow the table to 256 slots now, while single-threaded; keep every fd
@@ -459,12 +479,17 @@ int urs_supervisor_main(struct urs_sup_args *a)
 	}
 	report(a, 0, s->init_pid, cgstr, NULL);
 
-	/* let go of the caller's stdio: the init has its own copies */
+	/* Let go of everything the caller gave us (stdio, preserved fds, a
+	 * console socket, whatever else it had open): the init has its own
+	 * copies, and a caller reading our pipes to EOF must not wait on us. */
+	urs_cg_close(&cg); /* cached cgroup directory fds: not needed any more */
 	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
 	for (int fd = 0; fd < 3 && null >= 0; fd++)
 		dup2(null, fd);
 	if (null > 2)
 		close(null);
+	int keepfds[] = {s->sync_fd, s->pidfd, s->ctl_fd};
+	close_all_but(keepfds, URS_ARRAY_SIZE(keepfds));
 
 	sigset_t set;
 	sigemptyset(&set);
