@@ -77,7 +77,12 @@ int urs_sandbox_create(const struct urs_sandbox_opts *o, pid_t *sup, struct urs_
 		urs_state_path(dir, sizeof(dir), o->root, o->id, NULL);
 	}
 	_cleanup_close_ int console = -1;
-	if (p->terminal) {
+	if (p->terminal && o->use_console_fd) {
+		if ((console = fcntl(o->console_fd, F_DUPFD_CLOEXEC, 3)) < 0) {
+			r = urs_err_set(err, -errno, "console: %m");
+			goto fail_dir;
+		}
+	} else if (p->terminal) {
 		if (!o->console_socket) {
 			if (o->root) { /* runc: a terminal needs somewhere to send it */
 				r = urs_err_set(

@@ -22,6 +22,8 @@ struct urs_sandbox_opts {
 	const char *rootfs; /* absolute; ignored with overlay_scratch */
 	const char *overlay_scratch;
 	const char *console_socket;
+	bool use_console_fd; /* console_fd: an already connected console socket (run's relay) */
+	int console_fd;
 	const char *pid_file;
 	bool no_pivot, no_new_keyring, autostart, no_prewarm, no_cgroup;
 	int preserve_fds;

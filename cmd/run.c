@@ -2,12 +2,16 @@
  * cmd/run.c — `ursa run`: create + start; in the foreground, wait for the
  * container, forward signals to it, delete it and exit with its status.
  */
+#include <errno.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <string.h>
 #include <sys/wait.h>
 
 #include "cmd/cli.h"
 #include "cmd/cmd.h"
+#include "cmd/tty.h"
 
 static volatile pid_t fwd_pid;
 
@@ -48,12 +52,39 @@ int cmd_run(int argc, char **argv)
 		return 1;
 	}
 	o.autostart = true;
-	if (!c.detach && c.spec->process && c.spec->process->terminal && !c.console_socket)
-		c.spec->process->terminal = false; /* the caller's terminal is the container's */
-	if ((r = urs_sandbox_create(&o, &sup, &st, &err)) < 0) {
+	int relay[2] = {-1, -1};
+	if (c.spec->process && c.spec->process->terminal && !c.console_socket) {
+		/* like runc: we are the console socket, and relay the pty */
+		if (c.detach) {
+			urs_error("run: process.terminal with --detach needs --console-socket");
+			urs_create_args_free(&c);
+			return 1;
+		}
+		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, relay) < 0) {
+			urs_error("run: socketpair: %s", strerror(errno));
+			urs_create_args_free(&c);
+			return 1;
+		}
+		o.use_console_fd = true;
+		o.console_fd = relay[1];
+	}
+	r = urs_sandbox_create(&o, &sup, &st, &err);
+	if (relay[1] >= 0)
+		close(relay[1]);
+	if (r < 0) {
 		urs_error("%s", err.msg);
+		if (relay[0] >= 0)
+			close(relay[0]);
 		urs_create_args_free(&c);
 		return 1;
+	}
+	if (relay[0] >= 0) {
+		int master = urs_tty_recv_master(relay[0]);
+		close(relay[0]);
+		if (master >= 0) {
+			urs_tty_relay(master);
+			close(master);
+		}
 	}
 	urs_sandbox_hooks(G.root, &st, c.spec, URS_HOOK_POSTSTART, "running", urs_warn);
 	int rc = 0;
