@@ -31,8 +31,11 @@
 #include "host/proc.h"
 #include "host/state.h"
 #include "runtime/loop.h"
+#include "runtime/timer.h"
 
-#define CTL_NAME "ctl.sock"
+#define CTL_NAME      "ctl.sock"
+#define CTL_MAX_CONNS 32
+#define CTL_IDLE_NS   (2ull * 1000000000ull) /* a request and its reply, at most */
 
 static const int fwd_signals[] = {SIGHUP,  SIGINT,   SIGQUIT, SIGTERM, SIGUSR1,
 				  SIGUSR2, SIGWINCH, SIGCONT, SIGALRM, SIGPWR};
@@ -44,17 +47,38 @@ struct sup {
 	int pidfd, sync_fd, ctl_fd, sig_fd;
 	int status; /* wait status */
 	bool exited;
+	unsigned conns; /* open control connections (capped) */
 	struct urs_op pid_op, accept_op, sig_op;
 	struct signalfd_siginfo si;
 };
 
+/* One control connection: one request, one reply, at most CTL_IDLE_NS of
+ * it. Freed when both its op and its timer have had their final callback. */
 struct ctl_conn {
 	struct urs_op op;
+	struct urs_timer idle;
 	struct sup *s;
 	int fd;
 	bool replying;
 	char buf[256];
 };
+
+static void conn_release(struct ctl_conn *c)
+{
+	if (urs_op_busy(&c->op) || urs_timer_busy(&c->idle))
+		return;
+	close(c->fd);
+	c->s->conns--;
+	free(c);
+}
+
+static void conn_idle_cb(struct urs_loop *loop, struct urs_timer *t, int res)
+{
+	struct ctl_conn *c = container_of(t, struct ctl_conn, idle);
+	if (res == 0 && urs_op_busy(&c->op))
+		urs_cancel(loop, &c->op); /* too slow: its op ends with -ECANCELED */
+	conn_release(c);
+}
 
 static void report(struct urs_sup_args *a, int code, pid_t pid, const char *cg, const char *msg)
 {
@@ -132,13 +156,13 @@ static void conn_reply(struct ctl_conn *c, const char *text)
 
 static void conn_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint32_t flags)
 {
-	(void) loop;
 	(void) flags;
 	struct ctl_conn *c = container_of(op, struct ctl_conn, op);
 	struct sup *s = c->s;
 	if (c->replying || res <= 0) {
-		close(c->fd);
-		free(c);
+		if (urs_timer_busy(&c->idle))
+			urs_timer_cancel(loop, &c->idle);
+		conn_release(c);
 		return;
 	}
 	c->buf[(size_t) res < sizeof(c->buf) ? (size_t) res : sizeof(c->buf) - 1] = 0;
@@ -164,15 +188,19 @@ static void accept_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uin
 {
 	struct sup *s = container_of(op, struct sup, accept_op);
 	if (res >= 0) {
-		struct ctl_conn *c = calloc(1, sizeof(*c));
+		/* one request per connection; a bounded number at once, so idle
+		 * clients cannot pin our fds (the socket is root-only anyway) */
+		struct ctl_conn *c = s->conns < CTL_MAX_CONNS ? calloc(1, sizeof(*c)) : NULL;
 		if (!c) {
 			close(res);
 		} else {
+			s->conns++;
 			c->s = s;
 			c->fd = res;
 			io_uring_prep_recv(urs_op_sqe(&c->op), c->fd, c->buf, sizeof(c->buf) - 1,
 					   0);
 			urs_submit(loop, &c->op, conn_cb);
+			urs_timer_start(loop, &c->idle, CTL_IDLE_NS, 0, conn_idle_cb);
 		}
 	}
 	if (!(flags & IORING_CQE_F_MORE) && res != -ECANCELED && !s->exited) {
@@ -227,7 +255,8 @@ int urs_ctl_call(const char *state_dir, const char *req, char *reply, size_t len
 /* ---- boot ---- */
 
 /* linux.resources (spec) -> the cgroup module's resources */
-int urs_resources_apply(struct urs_cgroup *cg, const struct urs_resources *res, struct urs_err *err)
+int urs_resources_apply(struct urs_cgroup *cg, const struct urs_resources *res,
+			const struct urs_linux *created, struct urs_err *err)
 {
 	struct urs_cg_resources r = URS_CG_RESOURCES_INIT;
 	struct urs_cg_device devs[96];
@@ -251,14 +280,19 @@ int urs_resources_apply(struct urs_cgroup *cg, const struct urs_resources *res, 
 		r.cpu_period = res->cpu.period;
 	r.cpus = res->cpu.cpus;
 	r.mems = res->cpu.mems;
-	size_t nd = res->n_devices < 64 ? res->n_devices : 64;
-	bool any = nd > 0;
-	for (size_t i = 0; i < nd; i++) {
-		devs[i] = (struct urs_cg_device){.allow = res->devices[i].allow,
-						 .type = res->devices[i].type,
-						 .major = res->devices[i].major,
-						 .minor = res->devices[i].minor};
-		memcpy(devs[i].access, res->devices[i].access, sizeof(devs[i].access));
+	size_t nd = 0;
+	/* A new sandbox always gets a device policy, like runc: with no rules
+	 * in the spec, deny everything before the allow list (the v1 devices
+	 * cgroup otherwise inherits "allow all" from its parent). */
+	bool any = res->n_devices > 0 || created;
+	if (created && !res->n_devices)
+		devs[nd++] = (struct urs_cg_device){false, 'a', -1, -1, "rwm"};
+	for (size_t i = 0; i < res->n_devices && nd < 64; i++, nd++) {
+		devs[nd] = (struct urs_cg_device){.allow = res->devices[i].allow,
+						  .type = res->devices[i].type,
+						  .major = res->devices[i].major,
+						  .minor = res->devices[i].minor};
+		memcpy(devs[nd].access, res->devices[i].access, sizeof(devs[nd].access));
 	}
 	/* what every container gets on top of its rules (runc's AllowedDevices) */
 	static const struct urs_cg_device dflt[] = {
@@ -269,6 +303,14 @@ int urs_resources_apply(struct urs_cgroup *cg, const struct urs_resources *res, 
 	};
 	for (size_t i = 0; any && i < URS_ARRAY_SIZE(dflt) && nd < URS_ARRAY_SIZE(devs); i++)
 		devs[nd++] = dflt[i];
+	/* the nodes linux.devices asks ursa to create are usable */
+	for (size_t i = 0; created && i < created->n_devices && nd < URS_ARRAY_SIZE(devs); i++) {
+		const struct urs_device *d = &created->devices[i];
+		if (d->type == 'p')
+			continue;
+		devs[nd++] = (struct urs_cg_device){true, d->type == 'b' ? 'b' : 'c', d->major,
+						    d->minor, "rwm"};
+	}
 	r.devices = devs;
 	r.n_devices = nd;
 	size_t nk = res->n_unified < 64 ? res->n_unified : 64;
@@ -372,9 +414,12 @@ int urs_supervisor_main(struct urs_sup_args *a)
 		/* From here on every report carries the cgroup: the parent removes
 		 * it once we are gone (we sit inside it, so we cannot). */
 		urs_cg_to_string(&cg, cgstr, sizeof(cgstr));
+		static const struct urs_resources none;
+		const struct urs_resources *res =
+			spec->lnx && spec->lnx->has_resources ? &spec->lnx->resources : &none;
+		static const struct urs_linux nolnx;
 		if ((r = urs_cg_enter(&cg, getpid(), &err)) < 0 ||
-		    (spec->lnx && spec->lnx->has_resources &&
-		     (r = apply_resources(&cg, &spec->lnx->resources, &err)) < 0)) {
+		    (r = apply_resources(&cg, res, spec->lnx ? spec->lnx : &nolnx, &err)) < 0) {
 			report(a, r, 0, cgstr, err.msg);
 			return 1;
 		}

@@ -38,9 +38,11 @@ struct urs_sup_report {
 	char msg[1024];
 };
 
-/* linux.resources onto a sandbox's cgroups (also `ursa update`). */
+/* linux.resources onto a sandbox's cgroups. @created (the spec's linux
+ * section) when the sandbox is new: then a full device policy is written
+ * even without rules; NULL for `ursa update` (devices only if given). */
 int urs_resources_apply(struct urs_cgroup *cg, const struct urs_resources *res,
-			struct urs_err *err);
+			const struct urs_linux *created, struct urs_err *err);
 
 /* Runs in the forked supervisor; returns the process's exit status. */
 int urs_supervisor_main(struct urs_sup_args *a);

@@ -118,7 +118,7 @@ int cmd_update(int argc, char **argv)
 	if (urs_cmd_cgroup("update", &st, &cg) < 0)
 		goto out;
 	have_cg = true;
-	if (urs_resources_apply(&cg, res, &err) < 0) {
+	if (urs_resources_apply(&cg, res, NULL, &err) < 0) {
 		urs_error("%s", err.msg);
 		goto out;
 	}

@@ -70,7 +70,7 @@ int urs_caps_apply(const struct urs_capsets *c, uid_t uid, gid_t gid, const gid_
 		   size_t n_groups, struct urs_err *err)
 {
 	uint64_t mask = urs_cap_last() >= 63 ? ~0ull : ((1ull << (urs_cap_last() + 1)) - 1);
-	if (prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) < 0)
+	if (c && prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) < 0)
 		return urs_err_set(err, -errno, "capabilities: PR_SET_KEEPCAPS: %m");
 	if (setgroups(n_groups, groups) < 0 && !(errno == EPERM && n_groups == 0))
 		return urs_err_set(err, -errno, "process.user.additionalGids: setgroups: %m");
@@ -78,6 +78,8 @@ int urs_caps_apply(const struct urs_capsets *c, uid_t uid, gid_t gid, const gid_
 		return urs_err_set(err, -errno, "process.user.gid: setresgid(%u): %m", gid);
 	if (setresuid(uid, uid, uid) < 0)
 		return urs_err_set(err, -errno, "process.user.uid: setresuid(%u): %m", uid);
+	if (!c)
+		return 0; /* identity only: the sets stay what they are */
 	if (prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0) < 0)
 		return urs_err_set(err, -errno, "capabilities: PR_SET_KEEPCAPS: %m");
 	int r = capset_sets(c->effective & mask, c->permitted & mask, c->inheritable & mask);

@@ -21,7 +21,8 @@ struct urs_capsets {
 int urs_cap_last(void);
 /* Drop everything outside @bounding from the bounding set. */
 int urs_caps_bound(uint64_t bounding, struct urs_err *err);
-/* Change identity keeping capabilities, then set eff/perm/inh and ambient. */
+/* Change identity keeping capabilities, then set eff/perm/inh and ambient.
+ * @c NULL: change identity only (the kernel's usual rules for the sets). */
 int urs_caps_apply(const struct urs_capsets *c, uid_t uid, gid_t gid, const gid_t *groups,
 		   size_t n_groups, struct urs_err *err);
 /* Read the current sets (tests). */

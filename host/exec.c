@@ -53,22 +53,19 @@ static void child_fail(int fd, int code, const struct urs_err *err)
 	_exit(127);
 }
 
-/* The final process: become the spec's process and exec. */
-static void become(const struct urs_exec_opts *o, int rep)
+/* The final process, already the spec's process (see below): a session,
+ * the terminal, execve. */
+static void finish_exec(const struct urs_exec_opts *o, const char *exe, int rep)
 {
 	struct urs_err err = {{0}};
 	const struct urs_process *p = o->process;
-	char exe[PATH_MAX];
 	int r;
 	setsid();
 	if (p->terminal && o->console_fd >= 0 &&
 	    (r = urs_console_setup(o->console_fd, p, &err)) < 0)
 		child_fail(rep, r, &err);
-	if ((r = urs_process_prepare(p, o->preserve_fds, o->seccomp, o->load_seccomp, exe,
-				     sizeof(exe), &err)) < 0)
-		child_fail(rep, r, &err);
 	/* rep is close-on-exec: the caller sees EOF once execve succeeded */
-	r = urs_process_exec(p, exe, o->seccomp, o->load_seccomp, &err);
+	r = urs_process_execve(p, exe, &err);
 	child_fail(rep, r, &err);
 }
 
@@ -108,10 +105,22 @@ int urs_exec_spawn(const struct urs_exec_opts *o, pid_t *pid, struct urs_err *er
 			child_fail(sv[1], -errno, &e);
 		}
 		close(pfd);
-		struct clone_args ca = {.flags = CLONE_PARENT, .exit_signal = 0};
-		pid_t c2 = (pid_t) syscall(SYS_clone3, &ca, sizeof(ca));
+		/* Become the spec's process HERE, before the final fork: this
+		 * helper is not in the container's pid namespace (setns applies to
+		 * children), so nothing in the container can see or ptrace it while
+		 * it still holds our capabilities. The child inherits identity,
+		 * capabilities, rlimits, cwd, no_new_privs and the seccomp filter,
+		 * and only has to exec. (plain clone: the container's profile may
+		 * refuse clone3, as Docker's does.) */
+		char exe[PATH_MAX];
+		int r = urs_process_prepare(o->process, o->preserve_fds, o->seccomp,
+					    o->load_seccomp, exe, sizeof(exe), &e);
+		if (r < 0 ||
+		    (r = urs_process_seccomp_late(o->process, o->seccomp, o->load_seccomp, &e)) < 0)
+			child_fail(sv[1], r, &e);
+		pid_t c2 = (pid_t) syscall(SYS_clone, CLONE_PARENT, NULL, NULL, NULL, 0);
 		if (c2 == 0)
-			become(o, sv[1]);
+			finish_exec(o, exe, sv[1]);
 		if (c2 < 0) {
 			urs_err_set(&e, -errno, "exec: clone into the pid namespace: %m");
 			child_fail(sv[1], -errno, &e);

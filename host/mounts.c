@@ -283,11 +283,15 @@ static int make_dev(int rootfd, const char *path, mode_t mode, unsigned maj, uns
 		return 0;
 	}
 	unlinkat(dfd, name, 0);
-	if (mknodat(dfd, name, mode, makedev(maj, min)) < 0)
+	/* exact mode through the umask rather than a chmod afterwards, which
+	 * would follow a symlink raced into the node's place */
+	mode_t old = umask(0);
+	int r = mknodat(dfd, name, mode, makedev(maj, min));
+	umask(old);
+	if (r < 0)
 		return urs_err_set(err, -errno, "devices: mknod %s: %m", path);
-	if (fchmodat(dfd, name, mode & 07777, 0) < 0 ||
-	    fchownat(dfd, name, uid, gid, AT_SYMLINK_NOFOLLOW) < 0)
-		return urs_err_set(err, -errno, "devices: chmod/chown %s: %m", path);
+	if (fchownat(dfd, name, uid, gid, AT_SYMLINK_NOFOLLOW) < 0)
+		return urs_err_set(err, -errno, "devices: chown %s: %m", path);
 	return 0;
 }
 
@@ -435,7 +439,8 @@ int urs_rootfs_host_overlay(const char *scratch, char *root, size_t len, struct 
 	if (mkdir(up, 0755) < 0 || mkdir(wk, 0755) < 0 || mkdir(root, 0755) < 0)
 		return urs_err_set(err, -errno, "do: overlay directories in %s: %m", scratch);
 	snprintf(data, sizeof(data), "lowerdir=/,upperdir=%s,workdir=%s", up, wk);
-	if (mount("overlay", root, "overlay", 0, data) < 0)
+	/* nodev: no device node on the writable root opens a host device */
+	if (mount("overlay", root, "overlay", MS_NODEV | MS_NOSUID, data) < 0)
 		return urs_err_set(err, -errno, "do: overlay of / (%s): %m", data);
 	return 0;
 }

@@ -177,7 +177,9 @@ int urs_process_prepare(const struct urs_process *p, int preserve_fds, void *sec
 	}
 	umask(p->user.has_umask ? p->user.umask : 022);
 
-	struct urs_capsets cs = {~0ull, ~0ull, ~0ull, ~0ull, 0};
+	/* Without process.capabilities the process gets none, as with runc
+	 * (its empty capability config drops every set). */
+	struct urs_capsets cs = {0};
 	if (p->caps.present)
 		cs = (struct urs_capsets){p->caps.bounding, p->caps.effective, p->caps.inheritable,
 					  p->caps.permitted, p->caps.ambient};
@@ -203,12 +205,23 @@ int urs_process_prepare(const struct urs_process *p, int preserve_fds, void *sec
 	return 0;
 }
 
+int urs_process_seccomp_late(const struct urs_process *p, void *seccomp,
+			     int (*load_seccomp)(void *, struct urs_err *), struct urs_err *err)
+{
+	if (seccomp && p->no_new_privileges)
+		return load_seccomp(seccomp, err);
+	return 0;
+}
+
+int urs_process_execve(const struct urs_process *p, const char *exe, struct urs_err *err)
+{
+	execve(exe, p->args, exec_env ? exec_env : p->env);
+	return urs_err_set(err, -errno, "exec %s: %m", exe);
+}
+
 int urs_process_exec(const struct urs_process *p, const char *exe, void *seccomp,
 		     int (*load_seccomp)(void *, struct urs_err *), struct urs_err *err)
 {
-	int r;
-	if (seccomp && p->no_new_privileges && (r = load_seccomp(seccomp, err)) < 0)
-		return r;
-	execve(exe, p->args, exec_env ? exec_env : p->env);
-	return urs_err_set(err, -errno, "exec %s: %m", exe);
+	int r = urs_process_seccomp_late(p, seccomp, load_seccomp, err);
+	return r < 0 ? r : urs_process_execve(p, exe, err);
 }

@@ -29,6 +29,11 @@ int urs_process_prepare(const struct urs_process *p, int preserve_fds, void *sec
 int urs_process_exec(const struct urs_process *p, const char *exe, void *seccomp,
 		     int (*load_seccomp)(void *, struct urs_err *), struct urs_err *err);
 
+/* The two halves of urs_process_exec, for callers that fork in between. */
+int urs_process_seccomp_late(const struct urs_process *p, void *seccomp,
+			     int (*load_seccomp)(void *, struct urs_err *), struct urs_err *err);
+int urs_process_execve(const struct urs_process *p, const char *exe, struct urs_err *err);
+
 /* PATH lookup as execvpe would, with the process's own PATH. */
 int urs_find_exec(const char *file, char *const env[], char *out, size_t len);
 

@@ -7,7 +7,9 @@
  * is known at compile time, capabilities are the sandbox's (the caller's
  * caps mask). Its one kernel condition (ptrace & co. need Linux >= 4.8) is
  * always true where ursa runs (io_uring). Names this libseccomp does not
- * know are skipped by the builder, as runc and Docker do.
+ * know are skipped by the builder, as runc and Docker do. Like Docker >= 25
+ * and containerd, io_uring_setup/enter/register are NOT allowed: io_uring
+ * has been a steady source of kernel privilege escalations.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -98,25 +100,25 @@ static const struct entry table[] = {
 		 "getuid32", "getxattr", "inotify_add_watch", "inotify_init", "inotify_init1",
 		 "inotify_rm_watch", "io_cancel", "ioctl", "io_destroy", "io_getevents",
 		 "io_pgetevents", "io_pgetevents_time64", "ioprio_get", "ioprio_set", "io_setup",
-		 "io_submit", "io_uring_enter", "io_uring_register", "io_uring_setup", "ipc",
-		 "kill", "landlock_add_rule", "landlock_create_ruleset", "landlock_restrict_self",
-		 "lchown", "lchown32", "lgetxattr", "link", "linkat", "listen", "listxattr",
-		 "llistxattr", "_llseek", "lremovexattr", "lseek", "lsetxattr", "lstat", "lstat64",
-		 "madvise", "membarrier", "memfd_create", "memfd_secret", "mincore", "mkdir",
-		 "mkdirat", "mknod", "mknodat", "mlock", "mlock2", "mlockall", "mmap", "mmap2",
-		 "mprotect", "mq_getsetattr", "mq_notify", "mq_open", "mq_timedreceive",
-		 "mq_timedreceive_time64", "mq_timedsend", "mq_timedsend_time64", "mq_unlink",
-		 "mremap", "msgctl", "msgget", "msgrcv", "msgsnd", "msync", "munlock", "munlockall",
-		 "munmap", "name_to_handle_at", "nanosleep", "newfstatat", "_newselect", "open",
-		 "openat", "openat2", "pause", "pidfd_open", "pidfd_send_signal", "pipe", "pipe2",
-		 "pkey_alloc", "pkey_free", "pkey_mprotect", "poll", "ppoll", "ppoll_time64",
-		 "prctl", "pread64", "preadv", "preadv2", "prlimit64", "process_mrelease",
-		 "pselect6", "pselect6_time64", "pwrite64", "pwritev", "pwritev2", "read",
-		 "readahead", "readlink", "readlinkat", "readv", "recv", "recvfrom", "recvmmsg",
-		 "recvmmsg_time64", "recvmsg", "remap_file_pages", "removexattr", "rename",
-		 "renameat", "renameat2", "restart_syscall", "rmdir", "rseq", "rt_sigaction",
-		 "rt_sigpending", "rt_sigprocmask", "rt_sigqueueinfo", "rt_sigreturn",
-		 "rt_sigsuspend", "rt_sigtimedwait", "rt_sigtimedwait_time64", "rt_tgsigqueueinfo",
+		 "io_submit", "ipc", "kill", "landlock_add_rule", "landlock_create_ruleset",
+		 "landlock_restrict_self", "lchown", "lchown32", "lgetxattr", "link", "linkat",
+		 "listen", "listxattr", "llistxattr", "_llseek", "lremovexattr", "lseek",
+		 "lsetxattr", "lstat", "lstat64", "madvise", "membarrier", "memfd_create",
+		 "memfd_secret", "mincore", "mkdir", "mkdirat", "mknod", "mknodat", "mlock",
+		 "mlock2", "mlockall", "mmap", "mmap2", "mprotect", "mq_getsetattr", "mq_notify",
+		 "mq_open", "mq_timedreceive", "mq_timedreceive_time64", "mq_timedsend",
+		 "mq_timedsend_time64", "mq_unlink", "mremap", "msgctl", "msgget", "msgrcv",
+		 "msgsnd", "msync", "munlock", "munlockall", "munmap", "name_to_handle_at",
+		 "nanosleep", "newfstatat", "_newselect", "open", "openat", "openat2", "pause",
+		 "pidfd_open", "pidfd_send_signal", "pipe", "pipe2", "pkey_alloc", "pkey_free",
+		 "pkey_mprotect", "poll", "ppoll", "ppoll_time64", "prctl", "pread64", "preadv",
+		 "preadv2", "prlimit64", "process_mrelease", "pselect6", "pselect6_time64",
+		 "pwrite64", "pwritev", "pwritev2", "read", "readahead", "readlink", "readlinkat",
+		 "readv", "recv", "recvfrom", "recvmmsg", "recvmmsg_time64", "recvmsg",
+		 "remap_file_pages", "removexattr", "rename", "renameat", "renameat2",
+		 "restart_syscall", "rmdir", "rseq", "rt_sigaction", "rt_sigpending",
+		 "rt_sigprocmask", "rt_sigqueueinfo", "rt_sigreturn", "rt_sigsuspend",
+		 "rt_sigtimedwait", "rt_sigtimedwait_time64", "rt_tgsigqueueinfo",
 		 "sched_getaffinity", "sched_getattr", "sched_getparam", "sched_get_priority_max",
 		 "sched_get_priority_min", "sched_getscheduler", "sched_rr_get_interval",
 		 "sched_rr_get_interval_time64", "sched_setaffinity", "sched_setattr",

@@ -70,11 +70,32 @@ static int mkdir_p(const char *path, mode_t mode)
 	return 0;
 }
 
+/* A --root someone else could write to lets them plant records (and hooks
+ * that a later `delete` runs as us): refuse it. */
+static int root_trusted(const char *root, struct urs_err *err)
+{
+	struct stat sb;
+	if (stat(root, &sb) < 0)
+		return urs_err_set(err, -errno, "--root %s: %m", root);
+	if (!S_ISDIR(sb.st_mode))
+		return urs_err_set(err, -ENOTDIR, "--root %s: not a directory", root);
+	if (sb.st_uid != geteuid() || (sb.st_mode & 022))
+		return urs_err_set(
+			err, -EPERM,
+			"--root %s: owned by uid %u with mode %03o: it must belong to uid %u "
+			"and not be writable by group or others",
+			root, (unsigned) sb.st_uid, (unsigned) (sb.st_mode & 0777),
+			(unsigned) geteuid());
+	return 0;
+}
+
 int urs_state_dir_create(const char *root, const char *id, struct urs_err *err)
 {
 	int r = mkdir_p(root, 0711);
 	if (r < 0)
 		return urs_err_set(err, r, "--root %s: cannot create: %s", root, strerror(-r));
+	if ((r = root_trusted(root, err)) < 0)
+		return r;
 	char path[PATH_MAX];
 	if ((r = urs_state_path(path, sizeof(path), root, id, NULL)) < 0)
 		return urs_err_set(err, r, "--root %s: path too long", root);
@@ -146,6 +167,12 @@ int urs_state_read(const char *root, const char *id, struct urs_state *st, struc
 		return -EINVAL;
 	if (urs_state_path(path, sizeof(path), root, id, "state.json") < 0)
 		return urs_err_set(err, -ENAMETOOLONG, "state: path too long");
+	struct stat rsb;
+	if (stat(root, &rsb) == 0) {
+		int r = root_trusted(root, err);
+		if (r < 0)
+			return r;
+	}
 	json_error_t je;
 	json_t *o = json_load_file(path, 0, &je);
 	if (!o) {
