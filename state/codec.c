@@ -1,0 +1,1145 @@
+/*
+ * state/codec.c — the serializer's run time outside the per-field hot path:
+ * encoder buffer and sink, pointer-identity table (open addressing keyed by
+ * address, no allocation per object), the two-phase save (register every
+ * object reachable through owning pointers, then write them in ID order),
+ * interior-reference lookup, the decoder's type-table parsing and field
+ * mapping (once per stream), bounded readers, generic skipping of fields the
+ * current schema dropped, the object-ID table and the arena. The generated
+ * per-type code (NAME_codec.c) does the rest. Format: docs/state-format.md.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "state/codec.h"
+
+#define ENC_DEFAULT_BUF (1u << 20)
+#define ARENA_BLOCK	(1u << 20)
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t) ts.tv_sec * 1000000000ull + (uint64_t) ts.tv_nsec;
+}
+
+/* ---------------------------------------------------------------- encoder */
+
+int urs_st_enc_init(struct urs_st_enc *e, size_t bufsize, urs_st_sink sink, void *ctx)
+{
+	memset(e, 0, sizeof(*e));
+	e->cap = bufsize ? bufsize : ENC_DEFAULT_BUF;
+	if (e->cap < 64)
+		e->cap = 64;
+	e->buf = malloc(e->cap);
+	if (!e->buf)
+		return -ENOMEM;
+	e->p = e->buf;
+	e->end = e->buf + e->cap;
+	e->sink = sink;
+	e->sink_ctx = ctx;
+	return 0;
+}
+
+void urs_st_enc_free(struct urs_st_enc *e)
+{
+	free(e->buf);
+	free(e->ht);
+	free(e->objs);
+	free(e->ranges);
+	free(e->stats);
+	memset(e, 0, sizeof(*e));
+}
+
+int urs_st_enc_stats(struct urs_st_enc *e, bool on)
+{
+	free(e->stats);
+	e->stats = NULL;
+	if (on) {
+		/* sized on first save, when the schema is known */
+		e->stats = calloc(4096, sizeof(*e->stats));
+		if (!e->stats)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+void urs_st_enc_fail(struct urs_st_enc *e, int err, const char *field)
+{
+	if (!e->err) {
+		e->err = err;
+		e->err_field = field;
+	}
+}
+
+static int enc_flush(struct urs_st_enc *e)
+{
+	size_t n = (size_t) (e->p - e->buf);
+	if (n && !e->err) {
+		int r = e->sink(e->sink_ctx, e->buf, n);
+		if (r < 0) {
+			urs_st_enc_fail(e, r, "(sink)");
+			return r;
+		}
+		e->flushed += n;
+	}
+	e->p = e->buf;
+	return e->err;
+}
+
+/* Make room for @need bytes: flush to the sink, or grow the buffer. On
+ * failure the error sticks and false is returned. */
+bool urs_st_enc_grow(struct urs_st_enc *e, size_t need)
+{
+	if (e->err)
+		return false;
+	if (e->sink) {
+		if (enc_flush(e))
+			return false;
+		if ((size_t) (e->end - e->p) >= need)
+			return true;
+	}
+	size_t used = (size_t) (e->p - e->buf);
+	size_t cap = e->cap * 2;
+	while (cap - used < need)
+		cap *= 2;
+	uint8_t *nb = realloc(e->buf, cap);
+	if (!nb) {
+		urs_st_enc_fail(e, -ENOMEM, "(buffer)");
+		return false;
+	}
+	e->buf = nb;
+	e->p = nb + used;
+	e->cap = cap;
+	e->end = nb + cap;
+	return true;
+}
+
+void urs_st_put_raw(struct urs_st_enc *e, const void *src, size_t n)
+{
+	if ((size_t) (e->end - e->p) >= n) {
+		memcpy(e->p, src, n);
+		e->p += n;
+		return;
+	}
+	if (e->sink && n >= e->cap / 2) {
+		/* large: flush what is buffered, hand the bytes over directly */
+		if (enc_flush(e))
+			return;
+		int r = e->sink(e->sink_ctx, src, n);
+		if (r < 0)
+			urs_st_enc_fail(e, r, "(sink)");
+		else
+			e->flushed += n;
+		return;
+	}
+	if (!urs_st_enc_grow(e, n))
+		return;
+	memcpy(e->p, src, n);
+	e->p += n;
+}
+
+static inline uint32_t addr_hash(uintptr_t a)
+{
+	uint64_t k = (uint64_t) a >> 3;
+	k *= 0x9e3779b97f4a7c15ull;
+	return (uint32_t) (k >> 32);
+}
+
+static int ht_grow(struct urs_st_enc *e)
+{
+	uint32_t ncap = e->ht ? (e->ht_mask + 1) * 2 : 1024;
+	struct urs_st_hslot *nt = calloc(ncap, sizeof(*nt));
+	if (!nt)
+		return -ENOMEM;
+	if (e->ht) {
+		for (uint32_t i = 0; i <= e->ht_mask; i++) {
+			struct urs_st_hslot *s = &e->ht[i];
+			if (!s->key)
+				continue;
+			uint32_t j = addr_hash(s->key) & (ncap - 1);
+			while (nt[j].key)
+				j = (j + 1) & (ncap - 1);
+			nt[j] = *s;
+		}
+		free(e->ht);
+	}
+	e->ht = nt;
+	e->ht_mask = ncap - 1;
+	return 0;
+}
+
+static struct urs_st_hslot *ht_find(const struct urs_st_enc *e, uintptr_t key)
+{
+	uint32_t i = addr_hash(key) & e->ht_mask;
+	for (;;) {
+		struct urs_st_hslot *s = &e->ht[i];
+		if (s->key == key)
+			return s;
+		if (!s->key)
+			return NULL;
+		i = (i + 1) & e->ht_mask;
+	}
+}
+
+uint32_t urs_st_enc_reg(struct urs_st_enc *e, const void *p, uint32_t type)
+{
+	uintptr_t key = (uintptr_t) p;
+	if ((e->ht_used + 1) * 2 > e->ht_mask + 1 && ht_grow(e)) {
+		urs_st_enc_fail(e, -ENOMEM, "(identity table)");
+		return 0;
+	}
+	uint32_t i = addr_hash(key) & e->ht_mask;
+	for (;;) {
+		struct urs_st_hslot *s = &e->ht[i];
+		if (s->key == key) {
+			if (s->type != type)
+				urs_st_enc_fail(e, -EINVAL, "(one address saved as two types)");
+			return s->id;
+		}
+		if (!s->key)
+			break;
+		i = (i + 1) & e->ht_mask;
+	}
+	if (e->nobjs == e->objs_cap) {
+		uint32_t nc = e->objs_cap ? e->objs_cap * 2 : 1024;
+		struct urs_st_eobj *no = realloc(e->objs, nc * sizeof(*no));
+		if (!no) {
+			urs_st_enc_fail(e, -ENOMEM, "(object table)");
+			return 0;
+		}
+		e->objs = no;
+		e->objs_cap = nc;
+	}
+	uint32_t id = ++e->nobjs;
+	e->objs[id - 1] = (struct urs_st_eobj){p, type, (uint32_t) e->schema->types[type].size};
+	e->ht[i] = (struct urs_st_hslot){key, id, type};
+	e->ht_used++;
+	return id;
+}
+
+uint32_t urs_st_enc_id(struct urs_st_enc *e, const void *p)
+{
+	struct urs_st_hslot *s = ht_find(e, (uintptr_t) p);
+	if (!s) {
+		urs_st_enc_fail(e, -EINVAL, "(pointer not registered: graph changed while saving)");
+		return 0;
+	}
+	return s->id;
+}
+
+static int range_cmp(const void *a, const void *b)
+{
+	const struct urs_st_range *x = a, *y = b;
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+static int build_ranges(struct urs_st_enc *e)
+{
+	if (e->ranges_cap < e->nobjs) {
+		free(e->ranges);
+		e->ranges = malloc(e->nobjs * sizeof(*e->ranges));
+		if (!e->ranges) {
+			e->ranges_cap = 0;
+			return -ENOMEM;
+		}
+		e->ranges_cap = e->nobjs;
+	}
+	for (uint32_t i = 0; i < e->nobjs; i++) {
+		uintptr_t s = (uintptr_t) e->objs[i].p;
+		e->ranges[i] = (struct urs_st_range){s, s + e->objs[i].size, i + 1};
+	}
+	qsort(e->ranges, e->nobjs, sizeof(*e->ranges), range_cmp);
+	e->nranges = e->nobjs;
+	e->ranges_ok = true;
+	return 0;
+}
+
+/* A non-owning reference: a whole object (id << 1) or a place inside one
+ * ((id << 1) | 1, stored type, field index, element index). */
+void urs_st_put_ref(struct urs_st_enc *e, const void *p, uint32_t want)
+{
+	if (!p) {
+		urs_st_put_uv(e, 0);
+		return;
+	}
+	uintptr_t a = (uintptr_t) p;
+	struct urs_st_hslot *s = ht_find(e, a);
+	if (s && want == URS_ST_REF_TYPE + s->type) {
+		urs_st_put_uv(e, (uint64_t) s->id << 1);
+		return;
+	}
+	if (!e->ranges_ok && build_ranges(e)) {
+		urs_st_enc_fail(e, -ENOMEM, "(range table)");
+		return;
+	}
+	uint32_t lo = 0, hi = e->nranges;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (e->ranges[mid].start <= a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0 || a >= e->ranges[lo - 1].end) {
+		urs_st_enc_fail(e, -EINVAL, "(reference to memory outside every saved object)");
+		return;
+	}
+	const struct urs_st_range *r = &e->ranges[lo - 1];
+	uint32_t type = e->objs[r->id - 1].type, field, elem;
+	if (e->schema->types[type].locate(a - r->start, want, &field, &elem)) {
+		urs_st_enc_fail(e, -EINVAL, "(reference not at a field of the pointed-to type)");
+		return;
+	}
+	urs_st_put_uv(e, ((uint64_t) r->id << 1) | 1);
+	urs_st_put_uv(e, type);
+	urs_st_put_uv(e, field);
+	urs_st_put_uv(e, elem);
+}
+
+void urs_st_save_union(struct urs_st_enc *e, uint32_t utype, uint32_t tag, const void *p)
+{
+	if (!urs_st_need(e, 20))
+		return;
+	if (!tag || !p || tag > e->schema->types[utype].nfields) {
+		urs_st_put_uv(e, 0);
+		return;
+	}
+	urs_st_put_uv(e, tag);
+	urs_st_put_ptr(e, p);
+}
+
+static void put_str(struct urs_st_enc *e, const char *s)
+{
+	size_t n = strlen(s);
+	if (urs_st_need(e, 10))
+		urs_st_put_bytes(e, s, n);
+}
+
+static void put_type_table(struct urs_st_enc *e, const struct urs_st_schema *sc)
+{
+	if (!urs_st_need(e, 16))
+		return;
+	memcpy(e->p, URS_ST_MAGIC, 4);
+	e->p += 4;
+	urs_st_put_uv(e, URS_ST_VERSION);
+	urs_st_put_uv(e, sc->ntypes);
+	for (uint32_t t = 0; t < sc->ntypes; t++) {
+		const struct urs_st_tdesc *td = &sc->types[t];
+		put_str(e, td->name);
+		if (!urs_st_need(e, 20))
+			return;
+		urs_st_put_uv(e, td->is_union);
+		urs_st_put_uv(e, td->nfields);
+		for (uint32_t f = 0; f < td->nfields; f++) {
+			const struct urs_st_fdesc *fd = &td->fields[f];
+			put_str(e, fd->name);
+			if (!urs_st_need(e, 40))
+				return;
+			urs_st_put_uv(e, fd->form);
+			urs_st_put_uv(e, fd->base);
+			urs_st_put_uv(e, fd->count);
+			urs_st_put_uv(e, fd->sub);
+		}
+	}
+}
+
+int urs_st_save(struct urs_st_enc *e, const struct urs_st_schema *schema, uint32_t type,
+		const void *root)
+{
+	if (!root || type >= schema->ntypes || schema->types[type].is_union)
+		return -EINVAL;
+	if (e->stats && schema->ntypes > 4096)
+		return -E2BIG;
+	e->schema = schema;
+	e->err = 0;
+	e->err_field = NULL;
+	e->p = e->buf;
+	e->flushed = 0;
+	if (e->ht_used)
+		memset(e->ht, 0, (e->ht_mask + 1) * sizeof(*e->ht));
+	e->ht_used = 0;
+	e->nobjs = 0;
+	e->ranges_ok = false;
+
+	/* phase 1: every object reachable through owning pointers gets an ID */
+	urs_st_enc_reg(e, root, type);
+	for (uint32_t i = 0; i < e->nobjs && !e->err; i++) {
+		const struct urs_st_eobj *o = &e->objs[i];
+		schema->types[o->type].visit(e, o->p);
+	}
+	if (e->err)
+		return e->err;
+
+	/* phase 2: header, type table, objects in ID order */
+	put_type_table(e, schema);
+	if (urs_st_need(e, 10))
+		urs_st_put_uv(e, e->nobjs);
+	for (uint32_t i = 0; i < e->nobjs && !e->err; i++) {
+		const struct urs_st_eobj o = e->objs[i];
+		if (!urs_st_need(e, 10))
+			break;
+		urs_st_put_uv(e, o.type);
+		if (e->stats) {
+			uint64_t t0 = now_ns();
+			schema->types[o.type].save(e, o.p);
+			e->stats[o.type].ns += now_ns() - t0;
+			e->stats[o.type].count++;
+		} else {
+			schema->types[o.type].save(e, o.p);
+		}
+	}
+	if (!e->err && e->sink)
+		enc_flush(e);
+	return e->err;
+}
+
+/* ------------------------------------------------------------------ arena */
+
+struct urs_st_ablk {
+	struct urs_st_ablk *next;
+	size_t size, used;
+	_Alignas(16) uint8_t data[];
+};
+
+static void arena_reset(struct urs_st_arena *a)
+{
+	/* keep the blocks, re-zero what was used: decoded objects start zeroed */
+	for (struct urs_st_ablk *b = a->blk; b; b = b->next) {
+		size_t used = b == a->blk ? (size_t) (a->p - b->data) : b->used;
+		memset(b->data, 0, used);
+		b->used = 0;
+	}
+	/* rewind to the last (oldest) block chain head: reuse blocks in order */
+	if (a->blk) {
+		a->p = a->blk->data;
+		a->end = a->blk->data + a->blk->size;
+	}
+	a->total = 0;
+}
+
+static void arena_free(struct urs_st_arena *a)
+{
+	struct urs_st_ablk *b = a->blk;
+	while (b) {
+		struct urs_st_ablk *n = b->next;
+		free(b);
+		b = n;
+	}
+	memset(a, 0, sizeof(*a));
+}
+
+void *urs_st_alloc(struct urs_st_dec *d, size_t n)
+{
+	struct urs_st_arena *a = &d->arena;
+	n = (n + 7) & ~(size_t) 7;
+	if (__builtin_expect((size_t) (a->end - a->p) >= n, 1)) {
+		void *r = a->p;
+		a->p += n;
+		a->total += n;
+		return r;
+	}
+	if (a->total + n > d->lim.max_arena) {
+		urs_st_dec_fail(d, "decoded size exceeds the arena limit");
+		if (d->err == -EBADMSG)
+			d->err = -E2BIG;
+		return NULL;
+	}
+	/* a spare (already zeroed) block after a reset, else a new one */
+	struct urs_st_ablk *b = NULL;
+	if (a->blk)
+		a->blk->used = (size_t) (a->p - a->blk->data);
+	for (struct urs_st_ablk **pp = &a->blk; *pp; pp = &(*pp)->next) {
+		struct urs_st_ablk *c = *pp;
+		if (c != a->blk && c->used == 0 && c->size >= n) {
+			*pp = c->next;
+			b = c;
+			break;
+		}
+	}
+	if (!b) {
+		size_t sz = n > ARENA_BLOCK ? n : ARENA_BLOCK;
+		b = calloc(1, sizeof(*b) + sz);
+		if (!b) {
+			if (!d->err) {
+				d->err = -ENOMEM;
+				d->why = "out of memory";
+			}
+			return NULL;
+		}
+		b->size = sz;
+		a->nblocks++;
+	}
+	b->next = a->blk;
+	a->blk = b;
+	a->p = b->data + n;
+	a->end = b->data + b->size;
+	a->total += n;
+	return b->data;
+}
+
+/* ---------------------------------------------------------------- decoder */
+
+void urs_st_dec_init(struct urs_st_dec *d, const struct urs_st_limits *lim)
+{
+	memset(d, 0, sizeof(*d));
+	d->lim = (struct urs_st_limits){1u << 26, 1u << 30, 4096, 64, (size_t) 4 << 30};
+	if (lim) {
+		if (lim->max_objects)
+			d->lim.max_objects = lim->max_objects;
+		if (lim->max_count)
+			d->lim.max_count = lim->max_count;
+		if (lim->max_types)
+			d->lim.max_types = lim->max_types;
+		if (lim->max_depth)
+			d->lim.max_depth = lim->max_depth;
+		if (lim->max_arena)
+			d->lim.max_arena = lim->max_arena;
+	}
+}
+
+void urs_st_dec_free(struct urs_st_dec *d)
+{
+	arena_free(&d->arena);
+	free(d->ids);
+	free(d->stats);
+	d->ids = NULL;
+	d->stats = NULL;
+	d->nids = 0;
+}
+
+int urs_st_dec_stats(struct urs_st_dec *d, bool on)
+{
+	free(d->stats);
+	d->stats = NULL;
+	if (on) {
+		d->stats = calloc(4096, sizeof(*d->stats));
+		if (!d->stats)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+void urs_st_dec_fail(struct urs_st_dec *d, const char *why)
+{
+	if (!d->err) {
+		d->err = -EBADMSG;
+		d->why = why;
+	}
+	/* stop every reader: later reads see an empty input */
+	d->p = d->end;
+}
+
+static void dec_limit(struct urs_st_dec *d, const char *why)
+{
+	urs_st_dec_fail(d, why);
+	if (d->err == -EBADMSG && d->why == why)
+		d->err = -E2BIG;
+}
+
+int urs_st_field_err(struct urs_st_dec *d, uint32_t type, const char *field)
+{
+	if (!d->err)
+		d->err = -EBADMSG;
+	if (!d->msg[0])
+		snprintf(d->msg, sizeof(d->msg), "object %u (type %s) field %s: %s", d->obj,
+			 d->schema->types[type].name, field, d->why ? d->why : "error");
+	return d->err;
+}
+
+static int dec_err(struct urs_st_dec *d, const char *what)
+{
+	if (!d->err)
+		d->err = -EBADMSG;
+	if (!d->msg[0]) {
+		if (d->obj)
+			snprintf(d->msg, sizeof(d->msg), "object %u: %s%s%s", d->obj, what,
+				 d->why ? ": " : "", d->why ? d->why : "");
+		else
+			snprintf(d->msg, sizeof(d->msg), "%s%s%s", what, d->why ? ": " : "",
+				 d->why ? d->why : "");
+	}
+	return d->err;
+}
+
+uint64_t urs_st_get_uv_slow(struct urs_st_dec *d)
+{
+	uint64_t v = 0;
+	for (unsigned shift = 0; shift < 70; shift += 7) {
+		if (d->p >= d->end) {
+			urs_st_dec_fail(d, "truncated varint");
+			return 0;
+		}
+		uint8_t b = *d->p++;
+		if (shift == 63 && b > 1) {
+			urs_st_dec_fail(d, "varint overflows 64 bits");
+			return 0;
+		}
+		v |= (uint64_t) (b & 0x7f) << shift;
+		if (!(b & 0x80))
+			return v;
+	}
+	urs_st_dec_fail(d, "varint too long");
+	return 0;
+}
+
+uint32_t urs_st_get_count(struct urs_st_dec *d, size_t min_elem)
+{
+	uint64_t n = urs_st_get_uv(d);
+	if (n > d->lim.max_count) {
+		dec_limit(d, "count exceeds the limit");
+		return 0;
+	}
+	if (n * min_elem > (uint64_t) (d->end - d->p)) {
+		urs_st_dec_fail(d, "count exceeds the remaining input");
+		return 0;
+	}
+	return (uint32_t) n;
+}
+
+const uint8_t *urs_st_get_raw(struct urs_st_dec *d, size_t n)
+{
+	if ((size_t) (d->end - d->p) < n) {
+		urs_st_dec_fail(d, "truncated byte array");
+		return NULL;
+	}
+	const uint8_t *r = d->p;
+	d->p += n;
+	return r;
+}
+
+static void *obj_for(struct urs_st_dec *d, uint64_t id, int32_t type)
+{
+	if (id == 0 || id > d->nids) {
+		urs_st_dec_fail(d, "object id out of range");
+		return NULL;
+	}
+	struct urs_st_dent *ent = &d->ids[id];
+	if (ent->type < 0) {
+		ent->p = urs_st_alloc(d, d->schema->types[type].size);
+		if (!ent->p)
+			return NULL;
+		ent->type = type;
+	} else if (ent->type != type) {
+		urs_st_dec_fail(d, "pointer to an object of another type");
+		return NULL;
+	}
+	return ent->p;
+}
+
+void *urs_st_get_ptr(struct urs_st_dec *d, uint32_t type)
+{
+	uint64_t id = urs_st_get_uv(d);
+	if (!id)
+		return NULL;
+	return obj_for(d, id, (int32_t) type);
+}
+
+void *urs_st_get_ref(struct urs_st_dec *d, uint32_t want)
+{
+	uint64_t v = urs_st_get_uv(d);
+	if (!v)
+		return NULL;
+	if (!(v & 1)) {
+		if (want < URS_ST_REF_TYPE) {
+			urs_st_dec_fail(d, "whole-object reference where a scalar is expected");
+			return NULL;
+		}
+		return obj_for(d, v >> 1, (int32_t) (want - URS_ST_REF_TYPE));
+	}
+	uint64_t st = urs_st_get_uv(d), f = urs_st_get_uv(d), el = urs_st_get_uv(d);
+	if (d->err)
+		return NULL;
+	if (st >= d->nst || f >= d->st[st].nfields || el > UINT32_MAX) {
+		urs_st_dec_fail(d, "interior reference names no stored field");
+		return NULL;
+	}
+	const struct urs_st_stype *s = &d->st[st];
+	if (s->cur < 0 || s->is_union || s->fields[f].cur < 0) {
+		urs_st_dec_fail(d, "interior reference into a field the current schema lacks");
+		return NULL;
+	}
+	void *c = obj_for(d, v >> 1, s->cur);
+	if (!c)
+		return NULL;
+	void *p =
+		d->schema->types[s->cur].addr(c, (uint32_t) s->fields[f].cur, (uint32_t) el, want);
+	if (!p)
+		urs_st_dec_fail(d, "interior reference does not match the field's type or length");
+	return p;
+}
+
+int urs_st_load_union(struct urs_st_dec *d, uint32_t stype, uint32_t *tag, void **ptr)
+{
+	uint64_t v = urs_st_get_uv(d);
+	*tag = 0;
+	*ptr = NULL;
+	if (!v || d->err)
+		return d->err;
+	const struct urs_st_stype *s = &d->st[stype];
+	if (v > s->nfields) {
+		urs_st_dec_fail(d, "union variant out of range");
+		return d->err;
+	}
+	int32_t cur = s->fields[v - 1].cur;
+	if (cur < 0) {
+		/* the variant's type left the union: the value reads as none */
+		urs_st_get_uv(d);
+		return d->err;
+	}
+	uint32_t vt = d->schema->types[s->cur].fields[cur].sub;
+	*ptr = urs_st_get_ptr(d, vt);
+	if (*ptr)
+		*tag = (uint32_t) cur + 1;
+	return d->err;
+}
+
+/* --- skipping what the current schema does not have */
+
+static int skip_struct(struct urs_st_dec *d, uint32_t stype);
+
+static void skip_base(struct urs_st_dec *d, uint8_t base, uint32_t sub)
+{
+	switch (base) {
+	case URS_ST_B_F64:
+		urs_st_get_raw(d, 8);
+		break;
+	case URS_ST_B_REF:
+		if (urs_st_get_uv(d) & 1) {
+			urs_st_get_uv(d);
+			urs_st_get_uv(d);
+			urs_st_get_uv(d);
+		}
+		break;
+	case URS_ST_B_STRUCT:
+		skip_struct(d, sub);
+		break;
+	case URS_ST_B_UNION:
+		if (urs_st_get_uv(d))
+			urs_st_get_uv(d);
+		break;
+	default: /* integers, bool, ptr */
+		urs_st_get_uv(d);
+		break;
+	}
+}
+
+static int skip_field(struct urs_st_dec *d, const struct urs_st_sfield *f)
+{
+	uint32_t n;
+	switch (f->form) {
+	case URS_ST_F_SCALAR:
+		skip_base(d, f->base, f->sub);
+		break;
+	case URS_ST_F_ARRAY:
+		if (f->base == URS_ST_B_U8) {
+			urs_st_get_raw(d, f->count);
+			break;
+		}
+		for (uint32_t i = 0; i < f->count && !d->err; i++)
+			skip_base(d, f->base, f->sub);
+		break;
+	case URS_ST_F_VEC:
+		n = urs_st_get_count(d, 1);
+		for (uint32_t i = 0; i < n && !d->err; i++)
+			skip_base(d, f->base, f->sub);
+		break;
+	case URS_ST_F_BYTES:
+	case URS_ST_F_STRING:
+		n = urs_st_get_count(d, 1);
+		urs_st_get_raw(d, n);
+		break;
+	case URS_ST_F_MAP:
+		n = urs_st_get_count(d, 2);
+		for (uint32_t i = 0; i < n && !d->err; i++) {
+			urs_st_get_uv(d);
+			skip_base(d, f->base, f->sub);
+		}
+		break;
+	default: /* CUSTOM */
+		urs_st_get_uv(d);
+		break;
+	}
+	return d->err;
+}
+
+static int skip_struct(struct urs_st_dec *d, uint32_t stype)
+{
+	const struct urs_st_stype *s = &d->st[stype];
+	if (++d->depth > d->lim.max_depth) {
+		dec_limit(d, "nesting deeper than the limit");
+		return d->err;
+	}
+	uint64_t bm = urs_st_get_uv(d);
+	if (s->nfields < 64 && (bm >> s->nfields))
+		urs_st_dec_fail(d, "bitmap names a field the stored type lacks");
+	while (bm && !d->err) {
+		uint32_t i = (uint32_t) __builtin_ctzll(bm);
+		bm &= bm - 1;
+		skip_field(d, &s->fields[i]);
+	}
+	d->depth--;
+	return d->err;
+}
+
+int urs_st_skip(struct urs_st_dec *d, uint32_t stype, uint32_t sfield)
+{
+	d->depth = 0;
+	return skip_field(d, &d->st[stype].fields[sfield]);
+}
+
+/* --- type table */
+
+static bool name_eq(const uint8_t *n, uint32_t len, const char *s)
+{
+	return strlen(s) == len && memcmp(n, s, len) == 0;
+}
+
+static bool form_base_ok(uint8_t form, uint8_t base)
+{
+	bool scalar = base >= URS_ST_B_U8 && base <= URS_ST_B_F64;
+	switch (form) {
+	case URS_ST_F_SCALAR:
+	case URS_ST_F_ARRAY:
+	case URS_ST_F_VEC:
+		return scalar || (base >= URS_ST_B_PTR && base <= URS_ST_B_UNION);
+	case URS_ST_F_BYTES:
+	case URS_ST_F_STRING:
+	case URS_ST_F_CUSTOM:
+		return base == 0;
+	case URS_ST_F_MAP:
+		return base == URS_ST_B_U64 || base == URS_ST_B_I64 || base == URS_ST_B_U32 ||
+		       base == URS_ST_B_PTR;
+	}
+	return false;
+}
+
+static int read_types(struct urs_st_dec *d)
+{
+	const uint8_t *m = urs_st_get_raw(d, 4);
+	if (!m || memcmp(m, URS_ST_MAGIC, 4))
+		return d->why = "bad magic", dec_err(d, "header");
+	if (urs_st_get_uv(d) != URS_ST_VERSION)
+		return d->why = d->why ? d->why : "unsupported version", dec_err(d, "header");
+	uint64_t nt = urs_st_get_uv(d);
+	if (nt > d->lim.max_types) {
+		dec_limit(d, "type count exceeds the limit");
+		return dec_err(d, "type table");
+	}
+	if (nt * 3 > (uint64_t) (d->end - d->p)) {
+		urs_st_dec_fail(d, "type count exceeds the remaining input");
+		return dec_err(d, "type table");
+	}
+	d->nst = (uint32_t) nt;
+	d->st = nt ? urs_st_alloc(d, nt * sizeof(*d->st)) : NULL;
+	if (nt && !d->st)
+		return dec_err(d, "type table");
+	for (uint32_t t = 0; t < nt && !d->err; t++) {
+		struct urs_st_stype *s = &d->st[t];
+		s->name_len = urs_st_get_count(d, 1);
+		s->name = urs_st_get_raw(d, s->name_len);
+		uint64_t u = urs_st_get_uv(d), nf = urs_st_get_uv(d);
+		if (d->err)
+			break;
+		if (u > 1 || nf > 64 || nf * 5 > (uint64_t) (d->end - d->p)) {
+			urs_st_dec_fail(d, "bad type record");
+			break;
+		}
+		s->is_union = u;
+		s->nfields = (uint16_t) nf;
+		s->cur = -1;
+		s->fields = nf ? urs_st_alloc(d, nf * sizeof(*s->fields)) : NULL;
+		if (nf && !s->fields)
+			break;
+		for (uint32_t f = 0; f < nf && !d->err; f++) {
+			struct urs_st_sfield *sf = &s->fields[f];
+			sf->name_len = urs_st_get_count(d, 1);
+			sf->name = urs_st_get_raw(d, sf->name_len);
+			uint64_t form = urs_st_get_uv(d), base = urs_st_get_uv(d);
+			uint64_t count = urs_st_get_uv(d), sub = urs_st_get_uv(d);
+			if (d->err)
+				break;
+			if (form > URS_ST_F_MAX || base > URS_ST_B_UNION ||
+			    !form_base_ok((uint8_t) form, (uint8_t) base) ||
+			    (form == URS_ST_F_ARRAY && (count == 0 || count > (1u << 20))) ||
+			    (form != URS_ST_F_ARRAY && count) || sub > UINT32_MAX) {
+				urs_st_dec_fail(d, "bad field record");
+				break;
+			}
+			sf->form = (uint8_t) form;
+			sf->base = (uint8_t) base;
+			sf->count = (uint32_t) count;
+			sf->sub = (uint32_t) sub;
+			sf->cur = -1;
+		}
+	}
+	if (d->err)
+		return dec_err(d, "type table");
+	/* references between stored types */
+	for (uint32_t t = 0; t < nt; t++) {
+		const struct urs_st_stype *s = &d->st[t];
+		for (uint32_t f = 0; f < s->nfields; f++) {
+			const struct urs_st_sfield *sf = &s->fields[f];
+			bool bad = false;
+			if (sf->base == URS_ST_B_PTR || sf->base == URS_ST_B_STRUCT)
+				bad = sf->sub >= nt || d->st[sf->sub].is_union;
+			else if (sf->base == URS_ST_B_UNION)
+				bad = sf->sub >= nt || !d->st[sf->sub].is_union;
+			else if (sf->base == URS_ST_B_REF)
+				bad = sf->sub < URS_ST_REF_TYPE
+					      ? sf->sub < URS_ST_B_U8 || sf->sub > URS_ST_B_F64
+					      : sf->sub - URS_ST_REF_TYPE >= nt ||
+							d->st[sf->sub - URS_ST_REF_TYPE].is_union;
+			if (s->is_union &&
+			    (sf->form != URS_ST_F_SCALAR || sf->base != URS_ST_B_PTR))
+				bad = true;
+			if (bad) {
+				urs_st_dec_fail(d, "field refers to a bad type");
+				return dec_err(d, "type table");
+			}
+		}
+	}
+	return 0;
+}
+
+static bool sub_eq(struct urs_st_dec *d, const struct urs_st_sfield *sf,
+		   const struct urs_st_fdesc *cf)
+{
+	const struct urs_st_tdesc *ct = d->schema->types;
+	switch (sf->base) {
+	case URS_ST_B_PTR:
+	case URS_ST_B_STRUCT:
+	case URS_ST_B_UNION:
+		return name_eq(d->st[sf->sub].name, d->st[sf->sub].name_len, ct[cf->sub].name);
+	case URS_ST_B_REF:
+		if (sf->sub < URS_ST_REF_TYPE || cf->sub < URS_ST_REF_TYPE)
+			return sf->sub == cf->sub;
+		return name_eq(d->st[sf->sub - URS_ST_REF_TYPE].name,
+			       d->st[sf->sub - URS_ST_REF_TYPE].name_len,
+			       ct[cf->sub - URS_ST_REF_TYPE].name);
+	}
+	return true;
+}
+
+/* Once per stream: stored type → current type by name, stored field →
+ * current field by name and identical wire type. */
+static void map_types(struct urs_st_dec *d)
+{
+	const struct urs_st_schema *sc = d->schema;
+	for (uint32_t t = 0; t < d->nst; t++) {
+		struct urs_st_stype *s = &d->st[t];
+		for (uint32_t c = 0; c < sc->ntypes; c++)
+			if (name_eq(s->name, s->name_len, sc->types[c].name) &&
+			    sc->types[c].is_union == s->is_union) {
+				s->cur = (int32_t) c;
+				break;
+			}
+		if (s->cur < 0)
+			continue;
+		const struct urs_st_tdesc *ct = &sc->types[s->cur];
+		bool ident = s->nfields == ct->nfields;
+		for (uint32_t f = 0; f < s->nfields; f++) {
+			struct urs_st_sfield *sf = &s->fields[f];
+			for (uint32_t g = 0; g < ct->nfields; g++) {
+				const struct urs_st_fdesc *cf = &ct->fields[g];
+				if (!name_eq(sf->name, sf->name_len, cf->name))
+					continue;
+				if (cf->form == sf->form && cf->base == sf->base &&
+				    cf->count == sf->count && sub_eq(d, sf, cf)) {
+					sf->cur = (int32_t) g;
+					s->cur_mask |= UINT64_C(1) << g;
+				}
+				break;
+			}
+			if (sf->cur != (int32_t) f)
+				ident = false;
+		}
+		s->identical = ident;
+	}
+}
+
+int urs_st_load(struct urs_st_dec *d, const struct urs_st_schema *schema, uint32_t type,
+		const void *buf, size_t len, void *dst, void **out)
+{
+	if (out)
+		*out = NULL;
+	if (type >= schema->ntypes || schema->types[type].is_union || (!dst && !out))
+		return -EINVAL;
+	arena_reset(&d->arena);
+	d->schema = schema;
+	d->base = d->p = buf;
+	d->end = d->p + len;
+	d->err = 0;
+	d->why = NULL;
+	d->msg[0] = 0;
+	d->obj = 0;
+	d->depth = 0;
+	d->nst = 0;
+	d->st = NULL;
+
+	if (read_types(d))
+		return d->err;
+	map_types(d);
+	uint64_t n = urs_st_get_uv(d);
+	if (d->err)
+		return dec_err(d, "object count");
+	if (n == 0 || n > d->lim.max_objects) {
+		dec_limit(d, n ? "object count exceeds the limit" : "no root object");
+		return dec_err(d, "object count");
+	}
+	if (n * 2 > (uint64_t) (d->end - d->p)) {
+		urs_st_dec_fail(d, "object count exceeds the remaining input");
+		return dec_err(d, "object count");
+	}
+	if (d->nids < n) {
+		free(d->ids);
+		d->ids = malloc(((size_t) n + 1) * sizeof(*d->ids));
+		if (!d->ids) {
+			d->nids = 0;
+			return -ENOMEM;
+		}
+	}
+	d->nids = (uint32_t) n;
+	for (uint32_t i = 0; i <= n; i++)
+		d->ids[i] = (struct urs_st_dent){NULL, -1, false};
+	if (dst)
+		d->ids[1] = (struct urs_st_dent){dst, (int32_t) type, false};
+	else if (!obj_for(d, 1, (int32_t) type))
+		return dec_err(d, "root");
+
+	for (uint32_t id = 1; id <= n; id++) {
+		d->obj = id;
+		uint64_t st = urs_st_get_uv(d);
+		if (d->err)
+			return dec_err(d, "type index");
+		if (st >= d->nst || d->st[st].is_union) {
+			urs_st_dec_fail(d, "type index out of range");
+			return dec_err(d, "type index");
+		}
+		struct urs_st_dent *ent = &d->ids[id];
+		int32_t cur = d->st[st].cur;
+		if (cur < 0) {
+			if (ent->type >= 0) {
+				urs_st_dec_fail(d, "referenced object's type is gone");
+				return dec_err(d, "type");
+			}
+			d->depth = 0;
+			if (skip_struct(d, (uint32_t) st))
+				return dec_err(d, "skipping an object of a removed type");
+			continue;
+		}
+		if (!obj_for(d, id, cur))
+			return dec_err(d, "type");
+		if (d->stats) {
+			uint64_t t0 = now_ns();
+			schema->types[cur].load(d, ent->p, (uint32_t) st, ent->p != dst);
+			d->stats[cur].ns += now_ns() - t0;
+			d->stats[cur].count++;
+		} else {
+			schema->types[cur].load(d, ent->p, (uint32_t) st, ent->p != dst);
+		}
+		if (d->err)
+			return dec_err(d, "body");
+		ent->done = true;
+	}
+	if (d->p != d->end) {
+		d->obj = 0;
+		urs_st_dec_fail(d, "trailing bytes after the last object");
+		return dec_err(d, "stream");
+	}
+	/* after-load hooks, last object first (children before parents) */
+	for (uint32_t id = (uint32_t) n; id >= 1; id--) {
+		const struct urs_st_dent *ent = &d->ids[id];
+		if (ent->type >= 0 && schema->types[ent->type].after_load)
+			schema->types[ent->type].after_load(ent->p);
+	}
+	if (out)
+		*out = d->ids[1].p;
+	return 0;
+}
+
+/* ------------------------------------------------------------- hash table */
+
+static int map_resize(struct urs_map *m, uint32_t ncap)
+{
+	struct urs_map_ent *ne = calloc(ncap, sizeof(*ne));
+	uint8_t *nu = calloc(ncap, 1);
+	if (!ne || !nu) {
+		free(ne);
+		free(nu);
+		return -ENOMEM;
+	}
+	for (uint32_t i = 0; i < m->cap; i++) {
+		if (!m->used[i])
+			continue;
+		uint32_t j = urs_map_hash(m->ents[i].key) & (ncap - 1);
+		while (nu[j])
+			j = (j + 1) & (ncap - 1);
+		ne[j] = m->ents[i];
+		nu[j] = 1;
+	}
+	free(m->ents);
+	free(m->used);
+	m->ents = ne;
+	m->used = nu;
+	m->cap = ncap;
+	return 0;
+}
+
+int urs_map_put(struct urs_map *m, uint64_t key, uint64_t val)
+{
+	if ((m->len + 1) * 2 > m->cap) {
+		int r = map_resize(m, m->cap ? m->cap * 2 : 8);
+		if (r)
+			return r;
+	}
+	uint32_t i = urs_map_hash(key) & (m->cap - 1);
+	while (m->used[i] && m->ents[i].key != key)
+		i = (i + 1) & (m->cap - 1);
+	if (!m->used[i]) {
+		m->used[i] = 1;
+		m->len++;
+	}
+	m->ents[i].key = key;
+	m->ents[i].val.u = val;
+	return 0;
+}
+
+struct urs_map_ent *urs_map_get(const struct urs_map *m, uint64_t key)
+{
+	if (!m->cap)
+		return NULL;
+	uint32_t i = urs_map_hash(key) & (m->cap - 1);
+	while (m->used[i]) {
+		if (m->ents[i].key == key)
+			return &m->ents[i];
+		i = (i + 1) & (m->cap - 1);
+	}
+	return NULL;
+}
+
+void urs_map_free(struct urs_map *m)
+{
+	free(m->ents);
+	free(m->used);
+	memset(m, 0, sizeof(*m));
+}
+
+int urs_map_init_arena(struct urs_st_dec *d, struct urs_map *m, uint32_t n)
+{
+	uint32_t cap = 8;
+	while (cap < (uint64_t) n * 2 + 2)
+		cap *= 2;
+	memset(m, 0, sizeof(*m));
+	m->ents = urs_st_alloc(d, (size_t) cap * sizeof(*m->ents));
+	m->used = m->ents ? urs_st_alloc(d, cap) : NULL;
+	if (!m->used) {
+		m->ents = NULL;
+		return d->err ? d->err : -ENOMEM;
+	}
+	m->cap = cap;
+	return 0;
+}

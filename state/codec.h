@@ -1,0 +1,396 @@
+/*
+ * state/codec.h — run time of the checkpoint serializer: the encoder (output
+ * buffer, pointer-identity table, two-phase graph walk), the decoder (bounded
+ * readers, stored type table and field mapping, object-ID table, arena), and
+ * the schema descriptors that the generator (state/gen/ursc.py) emits for
+ * every type. Generated code calls the inline helpers here; everything that
+ * is not on the per-field hot path lives in state/codec.c. Wire format:
+ * docs/state-format.md.
+ */
+#ifndef URSA_STATE_CODEC_H
+#define URSA_STATE_CODEC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#define URS_ST_MAGIC   "URST"
+#define URS_ST_VERSION 1
+
+/* Field forms and base types as they appear in the stream's type table. */
+enum urs_st_form {
+	URS_ST_F_SCALAR = 1, /* one value of `base` */
+	URS_ST_F_ARRAY = 2,  /* `count` values of `base` (u8: raw bytes) */
+	URS_ST_F_VEC = 3,    /* varint n, n values of `base` */
+	URS_ST_F_BYTES = 4,  /* varint n, n raw bytes */
+	URS_ST_F_STRING = 5, /* varint n, n raw bytes */
+	URS_ST_F_MAP = 6,    /* varint n, n × (varint u64 key, value of `base`) */
+	URS_ST_F_CUSTOM = 7, /* varint u64 produced by the field's save function */
+	URS_ST_F_MAX = 7,
+};
+
+enum urs_st_base {
+	URS_ST_B_NONE = 0,
+	URS_ST_B_U8 = 1,
+	URS_ST_B_U16,
+	URS_ST_B_U32,
+	URS_ST_B_U64,
+	URS_ST_B_I8,
+	URS_ST_B_I16,
+	URS_ST_B_I32,
+	URS_ST_B_I64,
+	URS_ST_B_BOOL,
+	URS_ST_B_F64 = 10,
+	URS_ST_B_PTR = 16,    /* sub: pointee type index; owning pointer, varint id */
+	URS_ST_B_REF = 17,    /* sub: target (scalar code or 32 + type index) */
+	URS_ST_B_STRUCT = 18, /* sub: embedded struct type index */
+	URS_ST_B_UNION = 19,  /* sub: union type index */
+};
+
+#define URS_ST_REF_TYPE 32u /* ref target codes >= this name a struct type */
+
+struct urs_st_enc;
+struct urs_st_dec;
+
+struct urs_st_fdesc {
+	const char *name;
+	uint8_t form, base;
+	uint32_t count; /* ARRAY length */
+	uint32_t sub;	/* type index (PTR/STRUCT/UNION) or ref target code */
+};
+
+struct urs_st_tdesc {
+	const char *name;
+	bool is_union; /* fields are the variants (form SCALAR, base PTR) */
+	uint16_t nfields;
+	const struct urs_st_fdesc *fields;
+	size_t size;
+	/* phase 1: register what the object's owning pointers reach */
+	void (*visit)(struct urs_st_enc *e, const void *obj);
+	/* phase 2: write the object body */
+	void (*save)(struct urs_st_enc *e, const void *obj);
+	/* body decoder; stype = stored type index; fresh = destination is zeroed */
+	int (*load)(struct urs_st_dec *d, void *obj, uint32_t stype, bool fresh);
+	void (*after_load)(void *obj);
+	/* interior pointers: byte offset → (field, element) and back; `want` is
+	 * the ref target code of the pointer. */
+	int (*locate)(size_t off, uint32_t want, uint32_t *field, uint32_t *elem);
+	void *(*addr)(void *obj, uint32_t field, uint32_t elem, uint32_t want);
+};
+
+struct urs_st_schema {
+	const char *name;
+	uint32_t ntypes;
+	const struct urs_st_tdesc *types;
+};
+
+/* ---------------------------------------------------------------- encoder */
+
+/* Sink for encoder output: called with every full buffer (one write per
+ * flush) and at the end. Return 0 or a negative errno. */
+typedef int (*urs_st_sink)(void *ctx, const void *buf, size_t len);
+
+struct urs_st_eobj {
+	const void *p;
+	uint32_t type;
+	uint32_t size;
+};
+
+struct urs_st_hslot {
+	uintptr_t key; /* object address, 0 = empty */
+	uint32_t id;   /* 1-based */
+	uint32_t type;
+};
+
+struct urs_st_range {
+	uintptr_t start, end;
+	uint32_t id;
+};
+
+struct urs_st_tstat {
+	uint64_t count, ns;
+};
+
+struct urs_st_enc {
+	uint8_t *buf, *p, *end;
+	size_t cap;
+	urs_st_sink sink; /* NULL: the buffer grows and holds the whole stream */
+	void *sink_ctx;
+	uint64_t flushed; /* bytes handed to the sink */
+	int err;
+	const struct urs_st_schema *schema;
+	/* identity: open addressing keyed by address */
+	struct urs_st_hslot *ht;
+	uint32_t ht_mask, ht_used;
+	struct urs_st_eobj *objs; /* objs[id - 1] */
+	uint32_t nobjs, objs_cap;
+	/* interior-pointer lookup, built on first need */
+	struct urs_st_range *ranges;
+	uint32_t nranges, ranges_cap;
+	bool ranges_ok;
+	struct urs_st_tstat *stats; /* per type; NULL unless asked */
+	const char *err_field;
+};
+
+/* @sink NULL: grow an in-memory buffer (urs_st_enc_data()). @bufsize: size
+ * of the output buffer (0: 1 MiB). */
+int urs_st_enc_init(struct urs_st_enc *e, size_t bufsize, urs_st_sink sink, void *ctx);
+void urs_st_enc_free(struct urs_st_enc *e);
+/* Per-type counts and times (ns) for the next saves; false turns it off. */
+int urs_st_enc_stats(struct urs_st_enc *e, bool on);
+/* Save the graph reachable from @root (type index @type of @schema) as one
+ * stream. Returns 0 or a negative errno. Reuses every buffer of @e. */
+int urs_st_save(struct urs_st_enc *e, const struct urs_st_schema *schema, uint32_t type,
+		const void *root);
+static inline const uint8_t *urs_st_enc_data(const struct urs_st_enc *e, size_t *len)
+{
+	*len = (size_t) (e->p - e->buf);
+	return e->buf;
+}
+
+bool urs_st_enc_grow(struct urs_st_enc *e, size_t need);
+void urs_st_put_raw(struct urs_st_enc *e, const void *src, size_t n);
+uint32_t urs_st_enc_reg(struct urs_st_enc *e, const void *p, uint32_t type);
+uint32_t urs_st_enc_id(struct urs_st_enc *e, const void *p);
+void urs_st_put_ref(struct urs_st_enc *e, const void *p, uint32_t want);
+void urs_st_enc_fail(struct urs_st_enc *e, int err, const char *field);
+
+static inline bool urs_st_need(struct urs_st_enc *e, size_t n)
+{
+	if (__builtin_expect((size_t) (e->end - e->p) >= n, 1))
+		return true;
+	return urs_st_enc_grow(e, n);
+}
+
+static inline uint8_t *urs_st_uv(uint8_t *p, uint64_t v)
+{
+	while (v >= 0x80) {
+		*p++ = (uint8_t) (v | 0x80);
+		v >>= 7;
+	}
+	*p++ = (uint8_t) v;
+	return p;
+}
+
+static inline uint64_t urs_st_zz(int64_t v)
+{
+	return ((uint64_t) v << 1) ^ (uint64_t) (v >> 63);
+}
+
+static inline int64_t urs_st_unzz(uint64_t v)
+{
+	return (int64_t) (v >> 1) ^ -(int64_t) (v & 1);
+}
+
+static inline uint64_t urs_st_f64bits(double v)
+{
+	uint64_t u;
+	memcpy(&u, &v, 8);
+	return u;
+}
+
+static inline void urs_st_put_uv(struct urs_st_enc *e, uint64_t v)
+{
+	e->p = urs_st_uv(e->p, v);
+}
+
+static inline void urs_st_put_f64(struct urs_st_enc *e, double v)
+{
+	memcpy(e->p, &v, 8);
+	e->p += 8;
+}
+
+/* whole-object pointer: varint id, 0 = NULL (phase 1 registered it) */
+static inline void urs_st_put_ptr(struct urs_st_enc *e, const void *p)
+{
+	urs_st_put_uv(e, p ? urs_st_enc_id(e, p) : 0);
+}
+
+static inline void urs_st_put_bytes(struct urs_st_enc *e, const void *p, size_t n)
+{
+	urs_st_put_uv(e, n);
+	if (n)
+		urs_st_put_raw(e, p, n);
+}
+
+static inline bool urs_st_allzero(const void *p, size_t n)
+{
+	const uint8_t *b = p;
+	for (size_t i = 0; i < n; i++)
+		if (b[i])
+			return false;
+	return true;
+}
+
+/* ---------------------------------------------------------------- decoder */
+
+struct urs_st_limits {
+	uint32_t max_objects; /* default 1 << 26 */
+	uint32_t max_count;   /* vec / map / bytes / string length, default 1 << 30 */
+	uint32_t max_types;   /* default 4096 */
+	uint32_t max_depth;   /* embedded-struct nesting when skipping, default 64 */
+	size_t max_arena;     /* bytes of decoded memory, default 4 GiB */
+};
+
+struct urs_st_arena {
+	struct urs_st_ablk *blk; /* newest block first */
+	uint8_t *p, *end;
+	size_t total;
+	uint32_t nblocks;
+};
+
+/* One stored (in-stream) type and how it maps onto the current schema. */
+struct urs_st_stype {
+	const uint8_t *name;
+	uint32_t name_len;
+	bool is_union;
+	bool identical; /* same fields, same order, same types as current */
+	uint16_t nfields;
+	int32_t cur; /* current type index or -1 */
+	struct urs_st_sfield *fields;
+	uint64_t cur_mask; /* current fields that some stored field maps to */
+};
+
+struct urs_st_sfield {
+	const uint8_t *name;
+	uint32_t name_len;
+	uint8_t form, base;
+	uint32_t count, sub;
+	int32_t cur; /* current field index or -1 (skipped) */
+};
+
+struct urs_st_dent {
+	void *p;
+	int32_t type; /* current type index; -1 = not yet referenced */
+	bool done;
+};
+
+struct urs_st_dec {
+	const uint8_t *p, *end, *base;
+	int err;
+	const char *why; /* low-level cause, a static string */
+	char msg[320];	 /* full error: where and why */
+	const struct urs_st_schema *schema;
+	struct urs_st_limits lim;
+	struct urs_st_arena arena;
+	struct urs_st_stype *st;
+	uint32_t nst;
+	int32_t *cur2st; /* current type index → stored type index or -1 */
+	struct urs_st_dent *ids;
+	uint32_t nids;
+	uint32_t obj; /* object being decoded (for messages) */
+	uint32_t depth;
+	bool borrow; /* bytes fields may point into the input */
+	struct urs_st_tstat *stats;
+};
+
+void urs_st_dec_init(struct urs_st_dec *d, const struct urs_st_limits *lim);
+/* Frees the arena: every object of every load with @d. */
+void urs_st_dec_free(struct urs_st_dec *d);
+int urs_st_dec_stats(struct urs_st_dec *d, bool on);
+/*
+ * Decode one stream. @dst NULL: the root (object 1) is allocated from the
+ * arena and returned in *@out; otherwise the root is decoded into @dst (an
+ * initialized destination; see the zero-value rule in docs/state-format.md).
+ * Every other object lives in @d's arena until urs_st_dec_free() or the next
+ * load (the arena is reset per load). Returns 0 or a negative errno with
+ * d->msg saying where.
+ */
+int urs_st_load(struct urs_st_dec *d, const struct urs_st_schema *schema, uint32_t type,
+		const void *buf, size_t len, void *dst, void **out);
+
+void *urs_st_alloc(struct urs_st_dec *d, size_t n);
+uint64_t urs_st_get_uv_slow(struct urs_st_dec *d);
+void *urs_st_get_ptr(struct urs_st_dec *d, uint32_t type);
+void *urs_st_get_ref(struct urs_st_dec *d, uint32_t want);
+int urs_st_skip(struct urs_st_dec *d, uint32_t stype, uint32_t sfield);
+uint32_t urs_st_get_count(struct urs_st_dec *d, size_t min_elem);
+const uint8_t *urs_st_get_raw(struct urs_st_dec *d, size_t n);
+int urs_st_field_err(struct urs_st_dec *d, uint32_t type, const char *field);
+void urs_st_dec_fail(struct urs_st_dec *d, const char *why);
+int urs_st_load_union(struct urs_st_dec *d, uint32_t stype, uint32_t *tag, void **ptr);
+void urs_st_save_union(struct urs_st_enc *e, uint32_t utype, uint32_t tag, const void *p);
+
+static inline uint64_t urs_st_get_uv(struct urs_st_dec *d)
+{
+	if (__builtin_expect(d->p < d->end && *d->p < 0x80, 1))
+		return *d->p++;
+	return urs_st_get_uv_slow(d);
+}
+
+static inline double urs_st_get_f64(struct urs_st_dec *d)
+{
+	double v = 0;
+	if (__builtin_expect(d->end - d->p >= 8, 1)) {
+		memcpy(&v, d->p, 8);
+		d->p += 8;
+	} else {
+		urs_st_dec_fail(d, "truncated f64");
+	}
+	return v;
+}
+
+/* a bounded scalar: value must fit the field's C type */
+static inline uint64_t urs_st_get_ub(struct urs_st_dec *d, uint64_t max)
+{
+	uint64_t v = urs_st_get_uv(d);
+	if (__builtin_expect(v > max, 0)) {
+		urs_st_dec_fail(d, "value out of range for the field type");
+		return 0;
+	}
+	return v;
+}
+
+static inline int64_t urs_st_get_ib(struct urs_st_dec *d, int64_t min, int64_t max)
+{
+	int64_t v = urs_st_unzz(urs_st_get_uv(d));
+	if (__builtin_expect(v < min || v > max, 0)) {
+		urs_st_dec_fail(d, "value out of range for the field type");
+		return 0;
+	}
+	return v;
+}
+
+/* ------------------------------------------------------------- hash table */
+
+/*
+ * The hash table type ursa's state uses (`map u64 <value>` in a schema): open
+ * addressing, linear probing, u64 keys, power-of-two capacity, values are
+ * 64-bit (an integer or a pointer). Lives inside the structs that hold it.
+ */
+struct urs_map_ent {
+	uint64_t key;
+	union {
+		uint64_t u;
+		void *p;
+	} val;
+};
+
+struct urs_map {
+	struct urs_map_ent *ents;
+	uint8_t *used;
+	uint32_t cap, len; /* cap: 0 or a power of two */
+};
+
+/* Insert or replace. Grows with realloc (not used on decode: the decoder
+ * builds the table in its arena at the exact size). */
+int urs_map_put(struct urs_map *m, uint64_t key, uint64_t val);
+struct urs_map_ent *urs_map_get(const struct urs_map *m, uint64_t key);
+void urs_map_free(struct urs_map *m);
+/* decoder side: an arena table sized for n entries */
+int urs_map_init_arena(struct urs_st_dec *d, struct urs_map *m, uint32_t n);
+
+static inline uint32_t urs_map_hash(uint64_t k)
+{
+	k ^= k >> 33;
+	k *= 0xff51afd7ed558ccdull;
+	k ^= k >> 33;
+	return (uint32_t) k;
+}
+
+#define urs_map_foreach(m, i)                   \
+	for (uint32_t i = 0; i < (m)->cap; i++) \
+		if ((m)->used[i])
+
+#endif

@@ -1,0 +1,910 @@
+#!/usr/bin/env python3
+# state/gen/ursc.py — the checkpoint-state code generator. Reads a schema
+# (.ursc) and writes NAME_types.h (the C structs, type indices, prototypes)
+# and NAME_codec.c (one straight-line visit/save/load function per type plus
+# the schema descriptor the stream's type table is written from). Run by
+# meson at build time; grammar and wire format: docs/state-format.md.
+#
+#   ursc.py SCHEMA.ursc OUT_TYPES_H OUT_CODEC_C
+import os
+import re
+import sys
+
+SCALARS = {
+    # name: (base code, C type, varint max / (min,max) for signed, kind)
+    'u8': (1, 'uint8_t', 'UINT8_MAX', 'u'),
+    'u16': (2, 'uint16_t', 'UINT16_MAX', 'u'),
+    'u32': (3, 'uint32_t', 'UINT32_MAX', 'u'),
+    'u64': (4, 'uint64_t', None, 'u'),
+    'i8': (5, 'int8_t', ('INT8_MIN', 'INT8_MAX'), 'i'),
+    'i16': (6, 'int16_t', ('INT16_MIN', 'INT16_MAX'), 'i'),
+    'i32': (7, 'int32_t', ('INT32_MIN', 'INT32_MAX'), 'i'),
+    'i64': (8, 'int64_t', None, 'i'),
+    'bool': (9, 'bool', '1', 'b'),
+    'f64': (10, 'double', None, 'f'),
+}
+B_PTR, B_REF, B_STRUCT, B_UNION = 16, 17, 18, 19
+F_SCALAR, F_ARRAY, F_VEC, F_BYTES, F_STRING, F_MAP, F_CUSTOM = 1, 2, 3, 4, 5, 6, 7
+MAXB = {'u': 10, 'i': 10, 'b': 1, 'f': 8}
+
+
+class SchemaError(Exception):
+    pass
+
+
+CPREFIX = ['']  # `cprefix P` in a schema: C names get P, wire names do not
+
+
+def cn(name):
+    return CPREFIX[0] + name
+
+
+class Field:
+    def __init__(self, name, line):
+        self.name = name
+        self.line = line
+        self.form = F_SCALAR
+        self.base = None  # scalar name, 'ptr', 'ref', 'struct', 'union'
+        self.target = None  # type name (ptr/struct/union/ref-to-struct) or scalar (ref)
+        self.count = 0
+        self.nosave = False
+        self.custom = None  # (ctype, save, load)
+        self.ctext = None  # nosave: raw C type text
+
+
+class Type:
+    def __init__(self, name, is_union, line):
+        self.name = name
+        self.is_union = is_union
+        self.line = line
+        self.fields = []
+        self.variants = []
+        self.hooks = {}
+        self.index = -1
+
+
+def parse(text, path):
+    types = []
+    byname = {}
+    cur = None
+    lines = text.split('\n')
+    for ln, raw in enumerate(lines, 1):
+        line = raw.split('#', 1)[0].strip()
+        if not line:
+            continue
+        where = '%s:%d' % (path, ln)
+        if cur is None and line.startswith('cprefix '):
+            CPREFIX[0] = line.split()[1]
+            continue
+        if cur is None:
+            m = re.match(r'^(struct|union)\s+([A-Za-z_]\w*)\s*(\[[^\]]*\])?\s*\{\s*(.*)$', line)
+            if not m:
+                raise SchemaError('%s: expected "struct NAME {" or "union NAME {"' % where)
+            kind, name, attrs, rest = m.groups()
+            if name in byname:
+                raise SchemaError('%s: type %s defined twice' % (where, name))
+            cur = Type(name, kind == 'union', where)
+            if attrs:
+                for a in attrs[1:-1].split(','):
+                    a = a.strip()
+                    am = re.match(r'^(before_save|after_load)\s*=\s*([A-Za-z_]\w*)$', a)
+                    if not am:
+                        raise SchemaError('%s: unknown attribute %r' % (where, a))
+                    cur.hooks[am.group(1)] = am.group(2)
+            byname[name] = cur
+            types.append(cur)
+            line = rest.strip()
+            if not line:
+                continue
+        if cur.is_union:
+            body = line
+            close = body.endswith('}')
+            if close:
+                body = body[:-1]
+            for v in re.split(r'[\s,;]+', body.strip()):
+                if v:
+                    cur.variants.append(v)
+            if close:
+                cur = None
+            continue
+        if line == '}' or line == '};':
+            cur = None
+            continue
+        if not line.endswith(';'):
+            raise SchemaError('%s: field must end with ";"' % where)
+        cur.fields.append(parse_field(line[:-1].strip(), where))
+    if cur is not None:
+        raise SchemaError('%s: unterminated %s' % (cur.line, cur.name))
+    resolve(types, byname)
+    return types, byname
+
+
+def parse_field(s, where):
+    nosave = False
+    if s.startswith('nosave '):
+        nosave = True
+        s = s[7:].strip()
+    m = re.match(r'^custom\(\s*([^,]+?)\s*,\s*(\w+)\s*,\s*(\w+)\s*\)\s+([A-Za-z_]\w*)$', s)
+    if m:
+        f = Field(m.group(4), where)
+        f.form = F_CUSTOM
+        f.custom = (m.group(1), m.group(2), m.group(3))
+        f.nosave = nosave
+        return f
+    m = re.match(r'^(.*?)\s*([A-Za-z_]\w*)\s*(\[\s*(\d+)\s*\])?$', s)
+    if not m:
+        raise SchemaError('%s: cannot parse field %r' % (where, s))
+    tspec, name, _, count = m.groups()
+    f = Field(name, where)
+    f.nosave = nosave
+    toks = tspec.split()
+    if not toks:
+        raise SchemaError('%s: field %s has no type' % (where, name))
+    if toks[0] == 'vec':
+        f.form = F_VEC
+        toks = toks[1:]
+    elif toks[0] == 'bytes' and len(toks) == 1:
+        f.form = F_BYTES
+        toks = []
+    elif toks[0] == 'string' and len(toks) == 1:
+        f.form = F_STRING
+        toks = []
+    elif toks[0] == 'map':
+        if len(toks) < 3 or toks[1] != 'u64':
+            raise SchemaError('%s: map keys must be u64 ("map u64 VALUE name")' % where)
+        f.form = F_MAP
+        toks = toks[2:]
+    if count is not None:
+        if f.form != F_SCALAR:
+            raise SchemaError('%s: %s: only plain fields can be fixed arrays' % (where, name))
+        f.form = F_ARRAY
+        f.count = int(count)
+        if f.count < 1 or f.count > (1 << 20):
+            raise SchemaError('%s: %s: array length out of range' % (where, name))
+    if f.form in (F_BYTES, F_STRING):
+        return f
+    if len(toks) == 1 and toks[0] in SCALARS:
+        f.base = toks[0]
+    elif len(toks) == 2 and toks[0] in ('ptr', 'struct', 'union'):
+        f.base, f.target = toks
+    elif len(toks) == 2 and toks[0] == 'ref':
+        f.base, f.target = 'ref', toks[1]
+    else:
+        raise SchemaError('%s: unknown type %r' % (where, tspec))
+    if f.form == F_MAP and f.base not in ('ptr',) and f.base not in ('u64', 'i64', 'u32'):
+        raise SchemaError('%s: map values are u64, i64, u32 or ptr T' % where)
+    if f.form == F_VEC and f.base == 'u8':
+        raise SchemaError('%s: use "bytes" for a counted u8 array' % where)
+    return f
+
+
+def resolve(types, byname):
+    for i, t in enumerate(types):
+        t.index = i
+    for t in types:
+        if t.is_union:
+            if not t.variants:
+                raise SchemaError('%s: union %s has no variants' % (t.line, t.name))
+            for v in t.variants:
+                if v not in byname or byname[v].is_union:
+                    raise SchemaError('%s: union %s: variant %s is not a struct' %
+                                      (t.line, t.name, v))
+            continue
+        saved = [f for f in t.fields if not f.nosave]
+        if len(saved) > 64:
+            raise SchemaError('%s: %s has more than 64 saved fields' % (t.line, t.name))
+        names = set()
+        for f in t.fields:
+            if f.name in names:
+                raise SchemaError('%s: field %s twice' % (f.line, f.name))
+            names.add(f.name)
+            if f.base in ('ptr', 'struct', 'union'):
+                tt = byname.get(f.target)
+                if tt is None:
+                    raise SchemaError('%s: unknown type %s' % (f.line, f.target))
+                if (f.base == 'union') != tt.is_union:
+                    raise SchemaError('%s: %s is %s union' %
+                                      (f.line, f.target, 'not a' if f.base == 'union' else 'a'))
+            if f.base == 'ref' and f.target not in SCALARS:
+                tt = byname.get(f.target)
+                if tt is None or tt.is_union:
+                    raise SchemaError('%s: ref target %s is not a scalar or struct' %
+                                      (f.line, f.target))
+    # embedded structs must not recurse; order definitions so embeds come first
+    order, state = [], {}
+
+    def visit(t, chain):
+        if state.get(t.name) == 2:
+            return
+        if state.get(t.name) == 1:
+            raise SchemaError('%s: %s embeds itself (%s)' % (t.line, t.name, ' -> '.join(chain)))
+        state[t.name] = 1
+        for f in t.fields:
+            if f.base in ('struct', 'union') and f.form in (F_SCALAR, F_ARRAY):
+                visit(byname[f.target], chain + [f.target])
+        state[t.name] = 2
+        order.append(t)
+
+    for t in types:
+        visit(t, [t.name])
+    return order
+
+
+def ref_code(f, byname):
+    if f.target in SCALARS:
+        return str(SCALARS[f.target][0])
+    return 'URS_ST_REF_TYPE + %d' % byname[f.target].index
+
+
+def base_code(f):
+    if f.form in (F_BYTES, F_STRING, F_CUSTOM):
+        return 0
+    if f.base in SCALARS:
+        return SCALARS[f.base][0]
+    return {'ptr': B_PTR, 'ref': B_REF, 'struct': B_STRUCT, 'union': B_UNION}[f.base]
+
+
+def elem_ctype(f):
+    if f.base in SCALARS:
+        return SCALARS[f.base][1]
+    if f.base == 'ptr':
+        return 'struct %s *' % cn(f.target)
+    if f.base == 'ref':
+        return (SCALARS[f.target][1] + ' *') if f.target in SCALARS else 'struct %s *' % cn(f.target)
+    return 'struct %s ' % cn(f.target)
+
+
+def c_decl(f):
+    if f.form == F_CUSTOM:
+        return ['%s %s;' % (f.custom[0], f.name)]
+    if f.form == F_BYTES:
+        return ['uint8_t *%s;' % f.name, 'uint32_t %s_len;' % f.name]
+    if f.form == F_STRING:
+        return ['char *%s;' % f.name]
+    if f.form == F_MAP:
+        return ['struct urs_map %s;' % f.name]
+    et = elem_ctype(f)
+    et = et if et.endswith('*') else et.rstrip() + ' '
+    if f.form == F_VEC:
+        return ['%s*%s;' % (et, f.name), 'uint32_t %s_len;' % f.name]
+    if f.form == F_ARRAY:
+        return ['%s%s[%d];' % (et, f.name, f.count)]
+    return ['%s%s;' % (et, f.name)]
+
+
+def gen_header(mod, types, order, byname, src):
+    g = 'URSA_GEN_%s_TYPES_H' % mod.upper()
+    o = ['/*', ' * %s_types.h — generated by state/gen/ursc.py from %s; do not edit.' % (mod, src),
+         ' * The C types of the schema, their type indices and the save/load entry',
+         ' * points (state/codec.h has the run time).', ' */',
+         '#ifndef %s' % g, '#define %s' % g, '', '#include <stdbool.h>', '#include <stdint.h>',
+         '', '#include "state/codec.h"', '']
+    for t in types:
+        o.append('struct %s;' % cn(t.name))
+    o.append('')
+    o.append('enum {')
+    for t in types:
+        o.append('\t%s_T_%s = %d,' % (mod.upper(), t.name.upper(), t.index))
+    o.append('\t%s_NTYPES = %d,' % (mod.upper(), len(types)))
+    o.append('};')
+    o.append('')
+    for t in order:
+        if t.is_union:
+            o.append('enum {')
+            o.append('\t%s_NONE = 0,' % cn(t.name).upper())
+            for i, v in enumerate(t.variants, 1):
+                o.append('\t%s_%s = %d,' % (cn(t.name).upper(), v.upper(), i))
+            o.append('};')
+            o.append('struct %s {' % cn(t.name))
+            o.append('\tuint32_t tag;')
+            o.append('\tunion {')
+            o.append('\t\tvoid *ptr;')
+            for v in t.variants:
+                o.append('\t\tstruct %s *%s;' % (cn(v), v))
+            o.append('\t};')
+            o.append('};')
+            o.append('')
+            continue
+        o.append('struct %s {' % cn(t.name))
+        for f in t.fields:
+            for d in c_decl(f):
+                o.append('\t' + d)
+        o.append('};')
+        o.append('')
+    for t in types:
+        for h in ('before_save', 'after_load'):
+            if h in t.hooks:
+                o.append('void %s(struct %s *obj);' % (t.hooks[h], cn(t.name)))
+        for f in t.fields:
+            if f.form == F_CUSTOM:
+                o.append('uint64_t %s(const %s *v);' % (f.custom[1], f.custom[0]))
+                o.append('void %s(%s *v, uint64_t x);' % (f.custom[2], f.custom[0]))
+    o.append('')
+    o.append('extern const struct urs_st_schema %s_schema;' % mod)
+    o.append('')
+    for t in types:
+        if t.is_union:
+            continue
+        o.append('static inline int %s_save_%s(struct urs_st_enc *e, const struct %s *root)' %
+                 (mod, t.name, cn(t.name)))
+        o.append('{')
+        o.append('\treturn urs_st_save(e, &%s_schema, %s_T_%s, root);' %
+                 (mod, mod.upper(), t.name.upper()))
+        o.append('}')
+        o.append('')
+        o.append('/* @dst non-NULL: decode the root into it; else *@out = arena copy */')
+        o.append('static inline int %s_load_%s(struct urs_st_dec *d, const void *buf, size_t len,'
+                 % (mod, t.name))
+        o.append('\t\t\t\tstruct %s *dst, struct %s **out)' % (cn(t.name), cn(t.name)))
+        o.append('{')
+        o.append('\treturn urs_st_load(d, &%s_schema, %s_T_%s, buf, len, dst, (void **) out);' %
+                 (mod, mod.upper(), t.name.upper()))
+        o.append('}')
+        o.append('')
+    o.append('#endif')
+    return '\n'.join(o) + '\n'
+
+
+class CodeGen:
+    def __init__(self, mod, types, byname):
+        self.mod = mod
+        self.types = types
+        self.byname = byname
+
+    def tidx(self, name):
+        return '%s_T_%s' % (self.mod.upper(), name.upper())
+
+    # ---- save side
+    def present(self, f, x):
+        if f.form == F_SCALAR:
+            if f.base in ('struct',):
+                return '1'
+            if f.base == 'union':
+                return '%s.tag != 0' % x
+            if f.base == 'f64':
+                return 'urs_st_f64bits(%s) != 0' % x
+            if f.base in ('ptr', 'ref'):
+                return '%s != NULL' % x
+            return '%s != 0' % x
+        if f.form == F_ARRAY:
+            if f.base in ('struct', 'union'):
+                return '1'
+            return '!urs_st_allzero(%s, sizeof(%s))' % (x, x)
+        if f.form in (F_VEC, F_BYTES):
+            return '%s_len != 0' % x
+        if f.form == F_STRING:
+            return '%s != NULL' % x
+        if f.form == F_MAP:
+            return '%s.len != 0' % x
+        if f.form == F_CUSTOM:
+            return 'cv_%s != 0' % f.name
+        raise AssertionError
+
+    def maxb(self, f):
+        if f.base in SCALARS:
+            return MAXB[SCALARS[f.base][3]]
+        if f.base == 'ptr':
+            return 10
+        if f.base == 'ref':
+            return 40
+        return 0
+
+    def put(self, f, x, ind):
+        b = f.base
+        if b in SCALARS:
+            k = SCALARS[b][3]
+            if k == 'u' or k == 'b':
+                return ['%surs_st_put_uv(e, (uint64_t) %s);' % (ind, x)]
+            if k == 'i':
+                return ['%surs_st_put_uv(e, urs_st_zz(%s));' % (ind, x)]
+            return ['%surs_st_put_f64(e, %s);' % (ind, x)]
+        if b == 'ptr':
+            return ['%surs_st_put_ptr(e, %s);' % (ind, x)]
+        if b == 'ref':
+            return ['%surs_st_put_ref(e, %s, %s);' % (ind, x, ref_code(f, self.byname))]
+        if b == 'struct':
+            return ['%s%s_save(e, &%s);' % (ind, f.target, x)]
+        if b == 'union':
+            return ['%surs_st_save_union(e, %s, %s.tag, %s.ptr);' % (ind, self.tidx(f.target), x, x)]
+        raise AssertionError
+
+    def save_field(self, f, x, ind):
+        o = []
+        mb = self.maxb(f)
+        if f.form == F_SCALAR:
+            if mb:
+                o.append('%sif (!urs_st_need(e, %d))' % (ind, mb))
+                o.append('%s\treturn;' % ind)
+            o += self.put(f, x, ind)
+        elif f.form == F_ARRAY:
+            if f.base == 'u8':
+                o.append('%surs_st_put_raw(e, %s, %d);' % (ind, x, f.count))
+            else:
+                if mb:
+                    o.append('%sif (!urs_st_need(e, %d))' % (ind, mb * f.count))
+                    o.append('%s\treturn;' % ind)
+                o.append('%sfor (uint32_t i = 0; i < %d; i++) {' % (ind, f.count))
+                o += self.put(f, '%s[i]' % x, ind + '\t')
+                o.append('%s}' % ind)
+        elif f.form == F_VEC:
+            o.append('%sif (!urs_st_need(e, 10))' % ind)
+            o.append('%s\treturn;' % ind)
+            o.append('%surs_st_put_uv(e, %s_len);' % (ind, x))
+            o.append('%sfor (uint32_t i = 0; i < %s_len; i++) {' % (ind, x))
+            if mb:
+                o.append('%s\tif (!urs_st_need(e, %d))' % (ind, mb))
+                o.append('%s\t\treturn;' % ind)
+            o += self.put(f, '%s[i]' % x, ind + '\t')
+            o.append('%s}' % ind)
+        elif f.form == F_BYTES:
+            o.append('%sif (!urs_st_need(e, 10))' % ind)
+            o.append('%s\treturn;' % ind)
+            o.append('%surs_st_put_bytes(e, %s, %s_len);' % (ind, x, x))
+        elif f.form == F_STRING:
+            o.append('%sif (!urs_st_need(e, 10))' % ind)
+            o.append('%s\treturn;' % ind)
+            o.append('%surs_st_put_bytes(e, %s, strlen(%s));' % (ind, x, x))
+        elif f.form == F_MAP:
+            o.append('%sif (!urs_st_need(e, 10))' % ind)
+            o.append('%s\treturn;' % ind)
+            o.append('%surs_st_put_uv(e, %s.len);' % (ind, x))
+            o.append('%surs_map_foreach(&%s, i) {' % (ind, x))
+            o.append('%s\tif (!urs_st_need(e, %d))' % (ind, 10 + mb))
+            o.append('%s\t\treturn;' % ind)
+            o.append('%s\turs_st_put_uv(e, %s.ents[i].key);' % (ind, x))
+            v = '%s.ents[i].val.%s' % (x, 'p' if f.base == 'ptr' else 'u')
+            if f.base == 'i64':
+                v = '(int64_t) ' + v
+            o += self.put(f, v, ind + '\t')
+            o.append('%s}' % ind)
+        elif f.form == F_CUSTOM:
+            o.append('%sif (!urs_st_need(e, 10))' % ind)
+            o.append('%s\treturn;' % ind)
+            o.append('%surs_st_put_uv(e, cv_%s);' % (ind, f.name))
+        return o
+
+    # ---- load side
+    def get(self, f, x, ind, sub):
+        b = f.base
+        if b in SCALARS:
+            code, ct, lim, k = SCALARS[b]
+            if k == 'u' or k == 'b':
+                if lim is None:
+                    v = 'urs_st_get_uv(d)'
+                else:
+                    v = '(%s) urs_st_get_ub(d, %s)' % (ct, lim)
+                if k == 'b':
+                    v = 'urs_st_get_ub(d, 1) != 0'
+            elif k == 'i':
+                if lim is None:
+                    v = 'urs_st_unzz(urs_st_get_uv(d))'
+                else:
+                    v = '(%s) urs_st_get_ib(d, %s, %s)' % (ct, lim[0], lim[1])
+            else:
+                v = 'urs_st_get_f64(d)'
+            return ['%s%s = %s;' % (ind, x, v)]
+        if b == 'ptr':
+            return ['%s%s = urs_st_get_ptr(d, %s);' % (ind, x, self.tidx(f.target))]
+        if b == 'ref':
+            return ['%s%s = urs_st_get_ref(d, %s);' % (ind, x, ref_code(f, self.byname))]
+        if b == 'struct':
+            return ['%sif (%s_load(d, &%s, %s, fresh))' % (ind, f.target, x, sub),
+                    '%s\tbreak;' % ind]
+        if b == 'union':
+            return ['%surs_st_load_union(d, %s, &%s.tag, &%s.ptr);' % (ind, sub, x, x)]
+        raise AssertionError
+
+    def load_field(self, f, x, ind, sub):
+        """Decode field f into x; `sub` = C expression of the stored sub type."""
+        o = []
+        if f.form == F_SCALAR:
+            o += self.get(f, x, ind, sub)
+        elif f.form == F_ARRAY:
+            if f.base == 'u8':
+                o.append('%s{' % ind)
+                o.append('%s\tconst uint8_t *src = urs_st_get_raw(d, %d);' % (ind, f.count))
+                o.append('%s\tif (src)' % ind)
+                o.append('%s\t\tmemcpy(%s, src, %d);' % (ind, x, f.count))
+                o.append('%s}' % ind)
+            else:
+                o.append('%sfor (uint32_t i = 0; i < %d && !d->err; i++) {' % (ind, f.count))
+                o += self.get(f, '%s[i]' % x, ind + '\t', sub)
+                o.append('%s}' % ind)
+        elif f.form == F_VEC:
+            et = elem_ctype(f).rstrip()
+            minb = 8 if f.base == 'f64' else 1
+            o.append('%s{' % ind)
+            o.append('%s\tuint32_t n = urs_st_get_count(d, %d);' % (ind, minb))
+            o.append('%s\t%s *v = n ? urs_st_alloc(d, (size_t) n * sizeof(*v)) : NULL;' %
+                     (ind, et))
+            o.append('%s\t%s = v;' % (ind, x))
+            o.append('%s\t%s_len = v ? n : 0;' % (ind, x))
+            o.append('%s\tif (v) {' % ind)
+            o.append('%s\t\tbool fresh = true;' % ind) if f.base == 'struct' else None
+            o.append('%s\t\t(void) fresh;' % ind) if f.base == 'struct' else None
+            o.append('%s\t\tfor (uint32_t i = 0; i < n && !d->err; i++) {' % ind)
+            o += self.get(f, 'v[i]', ind + '\t\t\t', sub)
+            o.append('%s\t\t}' % ind)
+            o.append('%s\t}' % ind)
+            o.append('%s}' % ind)
+        elif f.form in (F_BYTES, F_STRING):
+            s = f.form == F_STRING
+            o.append('%s{' % ind)
+            o.append('%s\tuint32_t n = urs_st_get_count(d, 1);' % ind)
+            o.append('%s\tconst uint8_t *src = urs_st_get_raw(d, n);' % ind)
+            if s:
+                o.append('%s\tchar *v = src ? urs_st_alloc(d, (size_t) n + 1) : NULL;' % ind)
+                o.append('%s\tif (v) {' % ind)
+                o.append('%s\t\tmemcpy(v, src, n);' % ind)
+                o.append('%s\t\tv[n] = 0;' % ind)
+                o.append('%s\t}' % ind)
+                o.append('%s\t%s = v;' % (ind, x))
+            else:
+                o.append('%s\tuint8_t *v = NULL;' % ind)
+                o.append('%s\tif (src && n) {' % ind)
+                o.append('%s\t\tv = d->borrow ? (uint8_t *) src : urs_st_alloc(d, n);' % ind)
+                o.append('%s\t\tif (v && !d->borrow)' % ind)
+                o.append('%s\t\t\tmemcpy(v, src, n);' % ind)
+                o.append('%s\t}' % ind)
+                o.append('%s\t%s = v;' % (ind, x))
+                o.append('%s\t%s_len = v ? n : 0;' % (ind, x))
+            o.append('%s}' % ind)
+        elif f.form == F_MAP:
+            vb = 'p' if f.base == 'ptr' else 'u'
+            o.append('%s{' % ind)
+            o.append('%s\tuint32_t n = urs_st_get_count(d, 2);' % ind)
+            o.append('%s\tif (!d->err && !urs_map_init_arena(d, &%s, n)) {' % (ind, x))
+            o.append('%s\t\tfor (uint32_t i = 0; i < n && !d->err; i++) {' % ind)
+            o.append('%s\t\t\tuint64_t k = urs_st_get_uv(d);' % ind)
+            o.append('%s\t\t\tstruct urs_map_ent *ent = urs_map_get(&%s, k);' % (ind, x))
+            o.append('%s\t\t\tif (ent) {' % ind)
+            o.append('%s\t\t\t\turs_st_dec_fail(d, "duplicate map key");' % ind)
+            o.append('%s\t\t\t\tbreak;' % ind)
+            o.append('%s\t\t\t}' % ind)
+            vt = elem_ctype(f).rstrip()
+            o.append('%s\t\t\t%s val;' % (ind, vt))
+            o += self.get(f, 'val', ind + '\t\t\t', sub)
+            if vb == 'p':
+                o.append('%s\t\t\turs_map_put(&%s, k, (uint64_t) (uintptr_t) val);' % (ind, x))
+            else:
+                o.append('%s\t\t\turs_map_put(&%s, k, (uint64_t) val);' % (ind, x))
+            o.append('%s\t\t}' % ind)
+            o.append('%s\t}' % ind)
+            o.append('%s}' % ind)
+        elif f.form == F_CUSTOM:
+            o.append('%s%s(&%s, urs_st_get_uv(d));' % (ind, f.custom[2], x))
+        return o
+
+    def zero_field(self, f, x, ind):
+        if f.form == F_SCALAR:
+            if f.base in ('struct', 'union'):
+                return ['%smemset(&%s, 0, sizeof(%s));' % (ind, x, x)]
+            if f.base in ('ptr', 'ref'):
+                return ['%s%s = NULL;' % (ind, x)]
+            return ['%s%s = 0;' % (ind, x)]
+        if f.form == F_ARRAY:
+            return ['%smemset(%s, 0, sizeof(%s));' % (ind, x, x)]
+        if f.form in (F_VEC, F_BYTES):
+            return ['%s%s = NULL;' % (ind, x), '%s%s_len = 0;' % (ind, x)]
+        if f.form == F_STRING:
+            return ['%s%s = NULL;' % (ind, x)]
+        if f.form == F_MAP:
+            return ['%smemset(&%s, 0, sizeof(%s));' % (ind, x, x)]
+        if f.form == F_CUSTOM:
+            return ['%s%s(&%s, 0);' % (ind, f.custom[2], x)]
+        raise AssertionError
+
+    # ---- visit (phase 1)
+    def visit_field(self, f, x, ind):
+        o = []
+
+        def one(y, ind2):
+            if f.base == 'ptr':
+                return ['%sif (%s)' % (ind2, y),
+                        '%s\turs_st_enc_reg(e, %s, %s);' % (ind2, y, self.tidx(f.target))]
+            if f.base == 'struct':
+                return ['%s%s_visit(e, &%s);' % (ind2, f.target, y)] \
+                    if self.has_ptrs(self.byname[f.target]) else []
+            if f.base == 'union':
+                u = self.byname[f.target]
+                r = ['%sswitch (%s.tag) {' % (ind2, y)]
+                for i, v in enumerate(u.variants, 1):
+                    r.append('%scase %d:' % (ind2, i))
+                    r.append('%s\tif (%s.ptr)' % (ind2, y))
+                    r.append('%s\t\turs_st_enc_reg(e, %s.ptr, %s);' % (ind2, y, self.tidx(v)))
+                    r.append('%s\tbreak;' % ind2)
+                r.append('%s}' % ind2)
+                return r
+            return []
+        if f.form == F_SCALAR:
+            o += one(x, ind)
+        elif f.form == F_ARRAY:
+            body = one('%s[i]' % x, ind + '\t')
+            if body:
+                o.append('%sfor (uint32_t i = 0; i < %d; i++) {' % (ind, f.count))
+                o += body
+                o.append('%s}' % ind)
+        elif f.form == F_VEC:
+            body = one('%s[i]' % x, ind + '\t')
+            if body:
+                o.append('%sfor (uint32_t i = 0; i < %s_len; i++) {' % (ind, x))
+                o += body
+                o.append('%s}' % ind)
+        elif f.form == F_MAP and f.base == 'ptr':
+            o.append('%surs_map_foreach(&%s, i) {' % (ind, x))
+            o += one('%s.ents[i].val.p' % x, ind + '\t')
+            o.append('%s}' % ind)
+        return o
+
+    def has_ptrs(self, t, seen=None):
+        seen = seen or set()
+        if t.name in seen:
+            return False
+        seen.add(t.name)
+        if 'before_save' in t.hooks:
+            return True
+        for f in t.fields:
+            if f.nosave:
+                continue
+            if f.base in ('ptr', 'union'):
+                return True
+            if f.base == 'struct' and self.has_ptrs(self.byname[f.target], seen):
+                return True
+        return False
+
+    def gen(self, src):
+        mod = self.mod
+        o = ['/*', ' * %s_codec.c — generated by state/gen/ursc.py from %s; do not edit.' %
+             (mod, src),
+             ' * Straight-line encoders and decoders for every type of the schema and the',
+             ' * schema descriptor (type table) they are registered under.', ' */',
+             '#include <errno.h>', '#include <stddef.h>', '#include <stdint.h>',
+             '#include <string.h>', '', '#include "%s_types.h"' % mod, '']
+        structs = [t for t in self.types if not t.is_union]
+        for t in structs:
+            n = t.name
+            o.append('static void %s_visit(struct urs_st_enc *e, const void *obj);' % n)
+            o.append('static void %s_save(struct urs_st_enc *e, const void *obj);' % n)
+            o.append('static int %s_load(struct urs_st_dec *d, void *obj, uint32_t stype, '
+                     'bool fresh);' % n)
+        o.append('')
+        for t in structs:
+            o += self.gen_type(t)
+        # descriptors
+        for t in self.types:
+            o.append('static const struct urs_st_fdesc %s_fields[] = {' % t.name)
+            if t.is_union:
+                for v in t.variants:
+                    o.append('\t{"%s", URS_ST_F_SCALAR, URS_ST_B_PTR, 0, %s},' %
+                             (v, self.tidx(v)))
+            else:
+                for f in t.fields:
+                    if f.nosave:
+                        continue
+                    sub = '0'
+                    if f.base in ('ptr', 'struct', 'union'):
+                        sub = self.tidx(f.target)
+                    elif f.base == 'ref':
+                        sub = ref_code(f, self.byname)
+                    o.append('\t{"%s", %d, %d, %d, %s},' %
+                             (f.name, f.form, base_code(f), f.count, sub))
+            o.append('};')
+        o.append('')
+        o.append('static const struct urs_st_tdesc %s_types[] = {' % mod)
+        for t in self.types:
+            n = t.name
+            nf = len(t.variants) if t.is_union else len([f for f in t.fields if not f.nosave])
+            if t.is_union:
+                o.append('\t{"%s", true, %d, %s_fields, sizeof(struct %s), NULL, NULL, NULL, '
+                         'NULL, NULL, NULL},' % (n, nf, n, cn(n)))
+                continue
+            al = t.hooks.get('after_load')
+            o.append('\t{"%s", false, %d, %s_fields, sizeof(struct %s), %s_visit, %s_save, '
+                     '%s_load, %s, %s_locate, %s_addr},' %
+                     (n, nf, n, cn(n), n, n, n, '%s_after_load' % n if al else 'NULL', n, n))
+        o.append('};')
+        o.append('')
+        o.append('const struct urs_st_schema %s_schema = {"%s", %d, %s_types};' %
+                 (mod, mod, len(self.types), mod))
+        return '\n'.join(o) + '\n'
+
+    def gen_type(self, t):
+        n = t.name
+        ti = self.tidx(n)
+        saved = [f for f in t.fields if not f.nosave]
+        o = []
+        # hooks
+        if 'after_load' in t.hooks:
+            o.append('static void %s_after_load(void *obj)' % n)
+            o.append('{')
+            o.append('\t%s(obj);' % t.hooks['after_load'])
+            o.append('}')
+            o.append('')
+        # visit
+        o.append('static void %s_visit(struct urs_st_enc *e, const void *obj)' % n)
+        o.append('{')
+        body = []
+        if 'before_save' in t.hooks:
+            body.append('\t%s((struct %s *) obj);' % (t.hooks['before_save'], cn(n)))
+        for f in saved:
+            body += self.visit_field(f, 'o->%s' % f.name, '\t')
+        if any('o->' in ln for ln in body):
+            o.append('\tconst struct %s *o = obj;' % cn(n))
+        o.append('\t(void) e;')
+        o.append('\t(void) obj;')
+        o += body
+        o.append('}')
+        o.append('')
+        # save
+        o.append('static void %s_save(struct urs_st_enc *e, const void *obj)' % n)
+        o.append('{')
+        o.append('\tconst struct %s *o = obj;' % cn(n))
+        o.append('\t(void) o;')
+        for f in saved:
+            if f.form == F_CUSTOM:
+                o.append('\tuint64_t cv_%s = %s(&o->%s);' % (f.name, f.custom[1], f.name))
+        o.append('\tuint64_t bm = 0;')
+        for i, f in enumerate(saved):
+            o.append('\tif (%s)' % self.present(f, 'o->%s' % f.name))
+            o.append('\t\tbm |= UINT64_C(1) << %d;' % i)
+        o.append('\tif (!urs_st_need(e, 10))')
+        o.append('\t\treturn;')
+        o.append('\turs_st_put_uv(e, bm);')
+        for i, f in enumerate(saved):
+            o.append('\tif (bm & (UINT64_C(1) << %d)) {' % i)
+            o += self.save_field(f, 'o->%s' % f.name, '\t\t')
+            o.append('\t}')
+        o.append('}')
+        o.append('')
+        # load
+        nf = len(saved)
+        o.append('static int %s_load(struct urs_st_dec *d, void *obj, uint32_t stype, bool fresh)' %
+                 n)
+        o.append('{')
+        o.append('\tstruct %s *o = obj;' % cn(n))
+        o.append('\tconst struct urs_st_stype *st = &d->st[stype];')
+        o.append('\t(void) o;')
+        o.append('\tuint64_t bm = urs_st_get_uv(d);')
+        o.append('\tif (d->err)')
+        o.append('\t\treturn urs_st_field_err(d, %s, "(field bitmap)");' % ti)
+        o.append('\tif (st->nfields < 64 && (bm >> st->nfields)) {')
+        o.append('\t\turs_st_dec_fail(d, "bitmap names a field the stored type lacks");')
+        o.append('\t\treturn urs_st_field_err(d, %s, "(field bitmap)");' % ti)
+        o.append('\t}')
+        o.append('\tif (st->identical) {')
+        for i, f in enumerate(saved):
+            x = 'o->%s' % f.name
+            o.append('\t\tif (bm & (UINT64_C(1) << %d)) {' % i)
+            o.append('\t\t\tdo {')
+            o += self.load_field(f, x, '\t\t\t\t', 'st->fields[%d].sub' % i)
+            o.append('\t\t\t} while (0);')
+            o.append('\t\t\tif (__builtin_expect(d->err, 0))')
+            o.append('\t\t\t\treturn urs_st_field_err(d, %s, "%s");' % (ti, f.name))
+            o.append('\t\t} else if (!fresh) {')
+            o += self.zero_field(f, x, '\t\t\t')
+            o.append('\t\t}')
+        o.append('\t\treturn 0;')
+        o.append('\t}')
+        o.append('\tuint64_t got = 0;')
+        o.append('\twhile (bm) {')
+        o.append('\t\tuint32_t fi = (uint32_t) __builtin_ctzll(bm);')
+        o.append('\t\tbm &= bm - 1;')
+        o.append('\t\tswitch (st->fields[fi].cur) {')
+        for i, f in enumerate(saved):
+            x = 'o->%s' % f.name
+            o.append('\t\tcase %d:' % i)
+            o.append('\t\t\tdo {')
+            o += self.load_field(f, x, '\t\t\t\t', 'st->fields[fi].sub')
+            o.append('\t\t\t} while (0);')
+            o.append('\t\t\tif (__builtin_expect(d->err, 0))')
+            o.append('\t\t\t\treturn urs_st_field_err(d, %s, "%s");' % (ti, f.name))
+            o.append('\t\t\tgot |= UINT64_C(1) << %d;' % i)
+            o.append('\t\t\tbreak;')
+        o.append('\t\tdefault:')
+        o.append('\t\t\tif (urs_st_skip(d, stype, fi))')
+        o.append('\t\t\t\treturn urs_st_field_err(d, %s, "(skipped field)");' % ti)
+        o.append('\t\t\tbreak;')
+        o.append('\t\t}')
+        o.append('\t}')
+        o.append('\tif (!fresh) {')
+        o.append('\t\tuint64_t z = st->cur_mask & ~got;')
+        o.append('\t\t(void) z;')
+        for i, f in enumerate(saved):
+            o.append('\t\tif (z & (UINT64_C(1) << %d)) {' % i)
+            o += self.zero_field(f, 'o->%s' % f.name, '\t\t\t')
+            o.append('\t\t}')
+        o.append('\t}')
+        o.append('\treturn 0;')
+        o.append('}')
+        o.append('')
+        # locate / addr (interior pointers)
+        o.append('static int %s_locate(size_t off, uint32_t want, uint32_t *field, uint32_t *elem)'
+                 % n)
+        o.append('{')
+        o.append('\t(void) off;')
+        o.append('\t(void) want;')
+        o.append('\t(void) field;')
+        o.append('\t(void) elem;')
+        for i, f in enumerate(saved):
+            code = self.target_code(f)
+            if code is None:
+                continue
+            cnt = f.count if f.form == F_ARRAY else 1
+            o.append('\tif (want == %s &&' % code)
+            o.append('\t    off - offsetof(struct %s, %s) < %d * sizeof(%s)) {' %
+                     (cn(n), f.name, cnt, self.elem_sizeof(f)))
+            o.append('\t\tsize_t r = off - offsetof(struct %s, %s);' % (cn(n), f.name))
+            o.append('\t\tif (r %% sizeof(%s))' % self.elem_sizeof(f))
+            o.append('\t\t\treturn -ENOENT;')
+            o.append('\t\t*field = %d;' % i)
+            o.append('\t\t*elem = (uint32_t) (r / sizeof(%s));' % self.elem_sizeof(f))
+            o.append('\t\treturn 0;')
+            o.append('\t}')
+        o.append('\treturn -ENOENT;')
+        o.append('}')
+        o.append('')
+        o.append('static void *%s_addr(void *obj, uint32_t field, uint32_t elem, uint32_t want)' % n)
+        o.append('{')
+        o.append('\tstruct %s *o = obj;' % cn(n))
+        o.append('\t(void) o;')
+        o.append('\t(void) elem;')
+        o.append('\t(void) want;')
+        o.append('\tswitch (field) {')
+        for i, f in enumerate(saved):
+            code = self.target_code(f)
+            if code is None:
+                continue
+            o.append('\tcase %d:' % i)
+            if f.form == F_ARRAY:
+                o.append('\t\treturn want == %s && elem < %d ? (void *) &o->%s[elem] : NULL;' %
+                         (code, f.count, f.name))
+            else:
+                o.append('\t\treturn want == %s && elem == 0 ? (void *) &o->%s : NULL;' %
+                         (code, f.name))
+        o.append('\t}')
+        o.append('\treturn NULL;')
+        o.append('}')
+        o.append('')
+        return o
+
+    def target_code(self, f):
+        if f.form not in (F_SCALAR, F_ARRAY):
+            return None
+        if f.base in SCALARS:
+            return str(SCALARS[f.base][0])
+        if f.base == 'struct':
+            return 'URS_ST_REF_TYPE + %d' % self.byname[f.target].index
+        return None
+
+    def elem_sizeof(self, f):
+        if f.base in SCALARS:
+            return SCALARS[f.base][1]
+        return 'struct %s' % cn(f.target)
+
+
+def main(argv):
+    if len(argv) != 4:
+        sys.stderr.write('usage: ursc.py SCHEMA.ursc OUT_TYPES_H OUT_CODEC_C\n')
+        return 2
+    src, oh, oc = argv[1:]
+    mod = os.path.basename(src).rsplit('.', 1)[0]
+    if not re.match(r'^[A-Za-z_]\w*$', mod):
+        sys.stderr.write('ursc: schema file name must be a C identifier\n')
+        return 2
+    try:
+        with open(src) as fp:
+            types, byname = parse(fp.read(), os.path.basename(src))
+        order = resolve(types, byname)
+    except SchemaError as e:
+        sys.stderr.write('ursc: %s\n' % e)
+        return 1
+    sname = os.path.basename(src)
+    with open(oh, 'w') as fp:
+        fp.write(gen_header(mod, types, order, byname, sname))
+    with open(oc, 'w') as fp:
+        fp.write(CodeGen(mod, types, byname).gen(sname))
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main(sys.argv))
