@@ -152,13 +152,13 @@ int urs_sandbox_create(const struct urs_sandbox_opts *o, pid_t *sup, struct urs_
 	do
 		n = recv(rep[0], &rp, sizeof(rp), 0);
 	while (n < 0 && errno == EINTR);
-	close(rep[0]);
 	if (n != (ssize_t) sizeof(rp) || rp.code != 0) {
 		if (n == (ssize_t) sizeof(rp))
 			r = urs_err_set(err, rp.code < 0 ? rp.code : -EINVAL, "%s", rp.msg);
 		else
 			r = urs_err_set(err, -EPIPE,
 					"the supervisor died before the container was ready");
+		close(rep[0]);
 		kill(pid, SIGKILL);
 		waitpid(pid, NULL, 0);
 		urs_sandbox_cgroup_remove(n == (ssize_t) sizeof(rp) ? rp.cgroup : NULL);
@@ -193,10 +193,16 @@ int urs_sandbox_create(const struct urs_sandbox_opts *o, pid_t *sup, struct urs_
 	}
 	if (o->pid_file && (r = urs_write_pid_file(o->pid_file, pid, err)) < 0)
 		goto fail_kill;
+	if (o->autostart && send(rep[0], "s", 1, MSG_NOSIGNAL) != 1) {
+		r = urs_err_set(err, -EPIPE, "the supervisor died before the start");
+		goto fail_kill;
+	}
+	close(rep[0]);
 	free(annotations);
 	return 0;
 
 fail_kill:
+	close(rep[0]);
 	kill(st->pid, SIGKILL);
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);

@@ -89,6 +89,8 @@ static void report(struct urs_sup_args *a, int code, pid_t pid, const char *cg, 
 		snprintf(r.msg, sizeof(r.msg), "%s", msg);
 	if (a->report_fd >= 0) {
 		send(a->report_fd, &r, sizeof(r), MSG_NOSIGNAL);
+		if (code == 0 && a->start_now)
+			return; /* kept: the parent says when its record is written */
 		close(a->report_fd);
 		a->report_fd = -1;
 	}
@@ -512,17 +514,28 @@ int urs_supervisor_main(struct urs_sup_args *a)
 			r = m.code ? m.code : -EINVAL;
 		goto fail_kill;
 	}
-	if (a->start_now) { /* run/do: no separate start, but setup errors still come back */
-		urs_sync_send(s->sync_fd, URS_SYNC_START, 0, NULL);
-		close(s->sync_fd);
-		s->sync_fd = -1;
-	}
 	if (a->state_dir && (s->ctl_fd = ctl_listen(a->state_dir)) < 0) {
 		r = s->ctl_fd;
 		snprintf(msg, sizeof(msg), "control socket in %s: %s", a->state_dir, strerror(-r));
 		goto fail_kill;
 	}
 	report(a, 0, s->init_pid, cgstr, NULL);
+	if (a->start_now) {
+		/* run/do: no separate start, but not before the parent has written
+		 * the record (a workload that is quick to act would otherwise be
+		 * unknown to `ursa kill` for a moment) */
+		char go;
+		ssize_t n;
+		do
+			n = recv(a->report_fd, &go, 1, 0);
+		while (n < 0 && errno == EINTR);
+		close(a->report_fd);
+		a->report_fd = -1;
+		if (n == 1)
+			urs_sync_send(s->sync_fd, URS_SYNC_START, 0, NULL);
+		close(s->sync_fd); /* no START (parent gone): the init exits */
+		s->sync_fd = -1;
+	}
 
 	/* Let go of everything the caller gave us (stdio, preserved fds, a
 	 * console socket, whatever else it had open): the init has its own
