@@ -140,6 +140,8 @@ int urs_sandbox_create(const struct urs_sandbox_opts *o, pid_t *sup, struct urs_
 			.sync_fd = -1,
 			.seccomp = o->seccomp,
 			.load_seccomp = o->load_seccomp,
+			.seccomp_notify = o->seccomp_notify,
+			.load_seccomp_notify = o->load_seccomp_notify,
 		};
 		snprintf(a.launch.rootfs, sizeof(a.launch.rootfs), "%s",
 			 o->rootfs ? o->rootfs : "");

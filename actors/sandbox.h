@@ -29,6 +29,8 @@ struct urs_sandbox_opts {
 	int preserve_fds;
 	void *seccomp; /* built filter for the init, or NULL */
 	int (*load_seccomp)(void *filter, struct urs_err *err);
+	bool seccomp_notify; /* a NOTIFY profile: libseccomp filter, listener to the agent */
+	int (*load_seccomp_notify)(void *filter, int *listener, struct urs_err *err);
 };
 
 /*

@@ -254,6 +254,53 @@ int urs_ctl_call(const char *state_dir, const char *req, char *reply, size_t len
 	return 0;
 }
 
+/*
+ * linux.seccomp.listenerPath: hand the notification fd to the agent, with
+ * the container process state (runtime-spec "containerProcessState") as the
+ * message, over SCM_RIGHTS.
+ */
+static int notify_agent(struct urs_sup_args *a, pid_t pid, int listener, char *msg, size_t len)
+{
+	const struct urs_seccomp *sc = a->launch.spec->lnx->seccomp;
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	if (!sc->listener_path || snprintf(sa.sun_path, sizeof(sa.sun_path), "%s",
+					   sc->listener_path) >= (int) sizeof(sa.sun_path)) {
+		snprintf(msg, len, "linux.seccomp.listenerPath: missing or too long");
+		return -EINVAL;
+	}
+	char state[2048], body[4096];
+	if (urs_oci_state_json(state, sizeof(state), a->id, "creating", pid, a->bundle, NULL) < 0)
+		state[0] = 0;
+	int n = snprintf(body, sizeof(body),
+			 "{\"ociVersion\":\"1.0.2\",\"fds\":[\"seccompFd\"],\"pid\":%d,"
+			 "\"metadata\":\"%s\",\"state\":%s}",
+			 (int) pid, sc->listener_metadata ? sc->listener_metadata : "",
+			 state[0] ? state : "{}");
+	_cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0) {
+		snprintf(msg, len, "linux.seccomp.listenerPath %s: connect: %s", sa.sun_path,
+			 strerror(errno));
+		return -errno;
+	}
+	char cbuf[CMSG_SPACE(sizeof(int))] = {0};
+	struct iovec iov = {.iov_base = body, .iov_len = (size_t) n};
+	struct msghdr mh = {.msg_iov = &iov,
+			    .msg_iovlen = 1,
+			    .msg_control = cbuf,
+			    .msg_controllen = sizeof(cbuf)};
+	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &listener, sizeof(int));
+	if (sendmsg(fd, &mh, MSG_NOSIGNAL) < 0) {
+		snprintf(msg, len, "linux.seccomp.listenerPath %s: sending the listener: %s",
+			 sa.sun_path, strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
 /* ---- boot ---- */
 
 /* linux.resources (spec) -> the cgroup module's resources */
@@ -506,7 +553,14 @@ int urs_supervisor_main(struct urs_sup_args *a)
 	}
 
 	struct urs_sync_msg m;
-	r = urs_sync_recv(s->sync_fd, &m);
+	int listener = -1;
+	r = urs_sync_recv_fd(s->sync_fd, &m, &listener);
+	if (listener >= 0) {
+		r = notify_agent(a, s->init_pid, listener, msg, sizeof(msg));
+		close(listener);
+		if (r < 0)
+			goto fail_kill;
+	}
 	if (r < 0 || m.type != URS_SYNC_READY) {
 		snprintf(msg, sizeof(msg), "%s",
 			 r < 0 ? "the container's init died during setup" : m.msg);

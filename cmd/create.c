@@ -71,6 +71,8 @@ int urs_bundle_prepare(struct urs_create_args *c, struct urs_sandbox_opts *o, st
 			   : c->bpf.prog.len ? (void *) &c->bpf
 					     : NULL,
 		.load_seccomp = c->filter ? urs_seccomp_load_hook : urs_bpf_load_hook,
+		.seccomp_notify = c->filter != NULL, /* kept only for NOTIFY profiles */
+		.load_seccomp_notify = urs_seccomp_load_notify_hook,
 	};
 	return 0;
 }

@@ -49,6 +49,46 @@ int urs_sync_send(int fd, uint32_t type, int32_t code, const char *msg)
 	}
 }
 
+int urs_sync_send_fd(int fd, uint32_t type, int passed)
+{
+	struct urs_sync_msg m = {.type = type};
+	char cbuf[CMSG_SPACE(sizeof(int))] = {0};
+	struct iovec iov = {.iov_base = &m, .iov_len = offsetof(struct urs_sync_msg, msg)};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+	if (passed >= 0) {
+		mh.msg_control = cbuf;
+		mh.msg_controllen = sizeof(cbuf);
+		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &passed, sizeof(int));
+	}
+	return sendmsg(fd, &mh, MSG_NOSIGNAL) < 0 ? -errno : 0;
+}
+
+int urs_sync_recv_fd(int fd, struct urs_sync_msg *m, int *passed)
+{
+	char cbuf[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = {.iov_base = m, .iov_len = sizeof(*m)};
+	struct msghdr mh = {.msg_iov = &iov,
+			    .msg_iovlen = 1,
+			    .msg_control = cbuf,
+			    .msg_controllen = sizeof(cbuf)};
+	*passed = -1;
+	memset(m, 0, sizeof(*m));
+	ssize_t n;
+	do
+		n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
+	while (n < 0 && errno == EINTR);
+	if (n <= 0)
+		return n < 0 ? -errno : -EPIPE;
+	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+	if (c && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN(sizeof(int)))
+		memcpy(passed, CMSG_DATA(c), sizeof(int));
+	return 0;
+}
+
 int urs_sync_recv(int fd, struct urs_sync_msg *m)
 {
 	for (;;) {
@@ -108,6 +148,14 @@ static int apply_sysctl(const struct urs_linux *l, struct urs_err *err)
 }
 
 static const struct urs_spec *hook_spec;
+static const struct urs_launch *notify_launch;
+static int notify_fd = -1;
+
+/* load_seccomp hook for NOTIFY filters: keep the listener */
+static int load_notify(void *filter, struct urs_err *err)
+{
+	return notify_launch->load_seccomp_notify(filter, &notify_fd, err);
+}
 
 static int run_create_container_hooks(void *ctx, struct urs_err *err)
 {
@@ -219,13 +267,21 @@ int urs_init_run(const struct urs_launch *L)
 	    (r = urs_console_setup(L->console_fd, p, &err)) < 0)
 		return fail(L, r, &err);
 	char exe[PATH_MAX];
-	if ((r = urs_process_prepare(p, L->preserve_fds, L->seccomp, L->load_seccomp, exe,
+	notify_launch = L;
+	if ((r = urs_process_prepare(p, L->preserve_fds, L->seccomp,
+				     L->seccomp_notify ? load_notify : L->load_seccomp, exe,
 				     sizeof(exe), &err)) < 0)
 		return fail(L, r, &err);
 	if (L->sync_fd < 3 + (L->preserve_fds > 0 ? L->preserve_fds : 0))
 		return -EBADF; /* cannot happen: the supervisor places it above */
-
-	urs_sync_send(L->sync_fd, URS_SYNC_READY, 0, NULL);
+	/* A NOTIFY filter is loaded now (runc does the same): its listener goes
+	 * to the supervisor, which hands it to the agent at listenerPath. */
+	if (L->seccomp_notify && notify_fd < 0 &&
+	    (r = urs_process_seccomp_late(p, L->seccomp, load_notify, &err)) < 0)
+		return fail(L, r, &err);
+	urs_sync_send_fd(L->sync_fd, URS_SYNC_READY, notify_fd);
+	if (notify_fd >= 0)
+		close(notify_fd);
 	if (urs_sync_recv(L->sync_fd, &m) < 0 || m.type != URS_SYNC_START)
 		return -EPIPE; /* deleted before start */
 	if (spec->hooks[URS_HOOK_START_CONTAINER].n &&
@@ -233,7 +289,8 @@ int urs_init_run(const struct urs_launch *L)
 		dprintf(2, "ursa: %s\n", err.msg);
 		return r;
 	}
-	r = urs_process_exec(p, exe, L->seccomp, L->load_seccomp, &err);
+	r = L->seccomp_notify ? urs_process_execve(p, exe, &err)
+			      : urs_process_exec(p, exe, L->seccomp, L->load_seccomp, &err);
 	dprintf(2, "ursa: %s\n", err.msg);
 	return fail(L, r, &err);
 }

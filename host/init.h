@@ -39,6 +39,9 @@ struct urs_sync_msg {
 int urs_sync_send(int fd, uint32_t type, int32_t code, const char *msg);
 /* 0 on a message, -EPIPE when the peer is gone. */
 int urs_sync_recv(int fd, struct urs_sync_msg *m);
+/* The same with one fd attached (SCM_RIGHTS); *passed is -1 if none came. */
+int urs_sync_send_fd(int fd, uint32_t type, int passed);
+int urs_sync_recv_fd(int fd, struct urs_sync_msg *m, int *passed);
 
 struct urs_launch {
 	const struct urs_spec *spec;
@@ -51,6 +54,10 @@ struct urs_launch {
 	int sync_fd;	  /* our end of the socket pair */
 	void *seccomp;	  /* a built filter, loaded with load_seccomp() right before exec */
 	int (*load_seccomp)(void *filter, struct urs_err *err);
+	/* the filter has SCMP_ACT_NOTIFY rules: it is a libseccomp filter,
+	 * loaded before READY, and its listener fd travels with READY */
+	bool seccomp_notify;
+	int (*load_seccomp_notify)(void *filter, int *listener, struct urs_err *err);
 	uint32_t new_ns;    /* 1 << enum urs_ns_type for namespaces created by clone */
 	bool wait_go;	    /* a user namespace or hooks: wait for GO before setup */
 	const char *cgroup; /* the sandbox's cgroups (urs_cg_to_string) or NULL */

@@ -367,3 +367,12 @@ int urs_seccomp_load_hook(void *ctx, struct urs_err *err)
 		return urs_err_set(err, rc, "seccomp: loading the filter: %s", strerror(-rc));
 	return 0;
 }
+
+int urs_seccomp_load_notify_hook(void *ctx, int *listener, struct urs_err *err)
+{
+	int rc = urs_seccomp_load(ctx, listener);
+
+	if (rc < 0)
+		return urs_err_set(err, rc, "seccomp: loading the filter: %s", strerror(-rc));
+	return 0;
+}

@@ -62,6 +62,8 @@ int urs_seccomp_build_opts(const struct urs_seccomp *profile, const struct urs_s
 int urs_seccomp_load(scmp_filter_ctx ctx, int *listener_fd);
 /* The same for struct urs_launch's load_seccomp hook (no NOTIFY listener): message in err. */
 int urs_seccomp_load_hook(void *ctx, struct urs_err *err);
+/* The same for NOTIFY profiles: *listener receives the notification fd. */
+int urs_seccomp_load_notify_hook(void *ctx, int *listener, struct urs_err *err);
 
 static inline void urs_seccomp_releasep(scmp_filter_ctx *ctx)
 {
