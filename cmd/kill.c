@@ -32,36 +32,42 @@ int cmd_kill(int argc, char **argv)
 		urs_error("kill: unknown signal \"%s\"", argv[next]);
 		goto out;
 	}
-	if (urs_container_status(&st) == URS_ST_STOPPED) {
+	enum urs_status status = urs_container_status(&st);
+	if (status == URS_ST_STOPPED) {
 		urs_error("container not running");
 		goto out;
 	}
-	if (all && st.cgroup) {
-		struct urs_cgroup cg;
+	struct urs_cgroup cg;
+	bool have_cg = st.cgroup && urs_cg_from_string(&cg, st.cgroup, NULL) == 0;
+	if (all && have_cg) {
 		pid_t *pids = NULL;
 		size_t n = 0;
-		if (urs_cmd_cgroup("kill", &st, &cg) < 0)
-			goto out;
 		if (urs_cg_pids(&cg, &pids, &n, &err) < 0) {
 			urs_error("%s", err.msg);
 			urs_cg_close(&cg);
 			goto out;
 		}
+		/* everything but the supervisor, which is in there too */
 		for (size_t k = 0; k < n; k++)
 			if (pids[k] != st.sup_pid)
 				kill(pids[k], sig);
 		free(pids);
-		urs_cg_close(&cg);
 		rc = 0;
-		goto out;
+	} else {
+		int pfd = urs_pidfd_open_checked(st.pid, st.pid_start);
+		if (pfd < 0 || urs_pidfd_signal(pfd, sig) < 0)
+			urs_error("container not running");
+		else
+			rc = 0;
+		if (pfd >= 0)
+			close(pfd);
 	}
-	int pfd = urs_pidfd_open_checked(st.pid, st.pid_start);
-	if (pfd < 0 || urs_pidfd_signal(pfd, sig) < 0)
-		urs_error("container not running");
-	else
-		rc = 0;
-	if (pfd >= 0)
-		close(pfd);
+	/* v1 freezer: a frozen task dies only once thawed. Like runc, thaw for
+	 * SIGKILL so the kill takes effect (other signals wait for resume). */
+	if (rc == 0 && have_cg && status == URS_ST_PAUSED && sig == SIGKILL)
+		urs_cg_freeze(&cg, false, NULL);
+	if (have_cg)
+		urs_cg_close(&cg);
 out:
 	urs_state_clear(&st);
 	return rc;
