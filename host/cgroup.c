@@ -37,6 +37,7 @@ static const char *const hier_names[URS_CG_NHIER] = {
 	[URS_CG_MEMORY] = "memory",   [URS_CG_PIDS] = "pids",	  [URS_CG_CPU] = "cpu",
 	[URS_CG_CPUACCT] = "cpuacct", [URS_CG_CPUSET] = "cpuset", [URS_CG_FREEZER] = "freezer",
 	[URS_CG_DEVICES] = "devices", [URS_CG_BLKIO] = "blkio",	  [URS_CG_V2] = "unified",
+	[URS_CG_SYSTEMD] = "systemd",
 };
 
 static const char *const mode_names[] = {
@@ -380,7 +381,8 @@ static int normalize(const char *in, char *out, size_t len, bool *abs)
 static bool find_line(const char *buf, int h, long *hid, const char **ctrls, size_t *ctrls_len,
 		      const char **path, size_t *path_len)
 {
-	const char *name = hier_names[h];
+	/* named hierarchies appear as "name=X" in /proc/PID/cgroup */
+	const char *name = h == URS_CG_SYSTEMD ? "name=systemd" : hier_names[h];
 	size_t nl = strlen(name);
 	for (const char *line = buf; *line;) {
 		const char *eol = strchrnul(line, '\n');

@@ -50,6 +50,7 @@ enum urs_cg_hier {
 	URS_CG_FREEZER,
 	URS_CG_DEVICES,
 	URS_CG_BLKIO,
+	URS_CG_SYSTEMD, /* the named v1 hierarchy "name=systemd", where a host has it */
 	URS_CG_V2,
 	URS_CG_NHIER
 };
