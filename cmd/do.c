@@ -20,6 +20,7 @@
 #include "cmd/cli.h"
 #include "cmd/cmd.h"
 #include "host/seccomp_bpf.h"
+#include "runtime/common.h"
 
 #define SCRATCH "/run/ursa/.do"
 
@@ -218,8 +219,21 @@ int cmd_do(int argc, char **argv)
 		return 125;
 	}
 	char here[PATH_MAX];
-	if (!cwd)
-		cwd = getcwd(here, sizeof(here)) ? here : "/";
+	if (!cwd) {
+		/* The current directory, if the sandbox can see it: the overlay
+		 * shows the host's root file system only, not what is mounted on
+		 * it (/tmp, /run, other disks), so elsewhere start at "/". */
+		struct stat cur, root;
+		cwd = getcwd(here, sizeof(here)) && stat(".", &cur) == 0 && stat("/", &root) == 0 &&
+				      cur.st_dev == root.st_dev
+			      ? here
+			      : "/";
+		/* nor below the sandbox's own fresh mounts */
+		static const char *const fresh[] = {"/tmp/", "/dev/", "/proc/", "/sys/"};
+		for (size_t k = 0; k < URS_ARRAY_SIZE(fresh); k++)
+			if (!strncmp(cwd, fresh[k], strlen(fresh[k])))
+				cwd = "/";
+	}
 	if (cwd[0] != '/') {
 		urs_error("do: --cwd %s: must be absolute", cwd);
 		return 125;
