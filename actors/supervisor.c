@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "host/cgroup.h"
+#include "host/fdpass.h"
 #include "host/hooks.h"
 #include "host/proc.h"
 #include "host/state.h"
@@ -282,21 +283,11 @@ static int notify_agent(struct urs_sup_args *a, pid_t pid, int listener, char *m
 			 strerror(errno));
 		return -errno;
 	}
-	char cbuf[CMSG_SPACE(sizeof(int))] = {0};
-	struct iovec iov = {.iov_base = body, .iov_len = (size_t) n};
-	struct msghdr mh = {.msg_iov = &iov,
-			    .msg_iovlen = 1,
-			    .msg_control = cbuf,
-			    .msg_controllen = sizeof(cbuf)};
-	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(c), &listener, sizeof(int));
-	if (sendmsg(fd, &mh, MSG_NOSIGNAL) < 0) {
+	int r = urs_send_fd(fd, body, (size_t) n, listener);
+	if (r < 0) {
 		snprintf(msg, len, "linux.seccomp.listenerPath %s: sending the listener: %s",
-			 sa.sun_path, strerror(errno));
-		return -errno;
+			 sa.sun_path, strerror(-r));
+		return r;
 	}
 	return 0;
 }

@@ -15,28 +15,16 @@
 #include <unistd.h>
 
 #include "cmd/tty.h"
+#include "host/fdpass.h"
 
 int urs_tty_recv_master(int sock)
 {
 	char name[128];
-	char cbuf[CMSG_SPACE(sizeof(int))];
-	struct iovec iov = {.iov_base = name, .iov_len = sizeof(name)};
-	struct msghdr mh = {.msg_iov = &iov,
-			    .msg_iovlen = 1,
-			    .msg_control = cbuf,
-			    .msg_controllen = sizeof(cbuf)};
-	ssize_t n;
-	do
-		n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
-	while (n < 0 && errno == EINTR);
-	if (n <= 0)
-		return n < 0 ? -errno : -EPIPE;
-	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-	if (!c || c->cmsg_type != SCM_RIGHTS || c->cmsg_len != CMSG_LEN(sizeof(int)))
-		return -EBADMSG;
 	int fd;
-	memcpy(&fd, CMSG_DATA(c), sizeof(fd));
-	return fd;
+	ssize_t n = urs_recv_fd(sock, name, sizeof(name), &fd);
+	if (n < 0)
+		return (int) n;
+	return fd >= 0 ? fd : -EBADMSG;
 }
 
 static volatile sig_atomic_t winch;

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "host/caps.h"
+#include "host/fdpass.h"
 #include "host/hooks.h"
 #include "host/process.h"
 #include "host/mounts.h"
@@ -52,41 +53,14 @@ int urs_sync_send(int fd, uint32_t type, int32_t code, const char *msg)
 int urs_sync_send_fd(int fd, uint32_t type, int passed)
 {
 	struct urs_sync_msg m = {.type = type};
-	char cbuf[CMSG_SPACE(sizeof(int))] = {0};
-	struct iovec iov = {.iov_base = &m, .iov_len = offsetof(struct urs_sync_msg, msg)};
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
-	if (passed >= 0) {
-		mh.msg_control = cbuf;
-		mh.msg_controllen = sizeof(cbuf);
-		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(c), &passed, sizeof(int));
-	}
-	return sendmsg(fd, &mh, MSG_NOSIGNAL) < 0 ? -errno : 0;
+	return urs_send_fd(fd, &m, offsetof(struct urs_sync_msg, msg), passed);
 }
 
 int urs_sync_recv_fd(int fd, struct urs_sync_msg *m, int *passed)
 {
-	char cbuf[CMSG_SPACE(sizeof(int))];
-	struct iovec iov = {.iov_base = m, .iov_len = sizeof(*m)};
-	struct msghdr mh = {.msg_iov = &iov,
-			    .msg_iovlen = 1,
-			    .msg_control = cbuf,
-			    .msg_controllen = sizeof(cbuf)};
-	*passed = -1;
 	memset(m, 0, sizeof(*m));
-	ssize_t n;
-	do
-		n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
-	while (n < 0 && errno == EINTR);
-	if (n <= 0)
-		return n < 0 ? -errno : -EPIPE;
-	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-	if (c && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN(sizeof(int)))
-		memcpy(passed, CMSG_DATA(c), sizeof(int));
-	return 0;
+	ssize_t n = urs_recv_fd(fd, m, sizeof(*m), passed);
+	return n < 0 ? (int) n : 0;
 }
 
 int urs_sync_recv(int fd, struct urs_sync_msg *m)

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "host/caps.h"
+#include "host/fdpass.h"
 #include "runtime/common.h"
 
 #ifndef CLOSE_RANGE_CLOEXEC
@@ -40,19 +41,10 @@ int urs_console_setup(int console_fd, const struct urs_process *p, struct urs_er
 		return urs_err_set(err, -errno,
 				   "process.terminal: opening a pty (is /dev/pts mounted?): %m");
 	/* hand the master to whoever listens on the console socket */
-	char cbuf[CMSG_SPACE(sizeof(int))] = {0};
-	struct iovec iov = {.iov_base = name, .iov_len = strlen(name)};
-	struct msghdr mh = {.msg_iov = &iov,
-			    .msg_iovlen = 1,
-			    .msg_control = cbuf,
-			    .msg_controllen = sizeof(cbuf)};
-	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(c), &master, sizeof(int));
-	if (sendmsg(console_fd, &mh, MSG_NOSIGNAL) < 0)
-		return urs_err_set(err, -errno, "--console-socket: sending the pty master: %m");
+	int r = urs_send_fd(console_fd, name, strlen(name), master);
+	if (r < 0)
+		return urs_err_set(err, r, "--console-socket: sending the pty master: %s",
+				   strerror(-r));
 	close(master);
 	close(console_fd);
 	if (ioctl(slave, TIOCSCTTY, 0) < 0)

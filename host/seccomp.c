@@ -26,18 +26,6 @@
 
 #define MAX_ARGS 6 /* a syscall has at most six arguments */
 
-static const char *const action_names[] = {
-	[URS_SCMP_ACT_KILL] = "SCMP_ACT_KILL",
-	[URS_SCMP_ACT_KILL_PROCESS] = "SCMP_ACT_KILL_PROCESS",
-	[URS_SCMP_ACT_KILL_THREAD] = "SCMP_ACT_KILL_THREAD",
-	[URS_SCMP_ACT_TRAP] = "SCMP_ACT_TRAP",
-	[URS_SCMP_ACT_ERRNO] = "SCMP_ACT_ERRNO",
-	[URS_SCMP_ACT_TRACE] = "SCMP_ACT_TRACE",
-	[URS_SCMP_ACT_ALLOW] = "SCMP_ACT_ALLOW",
-	[URS_SCMP_ACT_LOG] = "SCMP_ACT_LOG",
-	[URS_SCMP_ACT_NOTIFY] = "SCMP_ACT_NOTIFY",
-};
-
 /* ["a", "b", ...] into buf, cut with "..." if it does not fit. */
 static const char *names_str(char *buf, size_t len, const struct urs_scmp_rule *r)
 {
@@ -107,7 +95,8 @@ static int to_action(enum urs_scmp_action a, bool has_ret, uint32_t ret, uint32_
 
 static const char *action_name(enum urs_scmp_action a)
 {
-	return (unsigned int) a < URS_ARRAY_SIZE(action_names) ? action_names[a] : "?";
+	const char *n = urs_scmp_action_name(a); /* the parser's table */
+	return n ? n : "?";
 }
 
 static int to_op(enum urs_scmp_op op, enum scmp_compare *out)
