@@ -20,6 +20,7 @@ struct urs_global {
 	bool debug;
 	bool systemd_cgroup;
 	bool profile;
+	char **argv; /* main's, for re-executing from a sealed copy */
 };
 
 extern struct urs_global G;

@@ -34,6 +34,7 @@ int urs_create_parse(const char *cmd, int argc, char **argv, struct urs_create_a
 		     bool with_detach);
 int urs_bundle_prepare(struct urs_create_args *c, struct urs_sandbox_opts *o, struct urs_err *err);
 void urs_create_args_free(struct urs_create_args *c);
+int urs_seal_self_for(const struct urs_spec *spec, struct urs_err *err);
 
 /* delete's work, shared with run (cmd/delete.c) */
 int urs_container_delete(const char *id, bool force, struct urs_err *err);

@@ -14,6 +14,21 @@
 #include "cmd/cli.h"
 #include "cmd/cmd.h"
 #include "host/seccomp.h"
+#include "host/selfexec.h"
+
+/* A container that could ptrace our processes gets them from a sealed copy
+ * of ursa (host/selfexec.h); returns only if no re-exec was needed. */
+int urs_seal_self_for(const struct urs_spec *spec, struct urs_err *err)
+{
+	const struct urs_process *p = spec->process;
+	uint64_t bounding = p && p->caps.present ? p->caps.bounding : 0;
+	if (!urs_needs_sealed_self(bounding, urs_spec_has_ns(spec, URS_NS_USER)) ||
+	    urs_running_sealed())
+		return 0;
+	int r = urs_reexec_sealed(G.argv);
+	return urs_err_set(err, r, "re-executing from a sealed copy (CAP_SYS_PTRACE container): %s",
+			   strerror(-r));
+}
 
 int urs_bundle_prepare(struct urs_create_args *c, struct urs_sandbox_opts *o, struct urs_err *err)
 {
@@ -27,6 +42,8 @@ int urs_bundle_prepare(struct urs_create_args *c, struct urs_sandbox_opts *o, st
 		return r;
 	if (!c->spec->root.path)
 		return urs_err_set(err, -EINVAL, "config.json: root.path: missing");
+	if ((r = urs_seal_self_for(c->spec, err)) < 0)
+		return r;
 	char rootfs[PATH_MAX];
 	int n = c->spec->root.path[0] == '/'
 			? snprintf(rootfs, sizeof(rootfs), "%s", c->spec->root.path)

@@ -155,6 +155,10 @@ int cmd_exec(int argc, char **argv)
 		urs_error("exec: %s", err.msg);
 		goto out;
 	}
+	if (urs_seal_self_for(spec, &err) < 0) {
+		urs_error("%s", err.msg);
+		goto out;
+	}
 	if (spec->lnx && spec->lnx->seccomp &&
 	    urs_seccomp_build(spec->lnx->seccomp, &filter, &err) < 0) {
 		urs_error("%s", err.msg);

@@ -42,6 +42,7 @@ int main(int argc, char **argv)
 {
 	const char *log_format = "text";
 	bool version = false, help = false;
+	G.argv = argv;
 	const struct urs_opt global[] = {
 		{"root", 0, URS_OPT_STR, &G.root, "state directory (default /run/ursa)"},
 		{"log", 0, URS_OPT_STR, &G.log, "also log errors to this file"},
