@@ -50,6 +50,7 @@ void urs_st_enc_free(struct urs_st_enc *e)
 	free(e->ht);
 	free(e->objs);
 	free(e->ranges);
+	free(e->ilog);
 	free(e->stats);
 	memset(e, 0, sizeof(*e));
 }
@@ -185,10 +186,29 @@ static struct urs_st_hslot *ht_find(const struct urs_st_enc *e, uintptr_t key)
 	}
 }
 
+/* Append to the registration log; on allocation failure logging just stops
+ * (phase 2 then finds the rest through the hash table). */
+static inline void ilog_add(struct urs_st_enc *e, uintptr_t p, uint32_t id)
+{
+	if (__builtin_expect(e->nilog == e->ilog_cap, 0)) {
+		if (e->ilog_off || e->ilog_cap > UINT32_MAX / 2)
+			return;
+		uint32_t nc = e->ilog_cap ? e->ilog_cap * 2 : 4096;
+		struct urs_st_ilog *nl = realloc(e->ilog, (size_t) nc * sizeof(*nl));
+		if (!nl) {
+			e->ilog_off = true; /* stop logging for this save */
+			return;
+		}
+		e->ilog = nl;
+		e->ilog_cap = nc;
+	}
+	e->ilog[e->nilog++] = (struct urs_st_ilog){p, id};
+}
+
 uint32_t urs_st_enc_reg(struct urs_st_enc *e, const void *p, uint32_t type)
 {
 	uintptr_t key = (uintptr_t) p;
-	if ((e->ht_used + 1) * 2 > e->ht_mask + 1 && ht_grow(e)) {
+	if ((uint64_t) (e->ht_used + 1) * 4 > (uint64_t) (e->ht_mask + 1) * 3 && ht_grow(e)) {
 		urs_st_enc_fail(e, -ENOMEM, "(identity table)");
 		return 0;
 	}
@@ -198,6 +218,7 @@ uint32_t urs_st_enc_reg(struct urs_st_enc *e, const void *p, uint32_t type)
 		if (s->key == key) {
 			if (s->type != type)
 				urs_st_enc_fail(e, -EINVAL, "(one address saved as two types)");
+			ilog_add(e, key, s->id);
 			return s->id;
 		}
 		if (!s->key)
@@ -218,42 +239,79 @@ uint32_t urs_st_enc_reg(struct urs_st_enc *e, const void *p, uint32_t type)
 	e->objs[id - 1] = (struct urs_st_eobj){p, type, (uint32_t) e->schema->types[type].size};
 	e->ht[i] = (struct urs_st_hslot){key, id, type};
 	e->ht_used++;
+	ilog_add(e, key, id);
 	return id;
 }
 
-uint32_t urs_st_enc_id(struct urs_st_enc *e, const void *p)
+uint32_t urs_st_enc_id_slow(struct urs_st_enc *e, const void *p)
 {
 	struct urs_st_hslot *s = ht_find(e, (uintptr_t) p);
 	if (!s) {
 		urs_st_enc_fail(e, -EINVAL, "(pointer not registered: graph changed while saving)");
 		return 0;
 	}
+	/* resynchronize when save skipped one pointer that visit logged */
+	uint32_t i = e->icur;
+	if (i + 1 < e->nilog && e->ilog[i + 1].p == (uintptr_t) p)
+		e->icur = i + 2;
 	return s->id;
 }
 
-static int range_cmp(const void *a, const void *b)
-{
-	const struct urs_st_range *x = a, *y = b;
-	return x->start < y->start ? -1 : x->start > y->start;
-}
+#define RANGE_STEP 16
+#define RADIX_BITS 11
+#define RADIX_N	   (1u << RADIX_BITS)
 
+/* Ranges sorted by start address: LSD radix sort on (start - lowest start),
+ * 11 bits a pass, only as many passes as the span needs, and a pass skipped
+ * when every key has the same digit. */
 static int build_ranges(struct urs_st_enc *e)
 {
-	if (e->ranges_cap < e->nobjs) {
+	uint32_t n = e->nobjs;
+	if (e->ranges_cap < n) {
 		free(e->ranges);
-		e->ranges = malloc(e->nobjs * sizeof(*e->ranges));
+		e->ranges = malloc((size_t) n * 2 * sizeof(*e->ranges));
 		if (!e->ranges) {
 			e->ranges_cap = 0;
 			return -ENOMEM;
 		}
-		e->ranges_cap = e->nobjs;
+		e->ranges_cap = n;
 	}
-	for (uint32_t i = 0; i < e->nobjs; i++) {
+	struct urs_st_range *a = e->ranges, *b = e->ranges + e->ranges_cap;
+	uintptr_t lo = UINTPTR_MAX, hi = 0;
+	for (uint32_t i = 0; i < n; i++) {
 		uintptr_t s = (uintptr_t) e->objs[i].p;
-		e->ranges[i] = (struct urs_st_range){s, s + e->objs[i].size, i + 1};
+		a[i] = (struct urs_st_range){s, i + 1, e->objs[i].size};
+		lo = s < lo ? s : lo;
+		hi = s > hi ? s : hi;
 	}
-	qsort(e->ranges, e->nobjs, sizeof(*e->ranges), range_cmp);
-	e->nranges = e->nobjs;
+	uintptr_t span = n ? hi - lo : 0;
+	uint32_t cnt[RADIX_N];
+	for (unsigned shift = 0; shift < 64 && (span >> shift); shift += RADIX_BITS) {
+		memset(cnt, 0, sizeof(cnt));
+		for (uint32_t i = 0; i < n; i++)
+			cnt[((a[i].start - lo) >> shift) & (RADIX_N - 1)]++;
+		if (cnt[((a[0].start - lo) >> shift) & (RADIX_N - 1)] == n)
+			continue; /* one digit for all: nothing to reorder */
+		uint32_t sum = 0;
+		for (uint32_t d = 0; d < RADIX_N; d++) {
+			uint32_t c = cnt[d];
+			cnt[d] = sum;
+			sum += c;
+		}
+		for (uint32_t i = 0; i < n; i++)
+			b[cnt[((a[i].start - lo) >> shift) & (RADIX_N - 1)]++] = a[i];
+		struct urs_st_range *t = a;
+		a = b;
+		b = t;
+	}
+	if (a != e->ranges)
+		memcpy(e->ranges, a, (size_t) n * sizeof(*a));
+	/* every RANGE_STEP-th start, in the (now free) scratch half: a small,
+	 * cache-resident first level for the lookup */
+	uintptr_t *keys = (uintptr_t *) (e->ranges + e->ranges_cap);
+	for (uint32_t i = 0, k = 0; i < n; i += RANGE_STEP, k++)
+		keys[k] = e->ranges[i].start;
+	e->nranges = n;
 	e->ranges_ok = true;
 	return 0;
 }
@@ -267,28 +325,46 @@ void urs_st_put_ref(struct urs_st_enc *e, const void *p, uint32_t want)
 		return;
 	}
 	uintptr_t a = (uintptr_t) p;
-	struct urs_st_hslot *s = ht_find(e, a);
-	if (s && want == URS_ST_REF_TYPE + s->type) {
-		urs_st_put_uv(e, (uint64_t) s->id << 1);
-		return;
+	/* a whole object only for struct targets; scalar targets are always
+	 * places inside an object, so skip the hash probe for them */
+	if (want >= URS_ST_REF_TYPE) {
+		struct urs_st_hslot *s = ht_find(e, a);
+		if (s && want == URS_ST_REF_TYPE + s->type) {
+			urs_st_put_uv(e, (uint64_t) s->id << 1);
+			return;
+		}
 	}
 	if (!e->ranges_ok && build_ranges(e)) {
 		urs_st_enc_fail(e, -ENOMEM, "(range table)");
 		return;
 	}
-	uint32_t lo = 0, hi = e->nranges;
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-		if (e->ranges[mid].start <= a)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo == 0 || a >= e->ranges[lo - 1].end) {
+	/* the last range starting at or before a: branchless search over every
+	 * RANGE_STEP-th start, then within that group */
+	uint32_t n = e->nranges;
+	if (!n || e->ranges[0].start > a) {
 		urs_st_enc_fail(e, -EINVAL, "(reference to memory outside every saved object)");
 		return;
 	}
-	const struct urs_st_range *r = &e->ranges[lo - 1];
+	const uintptr_t *kb = (const uintptr_t *) (e->ranges + e->ranges_cap);
+	uint32_t len = (n + RANGE_STEP - 1) / RANGE_STEP;
+	while (len > 1) {
+		uint32_t half = len / 2;
+		kb = kb[half] <= a ? kb + half : kb;
+		len -= half;
+	}
+	uint32_t g = (uint32_t) (kb - (const uintptr_t *) (e->ranges + e->ranges_cap)) * RANGE_STEP;
+	const struct urs_st_range *base = e->ranges + g;
+	len = n - g < RANGE_STEP ? n - g : RANGE_STEP;
+	while (len > 1) {
+		uint32_t half = len / 2;
+		base = base[half].start <= a ? base + half : base;
+		len -= half;
+	}
+	if (a - base->start >= base->size) {
+		urs_st_enc_fail(e, -EINVAL, "(reference to memory outside every saved object)");
+		return;
+	}
+	const struct urs_st_range *r = base;
 	uint32_t type = e->objs[r->id - 1].type, field, elem;
 	if (e->schema->types[type].locate(a - r->start, want, &field, &elem)) {
 		urs_st_enc_fail(e, -EINVAL, "(reference not at a field of the pointed-to type)");
@@ -347,6 +423,13 @@ static void put_type_table(struct urs_st_enc *e, const struct urs_st_schema *sc)
 	}
 }
 
+/* first and last cache line of an object (both, for the usual small ones) */
+static inline void prefetch_obj(const struct urs_st_eobj *o)
+{
+	__builtin_prefetch(o->p);
+	__builtin_prefetch((const uint8_t *) o->p + o->size - 1);
+}
+
 int urs_st_save(struct urs_st_enc *e, const struct urs_st_schema *schema, uint32_t type,
 		const void *root)
 {
@@ -364,11 +447,17 @@ int urs_st_save(struct urs_st_enc *e, const struct urs_st_schema *schema, uint32
 	e->ht_used = 0;
 	e->nobjs = 0;
 	e->ranges_ok = false;
+	e->ilog_off = false;
+	e->nilog = e->icur = 0;
 
 	/* phase 1: every object reachable through owning pointers gets an ID */
 	urs_st_enc_reg(e, root, type);
+	e->nilog = 0; /* the root is not an owning pointer that save meets */
 	for (uint32_t i = 0; i < e->nobjs && !e->err; i++) {
 		const struct urs_st_eobj *o = &e->objs[i];
+		/* objects come in registration (not address) order: fetch ahead */
+		if (i + 6 < e->nobjs)
+			prefetch_obj(&e->objs[i + 6]);
 		schema->types[o->type].visit(e, o->p);
 	}
 	if (e->err)
@@ -380,6 +469,8 @@ int urs_st_save(struct urs_st_enc *e, const struct urs_st_schema *schema, uint32
 		urs_st_put_uv(e, e->nobjs);
 	for (uint32_t i = 0; i < e->nobjs && !e->err; i++) {
 		const struct urs_st_eobj o = e->objs[i];
+		if (i + 6 < e->nobjs)
+			prefetch_obj(&e->objs[i + 6]);
 		if (!urs_st_need(e, 10))
 			break;
 		urs_st_put_uv(e, o.type);

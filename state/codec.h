@@ -104,7 +104,14 @@ struct urs_st_hslot {
 };
 
 struct urs_st_range {
-	uintptr_t start, end;
+	uintptr_t start;
+	uint32_t id, size;
+};
+
+/* One owning-pointer registration of phase 1, in call order: phase 2 meets
+ * the same pointers in the same order and reads their IDs from here. */
+struct urs_st_ilog {
+	uintptr_t p;
 	uint32_t id;
 };
 
@@ -125,7 +132,13 @@ struct urs_st_enc {
 	uint32_t ht_mask, ht_used;
 	struct urs_st_eobj *objs; /* objs[id - 1] */
 	uint32_t nobjs, objs_cap;
-	/* interior-pointer lookup, built on first need */
+	/* phase-1 registrations in order; phase 2 consumes them at icur and
+	 * falls back to the hash table when the pointer differs */
+	struct urs_st_ilog *ilog;
+	uint32_t nilog, ilog_cap, icur;
+	bool ilog_off; /* the log could not grow: phase 2 uses the hash table */
+	/* interior-pointer lookup, built (radix-sorted) on first need; the
+	 * allocation holds 2 × ranges_cap entries (the second half is scratch) */
 	struct urs_st_range *ranges;
 	uint32_t nranges, ranges_cap;
 	bool ranges_ok;
@@ -152,7 +165,7 @@ static inline const uint8_t *urs_st_enc_data(const struct urs_st_enc *e, size_t 
 bool urs_st_enc_grow(struct urs_st_enc *e, size_t need);
 void urs_st_put_raw(struct urs_st_enc *e, const void *src, size_t n);
 uint32_t urs_st_enc_reg(struct urs_st_enc *e, const void *p, uint32_t type);
-uint32_t urs_st_enc_id(struct urs_st_enc *e, const void *p);
+uint32_t urs_st_enc_id_slow(struct urs_st_enc *e, const void *p);
 void urs_st_put_ref(struct urs_st_enc *e, const void *p, uint32_t want);
 void urs_st_enc_fail(struct urs_st_enc *e, int err, const char *field);
 
@@ -199,6 +212,19 @@ static inline void urs_st_put_f64(struct urs_st_enc *e, double v)
 {
 	memcpy(e->p, &v, 8);
 	e->p += 8;
+}
+
+/* ID of an owning pointer that phase 1 registered: the next entry of the
+ * registration log when it matches (the common case: visit and save walk
+ * the same pointers in the same order), else a hash lookup. */
+static inline uint32_t urs_st_enc_id(struct urs_st_enc *e, const void *p)
+{
+	uint32_t i = e->icur;
+	if (__builtin_expect(i < e->nilog && e->ilog[i].p == (uintptr_t) p, 1)) {
+		e->icur = i + 1;
+		return e->ilog[i].id;
+	}
+	return urs_st_enc_id_slow(e, p);
 }
 
 /* whole-object pointer: varint id, 0 = NULL (phase 1 registered it) */

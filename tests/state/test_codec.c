@@ -549,6 +549,74 @@ static int write_corpus(const char *dir)
 	return 0;
 }
 
+/* Many objects and interior refs: exercises the radix-sorted range table,
+ * its two-level search (groups of 16, a partial last group) and the
+ * registration log (a node chain and a vec of the same nodes: every node is
+ * reached twice, and NULLs in between). */
+static void test_many_refs(void **state)
+{
+	(void) state;
+	enum { M = 1237 };
+	static struct node ns[M];
+	static struct node *vec[M];
+	struct all a;
+	memset(&a, 0, sizeof(a));
+	memset(ns, 0, sizeof(ns));
+	uint64_t r = 88172645463325252ull;
+	for (uint32_t i = 0; i < M; i++) {
+		r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+		ns[i].id = i;
+		ns[i].next = i + 1 < M ? &ns[i + 1] : NULL;
+		for (int k = 0; k < 4; k++)
+			ns[i].slots[k] = i * 4 + (uint32_t) k;
+		ns[i].iref = (r & 3) ? &ns[r % M].slots[(r >> 20) % 4] : NULL;
+		vec[i] = (i % 7) ? &ns[(i * 31) % M] : NULL;
+	}
+	/* one into the very first and the very last object */
+	ns[0].iref = &ns[M - 1].slots[3];
+	ns[M - 1].iref = &ns[0].slots[0];
+	a.head = &ns[0];
+	a.nodev = vec;
+	a.nodev_len = M;
+	a.into = &ns[M / 2].slots[1];
+	struct urs_st_enc e;
+	assert_int_equal(urs_st_enc_init(&e, 0, NULL, NULL), 0);
+	for (int round = 0; round < 2; round++) { /* second save reuses the tables */
+		assert_int_equal(tst_save_all(&e, &a), 0);
+		size_t len;
+		const uint8_t *buf = urs_st_enc_data(&e, &len);
+		struct urs_st_dec d;
+		urs_st_dec_init(&d, NULL);
+		struct all *o;
+		assert_int_equal(tst_load_all(&d, buf, len, NULL, &o), 0);
+		struct node *out[M];
+		uint32_t n = 0;
+		for (struct node *p = o->head; p; p = p->next)
+			out[n++] = p;
+		assert_int_equal(n, M);
+		for (uint32_t i = 0; i < M; i++) {
+			assert_int_equal(out[i]->id, i);
+			if (!ns[i].iref) {
+				assert_null(out[i]->iref);
+				continue;
+			}
+			size_t off = (size_t) (ns[i].iref - ns[0].slots);
+			uint32_t t = (uint32_t) (off * sizeof(uint32_t) / sizeof(struct node));
+			uint32_t k = (uint32_t) (ns[i].iref - ns[t].slots);
+			assert_ptr_equal(out[i]->iref, &out[t]->slots[k]);
+		}
+		for (uint32_t i = 0; i < M; i++) {
+			if (!vec[i])
+				assert_null(o->nodev[i]);
+			else
+				assert_ptr_equal(o->nodev[i], out[vec[i]->id]);
+		}
+		assert_ptr_equal(o->into, &out[M / 2]->slots[1]);
+		urs_st_dec_free(&d);
+	}
+	urs_st_enc_free(&e);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 3 && !strcmp(argv[1], "--corpus"))
@@ -557,7 +625,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_roundtrip), cmocka_unit_test(test_sink),
 		cmocka_unit_test(test_zero_rule), cmocka_unit_test(test_evolution),
 		cmocka_unit_test(test_errors),	  cmocka_unit_test(test_bad_refs),
-		cmocka_unit_test(test_stats),
+		cmocka_unit_test(test_many_refs), cmocka_unit_test(test_stats),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
