@@ -26,6 +26,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "actors/metrics.h"
 #include "host/cgroup.h"
 #include "host/fdpass.h"
 #include "host/hooks.h"
@@ -36,6 +37,7 @@
 
 #define CTL_NAME      "ctl.sock"
 #define CTL_MAX_CONNS 32
+#define CTL_REPLY_MAX (64u << 10)
 #define CTL_IDLE_NS   (2ull * 1000000000ull) /* a request and its reply, at most */
 
 static const int fwd_signals[] = {SIGHUP,  SIGINT,   SIGQUIT, SIGTERM, SIGUSR1,
@@ -48,7 +50,8 @@ struct sup {
 	int pidfd, sync_fd, ctl_fd, sig_fd;
 	int status; /* wait status */
 	bool exited;
-	unsigned conns; /* open control connections (capped) */
+	unsigned conns;	       /* open control connections (capped) */
+	struct urs_cgroup *cg; /* for metrics, NULL without cgroups */
 	struct urs_op pid_op, accept_op, sig_op;
 	struct signalfd_siginfo si;
 };
@@ -61,6 +64,7 @@ struct ctl_conn {
 	struct sup *s;
 	int fd;
 	bool replying;
+	char *reply; /* large replies (metrics), or NULL */
 	char buf[256];
 };
 
@@ -70,6 +74,7 @@ static void conn_release(struct ctl_conn *c)
 		return;
 	close(c->fd);
 	c->s->conns--;
+	free(c->reply);
 	free(c);
 }
 
@@ -132,8 +137,10 @@ static void sig_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint32
 	(void) loop;
 	(void) flags;
 	struct sup *s = container_of(op, struct sup, sig_op);
-	if (res == (int32_t) sizeof(s->si) && !s->exited)
+	if (res == (int32_t) sizeof(s->si) && !s->exited) {
 		urs_pidfd_signal(s->pidfd, (int) s->si.ssi_signo);
+		urs_metric_add(&urs_m_signals, 0, 1);
+	}
 	if (res != -ECANCELED)
 		sig_arm(s);
 }
@@ -169,7 +176,29 @@ static void conn_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint3
 		return;
 	}
 	c->buf[(size_t) res < sizeof(c->buf) ? (size_t) res : sizeof(c->buf) - 1] = 0;
-	if (!strcmp(c->buf, "start")) {
+	uint32_t req = !strcmp(c->buf, "start")	    ? URS_REQ_START
+		       : !strcmp(c->buf, "ping")    ? URS_REQ_PING
+		       : !strcmp(c->buf, "metrics") ? URS_REQ_METRICS
+						    : URS_REQ_OTHER;
+	urs_metric_add(&urs_m_ctl_requests, req, 1);
+	if (req == URS_REQ_METRICS) {
+		/* the exposition does not fit the request buffer: a reply buffer
+		 * of its own, freed with the connection */
+		c->reply = malloc(CTL_REPLY_MAX);
+		int n = c->reply ? urs_sup_metrics_render(s->a->id, &s->loop, s->cg, c->reply,
+							  CTL_REPLY_MAX)
+				 : -ENOMEM;
+		if (n < 0) {
+			conn_reply(c, "error: metrics do not fit");
+			return;
+		}
+		c->replying = true;
+		io_uring_prep_send(urs_op_sqe(&c->op), c->fd, c->reply, (size_t) n + 1,
+				   MSG_NOSIGNAL);
+		urs_submit(&s->loop, &c->op, conn_cb);
+		return;
+	}
+	if (req == URS_REQ_START) {
 		if (s->exited || s->sync_fd < 0) {
 			conn_reply(c, "error: container not in created state");
 			return;
@@ -601,6 +630,8 @@ int urs_supervisor_main(struct urs_sup_args *a)
 	sigprocmask(SIG_BLOCK, &set, NULL);
 	s->sig_fd = signalfd(-1, &set, SFD_CLOEXEC);
 
+	s->cg = a->no_cgroup ? NULL : &cg;
+	urs_sup_metrics_init(); /* before the loop, as the metrics rules want */
 	struct urs_loop_opts lo = {.entries = 16};
 	if ((r = urs_loop_init(&s->loop, &lo)) < 0) {
 		/* no loop: still be a correct parent */

@@ -55,5 +55,6 @@ int cmd_features(int argc, char **argv);
 int cmd_do(int argc, char **argv);
 int cmd_exec(int argc, char **argv);
 int cmd_update(int argc, char **argv);
+int cmd_metrics(int argc, char **argv);
 
 #endif

@@ -26,6 +26,7 @@ static const struct urs_cmd cmds[] = {
 	{"features", cmd_features, "print what ursa supports (JSON)"},
 	{"exec", cmd_exec, "run another process in a running container"},
 	{"update", cmd_update, "change a container's resource limits"},
+	{"metrics", cmd_metrics, "print a sandbox's metrics (Prometheus text)"},
 	{"do", cmd_do, "run a command in a sandbox on the host's root"},
 	{"demo", cmd_demo, "run the actor runtime on this machine and report what it did"},
 };

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# tests/integration/metrics.sh — `ursa metrics ID` output checked with a real
+# parser of the Prometheus text format (Debian's python3-prometheus-client,
+# hence /usr/bin/python3): every
+# family has HELP and TYPE, names are ursa_*, every sample has sandbox="ID",
+# and the values move (a control request is counted, memory is non-zero).
+set -u
+URSA=${URSA:?}
+work=$(mktemp -d /tmp/ursa-metrics.XXXXXX)
+root=$work/root
+cleanup() {
+	"$URSA" --root "$root" delete --force m1 >/dev/null 2>&1
+	rm -rf "$work"
+}
+trap cleanup EXIT
+mkdir -p "$work/rootfs/bin" "$work/b" "$work/rootfs/proc" "$work/rootfs/dev" "$work/rootfs/sys"
+cp /bin/busybox "$work/rootfs/bin/" && ln -s busybox "$work/rootfs/bin/sleep"
+(cd "$work/b" && "$URSA" spec) || exit 1
+jq --arg rootfs "$work/rootfs" '.root.path = $rootfs | .process.terminal = false
+	| .process.args = ["sleep", "1000"]' "$work/b/config.json" > "$work/b/c" &&
+	mv "$work/b/c" "$work/b/config.json"
+(cd "$work/b" && "$URSA" --root "$root" run -d m1) || { echo "0 passed, 1 failed"; exit 1; }
+"$URSA" --root "$root" metrics m1 > "$work/one" 2>&1
+"$URSA" --root "$root" metrics m1 > "$work/two" 2>&1
+/usr/bin/python3 - "$work/one" "$work/two" <<'PY'
+import sys
+from prometheus_client.parser import text_string_to_metric_families
+passed = failed = 0
+def check(name, ok, detail=""):
+    global passed, failed
+    if ok:
+        passed += 1; print("ok    " + name)
+    else:
+        failed += 1; print("FAIL  " + name + ("\n      " + detail if detail else ""))
+texts = [open(p).read() for p in sys.argv[1:3]]
+fams = [list(text_string_to_metric_families(t)) for t in texts]
+check("parses, with metric families", len(fams[0]) >= 5, texts[0][:300])
+check("every family is ursa_*", all(f.name.startswith("ursa_") for f in fams[0]))
+check("HELP on every family", all(f.documentation for f in fams[0]))
+check("TYPE on every family", all(f.type in ("counter", "gauge", "histogram") for f in fams[0]))
+samples = [s for f in fams[1] for s in f.samples]
+check("every sample has sandbox=\"m1\"", all(s.labels.get("sandbox") == "m1" for s in samples))
+def val(fam, name, **labels):
+    for f in fam:
+        for s in f.samples:
+            if s.name == name and all(s.labels.get(k) == v for k, v in labels.items()):
+                return s.value
+    return None
+check("the first scrape is counted by the second",
+      val(fams[1], "ursa_supervisor_control_requests_total", request="metrics") == 2,
+      str(val(fams[1], "ursa_supervisor_control_requests_total", request="metrics")))
+mem = val(fams[1], "ursa_container_memory_usage_bytes")
+check("container memory is reported", mem is not None and mem > 0, str(mem))
+pss = val(fams[1], "ursa_supervisor_pss_anon_bytes")
+check("supervisor Pss_Anon is reported (and under 1 MiB)", pss is not None and 0 < pss < (1 << 20), str(pss))
+print(f"{passed} passed, {failed} failed")
+sys.exit(1 if failed else 0)
+PY
