@@ -31,8 +31,13 @@ int urs_wait_forwarding(pid_t sup, pid_t init)
 	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
 		sigaction(sigs[i], &sa, NULL);
 	int st;
-	while (waitpid(sup, &st, 0) < 0)
+	pid_t r;
+	while ((r = waitpid(sup, &st, 0)) < 0 && errno == EINTR)
 		;
+	if (r < 0) { /* not our child (any more): nothing to report but failure */
+		urs_error("waiting for pid %d: %s", (int) sup, strerror(errno));
+		return 255;
+	}
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 

@@ -60,8 +60,12 @@ int urs_hook_run(const struct urs_hook *h, enum urs_hook_kind kind, size_t idx,
 		}
 	}
 	int st;
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+	pid_t w;
+	while ((w = waitpid(pid, &st, 0)) < 0 && errno == EINTR)
 		;
+	if (w < 0)
+		return urs_err_set(err, -errno, "hooks.%s[%zu] (%s): waiting for it: %m",
+				   urs_hook_name(kind), idx, h->path);
 	if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
 		return 0;
 	if (WIFEXITED(st))
