@@ -129,6 +129,7 @@ int urs_sandbox_create(const struct urs_sandbox_opts *o, pid_t *sup, struct urs_
 			.no_prewarm = o->no_prewarm,
 			.start_now = o->autostart,
 			.no_cgroup = o->no_cgroup,
+			.net = o->net,
 		};
 		a.launch = (struct urs_launch){
 			.spec = o->spec,

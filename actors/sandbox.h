@@ -14,6 +14,8 @@
 #include "host/spec.h"
 #include "host/state.h"
 
+struct urs_netopts;
+
 struct urs_sandbox_opts {
 	const char *root; /* --root; NULL: no record (ursa do) */
 	const char *id;
@@ -31,6 +33,7 @@ struct urs_sandbox_opts {
 	int (*load_seccomp)(void *filter, struct urs_err *err);
 	bool seccomp_notify; /* a NOTIFY profile: libseccomp filter, listener to the agent */
 	int (*load_seccomp_notify)(void *filter, int *listener, struct urs_err *err);
+	struct urs_netopts *net; /* NULL: the spec's namespaces alone decide (lo only) */
 };
 
 /*

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "actors/metrics.h"
+#include "actors/netstack.h"
 #include "host/cgroup.h"
 #include "host/fdpass.h"
 #include "host/hooks.h"
@@ -52,6 +53,9 @@ struct sup {
 	bool exited;
 	unsigned conns;	       /* open control connections (capped) */
 	struct urs_cgroup *cg; /* for metrics, NULL without cgroups */
+	int tapfd;		/* the sandbox's NIC (networking on), else -1 */
+	struct urs_net_cfg netcfg;
+	struct urs_netstack *net;
 	struct urs_op pid_op, accept_op, sig_op;
 	struct signalfd_siginfo si;
 };
@@ -462,7 +466,7 @@ int urs_supervisor_main(struct urs_sup_args *a)
 	int r;
 
 	s->a = a;
-	s->sync_fd = s->ctl_fd = s->sig_fd = s->pidfd = -1;
+	s->sync_fd = s->ctl_fd = s->sig_fd = s->pidfd = s->tapfd = -1;
 	if (!a->no_prewarm)
 		prewarm_fd_table();
 	setsid();
@@ -556,6 +560,16 @@ int urs_supervisor_main(struct urs_sup_args *a)
 			goto fail_kill;
 		}
 	}
+	/* networking: the tap inside the new net namespace, the forwards bound,
+	 * before anything in the sandbox runs */
+	if (URSA_HAVE_NETSTACK && a->net && a->net->mode == URS_NET_SANDBOX &&
+	    (a->launch.new_ns & (1u << URS_NS_NETWORK))) {
+		if ((r = urs_netstack_prepare(a->net, s->init_pid, &s->netcfg, &s->tapfd, &err)) <
+		    0) {
+			snprintf(msg, sizeof(msg), "%s", err.msg);
+			goto fail_kill;
+		}
+	}
 	if (a->launch.wait_go) {
 		static char json[4096];
 		if (urs_oci_state_json(json, sizeof(json), a->id, "creating", s->init_pid,
@@ -620,8 +634,11 @@ int urs_supervisor_main(struct urs_sup_args *a)
 		dup2(null, fd);
 	if (null > 2)
 		close(null);
-	int keepfds[] = {s->sync_fd, s->pidfd, s->ctl_fd};
-	close_all_but(keepfds, URS_ARRAY_SIZE(keepfds));
+	int keepfds[3 + 1 + URS_NET_MAX_FWD] = {s->sync_fd, s->pidfd, s->ctl_fd, s->tapfd};
+	size_t nkeep = 4;
+	for (unsigned i = 0; a->net && i < a->net->n_fwd; i++)
+		keepfds[nkeep++] = a->net->fwd[i].fd;
+	close_all_but(keepfds, nkeep);
 
 	sigset_t set;
 	sigemptyset(&set);
@@ -639,6 +656,16 @@ int urs_supervisor_main(struct urs_sup_args *a)
 		waitpid(s->init_pid, &st, 0);
 		s->status = st;
 		goto done;
+	}
+	if (s->tapfd >= 0) {
+		/* the engine owns the tap and the forwards from here; failing now
+		 * leaves the sandbox without network: say so, and stop it */
+		r = urs_netstack_start(&s->net, &s->loop, s->tapfd, &s->netcfg, a->net, &err);
+		s->tapfd = -1;
+		if (r < 0) {
+			fprintf(stderr, "ursa: %s\n", err.msg);
+			kill(s->init_pid, SIGKILL);
+		}
 	}
 	io_uring_prep_poll_add(urs_op_sqe(&s->pid_op), s->pidfd, POLLIN);
 	urs_submit(&s->loop, &s->pid_op, pid_cb);
@@ -664,6 +691,8 @@ int urs_supervisor_main(struct urs_sup_args *a)
 			}
 		}
 	}
+	if (s->net)
+		urs_netstack_stop(s->net);
 	urs_loop_fini(&s->loop);
 done:
 	if (a->state_dir) {
@@ -681,6 +710,10 @@ done:
 	return exit_code(s->status);
 
 fail_kill:
+	if (s->tapfd >= 0)
+		close(s->tapfd);
+	if (a->net)
+		urs_netfwd_close(a->net);
 	kill(s->init_pid, SIGKILL);
 	waitpid(s->init_pid, NULL, 0);
 	report(a, r, 0, cgstr, msg);

@@ -17,6 +17,8 @@
 #include "host/cgroup.h"
 #include "host/init.h"
 
+struct urs_netopts;
+
 struct urs_sup_args {
 	const char *state_dir; /* ROOT/ID: control socket lives here; NULL for `ursa do` */
 	struct urs_launch launch;
@@ -28,6 +30,7 @@ struct urs_sup_args {
 	bool no_prewarm;	 /* benchmark only: skip fd-table prewarming */
 	bool no_cgroup;		 /* `ursa do` without limits: the pid namespace is the leash */
 	bool start_now;		 /* release the init as soon as it is READY (run, do) */
+	struct urs_netopts *net; /* networking for a new net namespace, or NULL */
 };
 
 /* Report from the supervisor to its parent. */

@@ -9,6 +9,7 @@
 #include <limits.h>
 #include <stdbool.h>
 
+#include "actors/netstack.h"
 #include "actors/sandbox.h"
 #include "host/seccomp_bpf.h"
 #include "host/spec.h"
@@ -28,6 +29,7 @@ struct urs_create_args {
 	struct urs_spec *spec;
 	struct urs_bpf bpf; /* compiled seccomp filter (bpf.prog.len == 0: none) */
 	void *filter;	    /* libseccomp filter, kept only for SCMP_ACT_NOTIFY profiles */
+	struct urs_netopts net; /* from the run.ursa.* annotations */
 };
 
 int urs_create_parse(const char *cmd, int argc, char **argv, struct urs_create_args *c,
@@ -56,5 +58,6 @@ int cmd_do(int argc, char **argv);
 int cmd_exec(int argc, char **argv);
 int cmd_update(int argc, char **argv);
 int cmd_metrics(int argc, char **argv);
+int cmd_metric_server(int argc, char **argv);
 
 #endif

@@ -72,6 +72,23 @@ int urs_bundle_prepare(struct urs_create_args *c, struct urs_sandbox_opts *o, st
 				return r;
 		}
 	}
+	/* networking: a new net namespace gets the sandbox NIC unless the
+	 * annotations say otherwise (docs/network.md) */
+	urs_netopts_default(&c->net);
+	for (size_t i = 0; i < c->spec->n_annotations; i++) {
+		const struct urs_kv *kv = &c->spec->annotations[i];
+		r = 0;
+		if (!strcmp(kv->key, URS_ANN_NETWORK))
+			r = urs_netopts_mode(&c->net, kv->value, err);
+		else if (!strcmp(kv->key, URS_ANN_PORTS))
+			r = urs_netopts_forwards(&c->net, kv->value, err);
+		if (r < 0) {
+			char why[sizeof(err->msg)];
+			snprintf(why, sizeof(why), "%s", err->msg);
+			return urs_err_set(err, r, "config.json: annotations[\"%s\"]: %s", kv->key,
+					   why);
+		}
+	}
 	*o = (struct urs_sandbox_opts){
 		.root = G.root,
 		.id = c->id,
@@ -90,6 +107,7 @@ int urs_bundle_prepare(struct urs_create_args *c, struct urs_sandbox_opts *o, st
 		.load_seccomp = c->filter ? urs_seccomp_load_hook : urs_bpf_load_hook,
 		.seccomp_notify = c->filter != NULL, /* kept only for NOTIFY profiles */
 		.load_seccomp_notify = urs_seccomp_load_notify_hook,
+		.net = &c->net,
 	};
 	return 0;
 }

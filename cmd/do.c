@@ -192,12 +192,15 @@ fail:
 
 int cmd_do(int argc, char **argv)
 {
-	const char *network = "none", *cwd = NULL, *memory = NULL;
+	const char *network = "sandbox", *cwd = NULL, *memory = NULL;
 	int pids = 0;
-	struct urs_strlist envs = {0}, vols = {0};
+	struct urs_strlist envs = {0}, vols = {0}, ports = {0};
 	bool no_prewarm = getenv("URSA_BENCH_NO_PREWARM") != NULL;
 	const struct urs_opt opts[] = {
-		{"network", 0, URS_OPT_STR, &network, "none (default) or host"},
+		{"network", 0, URS_OPT_STR, &network,
+		 "sandbox (default: a NIC served by the supervisor), none (lo only) or host"},
+		{"publish", 'p', URS_OPT_LIST, &ports,
+		 "[HOSTIP:]HOSTPORT:SANDBOXPORT[/tcp|udp] port forward (repeatable)"},
 		{"cwd", 0, URS_OPT_STR, &cwd, "working directory (default: the current one)"},
 		{"env", 'e', URS_OPT_LIST, &envs, "KEY=VALUE (repeatable)"},
 		{"volume", 'v', URS_OPT_LIST, &vols, "HOST:DEST[:ro] bind mount (repeatable)"},
@@ -214,8 +217,21 @@ int cmd_do(int argc, char **argv)
 			"do: missing the command to run (usage: ursa do [options] -- CMD ARGS...)");
 		return 125;
 	}
-	if (strcmp(network, "none") && strcmp(network, "host")) {
-		urs_error("do: --network %s: expected none or host", network);
+	static struct urs_netopts net;
+	urs_netopts_default(&net);
+	struct urs_err err = {{0}};
+	if (urs_netopts_mode(&net, network, &err) < 0) {
+		urs_error("do: --%s", err.msg);
+		return 125;
+	}
+	for (int k = 0; k < ports.n; k++) {
+		if (urs_netopts_forward(&net, ports.v[k], &err) < 0) {
+			urs_error("do: -p: %s", err.msg);
+			return 125;
+		}
+	}
+	if (ports.n && net.mode != URS_NET_SANDBOX) {
+		urs_error("do: -p needs --network sandbox");
 		return 125;
 	}
 	char here[PATH_MAX];
@@ -238,7 +254,6 @@ int cmd_do(int argc, char **argv)
 		urs_error("do: --cwd %s: must be absolute", cwd);
 		return 125;
 	}
-	struct urs_err err = {{0}};
 	long long mem = 0;
 	if (memory) {
 		char *end;
@@ -284,6 +299,7 @@ int cmd_do(int argc, char **argv)
 		.no_cgroup = !mem && !pids,
 		.seccomp = &filter,
 		.load_seccomp = urs_bpf_load_hook,
+		.net = &net,
 	};
 	struct urs_state st;
 	pid_t sup;

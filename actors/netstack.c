@@ -1,0 +1,302 @@
+/*
+ * actors/netstack.c — the tap dispatcher (see netstack.h).
+ *
+ * Receive: one multishot read (IORING_OP_READ_MULTISHOT) on a provided
+ * buffer ring of 64 KiB + header slots that starts with ONE active slot.
+ * Backlog (the ring ran empty: -ENOBUFS ends the multishot; or a batch
+ * left the kernel no slot) doubles the active slots up to max_slots and
+ * re-arms; a period of idle_ms with no backlog retires them back to one and
+ * returns their memory (MADV_DONTNEED in runtime/bufring). Without
+ * multishot read: single-shot reads from the same ring; without buffer
+ * rings: single-shot reads into one lazily touched slot.
+ * A read that fills its slot exactly may have been cut: counted as suspect
+ * (the slot is larger than any frame the tap can produce, so it should
+ * stay 0).
+ * Transmit: the engine calls tx() per frame; we writev() to the
+ * non-blocking tap. A full tap queue answers -EAGAIN: the engine keeps its
+ * data, we poll for POLLOUT and tell it when to retry.
+ */
+#include "actors/netstack.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <linux/virtio_net.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "runtime/bufring.h"
+#include "runtime/common.h"
+#include "runtime/compat.h"
+#include "runtime/probe.h"
+#include "runtime/timer.h"
+
+/* an IP packet of 64 KiB, its Ethernet header and the virtio-net header,
+ * rounded up to whole pages */
+#define SLOT_BYTES (64u * 1024 + 4096)
+#define NS_BGID	   0x75 /* buffer group id of the tap ring */
+
+struct urs_netstack {
+	struct urs_loop *loop;
+	struct urs_net *net;
+	int tapfd;
+	bool multishot, ring; /* receive mode */
+	bool stopping;
+	struct urs_bufring br;
+	unsigned char *flat; /* no buffer ring: one slot */
+	struct urs_op rx_op, txpoll_op;
+	struct urs_timer idle_timer;
+	uint64_t last_backlog_ns;
+	uint32_t max_slots, idle_ms;
+	uint64_t suspect, rx_errors, tx_dropped, enobufs_flat;
+};
+
+static void rx_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint32_t flags);
+
+static void rx_arm(struct urs_netstack *ns)
+{
+	struct io_uring_sqe *sqe = urs_op_sqe(&ns->rx_op);
+	if (ns->ring && ns->multishot) {
+		urs_prep_read_multishot(sqe, ns->tapfd, 0, 0, NS_BGID);
+	} else if (ns->ring) {
+		io_uring_prep_read(sqe, ns->tapfd, NULL, SLOT_BYTES, 0);
+		sqe->flags |= IOSQE_BUFFER_SELECT;
+		sqe->buf_group = NS_BGID;
+	} else {
+		io_uring_prep_read(sqe, ns->tapfd, ns->flat, SLOT_BYTES, 0);
+	}
+	/* a tap read is not a reason to keep the loop alive */
+	ns->rx_op.flags |= URS_OPF_WEAK;
+	urs_submit(ns->loop, &ns->rx_op, rx_cb);
+}
+
+static void frame_in(struct urs_netstack *ns, const unsigned char *p, int32_t len)
+{
+	if ((uint32_t) len >= SLOT_BYTES)
+		ns->suspect++;
+	urs_net_input(ns->net, p, (size_t) len);
+}
+
+static void rx_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint32_t flags)
+{
+	(void) loop;
+	struct urs_netstack *ns = container_of(op, struct urs_netstack, rx_op);
+	if (ns->ring) {
+		uint16_t bid;
+		unsigned char *p = urs_bufring_take(&ns->br, res, flags, &bid);
+		if (p) {
+			frame_in(ns, p, res);
+			urs_bufring_recycle(&ns->br, bid);
+		}
+		if (urs_bufring_take_backlog(&ns->br)) {
+			ns->last_backlog_ns = urs_now_ns();
+			uint32_t next =
+				urs_netstack_slots_next(ns->br.active, ns->max_slots, true, false);
+			if (next > ns->br.active)
+				urs_bufring_grow(&ns->br, next);
+		}
+	} else if (res > 0) {
+		frame_in(ns, ns->flat, res);
+	}
+	if (res < 0 && res != -ENOBUFS && res != -ECANCELED && res != -EAGAIN && res != -EINTR)
+		ns->rx_errors++;
+	if (flags & IORING_CQE_F_MORE)
+		return;
+	if (ns->stopping || res == -ECANCELED)
+		return;
+	if (res == 0 || res == -EBADF || res == -EBADFD || res == -EIO)
+		return; /* the tap is gone (namespace torn down): nothing more to read */
+	rx_arm(ns);
+}
+
+static void idle_cb(struct urs_loop *loop, struct urs_timer *t, int res)
+{
+	(void) loop;
+	struct urs_netstack *ns = container_of(t, struct urs_netstack, idle_timer);
+	if (res < 0 || ns->stopping)
+		return;
+	uint64_t now = urs_now_ns();
+	bool expired = now - ns->last_backlog_ns >= (uint64_t) ns->idle_ms * 1000000ull;
+	if (ns->ring && ns->br.active > 1 &&
+	    urs_netstack_slots_next(ns->br.active, ns->max_slots, false, expired) == 1)
+		urs_bufring_shrink(&ns->br, 1);
+}
+
+static void txpoll_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint32_t flags)
+{
+	(void) loop;
+	(void) flags;
+	struct urs_netstack *ns = container_of(op, struct urs_netstack, txpoll_op);
+	if (res < 0 || ns->stopping)
+		return;
+	urs_net_tx_ready(ns->net);
+}
+
+static int tx(void *ctx, const struct iovec *iov, int iovcnt)
+{
+	struct urs_netstack *ns = ctx;
+	ssize_t n = writev(ns->tapfd, iov, iovcnt);
+	if (n >= 0)
+		return 0;
+	int r = -errno;
+	if (r == -EAGAIN) {
+		if (!urs_op_busy(&ns->txpoll_op)) {
+			io_uring_prep_poll_add(urs_op_sqe(&ns->txpoll_op), ns->tapfd, POLLOUT);
+			ns->txpoll_op.flags |= URS_OPF_WEAK;
+			urs_submit(ns->loop, &ns->txpoll_op, txpoll_cb);
+		}
+		return r;
+	}
+	ns->tx_dropped++;
+	return r;
+}
+
+int urs_netstack_start(struct urs_netstack **out, struct urs_loop *loop, int tapfd,
+		       const struct urs_net_cfg *nc, struct urs_netopts *o, struct urs_err *err)
+{
+	struct urs_netstack *ns = calloc(1, sizeof(*ns));
+	if (!ns) {
+		close(tapfd);
+		urs_netfwd_close(o);
+		return urs_err_set(err, -ENOMEM, "network: out of memory");
+	}
+	ns->loop = loop;
+	ns->tapfd = tapfd;
+	ns->max_slots = o->max_slots ? o->max_slots : 8;
+	ns->idle_ms = o->idle_ms ? o->idle_ms : 2000;
+	int r = urs_net_init(&ns->net, loop, nc, tx, ns);
+	if (r < 0) {
+		urs_err_set(err, r, "network: starting the engine: %s", strerror(-r));
+		goto fail;
+	}
+	for (unsigned i = 0; i < o->n_fwd; i++) {
+		struct urs_netfwd *f = &o->fwd[i];
+		r = urs_net_forward_adopt(ns->net, f->proto, f->fd, f->sandbox_port);
+		f->fd = -1; /* the engine's now, also on error */
+		if (r < 0) {
+			urs_err_set(err, r, "network: port forward to %u: %s", f->sandbox_port,
+				    strerror(-r));
+			goto fail;
+		}
+	}
+	r = urs_bufring_init(&ns->br, loop, NS_BGID, SLOT_BYTES, ns->max_slots);
+	if (r == 0) {
+		ns->ring = true;
+		ns->multishot = urs_has(URS_FEAT_READ_MSHOT);
+	} else if (r == -EOPNOTSUPP) {
+		/* no buffer rings: one slot of our own, touched only as frames come */
+		ns->flat = mmap(NULL, SLOT_BYTES, PROT_READ | PROT_WRITE,
+				MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (ns->flat == MAP_FAILED) {
+			ns->flat = NULL;
+			r = -errno;
+			urs_err_set(err, r, "network: receive buffer: %s", strerror(-r));
+			goto fail;
+		}
+	} else {
+		urs_err_set(err, r, "network: receive ring: %s", strerror(-r));
+		goto fail;
+	}
+	ns->last_backlog_ns = urs_now_ns();
+	rx_arm(ns);
+	uint64_t period = (uint64_t) ns->idle_ms * 1000000ull;
+	urs_timer_start(loop, &ns->idle_timer, period, period, idle_cb);
+	*out = ns;
+	return 0;
+fail:
+	urs_netfwd_close(o);
+	urs_netstack_stop(ns);
+	return r;
+}
+
+void urs_netstack_stop(struct urs_netstack *ns)
+{
+	if (!ns)
+		return;
+	ns->stopping = true;
+	if (urs_op_busy(&ns->rx_op))
+		urs_cancel(ns->loop, &ns->rx_op);
+	if (urs_op_busy(&ns->txpoll_op))
+		urs_cancel(ns->loop, &ns->txpoll_op);
+	if (urs_timer_busy(&ns->idle_timer))
+		urs_timer_cancel(ns->loop, &ns->idle_timer);
+	/* the cancels complete on the loop; ns is owned by the supervisor for
+	 * the rest of its life, so it is not freed here (its exit frees it) */
+	if (ns->net)
+		urs_net_fini(ns->net);
+	ns->net = NULL;
+}
+
+void urs_netstack_get_stats(const struct urs_netstack *ns, struct urs_netstack_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	if (!ns)
+		return;
+	st->slot_bytes = SLOT_BYTES;
+	st->slots_max = ns->max_slots;
+	st->slots_active = ns->ring ? ns->br.active : 1;
+	if (ns->ring) {
+		st->grows = ns->br.grows;
+		st->shrinks = ns->br.shrinks;
+		st->enobufs = ns->br.enobufs;
+	}
+	st->suspect = ns->suspect;
+	st->rx_errors = ns->rx_errors;
+	st->tx_dropped = ns->tx_dropped;
+}
+
+const struct urs_net_stats *urs_netstack_engine_stats(const struct urs_netstack *ns)
+{
+	return ns && ns->net ? urs_net_stats(ns->net) : NULL;
+}
+
+int urs_netstack_prepare(struct urs_netopts *o, pid_t init_pid, struct urs_net_cfg *nc, int *tapfd,
+			 struct urs_err *err)
+{
+	*tapfd = -1;
+	urs_net_cfg_default(nc);
+	nc->ipv6 = o->ipv6;
+	struct urs_tap_cfg tc;
+	urs_netstack_tap_cfg(nc, &tc);
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/ns/net", (int) init_pid);
+	_cleanup_close_ int nsfd = open(path, O_RDONLY | O_CLOEXEC);
+	if (nsfd < 0)
+		return urs_err_set(err, -errno, "network: opening %s: %m", path);
+	struct urs_tap_info ti;
+	int fd = urs_tap_create(nsfd, &tc, &ti, err);
+	if (fd < 0)
+		return fd;
+	/* the engine must know what the tap really accepted */
+	nc->vnet_hdr = tc.vnet_hdr;
+	int r = urs_netfwd_bind(o, err);
+	if (r < 0) {
+		close(fd);
+		return r;
+	}
+	*tapfd = fd;
+	return 0;
+}
+
+void urs_netstack_tap_cfg(const struct urs_net_cfg *nc, struct urs_tap_cfg *tc)
+{
+	memset(tc, 0, sizeof(*tc));
+	tc->name = "eth0";
+	/* the sandbox's MAC: the gateway's with the last byte flipped */
+	memcpy(tc->mac, nc->gw_mac, 6);
+	tc->mac[5] ^= 0x01;
+	tc->mtu = nc->mtu;
+	tc->txqueuelen = 10000;
+	tc->vnet_hdr = nc->vnet_hdr;
+	tc->addr4 = nc->addr4;
+	tc->gw4 = nc->gw4;
+	tc->prefix4 = nc->prefix4;
+	tc->ipv6 = nc->ipv6;
+	tc->addr6 = nc->addr6;
+	tc->gw6 = nc->gw6;
+	tc->prefix6 = nc->prefix6;
+}

@@ -1,0 +1,97 @@
+/*
+ * actors/netstack.h — the supervisor's network actor: it owns the sandbox's
+ * tap, receives frames through a provided-buffer ring that starts with ONE
+ * 64 KiB slot, grows under backlog and shrinks when idle, hands each frame
+ * to the engine (net/net.h), and transmits what the engine builds.
+ *
+ * Also here: the network options shared by `ursa do` and bundles (mode,
+ * port forwards), their parsing, and the pre-bound forward sockets (bound
+ * before the sandbox is reported ready, so "address in use" is an error of
+ * create, not a silent failure later).
+ */
+#ifndef URSA_ACTORS_NETSTACK_H
+#define URSA_ACTORS_NETSTACK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+
+#include "host/err.h"
+#include "host/tap.h"
+#include "net/net.h"
+#include "runtime/loop.h"
+
+enum urs_netmode { URS_NET_NONE = 0, URS_NET_SANDBOX, URS_NET_HOST };
+
+struct urs_netfwd {
+	int proto; /* IPPROTO_TCP / IPPROTO_UDP */
+	struct sockaddr_storage host;
+	socklen_t hostlen;
+	uint16_t sandbox_port;
+	int fd; /* bound (and listening) socket, -1 until urs_netfwd_bind() */
+};
+
+struct urs_netopts {
+	enum urs_netmode mode;
+	struct urs_netfwd fwd[URS_NET_MAX_FWD];
+	unsigned n_fwd;
+	uint32_t max_slots; /* receive slots at most (default 8) */
+	uint32_t idle_ms;   /* shrink back to one slot after this long without backlog */
+	bool ipv6;
+};
+
+/* Bundle annotations (documented in docs/network.md). */
+#define URS_ANN_NETWORK "run.ursa.network"
+#define URS_ANN_PORTS	"run.ursa.ports"
+
+void urs_netopts_default(struct urs_netopts *o);
+/* "sandbox" | "none" | "host" */
+int urs_netopts_mode(struct urs_netopts *o, const char *mode, struct urs_err *err);
+/* One forward "[HOSTIP:]HOSTPORT:SANDBOXPORT[/tcp|udp]" (IPv6 HOSTIP in
+ * brackets); host IP defaults to 127.0.0.1. */
+int urs_netopts_forward(struct urs_netopts *o, const char *spec, struct urs_err *err);
+/* A comma-separated list of forwards (the annotation's format). */
+int urs_netopts_forwards(struct urs_netopts *o, const char *list, struct urs_err *err);
+/* Bind (and listen on) every forward's host socket. */
+int urs_netfwd_bind(struct urs_netopts *o, struct urs_err *err);
+void urs_netfwd_close(struct urs_netopts *o);
+
+/* The tap's configuration from the engine's (addresses, MTU, MACs). */
+void urs_netstack_tap_cfg(const struct urs_net_cfg *nc, struct urs_tap_cfg *tc);
+
+/* Before the sandbox is reported ready: the engine's configuration, the
+ * tap inside @init_pid's net namespace (fd in *tapfd) and every forward's
+ * bound socket. On error nothing is left open. */
+int urs_netstack_prepare(struct urs_netopts *o, pid_t init_pid, struct urs_net_cfg *nc, int *tapfd,
+			 struct urs_err *err);
+
+struct urs_netstack_stats {
+	uint32_t slots_active, slots_max;
+	uint64_t grows, shrinks, enobufs, suspect, rx_errors, tx_dropped;
+	size_t slot_bytes;
+};
+
+struct urs_netstack;
+
+/* Start on @loop with the tap @tapfd (owned from now on) and the forwards
+ * in @o (their fds are handed to the engine). */
+int urs_netstack_start(struct urs_netstack **out, struct urs_loop *loop, int tapfd,
+		       const struct urs_net_cfg *nc, struct urs_netopts *o, struct urs_err *err);
+void urs_netstack_stop(struct urs_netstack *ns);
+void urs_netstack_get_stats(const struct urs_netstack *ns, struct urs_netstack_stats *st);
+const struct urs_net_stats *urs_netstack_engine_stats(const struct urs_netstack *ns);
+
+/* Decide a slot count from what the last period saw: exposed for tests. */
+uint32_t urs_netstack_slots_next(uint32_t active, uint32_t max, bool backlog, bool idle_expired);
+
+/* Temporary while the engine (net/engine.c) is being written: without it
+ * the supervisor builds without networking. */
+#ifndef URSA_HAVE_NETSTACK
+#define URSA_HAVE_NETSTACK			   0
+#define urs_netstack_prepare(o, p, nc, fd, err)	   (-ENOSYS)
+#define urs_netstack_start(out, l, fd, nc, o, err) (-ENOSYS)
+#define urs_netstack_stop(ns)			   ((void) (ns))
+#endif
+
+#endif

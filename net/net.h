@@ -1,0 +1,124 @@
+/*
+ * net/net.h — the user-mode network engine: Ethernet frames from the
+ * sandbox's tap in, host sockets out (and back).
+ *
+ * This is the contract between the engine (net/) and its owner, the
+ * netstack actor (actors/netstack.c), which opens the tap, receives frames
+ * on a growing provided-buffer ring and transmits what the engine builds.
+ * The engine knows nothing of taps, namespaces or OCI: it sees frames
+ * (each starting with a struct virtio_net_hdr when cfg.vnet_hdr is set) and
+ * talks to the host through sockets on the caller's runtime loop.
+ *
+ * Threading: everything runs on the loop given to urs_net_init(); no call
+ * is thread-safe. Hot paths (urs_net_input, socket completions) never
+ * allocate: flows come from a table that grows on demand and is bounded.
+ */
+#ifndef URSA_NET_NET_H
+#define URSA_NET_NET_H
+
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include "runtime/loop.h"
+
+#define URS_NET_MAX_DNS	  3
+#define URS_NET_MAX_ALLOW 16
+#define URS_NET_MAX_FWD	  32
+
+/* A prefix (IPv4 as v4-mapped IPv6 is NOT used: family says which). */
+struct urs_net_prefix {
+	int family; /* AF_INET or AF_INET6 */
+	union {
+		struct in_addr v4;
+		struct in6_addr v6;
+	};
+	uint8_t len;
+};
+
+struct urs_net_cfg {
+	uint8_t gw_mac[6];	     /* the gateway's (our) MAC on the tap */
+	struct in_addr addr4, gw4;   /* sandbox address and gateway (.2 and .1) */
+	uint8_t prefix4;	     /* 24 */
+	struct in6_addr addr6, gw6;  /* ULA /64: ::2 and ::1 */
+	uint8_t prefix6;	     /* 64 */
+	bool ipv6;		     /* IPv6 enabled */
+	bool vnet_hdr;		     /* frames start with struct virtio_net_hdr */
+	uint32_t mtu;		     /* the tap's MTU (default 65520) */
+	/* DNS: queries to gw4/gw6 port 53 are forwarded to these */
+	struct sockaddr_storage dns[URS_NET_MAX_DNS];
+	unsigned n_dns;
+	/* Policy: destinations on host loopback, the host's own addresses and
+	 * link-local/metadata ranges are refused unless inside an allow entry. */
+	struct urs_net_prefix allow[URS_NET_MAX_ALLOW];
+	unsigned n_allow;
+	uint32_t max_flows;	   /* TCP + UDP + ICMP flows alive at once (default 1024) */
+	uint32_t udp_idle_ms;	   /* default 60 000 */
+	uint32_t tcp_idle_ms;	   /* established connections without traffic: default 2 h */
+};
+
+/* Fill @cfg with the defaults (10.0.2.0/24-style private net, ULA /64,
+ * gateway MAC, resolvers from /etc/resolv.conf if readable). */
+void urs_net_cfg_default(struct urs_net_cfg *cfg);
+
+/*
+ * Transmit a frame to the sandbox (virtio_net_hdr first when cfg.vnet_hdr).
+ * Returns 0 when the frame was queued, -EAGAIN when the tap is full (the
+ * engine keeps the data and retries on urs_net_tx_ready()), another -errno
+ * when it was dropped. The iovecs need only live for the call.
+ */
+typedef int (*urs_net_tx_fn)(void *ctx, const struct iovec *iov, int iovcnt);
+
+/* Counters the metrics actor reads (plain fields, single writer: the loop). */
+struct urs_net_stats {
+	uint64_t rx_frames, rx_bytes; /* from the sandbox */
+	uint64_t tx_frames, tx_bytes; /* to the sandbox */
+	uint64_t tx_again;	      /* -EAGAIN from the tap */
+	uint64_t drop_bad;	      /* malformed frames / headers */
+	uint64_t drop_frag;	      /* IP fragments */
+	uint64_t drop_csum;	      /* bad checksums */
+	uint64_t drop_policy;	      /* destinations the policy refuses */
+	uint64_t drop_limit;	      /* flow table full */
+	uint64_t drop_other;	      /* unsupported protocol, no route, ... */
+	uint64_t arp, ndp;	      /* requests answered */
+	uint64_t icmp_echo;	      /* echo requests forwarded */
+	uint64_t tcp_open, tcp_refused, tcp_reset;
+	uint64_t udp_open;
+	uint64_t dns_queries;
+	uint32_t flows_tcp, flows_udp, flows_icmp; /* alive now */
+	uint32_t neigh_entries;
+};
+
+struct urs_net;
+
+/* Create an engine on @loop. @tx/@tx_ctx: see urs_net_tx_fn. */
+int urs_net_init(struct urs_net **out, struct urs_loop *loop, const struct urs_net_cfg *cfg,
+		 urs_net_tx_fn tx, void *tx_ctx);
+/* Close every flow and host socket; completes asynchronously on the loop
+ * but @n must not be used after the call. */
+void urs_net_fini(struct urs_net *n);
+
+/* One frame received from the tap (the buffer is the caller's again when
+ * this returns: anything kept is copied, data for host sockets is sent
+ * before returning or not acknowledged). */
+void urs_net_input(struct urs_net *n, const void *frame, size_t len);
+
+/* The tap accepted writes again after an -EAGAIN. */
+void urs_net_tx_ready(struct urs_net *n);
+
+/* Inbound port forward: listen on @host (e.g. 127.0.0.1:8080) and connect
+ * each accepted client to the sandbox's @sandbox_port. @proto: IPPROTO_TCP
+ * or IPPROTO_UDP. Returns 0 or -errno (e.g. -EADDRINUSE). */
+int urs_net_forward_add(struct urs_net *n, int proto, const struct sockaddr *host,
+			socklen_t hostlen, uint16_t sandbox_port);
+/* The same with a socket the caller already bound (TCP: and listened on),
+ * so that "address in use" surfaces before the sandbox is reported ready.
+ * The engine owns @fd from this call on (also on error). */
+int urs_net_forward_adopt(struct urs_net *n, int proto, int fd, uint16_t sandbox_port);
+
+const struct urs_net_stats *urs_net_stats(const struct urs_net *n);
+
+#endif
