@@ -32,6 +32,7 @@
 #include "runtime/bufring.h"
 #include "runtime/common.h"
 #include "runtime/compat.h"
+#include "runtime/metrics.h"
 #include "runtime/probe.h"
 #include "runtime/timer.h"
 
@@ -56,6 +57,7 @@ struct urs_netstack {
 };
 
 static void rx_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint32_t flags);
+static int net_metrics_register(void);
 
 static void rx_arm(struct urs_netstack *ns)
 {
@@ -201,6 +203,10 @@ int urs_netstack_start(struct urs_netstack **out, struct urs_loop *loop, int tap
 		urs_err_set(err, r, "network: receive ring: %s", strerror(-r));
 		goto fail;
 	}
+	if ((r = net_metrics_register()) < 0) {
+		urs_err_set(err, r, "network: metrics: %s", strerror(-r));
+		goto fail;
+	}
 	ns->last_backlog_ns = urs_now_ns();
 	rx_arm(ns);
 	uint64_t period = (uint64_t) ns->idle_ms * 1000000ull;
@@ -299,4 +305,116 @@ void urs_netstack_tap_cfg(const struct urs_net_cfg *nc, struct urs_tap_cfg *tc)
 	tc->addr6 = nc->addr6;
 	tc->gw6 = nc->gw6;
 	tc->prefix6 = nc->prefix6;
+}
+
+/* ---- metrics ---------------------------------------------------------------
+ * Registered once when the netstack starts (before the loop runs); values
+ * are copied from the engine's and the dispatcher's plain counters when
+ * somebody scrapes, so the frame path only bumps integers. */
+static const char *const dir_v[] = {"rx", "tx"};
+static const struct urs_metric_label dir_l[] = {{"dir", dir_v, 2}};
+static const char *const drop_v[] = {"bad",	   "fragment", "checksum", "policy",
+				     "flow_limit", "other",    "tap_full", "tap_error"};
+static const struct urs_metric_label drop_l[] = {{"reason", drop_v, 8}};
+static const char *const slotev_v[] = {"grow", "shrink", "enobufs", "suspect"};
+static const struct urs_metric_label slotev_l[] = {{"event", slotev_v, 4}};
+static const char *const proto_v[] = {"tcp", "udp", "icmp"};
+static const struct urs_metric_label proto_l[] = {{"proto", proto_v, 3}};
+static const char *const ans_v[] = {"arp", "ndp", "icmp_echo", "dns"};
+static const struct urs_metric_label ans_l[] = {{"what", ans_v, 4}};
+static const char *const conn_v[] = {"tcp_open", "tcp_refused", "tcp_reset", "udp_open"};
+static const struct urs_metric_label conn_l[] = {{"event", conn_v, 4}};
+
+static struct urs_metric m_frames = {.name = "ursa_net_frames_total",
+				     .help = "Frames through the tap",
+				     .type = URS_METRIC_COUNTER,
+				     .labels = dir_l,
+				     .nlabels = 1};
+static struct urs_metric m_bytes = {.name = "ursa_net_bytes_total",
+				    .help = "Bytes through the tap",
+				    .type = URS_METRIC_COUNTER,
+				    .labels = dir_l,
+				    .nlabels = 1};
+static struct urs_metric m_drops = {.name = "ursa_net_drops_total",
+				    .help = "Frames dropped, by reason",
+				    .type = URS_METRIC_COUNTER,
+				    .labels = drop_l,
+				    .nlabels = 1};
+static struct urs_metric m_slots = {
+	.name = "ursa_net_rx_slots", .help = "Receive slots in service", .type = URS_METRIC_GAUGE};
+static struct urs_metric m_slots_max = {
+	.name = "ursa_net_rx_slots_max", .help = "Receive slots at most", .type = URS_METRIC_GAUGE};
+static struct urs_metric m_slotev = {
+	.name = "ursa_net_rx_slot_events_total",
+	.help = "Receive ring growth, shrink, ENOBUFS and suspect reads",
+	.type = URS_METRIC_COUNTER,
+	.labels = slotev_l,
+	.nlabels = 1};
+static struct urs_metric m_flows = {.name = "ursa_net_flows",
+				    .help = "Flows alive",
+				    .type = URS_METRIC_GAUGE,
+				    .labels = proto_l,
+				    .nlabels = 1};
+static struct urs_metric m_conn = {.name = "ursa_net_connections_total",
+				   .help = "Connections and UDP flows",
+				   .type = URS_METRIC_COUNTER,
+				   .labels = conn_l,
+				   .nlabels = 1};
+static struct urs_metric m_ans = {.name = "ursa_net_answered_total",
+				  .help = "Requests answered or forwarded by the gateway",
+				  .type = URS_METRIC_COUNTER,
+				  .labels = ans_l,
+				  .nlabels = 1};
+static struct urs_metric m_neigh = {
+	.name = "ursa_net_neighbors", .help = "Neighbor cache entries", .type = URS_METRIC_GAUGE};
+static struct urs_metrics net_metrics;
+
+static int net_metrics_register(void)
+{
+	if (net_metrics.count)
+		return 0;
+	struct urs_metric *all[] = {&m_frames, &m_bytes, &m_drops, &m_slots, &m_slots_max,
+				    &m_slotev, &m_flows, &m_conn,  &m_ans,   &m_neigh};
+	for (size_t i = 0; i < URS_ARRAY_SIZE(all); i++) {
+		int r = urs_metric_register(&net_metrics, all[i]);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+int urs_netstack_render(const struct urs_netstack *ns, const char *labels, char *buf, size_t len)
+{
+	if (!ns || !net_metrics.count)
+		return urs_metrics_expose(&(struct urs_metrics){0}, labels, buf, len);
+	struct urs_netstack_stats st;
+	urs_netstack_get_stats(ns, &st);
+	static const struct urs_net_stats zero;
+	const struct urs_net_stats *e = urs_netstack_engine_stats(ns);
+	if (!e)
+		e = &zero;
+	urs_metric_set(&m_frames, 0, e->rx_frames);
+	urs_metric_set(&m_frames, 1, e->tx_frames);
+	urs_metric_set(&m_bytes, 0, e->rx_bytes);
+	urs_metric_set(&m_bytes, 1, e->tx_bytes);
+	const uint64_t drops[] = {e->drop_bad,	 e->drop_frag,	e->drop_csum, e->drop_policy,
+				  e->drop_limit, e->drop_other, e->tx_again,  st.tx_dropped};
+	for (uint32_t i = 0; i < URS_ARRAY_SIZE(drops); i++)
+		urs_metric_set(&m_drops, i, drops[i]);
+	urs_metric_set(&m_slots, 0, st.slots_active);
+	urs_metric_set(&m_slots_max, 0, st.slots_max);
+	const uint64_t ev[] = {st.grows, st.shrinks, st.enobufs, st.suspect};
+	for (uint32_t i = 0; i < URS_ARRAY_SIZE(ev); i++)
+		urs_metric_set(&m_slotev, i, ev[i]);
+	urs_metric_set(&m_flows, 0, e->flows_tcp);
+	urs_metric_set(&m_flows, 1, e->flows_udp);
+	urs_metric_set(&m_flows, 2, e->flows_icmp);
+	const uint64_t cn[] = {e->tcp_open, e->tcp_refused, e->tcp_reset, e->udp_open};
+	for (uint32_t i = 0; i < URS_ARRAY_SIZE(cn); i++)
+		urs_metric_set(&m_conn, i, cn[i]);
+	const uint64_t an[] = {e->arp, e->ndp, e->icmp_echo, e->dns_queries};
+	for (uint32_t i = 0; i < URS_ARRAY_SIZE(an); i++)
+		urs_metric_set(&m_ans, i, an[i]);
+	urs_metric_set(&m_neigh, 0, e->neigh_entries);
+	return urs_metrics_expose(&net_metrics, labels, buf, len);
 }

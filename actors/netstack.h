@@ -82,6 +82,9 @@ void urs_netstack_stop(struct urs_netstack *ns);
 void urs_netstack_get_stats(const struct urs_netstack *ns, struct urs_netstack_stats *st);
 const struct urs_net_stats *urs_netstack_engine_stats(const struct urs_netstack *ns);
 
+/* Prometheus text of the netstack's counters (labels: e.g. sandbox="ID"). */
+int urs_netstack_render(const struct urs_netstack *ns, const char *labels, char *buf, size_t len);
+
 /* Decide a slot count from what the last period saw: exposed for tests. */
 uint32_t urs_netstack_slots_next(uint32_t active, uint32_t max, bool backlog, bool idle_expired);
 

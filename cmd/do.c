@@ -8,7 +8,9 @@
  * config.json text and goes through the same parser and launcher as
  * `ursa run`. Exit status is CMD's.
  */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <limits.h>
 #include <stdio.h>
@@ -79,9 +81,9 @@ static const char *const readonly[] = {
 	"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger", NULL,
 };
 
-static char *build_config(const char *network, const char *cwd, const struct urs_strlist *envs,
-			  const struct urs_strlist *vols, long long memory, int pids, char **args,
-			  int nargs, struct urs_err *err)
+static char *build_config(const char *network, const char *resolv, const char *cwd,
+			  const struct urs_strlist *envs, const struct urs_strlist *vols,
+			  long long memory, int pids, char **args, int nargs, struct urs_err *err)
 {
 	json_t *env = json_array();
 	bool have_path = false, have_term = false;
@@ -164,6 +166,11 @@ static char *build_config(const char *network, const char *cwd, const struct urs
 				      mnt(dest, "bind", real, strcmp(mode, "ro") ? o_rw : o_ro));
 	}
 
+	if (resolv) {
+		/* the sandbox's resolver is its gateway (the netstack forwards) */
+		static const char *const o_resolv[] = {"bind", "ro", "nosuid", "nodev", NULL};
+		json_array_append_new(mounts, mnt("/etc/resolv.conf", "bind", resolv, o_resolv));
+	}
 	json_t *ns = json_pack("[{s:s}, {s:s}, {s:s}, {s:s}, {s:s}]", "type", "pid", "type",
 			       "mount", "type", "ipc", "type", "uts", "type", "cgroup");
 	if (strcmp(network, "host"))
@@ -190,8 +197,41 @@ fail:
 	return NULL;
 }
 
+/* /run/ursa/.resolv-PID.conf naming the gateway(s); bind-mounted read-only
+ * on the sandbox's /etc/resolv.conf and unlinked once the sandbox exists. */
+static int write_resolv(char *path, size_t len)
+{
+#if !URSA_HAVE_NETSTACK
+	(void) path;
+	(void) len;
+	return -ENOSYS;
+#else
+	struct urs_net_cfg nc;
+	urs_net_cfg_default(&nc);
+	char a4[INET_ADDRSTRLEN], a6[INET6_ADDRSTRLEN], text[256];
+	inet_ntop(AF_INET, &nc.gw4, a4, sizeof(a4));
+	inet_ntop(AF_INET6, &nc.gw6, a6, sizeof(a6));
+	int n = snprintf(text, sizeof(text),
+			 "# written by ursa: the gateway forwards DNS\nnameserver %s\n", a4);
+	if (nc.ipv6)
+		n += snprintf(text + n, sizeof(text) - (size_t) n, "nameserver %s\n", a6);
+	/* not in SCRATCH: the init mounts a tmpfs over it before binding */
+	snprintf(path, len, "/run/ursa/.resolv-%d.conf", (int) getpid());
+	_cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	if (write(fd, text, (size_t) n) != n) {
+		int r = errno ? -errno : -EIO;
+		unlink(path);
+		return r;
+	}
+	return 0;
+#endif
+}
+
 int cmd_do(int argc, char **argv)
 {
+	int r;
 	const char *network = "sandbox", *cwd = NULL, *memory = NULL;
 	int pids = 0;
 	struct urs_strlist envs = {0}, vols = {0}, ports = {0};
@@ -263,15 +303,30 @@ int cmd_do(int argc, char **argv)
 			return 125;
 		}
 	}
-	char *json = build_config(network, cwd, &envs, &vols, mem, pids, argv + i, argc - i, &err);
+	mkdir("/run/ursa", 0711);
+	if (mkdir(SCRATCH, 0700) < 0 && errno != EEXIST) {
+		urs_error("do: creating %s: %s", SCRATCH, strerror(errno));
+		return 125;
+	}
+	char resolv[PATH_MAX] = "";
+	if (net.mode == URS_NET_SANDBOX && (r = write_resolv(resolv, sizeof(resolv))) < 0) {
+		urs_error("do: writing the sandbox's resolv.conf: %s", strerror(-r));
+		return 125;
+	}
+	char *json = build_config(network, *resolv ? resolv : NULL, cwd, &envs, &vols, mem, pids,
+				  argv + i, argc - i, &err);
 	if (!json) {
+		if (*resolv)
+			unlink(resolv);
 		urs_error("%s", err.msg);
 		return 125;
 	}
 	struct urs_spec *spec = NULL;
-	int r = urs_spec_parse(json, strlen(json), &spec, &err);
+	r = urs_spec_parse(json, strlen(json), &spec, &err);
 	free(json);
 	if (r < 0) {
+		if (*resolv)
+			unlink(resolv);
 		urs_error("%s", err.msg);
 		return 125;
 	}
@@ -280,11 +335,14 @@ int cmd_do(int argc, char **argv)
 		.prog = {.len = urs_default_bpf_len,
 			 .filter = (struct sock_filter *) urs_default_bpf},
 	};
-	mkdir("/run/ursa", 0711);
-	if (mkdir(SCRATCH, 0700) < 0 && errno != EEXIST) {
-		urs_error("do: creating %s: %s", SCRATCH, strerror(errno));
-		return 125;
-	}
+	/* counted denials: opt-in here (URSA_SECCOMP_COUNT=1), as nothing can
+	 * scrape a `do` sandbox's metrics yet and counting slows denied calls */
+	const char *cnt = getenv("URSA_SECCOMP_COUNT");
+	bool count = cnt && !strcmp(cnt, "1");
+	if (count)
+		filter.prog =
+			(struct sock_fprog){.len = urs_default_count_bpf_len,
+					    .filter = (struct sock_filter *) urs_default_count_bpf};
 	char id[64];
 	snprintf(id, sizeof(id), "do-%d", (int) getpid());
 	struct urs_sandbox_opts o = {
@@ -299,11 +357,18 @@ int cmd_do(int argc, char **argv)
 		.no_cgroup = !mem && !pids,
 		.seccomp = &filter,
 		.load_seccomp = urs_bpf_load_hook,
+		.seccomp_notify = count,
+		.load_seccomp_notify = urs_bpf_load_notify_hook,
+		.seccomp_count = count ? &urs_default_denials : NULL,
+		.profile = G.profile,
 		.net = &net,
 	};
 	struct urs_state st;
 	pid_t sup;
-	if ((r = urs_sandbox_create(&o, &sup, &st, &err)) < 0) {
+	r = urs_sandbox_create(&o, &sup, &st, &err);
+	if (*resolv)
+		unlink(resolv); /* mounted in the sandbox by now (or not needed) */
+	if (r < 0) {
 		urs_error("%s", err.msg);
 		urs_spec_free(spec);
 		return 125;
