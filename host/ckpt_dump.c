@@ -1,0 +1,1211 @@
+/*
+ * host/ckpt_dump.c — the dumper (see ckpt_dump.h): seize the tree, read each
+ * task's registers, FPU state, signal state, credentials, limits, mappings,
+ * dirty pages and fds, and write the image. Page selection uses
+ * /proc/PID/pagemap: pages never touched are skipped, clean file pages are
+ * left to the file, all-zero anonymous pages are skipped too.
+ */
+#include "host/ckpt_dump.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <poll.h>
+#include <linux/kcmp.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/ptrace.h>
+#include <sys/random.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "host/ckpt_image.h"
+#include "host/ckpt_ptrace.h"
+#include "runtime/common.h"
+
+#define PM_PRESENT (1ull << 63)
+#define PM_SWAP	   (1ull << 62)
+#define PM_FILE	   (1ull << 61)
+#define CHUNK	   256 /* pages read from /proc/PID/mem at once */
+
+struct dumpctx {
+	struct ckpt_image img;
+	struct ckpt_tracee *tr; /* one per task, same index as img.tasks */
+	uint32_t nseized;
+	struct ckpt_pages_writer pw;
+	int dirfd;
+	struct ckpt_dump_stats *st;
+	uint8_t *chunk;
+	uint64_t sigcgt[CKPT_MAX_TASKS]; /* caught or ignored signals, from status */
+	uint8_t trapped[CKPT_MAX_TASKS]; /* in a ptrace stop: can be detached */
+	const char *freezer;		 /* cgroup v2 directory, or NULL */
+};
+
+static int read_small(const char *path, char *buf, size_t cap)
+{
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	size_t got = 0;
+	for (;;) {
+		ssize_t n = read(fd, buf + got, cap - 1 - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0 || got + (size_t) n >= cap - 1) {
+			got += (size_t) (n > 0 ? n : 0);
+			break;
+		}
+		got += (size_t) n;
+	}
+	buf[got] = 0;
+	return (int) got;
+}
+
+/* Value of "Key:\t..." in a /proc status buffer, or NULL. */
+static const char *status_field(const char *buf, const char *key)
+{
+	size_t kl = strlen(key);
+	for (const char *p = buf; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+		if (!strncmp(p, key, kl) && p[kl] == ':')
+			return p + kl + 1;
+	return NULL;
+}
+
+/* Last number on the status line (NSpid etc. list outermost first). */
+static long status_last_num(const char *buf, const char *key)
+{
+	const char *v = status_field(buf, key);
+	if (!v)
+		return -1;
+	long last = -1;
+	while (*v && *v != '\n') {
+		char *end;
+		long n = strtol(v, &end, 10);
+		if (end == v) {
+			v++;
+			continue;
+		}
+		last = n;
+		v = end;
+	}
+	return last;
+}
+
+static int dump_status(struct ckpt_task *t, pid_t pid, bool zombie, uint64_t *sigcgt,
+		       struct urs_err *err)
+{
+	char path[64], buf[8192];
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	int r = read_small(path, buf, sizeof(buf));
+	if (r < 0)
+		return urs_err_set(err, r, "pid %d: reading status: %s", pid, strerror(-r));
+	long threads = status_last_num(buf, "Threads");
+	if (!zombie && threads != 1)
+		return urs_err_set(err, -ENOTSUP,
+				   "pid %d: multi-threaded process (%ld threads) cannot be "
+				   "checkpointed yet",
+				   pid, threads);
+	t->r.nspid = (int32_t) status_last_num(buf, "NSpid");
+	t->r.nspgid = (int32_t) status_last_num(buf, "NSpgid");
+	t->r.nssid = (int32_t) status_last_num(buf, "NSsid");
+	t->r.no_new_privs = (uint32_t) status_last_num(buf, "NoNewPrivs");
+	const char *um = status_field(buf, "Umask");
+	t->r.umask = um ? (uint32_t) strtoul(um, NULL, 8) : 022;
+	const char *u = status_field(buf, "Uid"), *g = status_field(buf, "Gid");
+	if (!u || !g ||
+	    sscanf(u, "%u %u %u %u", &t->r.uid[0], &t->r.uid[1], &t->r.uid[2], &t->r.uid[3]) != 4 ||
+	    sscanf(g, "%u %u %u %u", &t->r.gid[0], &t->r.gid[1], &t->r.gid[2], &t->r.gid[3]) != 4)
+		return urs_err_set(err, -EINVAL, "pid %d: cannot parse credentials", pid);
+	const char *gr = status_field(buf, "Groups");
+	while (gr && *gr && *gr != '\n') {
+		char *end;
+		unsigned long v = strtoul(gr, &end, 10);
+		if (end == gr) {
+			gr++;
+			continue;
+		}
+		if (t->r.ngroups == CKPT_MAX_GROUPS)
+			return urs_err_set(err, -ENOTSUP, "pid %d: too many supplementary groups",
+					   pid);
+		t->r.groups[t->r.ngroups++] = (uint32_t) v;
+		gr = end;
+	}
+	struct {
+		const char *k;
+		uint64_t *v;
+	} hex[] = {{"CapInh", &t->r.cap_inh}, {"CapPrm", &t->r.cap_prm}, {"CapEff", &t->r.cap_eff},
+		   {"CapBnd", &t->r.cap_bnd}, {"CapAmb", &t->r.cap_amb}, {"SigCgt", sigcgt}};
+	for (size_t i = 0; i < URS_ARRAY_SIZE(hex); i++) {
+		const char *v = status_field(buf, hex[i].k);
+		*hex[i].v = v ? strtoull(v, NULL, 16) : 0;
+	}
+	const char *ign = status_field(buf, "SigIgn");
+	uint64_t sigign = ign ? strtoull(ign, NULL, 16) : 0;
+	for (unsigned i = 0; i < CKPT_NSIG; i++)
+		if (sigign & (1ull << i))
+			t->r.sigact[i].handler = (uint64_t) (uintptr_t) SIG_IGN;
+	*sigcgt |= sigign; /* query flags of ignored ones too */
+	return 0;
+}
+
+static int dump_stat_mm(struct ckpt_task *t, pid_t pid, struct urs_err *err)
+{
+	char path[64], buf[2048];
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	int r = read_small(path, buf, sizeof(buf));
+	if (r < 0)
+		return urs_err_set(err, r, "pid %d: reading stat: %s", pid, strerror(-r));
+	char *p = strrchr(buf, ')');
+	if (!p)
+		return urs_err_set(err, -EINVAL, "pid %d: cannot parse stat", pid);
+	p += 2;
+	uint64_t f[64] = {0};
+	int n = 0; /* f[n] is field n + 3 */
+	while (*p && n < 64) {
+		char *end;
+		f[n] = strtoull(p, &end, 10);
+		if (end == p) { /* the state letter */
+			end = p + 1;
+		}
+		n++;
+		p = end;
+		while (*p == ' ')
+			p++;
+	}
+	if (n < 49)
+		return urs_err_set(err, -EINVAL, "pid %d: short stat line", pid);
+	t->r.mm.start_code = f[26 - 3];
+	t->r.mm.end_code = f[27 - 3];
+	t->r.mm.start_stack = f[28 - 3];
+	t->r.mm.start_data = f[45 - 3];
+	t->r.mm.end_data = f[46 - 3];
+	t->r.mm.start_brk = f[47 - 3];
+	t->r.mm.arg_start = f[48 - 3];
+	t->r.mm.arg_end = f[49 - 3];
+	t->r.mm.env_start = f[50 - 3];
+	t->r.mm.env_end = f[51 - 3];
+	return 0;
+}
+
+static char *read_link(pid_t pid, const char *what)
+{
+	char path[96], buf[PATH_MAX];
+	snprintf(path, sizeof(path), "/proc/%d/%s", pid, what);
+	ssize_t n = readlink(path, buf, sizeof(buf) - 1);
+	if (n <= 0)
+		return NULL;
+	buf[n] = 0;
+	return strdup(buf);
+}
+
+static bool deleted(const char *s)
+{
+	size_t l = strlen(s);
+	return l > 10 && !strcmp(s + l - 10, " (deleted)");
+}
+
+/* An io_uring ring (fd link or mapping name), not a file that has io_uring
+ * in its name. */
+static bool is_io_uring(const char *name)
+{
+	return (!strncmp(name, "anon_inode:", 11) && strstr(name, "io_uring")) ||
+	       !strcmp(name, "[io_uring]");
+}
+
+/* ---- mappings ---------------------------------------------------------- */
+
+static int add_vma(struct ckpt_task *t, const struct ckpt_vma *v)
+{
+	struct ckpt_vma *nv = realloc(t->vmas, (t->nvmas + 1) * sizeof(*nv));
+	if (!nv)
+		return -ENOMEM;
+	t->vmas = nv;
+	t->vmas[t->nvmas++] = *v;
+	return 0;
+}
+
+static int dump_maps(struct ckpt_task *t, pid_t pid, struct urs_err *err)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	_cleanup_fclose_ FILE *f = fopen(path, "re");
+	if (!f)
+		return urs_err_set(err, -errno, "pid %d: opening maps: %m", pid);
+	char line[PATH_MAX + 256];
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long start, end, off, ino;
+		char perms[8];
+		int pos = 0;
+		unsigned maj, min;
+		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &off,
+			   &maj, &min, &ino, &pos) < 7)
+			return urs_err_set(err, -EINVAL, "pid %d: cannot parse maps line", pid);
+		char *name = line + pos;
+		name[strcspn(name, "\n")] = 0;
+		struct ckpt_vma v = {0};
+		v.r.start = start;
+		v.r.end = end;
+		v.r.prot = (perms[0] == 'r' ? PROT_READ : 0) | (perms[1] == 'w' ? PROT_WRITE : 0) |
+			   (perms[2] == 'x' ? PROT_EXEC : 0);
+		bool shared = perms[3] == 's';
+		if (!strcmp(name, "[vsyscall]"))
+			continue; /* fixed kernel page, not a VMA */
+		if (!strcmp(name, "[vvar]"))
+			v.r.kind = CKPT_VMA_VVAR;
+		else if (!strcmp(name, "[vvar_vclock]"))
+			v.r.kind = CKPT_VMA_VVAR_VCLOCK;
+		else if (!strcmp(name, "[vdso]"))
+			v.r.kind = CKPT_VMA_VDSO;
+		else if (!strcmp(name, "[heap]") || !strcmp(name, "[stack]") ||
+			 (!*name && ino == 0)) {
+			if (shared)
+				return urs_err_set(err, -ENOTSUP,
+						   "pid %d: shared anonymous mapping %llx-%llx is "
+						   "not supported yet",
+						   pid, start, end);
+			v.r.kind = CKPT_VMA_ANON;
+			v.r.flags = !strcmp(name, "[heap]")    ? CKPT_VMA_HEAP
+				    : !strcmp(name, "[stack]") ? CKPT_VMA_STACK
+							       : 0;
+		} else if (is_io_uring(name)) {
+			return urs_err_set(
+				err, -ENOTSUP,
+				"pid %d: io_uring instance (mapping %llx-%llx) cannot be "
+				"checkpointed",
+				pid, start, end);
+		} else if (name[0] != '/' || deleted(name) || !strncmp(name, "/SYSV", 5) ||
+			   !strncmp(name, "/dev/", 5) || !strncmp(name, "/memfd:", 7)) {
+			return urs_err_set(err, -ENOTSUP,
+					   "pid %d: mapping %llx-%llx of '%s' is not supported yet",
+					   pid, start, end, name);
+		} else {
+			char mf[96];
+			struct stat st;
+			snprintf(mf, sizeof(mf), "/proc/%d/map_files/%llx-%llx", pid, start, end);
+			if (stat(mf, &st) < 0)
+				return urs_err_set(err, -errno, "pid %d: mapping of %s: %m", pid,
+						   name);
+			if (!S_ISREG(st.st_mode))
+				return urs_err_set(err, -ENOTSUP,
+						   "pid %d: mapping of non-regular file %s", pid,
+						   name);
+			v.r.kind = CKPT_VMA_FILE;
+			v.r.flags = shared ? CKPT_VMA_SHARED : 0;
+			v.r.pgoff = off;
+			v.r.dev = st.st_dev;
+			v.r.ino = st.st_ino;
+			v.r.fsize = (uint64_t) st.st_size;
+			if (!(v.path = strdup(name)))
+				return -ENOMEM;
+		}
+		int r = add_vma(t, &v);
+		if (r) {
+			free(v.path);
+			return r;
+		}
+	}
+	return 0;
+}
+
+/* ---- pages -------------------------------------------------------------- */
+
+/* Append a page at vaddr stored at off; runs never cross a mapping (vma_start). */
+static int add_run(struct ckpt_task *t, uint64_t vma_start, uint64_t vaddr, uint64_t off)
+{
+	if (t->nruns) {
+		struct ckpt_run *last = &t->runs[t->nruns - 1];
+		if (last->vaddr >= vma_start &&
+		    last->vaddr + last->npages * CKPT_PAGE_SIZE == vaddr &&
+		    last->off + last->npages * CKPT_PAGE_SIZE == off) {
+			last->npages++;
+			return 0;
+		}
+	}
+	if (!(t->nruns & (t->nruns - 1)) || !t->nruns) {
+		size_t cap = t->nruns ? (size_t) t->nruns * 2 : 16;
+		struct ckpt_run *nr = realloc(t->runs, cap * sizeof(*nr));
+		if (!nr)
+			return -ENOMEM;
+		t->runs = nr;
+	}
+	t->runs[t->nruns++] = (struct ckpt_run){vaddr, 1, off};
+	return 0;
+}
+
+static bool page_is_zero(const uint8_t *p)
+{
+	const uint64_t *q = (const uint64_t *) p;
+	for (unsigned i = 0; i < CKPT_PAGE_SIZE / 8; i += 4)
+		if (q[i] | q[i + 1] | q[i + 2] | q[i + 3])
+			return false;
+	return true;
+}
+
+/* Dump `n` pages starting at addr (all selected by pagemap). */
+static int dump_span(struct dumpctx *c, struct ckpt_task *t, int memfd, uint64_t vma_start,
+		     uint64_t addr, uint64_t n, bool anon, struct urs_err *err)
+{
+	while (n) {
+		uint64_t k = n < CHUNK ? n : CHUNK;
+		int r = ckpt_mem_read(memfd, addr, c->chunk, k * CKPT_PAGE_SIZE);
+		if (r)
+			return urs_err_set(err, r, "pid %d: reading memory at %#" PRIx64 ": %s",
+					   t->r.host_pid, addr, strerror(-r));
+		for (uint64_t i = 0; i < k; i++) {
+			const uint8_t *pg = c->chunk + i * CKPT_PAGE_SIZE;
+			if (anon && page_is_zero(pg)) {
+				c->st->zero_pages++;
+				continue;
+			}
+			uint64_t off;
+			r = ckpt_pages_append(&c->pw, pg, CKPT_PAGE_SIZE, &off, err);
+			if (r)
+				return r;
+			r = add_run(t, vma_start, addr + i * CKPT_PAGE_SIZE, off);
+			if (r)
+				return r;
+			c->st->pages++;
+		}
+		addr += k * CKPT_PAGE_SIZE;
+		n -= k;
+	}
+	return 0;
+}
+
+static int dump_pages(struct dumpctx *c, struct ckpt_task *t, pid_t pid, struct urs_err *err)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/pagemap", pid);
+	_cleanup_close_ int pm = open(path, O_RDONLY | O_CLOEXEC);
+	if (pm < 0)
+		return urs_err_set(err, -errno, "pid %d: opening pagemap: %m", pid);
+	_cleanup_close_ int memfd = ckpt_open_mem(pid);
+	if (memfd < 0)
+		return urs_err_set(err, memfd, "pid %d: opening mem: %s", pid, strerror(-memfd));
+	uint64_t pme[CHUNK];
+	for (uint32_t v = 0; v < t->nvmas; v++) {
+		const struct ckpt_vma_rec *m = &t->vmas[v].r;
+		if (m->kind != CKPT_VMA_ANON &&
+		    !(m->kind == CKPT_VMA_FILE && !(m->flags & CKPT_VMA_SHARED)))
+			continue;
+		bool anon = m->kind == CKPT_VMA_ANON;
+		uint64_t span_start = 0, span_n = 0;
+		for (uint64_t a = m->start; a < m->end;) {
+			uint64_t k = (m->end - a) / CKPT_PAGE_SIZE;
+			if (k > CHUNK)
+				k = CHUNK;
+			ssize_t got = pread(pm, pme, k * 8, (off_t) (a / CKPT_PAGE_SIZE * 8));
+			if (got != (ssize_t) (k * 8))
+				return urs_err_set(err, got < 0 ? -errno : -EIO,
+						   "pid %d: reading pagemap", pid);
+			for (uint64_t i = 0; i < k; i++) {
+				uint64_t e = pme[i];
+				bool want = (e & PM_SWAP) ||
+					    ((e & PM_PRESENT) && (anon || !(e & PM_FILE)));
+				uint64_t pa = a + i * CKPT_PAGE_SIZE;
+				if (want && span_n && span_start + span_n * CKPT_PAGE_SIZE == pa) {
+					span_n++;
+					continue;
+				}
+				if (span_n) {
+					int r = dump_span(c, t, memfd, m->start, span_start, span_n,
+							  anon, err);
+					if (r)
+						return r;
+					span_n = 0;
+				}
+				if (want) {
+					span_start = pa;
+					span_n = 1;
+				}
+			}
+			a += k * CKPT_PAGE_SIZE;
+		}
+		if (span_n) {
+			int r = dump_span(c, t, memfd, m->start, span_start, span_n, anon, err);
+			if (r)
+				return r;
+		}
+	}
+	return 0;
+}
+
+/* ---- fds ---------------------------------------------------------------- */
+
+static const char *const ok_chr[] = {"/dev/null", "/dev/zero", "/dev/full", "/dev/random",
+				     "/dev/urandom"};
+
+static int dump_fds(struct ckpt_task *t, pid_t pid, struct urs_err *err)
+{
+	char path[96];
+	snprintf(path, sizeof(path), "/proc/%d/fd", pid);
+	DIR *d = opendir(path);
+	if (!d)
+		return urs_err_set(err, -errno, "pid %d: listing fds: %m", pid);
+	int nums[4096];
+	unsigned n = 0;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		if (n == URS_ARRAY_SIZE(nums)) {
+			closedir(d);
+			return urs_err_set(err, -ENOTSUP, "pid %d: more than %zu open fds", pid,
+					   URS_ARRAY_SIZE(nums));
+		}
+		nums[n++] = atoi(de->d_name);
+	}
+	closedir(d);
+	/* ascending order, as restore and the image validation expect */
+	for (unsigned i = 1; i < n; i++)
+		for (unsigned j = i; j > 0 && nums[j - 1] > nums[j]; j--) {
+			int x = nums[j];
+			nums[j] = nums[j - 1];
+			nums[j - 1] = x;
+		}
+	t->fds = calloc(n ? n : 1, sizeof(*t->fds));
+	if (!t->fds)
+		return -ENOMEM;
+	for (unsigned i = 0; i < n; i++) {
+		int fd = nums[i];
+		struct ckpt_fd *f = &t->fds[t->nfds];
+		memset(f, 0, sizeof(*f));
+		f->r.fd = fd;
+		f->r.dup_of = -1;
+		char what[32];
+		snprintf(what, sizeof(what), "fd/%d", fd);
+		_cleanup_free_ char *link = read_link(pid, what);
+		if (!link)
+			return urs_err_set(err, -errno, "pid %d: fd %d: readlink: %m", pid, fd);
+		if (is_io_uring(link))
+			return urs_err_set(err, -ENOTSUP,
+					   "pid %d: fd %d is an io_uring instance, which cannot be "
+					   "checkpointed",
+					   pid, fd);
+		for (unsigned g = 0; g < t->nfds; g++) {
+			if (t->fds[g].r.dup_of != -1)
+				continue;
+			if (syscall(SYS_kcmp, pid, pid, KCMP_FILE, t->fds[g].r.fd, fd) == 0) {
+				f->r.dup_of = t->fds[g].r.fd;
+				break;
+			}
+		}
+		char info[1024];
+		snprintf(path, sizeof(path), "/proc/%d/fdinfo/%d", pid, fd);
+		int r = read_small(path, info, sizeof(info));
+		if (r < 0)
+			return urs_err_set(err, r, "pid %d: fd %d: fdinfo: %s", pid, fd,
+					   strerror(-r));
+		const char *fl = status_field(info, "flags");
+		uint32_t flags = fl ? (uint32_t) strtoul(fl, NULL, 8) : 0;
+		f->r.cloexec = !!(flags & O_CLOEXEC);
+		if (f->r.dup_of != -1) {
+			t->nfds++;
+			continue;
+		}
+		f->r.oflags = flags & ~(uint32_t) O_CLOEXEC;
+		const char *ps = status_field(info, "pos");
+		f->r.pos = ps ? strtoull(ps, NULL, 10) : 0;
+		struct stat st;
+		snprintf(path, sizeof(path), "/proc/%d/fd/%d", pid, fd);
+		if (stat(path, &st) < 0)
+			return urs_err_set(err, -errno, "pid %d: fd %d (%s): %m", pid, fd, link);
+		f->r.dev = st.st_dev;
+		f->r.ino = st.st_ino;
+		f->r.rdev = st.st_rdev;
+		if (link[0] != '/' || deleted(link))
+			return urs_err_set(err, -ENOTSUP,
+					   "pid %d: fd %d (%s) is not supported yet (only regular "
+					   "files, directories and /dev/null-like devices)",
+					   pid, fd, link);
+		if (S_ISREG(st.st_mode))
+			f->r.type = CKPT_FD_REG;
+		else if (S_ISDIR(st.st_mode))
+			f->r.type = CKPT_FD_DIR;
+		else if (S_ISCHR(st.st_mode)) {
+			bool ok = false;
+			for (size_t k = 0; k < URS_ARRAY_SIZE(ok_chr); k++)
+				ok |= !strcmp(link, ok_chr[k]);
+			if (!ok)
+				return urs_err_set(err, -ENOTSUP,
+						   "pid %d: fd %d: device %s is not supported yet",
+						   pid, fd, link);
+			f->r.type = CKPT_FD_CHR;
+		} else {
+			return urs_err_set(err, -ENOTSUP, "pid %d: fd %d (%s) is not supported yet",
+					   pid, fd, link);
+		}
+		f->path = steal_ptr(&link);
+		t->nfds++;
+	}
+	return 0;
+}
+
+/* ---- injected queries ---------------------------------------------------- */
+
+static bool sys_failed(long r)
+{
+	return (unsigned long) r > -4096ul;
+}
+
+static int dump_injected(struct ckpt_task *t, struct ckpt_tracee *tr, uint64_t sigcgt,
+			 struct urs_err *err)
+{
+	pid_t pid = tr->pid;
+	uint64_t ip = 0;
+	int r = -ENOENT;
+	for (uint32_t v = 0; v < t->nvmas && r; v++)
+		if (t->vmas[v].r.kind == CKPT_VMA_VDSO)
+			r = ckpt_find_syscall_insn(pid, t->vmas[v].r.start, t->vmas[v].r.end, &ip);
+	for (uint32_t v = 0; v < t->nvmas && r; v++)
+		if (t->vmas[v].r.prot & PROT_EXEC &&
+		    t->vmas[v].r.end - t->vmas[v].r.start <= (1u << 20))
+			r = ckpt_find_syscall_insn(pid, t->vmas[v].r.start, t->vmas[v].r.end, &ip);
+	if (r)
+		return urs_err_set(err, r, "pid %d: no syscall instruction found to inject with",
+				   pid);
+	tr->syscall_ip = ip;
+	/* block every signal while injecting so none is dequeued behind our back */
+	uint64_t all = ~0ull;
+	int memfd = -1;
+	if (ptrace(PTRACE_SETSIGMASK, pid, (void *) 8, &all) < 0)
+		return urs_err_set(err, -errno, "pid %d: PTRACE_SETSIGMASK: %m", pid);
+	long ret = 0;
+	r = ckpt_inject(tr, SYS_brk, 0, 0, 0, 0, 0, 0, &ret);
+	if (r)
+		goto out;
+	t->r.mm.brk = (uint64_t) ret;
+	long scratch;
+	r = ckpt_inject(tr, SYS_mmap, 0, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+			(uint64_t) -1, 0, &scratch);
+	if (r)
+		goto out;
+	if (sys_failed(scratch)) {
+		r = (int) scratch;
+		goto out;
+	}
+	memfd = ckpt_open_mem(pid);
+	if (memfd < 0) {
+		r = memfd;
+		goto unmap;
+	}
+	for (unsigned s = 1; s <= CKPT_NSIG; s++) {
+		if (!(sigcgt & (1ull << (s - 1))) || s == SIGKILL || s == SIGSTOP)
+			continue;
+		r = ckpt_inject(tr, SYS_rt_sigaction, s, 0, (uint64_t) scratch, 8, 0, 0, &ret);
+		if (!r && sys_failed(ret))
+			r = (int) ret;
+		if (!r)
+			r = ckpt_mem_read(memfd, (uint64_t) scratch, &t->r.sigact[s - 1],
+					  sizeof(t->r.sigact[0]));
+		if (r)
+			goto unmap;
+	}
+	for (unsigned which = 0; which < 3 && !r; which++) {
+		r = ckpt_inject(tr, SYS_getitimer, which, (uint64_t) scratch, 0, 0, 0, 0, &ret);
+		if (!r && sys_failed(ret))
+			r = (int) ret;
+		if (!r)
+			r = ckpt_mem_read(memfd, (uint64_t) scratch, t->r.itimer[which],
+					  sizeof(t->r.itimer[which]));
+	}
+	if (r)
+		goto unmap;
+	r = ckpt_inject(tr, SYS_sigaltstack, 0, (uint64_t) scratch, 0, 0, 0, 0, &ret);
+	if (!r && sys_failed(ret))
+		r = (int) ret;
+	if (!r) {
+		stack_t ss;
+		r = ckpt_mem_read(memfd, (uint64_t) scratch, &ss, sizeof(ss));
+		t->r.altstack_sp = (uint64_t) (uintptr_t) ss.ss_sp;
+		t->r.altstack_size = ss.ss_size;
+		t->r.altstack_flags = (uint32_t) ss.ss_flags;
+	}
+unmap:;
+	int r2 = ckpt_inject(tr, SYS_munmap, (uint64_t) scratch, 4096, 0, 0, 0, 0, &ret);
+	if (!r)
+		r = r2;
+out:
+	if (memfd >= 0)
+		close(memfd);
+	if (ptrace(PTRACE_SETSIGMASK, pid, (void *) 8, &t->r.sigmask) < 0 && !r)
+		r = -errno;
+	if (ckpt_set_regs(pid, &tr->base) < 0 && !r)
+		r = -EIO;
+	if (r)
+		return urs_err_set(err, r, "pid %d: injected query failed: %s", pid, strerror(-r));
+	return 0;
+}
+
+/* ---- pending signals ----------------------------------------------------- */
+
+static int dump_sigpending(struct ckpt_task *t, const struct ckpt_tracee *tr, struct urs_err *err)
+{
+	pid_t pid = tr->pid;
+	struct ckpt_siginfo *sigs = calloc(CKPT_MAX_SIGINFO, sizeof(*sigs));
+	if (!sigs)
+		return -ENOMEM;
+	uint32_t n = 0;
+	if (tr->stopped_sig) { /* dequeued while we seized it: it was first in line */
+		memcpy(sigs[0].info, tr->stopped_info, sizeof(sigs[0].info));
+		int32_t signo = tr->stopped_sig;
+		memcpy(sigs[0].info, &signo, sizeof(signo));
+		n = 1;
+	}
+	for (uint32_t shared = 0; shared <= 1; shared++) {
+		for (uint64_t off = 0;;) {
+			uint8_t buf[32][128];
+			struct __ptrace_peeksiginfo_args a = {
+				.off = off,
+				.flags = shared ? PTRACE_PEEKSIGINFO_SHARED : 0,
+				.nr = 32,
+			};
+			long got = ptrace(PTRACE_PEEKSIGINFO, pid, &a, buf);
+			if (got < 0) {
+				free(sigs);
+				return urs_err_set(err, -errno, "pid %d: PTRACE_PEEKSIGINFO: %m",
+						   pid);
+			}
+			if (got == 0)
+				break;
+			for (long k = 0; k < got; k++) {
+				if (n == CKPT_MAX_SIGINFO) {
+					free(sigs);
+					return urs_err_set(err, -ENOTSUP,
+							   "pid %d: more than %u pending signals",
+							   pid, CKPT_MAX_SIGINFO);
+				}
+				sigs[n].shared = shared;
+				memcpy(sigs[n].info, buf[k], 128);
+				n++;
+			}
+			off += (uint64_t) got;
+		}
+	}
+	if (!n) {
+		free(sigs);
+		return 0;
+	}
+	t->sigs = sigs;
+	t->nsigs = n;
+	return 0;
+}
+
+/* ---- seccomp ------------------------------------------------------------- */
+
+#define SECCOMP_RET_USER_NOTIF_ 0x7fc00000u
+
+/* Filters come newest first from PTRACE_SECCOMP_GET_FILTER; the image keeps
+ * them oldest first, the order restore installs them in. */
+static int dump_seccomp(struct ckpt_task *t, pid_t pid, struct urs_err *err)
+{
+	uint64_t buf[CKPT_MAX_BPF];
+	struct ckpt_seccomp tmp[CKPT_MAX_SECCOMP];
+	uint32_t n = 0;
+	int r = 0;
+	for (;; n++) {
+		long len = ptrace(PTRACE_SECCOMP_GET_FILTER, pid, (void *) (uintptr_t) n, buf);
+		if (len < 0 && (errno == ENOENT || (errno == EINVAL && n == 0)))
+			break; /* no more filters / not in filter mode */
+		if (len < 0) {
+			r = urs_err_set(err, -errno, "pid %d: reading seccomp filter %u: %m", pid,
+					n);
+			goto fail;
+		}
+		if (n == CKPT_MAX_SECCOMP || len == 0 || len > (long) CKPT_MAX_BPF) {
+			r = urs_err_set(err, -ENOTSUP,
+					"pid %d: too many or too large seccomp filters", pid);
+			goto fail;
+		}
+		for (long k = 0; k < len; k++) {
+			/* BPF_RET|BPF_K with a user-notification action: the listener
+			 * lives outside the task and cannot be re-created yet */
+			uint16_t code = (uint16_t) buf[k];
+			uint32_t kk = (uint32_t) (buf[k] >> 32);
+			if (code == 0x06 && (kk & 0xfff00000u) == SECCOMP_RET_USER_NOTIF_) {
+				r = urs_err_set(err, -ENOTSUP,
+						"pid %d: seccomp filter %u uses user notification, "
+						"which cannot be checkpointed yet",
+						pid, n);
+				goto fail;
+			}
+		}
+		struct __ptrace_seccomp_metadata md = {.filter_off = n};
+		if (ptrace(PTRACE_SECCOMP_GET_METADATA, pid, (void *) sizeof(md), &md) < 0)
+			md.flags = 0;
+		tmp[n].flags = (uint32_t) md.flags & 2u;
+		tmp[n].len = (uint32_t) len;
+		tmp[n].insns = malloc((size_t) len * 8);
+		if (!tmp[n].insns) {
+			r = -ENOMEM;
+			goto fail;
+		}
+		memcpy(tmp[n].insns, buf, (size_t) len * 8);
+	}
+	if (!n)
+		return 0;
+	t->seccomp = calloc(n, sizeof(*t->seccomp));
+	if (!t->seccomp) {
+		r = -ENOMEM;
+		goto fail;
+	}
+	for (uint32_t k = 0; k < n; k++)
+		t->seccomp[k] = tmp[n - 1 - k];
+	t->nseccomp = n;
+	return 0;
+fail:
+	for (uint32_t k = 0; k < n; k++)
+		free(tmp[k].insns);
+	return r;
+}
+
+/* ---- limits -------------------------------------------------------------- */
+
+/* /proc/PID/limits rather than prlimit(2): reading another user's limits with
+ * prlimit needs CAP_SYS_RESOURCE, which a dumper may not have. One line per
+ * resource in RLIMIT_* order, soft and hard values at fixed columns. */
+static int parse_limit(const char *p, uint64_t *v)
+{
+	while (*p == ' ')
+		p++;
+	if (!strncmp(p, "unlimited", 9)) {
+		*v = RLIM_INFINITY;
+		return 0;
+	}
+	char *end;
+	*v = strtoull(p, &end, 10);
+	return end == p ? -EINVAL : 0;
+}
+
+static int dump_limits(struct ckpt_task *t, pid_t pid, struct urs_err *err)
+{
+	char path[64], buf[4096];
+	snprintf(path, sizeof(path), "/proc/%d/limits", pid);
+	int r = read_small(path, buf, sizeof(buf));
+	if (r < 0)
+		return urs_err_set(err, r, "pid %d: reading limits: %s", pid, strerror(-r));
+	char *line = strchr(buf, '\n'); /* skip the header */
+	for (unsigned i = 0; i < CKPT_NRLIMIT; i++) {
+		if (!line || strlen(line + 1) < 47)
+			return urs_err_set(err, -EINVAL, "pid %d: short limits file", pid);
+		line++;
+		if (parse_limit(line + 26, &t->r.rlim[i].cur) ||
+		    parse_limit(line + 47, &t->r.rlim[i].max))
+			return urs_err_set(err, -EINVAL, "pid %d: cannot parse limit %u", pid, i);
+		line = strchr(line, '\n');
+	}
+	return 0;
+}
+
+/* ---- one task ------------------------------------------------------------ */
+
+static int dump_task(struct dumpctx *c, uint32_t idx, struct urs_err *err)
+{
+	struct ckpt_task *t = &c->img.tasks[idx];
+	struct ckpt_tracee *tr = &c->tr[idx];
+	pid_t pid = tr->pid;
+	t->r.host_pid = pid;
+	uint64_t sigcgt = c->sigcgt[idx];
+	int r;
+	t->r.regs = tr->base;
+	uint32_t xlen = CKPT_MAX_XSAVE;
+	if (!(t->xsave = malloc(xlen)))
+		return -ENOMEM;
+	r = ckpt_get_xsave(pid, t->xsave, &xlen);
+	if (r)
+		return urs_err_set(err, r, "pid %d: reading FPU state: %s", pid, strerror(-r));
+	t->xsave_len = xlen;
+	if (ptrace(PTRACE_GETSIGMASK, pid, (void *) 8, &t->r.sigmask) < 0)
+		return urs_err_set(err, -errno, "pid %d: PTRACE_GETSIGMASK: %m", pid);
+	struct __ptrace_rseq_configuration rc = {0};
+	if (ptrace(PTRACE_GET_RSEQ_CONFIGURATION, pid, (void *) sizeof(rc), &rc) > 0) {
+		t->r.rseq_ptr = rc.rseq_abi_pointer;
+		t->r.rseq_len = rc.rseq_abi_size;
+		t->r.rseq_sig = rc.signature;
+	}
+	char tpath[64], tbuf[64];
+	snprintf(tpath, sizeof(tpath), "/proc/%d/timers", pid);
+	if (read_small(tpath, tbuf, sizeof(tbuf)) > 0)
+		return urs_err_set(err, -ENOTSUP,
+				   "pid %d: POSIX timers (timer_create) cannot be checkpointed yet",
+				   pid);
+	r = dump_seccomp(t, pid, err);
+	if (!r)
+		r = dump_sigpending(t, tr, err);
+	if (r)
+		return r;
+	r = dump_maps(t, pid, err);
+	if (r)
+		return r;
+	r = dump_fds(t, pid, err);
+	if (r)
+		return r;
+	r = dump_stat_mm(t, pid, err);
+	if (r)
+		return r;
+	r = dump_injected(t, tr, sigcgt, err);
+	if (r)
+		return r;
+	r = dump_limits(t, pid, err);
+	if (r)
+		return r;
+	char path[64], buf[64];
+	snprintf(path, sizeof(path), "/proc/%d/comm", pid);
+	if (read_small(path, buf, sizeof(buf)) > 0) {
+		buf[strcspn(buf, "\n")] = 0;
+		snprintf(t->r.comm, sizeof(t->r.comm), "%s", buf);
+	}
+	snprintf(path, sizeof(path), "/proc/%d/personality", pid);
+	if (read_small(path, buf, sizeof(buf)) > 0)
+		t->r.personality = (uint32_t) strtoul(buf, NULL, 16);
+	_cleanup_free_ uint8_t *auxv = malloc(CKPT_MAX_AUXV);
+	snprintf(path, sizeof(path), "/proc/%d/auxv", pid);
+	int an = auxv ? read_small(path, (char *) auxv, CKPT_MAX_AUXV) : -ENOMEM;
+	if (an < 0)
+		return urs_err_set(err, an, "pid %d: reading auxv: %s", pid, strerror(-an));
+	t->auxv_len = (uint32_t) an & ~15u;
+	t->auxv = steal_ptr(&auxv);
+	t->cwd = read_link(pid, "cwd");
+	t->exe = read_link(pid, "exe");
+	if (!t->cwd || t->cwd[0] != '/' || deleted(t->cwd))
+		return urs_err_set(err, -ENOTSUP, "pid %d: working directory %s is not reachable",
+				   pid, t->cwd ? t->cwd : "?");
+	if (t->exe && (t->exe[0] != '/' || deleted(t->exe))) {
+		free(t->exe);
+		t->exe = NULL;
+	}
+	return dump_pages(c, t, pid, err);
+}
+
+/* ---- tree ---------------------------------------------------------------- */
+
+/* Is pid a zombie? If so, *status gets its wait status (stat field 52). */
+static bool is_zombie(pid_t pid, int32_t *status)
+{
+	char path[64], buf[2048];
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	if (read_small(path, buf, sizeof(buf)) <= 0)
+		return false;
+	char *p = strrchr(buf, ')');
+	if (!p || p[1] != ' ' || p[2] != 'Z')
+		return false;
+	p += 2;
+	*status = 0;
+	for (int field = 3; *p; field++) { /* p is at field `field` */
+		if (field == 52) {
+			*status = (int32_t) strtol(p, NULL, 10);
+			break;
+		}
+		p = strchr(p, ' ');
+		if (!p)
+			break;
+		p++;
+	}
+	return true;
+}
+
+/* Record child n (a zombie) without seizing it: only its ids are saved. */
+static void add_zombie(struct dumpctx *c, uint32_t n, pid_t pid, int32_t status, int32_t parent)
+{
+	memset(&c->tr[n], 0, sizeof(c->tr[n]));
+	c->tr[n].pid = pid;
+	c->img.tasks[n].r.zombie = 1;
+	c->img.tasks[n].r.exit_status = status;
+	c->img.tasks[n].r.parent = parent;
+}
+
+/* Children of pid as listed by the kernel (pids in our namespace). */
+static int list_children(pid_t pid, pid_t *out, uint32_t max, uint32_t *n, struct urs_err *err)
+{
+	char path[96], buf[4096];
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", pid, pid);
+	int r = read_small(path, buf, sizeof(buf));
+	if (r < 0)
+		return urs_err_set(err, r, "pid %d: listing children: %s", pid, strerror(-r));
+	*n = 0;
+	for (char *p = buf; *p;) {
+		char *end;
+		long ch = strtol(p, &end, 10);
+		if (end == p)
+			break;
+		p = end;
+		if (*n == max)
+			return urs_err_set(err, -ENOTSUP, "more than %u processes", CKPT_MAX_TASKS);
+		out[(*n)++] = (pid_t) ch;
+	}
+	return 0;
+}
+
+static int seize_tree(struct dumpctx *c, pid_t root, struct urs_err *err)
+{
+	int r = ckpt_seize(&c->tr[0], root, PTRACE_O_SUSPEND_SECCOMP, err);
+	if (r)
+		return r;
+	c->trapped[0] = 1;
+	c->nseized = 1;
+	c->img.tasks[0].r.parent = -1;
+	/* breadth first: a task's children are listed once it is stopped */
+	for (uint32_t i = 0; i < c->nseized; i++) {
+		pid_t kids[CKPT_MAX_TASKS];
+		uint32_t n;
+		r = list_children(c->tr[i].pid, kids, CKPT_MAX_TASKS - c->nseized, &n, err);
+		for (uint32_t k = 0; !r && k < n; k++) {
+			int32_t status;
+			if (is_zombie(kids[k], &status)) {
+				add_zombie(c, c->nseized++, kids[k], status, (int32_t) i);
+				continue;
+			}
+			r = ckpt_seize(&c->tr[c->nseized], kids[k], PTRACE_O_SUSPEND_SECCOMP, err);
+			if (r)
+				break;
+			c->trapped[c->nseized] = 1;
+			c->img.tasks[c->nseized].r.parent = (int32_t) i;
+			c->nseized++;
+		}
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
+/* ---- frozen cgroups ----------------------------------------------------------
+ * A task frozen by the cgroup v2 freezer does not enter a ptrace stop until it
+ * is thawed. So: with the cgroup frozen, walk and check the whole tree (it
+ * cannot change), seize + interrupt every task, thaw, and wait for each to
+ * trap — the pending trap comes before any user instruction. Before the
+ * detach the cgroup is frozen again, so afterwards it is exactly as found. */
+
+static int cg_write_freeze(const char *cg, int v, struct urs_err *err)
+{
+	char path[PATH_MAX];
+	if (snprintf(path, sizeof(path), "%s/cgroup.freeze", cg) >= (int) sizeof(path))
+		return urs_err_set(err, -ENAMETOOLONG, "checkpoint: cgroup path too long");
+	_cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0 || write(fd, v ? "1" : "0", 1) != 1)
+		return urs_err_set(err, -errno, "checkpoint: writing %s: %m", path);
+	return 0;
+}
+
+/* Wait (up to 10 s) until cgroup.events says frozen. */
+static int cg_wait_frozen(const char *cg, struct urs_err *err)
+{
+	char path[PATH_MAX], buf[256];
+	snprintf(path, sizeof(path), "%s/cgroup.events", cg);
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return urs_err_set(err, -errno, "checkpoint: opening %s: %m", path);
+	for (int tries = 0; tries < 1000; tries++) {
+		ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+		if (n < 0)
+			return urs_err_set(err, -errno, "checkpoint: reading %s: %m", path);
+		buf[n] = 0;
+		if (strstr(buf, "frozen 1"))
+			return 0;
+		struct pollfd pfd = {.fd = fd, .events = POLLPRI};
+		poll(&pfd, 1, 10); /* cgroup.events notifies with POLLPRI */
+	}
+	return urs_err_set(err, -ETIMEDOUT, "checkpoint: %s did not freeze within 10 s", cg);
+}
+
+static int in_pidlist(pid_t pid, const pid_t *l, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (l[i] == pid)
+			return 1;
+	return 0;
+}
+
+static int seize_frozen(struct dumpctx *c, pid_t root, struct urs_err *err)
+{
+	int r = cg_write_freeze(c->freezer, 1, err);
+	if (!r)
+		r = cg_wait_frozen(c->freezer, err);
+	if (r)
+		return r;
+	/* walk and check everything before touching anything */
+	pid_t pids[CKPT_MAX_TASKS];
+	int32_t parent[CKPT_MAX_TASKS];
+	uint32_t n = 1;
+	pids[0] = root;
+	parent[0] = -1;
+	for (uint32_t i = 0; i < n; i++) {
+		struct ckpt_task probe = {0};
+		uint64_t cgt;
+		int32_t status;
+		bool zombie = i && is_zombie(pids[i], &status);
+		r = dump_status(&probe, pids[i], zombie, &cgt, err);
+		if (r)
+			return r;
+		pid_t kids[CKPT_MAX_TASKS];
+		uint32_t k;
+		r = list_children(pids[i], kids, CKPT_MAX_TASKS - n, &k, err);
+		if (r)
+			return r;
+		for (uint32_t j = 0; j < k; j++) {
+			parent[n] = (int32_t) i;
+			pids[n++] = kids[j];
+		}
+	}
+	char path[PATH_MAX], buf[8192];
+	snprintf(path, sizeof(path), "%s/cgroup.procs", c->freezer);
+	r = read_small(path, buf, sizeof(buf));
+	if (r < 0)
+		return urs_err_set(err, r, "checkpoint: reading %s: %s", path, strerror(-r));
+	for (char *p = buf; *p;) {
+		char *end;
+		long v = strtol(p, &end, 10);
+		if (end == p)
+			break;
+		p = end;
+		if (!in_pidlist((pid_t) v, pids, n))
+			return urs_err_set(
+				err, -ENOTSUP,
+				"pid %ld is in the frozen cgroup but not a descendant of "
+				"pid %d: it would run while the tree is dumped",
+				v, root);
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		int32_t status;
+		if (i && is_zombie(pids[i], &status)) {
+			add_zombie(c, i, pids[i], status, parent[i]);
+			c->nseized++;
+			continue;
+		}
+		r = ckpt_seize_start(&c->tr[i], pids[i], PTRACE_O_SUSPEND_SECCOMP, err);
+		if (r)
+			break;
+		c->img.tasks[i].r.parent = parent[i];
+		c->nseized++;
+	}
+	int r2 = cg_write_freeze(c->freezer, 0, err);
+	if (!r)
+		r = r2;
+	for (uint32_t i = 0; i < c->nseized; i++) {
+		if (c->img.tasks[i].r.zombie)
+			continue;
+		int rw = ckpt_seize_wait(&c->tr[i], r ? NULL : err);
+		if (!rw)
+			c->trapped[i] = 1;
+		else if (!r)
+			r = rw;
+	}
+	return r;
+}
+
+static double now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double) ts.tv_sec * 1e3 + (double) ts.tv_nsec / 1e6;
+}
+
+int ckpt_dump(pid_t pid, const char *dir, const struct ckpt_dump_opts *opts,
+	      struct ckpt_dump_stats *stats, struct urs_err *err)
+{
+	struct ckpt_dump_stats dummy;
+	if (!stats)
+		stats = &dummy;
+	memset(stats, 0, sizeof(*stats));
+	double t0 = now_ms();
+	struct dumpctx c = {.st = stats, .dirfd = -1};
+	c.pw.fd = -1;
+	int r;
+	c.dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (c.dirfd < 0)
+		return urs_err_set(err, -errno, "checkpoint: opening %s: %m", dir);
+	if (getrandom(c.img.id, sizeof(c.img.id), 0) != sizeof(c.img.id)) {
+		r = urs_err_set(err, -EIO, "checkpoint: getrandom failed");
+		goto out;
+	}
+	c.freezer = opts ? opts->freezer : NULL;
+	c.chunk = malloc(CHUNK * CKPT_PAGE_SIZE);
+	c.tr = calloc(CKPT_MAX_TASKS, sizeof(*c.tr));
+	c.img.tasks = calloc(CKPT_MAX_TASKS, sizeof(*c.img.tasks));
+	if (!c.chunk || !c.tr || !c.img.tasks) {
+		r = -ENOMEM;
+		goto out;
+	}
+	r = c.freezer ? seize_frozen(&c, pid, err) : seize_tree(&c, pid, err);
+	if (r)
+		goto out;
+	c.img.ntasks = c.nseized;
+	/* every task is single-threaded before anything is written */
+	for (uint32_t i = 0; i < c.nseized; i++) {
+		r = dump_status(&c.img.tasks[i], c.tr[i].pid, c.img.tasks[i].r.zombie, &c.sigcgt[i],
+				err);
+		if (r)
+			goto out;
+		if (i && c.img.tasks[i].r.nspid <= 0) {
+			r = urs_err_set(err, -ENOTSUP, "pid %d: not in the root's pid namespace",
+					c.tr[i].pid);
+			goto out;
+		}
+	}
+	r = ckpt_pages_open(&c.pw, c.dirfd, err);
+	if (r)
+		goto out;
+	for (uint32_t i = 0; i < c.nseized && !r; i++) {
+		c.img.tasks[i].r.host_pid = c.tr[i].pid;
+		if (!c.img.tasks[i].r.zombie)
+			r = dump_task(&c, i, err);
+	}
+	if (r)
+		goto out;
+	c.img.pages_len = c.pw.off;
+	c.img.pages_crc = c.pw.crc;
+	r = ckpt_pages_finish(&c.pw, c.img.id, err);
+	if (!r)
+		r = ckpt_image_write_core(&c.img, c.dirfd, err);
+	if (!r) {
+		struct stat st;
+		if (fstatat(c.dirfd, "core.img", &st, 0) == 0)
+			stats->image_bytes += (uint64_t) st.st_size;
+		if (fstatat(c.dirfd, "pages.img", &st, 0) == 0)
+			stats->image_bytes += (uint64_t) st.st_size;
+	}
+out:
+	if (r) {
+		ckpt_pages_abort(&c.pw, c.dirfd);
+		if (c.dirfd >= 0) {
+			unlinkat(c.dirfd, "pages.img", 0);
+			unlinkat(c.dirfd, "core.img.tmp", 0);
+			unlinkat(c.dirfd, "core.img", 0);
+		}
+		if (r == -ENOMEM)
+			urs_err_set(err, r, "checkpoint: out of memory");
+	}
+	if (c.freezer && c.nseized) {
+		/* freeze again first: once detached, each task goes straight back
+		 * into the freezer trap */
+		struct urs_err e2;
+		int rf = cg_write_freeze(c.freezer, 1, r ? &e2 : err);
+		if (!r)
+			r = rf;
+	}
+	for (uint32_t i = c.nseized; i-- > 0;)
+		if (c.trapped[i])
+			ckpt_detach(&c.tr[i]);
+	if (c.freezer && c.nseized) {
+		struct urs_err e2;
+		int rf = cg_wait_frozen(c.freezer, r ? &e2 : err);
+		if (!r)
+			r = rf;
+	}
+	stats->ntasks = c.nseized;
+	stats->ms = now_ms() - t0;
+	free(c.chunk);
+	free(c.tr);
+	ckpt_image_free(&c.img);
+	if (c.dirfd >= 0)
+		close(c.dirfd);
+	return r;
+}

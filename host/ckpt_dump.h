@@ -1,0 +1,42 @@
+/*
+ * host/ckpt_dump.h — checkpoint (dump) of a single-threaded process tree into
+ * an image directory (host/ckpt_image.h). The caller is expected to have
+ * frozen the tasks (cgroup freezer) or stopped them; the dumper seizes each
+ * task with ptrace, reads its state from /proc and ptrace (injecting a few
+ * query syscalls), writes pages.img and core.img, and detaches, leaving every
+ * task exactly as it was (still frozen/stopped if it was). On any refusal
+ * (multi-threaded task, io_uring, pipe, socket, deleted file, ...) nothing is
+ * left in the directory and the message names the pid and the resource.
+ */
+#ifndef URSA_HOST_CKPT_DUMP_H
+#define URSA_HOST_CKPT_DUMP_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "host/err.h"
+
+struct ckpt_dump_stats {
+	uint32_t ntasks;
+	uint64_t pages;	     /* pages written to pages.img */
+	uint64_t zero_pages; /* present but all-zero anonymous pages skipped */
+	uint64_t image_bytes;
+	double ms; /* seize .. detach */
+};
+
+struct ckpt_dump_opts {
+	/* The tasks' cgroup v2 directory when the caller froze them with it
+	 * (cgroup.freeze): frozen tasks only enter a ptrace stop once thawed, so
+	 * the dumper thaws it for the moment it takes them to trap (they trap
+	 * before running any user code) and freezes it again before detaching.
+	 * Every process in the cgroup must be in the tree. NULL when the tasks
+	 * are stopped or running (the dumper stops them itself meanwhile). */
+	const char *freezer;
+};
+
+/* Dump the tree rooted at pid (a pid in the caller's pid namespace) into dir
+ * (which must exist). opts may be NULL. */
+int ckpt_dump(pid_t pid, const char *dir, const struct ckpt_dump_opts *opts,
+	      struct ckpt_dump_stats *stats, struct urs_err *err);
+
+#endif

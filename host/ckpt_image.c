@@ -1,0 +1,754 @@
+/*
+ * host/ckpt_image.c — encode, decode, validate, write and load checkpoint
+ * images (see ckpt_image.h and docs/checkpoint.md). Decoding treats the image
+ * as hostile input: every record length, count, address range and index is
+ * bounds-checked before the restorer may act on it.
+ */
+#include "host/ckpt_image.h"
+
+#include <elf.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "runtime/common.h"
+
+#define CORE_MAGIC  "URSACKPT"
+#define PAGES_MAGIC "URSAPAGE"
+#define MAX_CORE    (256u << 20)
+
+enum {
+	REC_TASK = 1,
+	REC_XSAVE = 2,
+	REC_AUXV = 3,
+	REC_CWD = 4,
+	REC_EXE = 5,
+	REC_VMA = 6,
+	REC_RUNS = 7,
+	REC_FD = 8,
+	REC_SECCOMP = 9,
+	REC_SIGINFO = 10,
+};
+
+struct core_hdr {
+	char magic[8];
+	uint32_t version, arch;
+	uint8_t id[16];
+	uint64_t body_len, pages_len;
+	uint32_t body_crc, pages_crc;
+	uint32_t ntasks, hdr_crc;
+};
+
+struct pages_hdr {
+	char magic[8];
+	uint32_t version, pad;
+	uint8_t id[16];
+	uint64_t pages_len;
+	uint32_t pages_crc, hdr_crc;
+};
+
+struct rec_hdr {
+	uint32_t type, len;
+};
+
+/* ---- CRC32C ------------------------------------------------------------ */
+
+static uint32_t crc_table[256];
+
+static void crc_table_init(void)
+{
+	for (uint32_t i = 0; i < 256; i++) {
+		uint32_t c = i;
+		for (int k = 0; k < 8; k++)
+			c = c & 1 ? (c >> 1) ^ 0x82F63B78u : c >> 1;
+		crc_table[i] = c;
+	}
+}
+
+__attribute__((target("sse4.2"))) static uint32_t crc_hw(uint32_t crc, const uint8_t *p, size_t n)
+{
+	uint64_t c = crc;
+	while (n >= 8) {
+		uint64_t v;
+		memcpy(&v, p, 8);
+		c = __builtin_ia32_crc32di(c, v);
+		p += 8;
+		n -= 8;
+	}
+	uint32_t c32 = (uint32_t) c;
+	while (n--)
+		c32 = __builtin_ia32_crc32qi(c32, *p++);
+	return c32;
+}
+
+uint32_t ckpt_crc32c(uint32_t crc, const void *buf, size_t n)
+{
+	static int mode; /* 0 unknown, 1 hw, 2 table */
+	const uint8_t *p = buf;
+	if (!mode) {
+		__builtin_cpu_init();
+		mode = __builtin_cpu_supports("sse4.2") ? 1 : 2;
+		if (mode == 2)
+			crc_table_init();
+	}
+	crc = ~crc;
+	if (mode == 1) {
+		crc = crc_hw(crc, p, n);
+	} else {
+		while (n--)
+			crc = crc_table[(crc ^ *p++) & 0xff] ^ (crc >> 8);
+	}
+	return ~crc;
+}
+
+/* ---- free ------------------------------------------------------------- */
+
+void ckpt_image_free(struct ckpt_image *img)
+{
+	for (uint32_t i = 0; i < img->ntasks; i++) {
+		struct ckpt_task *t = &img->tasks[i];
+		free(t->xsave);
+		free(t->auxv);
+		free(t->cwd);
+		free(t->exe);
+		for (uint32_t v = 0; v < t->nvmas; v++)
+			free(t->vmas[v].path);
+		free(t->vmas);
+		free(t->runs);
+		for (uint32_t f = 0; f < t->nfds; f++)
+			free(t->fds[f].path);
+		free(t->fds);
+		for (uint32_t k = 0; k < t->nseccomp; k++)
+			free(t->seccomp[k].insns);
+		free(t->seccomp);
+		free(t->sigs);
+	}
+	free(img->tasks);
+	if (img->pages_map)
+		munmap((void *) img->pages_map, img->pages_map_len);
+	memset(img, 0, sizeof(*img));
+}
+
+/* ---- encode ----------------------------------------------------------- */
+
+struct buf {
+	uint8_t *p;
+	size_t len, cap;
+};
+
+static int buf_put(struct buf *b, const void *p, size_t n)
+{
+	if (b->len + n + 8 > b->cap) {
+		size_t cap = b->cap ? b->cap : 4096;
+		while (cap < b->len + n + 8)
+			cap *= 2;
+		uint8_t *np = realloc(b->p, cap);
+		if (!np)
+			return -ENOMEM;
+		b->p = np;
+		b->cap = cap;
+	}
+	if (n)
+		memcpy(b->p + b->len, p, n);
+	b->len += n;
+	return 0;
+}
+
+static int rec_put(struct buf *b, uint32_t type, const void *a, size_t alen, const void *c,
+		   size_t clen)
+{
+	static const uint8_t zero[8];
+	if (alen + clen > UINT32_MAX / 2)
+		return -E2BIG;
+	struct rec_hdr h = {.type = type, .len = (uint32_t) (alen + clen)};
+	int r = buf_put(b, &h, sizeof(h));
+	if (!r)
+		r = buf_put(b, a, alen);
+	if (!r)
+		r = buf_put(b, c, clen);
+	size_t pad = (8 - (alen + clen) % 8) % 8;
+	if (!r)
+		r = buf_put(b, zero, pad);
+	return r;
+}
+
+int ckpt_image_encode(const struct ckpt_image *img, uint8_t **out, size_t *len, struct urs_err *err)
+{
+	struct buf b = {0};
+	struct core_hdr h = {.version = CKPT_VERSION, .arch = EM_X86_64};
+	int r = buf_put(&b, &h, sizeof(h));
+	for (uint32_t i = 0; !r && i < img->ntasks; i++) {
+		const struct ckpt_task *t = &img->tasks[i];
+		r = rec_put(&b, REC_TASK, &t->r, sizeof(t->r), NULL, 0);
+		if (!r && t->xsave_len)
+			r = rec_put(&b, REC_XSAVE, t->xsave, t->xsave_len, NULL, 0);
+		if (!r && t->auxv_len)
+			r = rec_put(&b, REC_AUXV, t->auxv, t->auxv_len, NULL, 0);
+		if (!r && t->cwd)
+			r = rec_put(&b, REC_CWD, t->cwd, strlen(t->cwd), NULL, 0);
+		if (!r && t->exe)
+			r = rec_put(&b, REC_EXE, t->exe, strlen(t->exe), NULL, 0);
+		for (uint32_t v = 0; !r && v < t->nvmas; v++) {
+			const struct ckpt_vma *m = &t->vmas[v];
+			r = rec_put(&b, REC_VMA, &m->r, sizeof(m->r), m->path,
+				    m->path ? strlen(m->path) : 0);
+		}
+		if (!r && t->nruns)
+			r = rec_put(&b, REC_RUNS, t->runs, (size_t) t->nruns * sizeof(*t->runs),
+				    NULL, 0);
+		for (uint32_t f = 0; !r && f < t->nfds; f++) {
+			const struct ckpt_fd *d = &t->fds[f];
+			r = rec_put(&b, REC_FD, &d->r, sizeof(d->r), d->path,
+				    d->path ? strlen(d->path) : 0);
+		}
+		if (!r && t->nsigs)
+			r = rec_put(&b, REC_SIGINFO, t->sigs, (size_t) t->nsigs * sizeof(*t->sigs),
+				    NULL, 0);
+		for (uint32_t k = 0; !r && k < t->nseccomp; k++) {
+			const struct ckpt_seccomp *sc = &t->seccomp[k];
+			uint32_t hdr[2] = {sc->flags, 0};
+			r = rec_put(&b, REC_SECCOMP, hdr, sizeof(hdr), sc->insns,
+				    (size_t) sc->len * 8);
+		}
+	}
+	if (r) {
+		free(b.p);
+		return urs_err_set(err, r, "checkpoint image: encoding failed: %s", strerror(-r));
+	}
+	memcpy(h.magic, CORE_MAGIC, 8);
+	memcpy(h.id, img->id, 16);
+	h.body_len = b.len - sizeof(h);
+	h.pages_len = img->pages_len;
+	h.pages_crc = img->pages_crc;
+	h.ntasks = img->ntasks;
+	h.body_crc = ckpt_crc32c(0, b.p + sizeof(h), h.body_len);
+	h.hdr_crc = 0;
+	h.hdr_crc = ckpt_crc32c(0, &h, sizeof(h));
+	memcpy(b.p, &h, sizeof(h));
+	*out = b.p;
+	*len = b.len;
+	return 0;
+}
+
+/* ---- decode ----------------------------------------------------------- */
+
+static char *dup_path(const uint8_t *p, size_t n, int absolute)
+{
+	if (n == 0 || n >= PATH_MAX || memchr(p, 0, n) || (absolute && p[0] != '/'))
+		return NULL;
+	char *s = malloc(n + 1);
+	if (!s)
+		return NULL;
+	memcpy(s, p, n);
+	s[n] = 0;
+	return s;
+}
+
+static void *grow(void *arr, uint32_t n, size_t elem)
+{
+	/* grow by doubling when n is a power of two (or zero) */
+	if (n && (n & (n - 1)))
+		return arr;
+	size_t cap = n ? (size_t) n * 2 : 4;
+	return realloc(arr, cap * elem);
+}
+
+static int validate_task(const struct ckpt_image *img, uint32_t idx, struct urs_err *err)
+{
+	const struct ckpt_task *t = &img->tasks[idx];
+	if (idx == 0 ? t->r.parent != -1 : (t->r.parent < 0 || (uint32_t) t->r.parent >= idx))
+		return urs_err_set(err, -EINVAL, "checkpoint image: task %u: bad parent index %d",
+				   idx, t->r.parent);
+	if (t->r.nspid <= 0)
+		return urs_err_set(err, -EINVAL, "checkpoint image: task %u: bad pid %d", idx,
+				   t->r.nspid);
+	for (uint32_t j = 0; j < idx; j++)
+		if (img->tasks[j].r.nspid == t->r.nspid)
+			return urs_err_set(err, -EINVAL, "checkpoint image: pid %d appears twice",
+					   t->r.nspid);
+	if (t->r.zombie) {
+		if (idx == 0 || t->nvmas || t->nruns || t->nfds || t->nsigs || t->nseccomp)
+			return urs_err_set(err, -EINVAL, "checkpoint image: task %u: bad zombie",
+					   idx);
+		return 0;
+	}
+	if (!t->xsave || t->xsave_len < 576 || !t->cwd)
+		return urs_err_set(err, -EINVAL,
+				   "checkpoint image: task %u (pid %d): missing FPU state or cwd",
+				   idx, t->r.nspid);
+	if (t->auxv_len % 16)
+		return urs_err_set(err, -EINVAL, "checkpoint image: task %u: bad auxv length", idx);
+	for (uint32_t k = 0; k < t->nseccomp; k++)
+		if (t->seccomp[k].flags & ~2u /* SECCOMP_FILTER_FLAG_LOG */)
+			return urs_err_set(err, -EINVAL,
+					   "checkpoint image: task %u: bad seccomp flags", idx);
+	for (uint32_t k = 0; k < t->nsigs; k++) {
+		int32_t signo;
+		memcpy(&signo, t->sigs[k].info, sizeof(signo));
+		if (signo < 1 || signo > (int32_t) CKPT_NSIG || t->sigs[k].shared > 1)
+			return urs_err_set(err, -EINVAL,
+					   "checkpoint image: task %u: bad pending signal", idx);
+	}
+	if (t->r.ngroups > CKPT_MAX_GROUPS)
+		return urs_err_set(err, -EINVAL, "checkpoint image: task %u: too many groups", idx);
+	uint64_t prev_end = 0;
+	for (uint32_t v = 0; v < t->nvmas; v++) {
+		const struct ckpt_vma_rec *m = &t->vmas[v].r;
+		if (m->start % CKPT_PAGE_SIZE || m->end % CKPT_PAGE_SIZE || m->start >= m->end ||
+		    m->start < prev_end || m->end > CKPT_MAX_USER_ADDR || m->start < 4096 ||
+		    (m->prot & ~7u) || m->kind < CKPT_VMA_ANON || m->kind > CKPT_VMA_VDSO ||
+		    (m->flags & ~7u) || m->pgoff % CKPT_PAGE_SIZE ||
+		    (m->kind == CKPT_VMA_FILE) != (t->vmas[v].path != NULL) ||
+		    (m->kind == CKPT_VMA_ANON && (m->flags & CKPT_VMA_SHARED)))
+			return urs_err_set(err, -EINVAL,
+					   "checkpoint image: task %u: invalid mapping %#llx-%#llx",
+					   idx, (unsigned long long) m->start,
+					   (unsigned long long) m->end);
+		prev_end = m->end;
+	}
+	uint32_t v = 0;
+	uint64_t prev = 0;
+	for (uint32_t i = 0; i < t->nruns; i++) {
+		const struct ckpt_run *run = &t->runs[i];
+		uint64_t bytes = run->npages * CKPT_PAGE_SIZE;
+		if (!run->npages || run->npages > (1ull << 36) || run->vaddr % CKPT_PAGE_SIZE ||
+		    run->off % CKPT_PAGE_SIZE || run->vaddr < prev || run->off > img->pages_len ||
+		    bytes > img->pages_len - run->off)
+			return urs_err_set(err, -EINVAL,
+					   "checkpoint image: task %u: bad page run %u", idx, i);
+		while (v < t->nvmas && t->vmas[v].r.end <= run->vaddr)
+			v++;
+		if (v == t->nvmas || t->vmas[v].r.start > run->vaddr ||
+		    bytes > t->vmas[v].r.end - run->vaddr ||
+		    (t->vmas[v].r.kind != CKPT_VMA_ANON && t->vmas[v].r.kind != CKPT_VMA_FILE) ||
+		    (t->vmas[v].r.flags & CKPT_VMA_SHARED))
+			return urs_err_set(err, -EINVAL,
+					   "checkpoint image: task %u: page run %u outside a "
+					   "private mapping",
+					   idx, i);
+		prev = run->vaddr + bytes;
+	}
+	int prev_fd = -1;
+	for (uint32_t f = 0; f < t->nfds; f++) {
+		const struct ckpt_fd *d = &t->fds[f];
+		if (d->r.fd <= prev_fd || d->r.fd >= (1 << 20) ||
+		    (d->r.dup_of != -1 && (d->r.dup_of < 0 || d->r.dup_of >= d->r.fd)) ||
+		    (d->r.dup_of == -1 &&
+		     (!d->path || d->r.type < CKPT_FD_REG || d->r.type > CKPT_FD_CHR)))
+			return urs_err_set(err, -EINVAL, "checkpoint image: task %u: bad fd %d",
+					   idx, d->r.fd);
+		if (d->r.dup_of != -1) {
+			uint32_t g;
+			for (g = 0; g < f && t->fds[g].r.fd != d->r.dup_of; g++)
+				;
+			if (g == f || t->fds[g].r.dup_of != -1)
+				return urs_err_set(err, -EINVAL,
+						   "checkpoint image: task %u: fd %d duplicates "
+						   "unknown fd %d",
+						   idx, d->r.fd, d->r.dup_of);
+		}
+		prev_fd = d->r.fd;
+	}
+	return 0;
+}
+
+static int decode_body(const uint8_t *p, size_t len, struct ckpt_image *img, uint32_t ntasks,
+		       struct urs_err *err)
+{
+	img->tasks = calloc(ntasks, sizeof(*img->tasks));
+	if (!img->tasks)
+		return -ENOMEM;
+	struct ckpt_task *t = NULL;
+	size_t off = 0;
+	while (off < len) {
+		struct rec_hdr h;
+		if (len - off < sizeof(h))
+			return urs_err_set(err, -EINVAL, "checkpoint image: truncated record");
+		memcpy(&h, p + off, sizeof(h));
+		off += sizeof(h);
+		size_t padded = ((size_t) h.len + 7) & ~(size_t) 7;
+		if (h.len > len - off || padded > len - off)
+			return urs_err_set(err, -EINVAL, "checkpoint image: record overruns body");
+		const uint8_t *d = p + off;
+		off += padded;
+		if (h.type != REC_TASK && !t)
+			return urs_err_set(err, -EINVAL, "checkpoint image: record before task");
+		switch (h.type) {
+		case REC_TASK:
+			if (img->ntasks == ntasks || h.len != sizeof(t->r))
+				return urs_err_set(err, -EINVAL,
+						   "checkpoint image: bad task record");
+			t = &img->tasks[img->ntasks++];
+			memcpy(&t->r, d, sizeof(t->r));
+			break;
+		case REC_XSAVE:
+		case REC_AUXV: {
+			uint8_t **dst = h.type == REC_XSAVE ? &t->xsave : &t->auxv;
+			uint32_t *dlen = h.type == REC_XSAVE ? &t->xsave_len : &t->auxv_len;
+			uint32_t max = h.type == REC_XSAVE ? CKPT_MAX_XSAVE : CKPT_MAX_AUXV;
+			if (*dst || !h.len || h.len > max)
+				return urs_err_set(err, -EINVAL,
+						   "checkpoint image: bad FPU/auxv record");
+			if (!(*dst = malloc(h.len)))
+				return -ENOMEM;
+			memcpy(*dst, d, h.len);
+			*dlen = h.len;
+			break;
+		}
+		case REC_CWD:
+		case REC_EXE: {
+			char **dst = h.type == REC_CWD ? &t->cwd : &t->exe;
+			if (*dst || !(*dst = dup_path(d, h.len, 1)))
+				return urs_err_set(err, -EINVAL,
+						   "checkpoint image: bad cwd/exe path");
+			break;
+		}
+		case REC_VMA: {
+			if (h.len < sizeof(struct ckpt_vma_rec) || t->nvmas >= CKPT_MAX_VMAS)
+				return urs_err_set(err, -EINVAL,
+						   "checkpoint image: bad mapping record");
+			struct ckpt_vma *nv = grow(t->vmas, t->nvmas, sizeof(*nv));
+			if (!nv)
+				return -ENOMEM;
+			t->vmas = nv;
+			struct ckpt_vma *m = &t->vmas[t->nvmas++];
+			memcpy(&m->r, d, sizeof(m->r));
+			m->path = NULL;
+			size_t pl = h.len - sizeof(m->r);
+			if (pl && !(m->path = dup_path(d + sizeof(m->r), pl, 1)))
+				return urs_err_set(err, -EINVAL,
+						   "checkpoint image: bad mapping path");
+			break;
+		}
+		case REC_RUNS:
+			if (t->runs || !h.len || h.len % sizeof(struct ckpt_run) ||
+			    h.len / sizeof(struct ckpt_run) > CKPT_MAX_RUNS)
+				return urs_err_set(err, -EINVAL, "checkpoint image: bad page runs");
+			if (!(t->runs = malloc(h.len)))
+				return -ENOMEM;
+			memcpy(t->runs, d, h.len);
+			t->nruns = h.len / sizeof(struct ckpt_run);
+			break;
+		case REC_FD: {
+			if (h.len < sizeof(struct ckpt_fd_rec) || t->nfds >= CKPT_MAX_FDS)
+				return urs_err_set(err, -EINVAL, "checkpoint image: bad fd record");
+			struct ckpt_fd *nf = grow(t->fds, t->nfds, sizeof(*nf));
+			if (!nf)
+				return -ENOMEM;
+			t->fds = nf;
+			struct ckpt_fd *f = &t->fds[t->nfds++];
+			memcpy(&f->r, d, sizeof(f->r));
+			f->path = NULL;
+			size_t pl = h.len - sizeof(f->r);
+			if (pl && !(f->path = dup_path(d + sizeof(f->r), pl, 1)))
+				return urs_err_set(err, -EINVAL, "checkpoint image: bad fd path");
+			break;
+		}
+		case REC_SIGINFO:
+			if (t->sigs || !h.len || h.len % sizeof(struct ckpt_siginfo) ||
+			    h.len / sizeof(struct ckpt_siginfo) > CKPT_MAX_SIGINFO)
+				return urs_err_set(err, -EINVAL,
+						   "checkpoint image: bad signal record");
+			if (!(t->sigs = malloc(h.len)))
+				return -ENOMEM;
+			memcpy(t->sigs, d, h.len);
+			t->nsigs = h.len / sizeof(struct ckpt_siginfo);
+			break;
+		case REC_SECCOMP: {
+			uint32_t hdr[2];
+			if (h.len <= sizeof(hdr) || (h.len - sizeof(hdr)) % 8 ||
+			    (h.len - sizeof(hdr)) / 8 > CKPT_MAX_BPF ||
+			    t->nseccomp >= CKPT_MAX_SECCOMP)
+				return urs_err_set(err, -EINVAL,
+						   "checkpoint image: bad seccomp record");
+			memcpy(hdr, d, sizeof(hdr));
+			struct ckpt_seccomp *ns = grow(t->seccomp, t->nseccomp, sizeof(*ns));
+			if (!ns)
+				return -ENOMEM;
+			t->seccomp = ns;
+			struct ckpt_seccomp *sc = &t->seccomp[t->nseccomp++];
+			sc->flags = hdr[0];
+			sc->len = (h.len - sizeof(hdr)) / 8;
+			if (!(sc->insns = malloc((size_t) sc->len * 8)))
+				return -ENOMEM;
+			memcpy(sc->insns, d + sizeof(hdr), (size_t) sc->len * 8);
+			break;
+		}
+		default:
+			return urs_err_set(err, -EINVAL, "checkpoint image: unknown record type %u",
+					   h.type);
+		}
+	}
+	if (img->ntasks != ntasks)
+		return urs_err_set(err, -EINVAL, "checkpoint image: %u tasks announced, %u found",
+				   ntasks, img->ntasks);
+	for (uint32_t i = 0; i < img->ntasks; i++) {
+		int r = validate_task(img, i, err);
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
+int ckpt_image_decode(const uint8_t *buf, size_t len, struct ckpt_image *img, struct urs_err *err)
+{
+	struct core_hdr h;
+	if (len < sizeof(h))
+		return urs_err_set(err, -EINVAL, "checkpoint image: core.img truncated (%zu bytes)",
+				   len);
+	memcpy(&h, buf, sizeof(h));
+	if (memcmp(h.magic, CORE_MAGIC, 8))
+		return urs_err_set(err, -EINVAL, "checkpoint image: core.img is not an ursa image");
+	uint32_t hcrc = h.hdr_crc;
+	h.hdr_crc = 0;
+	if (ckpt_crc32c(0, &h, sizeof(h)) != hcrc)
+		return urs_err_set(err, -EBADMSG,
+				   "checkpoint image: core.img header checksum "
+				   "mismatch (corrupted)");
+	if (h.version != CKPT_VERSION || h.arch != EM_X86_64)
+		return urs_err_set(err, -EPROTONOSUPPORT,
+				   "checkpoint image: version %u arch %u not supported", h.version,
+				   h.arch);
+	if (h.body_len != len - sizeof(h))
+		return urs_err_set(err, -EBADMSG,
+				   "checkpoint image: core.img is %zu bytes, header says %llu "
+				   "(truncated or extended)",
+				   len, (unsigned long long) (h.body_len + sizeof(h)));
+	if (ckpt_crc32c(0, buf + sizeof(h), h.body_len) != h.body_crc)
+		return urs_err_set(err, -EBADMSG,
+				   "checkpoint image: core.img body checksum mismatch (corrupted)");
+	if (h.ntasks == 0 || h.ntasks > CKPT_MAX_TASKS || h.pages_len % CKPT_PAGE_SIZE)
+		return urs_err_set(err, -EINVAL,
+				   "checkpoint image: bad task count or pages length");
+	memset(img, 0, sizeof(*img));
+	memcpy(img->id, h.id, 16);
+	img->pages_len = h.pages_len;
+	img->pages_crc = h.pages_crc;
+	int r = decode_body(buf + sizeof(h), h.body_len, img, h.ntasks, err);
+	if (r) {
+		if (r == -ENOMEM)
+			urs_err_set(err, r, "checkpoint image: out of memory");
+		ckpt_image_free(img);
+	}
+	return r;
+}
+
+/* ---- files ------------------------------------------------------------ */
+
+static int write_all(int fd, const void *p, size_t n, off_t off)
+{
+	const uint8_t *c = p;
+	while (n) {
+		ssize_t w = off >= 0 ? pwrite(fd, c, n, off) : write(fd, c, n);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		c += w;
+		n -= (size_t) w;
+		if (off >= 0)
+			off += w;
+	}
+	return 0;
+}
+
+int ckpt_pages_open(struct ckpt_pages_writer *w, int dirfd, struct urs_err *err)
+{
+	memset(w, 0, sizeof(*w));
+	w->fd = -1;
+	/* a stale core.img must never pair with new pages */
+	if (unlinkat(dirfd, "core.img", 0) < 0 && errno != ENOENT)
+		return urs_err_set(err, -errno, "checkpoint: removing old core.img: %m");
+	w->fd = openat(dirfd, "pages.img", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
+		       0600);
+	if (w->fd < 0)
+		return urs_err_set(err, -errno, "checkpoint: creating pages.img: %m");
+	w->cap = 1u << 20;
+	w->buf = malloc(w->cap);
+	if (!w->buf)
+		return urs_err_set(err, -ENOMEM, "checkpoint: out of memory");
+	if (lseek(w->fd, CKPT_PAGE_SIZE, SEEK_SET) < 0)
+		return urs_err_set(err, -errno, "checkpoint: pages.img: %m");
+	return 0;
+}
+
+static int pages_flush(struct ckpt_pages_writer *w)
+{
+	int r = write_all(w->fd, w->buf, w->used, -1);
+	w->used = 0;
+	return r;
+}
+
+int ckpt_pages_append(struct ckpt_pages_writer *w, const void *p, size_t n, uint64_t *off,
+		      struct urs_err *err)
+{
+	*off = w->off;
+	w->crc = ckpt_crc32c(w->crc, p, n);
+	w->off += n;
+	if (w->used + n > w->cap) {
+		int r = pages_flush(w);
+		if (!r && n >= w->cap)
+			r = write_all(w->fd, p, n, -1);
+		else if (!r) {
+			memcpy(w->buf, p, n);
+			w->used = n;
+		}
+		if (r)
+			return urs_err_set(err, r, "checkpoint: writing pages.img: %s",
+					   strerror(-r));
+		return 0;
+	}
+	memcpy(w->buf + w->used, p, n);
+	w->used += n;
+	return 0;
+}
+
+int ckpt_pages_finish(struct ckpt_pages_writer *w, const uint8_t id[16], struct urs_err *err)
+{
+	int r = pages_flush(w);
+	if (!r) {
+		uint8_t page[CKPT_PAGE_SIZE] = {0};
+		struct pages_hdr h = {.version = CKPT_VERSION};
+		memcpy(h.magic, PAGES_MAGIC, 8);
+		memcpy(h.id, id, 16);
+		h.pages_len = w->off;
+		h.pages_crc = w->crc;
+		h.hdr_crc = ckpt_crc32c(0, &h, sizeof(h));
+		memcpy(page, &h, sizeof(h));
+		r = write_all(w->fd, page, sizeof(page), 0);
+	}
+	free(w->buf);
+	w->buf = NULL;
+	if (close(w->fd) < 0 && !r)
+		r = -errno;
+	w->fd = -1;
+	if (r)
+		return urs_err_set(err, r, "checkpoint: writing pages.img: %s", strerror(-r));
+	return 0;
+}
+
+void ckpt_pages_abort(struct ckpt_pages_writer *w, int dirfd)
+{
+	free(w->buf);
+	w->buf = NULL;
+	if (w->fd >= 0) {
+		close(w->fd);
+		unlinkat(dirfd, "pages.img", 0);
+	}
+	w->fd = -1;
+}
+
+int ckpt_image_write_core(const struct ckpt_image *img, int dirfd, struct urs_err *err)
+{
+	_cleanup_free_ uint8_t *buf = NULL;
+	size_t len;
+	int r = ckpt_image_encode(img, &buf, &len, err);
+	if (r)
+		return r;
+	_cleanup_close_ int fd = openat(
+		dirfd, "core.img.tmp", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return urs_err_set(err, -errno, "checkpoint: creating core.img: %m");
+	r = write_all(fd, buf, len, -1);
+	if (r)
+		return urs_err_set(err, r, "checkpoint: writing core.img: %s", strerror(-r));
+	if (renameat(dirfd, "core.img.tmp", dirfd, "core.img") < 0)
+		return urs_err_set(err, -errno, "checkpoint: renaming core.img: %m");
+	return 0;
+}
+
+static int read_file_at(int dirfd, const char *name, uint8_t **out, size_t *len,
+			struct urs_err *err)
+{
+	_cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return urs_err_set(err, -errno, "restore: opening %s: %m", name);
+	struct stat st;
+	if (fstat(fd, &st) < 0)
+		return urs_err_set(err, -errno, "restore: %s: %m", name);
+	if (!S_ISREG(st.st_mode) || st.st_size > MAX_CORE)
+		return urs_err_set(err, -EINVAL, "restore: %s is not a regular file of sane size",
+				   name);
+	_cleanup_free_ uint8_t *b = malloc(st.st_size ? (size_t) st.st_size : 1);
+	if (!b)
+		return -ENOMEM;
+	size_t got = 0;
+	while (got < (size_t) st.st_size) {
+		ssize_t n = read(fd, b + got, (size_t) st.st_size - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return urs_err_set(err, -errno, "restore: reading %s: %m", name);
+		if (n == 0)
+			break;
+		got += (size_t) n;
+	}
+	*len = got;
+	*out = steal_ptr(&b);
+	return 0;
+}
+
+int ckpt_image_load(const char *dir, struct ckpt_image *img, struct urs_err *err)
+{
+	memset(img, 0, sizeof(*img));
+	_cleanup_close_ int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dirfd < 0)
+		return urs_err_set(err, -errno, "restore: opening image directory %s: %m", dir);
+	_cleanup_free_ uint8_t *core = NULL;
+	size_t core_len = 0;
+	int r = read_file_at(dirfd, "core.img", &core, &core_len, err);
+	if (r)
+		return r;
+	r = ckpt_image_decode(core, core_len, img, err);
+	if (r)
+		return r;
+	_cleanup_close_ int pfd = openat(dirfd, "pages.img", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	struct stat st;
+	if (pfd < 0 || fstat(pfd, &st) < 0) {
+		r = urs_err_set(err, -errno, "restore: opening pages.img: %m");
+		goto fail;
+	}
+	if (!S_ISREG(st.st_mode) || (uint64_t) st.st_size != CKPT_PAGE_SIZE + img->pages_len) {
+		r = urs_err_set(err, -EBADMSG,
+				"restore: pages.img is %lld bytes, core.img expects %llu "
+				"(truncated, or from another image)",
+				(long long) st.st_size,
+				(unsigned long long) (CKPT_PAGE_SIZE + img->pages_len));
+		goto fail;
+	}
+	void *m = mmap(NULL, (size_t) st.st_size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, pfd, 0);
+	if (m == MAP_FAILED) {
+		r = urs_err_set(err, -errno, "restore: mapping pages.img: %m");
+		goto fail;
+	}
+	img->pages_map = m;
+	img->pages_map_len = (size_t) st.st_size;
+	struct pages_hdr h;
+	memcpy(&h, m, sizeof(h));
+	uint32_t hcrc = h.hdr_crc;
+	h.hdr_crc = 0;
+	if (memcmp(h.magic, PAGES_MAGIC, 8) || ckpt_crc32c(0, &h, sizeof(h)) != hcrc ||
+	    h.version != CKPT_VERSION) {
+		r = urs_err_set(err, -EBADMSG, "restore: pages.img header is corrupted");
+		goto fail;
+	}
+	if (memcmp(h.id, img->id, 16) || h.pages_len != img->pages_len ||
+	    h.pages_crc != img->pages_crc) {
+		r = urs_err_set(err, -EBADMSG,
+				"restore: pages.img belongs to another image (id mismatch)");
+		goto fail;
+	}
+	if (ckpt_crc32c(0, img->pages_map + CKPT_PAGE_SIZE, img->pages_len) != img->pages_crc) {
+		r = urs_err_set(err, -EBADMSG,
+				"restore: pages.img checksum mismatch (corrupted page data)");
+		goto fail;
+	}
+	return 0;
+fail:
+	ckpt_image_free(img);
+	return r;
+}

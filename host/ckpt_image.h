@@ -1,0 +1,213 @@
+/*
+ * host/ckpt_image.h — the checkpoint image: the in-memory model of a dumped
+ * process tree (tasks, mappings, page runs, fds) and its on-disk form.
+ *
+ * An image is a directory with two files (layout in docs/checkpoint.md):
+ *   core.img   header + checksummed TLV body describing every task;
+ *   pages.img  one 4 KiB header page, then raw page-aligned page contents
+ *              that the page runs in core.img point into.
+ * The format is a small fixed-layout little-endian one (x86-64 only) rather
+ * than the state/ serializer because host/ may not depend on state/; when a
+ * checkpointer actor owns images it can wrap core.img's body unchanged.
+ */
+#ifndef URSA_HOST_CKPT_IMAGE_H
+#define URSA_HOST_CKPT_IMAGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/user.h>
+
+#include "host/err.h"
+
+#define CKPT_PAGE_SIZE	   4096u
+#define CKPT_VERSION	   1u
+#define CKPT_MAX_TASKS	   256u
+#define CKPT_MAX_VMAS	   65536u
+#define CKPT_MAX_FDS	   65536u
+#define CKPT_MAX_RUNS	   (1u << 22)
+#define CKPT_MAX_XSAVE	   (64u * 1024)
+#define CKPT_MAX_AUXV	   1024u /* bytes; the kernel's saved_auxv is 2*(AT_VECTOR_SIZE)*8 */
+#define CKPT_MAX_GROUPS	   256u
+#define CKPT_NSIG	   64u
+#define CKPT_NRLIMIT	   16u
+#define CKPT_MAX_USER_ADDR (1ull << 56)
+#define CKPT_MAX_SECCOMP   64u	 /* stacked filters per task */
+#define CKPT_MAX_BPF	   4096u /* BPF_MAXINSNS */
+#define CKPT_MAX_SIGINFO   1024u /* pending signals per task */
+
+enum ckpt_vma_kind {
+	CKPT_VMA_ANON = 1, /* private anonymous (incl. [heap], [stack]) */
+	CKPT_VMA_FILE = 2, /* file mapping, private or shared, by path */
+	CKPT_VMA_VVAR = 3, /* [vvar]: kernel-provided, re-created, never dumped */
+	CKPT_VMA_VVAR_VCLOCK = 4,
+	CKPT_VMA_VDSO = 5,
+};
+
+/* ckpt_vma_rec.flags */
+#define CKPT_VMA_SHARED 0x1u
+#define CKPT_VMA_HEAP	0x2u
+#define CKPT_VMA_STACK	0x4u
+
+/* Fixed part of one mapping (wire == memory layout). */
+struct ckpt_vma_rec {
+	uint64_t start, end; /* page aligned, [start, end) */
+	uint64_t pgoff;	     /* file offset in bytes (FILE) */
+	uint64_t dev, ino;   /* FILE: verified on restore */
+	uint64_t fsize;	     /* FILE: size at dump, verified on restore */
+	uint32_t prot;	     /* PROT_READ|PROT_WRITE|PROT_EXEC */
+	uint32_t flags;	     /* CKPT_VMA_* */
+	uint32_t kind;	     /* enum ckpt_vma_kind */
+	uint32_t pad;
+};
+
+struct ckpt_vma {
+	struct ckpt_vma_rec r;
+	char *path; /* FILE only */
+};
+
+/* A run of consecutive dumped pages: npages pages at vaddr, stored at byte
+ * offset off of the page data (after pages.img's header page). */
+struct ckpt_run {
+	uint64_t vaddr, npages, off;
+};
+
+enum ckpt_fd_type {
+	CKPT_FD_REG = 1, /* regular file */
+	CKPT_FD_DIR = 2, /* directory */
+	CKPT_FD_CHR = 3, /* character device (e.g. /dev/null) */
+};
+
+struct ckpt_fd_rec {
+	int32_t fd;
+	int32_t dup_of;	  /* -1, or an earlier fd sharing the same open file description */
+	uint32_t type;	  /* enum ckpt_fd_type */
+	uint32_t oflags;  /* O_* status and access flags from fdinfo */
+	uint32_t cloexec; /* FD_CLOEXEC */
+	uint32_t pad;
+	uint64_t pos;
+	uint64_t dev, ino, rdev;
+};
+
+struct ckpt_fd {
+	struct ckpt_fd_rec r;
+	char *path;
+};
+
+struct ckpt_sigact {
+	uint64_t handler, flags, restorer, mask;
+};
+
+/* Fixed part of one task. Pids are as seen inside the task's pid namespace. */
+struct ckpt_task_rec {
+	int32_t nspid, parent; /* parent: index of the parent task, -1 for the root */
+	int32_t nspgid, nssid; /* 0 when outside the task's pid namespace */
+	int32_t host_pid;      /* informational: pid at dump time, in the dumper's ns */
+	uint32_t umask, personality, no_new_privs;
+	struct user_regs_struct regs;
+	uint64_t sigmask;
+	struct ckpt_sigact sigact[CKPT_NSIG]; /* index = signo - 1 */
+	struct {
+		uint64_t cur, max;
+	} rlim[CKPT_NRLIMIT];
+	struct {
+		uint64_t start_code, end_code, start_data, end_data, start_brk, brk, start_stack,
+			arg_start, arg_end, env_start, env_end;
+	} mm;
+	uint32_t uid[4], gid[4]; /* real, effective, saved, fs */
+	uint32_t ngroups, pad;
+	uint32_t groups[CKPT_MAX_GROUPS];
+	uint64_t cap_inh, cap_prm, cap_eff, cap_bnd, cap_amb;
+	uint64_t rseq_ptr;
+	uint32_t rseq_len, rseq_sig;
+	uint64_t altstack_sp, altstack_size;
+	uint32_t altstack_flags, pad2;
+	char comm[16];	     /* task name (PR_SET_NAME), NUL terminated */
+	int32_t zombie;	     /* exited, not yet reaped by its parent: only ids are saved */
+	int32_t exit_status; /* zombie: wait status (waitpid format) */
+	/* ITIMER_REAL, _VIRTUAL, _PROF: {interval sec, usec, value sec, usec} */
+	int64_t itimer[3][4];
+};
+
+/* One classic-BPF seccomp filter (struct sock_filter is 8 bytes). */
+struct ckpt_seccomp {
+	uint32_t flags; /* SECCOMP_FILTER_FLAG_LOG */
+	uint32_t len;	/* instructions */
+	uint64_t *insns;
+};
+
+/* One pending signal, as PTRACE_PEEKSIGINFO returns it (siginfo_t). */
+struct ckpt_siginfo {
+	uint32_t shared; /* 1: process-wide queue, 0: the thread's own */
+	uint32_t pad;
+	uint8_t info[128];
+};
+
+struct ckpt_task {
+	struct ckpt_task_rec r;
+	struct ckpt_siginfo *sigs; /* queue order */
+	uint32_t nsigs;
+	struct ckpt_seccomp *seccomp; /* oldest first, the order to install them in */
+	uint32_t nseccomp;
+	uint8_t *xsave;
+	uint32_t xsave_len;
+	uint8_t *auxv;
+	uint32_t auxv_len;
+	char *cwd, *exe;
+	struct ckpt_vma *vmas;
+	uint32_t nvmas;
+	struct ckpt_run *runs;
+	uint32_t nruns;
+	struct ckpt_fd *fds;
+	uint32_t nfds;
+};
+
+struct ckpt_image {
+	uint8_t id[16];
+	struct ckpt_task *tasks;
+	uint32_t ntasks;
+	uint64_t pages_len; /* bytes of page data in pages.img after the header page */
+	uint32_t pages_crc;
+	/* restore side: pages.img mapped read-only (page data starts at pages + 4096) */
+	const uint8_t *pages_map;
+	size_t pages_map_len;
+};
+
+/* CRC32C (Castagnoli), incremental: crc = ckpt_crc32c(crc, p, n), start at 0. */
+uint32_t ckpt_crc32c(uint32_t crc, const void *p, size_t n);
+
+/* Free everything an image owns (not the struct itself). */
+void ckpt_image_free(struct ckpt_image *img);
+
+/* Serialize the core (header + body) into a malloc'd buffer. */
+int ckpt_image_encode(const struct ckpt_image *img, uint8_t **out, size_t *len,
+		      struct urs_err *err);
+/* Parse and validate a core buffer; img must be zeroed. Every length, count,
+ * address and index is checked; on failure img is freed and the message says
+ * what is wrong. */
+int ckpt_image_decode(const uint8_t *buf, size_t len, struct ckpt_image *img, struct urs_err *err);
+
+/* Pages file: writer state used by the dumper. */
+struct ckpt_pages_writer {
+	int fd;
+	uint64_t off; /* bytes of page data written so far */
+	uint32_t crc;
+	uint8_t *buf;
+	size_t used, cap;
+};
+int ckpt_pages_open(struct ckpt_pages_writer *w, int dirfd, struct urs_err *err);
+/* Append n bytes (a multiple of the page size); returns the data offset. */
+int ckpt_pages_append(struct ckpt_pages_writer *w, const void *p, size_t n, uint64_t *off,
+		      struct urs_err *err);
+/* Flush, write the header page with the image id, close. */
+int ckpt_pages_finish(struct ckpt_pages_writer *w, const uint8_t id[16], struct urs_err *err);
+void ckpt_pages_abort(struct ckpt_pages_writer *w, int dirfd);
+
+/* Write core.img (temp file + rename, so a complete core.img means a complete
+ * image). pages_len/pages_crc must be set from the pages writer. */
+int ckpt_image_write_core(const struct ckpt_image *img, int dirfd, struct urs_err *err);
+
+/* Load DIR: core.img decoded and validated, pages.img mapped and checked
+ * (header, id, length, checksum). Nothing is created. */
+int ckpt_image_load(const char *dir, struct ckpt_image *img, struct urs_err *err);
+
+#endif

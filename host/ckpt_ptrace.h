@@ -1,0 +1,62 @@
+/*
+ * host/ckpt_ptrace.h — ptrace helpers shared by the checkpoint dumper and the
+ * restorer: seize and stop a task, read/write its registers and extended FPU
+ * state, and run a system call inside it ("injection") by pointing its
+ * registers at a `syscall` instruction and stepping over the syscall's entry
+ * and exit stops (PTRACE_SYSCALL), so no code is ever written into the task.
+ */
+#ifndef URSA_HOST_CKPT_PTRACE_H
+#define URSA_HOST_CKPT_PTRACE_H
+
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/user.h>
+
+#include "host/err.h"
+
+struct ckpt_tracee {
+	pid_t pid;
+	uint64_t syscall_ip;	      /* address of a `syscall` instruction in the task */
+	struct user_regs_struct base; /* registers when stopped; restored by put_regs */
+	int stopped_sig;	      /* a signal that arrived while seizing, to re-deliver */
+	uint8_t stopped_info[128];    /* its siginfo */
+	int in_syscall_stop;	      /* last stop was a syscall stop */
+	int group_stopped;	      /* was in a group stop (SIGSTOP) when seized */
+};
+
+/* PTRACE_SEIZE (options: TRACESYSGOOD | extra) + PTRACE_INTERRUPT, then wait
+ * for the task to stop and save its registers in t->base. */
+int ckpt_seize(struct ckpt_tracee *t, pid_t pid, unsigned long extra_opts, struct urs_err *err);
+/* The two halves of ckpt_seize, for tasks in a frozen cgroup: they only trap
+ * once thawed, so seize them all, thaw, then wait for each. */
+int ckpt_seize_start(struct ckpt_tracee *t, pid_t pid, unsigned long extra_opts,
+		     struct urs_err *err);
+int ckpt_seize_wait(struct ckpt_tracee *t, struct urs_err *err);
+/* Wait for the first stop of an auto-attached (clone-traced) child. */
+int ckpt_wait_new_child(struct ckpt_tracee *t, pid_t pid, struct urs_err *err);
+/* Put t->base back and detach (re-delivering a signal seen while seizing;
+ * a task that was group-stopped when seized is left stopped). */
+int ckpt_detach(struct ckpt_tracee *t);
+
+int ckpt_get_regs(pid_t pid, struct user_regs_struct *regs);
+int ckpt_set_regs(pid_t pid, const struct user_regs_struct *regs);
+/* Extended FPU state (NT_X86_XSTATE); *len is the buffer size in, used size out. */
+int ckpt_get_xsave(pid_t pid, void *buf, uint32_t *len);
+int ckpt_set_xsave(pid_t pid, const void *buf, uint32_t len);
+
+/* Run syscall nr with up to six arguments in the task; *ret gets the raw
+ * return value (negative errno on failure). Returns 0 or a negative errno
+ * for a ptrace failure (the task died, ...). */
+int ckpt_inject(struct ckpt_tracee *t, long nr, uint64_t a1, uint64_t a2, uint64_t a3, uint64_t a4,
+		uint64_t a5, uint64_t a6, long *ret);
+
+/* Find a `syscall` instruction (0f 05) in [start, end) of the task's memory. */
+int ckpt_find_syscall_insn(pid_t pid, uint64_t start, uint64_t end, uint64_t *ip);
+
+/* Open /proc/PID/mem (O_RDWR) for reading and writing task memory; reads and
+ * writes go through FOLL_FORCE, so read-only and PROT_NONE pages work too. */
+int ckpt_open_mem(pid_t pid);
+int ckpt_mem_read(int memfd, uint64_t addr, void *buf, size_t len);
+int ckpt_mem_write(int memfd, uint64_t addr, const void *buf, size_t len);
+
+#endif

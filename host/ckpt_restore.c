@@ -1,0 +1,1013 @@
+/*
+ * host/ckpt_restore.c — the restorer (see ckpt_restore.h). Each task starts
+ * as a "puppet": a clone of the caller that maps a tiny blob (one page with a
+ * `syscall` instruction plus a scratch area for syscall arguments) and waits.
+ * The caller seizes it and injects, in order: close all fds, munmap all but
+ * the blob, mmap every saved mapping (files reopened by path and checked by
+ * device/inode/size), map the vdso back at its old address, write the saved
+ * pages through /proc/PID/mem, PR_SET_MM_MAP, fds, cwd, umask, signals,
+ * rseq, limits, credentials; then munmap the blob, set registers and FPU
+ * state, and detach. Children are cloned from their parent's puppet with
+ * clone3(set_tid) so the tree and pids come back as they were.
+ */
+#include "host/ckpt_restore.h"
+
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <linux/capability.h>
+#include <linux/prctl.h>
+#include <linux/sched.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/fsuid.h>
+#include <sys/prctl.h>
+#include <sys/ptrace.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "host/ckpt_image.h"
+#include "host/ckpt_ptrace.h"
+#include "runtime/common.h"
+
+#ifndef ARCH_MAP_VDSO_64
+#define ARCH_MAP_VDSO_64 0x2003
+#endif
+#ifndef SS_AUTODISARM
+#define SS_AUTODISARM (1u << 31)
+#endif
+#ifndef PTRACE_O_EXITKILL
+#define PTRACE_O_EXITKILL (1 << 20)
+#endif
+
+#define BLOB_PAGES	      17u /* 1 code page + 16 scratch pages */
+#define BLOB_LEN	      (BLOB_PAGES * CKPT_PAGE_SIZE)
+#define SCRATCH		      CKPT_PAGE_SIZE /* offset of the scratch area in the blob */
+#define S_STRUCT	      0u	     /* scratch offsets */
+#define S_AUXV		      1024u
+#define S_PATH		      2048u
+#define S_STAT		      (2048u + PATH_MAX)
+#define S_BPF		      16384u /* up to CKPT_MAX_BPF * 8 = 32 KiB */
+#define TASK_TOP_4LEVEL	      0x7ffffffff000ull
+#define ERESTARTSYS	      512
+#define ERESTARTNOINTR	      513
+#define ERESTARTNOHAND	      514
+#define ERESTART_RESTARTBLOCK 516
+
+struct rctx {
+	struct ckpt_image img;
+	struct ckpt_tracee *tr;
+	int *memfd;
+	uint8_t *dead; /* re-created zombies: nothing more to do */
+	uint32_t nlive;
+	uint64_t blob;
+	struct ckpt_restore_stats *st;
+};
+
+static double now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double) ts.tv_sec * 1e3 + (double) ts.tv_nsec / 1e6;
+}
+
+/* ---- blob placement ------------------------------------------------------ */
+
+static bool overlaps_image(const struct ckpt_image *img, uint64_t a, uint64_t len)
+{
+	for (uint32_t i = 0; i < img->ntasks; i++)
+		for (uint32_t v = 0; v < img->tasks[i].nvmas; v++) {
+			const struct ckpt_vma_rec *m = &img->tasks[i].vmas[v].r;
+			/* keep a gap so stacks growing down never meet the blob */
+			if (a < m->end + (1ull << 24) && m->start < a + len + (1ull << 24))
+				return true;
+		}
+	return false;
+}
+
+static bool overlaps_self(uint64_t a, uint64_t len)
+{
+	_cleanup_fclose_ FILE *f = fopen("/proc/self/maps", "re");
+	char line[512];
+	while (f && fgets(line, sizeof(line), f)) {
+		unsigned long long s, e;
+		if (sscanf(line, "%llx-%llx", &s, &e) == 2 && a < e && s < a + len)
+			return true;
+	}
+	return !f;
+}
+
+static int choose_blob(struct rctx *c, struct urs_err *err)
+{
+	for (uint64_t a = 1ull << 33; a < (1ull << 46); a += 1ull << 33)
+		if (!overlaps_image(&c->img, a, BLOB_LEN) && !overlaps_self(a, BLOB_LEN)) {
+			c->blob = a;
+			return 0;
+		}
+	return urs_err_set(err, -ENOMEM, "restore: no free address for the restorer blob");
+}
+
+/* ---- puppets --------------------------------------------------------------- */
+
+/* Runs in the clone3 child: map the blob, reset signal state, report, wait. */
+static __attribute__((noreturn)) void puppet_main(uint64_t blob, int wfd)
+{
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	void *p = mmap((void *) blob, BLOB_LEN, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	if (p != (void *) blob)
+		_exit(100);
+	memcpy(p, "\x0f\x05\xcc", 3); /* syscall; int3 */
+	if (mprotect(p, CKPT_PAGE_SIZE, PROT_READ | PROT_EXEC) < 0)
+		_exit(101);
+	struct sigaction sa = {.sa_handler = SIG_DFL};
+	for (int s = 1; s < NSIG; s++)
+		sigaction(s, &sa, NULL);
+	stack_t ss = {.ss_flags = SS_DISABLE};
+	sigaltstack(&ss, NULL);
+	if (write(wfd, "r", 1) != 1)
+		_exit(102);
+	for (;;)
+		pause();
+}
+
+static int inj(struct rctx *c, uint32_t i, long nr, uint64_t a1, uint64_t a2, uint64_t a3,
+	       uint64_t a4, uint64_t a5, uint64_t a6, long *ret)
+{
+	long r2 = 0;
+	int r = ckpt_inject(&c->tr[i], nr, a1, a2, a3, a4, a5, a6, &r2);
+	if (r)
+		return r;
+	if (ret)
+		*ret = r2;
+	if ((unsigned long) r2 > -4096ul)
+		return (int) r2;
+	return 0;
+}
+
+static int scratch_put(struct rctx *c, uint32_t i, uint32_t off, const void *p, size_t n)
+{
+	return ckpt_mem_write(c->memfd[i], c->blob + SCRATCH + off, p, n);
+}
+
+static uint64_t sarg(struct rctx *c, uint32_t off)
+{
+	return c->blob + SCRATCH + off;
+}
+
+static int create_root(struct rctx *c, struct urs_err *err)
+{
+	const struct ckpt_task *t = &c->img.tasks[0];
+	int pfd[2];
+	if (pipe2(pfd, O_CLOEXEC) < 0)
+		return urs_err_set(err, -errno, "restore: pipe: %m");
+	pid_t tid = t->r.nspid;
+	struct clone_args ca = {.exit_signal = SIGCHLD};
+	if (t->r.nspid == 1) {
+		ca.flags = CLONE_NEWPID;
+	} else {
+		ca.set_tid = (uint64_t) (uintptr_t) &tid;
+		ca.set_tid_size = 1;
+	}
+	long pid = syscall(SYS_clone3, &ca, sizeof(ca));
+	if (pid == 0) {
+		close(pfd[0]);
+		puppet_main(c->blob, pfd[1]);
+	}
+	int e = errno;
+	close(pfd[1]);
+	if (pid < 0) {
+		close(pfd[0]);
+		return urs_err_set(err, -e, "restore: clone3 for pid %d: %s", t->r.nspid,
+				   strerror(e));
+	}
+	char b;
+	ssize_t n;
+	while ((n = read(pfd[0], &b, 1)) < 0 && errno == EINTR)
+		;
+	close(pfd[0]);
+	if (n != 1) {
+		int st = 0;
+		waitpid((pid_t) pid, &st, 0);
+		return urs_err_set(err, -EIO, "restore: restorer child failed to start (status %d)",
+				   st);
+	}
+	c->nlive = 1;
+	c->tr[0].pid = (pid_t) pid;
+	int r = ckpt_seize(&c->tr[0], (pid_t) pid,
+			   PTRACE_O_EXITKILL | PTRACE_O_TRACEFORK | PTRACE_O_TRACECLONE |
+				   PTRACE_O_SUSPEND_SECCOMP,
+			   err);
+	if (r) {
+		kill((pid_t) pid, SIGKILL);
+		waitpid((pid_t) pid, NULL, 0);
+		c->nlive = 0;
+		return r;
+	}
+	c->tr[0].syscall_ip = c->blob;
+	c->memfd[0] = ckpt_open_mem((pid_t) pid);
+	if (c->memfd[0] < 0)
+		return urs_err_set(err, c->memfd[0], "restore: opening puppet memory: %s",
+				   strerror(-c->memfd[0]));
+	/* the puppet inherited our rseq registration: drop it before its memory goes */
+	struct __ptrace_rseq_configuration rc = {0};
+	if (ptrace(PTRACE_GET_RSEQ_CONFIGURATION, (pid_t) pid, (void *) sizeof(rc), &rc) > 0 &&
+	    rc.rseq_abi_pointer) {
+		r = inj(c, 0, SYS_rseq, rc.rseq_abi_pointer, rc.rseq_abi_size, 1 /* UNREGISTER */,
+			rc.signature, 0, 0, NULL);
+		if (r)
+			return urs_err_set(err, r, "restore: unregistering rseq: %s", strerror(-r));
+	}
+	return 0;
+}
+
+static int set_ids(struct rctx *c, uint32_t i, struct urs_err *err);
+
+/* A task that was a zombie: give it its ids, then let it die the way it did,
+ * so its parent finds the same pid and wait status. */
+static int make_zombie(struct rctx *c, uint32_t j, struct urs_err *err)
+{
+	const struct ckpt_task *t = &c->img.tasks[j];
+	int r = set_ids(c, j, err);
+	if (r)
+		return r;
+	int st = t->r.exit_status;
+	c->dead[j] = 1;
+	if (WIFSIGNALED(st)) {
+		/* queued while stopped, taken (fatally) as soon as it is let go */
+		kill(c->tr[j].pid, WTERMSIG(st));
+		if (ptrace(PTRACE_DETACH, c->tr[j].pid, 0, 0) < 0)
+			return urs_err_set(err, -errno, "restore: pid %d: detaching the zombie: %m",
+					   t->r.nspid);
+		return 0;
+	}
+	long ret;
+	r = ckpt_inject(&c->tr[j], SYS_exit_group, (uint64_t) WEXITSTATUS(st), 0, 0, 0, 0, 0, &ret);
+	if (r != -ESRCH) /* the tracer's wait took the exit; the parent now sees a zombie */
+		return urs_err_set(err, -EIO, "restore: pid %d: re-creating the zombie failed",
+				   t->r.nspid);
+	return 0;
+}
+
+/* Clone task j from its parent's puppet, with its saved pid. */
+static int create_child(struct rctx *c, uint32_t j, struct urs_err *err)
+{
+	const struct ckpt_task *t = &c->img.tasks[j];
+	uint32_t p = (uint32_t) t->r.parent;
+	struct clone_args ca = {.exit_signal = SIGCHLD, .set_tid_size = 1};
+	uint64_t tid = (uint64_t) t->r.nspid;
+	ca.set_tid = sarg(c, S_STRUCT + 256);
+	int r = scratch_put(c, p, S_STRUCT, &ca, sizeof(ca));
+	if (!r)
+		r = scratch_put(c, p, S_STRUCT + 256, &tid, sizeof(pid_t));
+	long ret = 0;
+	if (!r)
+		r = inj(c, p, SYS_clone3, sarg(c, S_STRUCT), sizeof(ca), 0, 0, 0, 0, &ret);
+	if (r)
+		return urs_err_set(err, r, "restore: clone3 of pid %d: %s", t->r.nspid,
+				   strerror(-r));
+	unsigned long msg = 0;
+	/* the fork event message (child's pid in our namespace) */
+	char path[96], buf[4096];
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", c->tr[p].pid, c->tr[p].pid);
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+	if (n <= 0)
+		return urs_err_set(err, -EIO, "restore: cannot find the clone of pid %d",
+				   t->r.nspid);
+	buf[n] = 0;
+	for (char *q = buf; *q;) {
+		char *end;
+		unsigned long v = strtoul(q, &end, 10);
+		if (end == q)
+			break;
+		q = end;
+		bool known = false;
+		for (uint32_t k = 0; k < c->nlive; k++)
+			known |= (unsigned long) c->tr[k].pid == v;
+		if (!known)
+			msg = v;
+	}
+	if (!msg)
+		return urs_err_set(err, -EIO, "restore: cannot find the clone of pid %d",
+				   t->r.nspid);
+	r = ckpt_wait_new_child(&c->tr[j], (pid_t) msg, err);
+	if (r)
+		return r;
+	c->nlive = j + 1;
+	c->tr[j].syscall_ip = c->blob;
+	c->memfd[j] = ckpt_open_mem((pid_t) msg);
+	if (c->memfd[j] < 0)
+		return urs_err_set(err, c->memfd[j], "restore: opening puppet memory: %s",
+				   strerror(-c->memfd[j]));
+	return t->r.zombie ? make_zombie(c, j, err) : 0;
+}
+
+/* ---- address space --------------------------------------------------------- */
+
+static int open_in(struct rctx *c, uint32_t i, const char *path, int flags, long *fd)
+{
+	size_t l = strlen(path) + 1;
+	if (l > PATH_MAX)
+		return -ENAMETOOLONG;
+	int r = scratch_put(c, i, S_PATH, path, l);
+	if (!r)
+		r = inj(c, i, SYS_openat, (uint64_t) AT_FDCWD, sarg(c, S_PATH), (uint64_t) flags, 0,
+			0, 0, fd);
+	return r;
+}
+
+static int fstat_in(struct rctx *c, uint32_t i, long fd, struct stat *st)
+{
+	int r = inj(c, i, SYS_fstat, (uint64_t) fd, sarg(c, S_STAT), 0, 0, 0, 0, NULL);
+	if (!r)
+		r = ckpt_mem_read(c->memfd[i], sarg(c, S_STAT), st, sizeof(*st));
+	return r;
+}
+
+static int map_vmas(struct rctx *c, uint32_t i, struct urs_err *err)
+{
+	const struct ckpt_task *t = &c->img.tasks[i];
+	long fd = -1;
+	const char *fd_path = NULL;
+	bool fd_rw = false;
+	int r = 0;
+	for (uint32_t v = 0; v < t->nvmas && !r; v++) {
+		const struct ckpt_vma *m = &t->vmas[v];
+		uint64_t len = m->r.end - m->r.start;
+		long ret;
+		if (m->r.kind == CKPT_VMA_ANON) {
+			int fl = MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED;
+			if (m->r.flags & CKPT_VMA_STACK)
+				fl |= MAP_GROWSDOWN;
+			r = inj(c, i, SYS_mmap, m->r.start, len, m->r.prot, (uint64_t) fl,
+				(uint64_t) -1, 0, &ret);
+		} else if (m->r.kind == CKPT_VMA_FILE) {
+			bool shared = m->r.flags & CKPT_VMA_SHARED;
+			bool rw = shared && (m->r.prot & PROT_WRITE);
+			if (!fd_path || strcmp(fd_path, m->path) || rw != fd_rw) {
+				if (fd >= 0)
+					inj(c, i, SYS_close, (uint64_t) fd, 0, 0, 0, 0, 0, NULL);
+				fd = -1;
+				r = open_in(c, i, m->path, (rw ? O_RDWR : O_RDONLY) | O_CLOEXEC,
+					    &fd);
+				if (r)
+					return urs_err_set(err, r,
+							   "restore: pid %d: opening %s: %s",
+							   t->r.nspid, m->path, strerror(-r));
+				fd_path = m->path;
+				fd_rw = rw;
+				struct stat st;
+				r = fstat_in(c, i, fd, &st);
+				if (r)
+					return urs_err_set(err, r, "restore: pid %d: fstat %s: %s",
+							   t->r.nspid, m->path, strerror(-r));
+				if (st.st_dev != m->r.dev || st.st_ino != m->r.ino ||
+				    (uint64_t) st.st_size != m->r.fsize)
+					return urs_err_set(err, -ESTALE,
+							   "restore: pid %d: %s changed since the "
+							   "checkpoint (device/inode/size differ)",
+							   t->r.nspid, m->path);
+			}
+			r = inj(c, i, SYS_mmap, m->r.start, len, m->r.prot,
+				(uint64_t) ((shared ? MAP_SHARED : MAP_PRIVATE) | MAP_FIXED),
+				(uint64_t) fd, m->r.pgoff, &ret);
+		} else {
+			continue; /* vdso & co: below */
+		}
+		if (!r && (uint64_t) ret != m->r.start)
+			r = -EFAULT;
+		if (r)
+			return urs_err_set(err, r,
+					   "restore: pid %d: mapping %#" PRIx64 "-%#" PRIx64 ": %s",
+					   t->r.nspid, m->r.start, m->r.end, strerror(-r));
+	}
+	if (fd >= 0)
+		inj(c, i, SYS_close, (uint64_t) fd, 0, 0, 0, 0, 0, NULL);
+	return 0;
+}
+
+static int map_vdso(struct rctx *c, uint32_t i, struct urs_err *err)
+{
+	const struct ckpt_task *t = &c->img.tasks[i];
+	uint64_t lo = UINT64_MAX, vdso = 0, vdso_end = 0;
+	for (uint32_t v = 0; v < t->nvmas; v++) {
+		const struct ckpt_vma_rec *m = &t->vmas[v].r;
+		if (m->kind >= CKPT_VMA_VVAR && m->start < lo)
+			lo = m->start;
+		if (m->kind == CKPT_VMA_VDSO) {
+			vdso = m->start;
+			vdso_end = m->end;
+		}
+	}
+	if (!vdso)
+		return 0; /* the task had no vdso (e.g. vdso=0); nothing to map */
+	long ret;
+	int r = inj(c, i, SYS_arch_prctl, ARCH_MAP_VDSO_64, lo, 0, 0, 0, 0, &ret);
+	if (r)
+		return urs_err_set(err, r, "restore: pid %d: mapping the vdso at %#" PRIx64 ": %s",
+				   t->r.nspid, lo, strerror(-r));
+	/* verify the kernel put it exactly where the task expects it */
+	char path[64], line[256];
+	snprintf(path, sizeof(path), "/proc/%d/maps", c->tr[i].pid);
+	_cleanup_fclose_ FILE *f = fopen(path, "re");
+	while (f && fgets(line, sizeof(line), f)) {
+		unsigned long long s, e;
+		if (strstr(line, "[vdso]") && sscanf(line, "%llx-%llx", &s, &e) == 2) {
+			if (s == vdso && e == vdso_end)
+				return 0;
+			return urs_err_set(
+				err, -EXDEV,
+				"restore: pid %d: the kernel's vdso (%llx-%llx) does not "
+				"match the image's (%" PRIx64 "-%" PRIx64 "): different kernel?",
+				t->r.nspid, s, e, vdso, vdso_end);
+		}
+	}
+	return urs_err_set(err, -EXDEV, "restore: pid %d: vdso missing after ARCH_MAP_VDSO_64",
+			   t->r.nspid);
+}
+
+static int write_pages(struct rctx *c, uint32_t i, struct urs_err *err)
+{
+	const struct ckpt_task *t = &c->img.tasks[i];
+	for (uint32_t k = 0; k < t->nruns; k++) {
+		const struct ckpt_run *run = &t->runs[k];
+		int r = ckpt_mem_write(c->memfd[i], run->vaddr,
+				       c->img.pages_map + CKPT_PAGE_SIZE + run->off,
+				       run->npages * CKPT_PAGE_SIZE);
+		if (r)
+			return urs_err_set(err, r,
+					   "restore: pid %d: writing pages at %#" PRIx64 ": %s",
+					   t->r.nspid, run->vaddr, strerror(-r));
+		c->st->pages += run->npages;
+	}
+	return 0;
+}
+
+static int set_mm(struct rctx *c, uint32_t i, struct urs_err *err)
+{
+	const struct ckpt_task *t = &c->img.tasks[i];
+	long exe = -1;
+	int r;
+	if (t->exe) {
+		r = open_in(c, i, t->exe, O_RDONLY | O_CLOEXEC, &exe);
+		if (r)
+			exe = -1; /* /proc/PID/exe stays unset; not fatal */
+	}
+	struct prctl_mm_map mm = {
+		.start_code = t->r.mm.start_code,
+		.end_code = t->r.mm.end_code,
+		.start_data = t->r.mm.start_data,
+		.end_data = t->r.mm.end_data,
+		.start_brk = t->r.mm.start_brk,
+		.brk = t->r.mm.brk,
+		.start_stack = t->r.mm.start_stack,
+		.arg_start = t->r.mm.arg_start,
+		.arg_end = t->r.mm.arg_end,
+		.env_start = t->r.mm.env_start,
+		.env_end = t->r.mm.env_end,
+		.auxv = t->auxv_len ? (__u64 *) (uintptr_t) sarg(c, S_AUXV) : NULL,
+		.auxv_size = t->auxv_len,
+		.exe_fd = (__u32) exe,
+	};
+	if (t->auxv_len > S_PATH - S_AUXV)
+		return urs_err_set(err, -E2BIG, "restore: pid %d: auxv too large", t->r.nspid);
+	r = scratch_put(c, i, S_STRUCT, &mm, sizeof(mm));
+	if (!r && t->auxv_len)
+		r = scratch_put(c, i, S_AUXV, t->auxv, t->auxv_len);
+	if (!r)
+		r = inj(c, i, SYS_prctl, PR_SET_MM, PR_SET_MM_MAP, sarg(c, S_STRUCT), sizeof(mm), 0,
+			0, NULL);
+	if (exe >= 0)
+		inj(c, i, SYS_close, (uint64_t) exe, 0, 0, 0, 0, 0, NULL);
+	if (r)
+		return urs_err_set(err, r, "restore: pid %d: PR_SET_MM_MAP: %s", t->r.nspid,
+				   strerror(-r));
+	return 0;
+}
+
+/* ---- fds ------------------------------------------------------------------- */
+
+#define OPEN_MASK                                                                      \
+	(O_ACCMODE | O_APPEND | O_NONBLOCK | O_DSYNC | O_SYNC | O_DIRECT | O_NOATIME | \
+	 O_LARGEFILE | O_PATH | O_DIRECTORY | O_NOFOLLOW)
+
+static int restore_fds(struct rctx *c, uint32_t i, struct urs_err *err)
+{
+	const struct ckpt_task *t = &c->img.tasks[i];
+	for (uint32_t k = 0; k < t->nfds; k++) {
+		const struct ckpt_fd *f = &t->fds[k];
+		int cloexec = f->r.cloexec ? O_CLOEXEC : 0;
+		int r;
+		if (f->r.dup_of != -1) {
+			r = inj(c, i, SYS_dup3, (uint64_t) f->r.dup_of, (uint64_t) f->r.fd,
+				(uint64_t) cloexec, 0, 0, 0, NULL);
+			if (r)
+				return urs_err_set(err, r, "restore: pid %d: dup fd %d: %s",
+						   t->r.nspid, f->r.fd, strerror(-r));
+			continue;
+		}
+		long fd;
+		r = open_in(c, i, f->path, (int) (f->r.oflags & OPEN_MASK) | cloexec, &fd);
+		if (r)
+			return urs_err_set(err, r, "restore: pid %d: fd %d: opening %s: %s",
+					   t->r.nspid, f->r.fd, f->path, strerror(-r));
+		if (fd != f->r.fd) {
+			r = inj(c, i, SYS_dup3, (uint64_t) fd, (uint64_t) f->r.fd,
+				(uint64_t) cloexec, 0, 0, 0, NULL);
+			inj(c, i, SYS_close, (uint64_t) fd, 0, 0, 0, 0, 0, NULL);
+			if (r)
+				return urs_err_set(err, r, "restore: pid %d: dup3 to fd %d: %s",
+						   t->r.nspid, f->r.fd, strerror(-r));
+		}
+		struct stat st;
+		r = fstat_in(c, i, f->r.fd, &st);
+		if (r)
+			return urs_err_set(err, r, "restore: pid %d: fstat fd %d: %s", t->r.nspid,
+					   f->r.fd, strerror(-r));
+		bool same = f->r.type == CKPT_FD_CHR
+				    ? st.st_rdev == f->r.rdev
+				    : st.st_dev == f->r.dev && st.st_ino == f->r.ino;
+		if (!same)
+			return urs_err_set(
+				err, -ESTALE,
+				"restore: pid %d: fd %d: %s is not the file that was open "
+				"at checkpoint time",
+				t->r.nspid, f->r.fd, f->path);
+		if (f->r.type == CKPT_FD_REG && f->r.pos) {
+			long pos;
+			r = inj(c, i, SYS_lseek, (uint64_t) f->r.fd, f->r.pos, SEEK_SET, 0, 0, 0,
+				&pos);
+			if (r)
+				return urs_err_set(err, r, "restore: pid %d: fd %d: lseek: %s",
+						   t->r.nspid, f->r.fd, strerror(-r));
+		}
+	}
+	return 0;
+}
+
+/* ---- the rest of the kernel state -------------------------------------------- */
+
+static int restore_misc(struct rctx *c, uint32_t i, struct urs_err *err)
+{
+	const struct ckpt_task *t = &c->img.tasks[i];
+	pid_t pid = c->tr[i].pid;
+	int r = scratch_put(c, i, S_PATH, t->cwd, strlen(t->cwd) + 1);
+	if (!r)
+		r = inj(c, i, SYS_chdir, sarg(c, S_PATH), 0, 0, 0, 0, 0, NULL);
+	if (r)
+		return urs_err_set(err, r, "restore: pid %d: chdir %s: %s", t->r.nspid, t->cwd,
+				   strerror(-r));
+	inj(c, i, SYS_umask, t->r.umask & 0777, 0, 0, 0, 0, 0, NULL);
+	char comm[16];
+	memcpy(comm, t->r.comm, sizeof(comm));
+	comm[15] = 0;
+	r = scratch_put(c, i, S_STRUCT, comm, sizeof(comm));
+	if (!r)
+		r = inj(c, i, SYS_prctl, PR_SET_NAME, sarg(c, S_STRUCT), 0, 0, 0, 0, NULL);
+	if (r)
+		return urs_err_set(err, r, "restore: pid %d: task name: %s", t->r.nspid,
+				   strerror(-r));
+	r = inj(c, i, SYS_personality, t->r.personality, 0, 0, 0, 0, 0, NULL);
+	if (r)
+		return urs_err_set(err, r, "restore: pid %d: personality: %s", t->r.nspid,
+				   strerror(-r));
+	for (unsigned s = 1; s <= CKPT_NSIG; s++) {
+		const struct ckpt_sigact *sa = &t->r.sigact[s - 1];
+		if (!sa->handler || s == SIGKILL || s == SIGSTOP)
+			continue;
+		r = scratch_put(c, i, S_STRUCT, sa, sizeof(*sa));
+		if (!r)
+			r = inj(c, i, SYS_rt_sigaction, s, sarg(c, S_STRUCT), 0, 8, 0, 0, NULL);
+		if (r)
+			return urs_err_set(err, r, "restore: pid %d: sigaction %u: %s", t->r.nspid,
+					   s, strerror(-r));
+	}
+	if (!(t->r.altstack_flags & SS_DISABLE) && t->r.altstack_size) {
+		stack_t ss = {.ss_sp = (void *) (uintptr_t) t->r.altstack_sp,
+			      .ss_size = t->r.altstack_size,
+			      .ss_flags = (int) (t->r.altstack_flags & SS_AUTODISARM)};
+		r = scratch_put(c, i, S_STRUCT, &ss, sizeof(ss));
+		if (!r)
+			r = inj(c, i, SYS_sigaltstack, sarg(c, S_STRUCT), 0, 0, 0, 0, 0, NULL);
+		if (r)
+			return urs_err_set(err, r, "restore: pid %d: sigaltstack: %s", t->r.nspid,
+					   strerror(-r));
+	}
+	if (t->r.rseq_ptr) {
+		r = inj(c, i, SYS_rseq, t->r.rseq_ptr, t->r.rseq_len, 0, t->r.rseq_sig, 0, 0, NULL);
+		if (r)
+			return urs_err_set(err, r, "restore: pid %d: rseq: %s", t->r.nspid,
+					   strerror(-r));
+	}
+	for (unsigned which = 0; which < 3; which++) {
+		int64_t it[4];
+		memcpy(it, t->r.itimer[which], sizeof(it));
+		if (!it[0] && !it[1] && !it[2] && !it[3])
+			continue; /* disarmed */
+		if (!it[2] && !it[3]) {
+			/* periodic timer that fired with its signal still pending: the
+			 * kernel re-arms it when the signal is taken; arm it for one
+			 * interval (the signal itself is re-queued below) */
+			it[2] = it[0];
+			it[3] = it[1];
+		}
+		r = scratch_put(c, i, S_STRUCT, it, sizeof(it));
+		if (!r)
+			r = inj(c, i, SYS_setitimer, which, sarg(c, S_STRUCT), 0, 0, 0, 0, NULL);
+		if (r)
+			return urs_err_set(err, r, "restore: pid %d: setitimer %u: %s", t->r.nspid,
+					   which, strerror(-r));
+	}
+	for (unsigned k = 0; k < CKPT_NRLIMIT; k++) {
+		struct rlimit rl = {t->r.rlim[k].cur, t->r.rlim[k].max};
+		if (prlimit(pid, (__rlimit_resource_t) k, &rl, NULL) < 0)
+			return urs_err_set(err, -errno, "restore: pid %d: rlimit %u: %m",
+					   t->r.nspid, k);
+	}
+	/* the puppet's parent-death signal is ours, not the task's */
+	inj(c, i, SYS_prctl, PR_SET_PDEATHSIG, 0, 0, 0, 0, 0, NULL);
+	if (t->r.no_new_privs) {
+		r = inj(c, i, SYS_prctl, PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0, 0, NULL);
+		if (r)
+			return urs_err_set(err, r, "restore: pid %d: no_new_privs: %s", t->r.nspid,
+					   strerror(-r));
+	}
+	return 0;
+}
+
+/* Install the task's seccomp filters, oldest first. The puppet was seized
+ * with PTRACE_O_SUSPEND_SECCOMP, so they take effect only once it is let go. */
+static int restore_seccomp(struct rctx *c, uint32_t i, struct urs_err *err)
+{
+	const struct ckpt_task *t = &c->img.tasks[i];
+	for (uint32_t k = 0; k < t->nseccomp; k++) {
+		const struct ckpt_seccomp *sc = &t->seccomp[k];
+		struct {
+			uint16_t len;
+			uint16_t pad[3];
+			uint64_t filter;
+		} prog = {.len = (uint16_t) sc->len, .filter = sarg(c, S_BPF)};
+		int r = scratch_put(c, i, S_BPF, sc->insns, (size_t) sc->len * 8);
+		if (!r)
+			r = scratch_put(c, i, S_STRUCT, &prog, sizeof(prog));
+		if (!r)
+			r = inj(c, i, SYS_seccomp, 1 /* SECCOMP_SET_MODE_FILTER */, sc->flags,
+				sarg(c, S_STRUCT), 0, 0, 0, NULL);
+		if (r)
+			return urs_err_set(err, r, "restore: pid %d: seccomp filter %u: %s",
+					   t->r.nspid, k, strerror(-r));
+	}
+	return 0;
+}
+
+/* Our own credentials: every puppet starts with them, so only what differs
+ * in the image needs injected syscalls. */
+struct own_creds {
+	uint32_t uid[4], gid[4];
+	uint32_t ngroups;
+	uint32_t groups[CKPT_MAX_GROUPS];
+	uint64_t eff, prm, inh, bnd, amb;
+	bool ok;
+};
+
+static void read_own_creds(struct own_creds *o)
+{
+	memset(o, 0, sizeof(*o));
+	uid_t u[3];
+	gid_t g[3];
+	gid_t groups[CKPT_MAX_GROUPS];
+	if (getresuid(&u[0], &u[1], &u[2]) < 0 || getresgid(&g[0], &g[1], &g[2]) < 0)
+		return;
+	int n = getgroups(CKPT_MAX_GROUPS, groups);
+	if (n < 0)
+		return;
+	for (int k = 0; k < 3; k++) {
+		o->uid[k] = u[k];
+		o->gid[k] = g[k];
+	}
+	o->uid[3] = (uint32_t) setfsuid((uid_t) -1);
+	o->gid[3] = (uint32_t) setfsgid((gid_t) -1);
+	o->ngroups = (uint32_t) n;
+	for (int k = 0; k < n; k++)
+		o->groups[k] = groups[k];
+	struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
+	struct __user_cap_data_struct d[2];
+	if (syscall(SYS_capget, &h, d) < 0)
+		return;
+	o->eff = d[0].effective | (uint64_t) d[1].effective << 32;
+	o->prm = d[0].permitted | (uint64_t) d[1].permitted << 32;
+	o->inh = d[0].inheritable | (uint64_t) d[1].inheritable << 32;
+	for (unsigned cap = 0; cap < 64; cap++) {
+		int b = prctl(PR_CAPBSET_READ, cap, 0, 0, 0);
+		if (b < 0)
+			break;
+		if (b)
+			o->bnd |= 1ull << cap;
+		if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_IS_SET, cap, 0, 0) == 1)
+			o->amb |= 1ull << cap;
+	}
+	o->ok = true;
+}
+
+static int restore_creds(struct rctx *c, uint32_t i, const struct own_creds *o, struct urs_err *err)
+{
+	const struct ckpt_task *t = &c->img.tasks[i];
+	const char *what = "bounding set";
+	int r = 0;
+	uint64_t drop = o->ok ? o->bnd & ~t->r.cap_bnd : ~t->r.cap_bnd;
+	for (unsigned cap = 0; cap < 64 && !r; cap++)
+		if (drop & (1ull << cap)) {
+			r = inj(c, i, SYS_prctl, PR_CAPBSET_DROP, cap, 0, 0, 0, 0, NULL);
+			if (r == -EINVAL) /* beyond CAP_LAST_CAP */
+				r = 0;
+		}
+	bool same_groups = o->ok && o->ngroups == t->r.ngroups &&
+			   !memcmp(o->groups, t->r.groups, t->r.ngroups * sizeof(uint32_t));
+	if (!r && !same_groups) {
+		what = "groups";
+		r = scratch_put(c, i, S_STRUCT, t->r.groups, t->r.ngroups * sizeof(uint32_t));
+		if (!r)
+			r = inj(c, i, SYS_setgroups, t->r.ngroups, sarg(c, S_STRUCT), 0, 0, 0, 0,
+				NULL);
+	}
+	if (!r && !(o->ok && !memcmp(o->gid, t->r.gid, sizeof(o->gid)))) {
+		what = "gids";
+		r = inj(c, i, SYS_setresgid, t->r.gid[0], t->r.gid[1], t->r.gid[2], 0, 0, 0, NULL);
+		if (!r)
+			inj(c, i, SYS_setfsgid, t->r.gid[3], 0, 0, 0, 0, 0, NULL);
+	}
+	bool uids_change = !(o->ok && !memcmp(o->uid, t->r.uid, sizeof(o->uid)));
+	if (!r && uids_change) {
+		what = "uids";
+		r = inj(c, i, SYS_prctl, PR_SET_KEEPCAPS, 1, 0, 0, 0, 0, NULL);
+		if (!r)
+			r = inj(c, i, SYS_setresuid, t->r.uid[0], t->r.uid[1], t->r.uid[2], 0, 0, 0,
+				NULL);
+		if (!r)
+			inj(c, i, SYS_setfsuid, t->r.uid[3], 0, 0, 0, 0, 0, NULL);
+		if (!r)
+			r = inj(c, i, SYS_prctl, PR_SET_KEEPCAPS, 0, 0, 0, 0, 0, NULL);
+	}
+	bool caps_change = uids_change || !o->ok || o->eff != t->r.cap_eff ||
+			   o->prm != t->r.cap_prm || o->inh != t->r.cap_inh;
+	if (!r && caps_change) {
+		what = "capabilities";
+		struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
+		struct __user_cap_data_struct d[2] = {
+			{(uint32_t) t->r.cap_eff, (uint32_t) t->r.cap_prm, (uint32_t) t->r.cap_inh},
+			{(uint32_t) (t->r.cap_eff >> 32), (uint32_t) (t->r.cap_prm >> 32),
+			 (uint32_t) (t->r.cap_inh >> 32)},
+		};
+		r = scratch_put(c, i, S_STRUCT, &h, sizeof(h));
+		if (!r)
+			r = scratch_put(c, i, S_STRUCT + 64, d, sizeof(d));
+		if (!r)
+			r = inj(c, i, SYS_capset, sarg(c, S_STRUCT), sarg(c, S_STRUCT + 64), 0, 0,
+				0, 0, NULL);
+	}
+	uint64_t raise = t->r.cap_amb & ~(o->ok && !caps_change ? o->amb : 0);
+	for (unsigned cap = 0; cap < 64 && !r; cap++)
+		if (raise & (1ull << cap)) {
+			what = "ambient capabilities";
+			r = inj(c, i, SYS_prctl, PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, cap, 0, 0, 0,
+				NULL);
+		}
+	if (r)
+		return urs_err_set(err, r, "restore: pid %d: restoring %s: %s", t->r.nspid, what,
+				   strerror(-r));
+	return 0;
+}
+
+static int set_ids(struct rctx *c, uint32_t i, struct urs_err *err)
+{
+	const struct ckpt_task *t = &c->img.tasks[i];
+	int r = 0;
+	if (t->r.nssid == t->r.nspid)
+		r = inj(c, i, SYS_setsid, 0, 0, 0, 0, 0, 0, NULL);
+	else if (t->r.nspgid == t->r.nspid)
+		r = inj(c, i, SYS_setpgid, 0, 0, 0, 0, 0, 0, NULL);
+	else if (t->r.nspgid > 0 && i > 0)
+		r = inj(c, i, SYS_setpgid, 0, (uint64_t) t->r.nspgid, 0, 0, 0, 0, NULL);
+	if (r)
+		return urs_err_set(err, r, "restore: pid %d: session/process group: %s", t->r.nspid,
+				   strerror(-r));
+	return 0;
+}
+
+/* Queue the saved pending signals, with every signal blocked so none is
+ * delivered before the task runs with its own mask. SIGKILL and SIGSTOP
+ * cannot be blocked and are not re-queued. */
+static int queue_signals(struct rctx *c, uint32_t i, struct urs_err *err)
+{
+	const struct ckpt_task *t = &c->img.tasks[i];
+	if (!t->nsigs)
+		return 0;
+	uint64_t all = ~0ull;
+	if (ptrace(PTRACE_SETSIGMASK, c->tr[i].pid, (void *) 8, &all) < 0)
+		return urs_err_set(err, -errno, "restore: pid %d: blocking signals: %m",
+				   t->r.nspid);
+	for (uint32_t k = 0; k < t->nsigs; k++) {
+		const struct ckpt_siginfo *s = &t->sigs[k];
+		int32_t signo;
+		memcpy(&signo, s->info, sizeof(signo));
+		if (signo == SIGKILL || signo == SIGSTOP)
+			continue;
+		int r = scratch_put(c, i, S_BPF, s->info, sizeof(s->info));
+		if (!r && s->shared)
+			r = inj(c, i, SYS_rt_sigqueueinfo, (uint64_t) t->r.nspid, (uint64_t) signo,
+				sarg(c, S_BPF), 0, 0, 0, NULL);
+		else if (!r)
+			r = inj(c, i, SYS_rt_tgsigqueueinfo, (uint64_t) t->r.nspid,
+				(uint64_t) t->r.nspid, (uint64_t) signo, sarg(c, S_BPF), 0, 0,
+				NULL);
+		if (r)
+			return urs_err_set(err, r, "restore: pid %d: queueing signal %d: %s",
+					   t->r.nspid, signo, strerror(-r));
+	}
+	return 0;
+}
+
+static int finish_task(struct rctx *c, uint32_t i, struct urs_err *err)
+{
+	const struct ckpt_task *t = &c->img.tasks[i];
+	struct ckpt_tracee *tr = &c->tr[i];
+	int r = queue_signals(c, i, err);
+	if (r)
+		return r;
+	r = inj(c, i, SYS_munmap, c->blob, BLOB_LEN, 0, 0, 0, 0, NULL);
+	if (r)
+		return urs_err_set(err, r, "restore: pid %d: unmapping the blob: %s", t->r.nspid,
+				   strerror(-r));
+	struct user_regs_struct regs = t->r.regs;
+	/* a syscall interrupted by the checkpoint: restart it, or fail it with EINTR
+	 * when its restart block (kernel memory) could not be saved */
+	if ((int64_t) regs.orig_rax >= 0) {
+		switch ((long) (int) regs.rax) {
+		case -ERESTARTSYS:
+		case -ERESTARTNOINTR:
+		case -ERESTARTNOHAND:
+			regs.rax = regs.orig_rax;
+			regs.rip -= 2;
+			break;
+		case -ERESTART_RESTARTBLOCK:
+			regs.rax = (uint64_t) -EINTR;
+			break;
+		}
+	}
+	regs.orig_rax = (uint64_t) -1;
+	tr->base = regs;
+	r = ckpt_set_regs(tr->pid, &regs);
+	if (!r)
+		r = ckpt_set_xsave(tr->pid, t->xsave, t->xsave_len);
+	if (r)
+		return urs_err_set(err, r, "restore: pid %d: setting registers/FPU state: %s",
+				   t->r.nspid, strerror(-r));
+	if (ptrace(PTRACE_SETSIGMASK, tr->pid, (void *) 8, &t->r.sigmask) < 0)
+		return urs_err_set(err, -errno, "restore: pid %d: signal mask: %m", t->r.nspid);
+	return 0;
+}
+
+static int rebuild(struct rctx *c, uint32_t i, const struct own_creds *o, struct urs_err *err)
+{
+	const struct ckpt_task *t = &c->img.tasks[i];
+	int r = inj(c, i, SYS_close_range, 0, ~0u, 0, 0, 0, 0, NULL);
+	if (r)
+		return urs_err_set(err, r, "restore: pid %d: close_range: %s", t->r.nspid,
+				   strerror(-r));
+	r = inj(c, i, SYS_munmap, 0, c->blob, 0, 0, 0, 0, NULL);
+	if (!r)
+		r = inj(c, i, SYS_munmap, c->blob + BLOB_LEN, TASK_TOP_4LEVEL - c->blob - BLOB_LEN,
+			0, 0, 0, 0, NULL);
+	if (r)
+		return urs_err_set(err, r, "restore: pid %d: clearing the address space: %s",
+				   t->r.nspid, strerror(-r));
+	r = map_vmas(c, i, err);
+	if (!r)
+		r = map_vdso(c, i, err);
+	if (!r)
+		r = write_pages(c, i, err);
+	if (!r)
+		r = set_mm(c, i, err);
+	if (!r)
+		r = restore_fds(c, i, err);
+	if (!r)
+		r = restore_misc(c, i, err);
+	if (!r)
+		r = restore_seccomp(c, i, err);
+	if (!r)
+		r = restore_creds(c, i, o, err);
+	if (!r)
+		r = finish_task(c, i, err);
+	return r;
+}
+
+/* Files the image maps must still be the same files: check before creating anything. */
+static int precheck(const struct ckpt_image *img, struct urs_err *err)
+{
+	for (uint32_t i = 0; i < img->ntasks; i++) {
+		const struct ckpt_task *t = &img->tasks[i];
+		for (uint32_t v = 0; v < t->nvmas; v++) {
+			const struct ckpt_vma *m = &t->vmas[v];
+			if (m->r.kind != CKPT_VMA_FILE)
+				continue;
+			struct stat st;
+			if (stat(m->path, &st) < 0)
+				return urs_err_set(err, -errno, "restore: pid %d: %s: %m",
+						   t->r.nspid, m->path);
+			if (st.st_dev != m->r.dev || st.st_ino != m->r.ino ||
+			    (uint64_t) st.st_size != m->r.fsize)
+				return urs_err_set(err, -ESTALE,
+						   "restore: pid %d: %s changed since the "
+						   "checkpoint (device/inode/size differ)",
+						   t->r.nspid, m->path);
+		}
+		for (uint32_t k = 0; k < t->nfds; k++) {
+			const struct ckpt_fd *f = &t->fds[k];
+			struct stat st;
+			if (f->r.dup_of != -1)
+				continue;
+			if (stat(f->path, &st) < 0)
+				return urs_err_set(err, -errno, "restore: pid %d: fd %d: %s: %m",
+						   t->r.nspid, f->r.fd, f->path);
+		}
+	}
+	return 0;
+}
+
+int ckpt_restore(const char *dir, pid_t *pid, struct ckpt_restore_stats *stats, struct urs_err *err)
+{
+	struct ckpt_restore_stats dummy;
+	if (!stats)
+		stats = &dummy;
+	memset(stats, 0, sizeof(*stats));
+	double t0 = now_ms();
+	struct rctx c = {.st = stats};
+	int r = ckpt_image_load(dir, &c.img, err);
+	if (r)
+		return r;
+	stats->load_ms = now_ms() - t0;
+	stats->ntasks = c.img.ntasks;
+	r = precheck(&c.img, err);
+	if (!r)
+		r = choose_blob(&c, err);
+	if (r)
+		goto out_img;
+	c.tr = calloc(c.img.ntasks, sizeof(*c.tr));
+	c.memfd = malloc(c.img.ntasks * sizeof(int));
+	c.dead = calloc(c.img.ntasks, 1);
+	if (!c.tr || !c.memfd || !c.dead) {
+		r = urs_err_set(err, -ENOMEM, "restore: out of memory");
+		goto out;
+	}
+	for (uint32_t i = 0; i < c.img.ntasks; i++)
+		c.memfd[i] = -1;
+	r = create_root(&c, err);
+	/* tasks are in breadth-first order: a parent always precedes its children */
+	for (uint32_t i = 0; !r && i < c.img.ntasks; i++) {
+		if (!c.dead[i])
+			r = set_ids(&c, i, err);
+		for (uint32_t j = i + 1; !r && j < c.img.ntasks; j++)
+			if (c.img.tasks[j].r.parent == (int32_t) i)
+				r = create_child(&c, j, err);
+	}
+	struct own_creds own;
+	read_own_creds(&own);
+	for (uint32_t i = 0; !r && i < c.img.ntasks; i++)
+		if (!c.dead[i])
+			r = rebuild(&c, i, &own, err);
+	if (!r) {
+		for (uint32_t i = c.img.ntasks; i-- > 0;)
+			if (!c.dead[i] && ptrace(PTRACE_DETACH, c.tr[i].pid, 0, 0) < 0 && !r)
+				r = urs_err_set(err, -errno, "restore: detaching pid %d: %m",
+						c.img.tasks[i].r.nspid);
+		if (!r)
+			*pid = c.tr[0].pid;
+	}
+out:
+	if (r && c.nlive) {
+		/* the whole tree dies with its root (pid namespace init) or by EXITKILL */
+		for (uint32_t i = c.nlive; i-- > 0;)
+			if (c.tr[i].pid > 0) /* never kill(0): tasks not created yet have pid 0 */
+				kill(c.tr[i].pid, SIGKILL);
+		if (c.tr[0].pid > 0)
+			waitpid(c.tr[0].pid, NULL, 0);
+	}
+	for (uint32_t i = 0; c.memfd && i < c.img.ntasks; i++)
+		if (c.memfd[i] >= 0)
+			close(c.memfd[i]);
+	free(c.memfd);
+	free(c.dead);
+	free(c.tr);
+out_img:
+	ckpt_image_free(&c.img);
+	stats->ms = now_ms() - t0;
+	return r;
+}

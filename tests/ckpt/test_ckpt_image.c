@@ -1,0 +1,299 @@
+/*
+ * tests/ckpt/test_ckpt_image.c — unit tests for host/ckpt_image.c: encode /
+ * decode round trip, every single-byte corruption and every truncation of a
+ * core image is refused, semantic validation (overlapping mappings, page runs
+ * outside private mappings or beyond the pages file, bad fd duplicates, bad
+ * parent indices, bad pending signals or seccomp flags), and the pages file
+ * writer + loader with checksum, truncation and id checks.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "host/ckpt_image.h"
+
+static uint8_t xsave[1024];
+static uint8_t auxv[32] = {6, 0, 0, 0, 0, 0, 0, 0, 0, 16};
+static uint64_t bpf[2] = {0x0000000000000020ull, 0x7fff000000000006ull};
+static struct ckpt_seccomp filter = {.flags = 0, .len = 2, .insns = bpf};
+static struct ckpt_siginfo pending = {.shared = 1, .info = {12}};
+
+/* A plausible one-task image; caller frees with free_sample(). */
+static void sample(struct ckpt_image *img)
+{
+	memset(img, 0, sizeof(*img));
+	memset(img->id, 0xab, 16);
+	img->ntasks = 1;
+	img->tasks = calloc(1, sizeof(*img->tasks));
+	struct ckpt_task *t = &img->tasks[0];
+	t->r.nspid = 1;
+	t->r.parent = -1;
+	t->r.umask = 022;
+	t->r.regs.rip = 0x401000;
+	t->xsave = xsave;
+	t->xsave_len = sizeof(xsave);
+	t->auxv = auxv;
+	t->auxv_len = sizeof(auxv);
+	t->cwd = "/tmp";
+	t->exe = "/bin/true";
+	t->nvmas = 3;
+	t->vmas = calloc(3, sizeof(*t->vmas));
+	t->vmas[0] = (struct ckpt_vma){{.start = 0x400000,
+					.end = 0x402000,
+					.prot = 5,
+					.kind = CKPT_VMA_FILE,
+					.ino = 7,
+					.fsize = 8192},
+				       "/bin/true"};
+	t->vmas[1] = (struct ckpt_vma){{.start = 0x600000,
+					.end = 0x604000,
+					.prot = 3,
+					.kind = CKPT_VMA_ANON,
+					.flags = CKPT_VMA_HEAP},
+				       NULL};
+	t->vmas[2] = (struct ckpt_vma){
+		{.start = 0x7ff000000000, .end = 0x7ff000002000, .prot = 5, .kind = CKPT_VMA_VDSO},
+		NULL};
+	t->nruns = 2;
+	t->runs = calloc(2, sizeof(*t->runs));
+	t->runs[0] = (struct ckpt_run){0x400000, 1, 0};
+	t->runs[1] = (struct ckpt_run){0x601000, 2, 4096};
+	img->pages_len = 3 * 4096;
+	t->nfds = 2;
+	t->fds = calloc(2, sizeof(*t->fds));
+	t->fds[0] = (struct ckpt_fd){{.fd = 1, .dup_of = -1, .type = CKPT_FD_REG, .pos = 42},
+				     "/tmp/out"};
+	t->fds[1] = (struct ckpt_fd){{.fd = 2, .dup_of = 1}, NULL};
+	t->seccomp = &filter;
+	t->nseccomp = 1;
+	t->sigs = &pending;
+	t->nsigs = 1;
+}
+
+static void free_sample(struct ckpt_image *img)
+{
+	free(img->tasks[0].vmas);
+	free(img->tasks[0].runs);
+	free(img->tasks[0].fds);
+	free(img->tasks);
+}
+
+static void encode_ok(struct ckpt_image *img, uint8_t **buf, size_t *len)
+{
+	struct urs_err err = {{0}};
+	assert_int_equal(ckpt_image_encode(img, buf, len, &err), 0);
+}
+
+static void test_roundtrip(void **state)
+{
+	(void) state;
+	struct ckpt_image img, out;
+	sample(&img);
+	uint8_t *buf;
+	size_t len;
+	encode_ok(&img, &buf, &len);
+	struct urs_err err = {{0}};
+	assert_int_equal(ckpt_image_decode(buf, len, &out, &err), 0);
+	assert_int_equal(out.ntasks, 1);
+	assert_memory_equal(out.id, img.id, 16);
+	struct ckpt_task *t = &out.tasks[0];
+	assert_int_equal(t->r.regs.rip, 0x401000);
+	assert_int_equal(t->nvmas, 3);
+	assert_string_equal(t->vmas[0].path, "/bin/true");
+	assert_null(t->vmas[1].path);
+	assert_int_equal(t->nruns, 2);
+	assert_int_equal(t->runs[1].npages, 2);
+	assert_int_equal(t->nfds, 2);
+	assert_int_equal(t->fds[0].r.pos, 42);
+	assert_string_equal(t->fds[0].path, "/tmp/out");
+	assert_int_equal(t->fds[1].r.dup_of, 1);
+	assert_string_equal(t->cwd, "/tmp");
+	assert_int_equal(t->xsave_len, sizeof(xsave));
+	assert_memory_equal(t->auxv, auxv, sizeof(auxv));
+	assert_int_equal(t->nseccomp, 1);
+	assert_int_equal(t->seccomp[0].len, 2);
+	assert_memory_equal(t->seccomp[0].insns, bpf, sizeof(bpf));
+	assert_int_equal(t->nsigs, 1);
+	assert_int_equal(t->sigs[0].shared, 1);
+	assert_int_equal(t->sigs[0].info[0], 12);
+	ckpt_image_free(&out);
+	free(buf);
+	free_sample(&img);
+}
+
+static void test_every_byte_and_truncation(void **state)
+{
+	(void) state;
+	struct ckpt_image img, out;
+	sample(&img);
+	uint8_t *buf;
+	size_t len;
+	encode_ok(&img, &buf, &len);
+	for (size_t i = 0; i < len; i++) {
+		struct urs_err err = {{0}};
+		buf[i] ^= 0x01;
+		assert_int_not_equal(ckpt_image_decode(buf, len, &out, &err), 0);
+		assert_true(err.msg[0] != 0);
+		buf[i] ^= 0x01;
+	}
+	for (size_t l = 0; l < len; l += 7) {
+		struct urs_err err = {{0}};
+		assert_int_not_equal(ckpt_image_decode(buf, l, &out, &err), 0);
+	}
+	free(buf);
+	free_sample(&img);
+}
+
+/* Encode a broken image (encode does not validate) and expect decode to refuse. */
+static void expect_invalid(struct ckpt_image *img, const char *needle)
+{
+	uint8_t *buf;
+	size_t len;
+	encode_ok(img, &buf, &len);
+	struct ckpt_image out;
+	struct urs_err err = {{0}};
+	assert_int_not_equal(ckpt_image_decode(buf, len, &out, &err), 0);
+	if (!strstr(err.msg, needle))
+		fail_msg("message '%s' lacks '%s'", err.msg, needle);
+	free(buf);
+}
+
+static void test_validation(void **state)
+{
+	(void) state;
+	struct ckpt_image img;
+	sample(&img);
+	struct ckpt_task *t = &img.tasks[0];
+
+	t->vmas[1].r.start = 0x401000; /* overlaps the text */
+	expect_invalid(&img, "invalid mapping");
+	t->vmas[1].r.start = 0x600000;
+
+	t->vmas[1].r.end = 0x600800; /* not page aligned */
+	expect_invalid(&img, "invalid mapping");
+	t->vmas[1].r.end = 0x604000;
+
+	t->runs[1].vaddr = 0x603000; /* runs past the heap's end */
+	expect_invalid(&img, "outside a private mapping");
+	t->runs[1].vaddr = 0x601000;
+
+	t->runs[1].off = 2 * 4096; /* past the pages file */
+	expect_invalid(&img, "bad page run");
+	t->runs[1].off = 4096;
+
+	t->runs[0].vaddr = 0x7ff000000000; /* into the vdso */
+	t->runs[1].vaddr = 0x7ff000001000;
+	expect_invalid(&img, "outside a private mapping");
+	t->runs[0].vaddr = 0x400000;
+	t->runs[1].vaddr = 0x601000;
+
+	t->fds[1].r.dup_of = 0; /* duplicates an fd that does not exist */
+	expect_invalid(&img, "duplicates");
+	t->fds[1].r.dup_of = 1;
+
+	t->fds[0].path = "relative"; /* paths must be absolute */
+	expect_invalid(&img, "bad fd path");
+	t->fds[0].path = "/tmp/out";
+
+	t->r.parent = 0; /* the root has no parent */
+	expect_invalid(&img, "bad parent");
+	t->r.parent = -1;
+
+	pending.info[0] = 65; /* no such signal */
+	expect_invalid(&img, "bad pending signal");
+	pending.info[0] = 12;
+
+	filter.flags = 1; /* TSYNC makes no sense for one thread */
+	expect_invalid(&img, "bad seccomp flags");
+	filter.flags = 0;
+
+	t->xsave = NULL;
+	t->xsave_len = 0;
+	expect_invalid(&img, "missing FPU state");
+	free_sample(&img);
+}
+
+static void test_pages_files(void **state)
+{
+	(void) state;
+	char dir[] = "/tmp/ckpt-image-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY);
+	assert_true(dfd >= 0);
+	struct ckpt_image img;
+	sample(&img);
+	struct ckpt_pages_writer w;
+	struct urs_err err = {{0}};
+	assert_int_equal(ckpt_pages_open(&w, dfd, &err), 0);
+	uint8_t page[4096];
+	for (int i = 0; i < 3; i++) {
+		uint64_t off;
+		memset(page, 'a' + i, sizeof(page));
+		assert_int_equal(ckpt_pages_append(&w, page, sizeof(page), &off, &err), 0);
+		assert_int_equal(off, (uint64_t) i * 4096);
+	}
+	img.pages_len = w.off;
+	img.pages_crc = w.crc;
+	assert_int_equal(ckpt_pages_finish(&w, img.id, &err), 0);
+	assert_int_equal(ckpt_image_write_core(&img, dfd, &err), 0);
+
+	struct ckpt_image in;
+	assert_int_equal(ckpt_image_load(dir, &in, &err), 0);
+	assert_int_equal(in.pages_map[4096 + 2 * 4096 + 17], 'c');
+	ckpt_image_free(&in);
+
+	/* flip one byte of page data */
+	int pf = openat(dfd, "pages.img", O_RDWR);
+	assert_int_equal(pwrite(pf, "z", 1, 4096 + 100), 1);
+	assert_int_not_equal(ckpt_image_load(dir, &in, &err), 0);
+	assert_non_null(strstr(err.msg, "checksum"));
+	assert_int_equal(pwrite(pf, "a", 1, 4096 + 100), 1);
+	assert_int_equal(ckpt_image_load(dir, &in, &err), 0);
+	ckpt_image_free(&in);
+	/* truncate */
+	assert_int_equal(ftruncate(pf, 4096 * 3), 0);
+	assert_int_not_equal(ckpt_image_load(dir, &in, &err), 0);
+	assert_non_null(strstr(err.msg, "truncated"));
+	close(pf);
+
+	/* a pages file from another image: same size, other id */
+	memset(img.id, 0xcd, 16);
+	assert_int_equal(ckpt_pages_open(&w, dfd, &err), 0); /* also removes core.img */
+	assert_int_not_equal(ckpt_image_load(dir, &in, &err), 0);
+	for (int i = 0; i < 3; i++) {
+		uint64_t off;
+		memset(page, 'a' + i, sizeof(page));
+		assert_int_equal(ckpt_pages_append(&w, page, sizeof(page), &off, &err), 0);
+	}
+	assert_int_equal(ckpt_pages_finish(&w, img.id, &err), 0);
+	memset(img.id, 0xab, 16);
+	assert_int_equal(ckpt_image_write_core(&img, dfd, &err), 0);
+	assert_int_not_equal(ckpt_image_load(dir, &in, &err), 0);
+	assert_non_null(strstr(err.msg, "another image"));
+
+	unlinkat(dfd, "pages.img", 0);
+	unlinkat(dfd, "core.img", 0);
+	close(dfd);
+	rmdir(dir);
+	free_sample(&img);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_roundtrip),
+		cmocka_unit_test(test_every_byte_and_truncation),
+		cmocka_unit_test(test_validation),
+		cmocka_unit_test(test_pages_files),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
