@@ -95,6 +95,7 @@ uint32_t urs_netstack_slots_next(uint32_t active, uint32_t max, bool backlog, bo
 #define urs_netstack_prepare(o, p, nc, fd, err)	   (-ENOSYS)
 #define urs_netstack_start(out, l, fd, nc, o, err) (-ENOSYS)
 #define urs_netstack_stop(ns)			   ((void) (ns))
+#define urs_netstack_render(ns, l, b, n)	   (0)
 #endif
 
 #endif
