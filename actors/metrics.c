@@ -3,8 +3,20 @@
  */
 #include "actors/metrics.h"
 
+#include <errno.h>
+#include <inttypes.h>
+#include <malloc.h>
+#include <poll.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "host/seccomp.h"
+#include "host/seccomp_bpf.h"
+#include "runtime/actor.h"
+#include "runtime/common.h"
 
 static const char *const req_names[URS_REQ__N] = {"start", "ping", "metrics", "other"};
 static const struct urs_metric_label req_label[] = {{"request", req_names, URS_REQ__N}};
@@ -58,6 +70,8 @@ static struct urs_metric m_pids = {
 };
 
 static struct urs_metrics set;
+static struct urs_metrics prof_set; /* --profile only: empty otherwise */
+static int seccomp_render(const char *cl, char *buf, size_t len);
 
 int urs_sup_metrics_init(void)
 {
@@ -69,6 +83,291 @@ int urs_sup_metrics_init(void)
 		if (r < 0)
 			return r;
 	}
+	return 0;
+}
+
+/* ---- counted seccomp denials ----
+ *
+ * One counter per native syscall number below URS_SECCOMP_COUNT_NR, plus
+ * "other" (another ABI, or a larger number): a plain array in .bss, so the
+ * pages are not even touched until something is denied. It is exposed
+ * sparsely (only the syscalls denied at least once; libseccomp names them
+ * at scrape time) by seccomp_render() rather than through runtime/metrics,
+ * whose exposition prints every cell: 513 lines of zeros per scrape would be
+ * most of the reply. At most SC_SERIES syscalls get a series of their own,
+ * in the order they are first denied; later ones count as "other" (a
+ * workload walking the syscall table must not be able to grow the scrape
+ * past the reply buffer and blind the metrics; every series stays
+ * monotonic). */
+
+#define SC_OTHER  URS_SECCOMP_COUNT_NR
+#define SC_SERIES 64
+static _Atomic uint64_t sc_denied[URS_SECCOMP_COUNT_NR + 1];
+static bool sc_shown[URS_SECCOMP_COUNT_NR + 1]; /* has a series of its own */
+static unsigned sc_nshown;
+static _Atomic uint64_t sc_errors; /* notifications we could not answer */
+static struct {
+	int fd;
+	const struct urs_seccomp_denials *d;
+	struct urs_op op;
+	bool active;
+} sc = {.fd = -1};
+
+void urs_sup_seccomp_take(int listener, const struct urs_seccomp_denials *d)
+{
+	if (sc.fd >= 0)
+		close(sc.fd);
+	sc.fd = listener;
+	sc.d = d;
+	sc.active = listener >= 0 && d;
+}
+
+int urs_sup_seccomp_fd(void)
+{
+	return sc.fd;
+}
+
+static void sc_arm(struct urs_loop *loop);
+
+static void sc_stop(void)
+{
+	/* From now on the kernel fails the notifying syscalls with ENOSYS. */
+	close(sc.fd);
+	sc.fd = -1;
+}
+
+static void sc_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint32_t flags)
+{
+	(void) op;
+	(void) flags;
+	if (res == -ECANCELED)
+		return;
+	if (res < 0 || (res & (POLLERR | POLLNVAL))) {
+		atomic_fetch_add_explicit(&sc_errors, 1, memory_order_relaxed);
+		sc_stop();
+		return;
+	}
+	if (res & POLLIN) {
+		/* one notification per readiness: a second RECV could block */
+		uint32_t arch;
+		int32_t nr;
+		int r = urs_seccomp_notify_answer(sc.fd, sc.d, &arch, &nr);
+		if (nr >= 0) {
+			size_t cell = arch == sc.d->native_arch && nr < URS_SECCOMP_COUNT_NR
+					      ? (size_t) nr
+					      : SC_OTHER;
+			if (!sc_shown[cell] && cell != SC_OTHER) {
+				if (sc_nshown < SC_SERIES) {
+					sc_shown[cell] = true;
+					sc_nshown++;
+				} else {
+					cell = SC_OTHER;
+				}
+			}
+			atomic_fetch_add_explicit(&sc_denied[cell], 1, memory_order_relaxed);
+		}
+		if (r < 0 && r != -ENOENT && r != -EINTR)
+			atomic_fetch_add_explicit(&sc_errors, 1, memory_order_relaxed);
+	} else if (res & POLLHUP) {
+		sc_stop(); /* no task uses the filter any more */
+		return;
+	}
+	sc_arm(loop);
+}
+
+static void sc_arm(struct urs_loop *loop)
+{
+	io_uring_prep_poll_add(urs_op_sqe(&sc.op), sc.fd, POLLIN);
+	sc.op.flags = URS_OPF_WEAK;
+	urs_submit(loop, &sc.op, sc_cb);
+}
+
+int urs_sup_seccomp_start(struct urs_loop *loop)
+{
+	if (!sc.active)
+		return 0;
+	int r = urs_seccomp_notify_setup(sc.fd);
+	if (r < 0) {
+		sc_stop();
+		return r;
+	}
+	sc_arm(loop);
+	return 0;
+}
+
+static int seccomp_render(const char *cl, char *buf, size_t len)
+{
+	if (!sc.active)
+		return 0;
+	size_t o = 0;
+	int n = snprintf(buf, len,
+			 "# HELP ursa_seccomp_denied_total Syscalls the seccomp profile denied "
+			 "(answered by the supervisor), by syscall; \"other\": another ABI or "
+			 "number.\n# TYPE ursa_seccomp_denied_total counter\n");
+	for (size_t i = 0; i <= SC_OTHER; i++) {
+		if (n < 0 || (size_t) n >= len - o)
+			return -ENOSPC;
+		o += (size_t) n;
+		n = 0;
+		uint64_t v = atomic_load_explicit(&sc_denied[i], memory_order_relaxed);
+		if (!v || (i != SC_OTHER && !sc_shown[i]))
+			continue;
+		char name[64] = "other";
+		if (i != SC_OTHER)
+			urs_seccomp_syscall_name((int) i, name, sizeof(name));
+		if (!*name) /* a number libseccomp has no name for */
+			snprintf(name, sizeof(name), "%zu", i);
+		n = snprintf(buf + o, len - o,
+			     "ursa_seccomp_denied_total{%s,syscall=\"%s\"} %" PRIu64 "\n", cl, name,
+			     v);
+	}
+	if (n < 0 || (size_t) n >= len - o)
+		return -ENOSPC;
+	o += (size_t) n;
+	n = snprintf(buf + o, len - o,
+		     "# HELP ursa_seccomp_notify_errors_total Seccomp notifications the "
+		     "supervisor failed to receive or answer.\n"
+		     "# TYPE ursa_seccomp_notify_errors_total counter\n"
+		     "ursa_seccomp_notify_errors_total{%s} %" PRIu64 "\n",
+		     cl, atomic_load_explicit(&sc_errors, memory_order_relaxed));
+	if (n < 0 || (size_t) n >= len - o)
+		return -ENOSPC;
+	return (int) (o + (size_t) n);
+}
+
+/* ---- --profile ----
+ *
+ * Per named callback: calls, total and max nanoseconds (CLOCK_MONOTONIC
+ * around the call), and heap growth from mallinfo2() read before and after:
+ * the calls after which the heap held more bytes than before, and the sum of
+ * those growths. That is net growth, not a count of malloc() calls (glibc
+ * has no allocation hooks any more, and interposing malloc would fight the
+ * sanitizers and the mimalloc builds); a handler that allocates and frees
+ * within the call shows nothing, and so does another allocator (ASan's,
+ * mimalloc). mallinfo2() walks glibc's free lists: ~200 ns per call on the
+ * supervisor's small heap. Profiling is for finding where the time goes. */
+
+static const char *prof_values[URS_PROF_MAX + 2];
+static const void *prof_fns[URS_PROF_MAX + 1];
+static uint32_t prof_n; /* named entries; index prof_n is "other" */
+static struct urs_metric_label prof_label[1] = {{"handler", prof_values, 0}};
+static struct urs_metric m_prof_calls = {
+	.name = "ursa_profile_handler_calls_total",
+	.help = "Calls of each supervisor handler (--profile).",
+	.type = URS_METRIC_COUNTER,
+};
+static struct urs_metric m_prof_ns = {
+	.name = "ursa_profile_handler_nanoseconds_total",
+	.help = "Time spent in each supervisor handler, CLOCK_MONOTONIC (--profile).",
+	.type = URS_METRIC_COUNTER,
+};
+static struct urs_metric m_prof_max = {
+	.name = "ursa_profile_handler_max_nanoseconds",
+	.help = "Longest single call of each supervisor handler (--profile).",
+	.type = URS_METRIC_GAUGE,
+};
+static struct urs_metric m_prof_grow = {
+	.name = "ursa_profile_handler_heap_growths_total",
+	.help = "Handler calls after which the heap held more bytes (mallinfo2; --profile).",
+	.type = URS_METRIC_COUNTER,
+};
+static struct urs_metric m_prof_grow_bytes = {
+	.name = "ursa_profile_handler_heap_grown_bytes_total",
+	.help = "Bytes the heap grew by across those calls (mallinfo2; --profile).",
+	.type = URS_METRIC_COUNTER,
+};
+
+static uint32_t prof_slot(const void *fn)
+{
+	for (uint32_t i = 0; i < prof_n; i++)
+		if (prof_fns[i] == fn)
+			return i;
+	return prof_n;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
+}
+
+static size_t heap_in_use(void)
+{
+	struct mallinfo2 mi = mallinfo2();
+	return mi.uordblks + mi.hblkhd;
+}
+
+static uint64_t prof_t0;
+static size_t prof_h0;
+
+static void prof_begin(void)
+{
+	prof_h0 = heap_in_use();
+	prof_t0 = now_ns();
+}
+
+static void prof_end(const void *fn)
+{
+	uint64_t dt = now_ns() - prof_t0;
+	size_t h1 = heap_in_use();
+	uint32_t c = prof_slot(fn);
+	urs_metric_add(&m_prof_calls, c, 1);
+	urs_metric_add(&m_prof_ns, c, dt);
+	if (dt > atomic_load_explicit(&m_prof_max.cells[c], memory_order_relaxed))
+		urs_metric_set(&m_prof_max, c, dt);
+	if (h1 > prof_h0) {
+		urs_metric_add(&m_prof_grow, c, 1);
+		urs_metric_add(&m_prof_grow_bytes, c, h1 - prof_h0);
+	}
+}
+
+/* Both hooks are called from the loop's one thread, never nested (callbacks
+ * do not nest, and actors run from the loop's turn), so one t0/h0 pair. */
+static void prof_actor(struct urs_actor *a, struct urs_msg *m)
+{
+	urs_actor_fn fn = a->handler;
+	prof_begin();
+	fn(a, m);
+	prof_end((const void *) fn);
+}
+
+static void prof_op(struct urs_loop *loop, struct urs_op *op, int32_t res, uint32_t flags)
+{
+	urs_op_cb fn = op->cb; /* the callback may reuse the op */
+	prof_begin();
+	fn(loop, op, res, flags);
+	prof_end((const void *) fn);
+}
+
+int urs_sup_profile_init(const struct urs_prof_name *names, size_t n)
+{
+	if (prof_set.count)
+		return -EALREADY;
+	prof_n = 0;
+	for (size_t i = 0; i < n && prof_n < URS_PROF_MAX; i++) {
+		prof_fns[prof_n] = names[i].fn;
+		prof_values[prof_n++] = names[i].name;
+	}
+	if (prof_n < URS_PROF_MAX) {
+		prof_fns[prof_n] = (const void *) sc_cb;
+		prof_values[prof_n++] = "seccomp";
+	}
+	prof_values[prof_n] = "other";
+	prof_label[0].n = prof_n + 1;
+	struct urs_metric *all[] = {&m_prof_calls, &m_prof_ns, &m_prof_max, &m_prof_grow,
+				    &m_prof_grow_bytes};
+	for (size_t i = 0; i < URS_ARRAY_SIZE(all); i++) {
+		all[i]->labels = prof_label;
+		all[i]->nlabels = 1;
+		int r = urs_metric_register(&prof_set, all[i]);
+		if (r < 0) {
+			urs_metrics_free(&prof_set);
+			return r;
+		}
+	}
+	urs_prof_actor = prof_actor;
+	urs_prof_op = prof_op;
 	return 0;
 }
 
@@ -103,5 +402,13 @@ int urs_sup_metrics_render(const char *id, const struct urs_loop *loop, struct u
 	}
 	char cl[300];
 	snprintf(cl, sizeof(cl), "sandbox=\"%s\"", id ? id : "");
-	return urs_metrics_expose(&set, cl, buf, len);
+	int n = urs_metrics_expose(&set, cl, buf, len);
+	if (n < 0)
+		return n;
+	int m = seccomp_render(cl, buf + n, len - (size_t) n);
+	if (m < 0)
+		return m;
+	n += m;
+	m = urs_metrics_expose(&prof_set, cl, buf + n, len - (size_t) n);
+	return m < 0 ? m : n + m;
 }

@@ -130,6 +130,8 @@ int urs_sandbox_create(const struct urs_sandbox_opts *o, pid_t *sup, struct urs_
 			.start_now = o->autostart,
 			.no_cgroup = o->no_cgroup,
 			.net = o->net,
+			.seccomp_count = o->seccomp_count,
+			.profile = o->profile,
 		};
 		a.launch = (struct urs_launch){
 			.spec = o->spec,

@@ -34,6 +34,10 @@ struct urs_sandbox_opts {
 	bool seccomp_notify; /* a NOTIFY profile: libseccomp filter, listener to the agent */
 	int (*load_seccomp_notify)(void *filter, int *listener, struct urs_err *err);
 	struct urs_netopts *net; /* NULL: the spec's namespaces alone decide (lo only) */
+	/* counted seccomp denials: the filter's listener stays with the supervisor,
+	 * which answers from this table (host/seccomp.h); NULL: off */
+	const struct urs_seccomp_denials *seccomp_count;
+	bool profile; /* ursa --profile: ursa_profile_* metrics */
 };
 
 /*

@@ -53,7 +53,7 @@ struct sup {
 	bool exited;
 	unsigned conns;	       /* open control connections (capped) */
 	struct urs_cgroup *cg; /* for metrics, NULL without cgroups */
-	int tapfd;		/* the sandbox's NIC (networking on), else -1 */
+	int tapfd;	       /* the sandbox's NIC (networking on), else -1 */
 	struct urs_net_cfg netcfg;
 	struct urs_netstack *net;
 	struct urs_op pid_op, accept_op, sig_op;
@@ -192,6 +192,13 @@ static void conn_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint3
 		int n = c->reply ? urs_sup_metrics_render(s->a->id, &s->loop, s->cg, c->reply,
 							  CTL_REPLY_MAX)
 				 : -ENOMEM;
+		if (n >= 0 && s->net) {
+			char labels[160];
+			snprintf(labels, sizeof(labels), "sandbox=\"%s\"", s->a->id);
+			int m = urs_netstack_render(s->net, labels, c->reply + n,
+						    CTL_REPLY_MAX - (size_t) n);
+			n = m < 0 ? m : n + m;
+		}
 		if (n < 0) {
 			conn_reply(c, "error: metrics do not fit");
 			return;
@@ -589,6 +596,12 @@ int urs_supervisor_main(struct urs_sup_args *a)
 	struct urs_sync_msg m;
 	int listener = -1;
 	r = urs_sync_recv_fd(s->sync_fd, &m, &listener);
+	if (listener >= 0 && a->seccomp_count) {
+		/* counted seccomp denials: the listener is ours, answered on the
+		 * loop (actors/metrics.c); there is no agent */
+		urs_sup_seccomp_take(listener, a->seccomp_count);
+		listener = -1;
+	}
 	if (listener >= 0) {
 		r = notify_agent(a, s->init_pid, listener, msg, sizeof(msg));
 		close(listener);
@@ -634,10 +647,11 @@ int urs_supervisor_main(struct urs_sup_args *a)
 		dup2(null, fd);
 	if (null > 2)
 		close(null);
-	int keepfds[3 + 1 + URS_NET_MAX_FWD] = {s->sync_fd, s->pidfd, s->ctl_fd, s->tapfd};
+	int keepfds[3 + 1 + 1 + URS_NET_MAX_FWD] = {s->sync_fd, s->pidfd, s->ctl_fd, s->tapfd};
 	size_t nkeep = 4;
 	for (unsigned i = 0; a->net && i < a->net->n_fwd; i++)
 		keepfds[nkeep++] = a->net->fwd[i].fd;
+	keepfds[nkeep++] = urs_sup_seccomp_fd(); /* counted seccomp denials, or -1 */
 	close_all_but(keepfds, nkeep);
 
 	sigset_t set;
@@ -649,9 +663,20 @@ int urs_supervisor_main(struct urs_sup_args *a)
 
 	s->cg = a->no_cgroup ? NULL : &cg;
 	urs_sup_metrics_init(); /* before the loop, as the metrics rules want */
+	if (a->profile) {
+		/* --profile: without it nothing of the profiler exists */
+		const struct urs_prof_name names[] = {
+			{(const void *) pid_cb, "init-exit"},
+			{(const void *) sig_cb, "signals"},
+			{(const void *) accept_cb, "control-accept"},
+			{(const void *) conn_cb, "control"},
+		};
+		urs_sup_profile_init(names, URS_ARRAY_SIZE(names));
+	}
 	struct urs_loop_opts lo = {.entries = 16};
 	if ((r = urs_loop_init(&s->loop, &lo)) < 0) {
 		/* no loop: still be a correct parent */
+		urs_sup_seccomp_take(-1, NULL); /* nobody answers: denied calls get ENOSYS */
 		int st;
 		waitpid(s->init_pid, &st, 0);
 		s->status = st;
@@ -666,6 +691,12 @@ int urs_supervisor_main(struct urs_sup_args *a)
 			fprintf(stderr, "ursa: %s\n", err.msg);
 			kill(s->init_pid, SIGKILL);
 		}
+	}
+	if ((r = urs_sup_seccomp_start(&s->loop)) < 0) {
+		/* unanswered, denied syscalls would fail with ENOSYS instead of
+		 * the profile's errno: do not run the workload like that */
+		fprintf(stderr, "ursa: counting seccomp denials: %s\n", strerror(-r));
+		kill(s->init_pid, SIGKILL);
 	}
 	io_uring_prep_poll_add(urs_op_sqe(&s->pid_op), s->pidfd, POLLIN);
 	urs_submit(&s->loop, &s->pid_op, pid_cb);

@@ -31,6 +31,11 @@ struct urs_sup_args {
 	bool no_cgroup;		 /* `ursa do` without limits: the pid namespace is the leash */
 	bool start_now;		 /* release the init as soon as it is READY (run, do) */
 	struct urs_netopts *net; /* networking for a new net namespace, or NULL */
+	/* counted seccomp denials (actors/metrics.h): the listener that comes
+	 * with READY is ours, answered from this table; NULL: it goes to the
+	 * agent at linux.seccomp.listenerPath */
+	const struct urs_seccomp_denials *seccomp_count;
+	bool profile; /* ursa --profile */
 };
 
 /* Report from the supervisor to its parent. */

@@ -29,7 +29,8 @@ struct urs_create_args {
 	struct urs_spec *spec;
 	struct urs_bpf bpf; /* compiled seccomp filter (bpf.prog.len == 0: none) */
 	void *filter;	    /* libseccomp filter, kept only for SCMP_ACT_NOTIFY profiles */
-	struct urs_netopts net; /* from the run.ursa.* annotations */
+	struct urs_seccomp_denials *denials; /* counted denials' errno table, or NULL */
+	struct urs_netopts net;		     /* from the run.ursa.* annotations */
 };
 
 int urs_create_parse(const char *cmd, int argc, char **argv, struct urs_create_args *c,

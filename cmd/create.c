@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,15 +60,27 @@ int urs_bundle_prepare(struct urs_create_args *c, struct urs_sandbox_opts *o, st
 		return urs_err_set(err, -ENOTDIR, "config.json: root.path %s: not a directory",
 				   rootfs);
 	if (c->spec->lnx && c->spec->lnx->seccomp) {
-		r = urs_seccomp_build(c->spec->lnx->seccomp, (scmp_filter_ctx *) &c->filter, err);
+		/* denials counted by the supervisor (ERRNO → NOTIFY) unless
+		 * URSA_SECCOMP_COUNT=0 or the profile rules it out (seccomp.h) */
+		const char *why = NULL, *cnt = getenv("URSA_SECCOMP_COUNT");
+		struct urs_seccomp_opts so = {
+			.count = cnt && !strcmp(cnt, "0") ? NULL : &c->denials, .why = &why};
+		r = urs_seccomp_build_opts(c->spec->lnx->seccomp, &so,
+					   (scmp_filter_ctx *) &c->filter, err);
 		if (r < 0)
 			return r;
+		if (why)
+			urs_debug("seccomp: denials not counted: %s", why);
 		/* compile now, so `start` does not wait for it; a NOTIFY profile
 		 * needs libseccomp's loader for its listener fd */
 		if (!urs_seccomp_uses_notify(c->spec->lnx->seccomp)) {
 			r = urs_seccomp_compile(c->filter, &c->bpf, err);
 			seccomp_release(c->filter);
 			c->filter = NULL;
+			/* libseccomp's rule database leaves ~1 MiB of freed heap
+			 * behind: hand the pages back before the supervisor is
+			 * forked, or it keeps them (bench/RESULTS.md, seccomp) */
+			malloc_trim(0);
 			if (r < 0)
 				return r;
 		}
@@ -105,8 +118,11 @@ int urs_bundle_prepare(struct urs_create_args *c, struct urs_sandbox_opts *o, st
 			   : c->bpf.prog.len ? (void *) &c->bpf
 					     : NULL,
 		.load_seccomp = c->filter ? urs_seccomp_load_hook : urs_bpf_load_hook,
-		.seccomp_notify = c->filter != NULL, /* kept only for NOTIFY profiles */
-		.load_seccomp_notify = urs_seccomp_load_notify_hook,
+		.seccomp_notify = c->filter != NULL || c->denials, /* a listener comes with READY */
+		.load_seccomp_notify =
+			c->denials ? urs_bpf_load_notify_hook : urs_seccomp_load_notify_hook,
+		.seccomp_count = c->denials,
+		.profile = G.profile,
 		.net = &c->net,
 	};
 	return 0;
@@ -117,6 +133,7 @@ void urs_create_args_free(struct urs_create_args *c)
 	if (c->filter)
 		seccomp_release(c->filter);
 	urs_bpf_release(&c->bpf);
+	free(c->denials);
 	urs_spec_free(c->spec);
 }
 

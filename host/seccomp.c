@@ -14,17 +14,64 @@
  *  - the filter does not set no_new_privs (the init decides).
  * Unlike runc, rules are validated in full (arg index and op, errnoRet range)
  * even when their names are unknown, and errors name the rule.
+ *
+ * With opts->count, ERRNO actions become NOTIFY where the errno to answer
+ * follows from (arch, nr) alone, and the answers go into a small table for
+ * the supervisor (see struct urs_seccomp_denials in seccomp.h).
  */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "host/seccomp.h"
+#include "host/seccomp_bpf.h"
 #include "runtime/common.h"
 
 #define MAX_ARGS 6 /* a syscall has at most six arguments */
+
+#define COUNT_NR  URS_SECCOMP_COUNT_NR /* syscall numbers considered for counting */
+#define MAX_ERRNO 4095		       /* the kernel clamps SECCOMP_RET_ERRNO data to this */
+#define MAX_ARCH  8		       /* architectures in one filter */
+
+/* Per native syscall number, while deciding what to convert (count mode). */
+enum {
+	NI_RULES = 1,	 /* some (non-redundant) rule names it */
+	NI_UNCOND = 2,	 /* some rule has no argument condition: no fall-through */
+	NI_ERRNO = 4,	 /* some ERRNO rule; err holds its errno */
+	NI_MIXED = 8,	 /* ERRNO rules with different errnos */
+	NI_KEEP = 16,	 /* the init needs it before the listener is handed over */
+	NI_CONVERT = 32, /* its ERRNO rules become NOTIFY */
+	NI_ADD = 64,	 /* add an explicit ERRNO(default) rule (a NI_KEEP syscall) */
+};
+struct nr_info {
+	uint8_t flags;
+	uint16_t err;
+	const char *name; /* a name that resolves to it (for other architectures) */
+};
+
+/*
+ * What the container's init calls between loading a NOTIFY filter and
+ * handing its listener to the supervisor with READY (host/init.c: capability
+ * and identity changes, cwd, the executable's lookup, HOME from /etc/passwd,
+ * close_range; then sendmsg, or send + exit on an error). A notification
+ * there would wait for a supervisor that is itself waiting for READY, so
+ * these stay ERRNO (denied as the profile says, not counted). Generous on
+ * purpose: libc may pick any of the variants.
+ */
+static const char *const init_syscalls[] = {
+	"sendmsg",	"sendto",    "exit",	   "exit_group", "close",     "close_range",
+	"openat",	"open",	     "read",	   "pread64",	 "fstat",     "newfstatat",
+	"statx",	"stat",	     "lstat",	   "access",	 "faccessat", "faccessat2",
+	"lseek",	"brk",	     "mmap",	   "munmap",	 "mprotect",  "mremap",
+	"setgroups",	"setresuid", "setresgid",  "setuid",	 "setgid",    "setfsuid",
+	"setfsgid",	"capget",    "capset",	   "prctl",	 "chdir",     "getuid",
+	"getgid",	"geteuid",   "getegid",	   "getpid",	 "gettid",    "rt_sigprocmask",
+	"rt_sigaction", "write",     "fcntl",	   "futex",	 "getrandom", "umask",
+	"setrlimit",	"prlimit64", "getdents64", "dup",	 "dup2",      "dup3",
+};
 
 /* ["a", "b", ...] into buf, cut with "..." if it does not fit. */
 static const char *names_str(char *buf, size_t len, const struct urs_scmp_rule *r)
@@ -195,8 +242,20 @@ static int check_rule(const struct urs_scmp_rule *r, size_t i, struct urs_err *e
 	return 0;
 }
 
+static bool is_errno_action(uint32_t act)
+{
+	return (act & ~0xffffU) == SCMP_ACT_ERRNO(0);
+}
+
+static uint32_t seccomp_attr_default(scmp_filter_ctx ctx)
+{
+	uint32_t v = 0;
+	seccomp_attr_get(ctx, SCMP_FLTATR_ACT_DEFAULT, &v);
+	return v;
+}
+
 static int add_rule(scmp_filter_ctx ctx, const struct urs_scmp_rule *r, size_t i, uint32_t act,
-		    struct urs_seccomp_stats *st, struct urs_err *err)
+		    const struct nr_info *info, struct urs_seccomp_stats *st, struct urs_err *err)
 {
 	struct scmp_arg_cmp cmp[MAX_ARGS * 4];
 	unsigned int per_index[MAX_ARGS] = {0};
@@ -226,11 +285,19 @@ static int add_rule(scmp_filter_ctx ctx, const struct urs_scmp_rule *r, size_t i
 			st->unknown_names++;
 			continue;
 		}
+		uint32_t a = act;
+		if (info && is_errno_action(act) && nr >= 0 && nr < COUNT_NR &&
+		    (info[nr].flags & NI_CONVERT))
+			a = SCMP_ACT_NOTIFY;
+		if (a != act && a == seccomp_attr_default(ctx)) {
+			st->redundant_rules++; /* the converted default answers it */
+			continue;
+		}
 		/* runc: two conditions on one index cannot be AND'ed by
 		 * libseccomp, so each condition becomes its own rule (OR). */
 		for (size_t c = 0; c < (split ? n_cmp : 1); c++) {
 			unsigned int n = split ? 1 : (unsigned int) n_cmp;
-			rc = seccomp_rule_add_array(ctx, act, nr, n, n ? &cmp[c] : NULL);
+			rc = seccomp_rule_add_array(ctx, a, nr, n, n ? &cmp[c] : NULL);
 			if (rc < 0)
 				return rule_err(err, rc == -ENOMEM ? -ENOMEM : -EINVAL, i, r,
 						"adding %s for \"%s\": %s", action_name(r->action),
@@ -241,16 +308,181 @@ static int add_rule(scmp_filter_ctx ctx, const struct urs_scmp_rule *r, size_t i
 	return 0;
 }
 
+static uint16_t clamp_errno(uint32_t e)
+{
+	return (uint16_t) (e > MAX_ERRNO ? MAX_ERRNO : e);
+}
+
+/*
+ * Count mode: decide, per native syscall number, whether its ERRNO rules
+ * become NOTIFY (NI_CONVERT) and which init syscalls need an explicit
+ * ERRNO rule (NI_ADD). 0 with *converted set, or 1 (counting off, *why).
+ */
+static int plan_count(const struct urs_seccomp *p, uint32_t def, bool def_errno, uint16_t base,
+		      struct nr_info *info, uint32_t *converted, const char **why)
+{
+	for (size_t i = 0; i < p->n_syscalls; i++) {
+		const struct urs_scmp_rule *r = &p->syscalls[i];
+		uint32_t act = 0;
+		to_action(r->action, r->has_errno_ret, r->errno_ret, &act);
+		if (act == def)
+			continue; /* skipped by the build: falls through to the default */
+		for (size_t k = 0; k < r->n_names; k++) {
+			int nr = seccomp_syscall_resolve_name(r->names[k]);
+			if (nr < 0 || nr >= COUNT_NR)
+				continue; /* unknown or not native: stays as it is */
+			struct nr_info *ni = &info[nr];
+			ni->flags |= NI_RULES;
+			if (!ni->name)
+				ni->name = r->names[k];
+			if (r->n_args == 0)
+				ni->flags |= NI_UNCOND;
+			if (r->action != URS_SCMP_ACT_ERRNO)
+				continue;
+			uint16_t e = clamp_errno(r->has_errno_ret ? r->errno_ret : EPERM);
+			if (!(ni->flags & NI_ERRNO)) {
+				ni->flags |= NI_ERRNO;
+				ni->err = e;
+			} else if (ni->err != e) {
+				ni->flags |= NI_MIXED;
+			}
+		}
+	}
+	for (size_t i = 0; i < URS_ARRAY_SIZE(init_syscalls); i++) {
+		int nr = seccomp_syscall_resolve_name(init_syscalls[i]);
+		if (nr < 0 || nr >= COUNT_NR)
+			continue;
+		struct nr_info *ni = &info[nr];
+		ni->flags |= NI_KEEP;
+		if (!def_errno || (ni->flags & NI_UNCOND))
+			continue; /* never reaches the (converted) default */
+		if (ni->flags & NI_RULES) {
+			*why = "an init syscall has only conditional rules under an ERRNO default";
+			return 1;
+		}
+		ni->flags |= NI_ADD;
+	}
+	*converted = 0;
+	for (int nr = 0; nr < COUNT_NR; nr++) {
+		struct nr_info *ni = &info[nr];
+		bool falls = def_errno && !(ni->flags & NI_UNCOND);
+		if ((ni->flags & (NI_ERRNO | NI_MIXED | NI_KEEP)) != NI_ERRNO)
+			continue;
+		if (falls && ni->err != base)
+			continue; /* two possible answers for one (arch, nr) */
+		ni->flags |= NI_CONVERT;
+		(*converted)++;
+	}
+	if (!*converted && !def_errno) {
+		*why = "no ERRNO action to count";
+		return 1;
+	}
+	return 0;
+}
+
+static int exc_cmp(const void *a, const void *b)
+{
+	const struct urs_seccomp_deny_exc *x = a, *y = b;
+	if (x->arch != y->arch)
+		return x->arch < y->arch ? -1 : 1;
+	return x->nr < y->nr ? -1 : x->nr > y->nr;
+}
+
+/* The answer table: base_errno plus (arch, nr) exceptions. */
+static int make_table(const struct urs_seccomp *p, const struct nr_info *info, uint16_t base,
+		      uint32_t converted, struct urs_seccomp_denials **out)
+{
+	uint32_t arches[MAX_ARCH];
+	size_t na = 0, n = 0;
+
+	arches[na++] = seccomp_arch_native();
+	for (size_t i = 0; i < p->n_architectures && na < MAX_ARCH; i++) {
+		uint32_t a = resolve_arch(p->architectures[i]);
+		bool dup = !a;
+		for (size_t k = 0; k < na && !dup; k++)
+			dup = arches[k] == a;
+		if (!dup)
+			arches[na++] = a;
+	}
+	for (int pass = 0; pass < 2; pass++) {
+		struct urs_seccomp_deny_exc *exc = pass ? (void *) (*out + 1) : NULL;
+		n = 0;
+		for (int nr = 0; nr < COUNT_NR; nr++) {
+			const struct nr_info *ni = &info[nr];
+			if (!(ni->flags & NI_CONVERT) || ni->err == base)
+				continue;
+			for (size_t k = 0; k < na; k++) {
+				int anr = seccomp_syscall_resolve_name_arch(arches[k], ni->name);
+				if (anr < 0)
+					continue;
+				/* x32 calls arrive as AUDIT_ARCH_X86_64 with the x32 bit
+				 * in nr (libseccomp's X32 token is not what the kernel
+				 * puts in seccomp_data.arch) */
+				uint32_t arch =
+					arches[k] == SCMP_ARCH_X32 ? SCMP_ARCH_X86_64 : arches[k];
+				if (exc)
+					exc[n] = (struct urs_seccomp_deny_exc){arch, anr, ni->err};
+				n++;
+			}
+		}
+		if (pass)
+			break;
+		if (n > 0xffff)
+			return -E2BIG;
+		*out = calloc(1, sizeof(**out) + n * sizeof(struct urs_seccomp_deny_exc));
+		if (!*out)
+			return -ENOMEM;
+	}
+	struct urs_seccomp_deny_exc *exc = (void *) (*out + 1);
+	qsort(exc, n, sizeof(*exc), exc_cmp);
+	**out = (struct urs_seccomp_denials){.base_errno = base,
+					     .n_exc = (uint16_t) n,
+					     .converted = converted,
+					     .native_arch = seccomp_arch_native(),
+					     .exc = exc};
+	return 0;
+}
+
+void urs_seccomp_syscall_name(int nr, char *buf, size_t len)
+{
+	char *n = seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, nr);
+	snprintf(buf, len, "%s", n ? n : "");
+	free(n);
+}
+
+uint16_t urs_seccomp_denial_errno(const struct urs_seccomp_denials *d, uint32_t arch, int32_t nr)
+{
+	size_t lo = 0, hi = d->n_exc;
+	const struct urs_seccomp_deny_exc key = {arch, nr, 0};
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = exc_cmp(&key, &d->exc[mid]);
+		if (c == 0)
+			return d->exc[mid].err;
+		if (c < 0)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return d->base_errno;
+}
+
 int urs_seccomp_build_opts(const struct urs_seccomp *p, const struct urs_seccomp_opts *opts,
 			   scmp_filter_ctx *out, struct urs_err *err)
 {
 	struct urs_seccomp_stats dummy, *st = opts && opts->stats ? opts->stats : &dummy;
 	_cleanup_seccomp_ scmp_filter_ctx ctx = NULL;
+	_cleanup_free_ struct nr_info *info = NULL;
+	_cleanup_free_ struct urs_seccomp_denials *table = NULL;
+	const char *why_dummy, **why = opts && opts->why ? opts->why : &why_dummy;
 	size_t n_names = 0;
-	uint32_t def;
+	uint32_t def, converted = 0;
 	int rc;
 
 	*out = NULL;
+	*why = NULL;
+	if (opts && opts->count)
+		*opts->count = NULL;
 	memset(st, 0, sizeof(*st));
 	if (to_action(p->default_action, p->has_default_errno_ret, p->default_errno_ret, &def) < 0)
 		return urs_err_set(err, -EINVAL, "seccomp: invalid default action %d",
@@ -274,7 +506,35 @@ int urs_seccomp_build_opts(const struct urs_seccomp *p, const struct urs_seccomp
 					   seccomp_api_get());
 	}
 
-	ctx = seccomp_init(def);
+	uint32_t def_filter = def; /* the default action in the filter */
+	if (opts && opts->count) {
+		bool def_errno = p->default_action == URS_SCMP_ACT_ERRNO;
+		uint16_t base = clamp_errno(
+			def_errno && p->has_default_errno_ret ? p->default_errno_ret : EPERM);
+		if (urs_seccomp_uses_notify(p)) {
+			*why = "the profile has SCMP_ACT_NOTIFY rules (its listener goes to the "
+			       "agent)";
+		} else if (seccomp_api_get() < 6) {
+			*why = "SCMP_ACT_NOTIFY needs libseccomp API level 6";
+		} else {
+			info = calloc(COUNT_NR, sizeof(*info));
+			if (!info)
+				return urs_err_set(err, -ENOMEM, "seccomp: out of memory");
+			if (plan_count(p, def, def_errno, base, info, &converted, why) == 0) {
+				rc = make_table(p, info, base, converted, &table);
+				if (rc < 0)
+					return urs_err_set(err, rc, "seccomp: denial table: %s",
+							   strerror(-rc));
+				if (def_errno)
+					def_filter = SCMP_ACT_NOTIFY;
+			} else {
+				free(info);
+				info = NULL;
+			}
+		}
+	}
+
+	ctx = seccomp_init(def_filter);
 	if (!ctx)
 		return urs_err_set(err, -ENOMEM, "seccomp: seccomp_init failed");
 	/* real kernel errnos instead of libseccomp's -ECANCELED */
@@ -318,12 +578,24 @@ int urs_seccomp_build_opts(const struct urs_seccomp *p, const struct urs_seccomp
 			st->redundant_rules++;
 			continue;
 		}
-		rc = add_rule(ctx, r, i, act, st, err);
+		rc = add_rule(ctx, r, i, act, table ? info : NULL, st, err);
 		if (rc < 0)
 			return rc;
 	}
+	/* init syscalls that would reach the converted default: keep them ERRNO */
+	for (int nr = 0; table && nr < COUNT_NR; nr++) {
+		if (!(info[nr].flags & NI_ADD))
+			continue;
+		rc = seccomp_rule_add(ctx, def, nr, 0);
+		if (rc < 0)
+			return urs_err_set(err, rc,
+					   "seccomp: keeping syscall %d out of the notifier: %s",
+					   nr, strerror(-rc));
+	}
 
 	*out = steal_ptr(&ctx);
+	if (table)
+		*opts->count = steal_ptr(&table);
 	return 0;
 }
 

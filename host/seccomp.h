@@ -29,13 +29,63 @@ struct urs_seccomp_stats {
 };
 
 /*
+ * Counting denied syscalls (issue #5): the filter is built with its ERRNO
+ * actions turned into SCMP_ACT_NOTIFY, and the supervisor answers each
+ * notification with the errno the profile gave (see host/seccomp_bpf.h for
+ * the answering side). The table below says which errno: base_errno for
+ * everything but the few (arch, nr) pairs listed in exc[] (e.g. clone3 →
+ * ENOSYS in Docker's profile). It is built before the supervisor forks and
+ * never changes, so a notification is answered without allocating.
+ *
+ * A rule is converted only where the answer is unambiguous from (arch, nr)
+ * alone — every ERRNO rule of that syscall has the same errno, and a call
+ * that falls through to an ERRNO default gets that same errno — otherwise
+ * it stays ERRNO (denied exactly as before, just not counted). Syscalls the
+ * container's init makes between loading the filter and handing the listener
+ * to the supervisor are never converted (a notification there would wait for
+ * a supervisor that is blocked waiting for the init); if one of them could
+ * reach an ERRNO default through conditional rules only, counting is off for
+ * that profile.
+ */
+struct urs_seccomp_deny_exc {
+	uint32_t arch; /* AUDIT_ARCH_* (= SCMP_ARCH_*) */
+	int32_t nr;    /* as seccomp_data.nr carries it */
+	uint16_t err;
+};
+
+struct urs_seccomp_denials {
+	uint16_t base_errno;			/* the answer for any (arch, nr) not in exc[] */
+	uint16_t n_exc;				/* sorted by (arch, nr) */
+	uint32_t converted;			/* syscall numbers whose denials notify */
+	uint32_t native_arch;			/* AUDIT_ARCH_* of this build */
+	const struct urs_seccomp_deny_exc *exc; /* the table */
+};
+
+/* Syscall numbers below this are counted one by one (the rest: "other"). */
+#define URS_SECCOMP_COUNT_NR 512
+/* The name of native syscall @nr into @buf ("" if unknown). Allocates inside
+ * libseccomp: for scrapes, not for the notification path. */
+void urs_seccomp_syscall_name(int nr, char *buf, size_t len);
+
+/* The errno to answer for a notification of (arch, nr). No allocation. */
+uint16_t urs_seccomp_denial_errno(const struct urs_seccomp_denials *d, uint32_t arch, int32_t nr);
+
+/*
  * Knobs for urs_seccomp_build_opts(); all-zero (or a NULL pointer) is runc's
- * behaviour. Room for the metrics work: a future `deny_action` here will let
- * the supervisor substitute SCMP_ACT_NOTIFY for ERRNO/KILL actions, count the
- * denials and answer with the profile's errno itself.
+ * behaviour.
  */
 struct urs_seccomp_opts {
 	struct urs_seccomp_stats *stats; /* filled if non-NULL */
+	/*
+	 * Non-NULL: count denials. On success *count receives a malloc'd table
+	 * (free() it) when ERRNO actions were turned into NOTIFY, or NULL when
+	 * the filter is built as without this knob: the profile has NOTIFY rules
+	 * of its own (listenerPath: the listener belongs to the agent), no ERRNO
+	 * action, or an init syscall that cannot be kept out of the notifier.
+	 * *why (if non-NULL) then says which, for the debug log.
+	 */
+	struct urs_seccomp_denials **count;
+	const char **why;
 };
 
 /*

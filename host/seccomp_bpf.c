@@ -7,11 +7,13 @@
 #include <linux/seccomp.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "host/seccomp.h"
 #include "host/spec.h"
 #include "runtime/common.h"
 
@@ -61,6 +63,72 @@ int urs_bpf_load_hook(void *bpf, struct urs_err *err)
 	if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, b->flags, &b->prog) < 0)
 		return urs_err_set(err, -errno, "seccomp: loading the filter (%u instructions): %m",
 				   b->prog.len);
+	return 0;
+}
+
+int urs_bpf_load_notify_hook(void *bpf, int *listener, struct urs_err *err)
+{
+	struct urs_bpf *b = bpf;
+	unsigned int flags = b->flags | SECCOMP_FILTER_FLAG_NEW_LISTENER;
+
+	*listener = -1;
+	/* TSYNC and NEW_LISTENER only go together with TSYNC_ESRCH */
+	if (flags & SECCOMP_FILTER_FLAG_TSYNC)
+		flags |= SECCOMP_FILTER_FLAG_TSYNC_ESRCH;
+	long fd = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, flags, &b->prog);
+	if (fd < 0)
+		return urs_err_set(
+			err, -errno,
+			"seccomp: loading the filter with a listener (%u instructions): %m",
+			b->prog.len);
+	*listener = (int) fd;
+	return 0;
+}
+
+#ifndef SECCOMP_IOCTL_NOTIF_SET_FLAGS
+#define SECCOMP_IOCTL_NOTIF_SET_FLAGS SECCOMP_IOW(4, __u64)
+#endif
+#ifndef SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP
+#define SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP (1UL << 0)
+#endif
+
+/* Room for the kernel's struct seccomp_notif, which may be larger than ours. */
+#define NOTIF_MAX 256
+static size_t notif_size = sizeof(struct seccomp_notif);
+
+int urs_seccomp_notify_setup(int listener)
+{
+	struct seccomp_notif_sizes sz;
+	if (syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &sz) < 0)
+		return -errno;
+	if (sz.seccomp_notif > NOTIF_MAX ||
+	    sz.seccomp_notif_resp > sizeof(struct seccomp_notif_resp))
+		return -EOVERFLOW; /* a newer kernel than we can answer safely */
+	if (sz.seccomp_notif > notif_size)
+		notif_size = sz.seccomp_notif;
+	/* the notifying task and the supervisor hand off CPU-to-CPU: the kernel
+	 * can switch directly instead of waking through the scheduler */
+	ioctl(listener, SECCOMP_IOCTL_NOTIF_SET_FLAGS, SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP);
+	return 0;
+}
+
+int urs_seccomp_notify_answer(int listener, const struct urs_seccomp_denials *d, uint32_t *arch,
+			      int32_t *nr)
+{
+	_Alignas(8) unsigned char buf[NOTIF_MAX];
+	struct seccomp_notif *n = (struct seccomp_notif *) buf;
+
+	*nr = -1;
+	*arch = 0;
+	memset(buf, 0, notif_size); /* the kernel wants it zeroed */
+	if (ioctl(listener, SECCOMP_IOCTL_NOTIF_RECV, n) < 0)
+		return -errno; /* ENOENT: the task died after the wake-up */
+	*nr = n->data.nr;
+	*arch = n->data.arch;
+	uint16_t e = urs_seccomp_denial_errno(d, n->data.arch, n->data.nr);
+	struct seccomp_notif_resp resp = {.id = n->id, .val = 0, .error = -(int32_t) e, .flags = 0};
+	if (ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp) < 0)
+		return -errno; /* ENOENT: the task was killed meanwhile */
 	return 0;
 }
 

@@ -8,6 +8,9 @@
 
 #include "runtime/probe.h"
 
+void (*urs_prof_actor)(struct urs_actor *a, struct urs_msg *m);
+void (*urs_prof_op)(struct urs_loop *loop, struct urs_op *op, int32_t res, uint32_t flags);
+
 void urs_actor_init(struct urs_actor *a, struct urs_loop *loop, urs_actor_fn handler)
 {
 	a->next_ready = NULL;
@@ -76,7 +79,10 @@ uint32_t urs_actors_run(struct urs_loop *loop, uint32_t budget)
 			if (!a->mbox_head)
 				a->mbox_tail = NULL;
 			m->flags &= (uint16_t) ~URS_MSGF_QUEUED;
-			a->handler(a, m);
+			if (unlikely(urs_prof_actor != NULL))
+				urs_prof_actor(a, m); /* --profile: measured */
+			else
+				a->handler(a, m);
 			if (!(m->flags & (URS_MSGF_QUEUED | URS_MSGF_KEPT)))
 				urs_msg_free(m);
 			n++;

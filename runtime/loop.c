@@ -262,7 +262,7 @@ static void complete(struct urs_loop *loop, struct urs_op *op, int32_t res, uint
 		if (!(op->flags & URS_OPF_WEAK))
 			loop->live--;
 	}
-	op->cb(loop, op, res, flags);
+	urs_op_dispatch(loop, op, res, flags); /* op->cb, through the profiler if on */
 }
 
 static inline void account_enter(struct urs_loop *loop, int r)

@@ -1,9 +1,9 @@
 /*
  * state/codec.c — the serializer's run time outside the per-field hot path:
  * encoder buffer and sink, pointer-identity table (open addressing keyed by
- * address, no allocation per object), the two-phase save (register every
- * object reachable through owning pointers, then write them in ID order),
- * interior-reference lookup, the decoder's type-table parsing and field
+ * address, sized once per save, no allocation per object), the one-pass
+ * save (objects written in ID order as they are discovered), the deferred
+ * reference table and interior-reference lookup, the decoder's type-table parsing and field
  * mapping (once per stream), bounded readers, generic skipping of fields the
  * current schema dropped, the object-ID table and the arena. The generated
  * per-type code (NAME_codec.c) does the rest. Format: docs/state-format.md.
@@ -28,6 +28,68 @@ static uint64_t now_ns(void)
 
 /* ---------------------------------------------------------------- encoder */
 
+static uint8_t *uv_u32x8_scalar(uint8_t *p, const uint32_t *v)
+{
+	for (int i = 0; i < 8; i++)
+		p = urs_st_uv(p, v[i]);
+	return p;
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+/* shuffle for each mask of "needs two bytes" lanes: byte 2k (low 7 bits
+ * and the continuation bit) of every lane, byte 2k + 1 only when set */
+static uint8_t uv_shuf[256][16];
+static bool uv_simd;
+
+__attribute__((constructor)) static void uv_simd_init(void)
+{
+	for (unsigned m = 0; m < 256; m++) {
+		unsigned k = 0;
+		for (unsigned l = 0; l < 8; l++) {
+			uv_shuf[m][k++] = (uint8_t) (2 * l);
+			if (m >> l & 1)
+				uv_shuf[m][k++] = (uint8_t) (2 * l + 1);
+		}
+		while (k < 16)
+			uv_shuf[m][k++] = 0x80;
+	}
+	__builtin_cpu_init();
+	uv_simd = __builtin_cpu_supports("ssse3") && __builtin_cpu_supports("popcnt");
+}
+
+__attribute__((target("ssse3,popcnt"))) static uint8_t *uv_u32x8_ssse3(uint8_t *p,
+								       const uint32_t *v)
+{
+	__m128i a = _mm_loadu_si128((const __m128i *) v);
+	__m128i b = _mm_loadu_si128((const __m128i *) (v + 4));
+	__m128i z = _mm_setzero_si128();
+	if (_mm_movemask_epi8(_mm_cmpeq_epi32(_mm_srli_epi32(_mm_or_si128(a, b), 14), z)) != 0xffff)
+		return uv_u32x8_scalar(p, v);
+	__m128i w = _mm_packs_epi32(a, b); /* 8 × u16, no saturation below 2^14 */
+	__m128i big = _mm_cmpgt_epi16(w, _mm_set1_epi16(127));
+	__m128i lo = _mm_or_si128(_mm_and_si128(w, _mm_set1_epi16(0x7f)),
+				  _mm_and_si128(big, _mm_set1_epi16(0x80)));
+	__m128i hi = _mm_slli_epi16(_mm_srli_epi16(w, 7), 8);
+	unsigned m = (unsigned) _mm_movemask_epi8(_mm_packs_epi16(big, z)) & 0xff;
+	__m128i out = _mm_shuffle_epi8(_mm_or_si128(lo, hi),
+				       _mm_loadu_si128((const __m128i *) uv_shuf[m]));
+	_mm_storeu_si128((__m128i *) p, out);
+	return p + 8 + __builtin_popcount(m);
+}
+
+uint8_t *urs_st_uv_u32x8(uint8_t *p, const uint32_t *v)
+{
+	return uv_simd ? uv_u32x8_ssse3(p, v) : uv_u32x8_scalar(p, v);
+}
+#else
+uint8_t *urs_st_uv_u32x8(uint8_t *p, const uint32_t *v)
+{
+	return uv_u32x8_scalar(p, v);
+}
+#endif
+
 int urs_st_enc_init(struct urs_st_enc *e, size_t bufsize, urs_st_sink sink, void *ctx)
 {
 	memset(e, 0, sizeof(*e));
@@ -50,7 +112,8 @@ void urs_st_enc_free(struct urs_st_enc *e)
 	free(e->ht);
 	free(e->objs);
 	free(e->ranges);
-	free(e->ilog);
+	free(e->rfirst);
+	free(e->refs);
 	free(e->stats);
 	memset(e, 0, sizeof(*e));
 }
@@ -143,91 +206,67 @@ void urs_st_put_raw(struct urs_st_enc *e, const void *src, size_t n)
 	e->p += n;
 }
 
-static inline uint32_t addr_hash(uintptr_t a)
+/* (Re)allocate the identity table with @ncap slots (a power of two) and move
+ * the current save's entries over. */
+static int ht_resize(struct urs_st_enc *e, uint32_t ncap)
 {
-	uint64_t k = (uint64_t) a >> 3;
-	k *= 0x9e3779b97f4a7c15ull;
-	return (uint32_t) (k >> 32);
-}
-
-static int ht_grow(struct urs_st_enc *e)
-{
-	uint32_t ncap = e->ht ? (e->ht_mask + 1) * 2 : 1024;
 	struct urs_st_hslot *nt = calloc(ncap, sizeof(*nt));
 	if (!nt)
 		return -ENOMEM;
-	if (e->ht) {
+	if (e->ht && e->ht_used) {
 		for (uint32_t i = 0; i <= e->ht_mask; i++) {
-			struct urs_st_hslot *s = &e->ht[i];
-			if (!s->key)
+			const struct urs_st_hslot *s = &e->ht[i];
+			if (s->epoch != e->epoch)
 				continue;
-			uint32_t j = addr_hash(s->key) & (ncap - 1);
-			while (nt[j].key)
+			uint32_t j = urs_st_addr_hash(s->key) & (ncap - 1);
+			while (nt[j].epoch == e->epoch)
 				j = (j + 1) & (ncap - 1);
 			nt[j] = *s;
 		}
-		free(e->ht);
 	}
+	free(e->ht);
 	e->ht = nt;
 	e->ht_mask = ncap - 1;
 	return 0;
 }
 
-static struct urs_st_hslot *ht_find(const struct urs_st_enc *e, uintptr_t key)
+static const struct urs_st_hslot *ht_find(const struct urs_st_enc *e, uintptr_t key)
 {
-	uint32_t i = addr_hash(key) & e->ht_mask;
+	uint32_t i = urs_st_addr_hash(key) & e->ht_mask;
 	for (;;) {
-		struct urs_st_hslot *s = &e->ht[i];
+		const struct urs_st_hslot *s = &e->ht[i];
+		if (s->epoch != e->epoch)
+			return NULL;
 		if (s->key == key)
 			return s;
-		if (!s->key)
-			return NULL;
 		i = (i + 1) & e->ht_mask;
 	}
 }
 
-/* Append to the registration log; on allocation failure logging just stops
- * (phase 2 then finds the rest through the hash table). */
-static inline void ilog_add(struct urs_st_enc *e, uintptr_t p, uint32_t id)
+void urs_st_enc_type_err(struct urs_st_enc *e)
 {
-	if (__builtin_expect(e->nilog == e->ilog_cap, 0)) {
-		if (e->ilog_off || e->ilog_cap > UINT32_MAX / 2)
-			return;
-		uint32_t nc = e->ilog_cap ? e->ilog_cap * 2 : 4096;
-		struct urs_st_ilog *nl = realloc(e->ilog, (size_t) nc * sizeof(*nl));
-		if (!nl) {
-			e->ilog_off = true; /* stop logging for this save */
-			return;
-		}
-		e->ilog = nl;
-		e->ilog_cap = nc;
-	}
-	e->ilog[e->nilog++] = (struct urs_st_ilog){p, id};
+	urs_st_enc_fail(e, -EINVAL, "(one address saved as two types)");
 }
 
-uint32_t urs_st_enc_reg(struct urs_st_enc *e, const void *p, uint32_t type)
+/* Register a new object at identity slot @slot (the empty slot its probe
+ * ended on): the next ID, appended to the work queue. */
+uint32_t urs_st_enc_new(struct urs_st_enc *e, const void *p, uint32_t type, uint32_t slot)
 {
 	uintptr_t key = (uintptr_t) p;
-	if ((uint64_t) (e->ht_used + 1) * 4 > (uint64_t) (e->ht_mask + 1) * 3 && ht_grow(e)) {
-		urs_st_enc_fail(e, -ENOMEM, "(identity table)");
-		return 0;
-	}
-	uint32_t i = addr_hash(key) & e->ht_mask;
-	for (;;) {
-		struct urs_st_hslot *s = &e->ht[i];
-		if (s->key == key) {
-			if (s->type != type)
-				urs_st_enc_fail(e, -EINVAL, "(one address saved as two types)");
-			ilog_add(e, key, s->id);
-			return s->id;
+	if (__builtin_expect((uint64_t) (e->ht_used + 1) * 4 > (uint64_t) (e->ht_mask + 1) * 3,
+			     0)) {
+		if (e->ht_mask >= UINT32_MAX / 4 || ht_resize(e, (e->ht_mask + 1) * 2)) {
+			urs_st_enc_fail(e, -ENOMEM, "(identity table)");
+			return 0;
 		}
-		if (!s->key)
-			break;
-		i = (i + 1) & e->ht_mask;
+		slot = urs_st_addr_hash(key) & e->ht_mask;
+		while (e->ht[slot].epoch == e->epoch)
+			slot = (slot + 1) & e->ht_mask;
 	}
-	if (e->nobjs == e->objs_cap) {
+	if (__builtin_expect(e->nobjs == e->objs_cap, 0)) {
 		uint32_t nc = e->objs_cap ? e->objs_cap * 2 : 1024;
-		struct urs_st_eobj *no = realloc(e->objs, nc * sizeof(*no));
+		struct urs_st_eobj *no =
+			nc > e->objs_cap ? realloc(e->objs, (size_t) nc * sizeof(*no)) : NULL;
 		if (!no) {
 			urs_st_enc_fail(e, -ENOMEM, "(object table)");
 			return 0;
@@ -237,35 +276,37 @@ uint32_t urs_st_enc_reg(struct urs_st_enc *e, const void *p, uint32_t type)
 	}
 	uint32_t id = ++e->nobjs;
 	e->objs[id - 1] = (struct urs_st_eobj){p, type, (uint32_t) e->schema->types[type].size};
-	e->ht[i] = (struct urs_st_hslot){key, id, type};
+	e->ht[slot] = (struct urs_st_hslot){key, id, (uint16_t) type, e->epoch};
 	e->ht_used++;
-	ilog_add(e, key, id);
 	return id;
 }
 
-uint32_t urs_st_enc_id_slow(struct urs_st_enc *e, const void *p)
+bool urs_st_enc_ref_grow(struct urs_st_enc *e)
 {
-	struct urs_st_hslot *s = ht_find(e, (uintptr_t) p);
-	if (!s) {
-		urs_st_enc_fail(e, -EINVAL, "(pointer not registered: graph changed while saving)");
-		return 0;
+	uint32_t nc = e->refs_cap ? e->refs_cap * 2 : 1024;
+	struct urs_st_eref *nr =
+		nc > e->refs_cap ? realloc(e->refs, (size_t) nc * sizeof(*nr)) : NULL;
+	if (!nr) {
+		urs_st_enc_fail(e, -ENOMEM, "(reference table)");
+		return false;
 	}
-	/* resynchronize when save skipped one pointer that visit logged */
-	uint32_t i = e->icur;
-	if (i + 1 < e->nilog && e->ilog[i + 1].p == (uintptr_t) p)
-		e->icur = i + 2;
-	return s->id;
+	e->refs = nr;
+	e->refs_cap = nc;
+	return true;
 }
 
-#define RANGE_STEP 16
 #define RADIX_BITS 11
 #define RADIX_N	   (1u << RADIX_BITS)
 
-/* Ranges sorted by start address: LSD radix sort on (start - lowest start),
- * 11 bits a pass, only as many passes as the span needs, and a pass skipped
- * when every key has the same digit. */
+/* The range table: every object whose type can hold a reference target
+ * (has a locate function), sorted by start address — as registered when
+ * that is already address order (objects allocated in order and reached in
+ * order), else by an LSD radix sort on (start - lowest start), 11 bits a
+ * pass, only as many passes as the span needs and a pass skipped when every
+ * key has the same digit — plus a bucket index over the sorted starts. */
 static int build_ranges(struct urs_st_enc *e)
 {
+	const struct urs_st_tdesc *types = e->schema->types;
 	uint32_t n = e->nobjs;
 	if (e->ranges_cap < n) {
 		free(e->ranges);
@@ -277,16 +318,24 @@ static int build_ranges(struct urs_st_enc *e)
 		e->ranges_cap = n;
 	}
 	struct urs_st_range *a = e->ranges, *b = e->ranges + e->ranges_cap;
-	uintptr_t lo = UINTPTR_MAX, hi = 0;
+	uintptr_t lo = UINTPTR_MAX, hi = 0, prev = 0;
+	bool sorted = true;
+	uint32_t k = 0;
 	for (uint32_t i = 0; i < n; i++) {
-		uintptr_t s = (uintptr_t) e->objs[i].p;
-		a[i] = (struct urs_st_range){s, i + 1, e->objs[i].size};
+		const struct urs_st_eobj *o = &e->objs[i];
+		if (!types[o->type].locate)
+			continue;
+		uintptr_t s = (uintptr_t) o->p;
+		a[k++] = (struct urs_st_range){s, i + 1, o->type};
+		sorted &= s >= prev;
+		prev = s;
 		lo = s < lo ? s : lo;
 		hi = s > hi ? s : hi;
 	}
+	n = k;
 	uintptr_t span = n ? hi - lo : 0;
 	uint32_t cnt[RADIX_N];
-	for (unsigned shift = 0; shift < 64 && (span >> shift); shift += RADIX_BITS) {
+	for (unsigned shift = 0; !sorted && shift < 64 && (span >> shift); shift += RADIX_BITS) {
 		memset(cnt, 0, sizeof(cnt));
 		for (uint32_t i = 0; i < n; i++)
 			cnt[((a[i].start - lo) >> shift) & (RADIX_N - 1)]++;
@@ -306,29 +355,77 @@ static int build_ranges(struct urs_st_enc *e)
 	}
 	if (a != e->ranges)
 		memcpy(e->ranges, a, (size_t) n * sizeof(*a));
-	/* every RANGE_STEP-th start, in the (now free) scratch half: a small,
-	 * cache-resident first level for the lookup */
-	uintptr_t *keys = (uintptr_t *) (e->ranges + e->ranges_cap);
-	for (uint32_t i = 0, k = 0; i < n; i += RANGE_STEP, k++)
-		keys[k] = e->ranges[i].start;
+	/* buckets: about two per range */
+	unsigned shift = 0;
+	while (shift < 63 && (span >> shift) >= 2 * (uint64_t) n)
+		shift++;
+	uint32_t nb = n ? (uint32_t) (span >> shift) + 1 : 0;
+	if (e->rfirst_cap < nb + 1) {
+		free(e->rfirst);
+		e->rfirst = malloc(((size_t) nb + 1) * sizeof(*e->rfirst));
+		if (!e->rfirst) {
+			e->rfirst_cap = 0;
+			return -ENOMEM;
+		}
+		e->rfirst_cap = nb + 1;
+	}
+	/* rfirst[b] = ranges in buckets < b: count per bucket, prefix sum */
+	memset(e->rfirst, 0, ((size_t) nb + 1) * sizeof(*e->rfirst));
+	for (uint32_t j = 0; j < n; j++)
+		e->rfirst[((e->ranges[j].start - lo) >> shift) + 1]++;
+	for (uint32_t bk = 0; bk < nb; bk++)
+		e->rfirst[bk + 1] += e->rfirst[bk];
 	e->nranges = n;
+	e->nbuckets = nb;
+	e->rlo = lo;
+	e->rshift = shift;
 	e->ranges_ok = true;
 	return 0;
 }
 
-/* A non-owning reference: a whole object (id << 1) or a place inside one
- * ((id << 1) | 1, stored type, field index, element index). */
-void urs_st_put_ref(struct urs_st_enc *e, const void *p, uint32_t want)
+/* bucket of address @a (clamped to the first and last) */
+static inline uint32_t bucket_of(const struct urs_st_enc *e, uintptr_t a)
 {
-	if (!p) {
-		urs_st_put_uv(e, 0);
-		return;
+	uintptr_t bk = a < e->rlo ? 0 : (a - e->rlo) >> e->rshift;
+	return bk >= e->nbuckets ? e->nbuckets - 1 : (uint32_t) bk;
+}
+
+/* the object containing address @a, or NULL */
+static const struct urs_st_range *find_range(const struct urs_st_enc *e, uintptr_t a)
+{
+	if (!e->nranges || a < e->rlo)
+		return NULL;
+	uint32_t bk = bucket_of(e, a);
+	/* the last range starting at or before a: within bucket bk (branchless
+	 * binary search), else the last one of the buckets before it */
+	uint32_t first = e->rfirst[bk], len = e->rfirst[bk + 1] - first;
+	const struct urs_st_range *r = e->ranges + first;
+	if (!len || r->start > a) {
+		if (!first)
+			return NULL;
+		r = e->ranges + first - 1;
+	} else {
+		while (len > 1) {
+			uint32_t half = len / 2;
+			r = r[half].start <= a ? r + half : r;
+			len -= half;
+		}
 	}
+	if (a - r->start >= e->schema->types[r->type].size)
+		return NULL;
+	return r;
+}
+
+/* Resolve a deferred (non-NULL) reference into its reference-table entry: a
+ * whole object (id << 1) or a place inside one ((id << 1) | 1, stored type,
+ * field index, element index). Every object is registered by now. */
+static void put_ref_entry(struct urs_st_enc *e, const void *p, uint32_t want)
+{
 	uintptr_t a = (uintptr_t) p;
 	/* a whole object only for struct targets; scalar targets are always
 	 * places inside an object, so skip the hash probe for them */
 	if (want >= URS_ST_REF_TYPE) {
-		struct urs_st_hslot *s = ht_find(e, a);
+		const struct urs_st_hslot *s = ht_find(e, a);
 		if (s && want == URS_ST_REF_TYPE + s->type) {
 			urs_st_put_uv(e, (uint64_t) s->id << 1);
 			return;
@@ -338,66 +435,45 @@ void urs_st_put_ref(struct urs_st_enc *e, const void *p, uint32_t want)
 		urs_st_enc_fail(e, -ENOMEM, "(range table)");
 		return;
 	}
-	/* the last range starting at or before a: branchless search over every
-	 * RANGE_STEP-th start, then within that group */
-	uint32_t n = e->nranges;
-	if (!n || e->ranges[0].start > a) {
+	const struct urs_st_range *r = find_range(e, a);
+	if (!r) {
 		urs_st_enc_fail(e, -EINVAL, "(reference to memory outside every saved object)");
 		return;
 	}
-	const uintptr_t *kb = (const uintptr_t *) (e->ranges + e->ranges_cap);
-	uint32_t len = (n + RANGE_STEP - 1) / RANGE_STEP;
-	while (len > 1) {
-		uint32_t half = len / 2;
-		kb = kb[half] <= a ? kb + half : kb;
-		len -= half;
-	}
-	uint32_t g = (uint32_t) (kb - (const uintptr_t *) (e->ranges + e->ranges_cap)) * RANGE_STEP;
-	const struct urs_st_range *base = e->ranges + g;
-	len = n - g < RANGE_STEP ? n - g : RANGE_STEP;
-	while (len > 1) {
-		uint32_t half = len / 2;
-		base = base[half].start <= a ? base + half : base;
-		len -= half;
-	}
-	if (a - base->start >= base->size) {
-		urs_st_enc_fail(e, -EINVAL, "(reference to memory outside every saved object)");
-		return;
-	}
-	const struct urs_st_range *r = base;
-	uint32_t type = e->objs[r->id - 1].type, field, elem;
-	if (e->schema->types[type].locate(a - r->start, want, &field, &elem)) {
+	uint32_t field, elem;
+	if (e->schema->types[r->type].locate(a - r->start, want, &field, &elem)) {
 		urs_st_enc_fail(e, -EINVAL, "(reference not at a field of the pointed-to type)");
 		return;
 	}
 	urs_st_put_uv(e, ((uint64_t) r->id << 1) | 1);
-	urs_st_put_uv(e, type);
+	urs_st_put_uv(e, r->type);
 	urs_st_put_uv(e, field);
 	urs_st_put_uv(e, elem);
 }
 
 void urs_st_save_union(struct urs_st_enc *e, uint32_t utype, uint32_t tag, const void *p)
 {
-	if (!urs_st_need(e, 20))
+	if (!urs_st_need(e, 20 + URS_ST_SLACK))
 		return;
-	if (!tag || !p || tag > e->schema->types[utype].nfields) {
+	const struct urs_st_tdesc *u = &e->schema->types[utype];
+	if (!tag || !p || tag > u->nfields) {
 		urs_st_put_uv(e, 0);
 		return;
 	}
 	urs_st_put_uv(e, tag);
-	urs_st_put_ptr(e, p);
+	urs_st_put_ptr(e, p, u->fields[tag - 1].sub);
 }
 
 static void put_str(struct urs_st_enc *e, const char *s)
 {
 	size_t n = strlen(s);
-	if (urs_st_need(e, 10))
+	if (urs_st_need(e, 10 + URS_ST_SLACK))
 		urs_st_put_bytes(e, s, n);
 }
 
 static void put_type_table(struct urs_st_enc *e, const struct urs_st_schema *sc)
 {
-	if (!urs_st_need(e, 16))
+	if (!urs_st_need(e, 24 + URS_ST_SLACK))
 		return;
 	memcpy(e->p, URS_ST_MAGIC, 4);
 	e->p += 4;
@@ -406,14 +482,14 @@ static void put_type_table(struct urs_st_enc *e, const struct urs_st_schema *sc)
 	for (uint32_t t = 0; t < sc->ntypes; t++) {
 		const struct urs_st_tdesc *td = &sc->types[t];
 		put_str(e, td->name);
-		if (!urs_st_need(e, 20))
+		if (!urs_st_need(e, 20 + URS_ST_SLACK))
 			return;
 		urs_st_put_uv(e, td->is_union);
 		urs_st_put_uv(e, td->nfields);
 		for (uint32_t f = 0; f < td->nfields; f++) {
 			const struct urs_st_fdesc *fd = &td->fields[f];
 			put_str(e, fd->name);
-			if (!urs_st_need(e, 40))
+			if (!urs_st_need(e, 40 + URS_ST_SLACK))
 				return;
 			urs_st_put_uv(e, fd->form);
 			urs_st_put_uv(e, fd->base);
@@ -423,6 +499,8 @@ static void put_type_table(struct urs_st_enc *e, const struct urs_st_schema *sc)
 	}
 }
 
+#define PF_OBJ 8 /* objects' memory is fetched this many objects ahead */
+
 /* first and last cache line of an object (both, for the usual small ones) */
 static inline void prefetch_obj(const struct urs_st_eobj *o)
 {
@@ -430,59 +508,116 @@ static inline void prefetch_obj(const struct urs_st_eobj *o)
 	__builtin_prefetch((const uint8_t *) o->p + o->size - 1);
 }
 
+/* Size the identity table once for the expected object count and start a
+ * new epoch (the slots of earlier saves read as empty). */
+static int ht_begin(struct urs_st_enc *e)
+{
+	uint64_t want = 1024;
+	/* load factor <= 5/8 for the hinted count */
+	while (want * 5 < (uint64_t) e->hint * 8 && want < (1u << 31))
+		want *= 2;
+	if (!e->ht || e->ht_mask + 1 < want) {
+		e->ht_used = 0;
+		if (ht_resize(e, (uint32_t) want))
+			return -ENOMEM;
+	}
+	if (++e->epoch == 0) {
+		/* wrapped: every slot's epoch must read as old */
+		memset(e->ht, 0, ((size_t) e->ht_mask + 1) * sizeof(*e->ht));
+		e->epoch = 1;
+	}
+	/* NULL: key 0, ID 0, so pointer fields need no NULL branch */
+	e->ht[urs_st_addr_hash(0) & e->ht_mask] = (struct urs_st_hslot){0, 0, 0, e->epoch};
+	e->ht_used = 1;
+	return 0;
+}
+
+/*
+ * One pass: the root gets ID 1; writing an object registers every object
+ * its owning pointers reach that has no ID yet (the next IDs, queued), and
+ * objects are written in ID order, so each is written exactly once and
+ * after every object that points to it first. References (non-owning,
+ * possibly interior) are written as a marker and resolved at the end, when
+ * every object and its address range is known, into the reference table
+ * that follows the objects. Stream layout: docs/state-format.md.
+ */
 int urs_st_save(struct urs_st_enc *e, const struct urs_st_schema *schema, uint32_t type,
 		const void *root)
 {
 	if (!root || type >= schema->ntypes || schema->types[type].is_union)
 		return -EINVAL;
-	if (e->stats && schema->ntypes > 4096)
+	if (schema->ntypes > UINT16_MAX || (e->stats && schema->ntypes > 4096))
 		return -E2BIG;
 	e->schema = schema;
 	e->err = 0;
 	e->err_field = NULL;
 	e->p = e->buf;
 	e->flushed = 0;
-	if (e->ht_used)
-		memset(e->ht, 0, (e->ht_mask + 1) * sizeof(*e->ht));
-	e->ht_used = 0;
 	e->nobjs = 0;
+	e->nrefs = 0;
 	e->ranges_ok = false;
-	e->ilog_off = false;
-	e->nilog = e->icur = 0;
+	if (ht_begin(e))
+		return -ENOMEM;
 
-	/* phase 1: every object reachable through owning pointers gets an ID */
-	urs_st_enc_reg(e, root, type);
-	e->nilog = 0; /* the root is not an owning pointer that save meets */
+	put_type_table(e, schema);
+	urs_st_enc_id(e, root, type);
+	/* statistics: the clock is read when the object type changes, and
+	 * each run of one type is charged to it (not twice per object) */
+	uint32_t run_type = UINT32_MAX;
+	uint64_t run_t0 = 0;
 	for (uint32_t i = 0; i < e->nobjs && !e->err; i++) {
-		const struct urs_st_eobj *o = &e->objs[i];
-		/* objects come in registration (not address) order: fetch ahead */
-		if (i + 6 < e->nobjs)
-			prefetch_obj(&e->objs[i + 6]);
-		schema->types[o->type].visit(e, o->p);
+		const struct urs_st_eobj o = e->objs[i];
+		/* objects come in registration (not address) order: fetch ahead.
+		 * (Generated save functions prefetch the identity slots of their
+		 * pointers first thing; doing that here a few objects ahead, via
+		 * a per-type function, was not measurably faster.) */
+		if (i + PF_OBJ < e->nobjs)
+			prefetch_obj(&e->objs[i + PF_OBJ]);
+		if (!urs_st_need(e, 10 + URS_ST_SLACK))
+			break;
+		urs_st_put_uv(e, o.type);
+		if (e->stats && o.type != run_type) {
+			uint64_t t = now_ns();
+			if (run_type != UINT32_MAX)
+				e->stats[run_type].ns += t - run_t0;
+			run_type = o.type;
+			run_t0 = t;
+		}
+		schema->types[o.type].save(e, o.p);
+		if (e->stats)
+			e->stats[o.type].count++;
 	}
+	if (e->stats && run_type != UINT32_MAX)
+		e->stats[run_type].ns += now_ns() - run_t0;
 	if (e->err)
 		return e->err;
 
-	/* phase 2: header, type table, objects in ID order */
-	put_type_table(e, schema);
-	if (urs_st_need(e, 10))
+	/* tail: object count, reference table; footer: the tail's offset */
+	uint64_t tail = e->flushed + (uint64_t) (e->p - e->buf);
+	if (urs_st_need(e, 20 + URS_ST_SLACK)) {
 		urs_st_put_uv(e, e->nobjs);
-	for (uint32_t i = 0; i < e->nobjs && !e->err; i++) {
-		const struct urs_st_eobj o = e->objs[i];
-		if (i + 6 < e->nobjs)
-			prefetch_obj(&e->objs[i + 6]);
-		if (!urs_st_need(e, 10))
-			break;
-		urs_st_put_uv(e, o.type);
-		if (e->stats) {
-			uint64_t t0 = now_ns();
-			schema->types[o.type].save(e, o.p);
-			e->stats[o.type].ns += now_ns() - t0;
-			e->stats[o.type].count++;
-		} else {
-			schema->types[o.type].save(e, o.p);
-		}
+		urs_st_put_uv(e, e->nrefs);
 	}
+	for (uint32_t i = 0; i < e->nrefs && !e->err; i++) {
+		/* the range lookups miss the cache: fetch the bucket 8 ahead
+		 * and, once that has arrived, its ranges 4 ahead */
+		if (e->ranges_ok && e->nranges) {
+			if (i + 8 < e->nrefs)
+				__builtin_prefetch(
+					&e->rfirst[bucket_of(e, (uintptr_t) e->refs[i + 8].p)]);
+			if (i + 4 < e->nrefs)
+				__builtin_prefetch(&e->ranges[e->rfirst[bucket_of(
+					e, (uintptr_t) e->refs[i + 4].p)]]);
+		}
+		if (urs_st_need(e, 40 + URS_ST_SLACK))
+			put_ref_entry(e, e->refs[i].p, e->refs[i].want);
+	}
+	if (urs_st_need(e, 8 + URS_ST_SLACK)) {
+		for (int k = 0; k < 8; k++)
+			e->p[k] = (uint8_t) (tail >> (8 * k));
+		e->p += 8;
+	}
+	e->hint = e->nobjs;
 	if (!e->err && e->sink)
 		enc_flush(e);
 	return e->err;
@@ -729,10 +864,47 @@ void *urs_st_get_ptr(struct urs_st_dec *d, uint32_t type)
 	return obj_for(d, id, (int32_t) type);
 }
 
+/* The next entry of the reference table (read with its own cursor, in step
+ * with the references met in object bodies). */
+static bool ref_entry(struct urs_st_dec *d, uint64_t *v, uint64_t *st, uint64_t *f, uint64_t *el)
+{
+	if (d->refs_used >= d->nrefs) {
+		urs_st_dec_fail(d, "more references than the reference table holds");
+		return false;
+	}
+	d->refs_used++;
+	const uint8_t *sp = d->p, *se = d->end;
+	d->p = d->rp;
+	d->end = d->rend;
+	*v = urs_st_get_uv(d);
+	*st = *f = *el = 0;
+	if (*v & 1) {
+		*st = urs_st_get_uv(d);
+		*f = urs_st_get_uv(d);
+		*el = urs_st_get_uv(d);
+	}
+	d->rp = d->p;
+	d->end = se;
+	d->p = d->err ? se : sp; /* after an error every reader sees no input */
+	return !d->err;
+}
+
+/* a reference in an object body: 0 = NULL, 1 = the next reference-table
+ * entry */
+static bool ref_marker(struct urs_st_dec *d)
+{
+	uint64_t m = urs_st_get_uv(d);
+	if (m > 1)
+		urs_st_dec_fail(d, "bad reference marker");
+	return m == 1 && !d->err;
+}
+
 void *urs_st_get_ref(struct urs_st_dec *d, uint32_t want)
 {
-	uint64_t v = urs_st_get_uv(d);
-	if (!v)
+	if (!ref_marker(d))
+		return NULL;
+	uint64_t v, st, f, el;
+	if (!ref_entry(d, &v, &st, &f, &el))
 		return NULL;
 	if (!(v & 1)) {
 		if (want < URS_ST_REF_TYPE) {
@@ -741,9 +913,6 @@ void *urs_st_get_ref(struct urs_st_dec *d, uint32_t want)
 		}
 		return obj_for(d, v >> 1, (int32_t) (want - URS_ST_REF_TYPE));
 	}
-	uint64_t st = urs_st_get_uv(d), f = urs_st_get_uv(d), el = urs_st_get_uv(d);
-	if (d->err)
-		return NULL;
 	if (st >= d->nst || f >= d->st[st].nfields || el > UINT32_MAX) {
 		urs_st_dec_fail(d, "interior reference names no stored field");
 		return NULL;
@@ -799,10 +968,9 @@ static void skip_base(struct urs_st_dec *d, uint8_t base, uint32_t sub)
 		urs_st_get_raw(d, 8);
 		break;
 	case URS_ST_B_REF:
-		if (urs_st_get_uv(d) & 1) {
-			urs_st_get_uv(d);
-			urs_st_get_uv(d);
-			urs_st_get_uv(d);
+		if (ref_marker(d)) {
+			uint64_t v, st, f, el;
+			ref_entry(d, &v, &st, &f, &el); /* consumed, not resolved */
 		}
 		break;
 	case URS_ST_B_STRUCT:
@@ -1070,13 +1238,40 @@ int urs_st_load(struct urs_st_dec *d, const struct urs_st_schema *schema, uint32
 	d->depth = 0;
 	d->nst = 0;
 	d->st = NULL;
+	d->rp = d->rend = NULL;
+	d->nrefs = d->refs_used = 0;
 
 	if (read_types(d))
 		return d->err;
 	map_types(d);
-	uint64_t n = urs_st_get_uv(d);
+	/* footer: the tail's offset; tail: object count, reference table */
+	if (d->end - d->p < 8) {
+		urs_st_dec_fail(d, "truncated stream");
+		return dec_err(d, "footer");
+	}
+	uint64_t tail = 0;
+	for (int k = 0; k < 8; k++)
+		tail |= (uint64_t) d->base[len - 8 + (size_t) k] << (8 * k);
+	if (tail < (uint64_t) (d->p - d->base) || tail > len - 8) {
+		urs_st_dec_fail(d, "tail offset out of range (truncated or not a stream)");
+		return dec_err(d, "footer");
+	}
+	const uint8_t *objs = d->p;
+	d->p = d->base + tail;
+	d->end = d->base + len - 8;
+	uint64_t n = urs_st_get_uv(d), nrefs = urs_st_get_uv(d);
 	if (d->err)
-		return dec_err(d, "object count");
+		return dec_err(d, "tail");
+	if (nrefs > (uint64_t) (d->end - d->p) || nrefs > UINT32_MAX) {
+		urs_st_dec_fail(d, "reference count exceeds the remaining input");
+		return dec_err(d, "tail");
+	}
+	d->rp = d->p;
+	d->rend = d->end;
+	d->nrefs = (uint32_t) nrefs;
+	d->refs_used = 0;
+	d->p = objs;
+	d->end = d->base + tail;
 	if (n == 0 || n > d->lim.max_objects) {
 		dec_limit(d, n ? "object count exceeds the limit" : "no root object");
 		return dec_err(d, "object count");
@@ -1101,6 +1296,9 @@ int urs_st_load(struct urs_st_dec *d, const struct urs_st_schema *schema, uint32
 	else if (!obj_for(d, 1, (int32_t) type))
 		return dec_err(d, "root");
 
+	/* statistics: charged per run of one type, as in urs_st_save */
+	uint32_t run_type = UINT32_MAX;
+	uint64_t run_t0 = 0;
 	for (uint32_t id = 1; id <= n; id++) {
 		d->obj = id;
 		uint64_t st = urs_st_get_uv(d);
@@ -1124,22 +1322,31 @@ int urs_st_load(struct urs_st_dec *d, const struct urs_st_schema *schema, uint32
 		}
 		if (!obj_for(d, id, cur))
 			return dec_err(d, "type");
-		if (d->stats) {
-			uint64_t t0 = now_ns();
-			schema->types[cur].load(d, ent->p, (uint32_t) st, ent->p != dst);
-			d->stats[cur].ns += now_ns() - t0;
-			d->stats[cur].count++;
-		} else {
-			schema->types[cur].load(d, ent->p, (uint32_t) st, ent->p != dst);
+		if (d->stats && (uint32_t) cur != run_type) {
+			uint64_t t = now_ns();
+			if (run_type != UINT32_MAX)
+				d->stats[run_type].ns += t - run_t0;
+			run_type = (uint32_t) cur;
+			run_t0 = t;
 		}
+		schema->types[cur].load(d, ent->p, (uint32_t) st, ent->p != dst);
+		if (d->stats)
+			d->stats[cur].count++;
 		if (d->err)
 			return dec_err(d, "body");
 		ent->done = true;
 	}
+	if (d->stats && run_type != UINT32_MAX)
+		d->stats[run_type].ns += now_ns() - run_t0;
 	if (d->p != d->end) {
 		d->obj = 0;
 		urs_st_dec_fail(d, "trailing bytes after the last object");
 		return dec_err(d, "stream");
+	}
+	if (d->refs_used != d->nrefs || d->rp != d->rend) {
+		d->obj = 0;
+		urs_st_dec_fail(d, "reference table does not match the references in the objects");
+		return dec_err(d, "tail");
 	}
 	/* after-load hooks, last object first (children before parents) */
 	for (uint32_t id = (uint32_t) n; id >= 1; id--) {

@@ -1,6 +1,6 @@
 /*
  * state/codec.h — run time of the checkpoint serializer: the encoder (output
- * buffer, pointer-identity table, two-phase graph walk), the decoder (bounded
+ * buffer, pointer-identity table, one-pass graph walk, deferred references), the decoder (bounded
  * readers, stored type table and field mapping, object-ID table, arena), and
  * the schema descriptors that the generator (state/gen/ursc.py) emits for
  * every type. Generated code calls the inline helpers here; everything that
@@ -16,7 +16,7 @@
 #include <string.h>
 
 #define URS_ST_MAGIC   "URST"
-#define URS_ST_VERSION 1
+#define URS_ST_VERSION 2
 
 /* Field forms and base types as they appear in the stream's type table. */
 enum urs_st_form {
@@ -66,9 +66,7 @@ struct urs_st_tdesc {
 	uint16_t nfields;
 	const struct urs_st_fdesc *fields;
 	size_t size;
-	/* phase 1: register what the object's owning pointers reach */
-	void (*visit)(struct urs_st_enc *e, const void *obj);
-	/* phase 2: write the object body */
+	/* write the object body; registers (queues) the objects it owns */
 	void (*save)(struct urs_st_enc *e, const void *obj);
 	/* body decoder; stype = stored type index; fresh = destination is zeroed */
 	int (*load)(struct urs_st_dec *d, void *obj, uint32_t stype, bool fresh);
@@ -97,22 +95,25 @@ struct urs_st_eobj {
 	uint32_t size;
 };
 
+/* identity table slot; a slot belongs to the current save only when its
+ * epoch is the encoder's (no clearing between saves) */
 struct urs_st_hslot {
-	uintptr_t key; /* object address, 0 = empty */
+	uintptr_t key; /* object address */
 	uint32_t id;   /* 1-based */
-	uint32_t type;
+	uint16_t type;
+	uint16_t epoch;
 };
 
 struct urs_st_range {
 	uintptr_t start;
-	uint32_t id, size;
+	uint32_t id, type;
 };
 
-/* One owning-pointer registration of phase 1, in call order: phase 2 meets
- * the same pointers in the same order and reads their IDs from here. */
-struct urs_st_ilog {
-	uintptr_t p;
-	uint32_t id;
+/* a non-NULL reference met while writing, resolved once every object is
+ * known (the stream's reference table) */
+struct urs_st_eref {
+	const void *p;
+	uint32_t want;
 };
 
 struct urs_st_tstat {
@@ -127,20 +128,27 @@ struct urs_st_enc {
 	uint64_t flushed; /* bytes handed to the sink */
 	int err;
 	const struct urs_st_schema *schema;
-	/* identity: open addressing keyed by address */
+	/* identity: open addressing keyed by address, sized once per save from
+	 * the count hint (the previous save's object count, or urs_st_enc_hint) */
 	struct urs_st_hslot *ht;
 	uint32_t ht_mask, ht_used;
-	struct urs_st_eobj *objs; /* objs[id - 1] */
+	uint16_t epoch;
+	uint32_t hint;
+	struct urs_st_eobj *objs; /* objs[id - 1]; also the work queue */
 	uint32_t nobjs, objs_cap;
-	/* phase-1 registrations in order; phase 2 consumes them at icur and
-	 * falls back to the hash table when the pointer differs */
-	struct urs_st_ilog *ilog;
-	uint32_t nilog, ilog_cap, icur;
-	bool ilog_off; /* the log could not grow: phase 2 uses the hash table */
-	/* interior-pointer lookup, built (radix-sorted) on first need; the
-	 * allocation holds 2 × ranges_cap entries (the second half is scratch) */
+	struct urs_st_eref *refs; /* deferred references, in stream order */
+	uint32_t nrefs, refs_cap;
+	/* interior-pointer lookup, built on first need: the objects of types
+	 * that hold reference targets, sorted by address (radix sort unless
+	 * already in order; the allocation holds 2 × ranges_cap entries, the
+	 * second half is scratch), and a bucket index over them (bucket b =
+	 * (address - rlo) >> rshift; rfirst[b] = first range in bucket >= b) */
 	struct urs_st_range *ranges;
 	uint32_t nranges, ranges_cap;
+	uint32_t *rfirst;
+	uint32_t nbuckets, rfirst_cap;
+	uintptr_t rlo;
+	unsigned rshift;
 	bool ranges_ok;
 	struct urs_st_tstat *stats; /* per type; NULL unless asked */
 	const char *err_field;
@@ -152,6 +160,12 @@ int urs_st_enc_init(struct urs_st_enc *e, size_t bufsize, urs_st_sink sink, void
 void urs_st_enc_free(struct urs_st_enc *e);
 /* Per-type counts and times (ns) for the next saves; false turns it off. */
 int urs_st_enc_stats(struct urs_st_enc *e, bool on);
+/* Expected object count of the next save: the identity table is sized once
+ * for it (by default the previous save's count is used). */
+static inline void urs_st_enc_hint(struct urs_st_enc *e, uint32_t nobjs)
+{
+	e->hint = nobjs;
+}
 /* Save the graph reachable from @root (type index @type of @schema) as one
  * stream. Returns 0 or a negative errno. Reuses every buffer of @e. */
 int urs_st_save(struct urs_st_enc *e, const struct urs_st_schema *schema, uint32_t type,
@@ -164,9 +178,9 @@ static inline const uint8_t *urs_st_enc_data(const struct urs_st_enc *e, size_t 
 
 bool urs_st_enc_grow(struct urs_st_enc *e, size_t need);
 void urs_st_put_raw(struct urs_st_enc *e, const void *src, size_t n);
-uint32_t urs_st_enc_reg(struct urs_st_enc *e, const void *p, uint32_t type);
-uint32_t urs_st_enc_id_slow(struct urs_st_enc *e, const void *p);
-void urs_st_put_ref(struct urs_st_enc *e, const void *p, uint32_t want);
+uint32_t urs_st_enc_new(struct urs_st_enc *e, const void *p, uint32_t type, uint32_t slot);
+void urs_st_enc_type_err(struct urs_st_enc *e);
+bool urs_st_enc_ref_grow(struct urs_st_enc *e);
 void urs_st_enc_fail(struct urs_st_enc *e, int err, const char *field);
 
 static inline bool urs_st_need(struct urs_st_enc *e, size_t n)
@@ -176,8 +190,38 @@ static inline bool urs_st_need(struct urs_st_enc *e, size_t n)
 	return urs_st_enc_grow(e, n);
 }
 
+/*
+ * Generated save functions keep the output cursor in locals (p, end) and
+ * reserve room once per run of fixed-size fields (URS_ST_NEED); anything
+ * that may flush or grow the buffer syncs them first. Every reservation
+ * includes URS_ST_SLACK spare bytes: a varint is written with one 2-byte
+ * store whatever its length.
+ */
+#define URS_ST_SLACK 8
+#define URS_ST_NEED(n)                                                        \
+	do {                                                                  \
+		if (__builtin_expect((size_t) (end - p) < (size_t) (n), 0)) { \
+			e->p = p;                                             \
+			if (!urs_st_enc_grow(e, (size_t) (n)))                \
+				return;                                       \
+			p = e->p;                                             \
+			end = e->end;                                         \
+		}                                                             \
+	} while (0)
+
+/* LEB128; values below 2^14 (lengths, small integers, most IDs) without a
+ * loop or a data-dependent branch. The caller guarantees 10 bytes of room
+ * (2 beyond the varint for the short form). */
 static inline uint8_t *urs_st_uv(uint8_t *p, uint64_t v)
 {
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	if (__builtin_expect(v < (1u << 14), 1)) {
+		uint16_t big = v > 127;
+		uint16_t w = (uint16_t) ((v & 0x7f) | (uint16_t) (big << 7) | ((v >> 7) << 8));
+		memcpy(p, &w, 2);
+		return p + 1 + big;
+	}
+#endif
 	while (v >= 0x80) {
 		*p++ = (uint8_t) (v | 0x80);
 		v >>= 7;
@@ -185,6 +229,12 @@ static inline uint8_t *urs_st_uv(uint8_t *p, uint64_t v)
 	*p++ = (uint8_t) v;
 	return p;
 }
+
+/* Eight u32 as eight varints (at most 40 bytes; writes up to 16 bytes past
+ * the last varint on the short path: the room for 40 + URS_ST_SLACK covers
+ * it). With SSSE3, eight values below 2^14 take a few vector instructions
+ * and one shuffle; otherwise, or for larger values, the scalar loop. */
+uint8_t *urs_st_uv_u32x8(uint8_t *p, const uint32_t *v);
 
 static inline uint64_t urs_st_zz(int64_t v)
 {
@@ -203,34 +253,103 @@ static inline uint64_t urs_st_f64bits(double v)
 	return u;
 }
 
+static inline uint8_t *urs_st_f64(uint8_t *p, double v)
+{
+	memcpy(p, &v, 8);
+	return p + 8;
+}
+
 static inline void urs_st_put_uv(struct urs_st_enc *e, uint64_t v)
 {
 	e->p = urs_st_uv(e->p, v);
 }
 
-static inline void urs_st_put_f64(struct urs_st_enc *e, double v)
+static inline uint32_t urs_st_addr_hash(uintptr_t a)
 {
-	memcpy(e->p, &v, 8);
-	e->p += 8;
+	return (uint32_t) (((uint64_t) a * 0x9e3779b97f4a7c15ull) >> 32);
 }
 
-/* ID of an owning pointer that phase 1 registered: the next entry of the
- * registration log when it matches (the common case: visit and save walk
- * the same pointers in the same order), else a hash lookup. */
-static inline uint32_t urs_st_enc_id(struct urs_st_enc *e, const void *p)
+/* The identity table as a save function keeps it in locals (output stores
+ * may alias anything, so fields of *e would be reloaded after each). */
+struct urs_st_idt {
+	struct urs_st_hslot *ht;
+	uint32_t mask;
+	uint16_t epoch;
+};
+
+static inline struct urs_st_idt urs_st_idt_of(const struct urs_st_enc *e)
 {
-	uint32_t i = e->icur;
-	if (__builtin_expect(i < e->nilog && e->ilog[i].p == (uintptr_t) p, 1)) {
-		e->icur = i + 1;
-		return e->ilog[i].id;
+	return (struct urs_st_idt){e->ht, e->ht_mask, e->epoch};
+}
+
+/* ID of the object at @p (type index @type): found in the identity table,
+ * or registered now (the next ID, queued to be written after the ones
+ * already queued; @t is refreshed, registering may grow the table). NULL is
+ * in the table too (slot of key 0, ID 0), so callers do not branch on it.
+ * Does not touch the output buffer. */
+static inline uint32_t urs_st_enc_idl(struct urs_st_enc *e, struct urs_st_idt *t, const void *p,
+				      uint32_t type)
+{
+	uintptr_t key = (uintptr_t) p;
+	uint32_t i = urs_st_addr_hash(key) & t->mask;
+	for (;;) {
+		const struct urs_st_hslot *s = &t->ht[i];
+		if (s->epoch != t->epoch) {
+			/* new: registered inline unless a table must grow */
+			uint32_t n = e->nobjs;
+			if (__builtin_expect(n < e->objs_cap &&
+						     (uint64_t) (e->ht_used + 1) * 4 <=
+							     (uint64_t) (t->mask + 1) * 3,
+					     1)) {
+				e->objs[n] = (struct urs_st_eobj){
+					p, type, (uint32_t) e->schema->types[type].size};
+				t->ht[i] = (struct urs_st_hslot){key, n + 1, (uint16_t) type,
+								 t->epoch};
+				e->ht_used++;
+				e->nobjs = n + 1;
+				return n + 1;
+			}
+			uint32_t id = urs_st_enc_new(e, p, type, i);
+			*t = urs_st_idt_of(e);
+			return id;
+		}
+		if (s->key == key) {
+			/* same address, other type: an error (not for NULL) */
+			uint32_t bad = (s->type ^ type) & -(uint32_t) (key != 0);
+			if (__builtin_expect(bad != 0, 0))
+				urs_st_enc_type_err(e);
+			return s->id;
+		}
+		i = (i + 1) & t->mask;
 	}
-	return urs_st_enc_id_slow(e, p);
 }
 
-/* whole-object pointer: varint id, 0 = NULL (phase 1 registered it) */
-static inline void urs_st_put_ptr(struct urs_st_enc *e, const void *p)
+static inline uint32_t urs_st_enc_id(struct urs_st_enc *e, const void *p, uint32_t type)
 {
-	urs_st_put_uv(e, p ? urs_st_enc_id(e, p) : 0);
+	struct urs_st_idt t = urs_st_idt_of(e);
+	return urs_st_enc_idl(e, &t, p, type);
+}
+
+/* prefetch the identity slot an owning pointer will probe */
+static inline void urs_st_enc_pf(const struct urs_st_enc *e, const void *p)
+{
+	__builtin_prefetch(&e->ht[urs_st_addr_hash((uintptr_t) p) & e->ht_mask]);
+}
+
+/* a reference (NULL or not; only non-NULL ones are kept): resolved at the
+ * end (urs_st_save). No branch on NULL. */
+static inline void urs_st_enc_ref(struct urs_st_enc *e, const void *p, uint32_t want)
+{
+	if (__builtin_expect(e->nrefs == e->refs_cap, 0) && !urs_st_enc_ref_grow(e))
+		return;
+	e->refs[e->nrefs] = (struct urs_st_eref){p, want};
+	e->nrefs += p != NULL;
+}
+
+/* whole-object pointer: varint id, 0 = NULL */
+static inline void urs_st_put_ptr(struct urs_st_enc *e, const void *p, uint32_t type)
+{
+	urs_st_put_uv(e, urs_st_enc_id(e, p, type));
 }
 
 static inline void urs_st_put_bytes(struct urs_st_enc *e, const void *p, size_t n)
@@ -240,13 +359,21 @@ static inline void urs_st_put_bytes(struct urs_st_enc *e, const void *p, size_t 
 		urs_st_put_raw(e, p, n);
 }
 
+/* all-zero test for presence bits: word-wise, no early exit (the sizes are
+ * compile-time constants, so this unrolls into a few loads and ORs) */
 static inline bool urs_st_allzero(const void *p, size_t n)
 {
 	const uint8_t *b = p;
-	for (size_t i = 0; i < n; i++)
-		if (b[i])
-			return false;
-	return true;
+	uint64_t acc = 0;
+	size_t i = 0;
+	for (; i + 8 <= n; i += 8) {
+		uint64_t w;
+		memcpy(&w, b + i, 8);
+		acc |= w;
+	}
+	for (; i < n; i++)
+		acc |= b[i];
+	return acc == 0;
 }
 
 /* ---------------------------------------------------------------- decoder */
@@ -294,6 +421,10 @@ struct urs_st_dent {
 
 struct urs_st_dec {
 	const uint8_t *p, *end, *base;
+	/* the stream's reference table (after the objects): read in step with
+	 * the references met in object bodies */
+	const uint8_t *rp, *rend;
+	uint32_t nrefs, refs_used;
 	int err;
 	const char *why; /* low-level cause, a static string */
 	char msg[320];	 /* full error: where and why */

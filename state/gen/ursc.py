@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # state/gen/ursc.py — the checkpoint-state code generator. Reads a schema
 # (.ursc) and writes NAME_types.h (the C structs, type indices, prototypes)
-# and NAME_codec.c (one straight-line visit/save/load function per type plus
+# and NAME_codec.c (one straight-line save/load function per type plus
 # the schema descriptor the stream's type table is written from). Run by
 # meson at build time; grammar and wire format: docs/state-format.md.
 #
@@ -25,7 +25,6 @@ SCALARS = {
 }
 B_PTR, B_REF, B_STRUCT, B_UNION = 16, 17, 18, 19
 F_SCALAR, F_ARRAY, F_VEC, F_BYTES, F_STRING, F_MAP, F_CUSTOM = 1, 2, 3, 4, 5, 6, 7
-MAXB = {'u': 10, 'i': 10, 'b': 1, 'f': 8}
 
 
 class SchemaError(Exception):
@@ -347,6 +346,7 @@ def gen_header(mod, types, order, byname, src):
 
 class CodeGen:
     def __init__(self, mod, types, byname):
+        self.idt = False  # the save function being generated keeps `idt`
         self.mod = mod
         self.types = types
         self.byname = byname
@@ -380,87 +380,147 @@ class CodeGen:
             return 'cv_%s != 0' % f.name
         raise AssertionError
 
+    # Largest encoding of one element (varint of the C type, ptr = u32 ID,
+    # ref = its 1-byte marker); 0 = not fixed-size (struct, union).
     def maxb(self, f):
         if f.base in SCALARS:
-            return MAXB[SCALARS[f.base][3]]
+            return {'u8': 2, 'u16': 3, 'u32': 5, 'u64': 10, 'i8': 2, 'i16': 3, 'i32': 5,
+                    'i64': 10, 'bool': 1, 'f64': 8}[f.base]
         if f.base == 'ptr':
-            return 10
+            return 5
         if f.base == 'ref':
-            return 40
+            return 1
         return 0
 
+    def fixed_size(self, f):
+        """Max bytes of a field written inside a reserved run, or None when
+        the field is written with its own room checks (then .prefix bytes of
+        it, its length, still belong to the run)."""
+        if f.form == F_SCALAR and self.maxb(f):
+            return self.maxb(f)
+        if f.form == F_CUSTOM:
+            return 10
+        if f.form == F_ARRAY and self.maxb(f):
+            n = f.count if f.base == 'u8' else self.maxb(f) * f.count
+            return n if n <= 1024 else None
+        return None
+
+    def prefix_size(self, f):
+        return 5 if f.form in (F_VEC, F_BYTES, F_STRING, F_MAP) else 0
+
     def put(self, f, x, ind):
+        """Write one element with the local cursor p (room reserved)."""
         b = f.base
         if b in SCALARS:
             k = SCALARS[b][3]
             if k == 'u' or k == 'b':
-                return ['%surs_st_put_uv(e, (uint64_t) %s);' % (ind, x)]
+                return ['%sp = urs_st_uv(p, (uint64_t) %s);' % (ind, x)]
             if k == 'i':
-                return ['%surs_st_put_uv(e, urs_st_zz(%s));' % (ind, x)]
-            return ['%surs_st_put_f64(e, %s);' % (ind, x)]
+                return ['%sp = urs_st_uv(p, urs_st_zz(%s));' % (ind, x)]
+            return ['%sp = urs_st_f64(p, %s);' % (ind, x)]
         if b == 'ptr':
-            return ['%surs_st_put_ptr(e, %s);' % (ind, x)]
+            return ['%sp = urs_st_uv(p, urs_st_enc_idl(e, &idt, %s, %s));' %
+                    (ind, x, self.tidx(f.target))]
         if b == 'ref':
-            return ['%surs_st_put_ref(e, %s, %s);' % (ind, x, ref_code(f, self.byname))]
-        if b == 'struct':
-            return ['%s%s_save(e, &%s);' % (ind, f.target, x)]
-        if b == 'union':
-            return ['%surs_st_save_union(e, %s, %s.tag, %s.ptr);' % (ind, self.tidx(f.target), x, x)]
+            return ['%s*p++ = %s != NULL;' % (ind, x),
+                    '%surs_st_enc_ref(e, %s, %s);' % (ind, x, ref_code(f, self.byname))]
         raise AssertionError
 
+    def call_out(self, call, ind):
+        """An out-of-line writer: sync the cursor, call, reload."""
+        r = ['%se->p = p;' % ind, '%s%s;' % (ind, call), '%sp = e->p;' % ind,
+             '%send = e->end;' % ind]
+        if self.idt:
+            r.append('%sidt = urs_st_idt_of(e);' % ind)
+        return r
+
+    def put_nested(self, f, x, ind):
+        if f.base == 'struct':
+            return self.call_out('%s_save(e, &%s)' % (f.target, x), ind)
+        return self.call_out('urs_st_save_union(e, %s, %s.tag, %s.ptr)' %
+                             (self.tidx(f.target), x, x), ind)
+
     def save_field(self, f, x, ind):
+        """Code for field f when present. Fixed-size fields and the length
+        prefix of variable ones are written into the room the run reserved."""
         o = []
         mb = self.maxb(f)
         if f.form == F_SCALAR:
             if mb:
-                o.append('%sif (!urs_st_need(e, %d))' % (ind, mb))
-                o.append('%s\treturn;' % ind)
-            o += self.put(f, x, ind)
+                o += self.put(f, x, ind)
+            else:
+                o += self.put_nested(f, x, ind)
         elif f.form == F_ARRAY:
             if f.base == 'u8':
-                o.append('%surs_st_put_raw(e, %s, %d);' % (ind, x, f.count))
+                if self.fixed_size(f) is not None:
+                    o.append('%smemcpy(p, %s, %d);' % (ind, x, f.count))
+                    o.append('%sp += %d;' % (ind, f.count))
+                else:
+                    o += self.call_out('urs_st_put_raw(e, %s, %d)' % (x, f.count), ind)
+            elif mb:
+                start = '0'
+                if f.base == 'u32' and f.count >= 8:
+                    # eight at a time (room: 8 × 5 bytes + slack either way)
+                    o.append('%sfor (uint32_t i = 0; i + 8 <= %d; i += 8) {' % (ind, f.count))
+                    if self.fixed_size(f) is None:
+                        o.append('%s\tURS_ST_NEED(40 + URS_ST_SLACK);' % ind)
+                    o.append('%s\tp = urs_st_uv_u32x8(p, &%s[i]);' % (ind, x))
+                    o.append('%s}' % ind)
+                    start = str(f.count // 8 * 8)
+                if start != str(f.count):
+                    o.append('%sfor (uint32_t i = %s; i < %d; i++) {' % (ind, start, f.count))
+                    if self.fixed_size(f) is None:
+                        o.append('%s\tURS_ST_NEED(%d + URS_ST_SLACK);' % (ind, mb))
+                    o += self.put(f, '%s[i]' % x, ind + '\t')
+                    o.append('%s}' % ind)
             else:
-                if mb:
-                    o.append('%sif (!urs_st_need(e, %d))' % (ind, mb * f.count))
-                    o.append('%s\treturn;' % ind)
                 o.append('%sfor (uint32_t i = 0; i < %d; i++) {' % (ind, f.count))
-                o += self.put(f, '%s[i]' % x, ind + '\t')
+                o += self.put_nested(f, '%s[i]' % x, ind + '\t')
                 o.append('%s}' % ind)
         elif f.form == F_VEC:
-            o.append('%sif (!urs_st_need(e, 10))' % ind)
-            o.append('%s\treturn;' % ind)
-            o.append('%surs_st_put_uv(e, %s_len);' % (ind, x))
-            o.append('%sfor (uint32_t i = 0; i < %s_len; i++) {' % (ind, x))
+            o.append('%sp = urs_st_uv(p, %s_len);' % (ind, x))
+            i0 = '0'
+            if f.base == 'u32':
+                o.append('%suint32_t i8 = 0;' % ind)
+                o.append('%sfor (; i8 + 8 <= %s_len; i8 += 8) {' % (ind, x))
+                o.append('%s\tURS_ST_NEED(40 + URS_ST_SLACK);' % ind)
+                o.append('%s\tp = urs_st_uv_u32x8(p, &%s[i8]);' % (ind, x))
+                o.append('%s}' % ind)
+                i0 = 'i8'
+            o.append('%sfor (uint32_t i = %s; i < %s_len; i++) {' % (ind, i0, x))
             if mb:
-                o.append('%s\tif (!urs_st_need(e, %d))' % (ind, mb))
-                o.append('%s\t\treturn;' % ind)
-            o += self.put(f, '%s[i]' % x, ind + '\t')
+                if f.base == 'ptr':
+                    o.append('%s\tif (i + 8 < %s_len)' % (ind, x))
+                    o.append('%s\t\turs_st_enc_pf(e, %s[i + 8]);' % (ind, x))
+                o.append('%s\tURS_ST_NEED(%d + URS_ST_SLACK);' % (ind, mb))
+                o += self.put(f, '%s[i]' % x, ind + '\t')
+            else:
+                o += self.put_nested(f, '%s[i]' % x, ind + '\t')
             o.append('%s}' % ind)
-        elif f.form == F_BYTES:
-            o.append('%sif (!urs_st_need(e, 10))' % ind)
-            o.append('%s\treturn;' % ind)
-            o.append('%surs_st_put_bytes(e, %s, %s_len);' % (ind, x, x))
-        elif f.form == F_STRING:
-            o.append('%sif (!urs_st_need(e, 10))' % ind)
-            o.append('%s\treturn;' % ind)
-            o.append('%surs_st_put_bytes(e, %s, strlen(%s));' % (ind, x, x))
+        elif f.form in (F_BYTES, F_STRING):
+            n = '%s_len' % x if f.form == F_BYTES else 'strlen(%s)' % x
+            o.append('%s{' % ind)
+            o.append('%s\tsize_t n = %s;' % (ind, n))
+            o.append('%s\tp = urs_st_uv(p, n);' % ind)
+            o.append('%s\tif (__builtin_expect((size_t) (end - p) >= n, 1)) {' % ind)
+            o.append('%s\t\tmemcpy(p, %s, n);' % (ind, x))
+            o.append('%s\t\tp += n;' % ind)
+            o.append('%s\t} else {' % ind)
+            o += self.call_out('urs_st_put_raw(e, %s, n)' % x, ind + '\t\t')
+            o.append('%s\t}' % ind)
+            o.append('%s}' % ind)
         elif f.form == F_MAP:
-            o.append('%sif (!urs_st_need(e, 10))' % ind)
-            o.append('%s\treturn;' % ind)
-            o.append('%surs_st_put_uv(e, %s.len);' % (ind, x))
+            o.append('%sp = urs_st_uv(p, %s.len);' % (ind, x))
             o.append('%surs_map_foreach(&%s, i) {' % (ind, x))
-            o.append('%s\tif (!urs_st_need(e, %d))' % (ind, 10 + mb))
-            o.append('%s\t\treturn;' % ind)
-            o.append('%s\turs_st_put_uv(e, %s.ents[i].key);' % (ind, x))
+            o.append('%s\tURS_ST_NEED(%d + URS_ST_SLACK);' % (ind, 10 + mb))
+            o.append('%s\tp = urs_st_uv(p, %s.ents[i].key);' % (ind, x))
             v = '%s.ents[i].val.%s' % (x, 'p' if f.base == 'ptr' else 'u')
             if f.base == 'i64':
                 v = '(int64_t) ' + v
             o += self.put(f, v, ind + '\t')
             o.append('%s}' % ind)
         elif f.form == F_CUSTOM:
-            o.append('%sif (!urs_st_need(e, 10))' % ind)
-            o.append('%s\treturn;' % ind)
-            o.append('%surs_st_put_uv(e, cv_%s);' % (ind, f.name))
+            o.append('%sp = urs_st_uv(p, cv_%s);' % (ind, f.name))
         return o
 
     # ---- load side
@@ -594,64 +654,6 @@ class CodeGen:
             return ['%s%s(&%s, 0);' % (ind, f.custom[2], x)]
         raise AssertionError
 
-    # ---- visit (phase 1)
-    def visit_field(self, f, x, ind):
-        o = []
-
-        def one(y, ind2):
-            if f.base == 'ptr':
-                return ['%sif (%s)' % (ind2, y),
-                        '%s\turs_st_enc_reg(e, %s, %s);' % (ind2, y, self.tidx(f.target))]
-            if f.base == 'struct':
-                return ['%s%s_visit(e, &%s);' % (ind2, f.target, y)] \
-                    if self.has_ptrs(self.byname[f.target]) else []
-            if f.base == 'union':
-                u = self.byname[f.target]
-                r = ['%sswitch (%s.tag) {' % (ind2, y)]
-                for i, v in enumerate(u.variants, 1):
-                    r.append('%scase %d:' % (ind2, i))
-                    r.append('%s\tif (%s.ptr)' % (ind2, y))
-                    r.append('%s\t\turs_st_enc_reg(e, %s.ptr, %s);' % (ind2, y, self.tidx(v)))
-                    r.append('%s\tbreak;' % ind2)
-                r.append('%s}' % ind2)
-                return r
-            return []
-        if f.form == F_SCALAR:
-            o += one(x, ind)
-        elif f.form == F_ARRAY:
-            body = one('%s[i]' % x, ind + '\t')
-            if body:
-                o.append('%sfor (uint32_t i = 0; i < %d; i++) {' % (ind, f.count))
-                o += body
-                o.append('%s}' % ind)
-        elif f.form == F_VEC:
-            body = one('%s[i]' % x, ind + '\t')
-            if body:
-                o.append('%sfor (uint32_t i = 0; i < %s_len; i++) {' % (ind, x))
-                o += body
-                o.append('%s}' % ind)
-        elif f.form == F_MAP and f.base == 'ptr':
-            o.append('%surs_map_foreach(&%s, i) {' % (ind, x))
-            o += one('%s.ents[i].val.p' % x, ind + '\t')
-            o.append('%s}' % ind)
-        return o
-
-    def has_ptrs(self, t, seen=None):
-        seen = seen or set()
-        if t.name in seen:
-            return False
-        seen.add(t.name)
-        if 'before_save' in t.hooks:
-            return True
-        for f in t.fields:
-            if f.nosave:
-                continue
-            if f.base in ('ptr', 'union'):
-                return True
-            if f.base == 'struct' and self.has_ptrs(self.byname[f.target], seen):
-                return True
-        return False
-
     def gen(self, src):
         mod = self.mod
         o = ['/*', ' * %s_codec.c — generated by state/gen/ursc.py from %s; do not edit.' %
@@ -663,7 +665,6 @@ class CodeGen:
         structs = [t for t in self.types if not t.is_union]
         for t in structs:
             n = t.name
-            o.append('static void %s_visit(struct urs_st_enc *e, const void *obj);' % n)
             o.append('static void %s_save(struct urs_st_enc *e, const void *obj);' % n)
             o.append('static int %s_load(struct urs_st_dec *d, void *obj, uint32_t stype, '
                      'bool fresh);' % n)
@@ -696,12 +697,13 @@ class CodeGen:
             nf = len(t.variants) if t.is_union else len([f for f in t.fields if not f.nosave])
             if t.is_union:
                 o.append('\t{"%s", true, %d, %s_fields, sizeof(struct %s), NULL, NULL, NULL, '
-                         'NULL, NULL, NULL},' % (n, nf, n, cn(n)))
+                         'NULL, NULL},' % (n, nf, n, cn(n)))
                 continue
             al = t.hooks.get('after_load')
-            o.append('\t{"%s", false, %d, %s_fields, sizeof(struct %s), %s_visit, %s_save, '
-                     '%s_load, %s, %s_locate, %s_addr},' %
-                     (n, nf, n, cn(n), n, n, n, '%s_after_load' % n if al else 'NULL', n, n))
+            loc = '%s_locate' % n if self.has_targets(t) else 'NULL'
+            o.append('\t{"%s", false, %d, %s_fields, sizeof(struct %s), %s_save, '
+                     '%s_load, %s, %s, %s_addr},' %
+                     (n, nf, n, cn(n), n, n, '%s_after_load' % n if al else 'NULL', loc, n))
         o.append('};')
         o.append('')
         o.append('const struct urs_st_schema %s_schema = {"%s", %d, %s_types};' %
@@ -720,26 +722,21 @@ class CodeGen:
             o.append('\t%s(obj);' % t.hooks['after_load'])
             o.append('}')
             o.append('')
-        # visit
-        o.append('static void %s_visit(struct urs_st_enc *e, const void *obj)' % n)
-        o.append('{')
-        body = []
-        if 'before_save' in t.hooks:
-            body.append('\t%s((struct %s *) obj);' % (t.hooks['before_save'], cn(n)))
-        for f in saved:
-            body += self.visit_field(f, 'o->%s' % f.name, '\t')
-        if any('o->' in ln for ln in body):
-            o.append('\tconst struct %s *o = obj;' % cn(n))
-        o.append('\t(void) e;')
-        o.append('\t(void) obj;')
-        o += body
-        o.append('}')
-        o.append('')
-        # save
+        # save: one reserved run of room per stretch of fixed-size fields
         o.append('static void %s_save(struct urs_st_enc *e, const void *obj)' % n)
         o.append('{')
         o.append('\tconst struct %s *o = obj;' % cn(n))
         o.append('\t(void) o;')
+        if 'before_save' in t.hooks:
+            o.append('\t%s((struct %s *) obj);' % (t.hooks['before_save'], cn(n)))
+        # the identity slots this object's pointers will probe: fetched first,
+        # the work on the fields before them hides part of the miss
+        for f in saved:
+            if f.base == 'ptr' and f.form == F_SCALAR:
+                o.append('\turs_st_enc_pf(e, o->%s);' % f.name)
+            elif f.base == 'ptr' and f.form == F_ARRAY and f.count <= 8:
+                for k in range(f.count):
+                    o.append('\turs_st_enc_pf(e, o->%s[%d]);' % (f.name, k))
         for f in saved:
             if f.form == F_CUSTOM:
                 o.append('\tuint64_t cv_%s = %s(&o->%s);' % (f.name, f.custom[1], f.name))
@@ -747,13 +744,29 @@ class CodeGen:
         for i, f in enumerate(saved):
             o.append('\tif (%s)' % self.present(f, 'o->%s' % f.name))
             o.append('\t\tbm |= UINT64_C(1) << %d;' % i)
-        o.append('\tif (!urs_st_need(e, 10))')
-        o.append('\t\treturn;')
-        o.append('\turs_st_put_uv(e, bm);')
+
+        def run(start):
+            """room for fields start.. up to the first variable one's prefix"""
+            total = 0
+            for f in saved[start:]:
+                fs = self.fixed_size(f)
+                if fs is None:
+                    return total + self.prefix_size(f)
+                total += fs
+            return total
+        o.append('\tuint8_t *p = e->p, *end = e->end;')
+        self.idt = any(f.base == 'ptr' for f in saved)
+        if self.idt:
+            o.append('\tstruct urs_st_idt idt = urs_st_idt_of(e);')
+        o.append('\tURS_ST_NEED(%d + URS_ST_SLACK);' % (10 + run(0)))
+        o.append('\tp = urs_st_uv(p, bm);')
         for i, f in enumerate(saved):
             o.append('\tif (bm & (UINT64_C(1) << %d)) {' % i)
             o += self.save_field(f, 'o->%s' % f.name, '\t\t')
             o.append('\t}')
+            if self.fixed_size(f) is None and i + 1 < len(saved):
+                o.append('\tURS_ST_NEED(%d + URS_ST_SLACK);' % run(i + 1))
+        o.append('\te->p = p;')
         o.append('}')
         o.append('')
         # load
@@ -817,7 +830,20 @@ class CodeGen:
         o.append('\treturn 0;')
         o.append('}')
         o.append('')
-        # locate / addr (interior pointers)
+        # locate / addr (interior pointers); no locate when nothing in the
+        # type can be a reference's target (its objects stay out of the
+        # encoder's range table)
+        if self.has_targets(t):
+            o += self.gen_locate(t, saved)
+        o += self.gen_addr(t, saved)
+        return o
+
+    def has_targets(self, t):
+        return any(self.target_code(f) is not None for f in t.fields if not f.nosave)
+
+    def gen_locate(self, t, saved):
+        n = t.name
+        o = []
         o.append('static int %s_locate(size_t off, uint32_t want, uint32_t *field, uint32_t *elem)'
                  % n)
         o.append('{')
@@ -843,6 +869,11 @@ class CodeGen:
         o.append('\treturn -ENOENT;')
         o.append('}')
         o.append('')
+        return o
+
+    def gen_addr(self, t, saved):
+        n = t.name
+        o = []
         o.append('static void *%s_addr(void *obj, uint32_t field, uint32_t elem, uint32_t want)' % n)
         o.append('{')
         o.append('\tstruct %s *o = obj;' % cn(n))

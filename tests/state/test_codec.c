@@ -3,8 +3,12 @@
  * generated codecs (tests/state/tst.ursc), pointer identity, cycles, NULL,
  * interior references, unions, maps, hooks, the zero-value rule on zeroed
  * and initialized destinations, schema evolution (tst2.ursc → tst3.ursc and
- * back), streaming output through a sink, and decoder errors on truncated or
- * corrupted input.
+ * back, references inside skipped fields and objects included), streaming
+ * output through a sink, decoder errors on truncated or corrupted input and
+ * on a reference table that does not match, the identity table (two types
+ * at one address, epoch wrap, growth mid-save), the range table (sorted and
+ * unsorted registration), u32 vecs eight at a time, arena allocations per
+ * load and statistics only when asked.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -373,13 +377,24 @@ static void evolve_check(const struct v2_rec *o, bool init)
 	assert_int_equal(o->leaves_len, 2);
 	assert_int_equal(o->leaves[1].x, 21);
 	assert_int_equal(o->leaves[1].y, 22);
+	/* references after skipped ones (gone_ref, the `old` object's r) */
+	assert_ptr_equal(o->kept_ref, &o->lf->y);
+	assert_non_null(o->lf->lr); /* into gone_leaf's x: decoded, unreachable */
+	assert_int_equal(*o->lf->lr, 13);
+	assert_null(o->leaves[1].lr);
 }
 
 static void test_evolution(void **state)
 {
 	(void) state;
-	struct v1_leaf l1 = {11, 12}, l2 = {13, 14}, lv[2] = {{1, 2}, {21, 22}};
-	struct v1_rec r = {.a = 5,
+	struct v1_leaf l1 = {11, 12, NULL}, l2 = {13, 14, NULL},
+		       lv[2] = {{1, 2, NULL}, {21, 22, NULL}};
+	struct v1_old old = {.q = 3, .r = &l1.x};
+	l1.lr = &l2.x;
+	struct v1_rec r = {.gone_old = &old,
+			   .gone_ref = &l1.x,
+			   .kept_ref = &l1.y,
+			   .a = 5,
 			   .s = "hello",
 			   .gone = 1ull << 50,
 			   .blob = (uint8_t *) "xyz",
@@ -410,7 +425,8 @@ static void test_evolution(void **state)
 
 	/* and back: v2 image into v1 */
 	struct v2_leaf m = {.x = 3, .y = 4, .z = 5};
-	struct v2_rec r2 = {.lf = &m, .added = 8, .retyped = "s", .a = 6, .s = "back"};
+	struct v2_rec r2 = {
+		.lf = &m, .added = 8, .retyped = "s", .a = 6, .s = "back", .kept_ref = &m.x};
 	assert_int_equal(tst3_save_rec(&e, &r2), 0);
 	buf = urs_st_enc_data(&e, &len);
 	struct v1_rec *b;
@@ -423,6 +439,9 @@ static void test_evolution(void **state)
 	assert_int_equal(b->lf->y, 4);
 	assert_int_equal(b->retyped, 0);
 	assert_null(b->gone_leaf);
+	assert_null(b->gone_old);
+	assert_null(b->gone_ref);
+	assert_ptr_equal(b->kept_ref, &b->lf->x);
 	urs_st_dec_free(&d);
 	urs_st_enc_free(&e);
 }
@@ -459,11 +478,31 @@ static void test_errors(void **state)
 			errors++;
 	}
 	assert_true(errors > 0);
-	/* a message says where */
+	/* a message says where: the footer of a truncated stream ... */
 	memcpy(mut, buf, len);
 	int r = tst_load_all(&d, mut, len - 1, NULL, &o);
 	assert_true(r < 0);
-	assert_non_null(strstr(d.msg, "object"));
+	assert_non_null(strstr(d.msg, "footer"));
+	/* ... and an object body cut short (the last byte before the tail
+	 * removed, the footer's tail offset moved with it) names the object */
+	uint64_t tail = 0;
+	for (int k = 0; k < 8; k++)
+		tail |= (uint64_t) buf[len - 8 + (size_t) k] << (8 * k);
+	if (tail == 0 || tail >= len - 8) {
+		fail_msg("tail offset %llu out of range", (unsigned long long) tail);
+		return;
+	}
+	memcpy(mut, buf, tail - 1);
+	memcpy(mut + tail - 1, buf + tail, len - 8 - tail);
+	for (int k = 0; k < 8; k++)
+		mut[len - 9 + (size_t) k] = (uint8_t) ((tail - 1) >> (8 * k));
+	r = tst_load_all(&d, mut, len - 1, NULL, &o);
+	assert_true(r < 0);
+	assert_non_null(strstr(d.msg, "object 7"));
+	/* the intact copy still loads */
+	memcpy(mut, buf, len);
+	r = tst_load_all(&d, mut, len, NULL, &o);
+	assert_int_equal(r, 0);
 	/* limits */
 	urs_st_dec_free(&d);
 	urs_st_dec_init(&d, &(struct urs_st_limits){.max_count = 10});
@@ -498,18 +537,267 @@ static void test_stats(void **state)
 	fill(&a);
 	struct urs_st_enc e;
 	assert_int_equal(urs_st_enc_init(&e, 0, NULL, NULL), 0);
+	assert_null(e.stats); /* off unless asked */
 	assert_int_equal(urs_st_enc_stats(&e, true), 0);
 	assert_int_equal(tst_save_all(&e, &a), 0);
 	assert_int_equal(e.stats[TST_T_NODE].count, 5);
 	assert_int_equal(e.stats[TST_T_ALL].count, 1);
+	assert_int_equal(e.stats[TST_T_CIRCLE].count, 1);
+	assert_true(e.stats[TST_T_NODE].ns + e.stats[TST_T_ALL].ns + e.stats[TST_T_CIRCLE].ns > 0);
 	size_t len;
 	const uint8_t *buf = urs_st_enc_data(&e, &len);
 	struct urs_st_dec d;
 	urs_st_dec_init(&d, NULL);
+	assert_null(d.stats);
 	assert_int_equal(urs_st_dec_stats(&d, true), 0);
 	struct all *o;
 	assert_int_equal(tst_load_all(&d, buf, len, NULL, &o), 0);
 	assert_int_equal(d.stats[TST_T_NODE].count, 5);
+	urs_map_free(&a.byid);
+	urs_map_free(&a.counts);
+	urs_st_dec_free(&d);
+	urs_st_enc_free(&e);
+}
+
+/* Interior references when the objects are registered in address order
+ * (the root below a node array, a chain through it): the range table skips
+ * its sort; references into the first, the last and a middle node. */
+static void test_sorted_refs(void **state)
+{
+	(void) state;
+	enum { M = 3001 };
+	struct blk {
+		struct all a;
+		struct node ns[M];
+	} *b = calloc(1, sizeof(*b));
+	assert_non_null(b);
+	uint64_t r = 88172645463325252ull;
+	for (uint32_t i = 0; i < M; i++) {
+		r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+		b->ns[i].id = i;
+		b->ns[i].next = i + 1 < M ? &b->ns[i + 1] : NULL;
+		b->ns[i].slots[i % 4] = i;
+		b->ns[i].iref = (r & 1) ? &b->ns[r % M].slots[(r >> 20) % 4] : NULL;
+	}
+	b->ns[0].iref = &b->ns[M - 1].slots[3];
+	b->ns[M - 1].iref = &b->ns[0].slots[0];
+	b->a.head = &b->ns[0];
+	b->a.into = &b->ns[M / 2].slots[2];
+	b->a.whole = &b->ns[7];
+	struct urs_st_enc e;
+	assert_int_equal(urs_st_enc_init(&e, 0, NULL, NULL), 0);
+	assert_int_equal(tst_save_all(&e, &b->a), 0);
+	size_t len;
+	const uint8_t *buf = urs_st_enc_data(&e, &len);
+	struct urs_st_dec d;
+	urs_st_dec_init(&d, NULL);
+	struct all *o;
+	assert_int_equal(tst_load_all(&d, buf, len, NULL, &o), 0);
+	struct node **out = calloc(M, sizeof(*out));
+	uint32_t n = 0;
+	for (struct node *p = o->head; p; p = p->next)
+		out[n++] = p;
+	assert_int_equal(n, M);
+	for (uint32_t i = 0; i < M; i++) {
+		const struct node *src = &b->ns[i];
+		if (!src->iref) {
+			assert_null(out[i]->iref);
+			continue;
+		}
+		size_t off = (size_t) ((const uint8_t *) src->iref - (const uint8_t *) b->ns);
+		uint32_t t = (uint32_t) (off / sizeof(struct node));
+		uint32_t k = (uint32_t) (src->iref - b->ns[t].slots);
+		assert_ptr_equal(out[i]->iref, &out[t]->slots[k]);
+	}
+	assert_ptr_equal(o->into, &out[M / 2]->slots[2]);
+	assert_ptr_equal(o->whole, out[7]);
+	free(out);
+	free(b);
+	urs_st_dec_free(&d);
+	urs_st_enc_free(&e);
+}
+
+/* Allocations per load: decoded objects, vec storage, byte arrays and maps
+ * come from arena blocks; a cold load of 20 000 objects (with byte arrays)
+ * takes at most one allocation per 1 000 objects (the arena blocks + the ID
+ * table), a warm one (same decoder) none. */
+static void test_arena_allocs(void **state)
+{
+	(void) state;
+	enum { M = 20000 };
+	struct node *ns = calloc(M, sizeof(*ns));
+	struct node **vec = calloc(M, sizeof(*vec));
+	static uint8_t blob[200];
+	struct all a;
+	memset(&a, 0, sizeof(a));
+	for (uint32_t i = 0; i < M; i++) {
+		ns[i].id = i;
+		ns[i].next = &ns[(i + 1) % M];
+		vec[i] = &ns[i];
+	}
+	a.nodev = vec;
+	a.nodev_len = M;
+	a.data = blob;
+	a.data_len = sizeof(blob);
+	struct urs_st_enc e;
+	assert_int_equal(urs_st_enc_init(&e, 0, NULL, NULL), 0);
+	assert_int_equal(tst_save_all(&e, &a), 0);
+	size_t len;
+	const uint8_t *buf = urs_st_enc_data(&e, &len);
+	struct urs_st_dec d;
+	urs_st_dec_init(&d, NULL);
+	struct all *o;
+	assert_int_equal(tst_load_all(&d, buf, len, NULL, &o), 0);
+	uint32_t cold = d.arena.nblocks + 1; /* + the ID table */
+	assert_true(cold <= (M + 1) / 1000);
+	assert_int_equal(o->nodev_len, M);
+	assert_ptr_equal(o->nodev[M - 1]->next, o->nodev[0]);
+	assert_int_equal(tst_load_all(&d, buf, len, NULL, &o), 0);
+	assert_int_equal(d.arena.nblocks + 1, cold); /* warm: blocks reused */
+	free(ns);
+	free(vec);
+	urs_st_dec_free(&d);
+	urs_st_enc_free(&e);
+}
+
+/* Identity across saves and its table: one address reached as two types is
+ * refused; 70 000 saves with one encoder wrap the table's 16-bit epoch (the
+ * slots of old saves must still read as empty); a save much larger than the
+ * previous one grows the table mid-save. */
+static void test_identity_table(void **state)
+{
+	(void) state;
+	struct urs_st_enc e;
+	assert_int_equal(urs_st_enc_init(&e, 0, NULL, NULL), 0);
+	struct all a;
+	memset(&a, 0, sizeof(a));
+	static struct circle c = {1.0};
+	a.head = (struct node *) (void *) &c; /* same address as a node ... */
+	a.sh.tag = SHAPE_CIRCLE;
+	a.sh.circle = &c; /* ... and as a circle */
+	assert_int_equal(tst_save_all(&e, &a), -EINVAL);
+	assert_non_null(strstr(e.err_field, "two types"));
+
+	static struct node n2[2];
+	memset(&a, 0, sizeof(a));
+	a.nodes[0] = &n2[0];
+	a.nodes[1] = &n2[1];
+	a.nodes[2] = &n2[0];
+	n2[0].next = &n2[1];
+	n2[1].next = &n2[0];
+	struct urs_st_dec d;
+	urs_st_dec_init(&d, NULL);
+	for (uint32_t i = 0; i < 70000; i++) {
+		n2[0].id = i;
+		assert_int_equal(tst_save_all(&e, &a), 0);
+		if (i % 9999 && i != 65534 && i != 65535 && i != 65536)
+			continue;
+		assert_int_equal(e.nobjs, 3);
+		size_t len;
+		const uint8_t *buf = urs_st_enc_data(&e, &len);
+		struct all *o;
+		assert_int_equal(tst_load_all(&d, buf, len, NULL, &o), 0);
+		assert_ptr_equal(o->nodes[0], o->nodes[2]);
+		assert_ptr_equal(o->nodes[0]->next, o->nodes[1]);
+		assert_ptr_equal(o->nodes[1]->next, o->nodes[0]);
+		assert_int_equal(o->nodes[0]->id, i);
+	}
+	/* a much larger graph after small ones: the table grows while saving */
+	enum { M = 5000 };
+	struct node *ns = calloc(M, sizeof(*ns));
+	/* a chain visiting every node in the order 0, 7, 14, ... (mod M) */
+	for (uint32_t j = 0; j < M; j++) {
+		uint32_t i = j * 7 % M;
+		ns[i].id = i;
+		ns[i].next = j + 1 < M ? &ns[(j + 1) * 7 % M] : NULL;
+	}
+	a.nodes[1] = &ns[0];
+	assert_int_equal(tst_save_all(&e, &a), 0);
+	assert_int_equal(e.nobjs, 3 + M); /* all, n2[0], n2[1] (via next), the chain */
+	size_t len;
+	const uint8_t *buf = urs_st_enc_data(&e, &len);
+	struct all *o;
+	assert_int_equal(tst_load_all(&d, buf, len, NULL, &o), 0);
+	struct node *p = o->nodes[1];
+	for (uint32_t j = 0; j < M; j++) {
+		assert_int_equal(p->id, j * 7 % M);
+		p = p->next;
+	}
+	assert_null(p);
+	free(ns);
+	urs_st_dec_free(&d);
+	urs_st_enc_free(&e);
+}
+
+/* vec u32 goes eight at a time (SSSE3 when the CPU has it) below 2^14 and
+ * falls back per group: groups all < 128, mixed 1/2-byte, one with a
+ * larger value, a partial tail. */
+static void test_u32_groups(void **state)
+{
+	(void) state;
+	uint32_t v[8 * 6 + 5];
+	for (uint32_t i = 0; i < 8; i++) {
+		v[i] = i * 15;				   /* < 128 */
+		v[8 + i] = i & 1 ? 128 + i * 2000 : i;	   /* 1 and 2 bytes */
+		v[16 + i] = i == 5 ? 16384 : 16383 - i;	   /* one at 2^14 */
+		v[24 + i] = i == 0 ? UINT32_MAX : 127 + i; /* 5 bytes */
+		v[32 + i] = 16383;			   /* all 2 bytes */
+		v[40 + i] = i == 7 ? 1u << 28 : 0;	   /* zeros and a large */
+	}
+	for (uint32_t i = 48; i < 53; i++)
+		v[i] = i * 1000;
+	struct all a;
+	memset(&a, 0, sizeof(a));
+	struct urs_st_enc e;
+	struct urs_st_dec d;
+	assert_int_equal(urs_st_enc_init(&e, 0, NULL, NULL), 0);
+	urs_st_dec_init(&d, NULL);
+	for (uint32_t n = 0; n <= 53; n++) {
+		a.nums = v;
+		a.nums_len = n;
+		assert_int_equal(tst_save_all(&e, &a), 0);
+		size_t len;
+		const uint8_t *buf = urs_st_enc_data(&e, &len);
+		struct all *o;
+		assert_int_equal(tst_load_all(&d, buf, len, NULL, &o), 0);
+		assert_int_equal(o->nums_len, n);
+		if (n)
+			assert_memory_equal(o->nums, v, n * sizeof(uint32_t));
+	}
+	urs_st_dec_free(&d);
+	urs_st_enc_free(&e);
+}
+
+/* The reference table must match the references in the objects: one entry
+ * fewer (the tail's count decremented) is refused, with a message. */
+static void test_ref_table(void **state)
+{
+	(void) state;
+	struct all a;
+	fill(&a);
+	struct urs_st_enc e;
+	assert_int_equal(urs_st_enc_init(&e, 0, NULL, NULL), 0);
+	assert_int_equal(tst_save_all(&e, &a), 0);
+	size_t len;
+	const uint8_t *buf = urs_st_enc_data(&e, &len);
+	uint64_t tail = 0;
+	for (int k = 0; k < 8; k++)
+		tail |= (uint64_t) buf[len - 8 + (size_t) k] << (8 * k);
+	/* tail = nobjects (7), nrefs (4: two irefs, into, whole), entries */
+	assert_int_equal(buf[tail], 7);
+	assert_int_equal(buf[tail + 1], 4);
+	uint8_t *mut = malloc(len);
+	memcpy(mut, buf, len);
+	mut[tail + 1] = 3;
+	struct urs_st_dec d;
+	urs_st_dec_init(&d, NULL);
+	struct all *o;
+	assert_int_equal(tst_load_all(&d, mut, len, NULL, &o), -EBADMSG);
+	assert_non_null(strstr(d.msg, "reference"));
+	mut[tail + 1] = 5;
+	assert_int_equal(tst_load_all(&d, mut, len, NULL, &o), -EBADMSG);
+	assert_non_null(strstr(d.msg, "reference"));
+	free(mut);
 	urs_map_free(&a.byid);
 	urs_map_free(&a.counts);
 	urs_st_dec_free(&d);
@@ -549,10 +837,11 @@ static int write_corpus(const char *dir)
 	return 0;
 }
 
-/* Many objects and interior refs: exercises the radix-sorted range table,
- * its two-level search (groups of 16, a partial last group) and the
- * registration log (a node chain and a vec of the same nodes: every node is
- * reached twice, and NULLs in between). */
+/* Many objects and interior refs: objects registered out of address order
+ * (a vec of the nodes in a scrambled order, then a chain through them: every
+ * node is reached twice, and NULLs in between), so the range table is
+ * radix-sorted; its bucket index and the search inside a bucket; references
+ * into the first and the last object. */
 static void test_many_refs(void **state)
 {
 	(void) state;
@@ -622,10 +911,13 @@ int main(int argc, char **argv)
 	if (argc == 3 && !strcmp(argv[1], "--corpus"))
 		return write_corpus(argv[2]);
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_roundtrip), cmocka_unit_test(test_sink),
-		cmocka_unit_test(test_zero_rule), cmocka_unit_test(test_evolution),
-		cmocka_unit_test(test_errors),	  cmocka_unit_test(test_bad_refs),
-		cmocka_unit_test(test_many_refs), cmocka_unit_test(test_stats),
+		cmocka_unit_test(test_roundtrip),      cmocka_unit_test(test_sink),
+		cmocka_unit_test(test_zero_rule),      cmocka_unit_test(test_evolution),
+		cmocka_unit_test(test_errors),	       cmocka_unit_test(test_bad_refs),
+		cmocka_unit_test(test_many_refs),      cmocka_unit_test(test_stats),
+		cmocka_unit_test(test_identity_table), cmocka_unit_test(test_u32_groups),
+		cmocka_unit_test(test_ref_table),      cmocka_unit_test(test_sorted_refs),
+		cmocka_unit_test(test_arena_allocs),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
