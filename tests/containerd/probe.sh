@@ -36,7 +36,11 @@ for p in /proc/bus /proc/fs /proc/irq /proc/sys /proc/sysrq-trigger /sys; do
 done
 echo 1 2>/dev/null >/proc/sys/vm/drop_caches && echo "sysctl writable" || echo "sysctl ro"
 echo "## fds"
-ls -l /proc/$$/fd | awk 'NR > 1 { sub(/\[[0-9]+\]/, "", $NF); print $9, $11 }'
+# the fds a fresh child inherits (anything the runtime leaked into the
+# container's init is still open here: the init exec'd this shell, which
+# passes it on); not the shell's own table, which holds pipes and saved
+# stdio copies while it runs a pipeline. ls's own directory fd is dropped.
+ls -l /proc/self/fd 2>/dev/null | awk 'NR > 1 && NF >= 11 && $11 !~ /^\/proc\/[0-9]+\/fd$/ { sub(/\[[0-9]+\]/, "", $NF); print $9, $11 }'
 echo "## ns"
 for n in cgroup ipc mnt net pid user uts; do
 	[ "$(readlink /proc/self/ns/$n)" = "$(readlink /proc/1/ns/$n)" ] && echo "$n same-as-1"
