@@ -47,6 +47,9 @@ struct urs_netstack {
 	int tapfd;
 	bool multishot, ring; /* receive mode */
 	bool stopping;
+	bool trimming;		 /* read cancelled to return slot memory (idle_cb) */
+	uint32_t big_since_trim; /* frames larger than a page since the last trim */
+	uint32_t big_in_period;	 /* ... and during the current idle period */
 	struct urs_bufring br;
 	unsigned char *flat; /* no buffer ring: one slot */
 	struct urs_op rx_op, txpoll_op;
@@ -80,6 +83,10 @@ static void frame_in(struct urs_netstack *ns, const unsigned char *p, int32_t le
 {
 	if ((uint32_t) len >= SLOT_BYTES)
 		ns->suspect++;
+	if (len > 4096) {
+		ns->big_since_trim++;
+		ns->big_in_period++;
+	}
 	urs_net_input(ns->net, p, (size_t) len);
 }
 
@@ -108,6 +115,16 @@ static void rx_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint32_
 		ns->rx_errors++;
 	if (flags & IORING_CQE_F_MORE)
 		return;
+	if (ns->trimming && !ns->stopping) {
+		/* the read is over (cancelled, or ended by itself meanwhile): no
+		 * request holds a slot, so their memory can go back */
+		ns->trimming = false;
+		ns->big_since_trim = 0;
+		urs_bufring_shrink(&ns->br, 1);
+		urs_bufring_trim(&ns->br);
+		rx_arm(ns);
+		return;
+	}
 	if (ns->stopping || res == -ECANCELED)
 		return;
 	if (res == 0 || res == -EBADF || res == -EBADFD || res == -EIO)
@@ -117,15 +134,24 @@ static void rx_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint32_
 
 static void idle_cb(struct urs_loop *loop, struct urs_timer *t, int res)
 {
-	(void) loop;
 	struct urs_netstack *ns = container_of(t, struct urs_netstack, idle_timer);
 	if (res < 0 || ns->stopping)
 		return;
 	uint64_t now = urs_now_ns();
 	bool expired = now - ns->last_backlog_ns >= (uint64_t) ns->idle_ms * 1000000ull;
+	/* No backlog for a period: back to one slot in service (cheap). */
 	if (ns->ring && ns->br.active > 1 &&
 	    urs_netstack_slots_next(ns->br.active, ns->max_slots, false, expired) == 1)
 		urs_bufring_shrink(&ns->br, 1);
+	/* Quiet for a whole period after large frames wrote into slots: stop
+	 * the read for a moment, and give their memory back once its final
+	 * completion says no request holds a slot (rx_cb). */
+	bool quiet = ns->big_in_period == 0;
+	ns->big_in_period = 0;
+	if (ns->ring && !ns->trimming && quiet && ns->big_since_trim && urs_op_busy(&ns->rx_op)) {
+		ns->trimming = true;
+		urs_cancel(loop, &ns->rx_op);
+	}
 }
 
 static void txpoll_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint32_t flags)
@@ -277,8 +303,11 @@ int urs_netstack_prepare(struct urs_netopts *o, pid_t init_pid, struct urs_net_c
 	int fd = urs_tap_create(nsfd, &tc, &ti, err);
 	if (fd < 0)
 		return fd;
-	/* the engine must know what the tap really accepted */
+	/* the engine must know what the tap really accepted, and whom it
+	 * talks to */
 	nc->vnet_hdr = tc.vnet_hdr;
+	memcpy(nc->sandbox_mac, tc.mac, 6);
+	nc->sandbox_mac_set = true;
 	int r = urs_netfwd_bind(o, err);
 	if (r < 0) {
 		close(fd);

@@ -110,6 +110,7 @@ int urs_sandbox_create(const struct urs_sandbox_opts *o, pid_t *sup, struct urs_
 		r = urs_err_set(err, -errno, "socketpair: %m");
 		goto fail_dir;
 	}
+	pid_t parent = getpid();
 	pid_t pid = fork();
 	if (pid < 0) {
 		r = urs_err_set(err, -errno, "fork: %m");
@@ -130,8 +131,11 @@ int urs_sandbox_create(const struct urs_sandbox_opts *o, pid_t *sup, struct urs_
 			.start_now = o->autostart,
 			.no_cgroup = o->no_cgroup,
 			.net = o->net,
+			.parent = parent,
 			.seccomp_count = o->seccomp_count,
 			.profile = o->profile,
+			.restore_dir = o->restore_dir,
+			.restore_policy = o->restore_policy,
 		};
 		a.launch = (struct urs_launch){
 			.spec = o->spec,
@@ -145,6 +149,7 @@ int urs_sandbox_create(const struct urs_sandbox_opts *o, pid_t *sup, struct urs_
 			.load_seccomp = o->load_seccomp,
 			.seccomp_notify = o->seccomp_notify,
 			.load_seccomp_notify = o->load_seccomp_notify,
+			.restore = o->restore_dir != NULL,
 		};
 		snprintf(a.launch.rootfs, sizeof(a.launch.rootfs), "%s",
 			 o->rootfs ? o->rootfs : "");

@@ -15,6 +15,7 @@
 #include "host/state.h"
 
 struct urs_netopts;
+struct ckpt_policy;
 
 struct urs_sandbox_opts {
 	const char *root; /* --root; NULL: no record (ursa do) */
@@ -38,6 +39,10 @@ struct urs_sandbox_opts {
 	 * which answers from this table (host/seccomp.h); NULL: off */
 	const struct urs_seccomp_denials *seccomp_count;
 	bool profile; /* ursa --profile: ursa_profile_* metrics */
+	/* `ursa restore`: the checkpoint image to turn the init into, and what
+	 * the image may ask for (actors/supervisor.h); NULL: a normal launch */
+	const char *restore_dir;
+	const struct ckpt_policy *restore_policy;
 };
 
 /*

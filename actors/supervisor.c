@@ -26,9 +26,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "actors/gofer.h"
 #include "actors/metrics.h"
 #include "actors/netstack.h"
 #include "host/cgroup.h"
+#include "host/ckpt_restore.h"
 #include "host/fdpass.h"
 #include "host/hooks.h"
 #include "host/proc.h"
@@ -57,6 +59,7 @@ struct sup {
 	struct urs_net_cfg netcfg;
 	struct urs_netstack *net;
 	struct urs_op pid_op, accept_op, sig_op;
+	struct urs_gofer *gofer[URS_GOFER_MAX]; /* mediated volumes (docs/gofer.md) */
 	struct signalfd_siginfo si;
 };
 
@@ -448,6 +451,108 @@ static int write_id_map(pid_t pid, const char *file, const struct urs_idmap *m, 
 	return write(fd, buf, o) == (ssize_t) o ? 0 : -errno;
 }
 
+/* ---- gofer volumes (docs/gofer.md) ----
+ * Before the clone: /dev/fuse and the host directory for each "ursa-gofer"
+ * mount (the init mounts the former and closes both). After the loop
+ * exists: one gofer per volume on it. At exit: stopped before the loop. */
+
+static int gofer_open(struct urs_sup_args *a, char *msg, size_t len)
+{
+	const struct urs_spec *spec = a->launch.spec;
+	struct urs_launch *L = &a->launch;
+	L->n_gofer = 0;
+	for (size_t i = 0; i < spec->n_mounts; i++) {
+		const struct urs_mount *m = &spec->mounts[i];
+		if (!m->gofer)
+			continue;
+		if (L->n_gofer >= URS_GOFER_MAX) {
+			snprintf(msg, len, "mounts[%zu]: too many \"ursa-gofer\" volumes", i);
+			return -E2BIG;
+		}
+		int dir = open(m->source, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (dir < 0) {
+			int r = -errno;
+			snprintf(msg, len, "mounts[%zu]: gofer volume source %s: %s", i, m->source,
+				 strerror(-r));
+			return r;
+		}
+		int fuse = open("/dev/fuse", O_RDWR | O_CLOEXEC | O_NONBLOCK);
+		if (fuse < 0) {
+			int r = -errno;
+			close(dir);
+			snprintf(msg, len, "mounts[%zu]: gofer volume: opening /dev/fuse: %s", i,
+				 strerror(-r));
+			return r;
+		}
+		L->gofer_dir[L->n_gofer] = dir;
+		L->gofer_fuse[L->n_gofer] = fuse;
+		L->n_gofer++;
+	}
+	return 0;
+}
+
+static void gofer_close_fds(struct urs_launch *L)
+{
+	for (int i = 0; i < L->n_gofer; i++) {
+		if (L->gofer_dir[i] >= 0)
+			close(L->gofer_dir[i]);
+		if (L->gofer_fuse[i] >= 0)
+			close(L->gofer_fuse[i]);
+		L->gofer_dir[i] = L->gofer_fuse[i] = -1;
+	}
+	L->n_gofer = 0;
+}
+
+/* On the loop, READY given: serve each volume. A volume that cannot be
+ * served would hang every access to it: the sandbox is stopped instead. */
+static int gofer_start(struct sup *s)
+{
+	struct urs_launch *L = &s->a->launch;
+	for (int i = 0, k = 0; i < L->n_gofer; i++) {
+		while (!s->a->launch.spec->mounts[k].gofer)
+			k++;
+		const struct urs_mount *m = &s->a->launch.spec->mounts[k++];
+		struct urs_gofer_opts go = {.rdonly = (m->flags & MS_RDONLY) != 0, .weak = true};
+		int r = urs_gofer_start(&s->loop, L->gofer_fuse[i], L->gofer_dir[i], &go,
+					&s->gofer[i]);
+		L->gofer_fuse[i] = -1;	/* the gofer's (closed by it, even on failure) */
+		close(L->gofer_dir[i]); /* the gofer keeps its own copy */
+		L->gofer_dir[i] = -1;
+		if (r < 0) {
+			fprintf(stderr, "ursa: gofer volume %s: %s\n", m->destination,
+				strerror(-r));
+			gofer_close_fds(L); /* the rest: aborted connections */
+			return r;
+		}
+	}
+	return 0;
+}
+
+static void gofer_stop(struct sup *s)
+{
+	bool busy = false;
+	for (int i = 0; i < URS_GOFER_MAX; i++)
+		if (s->gofer[i]) {
+			urs_gofer_stop(s->gofer[i]);
+			busy = true;
+		}
+	/* cancelled reads complete on the loop: bounded, the process exits next */
+	for (int n = 0; busy && n < 1000; n++) {
+		busy = false;
+		for (int i = 0; i < URS_GOFER_MAX; i++)
+			busy |= s->gofer[i] && !urs_gofer_done(s->gofer[i]);
+		if (busy && urs_loop_run_once(&s->loop, true) < 0)
+			break;
+	}
+	for (int i = 0; i < URS_GOFER_MAX; i++) {
+		if (s->gofer[i] && urs_gofer_done(s->gofer[i]))
+			urs_gofer_free(s->gofer[i]);
+		s->gofer[i] = NULL; /* else left to the exit */
+	}
+}
+
+/* ---- end of gofer volumes */
+
 static pid_t clone_init(struct urs_sup_args *a, uint64_t flags, int *pidfd)
 {
 	struct clone_args ca = {
@@ -478,10 +583,23 @@ int urs_supervisor_main(struct urs_sup_args *a)
 		prewarm_fd_table();
 	setsid();
 	prctl(PR_SET_NAME, "ursa-sup", 0, 0, 0);
+	if (!a->state_dir) {
+		/* `ursa do`: no record, nothing else can find or stop this sandbox,
+		 * so it ends with the command that made it (the init dies with us) */
+		prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+		if (getppid() != a->parent)
+			return 128 + SIGKILL;
+	}
 	/* A container sharing our pid namespace must not reach our binary
 	 * through /proc/PID/exe, nor ptrace us: stay non-dumpable. */
 	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 
+	/* gofer volumes: /dev/fuse is opened before we enter the sandbox's
+	 * device cgroup (which denies it); mounted by the init (docs/gofer.md) */
+	if ((r = gofer_open(a, msg, sizeof(msg))) < 0) {
+		report(a, r, 0, NULL, msg);
+		return 1;
+	}
 	/* cgroup first: the init is cloned inside it */
 	static struct urs_cgroup cg;
 	static char cgstr[URS_CG_STRING_MAX];
@@ -615,6 +733,16 @@ int urs_supervisor_main(struct urs_sup_args *a)
 			r = m.code ? m.code : -EINVAL;
 		goto fail_kill;
 	}
+	/* ---- ursa restore (docs/checkpoint.md): the init is the restore target */
+	if (a->restore_dir) {
+		struct ckpt_restore_opts ro = {.policy = a->restore_policy, .puppet = s->init_pid};
+		pid_t restored;
+		if ((r = ckpt_restore_ex(a->restore_dir, &ro, &restored, NULL, &err)) < 0) {
+			snprintf(msg, sizeof(msg), "%s", err.msg);
+			goto fail_kill;
+		}
+	}
+	/* ---- end of ursa restore */
 	if (a->state_dir && (s->ctl_fd = ctl_listen(a->state_dir)) < 0) {
 		r = s->ctl_fd;
 		snprintf(msg, sizeof(msg), "control socket in %s: %s", a->state_dir, strerror(-r));
@@ -632,7 +760,7 @@ int urs_supervisor_main(struct urs_sup_args *a)
 		while (n < 0 && errno == EINTR);
 		close(a->report_fd);
 		a->report_fd = -1;
-		if (n == 1)
+		if (n == 1 && !a->restore_dir) /* a restored init runs already */
 			urs_sync_send(s->sync_fd, URS_SYNC_START, 0, NULL);
 		close(s->sync_fd); /* no START (parent gone): the init exits */
 		s->sync_fd = -1;
@@ -647,8 +775,13 @@ int urs_supervisor_main(struct urs_sup_args *a)
 		dup2(null, fd);
 	if (null > 2)
 		close(null);
-	int keepfds[3 + 1 + 1 + URS_NET_MAX_FWD] = {s->sync_fd, s->pidfd, s->ctl_fd, s->tapfd};
+	int keepfds[3 + 1 + 1 + URS_NET_MAX_FWD + 2 * URS_GOFER_MAX] = {s->sync_fd, s->pidfd,
+									s->ctl_fd, s->tapfd};
 	size_t nkeep = 4;
+	for (int i = 0; i < a->launch.n_gofer; i++) { /* gofer volumes */
+		keepfds[nkeep++] = a->launch.gofer_fuse[i];
+		keepfds[nkeep++] = a->launch.gofer_dir[i];
+	}
 	for (unsigned i = 0; a->net && i < a->net->n_fwd; i++)
 		keepfds[nkeep++] = a->net->fwd[i].fd;
 	keepfds[nkeep++] = urs_sup_seccomp_fd(); /* counted seccomp denials, or -1 */
@@ -677,6 +810,7 @@ int urs_supervisor_main(struct urs_sup_args *a)
 	if ((r = urs_loop_init(&s->loop, &lo)) < 0) {
 		/* no loop: still be a correct parent */
 		urs_sup_seccomp_take(-1, NULL); /* nobody answers: denied calls get ENOSYS */
+		gofer_close_fds(&a->launch);	/* gofer volumes: unserved, accesses fail */
 		int st;
 		waitpid(s->init_pid, &st, 0);
 		s->status = st;
@@ -698,6 +832,8 @@ int urs_supervisor_main(struct urs_sup_args *a)
 		fprintf(stderr, "ursa: counting seccomp denials: %s\n", strerror(-r));
 		kill(s->init_pid, SIGKILL);
 	}
+	if (gofer_start(s) < 0) /* gofer volumes: unserved, every access would hang */
+		kill(s->init_pid, SIGKILL);
 	io_uring_prep_poll_add(urs_op_sqe(&s->pid_op), s->pidfd, POLLIN);
 	urs_submit(&s->loop, &s->pid_op, pid_cb);
 	if (s->sig_fd >= 0)
@@ -724,6 +860,7 @@ int urs_supervisor_main(struct urs_sup_args *a)
 	}
 	if (s->net)
 		urs_netstack_stop(s->net);
+	gofer_stop(s); /* gofer volumes */
 	urs_loop_fini(&s->loop);
 done:
 	if (a->state_dir) {

@@ -18,6 +18,7 @@
 #include "host/init.h"
 
 struct urs_netopts;
+struct ckpt_policy;
 
 struct urs_sup_args {
 	const char *state_dir; /* ROOT/ID: control socket lives here; NULL for `ursa do` */
@@ -31,11 +32,17 @@ struct urs_sup_args {
 	bool no_cgroup;		 /* `ursa do` without limits: the pid namespace is the leash */
 	bool start_now;		 /* release the init as soon as it is READY (run, do) */
 	struct urs_netopts *net; /* networking for a new net namespace, or NULL */
+	pid_t parent;		 /* who forked us: `ursa do` takes the sandbox down with it */
 	/* counted seccomp denials (actors/metrics.h): the listener that comes
 	 * with READY is ours, answered from this table; NULL: it goes to the
 	 * agent at linux.seccomp.listenerPath */
 	const struct urs_seccomp_denials *seccomp_count;
 	bool profile; /* ursa --profile */
+	/* `ursa restore`: the init builds the root and stops, and is turned into
+	 * the checkpoint image in this directory (host/ckpt_restore.h) before
+	 * READY; NULL for a normal launch */
+	const char *restore_dir;
+	const struct ckpt_policy *restore_policy;
 };
 
 /* Report from the supervisor to its parent. */

@@ -60,5 +60,7 @@ int cmd_exec(int argc, char **argv);
 int cmd_update(int argc, char **argv);
 int cmd_metrics(int argc, char **argv);
 int cmd_metric_server(int argc, char **argv);
+int cmd_checkpoint(int argc, char **argv);
+int cmd_restore(int argc, char **argv);
 
 #endif

@@ -134,15 +134,15 @@ static char *build_config(const char *network, const char *resolv, const char *c
 	json_array_append_new(mounts, mnt("/sys", "sysfs", "sysfs", o_sys));
 	json_array_append_new(mounts, mnt("/tmp", "tmpfs", "tmpfs", o_tmp));
 	for (int i = 0; i < vols->n; i++) {
-		char host[PATH_MAX], dest[PATH_MAX], mode[16] = "";
+		char host[PATH_MAX], dest[PATH_MAX], mode[32] = "";
 		const char *v = vols->v[i];
 		const char *c1 = strchr(v, ':');
 		const char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
 		if (!c1 || c1 == v || c1[1] != '/') {
-			urs_err_set(
-				err, -EINVAL,
-				"do: --volume %s: expected HOST:DEST[:ro] with an absolute DEST",
-				v);
+			urs_err_set(err, -EINVAL,
+				    "do: --volume %s: expected HOST:DEST[:ro][:gofer] with an "
+				    "absolute DEST",
+				    v);
 			goto fail;
 		}
 		snprintf(host, sizeof(host), "%.*s", (int) (c1 - v), v);
@@ -150,9 +150,21 @@ static char *build_config(const char *network, const char *resolv, const char *c
 			 (int) (c2 ? c2 - c1 - 1 : (long) strlen(c1 + 1)), c1 + 1);
 		if (c2)
 			snprintf(mode, sizeof(mode), "%s", c2 + 1);
-		if (*mode && strcmp(mode, "ro") && strcmp(mode, "rw")) {
-			urs_err_set(err, -EINVAL, "do: --volume %s: unknown mode \"%s\" (ro or rw)",
-				    v, mode);
+		/* MODE: ro or rw, and/or gofer (a mediated volume, docs/gofer.md) */
+		bool ro = false, gofer = false, bad = false;
+		for (char *t = mode, *end; t && *t; t = end ? end + 1 : NULL) {
+			if ((end = strchr(t, ':')))
+				*end = 0;
+			if (!strcmp(t, "ro") || !strcmp(t, "rw"))
+				ro = !strcmp(t, "ro");
+			else if (!strcmp(t, "gofer"))
+				gofer = true;
+			else
+				bad = true;
+		}
+		if (bad) {
+			urs_err_set(err, -EINVAL,
+				    "do: --volume %s: unknown mode (ro, rw, gofer, ro:gofer)", v);
 			goto fail;
 		}
 		char real[PATH_MAX];
@@ -162,8 +174,10 @@ static char *build_config(const char *network, const char *resolv, const char *c
 		}
 		const char *o_ro[] = {"rbind", "ro", "nosuid", "nodev", NULL};
 		const char *o_rw[] = {"rbind", "rw", NULL};
-		json_array_append_new(mounts,
-				      mnt(dest, "bind", real, strcmp(mode, "ro") ? o_rw : o_ro));
+		const char *o_gro[] = {"rbind", "ro", "nosuid", "nodev", "ursa-gofer", NULL};
+		const char *o_grw[] = {"rbind", "rw", "nosuid", "nodev", "ursa-gofer", NULL};
+		const char **o = gofer ? (ro ? o_gro : o_grw) : (ro ? o_ro : o_rw);
+		json_array_append_new(mounts, mnt(dest, "bind", real, o));
 	}
 
 	if (resolv) {
@@ -243,7 +257,9 @@ int cmd_do(int argc, char **argv)
 		 "[HOSTIP:]HOSTPORT:SANDBOXPORT[/tcp|udp] port forward (repeatable)"},
 		{"cwd", 0, URS_OPT_STR, &cwd, "working directory (default: the current one)"},
 		{"env", 'e', URS_OPT_LIST, &envs, "KEY=VALUE (repeatable)"},
-		{"volume", 'v', URS_OPT_LIST, &vols, "HOST:DEST[:ro] bind mount (repeatable)"},
+		{"volume", 'v', URS_OPT_LIST, &vols,
+		 "HOST:DEST[:ro][:gofer] bind mount, or with gofer a FUSE volume served by the "
+		 "supervisor (repeatable)"},
 		{"memory", 'm', URS_OPT_STR, &memory,
 		 "memory limit in bytes (puts it in a cgroup)"},
 		{"pids-limit", 0, URS_OPT_INT, &pids, "pid limit (puts it in a cgroup)"},
@@ -289,6 +305,16 @@ int cmd_do(int argc, char **argv)
 		for (size_t k = 0; k < URS_ARRAY_SIZE(fresh); k++)
 			if (!strncmp(cwd, fresh[k], strlen(fresh[k])))
 				cwd = "/";
+		/* nor inside a gofer volume (the init cannot enter it: docs/gofer.md) */
+		for (int k = 0; k < vols.n; k++) {
+			const char *d = strchr(vols.v[k], ':'), *e = d ? strchr(d + 1, ':') : NULL;
+			size_t n = d ? (e ? (size_t) (e - d - 1) : strlen(d + 1)) : 0;
+			while (n > 1 && d[n] == '/')
+				n--;
+			if (e && strstr(e, "gofer") && n && !strncmp(cwd, d + 1, n) &&
+			    (cwd[n] == '/' || !cwd[n] || n == 1))
+				cwd = "/";
+		}
 	}
 	if (cwd[0] != '/') {
 		urs_error("do: --cwd %s: must be absolute", cwd);

@@ -27,6 +27,9 @@ static const struct urs_cmd cmds[] = {
 	{"exec", cmd_exec, "run another process in a running container"},
 	{"update", cmd_update, "change a container's resource limits"},
 	{"metrics", cmd_metrics, "print a sandbox's metrics (Prometheus text)"},
+	{"metric-server", cmd_metric_server, "serve GET /metrics for every sandbox (HTTP)"},
+	{"checkpoint", cmd_checkpoint, "save a running container to an image directory"},
+	{"restore", cmd_restore, "create a container from a checkpoint image"},
 	{"do", cmd_do, "run a command in a sandbox on the host's root"},
 	{"demo", cmd_demo, "run the actor runtime on this machine and report what it did"},
 };

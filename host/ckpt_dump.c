@@ -13,6 +13,7 @@
 #include <limits.h>
 #include <poll.h>
 #include <linux/kcmp.h>
+#include <linux/openat2.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -22,6 +23,7 @@
 #include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -46,6 +48,7 @@ struct dumpctx {
 	uint64_t sigcgt[CKPT_MAX_TASKS]; /* caught or ignored signals, from status */
 	uint8_t trapped[CKPT_MAX_TASKS]; /* in a ptrace stop: can be detached */
 	const char *freezer;		 /* cgroup v2 directory, or NULL */
+	pid_t outside;			 /* may be in the cgroup, not dumped */
 };
 
 static int read_small(const char *path, char *buf, size_t cap)
@@ -444,6 +447,38 @@ static int dump_pages(struct dumpctx *c, struct ckpt_task *t, pid_t pid, struct 
 static const char *const ok_chr[] = {"/dev/null", "/dev/zero", "/dev/full", "/dev/random",
 				     "/dev/urandom"};
 
+/* Is path, resolved inside pid's root (never outside it), the file st? The
+ * links in /proc/PID/fd are in the dumper's view: a file of the host (the
+ * shim's log, a redirected stdout) shows as a host path that the task's root
+ * does not have, or has as another file. */
+static bool in_task_root(pid_t pid, const char *path, const struct stat *st)
+{
+	char root[64];
+	snprintf(root, sizeof(root), "/proc/%d/root", pid);
+	_cleanup_close_ int dfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return false;
+	struct open_how how = {.flags = O_PATH | O_CLOEXEC,
+			       .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
+	_cleanup_close_ int fd = (int) syscall(SYS_openat2, dfd, path, &how, sizeof(how));
+	struct stat s2;
+	return fd >= 0 && fstat(fd, &s2) == 0 && s2.st_dev == st->st_dev && s2.st_ino == st->st_ino;
+}
+
+/* stdio the restore replaces (CKPT_FD_EXT): a pipe, socket or tty on fd 0-2,
+ * or a file outside the task's root (the shim's log, a redirected stdout) */
+static bool external_stdio(pid_t pid, int fd, const char *link, const struct stat *st)
+{
+	if (fd > 2)
+		return false;
+	if (S_ISFIFO(st->st_mode) || S_ISSOCK(st->st_mode))
+		return true;
+	if (S_ISCHR(st->st_mode) &&
+	    (major(st->st_rdev) == 136 || major(st->st_rdev) == 5 || major(st->st_rdev) == 4))
+		return true; /* pty slave, /dev/tty + ptmx, vt/ttyS */
+	return link[0] == '/' && !deleted(link) && !in_task_root(pid, link, st);
+}
+
 static int dump_fds(struct ckpt_task *t, pid_t pid, struct urs_err *err)
 {
 	char path[96];
@@ -522,10 +557,21 @@ static int dump_fds(struct ckpt_task *t, pid_t pid, struct urs_err *err)
 		f->r.dev = st.st_dev;
 		f->r.ino = st.st_ino;
 		f->r.rdev = st.st_rdev;
+		if (external_stdio(pid, fd, link, &st)) {
+			f->r.type = CKPT_FD_EXT;
+			f->r.pos = 0;
+			t->nfds++;
+			continue;
+		}
 		if (link[0] != '/' || deleted(link))
 			return urs_err_set(err, -ENOTSUP,
 					   "pid %d: fd %d (%s) is not supported yet (only regular "
 					   "files, directories and /dev/null-like devices)",
+					   pid, fd, link);
+		if (!in_task_root(pid, link, &st))
+			return urs_err_set(err, -ENOTSUP,
+					   "pid %d: fd %d (%s) is not reachable from the process's "
+					   "root directory",
 					   pid, fd, link);
 		if (S_ISREG(st.st_mode))
 			f->r.type = CKPT_FD_REG;
@@ -1016,6 +1062,14 @@ static int cg_wait_frozen(const char *cg, struct urs_err *err)
 	return urs_err_set(err, -ETIMEDOUT, "checkpoint: %s did not freeze within 10 s", cg);
 }
 
+int ckpt_cg2_freeze(const char *dir, bool frozen, struct urs_err *err)
+{
+	int r = cg_write_freeze(dir, frozen, err);
+	if (!r && frozen)
+		r = cg_wait_frozen(dir, err);
+	return r;
+}
+
 static int in_pidlist(pid_t pid, const pid_t *l, uint32_t n)
 {
 	for (uint32_t i = 0; i < n; i++)
@@ -1066,7 +1120,7 @@ static int seize_frozen(struct dumpctx *c, pid_t root, struct urs_err *err)
 		if (end == p)
 			break;
 		p = end;
-		if (!in_pidlist((pid_t) v, pids, n))
+		if (!in_pidlist((pid_t) v, pids, n) && (pid_t) v != c->outside)
 			return urs_err_set(
 				err, -ENOTSUP,
 				"pid %ld is in the frozen cgroup but not a descendant of "
@@ -1127,6 +1181,7 @@ int ckpt_dump(pid_t pid, const char *dir, const struct ckpt_dump_opts *opts,
 		goto out;
 	}
 	c.freezer = opts ? opts->freezer : NULL;
+	c.outside = opts ? opts->outside : 0;
 	c.chunk = malloc(CHUNK * CKPT_PAGE_SIZE);
 	c.tr = calloc(CKPT_MAX_TASKS, sizeof(*c.tr));
 	c.img.tasks = calloc(CKPT_MAX_TASKS, sizeof(*c.img.tasks));

@@ -7,10 +7,14 @@
  * task exactly as it was (still frozen/stopped if it was). On any refusal
  * (multi-threaded task, io_uring, pipe, socket, deleted file, ...) nothing is
  * left in the directory and the message names the pid and the resource.
+ * Pipes, sockets, ttys and files outside the task's root on fds 0-2 are not
+ * refused: they are recorded as external stdio (CKPT_FD_EXT), which the
+ * restore replaces with its own.
  */
 #ifndef URSA_HOST_CKPT_DUMP_H
 #define URSA_HOST_CKPT_DUMP_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -32,7 +36,14 @@ struct ckpt_dump_opts {
 	 * Every process in the cgroup must be in the tree. NULL when the tasks
 	 * are stopped or running (the dumper stops them itself meanwhile). */
 	const char *freezer;
+	/* A process that may sit in that cgroup without being part of the tree
+	 * (the sandbox's supervisor), or 0. It is frozen with the rest. */
+	pid_t outside;
 };
+
+/* Write cgroup.freeze of a cgroup v2 directory and wait (≤ 10 s) until
+ * cgroup.events agrees (thawing: returns at once). */
+int ckpt_cg2_freeze(const char *dir, bool frozen, struct urs_err *err);
 
 /* Dump the tree rooted at pid (a pid in the caller's pid namespace) into dir
  * (which must exist). opts may be NULL. */

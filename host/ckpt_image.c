@@ -336,7 +336,8 @@ static int validate_task(const struct ckpt_image *img, uint32_t idx, struct urs_
 		const struct ckpt_fd *d = &t->fds[f];
 		if (d->r.fd <= prev_fd || d->r.fd >= (1 << 20) ||
 		    (d->r.dup_of != -1 && (d->r.dup_of < 0 || d->r.dup_of >= d->r.fd)) ||
-		    (d->r.dup_of == -1 &&
+		    (d->r.dup_of == -1 && d->r.type == CKPT_FD_EXT && (d->path || d->r.fd > 2)) ||
+		    (d->r.dup_of == -1 && d->r.type != CKPT_FD_EXT &&
 		     (!d->path || d->r.type < CKPT_FD_REG || d->r.type > CKPT_FD_CHR)))
 			return urs_err_set(err, -EINVAL, "checkpoint image: task %u: bad fd %d",
 					   idx, d->r.fd);

@@ -75,6 +75,10 @@ enum ckpt_fd_type {
 	CKPT_FD_REG = 1, /* regular file */
 	CKPT_FD_DIR = 2, /* directory */
 	CKPT_FD_CHR = 3, /* character device (e.g. /dev/null) */
+	/* stdio (fd 0-2 only) that the restore replaces with its own: a pipe,
+	 * socket, tty or a file outside the task's root at checkpoint time.
+	 * No path; the restorer's (the puppet's) fd of that number is kept. */
+	CKPT_FD_EXT = 4,
 };
 
 struct ckpt_fd_rec {

@@ -16,6 +16,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <linux/capability.h>
+#include <linux/openat2.h>
 #include <linux/prctl.h>
 #include <linux/sched.h>
 #include <signal.h>
@@ -68,6 +69,7 @@ struct rctx {
 	uint8_t *dead; /* re-created zombies: nothing more to do */
 	uint32_t nlive;
 	uint64_t blob;
+	pid_t puppet; /* an existing root puppet (ckpt_restore_opts.puppet), or 0 */
 	struct ckpt_restore_stats *st;
 };
 
@@ -92,9 +94,14 @@ static bool overlaps_image(const struct ckpt_image *img, uint64_t a, uint64_t le
 	return false;
 }
 
-static bool overlaps_self(uint64_t a, uint64_t len)
+static bool overlaps_self(pid_t pid, uint64_t a, uint64_t len)
 {
-	_cleanup_fclose_ FILE *f = fopen("/proc/self/maps", "re");
+	char path[64];
+	if (pid > 0)
+		snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	else
+		snprintf(path, sizeof(path), "/proc/self/maps");
+	_cleanup_fclose_ FILE *f = fopen(path, "re");
 	char line[512];
 	while (f && fgets(line, sizeof(line), f)) {
 		unsigned long long s, e;
@@ -107,7 +114,8 @@ static bool overlaps_self(uint64_t a, uint64_t len)
 static int choose_blob(struct rctx *c, struct urs_err *err)
 {
 	for (uint64_t a = 1ull << 33; a < (1ull << 46); a += 1ull << 33)
-		if (!overlaps_image(&c->img, a, BLOB_LEN) && !overlaps_self(a, BLOB_LEN)) {
+		if (!overlaps_image(&c->img, a, BLOB_LEN) && !overlaps_self(0, a, BLOB_LEN) &&
+		    (c->puppet <= 0 || !overlaps_self(c->puppet, a, BLOB_LEN))) {
 			c->blob = a;
 			return 0;
 		}
@@ -160,6 +168,20 @@ static int scratch_put(struct rctx *c, uint32_t i, uint32_t off, const void *p, 
 static uint64_t sarg(struct rctx *c, uint32_t off)
 {
 	return c->blob + SCRATCH + off;
+}
+
+/* the root puppet inherited an rseq registration: drop it before its memory goes */
+static int drop_rseq(struct rctx *c, struct urs_err *err)
+{
+	struct __ptrace_rseq_configuration rc = {0};
+	if (ptrace(PTRACE_GET_RSEQ_CONFIGURATION, c->tr[0].pid, (void *) sizeof(rc), &rc) > 0 &&
+	    rc.rseq_abi_pointer) {
+		int r = inj(c, 0, SYS_rseq, rc.rseq_abi_pointer, rc.rseq_abi_size,
+			    1 /* UNREGISTER */, rc.signature, 0, 0, NULL);
+		if (r)
+			return urs_err_set(err, r, "restore: unregistering rseq: %s", strerror(-r));
+	}
+	return 0;
 }
 
 static int create_root(struct rctx *c, struct urs_err *err)
@@ -216,16 +238,76 @@ static int create_root(struct rctx *c, struct urs_err *err)
 	if (c->memfd[0] < 0)
 		return urs_err_set(err, c->memfd[0], "restore: opening puppet memory: %s",
 				   strerror(-c->memfd[0]));
-	/* the puppet inherited our rseq registration: drop it before its memory goes */
-	struct __ptrace_rseq_configuration rc = {0};
-	if (ptrace(PTRACE_GET_RSEQ_CONFIGURATION, (pid_t) pid, (void *) sizeof(rc), &rc) > 0 &&
-	    rc.rseq_abi_pointer) {
-		r = inj(c, 0, SYS_rseq, rc.rseq_abi_pointer, rc.rseq_abi_size, 1 /* UNREGISTER */,
-			rc.signature, 0, 0, NULL);
-		if (r)
-			return urs_err_set(err, r, "restore: unregistering rseq: %s", strerror(-r));
+	return drop_rseq(c, err);
+}
+
+/* NSpid's last field of /proc/PID/status: the pid in its own namespace */
+static pid_t ns_pid_of(pid_t pid)
+{
+	char path[64], line[256];
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	_cleanup_fclose_ FILE *f = fopen(path, "re");
+	pid_t last = -1;
+	while (f && fgets(line, sizeof(line), f)) {
+		if (strncmp(line, "NSpid:", 6))
+			continue;
+		for (char *p = strtok(line + 6, " \t\n"); p; p = strtok(NULL, " \t\n"))
+			last = (pid_t) atoi(p);
 	}
-	return 0;
+	return last;
+}
+
+/* ckpt_restore_opts.puppet: seize the existing process and give it the blob
+ * by injected syscalls from a `syscall` instruction of its vdso. */
+static int adopt_root(struct rctx *c, struct urs_err *err)
+{
+	pid_t pid = c->puppet;
+	if (ns_pid_of(pid) != c->img.tasks[0].r.nspid)
+		return urs_err_set(err, -EINVAL,
+				   "restore: the restore target (pid %d) does not have pid %d in "
+				   "its pid namespace",
+				   pid, c->img.tasks[0].r.nspid);
+	int r = ckpt_seize(&c->tr[0], pid,
+			   PTRACE_O_EXITKILL | PTRACE_O_TRACEFORK | PTRACE_O_TRACECLONE |
+				   PTRACE_O_SUSPEND_SECCOMP,
+			   err);
+	if (r)
+		return r;
+	c->nlive = 1;
+	c->tr[0].pid = pid;
+	char path[64], line[512];
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	_cleanup_fclose_ FILE *f = fopen(path, "re");
+	uint64_t ip = 0;
+	while (f && fgets(line, sizeof(line), f) && !ip) {
+		unsigned long long s, e;
+		if (strstr(line, "[vdso]") && sscanf(line, "%llx-%llx", &s, &e) == 2 &&
+		    ckpt_find_syscall_insn(pid, s, e, &ip) < 0)
+			ip = 0;
+	}
+	if (!ip)
+		return urs_err_set(err, -ENOEXEC,
+				   "restore: pid %d: no syscall instruction in its vdso", pid);
+	c->tr[0].syscall_ip = ip;
+	c->memfd[0] = ckpt_open_mem(pid);
+	if (c->memfd[0] < 0)
+		return urs_err_set(err, c->memfd[0], "restore: opening puppet memory: %s",
+				   strerror(-c->memfd[0]));
+	long got = 0;
+	r = inj(c, 0, SYS_mmap, c->blob, BLOB_LEN, PROT_READ | PROT_WRITE,
+		MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, (uint64_t) -1, 0, &got);
+	if (!r && (uint64_t) got != c->blob)
+		r = -EEXIST;
+	if (!r)
+		r = ckpt_mem_write(c->memfd[0], c->blob, "\x0f\x05\xcc", 3);
+	if (!r)
+		r = inj(c, 0, SYS_mprotect, c->blob, CKPT_PAGE_SIZE, PROT_READ | PROT_EXEC, 0, 0, 0,
+			NULL);
+	if (r)
+		return urs_err_set(err, r, "restore: pid %d: mapping the restorer blob: %s", pid,
+				   strerror(-r));
+	c->tr[0].syscall_ip = c->blob;
+	return drop_rseq(c, err);
 }
 
 static int set_ids(struct rctx *c, uint32_t i, struct urs_err *err);
@@ -514,6 +596,17 @@ static int restore_fds(struct rctx *c, uint32_t i, struct urs_err *err)
 						   t->r.nspid, f->r.fd, strerror(-r));
 			continue;
 		}
+		if (f->r.type == CKPT_FD_EXT) {
+			/* the restorer's own stdio of that number (inherited by the puppet) */
+			r = inj(c, i, SYS_fcntl, (uint64_t) f->r.fd, F_SETFD,
+				cloexec ? FD_CLOEXEC : 0, 0, 0, 0, NULL);
+			if (r)
+				return urs_err_set(err, r,
+						   "restore: pid %d: fd %d was stdio replaced at "
+						   "restore, but the restore has no fd %d: %s",
+						   t->r.nspid, f->r.fd, f->r.fd, strerror(-r));
+			continue;
+		}
 		long fd;
 		r = open_in(c, i, f->path, (int) (f->r.oflags & OPEN_MASK) | cloexec, &fd);
 		if (r)
@@ -633,7 +726,8 @@ static int restore_misc(struct rctx *c, uint32_t i, struct urs_err *err)
 					   t->r.nspid, k);
 	}
 	/* the puppet's parent-death signal is ours, not the task's */
-	inj(c, i, SYS_prctl, PR_SET_PDEATHSIG, 0, 0, 0, 0, 0, NULL);
+	if (!(i == 0 && c->puppet > 0)) /* an adopted init keeps its supervisor's leash */
+		inj(c, i, SYS_prctl, PR_SET_PDEATHSIG, 0, 0, 0, 0, 0, NULL);
 	if (t->r.no_new_privs) {
 		r = inj(c, i, SYS_prctl, PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0, 0, NULL);
 		if (r)
@@ -790,7 +884,11 @@ static int set_ids(struct rctx *c, uint32_t i, struct urs_err *err)
 {
 	const struct ckpt_task *t = &c->img.tasks[i];
 	int r = 0;
-	if (t->r.nssid == t->r.nspid)
+	long sid = 0;
+	if (t->r.nssid == t->r.nspid && i == 0 && c->puppet > 0 &&
+	    !inj(c, i, SYS_getsid, 0, 0, 0, 0, 0, 0, &sid) && sid == t->r.nspid)
+		r = 0; /* an adopted init is a session leader already */
+	else if (t->r.nssid == t->r.nspid)
 		r = inj(c, i, SYS_setsid, 0, 0, 0, 0, 0, 0, NULL);
 	else if (t->r.nspgid == t->r.nspid)
 		r = inj(c, i, SYS_setpgid, 0, 0, 0, 0, 0, 0, NULL);
@@ -842,6 +940,12 @@ static int finish_task(struct rctx *c, uint32_t i, struct urs_err *err)
 	int r = queue_signals(c, i, err);
 	if (r)
 		return r;
+	/* an adopted init was kept non-dumpable until now (nothing in the
+	 * sandbox may reach it); what it has become was dumpable, as a normal
+	 * exec'd process (after the credentials: changing them resets this) */
+	if (c->puppet > 0 && (r = inj(c, i, SYS_prctl, PR_SET_DUMPABLE, 1, 0, 0, 0, 0, NULL)))
+		return urs_err_set(err, r, "restore: pid %d: PR_SET_DUMPABLE: %s", t->r.nspid,
+				   strerror(-r));
 	r = inj(c, i, SYS_munmap, c->blob, BLOB_LEN, 0, 0, 0, 0, NULL);
 	if (r)
 		return urs_err_set(err, r, "restore: pid %d: unmapping the blob: %s", t->r.nspid,
@@ -878,7 +982,16 @@ static int finish_task(struct rctx *c, uint32_t i, struct urs_err *err)
 static int rebuild(struct rctx *c, uint32_t i, const struct own_creds *o, struct urs_err *err)
 {
 	const struct ckpt_task *t = &c->img.tasks[i];
-	int r = inj(c, i, SYS_close_range, 0, ~0u, 0, 0, 0, 0, NULL);
+	/* fds 0-2 stay for external stdio (CKPT_FD_EXT); the others go */
+	int r = inj(c, i, SYS_close_range, 3, ~0u, 0, 0, 0, 0, NULL);
+	for (int k = 0; k < 3 && !r; k++) {
+		bool keep = false;
+		for (uint32_t f = 0; f < t->nfds; f++)
+			keep |= t->fds[f].r.fd == k && t->fds[f].r.dup_of == -1 &&
+				t->fds[f].r.type == CKPT_FD_EXT;
+		if (!keep)
+			inj(c, i, SYS_close, (uint64_t) k, 0, 0, 0, 0, 0, NULL);
+	}
 	if (r)
 		return urs_err_set(err, r, "restore: pid %d: close_range: %s", t->r.nspid,
 				   strerror(-r));
@@ -910,8 +1023,30 @@ static int rebuild(struct rctx *c, uint32_t i, const struct own_creds *o, struct
 }
 
 /* Files the image maps must still be the same files: check before creating anything. */
-static int precheck(const struct ckpt_image *img, struct urs_err *err)
+/* stat path as the restored task will see it: in the caller's root, or with
+ * a puppet, inside the puppet's root (openat2 RESOLVE_IN_ROOT: symlinks and
+ * ".." never leave it) */
+static int stat_at(int rootfd, const char *path, struct stat *st)
 {
+	if (rootfd < 0)
+		return stat(path, st) < 0 ? -errno : 0;
+	struct open_how how = {.flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_IN_ROOT};
+	_cleanup_close_ int fd = (int) syscall(SYS_openat2, rootfd, path, &how, sizeof(how));
+	if (fd < 0)
+		return -errno;
+	return fstat(fd, st) < 0 ? -errno : 0;
+}
+
+static int precheck(const struct ckpt_image *img, pid_t puppet, struct urs_err *err)
+{
+	_cleanup_close_ int rootfd = -1;
+	if (puppet > 0) {
+		char root[64];
+		snprintf(root, sizeof(root), "/proc/%d/root", puppet);
+		rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (rootfd < 0)
+			return urs_err_set(err, -errno, "restore: %s: %m", root);
+	}
 	for (uint32_t i = 0; i < img->ntasks; i++) {
 		const struct ckpt_task *t = &img->tasks[i];
 		for (uint32_t v = 0; v < t->nvmas; v++) {
@@ -919,9 +1054,10 @@ static int precheck(const struct ckpt_image *img, struct urs_err *err)
 			if (m->r.kind != CKPT_VMA_FILE)
 				continue;
 			struct stat st;
-			if (stat(m->path, &st) < 0)
-				return urs_err_set(err, -errno, "restore: pid %d: %s: %m",
-						   t->r.nspid, m->path);
+			int e = stat_at(rootfd, m->path, &st);
+			if (e)
+				return urs_err_set(err, e, "restore: pid %d: %s: %s", t->r.nspid,
+						   m->path, strerror(-e));
 			if (st.st_dev != m->r.dev || st.st_ino != m->r.ino ||
 			    (uint64_t) st.st_size != m->r.fsize)
 				return urs_err_set(err, -ESTALE,
@@ -932,30 +1068,89 @@ static int precheck(const struct ckpt_image *img, struct urs_err *err)
 		for (uint32_t k = 0; k < t->nfds; k++) {
 			const struct ckpt_fd *f = &t->fds[k];
 			struct stat st;
-			if (f->r.dup_of != -1)
+			if (f->r.dup_of != -1 || f->r.type == CKPT_FD_EXT)
 				continue;
-			if (stat(f->path, &st) < 0)
-				return urs_err_set(err, -errno, "restore: pid %d: fd %d: %s: %m",
-						   t->r.nspid, f->r.fd, f->path);
+			int e = stat_at(rootfd, f->path, &st);
+			if (e)
+				return urs_err_set(err, e, "restore: pid %d: fd %d: %s: %s",
+						   t->r.nspid, f->r.fd, f->path, strerror(-e));
 		}
+	}
+	return 0;
+}
+
+int ckpt_image_check_policy(const struct ckpt_image *img, const struct ckpt_policy *p,
+			    struct urs_err *err)
+{
+	for (uint32_t i = 0; i < img->ntasks; i++) {
+		const struct ckpt_task *t = &img->tasks[i];
+		const struct ckpt_task_rec *r = &t->r;
+		if (r->zombie)
+			continue;
+		uint64_t caps = r->cap_inh | r->cap_prm | r->cap_eff | r->cap_bnd | r->cap_amb;
+		if (caps & ~p->cap_bnd)
+			return urs_err_set(err, -EPERM,
+					   "restore: pid %d: capabilities %#" PRIx64
+					   " beyond the configuration's bounding set %#" PRIx64,
+					   r->nspid, caps & ~p->cap_bnd, p->cap_bnd);
+		if (p->need_nnp && !r->no_new_privs)
+			return urs_err_set(
+				err, -EPERM,
+				"restore: pid %d: no_new_privs is off, the configuration "
+				"requires it",
+				r->nspid);
+		for (int k = 0; k < 4; k++) {
+			if (p->pin_uid && r->uid[k] != p->uid)
+				return urs_err_set(err, -EPERM,
+						   "restore: pid %d: uid %u, the configuration "
+						   "allows only %u",
+						   r->nspid, r->uid[k], p->uid);
+			if (p->pin_gid && r->gid[k] != p->gid)
+				return urs_err_set(err, -EPERM,
+						   "restore: pid %d: gid %u, the configuration "
+						   "allows only %u",
+						   r->nspid, r->gid[k], p->gid);
+		}
+		for (uint32_t k = 0; k < p->n_rlim && k < CKPT_NRLIMIT; k++)
+			if (r->rlim[k].max > p->rlim_max[k] || r->rlim[k].cur > r->rlim[k].max)
+				return urs_err_set(
+					err, -EPERM,
+					"restore: pid %d: resource limit %u (hard %" PRIu64
+					") above what the configuration gives (%" PRIu64 ")",
+					r->nspid, k, r->rlim[k].max, p->rlim_max[k]);
+		if (p->bpf_len &&
+		    (!t->nseccomp || t->seccomp[0].len != p->bpf_len ||
+		     memcmp(t->seccomp[0].insns, p->bpf, p->bpf_len * sizeof(uint64_t))))
+			return urs_err_set(err, -EPERM,
+					   "restore: pid %d: its seccomp filter is not the "
+					   "configuration's",
+					   r->nspid);
 	}
 	return 0;
 }
 
 int ckpt_restore(const char *dir, pid_t *pid, struct ckpt_restore_stats *stats, struct urs_err *err)
 {
+	return ckpt_restore_ex(dir, NULL, pid, stats, err);
+}
+
+int ckpt_restore_ex(const char *dir, const struct ckpt_restore_opts *opts, pid_t *pid,
+		    struct ckpt_restore_stats *stats, struct urs_err *err)
+{
 	struct ckpt_restore_stats dummy;
 	if (!stats)
 		stats = &dummy;
 	memset(stats, 0, sizeof(*stats));
 	double t0 = now_ms();
-	struct rctx c = {.st = stats};
+	struct rctx c = {.st = stats, .puppet = opts ? opts->puppet : 0};
 	int r = ckpt_image_load(dir, &c.img, err);
 	if (r)
 		return r;
 	stats->load_ms = now_ms() - t0;
 	stats->ntasks = c.img.ntasks;
-	r = precheck(&c.img, err);
+	if (opts && opts->policy && (r = ckpt_image_check_policy(&c.img, opts->policy, err)))
+		goto out_img;
+	r = precheck(&c.img, c.puppet, err);
 	if (!r)
 		r = choose_blob(&c, err);
 	if (r)
@@ -969,7 +1164,7 @@ int ckpt_restore(const char *dir, pid_t *pid, struct ckpt_restore_stats *stats, 
 	}
 	for (uint32_t i = 0; i < c.img.ntasks; i++)
 		c.memfd[i] = -1;
-	r = create_root(&c, err);
+	r = c.puppet > 0 ? adopt_root(&c, err) : create_root(&c, err);
 	/* tasks are in breadth-first order: a parent always precedes its children */
 	for (uint32_t i = 0; !r && i < c.img.ntasks; i++) {
 		if (!c.dead[i])

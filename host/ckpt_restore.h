@@ -12,6 +12,7 @@
 #ifndef URSA_HOST_CKPT_RESTORE_H
 #define URSA_HOST_CKPT_RESTORE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -30,5 +31,48 @@ struct ckpt_restore_stats {
  * seccomp are the caller's business (the puppet inherits the caller's). */
 int ckpt_restore(const char *dir, pid_t *pid, struct ckpt_restore_stats *stats,
 		 struct urs_err *err);
+
+struct ckpt_image;
+
+/* What a restored sandbox may be: the image is untrusted input (whoever can
+ * write it can rewrite its checksums), so its credentials and filters are
+ * checked against the configuration before anything is created. */
+struct ckpt_policy {
+	uint64_t cap_bnd;      /* every capability set of every task within this */
+	bool need_nnp;	       /* every task must have no_new_privs */
+	bool pin_uid, pin_gid; /* every uid (gid) must be uid (gid) */
+	uint32_t uid, gid;
+	const uint64_t *bpf; /* every task's oldest seccomp filter must be this */
+	uint32_t bpf_len;    /* instructions; 0: no filter required */
+	/* hard limits no task may exceed (the restorer sets them from outside,
+	 * with its own privilege); index = RLIMIT_*; 0 entries: no check */
+	uint64_t rlim_max[16];
+	uint32_t n_rlim;
+};
+
+/* 0, or -EPERM with the task and what exceeds the policy. */
+int ckpt_image_check_policy(const struct ckpt_image *img, const struct ckpt_policy *p,
+			    struct urs_err *err);
+
+struct ckpt_restore_opts {
+	const struct ckpt_policy *policy; /* checked right after loading, or NULL */
+	/* > 0: an existing process becomes the root task instead of a new clone
+	 * — the sandbox's init, a child of the caller, already inside the
+	 * sandbox's namespaces, cgroup and root, and blocked in a system call.
+	 * It must be single-threaded, have every signal handler at SIG_DFL and
+	 * no alternate signal stack, and hold the capabilities the restore
+	 * needs (CAP_SYS_RESOURCE for PR_SET_MM, CAP_SETUID/SETGID, ...).
+	 * Its pid in its own pid namespace must be the image root's. Paths are
+	 * then checked inside its root (never outside it), and the restored
+	 * tasks are made dumpable again (it was not, as an unexec'd init). */
+	pid_t puppet;
+};
+
+/* ckpt_restore with options (opts may be NULL). Either way, an image fd of
+ * type CKPT_FD_EXT (stdio that was a pipe, socket, tty or a file outside the
+ * root) takes the fd of the same number the root puppet has: the caller's
+ * own stdio for a clone, the puppet's for an existing process. */
+int ckpt_restore_ex(const char *dir, const struct ckpt_restore_opts *opts, pid_t *pid,
+		    struct ckpt_restore_stats *stats, struct urs_err *err);
 
 #endif

@@ -154,6 +154,10 @@ int urs_init_run(const struct urs_launch *L)
 
 	hook_spec = spec;
 	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	/* gofer volumes: the host directories are the supervisor's alone */
+	for (int i = 0; i < L->n_gofer; i++)
+		if (L->gofer_dir[i] >= 0)
+			close(L->gofer_dir[i]);
 	/* Until execve, nothing in the container may open /proc/1/exe (our
 	 * binary on the host) or ptrace us: stay non-dumpable. */
 	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
@@ -211,12 +215,18 @@ int urs_init_run(const struct urs_launch *L)
 		.after_pivot = after_pivot,
 		.ctx = (void *) state_json,
 		.cgroup = L->cgroup,
+		.gofer_fuse = L->gofer_fuse,
+		.n_gofer = L->n_gofer,
 	};
 	if (!urs_spec_has_ns(spec, URS_NS_MOUNT)) {
 		urs_err_set(&err, -EINVAL, "linux.namespaces: a mount namespace is required");
 		return fail(L, -EINVAL, &err);
 	}
-	if ((r = urs_rootfs_setup(spec, &ro, &err)) < 0)
+	r = urs_rootfs_setup(spec, &ro, &err);
+	for (int i = 0; i < L->n_gofer; i++) /* mounted (or not): the supervisor serves them */
+		if (L->gofer_fuse[i] >= 0)
+			close(L->gofer_fuse[i]);
+	if (r < 0)
 		return fail(L, r, &err);
 
 	if (urs_spec_has_ns(spec, URS_NS_UTS)) {
@@ -240,6 +250,26 @@ int urs_init_run(const struct urs_launch *L)
 	if (p->terminal && L->console_fd >= 0 &&
 	    (r = urs_console_setup(L->console_fd, p, &err)) < 0)
 		return fail(L, r, &err);
+	if (L->restore) {
+		/* restore target: the image brings credentials, limits, seccomp
+		 * and memory; what the restorer needs is default signal handling,
+		 * no alternate stack, and this process blocked right here */
+		char adj[16];
+		snprintf(adj, sizeof(adj), "%d", p->oom_score_adj);
+		if (p->has_oom_score_adj && (r = write_file("/proc/self/oom_score_adj", adj)) < 0) {
+			urs_err_set(&err, r, "process.oomScoreAdj %d: %s", p->oom_score_adj,
+				    strerror(-r));
+			return fail(L, r, &err);
+		}
+		struct sigaction dfl = {.sa_handler = SIG_DFL};
+		for (int sig = 1; sig < NSIG; sig++)
+			sigaction(sig, &dfl, NULL);
+		stack_t ss = {.ss_flags = SS_DISABLE};
+		sigaltstack(&ss, NULL);
+		urs_sync_send(L->sync_fd, URS_SYNC_READY, 0, NULL);
+		urs_sync_recv(L->sync_fd, &m);
+		return -EPIPE; /* not restored: the supervisor is gone or gave up */
+	}
 	char exe[PATH_MAX];
 	notify_launch = L;
 	if ((r = urs_process_prepare(p, L->preserve_fds, L->seccomp,

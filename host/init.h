@@ -61,6 +61,18 @@ struct urs_launch {
 	uint32_t new_ns;    /* 1 << enum urs_ns_type for namespaces created by clone */
 	bool wait_go;	    /* a user namespace or hooks: wait for GO before setup */
 	const char *cgroup; /* the sandbox's cgroups (urs_cg_to_string) or NULL */
+	/* `ursa restore` (host/ckpt_restore.h): build the root and the console,
+	 * then, instead of the process's identity, seccomp and exec, reset the
+	 * signal handlers, report READY and block: the supervisor turns this
+	 * process into the checkpointed one (ckpt_restore_opts.puppet) */
+	bool restore;
+	/* "ursa-gofer" volumes (docs/gofer.md), in the spec's order: the
+	 * supervisor's /dev/fuse fd for each (mounted at the destination, then
+	 * closed) and its O_PATH fd of the host directory (closed at once: the
+	 * init inherits both across clone, the workload gets neither) */
+	int gofer_fuse[URS_GOFER_MAX];
+	int gofer_dir[URS_GOFER_MAX];
+	int n_gofer;
 };
 
 /* Run in the cloned child; returns only on failure (after reporting it). */

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "host/cgroup.h"
+#include "host/fuse_mount.h"
 #include "runtime/common.h"
 
 static int sys_openat2(int dirfd, const char *path, struct open_how *how)
@@ -245,6 +246,30 @@ propagation:
 	return 0;
 }
 
+/*
+ * A mediated volume: the destination is created and resolved as for a bind,
+ * and the supervisor's /dev/fuse connection is mounted there (nosuid, nodev,
+ * + ro). mount(2) does not wait for the server's INIT answer; any access to
+ * the mount would, so nothing after this looks inside it.
+ */
+static int do_gofer_mount(const struct urs_mount *m, size_t idx, int rootfd, int fuse_fd,
+			  struct urs_err *err)
+{
+	_cleanup_close_ int dfd =
+		urs_open_in_root(rootfd, m->destination, O_PATH | O_DIRECTORY, true, false);
+	if (dfd < 0)
+		return urs_err_set(err, dfd, "mounts[%zu]: destination %s in the rootfs: %s", idx,
+				   m->destination, strerror(-dfd));
+	char target[64];
+	fdpath(target, sizeof(target), dfd);
+	struct urs_fuse_mount_opts fo = {.rdonly = (m->flags & MS_RDONLY) != 0};
+	int r = urs_fuse_mount_fd(fuse_fd, target, &fo);
+	if (r < 0)
+		return urs_err_set(err, r, "mounts[%zu]: gofer volume on %s: %s", idx,
+				   m->destination, strerror(-r));
+	return 0;
+}
+
 struct dev {
 	const char *path;
 	mode_t mode;
@@ -400,6 +425,8 @@ int urs_rootfs_setup(const struct urs_spec *spec, const struct urs_rootfs_opts *
 	int r;
 	bool dev_mounted = false;
 	for (size_t i = 0; i < spec->n_mounts; i++) {
+		if (spec->mounts[i].gofer)
+			continue; /* below, last */
 		if ((r = do_mount(&spec->mounts[i], i, rootfd, o, err)) < 0)
 			return r;
 		if (!strcmp(spec->mounts[i].destination, "/dev"))
@@ -410,6 +437,18 @@ int urs_rootfs_setup(const struct urs_spec *spec, const struct urs_rootfs_opts *
 		return r;
 	if (o->before_pivot && (r = o->before_pivot(o->ctx, err)) < 0)
 		return r;
+	/* mediated volumes last: nothing above may wait on their server */
+	for (size_t i = 0, k = 0; i < spec->n_mounts; i++) {
+		if (!spec->mounts[i].gofer)
+			continue;
+		if (!o->gofer_fuse || (int) k >= o->n_gofer)
+			return urs_err_set(err, -EINVAL,
+					   "mounts[%zu]: \"ursa-gofer\" volume without a server "
+					   "(not supported here)",
+					   i);
+		if ((r = do_gofer_mount(&spec->mounts[i], i, rootfd, o->gofer_fuse[k++], err)) < 0)
+			return r;
+	}
 	if ((r = pivot(o->rootfs, o->no_pivot, err)) < 0)
 		return r;
 	if (o->after_pivot && (r = o->after_pivot(o->ctx, err)) < 0)

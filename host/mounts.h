@@ -29,6 +29,12 @@ struct urs_rootfs_opts {
 	/* the sandbox's cgroups (urs_cg_to_string), for a "cgroup" mount on v1
 	 * and hybrid hosts: each hierarchy's own directory is bound there */
 	const char *cgroup;
+	/* "ursa-gofer" mounts (docs/gofer.md): the /dev/fuse fd for each, in
+	 * the spec's order; mounted after everything else, right before
+	 * pivot_root (nothing here may touch them: their server answers only
+	 * once the init is READY) */
+	const int *gofer_fuse;
+	int n_gofer;
 };
 
 /* Everything from the first propagation change to the read-only remount of /.

@@ -771,6 +771,10 @@ static int parse_mount_options(struct pctx *c, struct urs_mount *m)
 			m->tmpcopyup = true;
 			continue;
 		}
+		if (!strcmp(o, "ursa-gofer")) { /* mediated volume (docs/gofer.md) */
+			m->gofer = true;
+			continue;
+		}
 		for (j = 0; j < URS_ARRAY_SIZE(mount_opts); j++)
 			if (!strcmp(mount_opts[j].name, o))
 				break;
@@ -848,7 +852,154 @@ static int parse_mount(struct pctx *c, json_t *o, void *dst)
 	}
 	size_t s = push_key(c, "options");
 	TRY(parse_mount_options(c, m));
+	if (m->gofer && !((m->flags & MS_BIND) || (m->type && !strcmp(m->type, "bind"))))
+		return fail(c, "\"ursa-gofer\" is only valid on a bind mount");
+	if (m->gofer && !m->source)
+		return fail(c, "\"ursa-gofer\" needs a source directory");
 	pop(c, s);
+	return 0;
+}
+
+/* ---- mediated volumes (docs/gofer.md) ---- */
+
+/* @path ("/"-rooted; relative ones are taken from "/") without ".", ".."
+ * and repeated slashes, into @out; false if it does not fit. */
+static bool path_norm(const char *path, char *out, size_t len)
+{
+	size_t o = 0;
+	out[0] = '\0';
+	while (*path) {
+		while (*path == '/')
+			path++;
+		size_t n = strcspn(path, "/");
+		if (!n)
+			break;
+		if (n == 2 && !strncmp(path, "..", 2)) {
+			while (o > 0 && out[--o] != '/')
+				;
+			out[o] = '\0';
+		} else if (!(n == 1 && path[0] == '.')) {
+			if (o + n + 2 > len)
+				return false;
+			out[o++] = '/';
+			memcpy(out + o, path, n);
+			o += n;
+			out[o] = '\0';
+		}
+		path += n;
+	}
+	return true;
+}
+
+/* Is @path (lexically, after path_norm) @dir itself or beneath it? A path
+ * too long to tell counts as beneath (refused rather than risked). */
+static bool path_under(const char *path, const char *dir)
+{
+	char p[PATH_MAX], d[PATH_MAX];
+	if (!path_norm(path, p, sizeof(p)) || !path_norm(dir, d, sizeof(d)))
+		return true;
+	size_t n = strlen(d);
+	return !strncmp(p, d, n) && (p[n] == '/' || !p[n]);
+}
+
+/*
+ * The init mounts a gofer volume before READY, but its server only answers
+ * once the supervisor's loop runs (after READY): anything the init would
+ * touch beneath the volume before that (another mount, a masked path, the
+ * process's cwd, args[0] or the PATH it is looked up in) would wait
+ * forever. Refuse those (lexically: symlinks in the rootfs are not seen).
+ */
+static int check_gofer(struct pctx *c, const struct urs_spec *s)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < s->n_mounts; i++) {
+		const struct urs_mount *g = &s->mounts[i];
+		if (!g->gofer)
+			continue;
+		char key[48];
+		snprintf(key, sizeof(key), "mounts[%zu]", i);
+		if (++n > URS_GOFER_MAX) {
+			push_key(c, key);
+			return fail(c, "at most %d \"ursa-gofer\" volumes", URS_GOFER_MAX);
+		}
+		if (s->lnx && (s->lnx->ns_mask & (1u << URS_NS_USER))) {
+			/* fuse refuses a /dev/fuse fd opened in another user
+			 * namespace than the mount's (EINVAL): the supervisor's is
+			 * the host's. Needs the init to open it and pass it back. */
+			push_key(c, key);
+			return fail(c, "\"ursa-gofer\" volumes in a user namespace are not "
+				       "supported yet");
+		}
+		if (path_under("/", g->destination) || path_under("/dev", g->destination) ||
+		    path_under("/proc", g->destination)) {
+			push_key(c, key);
+			return fail(c, "\"ursa-gofer\" volume on %s: not allowed there",
+				    g->destination);
+		}
+		for (size_t j = 0; j < s->n_mounts; j++) {
+			if (j != i && path_under(s->mounts[j].destination, g->destination)) {
+				snprintf(key, sizeof(key), "mounts[%zu]", j);
+				push_key(c, key);
+				return fail(c,
+					    "%s is beneath the \"ursa-gofer\" volume on %s "
+					    "(not supported)",
+					    s->mounts[j].destination, g->destination);
+			}
+		}
+		const struct urs_linux *l = s->lnx;
+		for (size_t j = 0; l && j < l->n_masked_paths + l->n_readonly_paths; j++) {
+			const char *p = j < l->n_masked_paths
+						? l->masked_paths[j]
+						: l->readonly_paths[j - l->n_masked_paths];
+			if (path_under(p, g->destination)) {
+				push_key(c, "linux");
+				return fail(c,
+					    "masked/read-only path %s is beneath the "
+					    "\"ursa-gofer\" volume on %s (not supported)",
+					    p, g->destination);
+			}
+		}
+		const struct urs_process *p = s->process;
+		if (p && p->cwd && path_under(p->cwd, g->destination)) {
+			push_key(c, "process");
+			return fail(c,
+				    "cwd %s is inside the \"ursa-gofer\" volume on %s (not "
+				    "supported: start elsewhere and cd)",
+				    p->cwd, g->destination);
+		}
+		char exe[PATH_MAX];
+		const char *a0 = p && p->args ? p->args[0] : NULL;
+		if (a0 && a0[0] != '/' && strchr(a0, '/') && p->cwd) /* relative to cwd */
+			snprintf(exe, sizeof(exe), "%s/%s", p->cwd, a0);
+		else
+			snprintf(exe, sizeof(exe), "%s", a0 ? a0 : "");
+		if (a0 && strchr(a0, '/') && path_under(exe, g->destination)) {
+			push_key(c, "process");
+			return fail(c,
+				    "args[0] %s is inside the \"ursa-gofer\" volume on %s (not "
+				    "supported: run it through a shell)",
+				    p->args[0], g->destination);
+		}
+		/* args[0] without a slash is looked up in PATH before READY */
+		for (size_t j = 0; a0 && !strchr(a0, '/') && p->env && p->env[j]; j++) {
+			if (strncmp(p->env[j], "PATH=", 5))
+				continue;
+			for (const char *e = p->env[j] + 5; *e;) {
+				size_t len = strcspn(e, ":");
+				char dir[PATH_MAX];
+				snprintf(dir, sizeof(dir), "%.*s", (int) len, e);
+				if (dir[0] == '/' && path_under(dir, g->destination)) {
+					push_key(c, "process");
+					return fail(c,
+						    "PATH entry %s is inside the \"ursa-gofer\" "
+						    "volume on %s (not supported: args[0] is "
+						    "looked up before the volume is served)",
+						    dir, g->destination);
+				}
+				e += len + (e[len] == ':');
+			}
+		}
+	}
 	return 0;
 }
 
@@ -1378,6 +1529,7 @@ static int parse_top(struct pctx *c, json_t *o, struct urs_spec *s)
 			return fail(c, "set, but linux.namespaces has no uts namespace");
 		}
 	}
+	TRY(check_gofer(c, s));
 	return 0;
 }
 

@@ -32,6 +32,9 @@ struct urs_idmap {
 	uint32_t size;
 };
 
+/* "ursa-gofer" volumes a spec may have (docs/gofer.md) */
+#define URS_GOFER_MAX 16
+
 struct urs_mount {
 	char *destination;
 	char *type;	/* NULL if absent */
@@ -46,6 +49,9 @@ struct urs_mount {
 	uint64_t rec_attr_clr; /* MOUNT_ATTR_* from "rrw", "rsuid", ... */
 	char *data;	/* leftover options joined by ',' ("mode=755,size=65536k"), or NULL */
 	bool tmpcopyup; /* "tmpcopyup" seen (crun extension; ursa ignores it) */
+	/* "ursa-gofer" (bind mounts only): a mediated volume, a FUSE mount
+	 * served by the supervisor's gofer instead of a bind (docs/gofer.md) */
+	bool gofer;
 	struct urs_idmap *uid_mappings; /* idmapped mounts (runtime-spec 1.1) */
 	size_t n_uid_mappings;
 	struct urs_idmap *gid_mappings;

@@ -41,6 +41,12 @@ static int tap_open(const struct urs_tap_cfg *c, struct urs_tap_info *info, stru
 	if (ioctl(fd, TUNSETIFF, &ifr) < 0)
 		return urs_err_set(err, -errno, "network: creating tap %s (TUNSETIFF): %m",
 				   c->name);
+	/* Persistent: closing our fd does not unregister the device (which
+	 * waits for RCU grace periods in the closing process, ~20 ms at every
+	 * sandbox exit); it goes with its namespace, torn down asynchronously
+	 * by the kernel once the last process in it is gone. */
+	if (ioctl(fd, TUNSETPERSIST, 1) < 0)
+		return urs_err_set(err, -errno, "network: tap %s: TUNSETPERSIST: %m", c->name);
 	info->offloads = 0;
 	if (c->vnet_hdr) {
 		int sz = sizeof(struct virtio_net_hdr);

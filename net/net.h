@@ -40,14 +40,16 @@ struct urs_net_prefix {
 };
 
 struct urs_net_cfg {
-	uint8_t gw_mac[6];	     /* the gateway's (our) MAC on the tap */
-	struct in_addr addr4, gw4;   /* sandbox address and gateway (.2 and .1) */
-	uint8_t prefix4;	     /* 24 */
-	struct in6_addr addr6, gw6;  /* ULA /64: ::2 and ::1 */
-	uint8_t prefix6;	     /* 64 */
-	bool ipv6;		     /* IPv6 enabled */
-	bool vnet_hdr;		     /* frames start with struct virtio_net_hdr */
-	uint32_t mtu;		     /* the tap's MTU (default 65520) */
+	uint8_t gw_mac[6];	    /* the gateway's (our) MAC on the tap */
+	uint8_t sandbox_mac[6];	    /* the sandbox's MAC, if known (sandbox_mac_set) */
+	bool sandbox_mac_set;	    /* else learned from the sandbox's first frames */
+	struct in_addr addr4, gw4;  /* sandbox address and gateway (.2 and .1) */
+	uint8_t prefix4;	    /* 24 */
+	struct in6_addr addr6, gw6; /* ULA /64: ::2 and ::1 */
+	uint8_t prefix6;	    /* 64 */
+	bool ipv6;		    /* IPv6 enabled */
+	bool vnet_hdr;		    /* frames start with struct virtio_net_hdr (10 bytes) */
+	uint32_t mtu;		    /* the tap's MTU (default 65520) */
 	/* DNS: queries to gw4/gw6 port 53 are forwarded to these */
 	struct sockaddr_storage dns[URS_NET_MAX_DNS];
 	unsigned n_dns;
@@ -55,9 +57,9 @@ struct urs_net_cfg {
 	 * link-local/metadata ranges are refused unless inside an allow entry. */
 	struct urs_net_prefix allow[URS_NET_MAX_ALLOW];
 	unsigned n_allow;
-	uint32_t max_flows;	   /* TCP + UDP + ICMP flows alive at once (default 1024) */
-	uint32_t udp_idle_ms;	   /* default 60 000 */
-	uint32_t tcp_idle_ms;	   /* established connections without traffic: default 2 h */
+	uint32_t max_flows;   /* TCP + UDP + ICMP flows alive at once (default 1024) */
+	uint32_t udp_idle_ms; /* default 60 000 */
+	uint32_t tcp_idle_ms; /* established connections without traffic: default 2 h */
 };
 
 /* Fill @cfg with the defaults (10.0.2.0/24-style private net, ULA /64,
@@ -120,5 +122,10 @@ int urs_net_forward_add(struct urs_net *n, int proto, const struct sockaddr *hos
 int urs_net_forward_adopt(struct urs_net *n, int proto, int fd, uint16_t sandbox_port);
 
 const struct urs_net_stats *urs_net_stats(const struct urs_net *n);
+
+/* Bytes the engine has allocated right now (its state, tables, slabs, the
+ * shared 64 KiB buffer while its pages may be resident): for the memory
+ * budget and its tests. */
+size_t urs_net_mem(const struct urs_net *n);
 
 #endif

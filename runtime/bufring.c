@@ -126,6 +126,17 @@ int urs_bufring_shrink(struct urs_bufring *b, uint32_t n)
 	return 0;
 }
 
+void urs_bufring_trim(struct urs_bufring *b)
+{
+	/* Buffers the kernel holds but no request is using: their contents
+	 * are dead, so their pages can go; the kernel faults fresh ones in when
+	 * it next writes there. Retired ones are already empty. */
+	for (uint32_t i = 0; i < b->max; i++)
+		if (b->state[i] == URS_BUF_KERNEL)
+			madvise(urs_bufring_addr(b, (uint16_t) i), b->size, MADV_DONTNEED);
+	b->trims++;
+}
+
 void *urs_bufring_take(struct urs_bufring *b, int32_t res, uint32_t cqe_flags, uint16_t *bid)
 {
 	if (res == -ENOBUFS) {

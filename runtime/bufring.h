@@ -40,7 +40,7 @@ struct urs_bufring {
 	uint32_t in_kernel;
 	uint16_t bgid;
 	bool backlog; /* sticky until urs_bufring_take_backlog() */
-	uint64_t grows, shrinks, enobufs, drained;
+	uint64_t grows, shrinks, enobufs, drained, trims;
 };
 
 int urs_bufring_init(struct urs_bufring *b, struct urs_loop *loop, uint16_t bgid, uint32_t size,
@@ -51,6 +51,11 @@ void urs_bufring_fini(struct urs_bufring *b);
 int urs_bufring_grow(struct urs_bufring *b, uint32_t n);
 /* Shrink to @n (>= 1) active buffers; memory of retired buffers is returned. */
 int urs_bufring_shrink(struct urs_bufring *b, uint32_t n);
+
+/* Return the memory of every buffer the kernel holds. Only while NO request
+ * reading from this group is in flight (e.g. after cancelling the read and
+ * seeing its final completion): a request could be writing into one. */
+void urs_bufring_trim(struct urs_bufring *b);
 
 /*
  * Account a completion of an op reading from this group: returns the buffer

@@ -304,35 +304,76 @@ bool urs_st_enc_ref_grow(struct urs_st_enc *e)
  * order), else by an LSD radix sort on (start - lowest start), 11 bits a
  * pass, only as many passes as the span needs and a pass skipped when every
  * key has the same digit — plus a bucket index over the sorted starts. */
+/* room for @n ranges (and as many scratch entries), keeping the first k */
+static int ranges_room(struct urs_st_enc *e, uint64_t n, uint32_t k)
+{
+	if (e->ranges_cap >= n)
+		return 0;
+	uint64_t nc = e->ranges_cap ? (uint64_t) e->ranges_cap * 2 : 1024;
+	while (nc < n)
+		nc *= 2;
+	if (nc > UINT32_MAX / 2)
+		return -ENOMEM;
+	struct urs_st_range *nr = malloc((size_t) nc * 2 * sizeof(*nr));
+	if (!nr)
+		return -ENOMEM;
+	if (k)
+		memcpy(nr, e->ranges, (size_t) k * sizeof(*nr));
+	free(e->ranges);
+	e->ranges = nr;
+	e->ranges_cap = (uint32_t) nc;
+	return 0;
+}
+
+void urs_st_enc_vrange(struct urs_st_enc *e, const void *p, size_t size, uint32_t id, uint32_t type)
+{
+	if (!size || e->err)
+		return;
+	if (ranges_room(e, (uint64_t) e->nranges + 1, e->nranges)) {
+		urs_st_enc_fail(e, -ENOMEM, "(range table)");
+		return;
+	}
+	e->ranges[e->nranges++] = (struct urs_st_range){(uintptr_t) p, id, (uint16_t) type, 1};
+}
+
 static int build_ranges(struct urs_st_enc *e)
 {
 	const struct urs_st_tdesc *types = e->schema->types;
 	uint32_t n = e->nobjs;
-	if (e->ranges_cap < n) {
-		free(e->ranges);
-		e->ranges = malloc((size_t) n * 2 * sizeof(*e->ranges));
-		if (!e->ranges) {
-			e->ranges_cap = 0;
-			return -ENOMEM;
-		}
-		e->ranges_cap = n;
-	}
-	struct urs_st_range *a = e->ranges, *b = e->ranges + e->ranges_cap;
-	uintptr_t lo = UINTPTR_MAX, hi = 0, prev = 0;
-	bool sorted = true;
+	if (ranges_room(e, n, 0))
+		return -ENOMEM;
 	uint32_t k = 0;
 	for (uint32_t i = 0; i < n; i++) {
 		const struct urs_st_eobj *o = &e->objs[i];
 		if (!types[o->type].locate)
 			continue;
-		uintptr_t s = (uintptr_t) o->p;
-		a[k++] = (struct urs_st_range){s, i + 1, o->type};
+		e->ranges[k++] =
+			(struct urs_st_range){(uintptr_t) o->p, i + 1, (uint16_t) o->type, 0};
+	}
+	/* the storage of vecs whose elements can be targets (appended; no
+	 * second walk when no type of the schema has such vecs) */
+	e->nranges = k;
+	bool vecs = false;
+	for (uint32_t t = 0; t < e->schema->ntypes; t++)
+		vecs |= types[t].vecs != NULL;
+	for (uint32_t i = 0; vecs && i < n && !e->err; i++) {
+		const struct urs_st_eobj *o = &e->objs[i];
+		if (types[o->type].vecs)
+			types[o->type].vecs(o->p, e, i + 1, o->type);
+	}
+	if (e->err)
+		return e->err;
+	n = k = e->nranges;
+	struct urs_st_range *a = e->ranges, *b = e->ranges + e->ranges_cap;
+	uintptr_t lo = UINTPTR_MAX, hi = 0, prev = 0;
+	bool sorted = true;
+	for (uint32_t i = 0; i < n; i++) {
+		uintptr_t s = a[i].start;
 		sorted &= s >= prev;
 		prev = s;
 		lo = s < lo ? s : lo;
 		hi = s > hi ? s : hi;
 	}
-	n = k;
 	uintptr_t span = n ? hi - lo : 0;
 	uint32_t cnt[RADIX_N];
 	for (unsigned shift = 0; !sorted && shift < 64 && (span >> shift); shift += RADIX_BITS) {
@@ -411,14 +452,16 @@ static const struct urs_st_range *find_range(const struct urs_st_enc *e, uintptr
 			len -= half;
 		}
 	}
-	if (a - r->start >= e->schema->types[r->type].size)
+	/* vec storage: its owner's locate() checks the bounds */
+	if (!r->vec && a - r->start >= e->schema->types[r->type].size)
 		return NULL;
 	return r;
 }
 
 /* Resolve a deferred (non-NULL) reference into its reference-table entry: a
  * whole object (id << 1) or a place inside one ((id << 1) | 1, stored type,
- * field index, element index). Every object is registered by now. */
+ * path length, (field index, element index) per step). Every object is
+ * registered by now. */
 static void put_ref_entry(struct urs_st_enc *e, const void *p, uint32_t want)
 {
 	uintptr_t a = (uintptr_t) p;
@@ -440,15 +483,21 @@ static void put_ref_entry(struct urs_st_enc *e, const void *p, uint32_t want)
 		urs_st_enc_fail(e, -EINVAL, "(reference to memory outside every saved object)");
 		return;
 	}
-	uint32_t field, elem;
-	if (e->schema->types[r->type].locate(a - r->start, want, &field, &elem)) {
-		urs_st_enc_fail(e, -EINVAL, "(reference not at a field of the pointed-to type)");
+	uint32_t path[2 * URS_ST_MAX_PATH];
+	/* an object range starts at its object (no load from objs[]) */
+	const void *obj = r->vec ? e->objs[r->id - 1].p : (const void *) r->start;
+	int n = e->schema->types[r->type].locate(obj, a, want, path, URS_ST_MAX_PATH);
+	if (n <= 0) {
+		urs_st_enc_fail(e, -EINVAL,
+				n == -E2BIG ? "(interior reference path deeper than the limit)"
+					    : "(reference not at a field of the pointed-to type)");
 		return;
 	}
 	urs_st_put_uv(e, ((uint64_t) r->id << 1) | 1);
 	urs_st_put_uv(e, r->type);
-	urs_st_put_uv(e, field);
-	urs_st_put_uv(e, elem);
+	urs_st_put_uv(e, (uint64_t) n);
+	for (int k = 0; k < 2 * n; k++)
+		urs_st_put_uv(e, path[k]);
 }
 
 void urs_st_save_union(struct urs_st_enc *e, uint32_t utype, uint32_t tag, const void *p)
@@ -609,7 +658,7 @@ int urs_st_save(struct urs_st_enc *e, const struct urs_st_schema *schema, uint32
 				__builtin_prefetch(&e->ranges[e->rfirst[bucket_of(
 					e, (uintptr_t) e->refs[i + 4].p)]]);
 		}
-		if (urs_st_need(e, 40 + URS_ST_SLACK))
+		if (urs_st_need(e, 30 + 20 * URS_ST_MAX_PATH + URS_ST_SLACK))
 			put_ref_entry(e, e->refs[i].p, e->refs[i].want);
 	}
 	if (urs_st_need(e, 8 + URS_ST_SLACK)) {
@@ -732,6 +781,9 @@ void urs_st_dec_free(struct urs_st_dec *d)
 	arena_free(&d->arena);
 	free(d->ids);
 	free(d->stats);
+	free(d->fix);
+	d->fix = NULL;
+	d->nfix = d->fix_cap = 0;
 	d->ids = NULL;
 	d->stats = NULL;
 	d->nids = 0;
@@ -866,7 +918,8 @@ void *urs_st_get_ptr(struct urs_st_dec *d, uint32_t type)
 
 /* The next entry of the reference table (read with its own cursor, in step
  * with the references met in object bodies). */
-static bool ref_entry(struct urs_st_dec *d, uint64_t *v, uint64_t *st, uint64_t *f, uint64_t *el)
+static bool ref_entry(struct urs_st_dec *d, uint64_t *v, uint64_t *st, uint32_t *npath,
+		      uint64_t path[2 * URS_ST_MAX_PATH])
 {
 	if (d->refs_used >= d->nrefs) {
 		urs_st_dec_fail(d, "more references than the reference table holds");
@@ -877,11 +930,17 @@ static bool ref_entry(struct urs_st_dec *d, uint64_t *v, uint64_t *st, uint64_t 
 	d->p = d->rp;
 	d->end = d->rend;
 	*v = urs_st_get_uv(d);
-	*st = *f = *el = 0;
+	*st = 0;
+	*npath = 0;
 	if (*v & 1) {
 		*st = urs_st_get_uv(d);
-		*f = urs_st_get_uv(d);
-		*el = urs_st_get_uv(d);
+		uint64_t n = d->version >= 3 ? urs_st_get_uv(d) : 1;
+		if (!d->err && (n == 0 || n > URS_ST_MAX_PATH))
+			urs_st_dec_fail(d,
+					"interior reference path empty or deeper than the limit");
+		for (uint32_t k = 0; k < 2 * n && !d->err; k++)
+			path[k] = urs_st_get_uv(d);
+		*npath = d->err ? 0 : (uint32_t) n;
 	}
 	d->rp = d->p;
 	d->end = se;
@@ -899,12 +958,13 @@ static bool ref_marker(struct urs_st_dec *d)
 	return m == 1 && !d->err;
 }
 
-void *urs_st_get_ref(struct urs_st_dec *d, uint32_t want)
+void *urs_st_get_ref(struct urs_st_dec *d, uint32_t want, void *slot)
 {
 	if (!ref_marker(d))
 		return NULL;
-	uint64_t v, st, f, el;
-	if (!ref_entry(d, &v, &st, &f, &el))
+	uint64_t v, st, sp[2 * URS_ST_MAX_PATH];
+	uint32_t n;
+	if (!ref_entry(d, &v, &st, &n, sp))
 		return NULL;
 	if (!(v & 1)) {
 		if (want < URS_ST_REF_TYPE) {
@@ -913,20 +973,67 @@ void *urs_st_get_ref(struct urs_st_dec *d, uint32_t want)
 		}
 		return obj_for(d, v >> 1, (int32_t) (want - URS_ST_REF_TYPE));
 	}
-	if (st >= d->nst || f >= d->st[st].nfields || el > UINT32_MAX) {
-		urs_st_dec_fail(d, "interior reference names no stored field");
+	if (st >= d->nst || d->st[st].is_union) {
+		urs_st_dec_fail(d, "interior reference names no stored struct type");
 		return NULL;
 	}
-	const struct urs_st_stype *s = &d->st[st];
-	if (s->cur < 0 || s->is_union || s->fields[f].cur < 0) {
-		urs_st_dec_fail(d, "interior reference into a field the current schema lacks");
+	int32_t ctype = d->st[st].cur;
+	if (ctype < 0) {
+		urs_st_dec_fail(d, "interior reference into a type the current schema lacks");
 		return NULL;
 	}
-	void *c = obj_for(d, v >> 1, s->cur);
+	/* the stored path → current field indices, step by step through the
+	 * stored types of the embedded structs it passes */
+	uint32_t path[2 * URS_ST_MAX_PATH];
+	bool via_vec = false;
+	uint64_t t = st;
+	for (uint32_t k = 0; k < n; k++) {
+		const struct urs_st_stype *s = &d->st[t];
+		if (sp[2 * k] >= s->nfields || sp[2 * k + 1] > UINT32_MAX || s->is_union) {
+			urs_st_dec_fail(d, "interior reference names no stored field");
+			return NULL;
+		}
+		const struct urs_st_sfield *sf = &s->fields[sp[2 * k]];
+		if (sf->cur < 0) {
+			urs_st_dec_fail(d,
+					"interior reference into a field the current schema lacks");
+			return NULL;
+		}
+		if (k + 1 < n && sf->base != URS_ST_B_STRUCT) {
+			urs_st_dec_fail(d, "interior reference path continues past a non-struct");
+			return NULL;
+		}
+		via_vec |= sf->form == URS_ST_F_VEC;
+		path[2 * k] = (uint32_t) sf->cur;
+		path[2 * k + 1] = (uint32_t) sp[2 * k + 1];
+		t = sf->sub;
+	}
+	void *c = obj_for(d, v >> 1, ctype);
 	if (!c)
 		return NULL;
-	void *p =
-		d->schema->types[s->cur].addr(c, (uint32_t) s->fields[f].cur, (uint32_t) el, want);
+	if (via_vec && !d->ids[v >> 1].done) {
+		/* the vec's storage is allocated when its object is decoded */
+		if (d->nfix == d->fix_cap) {
+			uint32_t nc = d->fix_cap ? d->fix_cap * 2 : 64;
+			struct urs_st_fixup *nf = realloc(d->fix, (size_t) nc * sizeof(*nf));
+			if (!nf) {
+				d->err = -ENOMEM;
+				d->why = "out of memory";
+				return NULL;
+			}
+			d->fix = nf;
+			d->fix_cap = nc;
+		}
+		struct urs_st_fixup *fx = &d->fix[d->nfix++];
+		fx->slot = slot;
+		fx->id = (uint32_t) (v >> 1);
+		fx->type = (uint32_t) ctype;
+		fx->want = want;
+		fx->n = n;
+		memcpy(fx->path, path, sizeof(uint32_t) * 2 * n);
+		return NULL;
+	}
+	void *p = d->schema->types[ctype].addr(c, path, n, want);
 	if (!p)
 		urs_st_dec_fail(d, "interior reference does not match the field's type or length");
 	return p;
@@ -969,8 +1076,9 @@ static void skip_base(struct urs_st_dec *d, uint8_t base, uint32_t sub)
 		break;
 	case URS_ST_B_REF:
 		if (ref_marker(d)) {
-			uint64_t v, st, f, el;
-			ref_entry(d, &v, &st, &f, &el); /* consumed, not resolved */
+			uint64_t v, st, path[2 * URS_ST_MAX_PATH];
+			uint32_t n;
+			ref_entry(d, &v, &st, &n, path); /* consumed, not resolved */
 		}
 		break;
 	case URS_ST_B_STRUCT:
@@ -1014,7 +1122,12 @@ static int skip_field(struct urs_st_dec *d, const struct urs_st_sfield *f)
 	case URS_ST_F_MAP:
 		n = urs_st_get_count(d, 2);
 		for (uint32_t i = 0; i < n && !d->err; i++) {
-			urs_st_get_uv(d);
+			if (f->count == URS_ST_MAP_KSTR)
+				urs_st_get_raw(d, urs_st_get_count(d, 1));
+			else if (f->count)
+				urs_st_get_raw(d, f->count);
+			else
+				urs_st_get_uv(d);
 			skip_base(d, f->base, f->sub);
 		}
 		break;
@@ -1081,8 +1194,10 @@ static int read_types(struct urs_st_dec *d)
 	const uint8_t *m = urs_st_get_raw(d, 4);
 	if (!m || memcmp(m, URS_ST_MAGIC, 4))
 		return d->why = "bad magic", dec_err(d, "header");
-	if (urs_st_get_uv(d) != URS_ST_VERSION)
+	uint64_t ver = urs_st_get_uv(d);
+	if (ver < URS_ST_VERSION_MIN || ver > URS_ST_VERSION)
 		return d->why = d->why ? d->why : "unsupported version", dec_err(d, "header");
+	d->version = (uint32_t) ver;
 	uint64_t nt = urs_st_get_uv(d);
 	if (nt > d->lim.max_types) {
 		dec_limit(d, "type count exceeds the limit");
@@ -1124,7 +1239,10 @@ static int read_types(struct urs_st_dec *d)
 			if (form > URS_ST_F_MAX || base > URS_ST_B_UNION ||
 			    !form_base_ok((uint8_t) form, (uint8_t) base) ||
 			    (form == URS_ST_F_ARRAY && (count == 0 || count > (1u << 20))) ||
-			    (form != URS_ST_F_ARRAY && count) || sub > UINT32_MAX) {
+			    (form == URS_ST_F_MAP && count > URS_ST_MAP_KMAX &&
+			     count != URS_ST_MAP_KSTR) ||
+			    (form != URS_ST_F_ARRAY && form != URS_ST_F_MAP && count) ||
+			    sub > UINT32_MAX) {
 				urs_st_dec_fail(d, "bad field record");
 				break;
 			}
@@ -1240,6 +1358,7 @@ int urs_st_load(struct urs_st_dec *d, const struct urs_st_schema *schema, uint32
 	d->st = NULL;
 	d->rp = d->rend = NULL;
 	d->nrefs = d->refs_used = 0;
+	d->nfix = 0;
 
 	if (read_types(d))
 		return d->err;
@@ -1348,6 +1467,21 @@ int urs_st_load(struct urs_st_dec *d, const struct urs_st_schema *schema, uint32
 		urs_st_dec_fail(d, "reference table does not match the references in the objects");
 		return dec_err(d, "tail");
 	}
+	/* interior references through vecs of objects decoded after them */
+	for (uint32_t i = 0; i < d->nfix; i++) {
+		const struct urs_st_fixup *fx = &d->fix[i];
+		const struct urs_st_dent *ent = &d->ids[fx->id];
+		void *p = ent->done
+				  ? schema->types[fx->type].addr(ent->p, fx->path, fx->n, fx->want)
+				  : NULL;
+		if (!p) {
+			d->obj = fx->id;
+			urs_st_dec_fail(
+				d, "interior reference does not match the field's type or length");
+			return dec_err(d, "reference");
+		}
+		memcpy(fx->slot, &p, sizeof(p));
+	}
 	/* after-load hooks, last object first (children before parents) */
 	for (uint32_t id = (uint32_t) n; id >= 1; id--) {
 		const struct urs_st_dent *ent = &d->ids[id];
@@ -1440,4 +1574,256 @@ int urs_map_init_arena(struct urs_st_dec *d, struct urs_map *m, uint32_t n)
 	}
 	m->cap = cap;
 	return 0;
+}
+
+/* --- fixed-size byte keys */
+
+static int bmap_resize(struct urs_bmap *m, uint32_t ncap)
+{
+	uint8_t *ne = calloc(ncap, m->stride);
+	uint8_t *nu = calloc(ncap, 1);
+	if (!ne || !nu) {
+		free(ne);
+		free(nu);
+		return -ENOMEM;
+	}
+	for (uint32_t i = 0; i < m->cap; i++) {
+		if (!m->used[i])
+			continue;
+		uint32_t j = urs_map_hash_bytes(urs_bmap_key(m, i), m->ksize) & (ncap - 1);
+		while (nu[j])
+			j = (j + 1) & (ncap - 1);
+		memcpy(ne + (size_t) j * m->stride, m->ents + (size_t) i * m->stride, m->stride);
+		nu[j] = 1;
+	}
+	free(m->ents);
+	free(m->used);
+	m->ents = ne;
+	m->used = nu;
+	m->cap = ncap;
+	return 0;
+}
+
+/* slot of @key: its entry, or the empty slot that ends its probe */
+static uint32_t bmap_slot(const struct urs_bmap *m, const void *key)
+{
+	uint32_t i = urs_map_hash_bytes(key, m->ksize) & (m->cap - 1);
+	while (m->used[i] && memcmp(urs_bmap_key(m, i), key, m->ksize))
+		i = (i + 1) & (m->cap - 1);
+	return i;
+}
+
+static int bmap_set_ksize(struct urs_bmap *m, uint32_t ksize)
+{
+	if (ksize == 0 || ksize > URS_ST_MAP_KMAX)
+		return -EINVAL;
+	if (m->ksize && m->ksize != ksize)
+		return -EINVAL;
+	m->ksize = ksize;
+	m->stride = 8 + ((ksize + 7) & ~7u);
+	return 0;
+}
+
+int urs_bmap_put(struct urs_bmap *m, uint32_t ksize, const void *key, uint64_t val)
+{
+	int r = bmap_set_ksize(m, ksize);
+	if (r)
+		return r;
+	if ((m->len + 1) * 2 > m->cap) {
+		if (m->cap >= (1u << 30))
+			return -E2BIG;
+		r = bmap_resize(m, m->cap ? m->cap * 2 : 8);
+		if (r)
+			return r;
+	}
+	uint32_t i = bmap_slot(m, key);
+	if (!m->used[i]) {
+		m->used[i] = 1;
+		m->len++;
+		memcpy(m->ents + (size_t) i * m->stride + 8, key, ksize);
+	}
+	urs_bmap_val(m, i)->u = val;
+	return 0;
+}
+
+union urs_map_val *urs_bmap_get(const struct urs_bmap *m, const void *key)
+{
+	if (!m->cap)
+		return NULL;
+	uint32_t i = bmap_slot(m, key);
+	return m->used[i] ? urs_bmap_val(m, i) : NULL;
+}
+
+void urs_bmap_free(struct urs_bmap *m)
+{
+	free(m->ents);
+	free(m->used);
+	memset(m, 0, sizeof(*m));
+}
+
+static uint32_t dec_map_cap(uint32_t n)
+{
+	uint32_t cap = 8;
+	while (cap < (uint64_t) n * 2 + 2)
+		cap *= 2;
+	return cap;
+}
+
+int urs_bmap_init_arena(struct urs_st_dec *d, struct urs_bmap *m, uint32_t ksize, uint32_t n)
+{
+	memset(m, 0, sizeof(*m));
+	if (bmap_set_ksize(m, ksize)) {
+		urs_st_dec_fail(d, "bad map key size");
+		return d->err;
+	}
+	uint32_t cap = dec_map_cap(n);
+	m->ents = urs_st_alloc(d, (size_t) cap * m->stride);
+	m->used = m->ents ? urs_st_alloc(d, cap) : NULL;
+	if (!m->used) {
+		memset(m, 0, sizeof(*m));
+		return d->err ? d->err : -ENOMEM;
+	}
+	m->cap = cap;
+	return 0;
+}
+
+union urs_map_val *urs_bmap_add_dec(struct urs_st_dec *d, struct urs_bmap *m, const uint8_t *key)
+{
+	if (!key || !m->cap)
+		return NULL;
+	uint32_t i = bmap_slot(m, key);
+	if (m->used[i]) {
+		urs_st_dec_fail(d, "duplicate map key");
+		return NULL;
+	}
+	if ((m->len + 1) * 2 > m->cap) {
+		urs_st_dec_fail(d, "more map entries than counted");
+		return NULL;
+	}
+	m->used[i] = 1;
+	m->len++;
+	memcpy(m->ents + (size_t) i * m->stride + 8, key, m->ksize);
+	return urs_bmap_val(m, i);
+}
+
+/* --- string keys */
+
+static int smap_resize(struct urs_smap *m, uint32_t ncap)
+{
+	struct urs_smap_ent *ne = calloc(ncap, sizeof(*ne));
+	uint8_t *nu = calloc(ncap, 1);
+	if (!ne || !nu) {
+		free(ne);
+		free(nu);
+		return -ENOMEM;
+	}
+	for (uint32_t i = 0; i < m->cap; i++) {
+		if (!m->used[i])
+			continue;
+		const char *k = m->ents[i].key;
+		uint32_t j = urs_map_hash_bytes(k, strlen(k)) & (ncap - 1);
+		while (nu[j])
+			j = (j + 1) & (ncap - 1);
+		ne[j] = m->ents[i];
+		nu[j] = 1;
+	}
+	free(m->ents);
+	free(m->used);
+	m->ents = ne;
+	m->used = nu;
+	m->cap = ncap;
+	return 0;
+}
+
+static uint32_t smap_slot(const struct urs_smap *m, const void *key, size_t len)
+{
+	uint32_t i = urs_map_hash_bytes(key, len) & (m->cap - 1);
+	while (m->used[i] && (strncmp(m->ents[i].key, key, len) != 0 || m->ents[i].key[len] != 0))
+		i = (i + 1) & (m->cap - 1);
+	return i;
+}
+
+int urs_smap_put(struct urs_smap *m, const char *key, uint64_t val)
+{
+	if (!key)
+		return -EINVAL;
+	if ((m->len + 1) * 2 > m->cap) {
+		if (m->cap >= (1u << 30))
+			return -E2BIG;
+		int r = smap_resize(m, m->cap ? m->cap * 2 : 8);
+		if (r)
+			return r;
+	}
+	uint32_t i = smap_slot(m, key, strlen(key));
+	if (!m->used[i]) {
+		char *k = strdup(key);
+		if (!k)
+			return -ENOMEM;
+		m->ents[i].key = k;
+		m->used[i] = 1;
+		m->len++;
+	}
+	m->ents[i].val.u = val;
+	return 0;
+}
+
+struct urs_smap_ent *urs_smap_get(const struct urs_smap *m, const char *key)
+{
+	if (!m->cap || !key)
+		return NULL;
+	uint32_t i = smap_slot(m, key, strlen(key));
+	return m->used[i] ? &m->ents[i] : NULL;
+}
+
+void urs_smap_free(struct urs_smap *m)
+{
+	for (uint32_t i = 0; i < m->cap; i++)
+		if (m->used[i])
+			free(m->ents[i].key);
+	free(m->ents);
+	free(m->used);
+	memset(m, 0, sizeof(*m));
+}
+
+int urs_smap_init_arena(struct urs_st_dec *d, struct urs_smap *m, uint32_t n)
+{
+	uint32_t cap = dec_map_cap(n);
+	memset(m, 0, sizeof(*m));
+	m->ents = urs_st_alloc(d, (size_t) cap * sizeof(*m->ents));
+	m->used = m->ents ? urs_st_alloc(d, cap) : NULL;
+	if (!m->used) {
+		m->ents = NULL;
+		return d->err ? d->err : -ENOMEM;
+	}
+	m->cap = cap;
+	return 0;
+}
+
+union urs_map_val *urs_smap_add_dec(struct urs_st_dec *d, struct urs_smap *m, const uint8_t *key,
+				    uint32_t len)
+{
+	if (!key || !m->cap)
+		return NULL;
+	if (memchr(key, 0, len)) {
+		urs_st_dec_fail(d, "NUL inside a string map key");
+		return NULL;
+	}
+	uint32_t i = smap_slot(m, key, len);
+	if (m->used[i]) {
+		urs_st_dec_fail(d, "duplicate map key");
+		return NULL;
+	}
+	if ((m->len + 1) * 2 > m->cap) {
+		urs_st_dec_fail(d, "more map entries than counted");
+		return NULL;
+	}
+	char *k = urs_st_alloc(d, (size_t) len + 1);
+	if (!k)
+		return NULL;
+	memcpy(k, key, len);
+	k[len] = 0;
+	m->ents[i].key = k;
+	m->used[i] = 1;
+	m->len++;
+	return &m->ents[i].val;
 }

@@ -3,7 +3,8 @@
  * buffer, pointer-identity table, one-pass graph walk, deferred references), the decoder (bounded
  * readers, stored type table and field mapping, object-ID table, arena), and
  * the schema descriptors that the generator (state/gen/ursc.py) emits for
- * every type. Generated code calls the inline helpers here; everything that
+ * every type, and the hash tables state uses (u64, fixed-size byte and
+ * string keys). Generated code calls the inline helpers here; everything that
  * is not on the per-field hot path lives in state/codec.c. Wire format:
  * docs/state-format.md.
  */
@@ -15,8 +16,20 @@
 #include <stdint.h>
 #include <string.h>
 
-#define URS_ST_MAGIC   "URST"
-#define URS_ST_VERSION 2
+#define URS_ST_MAGIC	   "URST"
+#define URS_ST_VERSION	   3
+#define URS_ST_VERSION_MIN 2 /* v2: interior references are one (field, element) step */
+
+/* An interior reference is an object + a path of (field, element) steps:
+ * into a field or an array / vec element of the object, or further into an
+ * embedded struct (or a vec element of struct type) at that place. */
+#define URS_ST_MAX_PATH 8
+
+/* A map field's `count` in the type table says what its keys are: 0 = u64
+ * (varint), 1..URS_ST_MAP_KMAX = that many raw bytes (struct urs_bmap),
+ * URS_ST_MAP_KSTR = a string (struct urs_smap). */
+#define URS_ST_MAP_KMAX 1024u
+#define URS_ST_MAP_KSTR UINT32_MAX
 
 /* Field forms and base types as they appear in the stream's type table. */
 enum urs_st_form {
@@ -25,7 +38,7 @@ enum urs_st_form {
 	URS_ST_F_VEC = 3,    /* varint n, n values of `base` */
 	URS_ST_F_BYTES = 4,  /* varint n, n raw bytes */
 	URS_ST_F_STRING = 5, /* varint n, n raw bytes */
-	URS_ST_F_MAP = 6,    /* varint n, n × (varint u64 key, value of `base`) */
+	URS_ST_F_MAP = 6,    /* varint n, n × (key, value of `base`); key kind in `count` */
 	URS_ST_F_CUSTOM = 7, /* varint u64 produced by the field's save function */
 	URS_ST_F_MAX = 7,
 };
@@ -56,7 +69,7 @@ struct urs_st_dec;
 struct urs_st_fdesc {
 	const char *name;
 	uint8_t form, base;
-	uint32_t count; /* ARRAY length */
+	uint32_t count; /* ARRAY length; MAP key kind (URS_ST_MAP_*) */
 	uint32_t sub;	/* type index (PTR/STRUCT/UNION) or ref target code */
 };
 
@@ -71,10 +84,18 @@ struct urs_st_tdesc {
 	/* body decoder; stype = stored type index; fresh = destination is zeroed */
 	int (*load)(struct urs_st_dec *d, void *obj, uint32_t stype, bool fresh);
 	void (*after_load)(void *obj);
-	/* interior pointers: byte offset → (field, element) and back; `want` is
-	 * the ref target code of the pointer. */
-	int (*locate)(size_t off, uint32_t want, uint32_t *field, uint32_t *elem);
-	void *(*addr)(void *obj, uint32_t field, uint32_t elem, uint32_t want);
+	/* interior pointers; `want` is the ref target code of the pointer.
+	 * locate: address @a inside @obj (or inside storage of a vec it holds)
+	 * → path of (field, element) pairs (room: @room pairs); returns the
+	 * number of pairs or a negative errno. NULL: the type holds no target.
+	 * addr: path (current field indices, @n >= 1 pairs) → address, NULL if
+	 * it does not name a place of type @want. vecs: registers the storage
+	 * of every vec the object holds whose elements can be targets (also in
+	 * embedded structs and vec elements) with urs_st_enc_vrange(); NULL
+	 * when there is none. */
+	int (*locate)(const void *obj, uintptr_t a, uint32_t want, uint32_t *path, uint32_t room);
+	void *(*addr)(void *obj, const uint32_t *path, uint32_t n, uint32_t want);
+	void (*vecs)(const void *obj, struct urs_st_enc *e, uint32_t id, uint32_t type);
 };
 
 struct urs_st_schema {
@@ -106,7 +127,9 @@ struct urs_st_hslot {
 
 struct urs_st_range {
 	uintptr_t start;
-	uint32_t id, type;
+	uint32_t id;
+	uint16_t type; /* of the object (id) */
+	uint16_t vec;  /* 0: the object itself; 1: storage of a vec it holds */
 };
 
 /* a non-NULL reference met while writing, resolved once every object is
@@ -182,6 +205,9 @@ uint32_t urs_st_enc_new(struct urs_st_enc *e, const void *p, uint32_t type, uint
 void urs_st_enc_type_err(struct urs_st_enc *e);
 bool urs_st_enc_ref_grow(struct urs_st_enc *e);
 void urs_st_enc_fail(struct urs_st_enc *e, int err, const char *field);
+/* from a type's vecs(): [p, p + size) is vec storage of object @id */
+void urs_st_enc_vrange(struct urs_st_enc *e, const void *p, size_t size, uint32_t id,
+		       uint32_t type);
 
 static inline bool urs_st_need(struct urs_st_enc *e, size_t n)
 {
@@ -419,12 +445,23 @@ struct urs_st_dent {
 	bool done;
 };
 
+/* an interior reference through a vec of an object not decoded yet: the vec
+ * storage does not exist yet, so the slot is filled after the last object */
+struct urs_st_fixup {
+	void *slot;
+	uint32_t id, type, want, n;
+	uint32_t path[2 * URS_ST_MAX_PATH];
+};
+
 struct urs_st_dec {
 	const uint8_t *p, *end, *base;
 	/* the stream's reference table (after the objects): read in step with
 	 * the references met in object bodies */
 	const uint8_t *rp, *rend;
 	uint32_t nrefs, refs_used;
+	uint32_t version; /* of the stream being decoded */
+	struct urs_st_fixup *fix;
+	uint32_t nfix, fix_cap;
 	int err;
 	const char *why; /* low-level cause, a static string */
 	char msg[320];	 /* full error: where and why */
@@ -460,7 +497,9 @@ int urs_st_load(struct urs_st_dec *d, const struct urs_st_schema *schema, uint32
 void *urs_st_alloc(struct urs_st_dec *d, size_t n);
 uint64_t urs_st_get_uv_slow(struct urs_st_dec *d);
 void *urs_st_get_ptr(struct urs_st_dec *d, uint32_t type);
-void *urs_st_get_ref(struct urs_st_dec *d, uint32_t want);
+/* a reference into *@slot (the field being decoded); may fill the slot
+ * later (see struct urs_st_fixup): the return value is stored first */
+void *urs_st_get_ref(struct urs_st_dec *d, uint32_t want, void *slot);
 int urs_st_skip(struct urs_st_dec *d, uint32_t stype, uint32_t sfield);
 uint32_t urs_st_get_count(struct urs_st_dec *d, size_t min_elem);
 const uint8_t *urs_st_get_raw(struct urs_st_dec *d, size_t n);
@@ -512,16 +551,23 @@ static inline int64_t urs_st_get_ib(struct urs_st_dec *d, int64_t min, int64_t m
 /* ------------------------------------------------------------- hash table */
 
 /*
- * The hash table type ursa's state uses (`map u64 <value>` in a schema): open
- * addressing, linear probing, u64 keys, power-of-two capacity, values are
- * 64-bit (an integer or a pointer). Lives inside the structs that hold it.
+ * The hash tables ursa's state uses: open addressing, linear probing,
+ * power-of-two capacity, values are 64-bit (an integer or a pointer), keys
+ * are a u64 (struct urs_map, `map u64 V` in a schema), a fixed number of
+ * raw bytes (struct urs_bmap, `map key[N] V`: addresses, 5-tuples, packed
+ * structs) or a NUL-terminated string (struct urs_smap, `map string V`).
+ * They live inside the structs that hold them. put() grows with realloc;
+ * tables produced by the decoder live in its arena: read them, do not put
+ * into or free them.
  */
+union urs_map_val {
+	uint64_t u;
+	void *p;
+};
+
 struct urs_map_ent {
 	uint64_t key;
-	union {
-		uint64_t u;
-		void *p;
-	} val;
+	union urs_map_val val;
 };
 
 struct urs_map {
@@ -530,13 +576,59 @@ struct urs_map {
 	uint32_t cap, len; /* cap: 0 or a power of two */
 };
 
-/* Insert or replace. Grows with realloc (not used on decode: the decoder
- * builds the table in its arena at the exact size). */
+/* Insert or replace. */
 int urs_map_put(struct urs_map *m, uint64_t key, uint64_t val);
 struct urs_map_ent *urs_map_get(const struct urs_map *m, uint64_t key);
 void urs_map_free(struct urs_map *m);
 /* decoder side: an arena table sized for n entries */
 int urs_map_init_arena(struct urs_st_dec *d, struct urs_map *m, uint32_t n);
+
+/* fixed-size byte keys: entry i = value (8 bytes) then the key, `stride`
+ * bytes apart (8 + ksize rounded up to 8) */
+struct urs_bmap {
+	uint8_t *ents;
+	uint8_t *used;
+	uint32_t cap, len;
+	uint32_t ksize, stride; /* set by the first put (or the decoder) */
+};
+
+/* -EINVAL when @ksize differs from the table's key size */
+int urs_bmap_put(struct urs_bmap *m, uint32_t ksize, const void *key, uint64_t val);
+union urs_map_val *urs_bmap_get(const struct urs_bmap *m, const void *key);
+void urs_bmap_free(struct urs_bmap *m);
+int urs_bmap_init_arena(struct urs_st_dec *d, struct urs_bmap *m, uint32_t ksize, uint32_t n);
+
+static inline union urs_map_val *urs_bmap_val(const struct urs_bmap *m, uint32_t i)
+{
+	return (union urs_map_val *) (void *) (m->ents + (size_t) i * m->stride);
+}
+
+static inline const uint8_t *urs_bmap_key(const struct urs_bmap *m, uint32_t i)
+{
+	return m->ents + (size_t) i * m->stride + 8;
+}
+
+/* string keys: put() copies the key (freed by urs_smap_free) */
+struct urs_smap_ent {
+	char *key;
+	union urs_map_val val;
+};
+
+struct urs_smap {
+	struct urs_smap_ent *ents;
+	uint8_t *used;
+	uint32_t cap, len;
+};
+
+int urs_smap_put(struct urs_smap *m, const char *key, uint64_t val);
+struct urs_smap_ent *urs_smap_get(const struct urs_smap *m, const char *key);
+void urs_smap_free(struct urs_smap *m);
+int urs_smap_init_arena(struct urs_st_dec *d, struct urs_smap *m, uint32_t n);
+/* decoder: insert an arena-held key of @len bytes (no NUL inside); fails on a
+ * duplicate key. Returns the value slot or NULL with d->err set. */
+union urs_map_val *urs_smap_add_dec(struct urs_st_dec *d, struct urs_smap *m, const uint8_t *key,
+				    uint32_t len);
+union urs_map_val *urs_bmap_add_dec(struct urs_st_dec *d, struct urs_bmap *m, const uint8_t *key);
 
 static inline uint32_t urs_map_hash(uint64_t k)
 {
@@ -546,6 +638,25 @@ static inline uint32_t urs_map_hash(uint64_t k)
 	return (uint32_t) k;
 }
 
+/* hash of @n key bytes (fixed-size and string keys) */
+static inline uint32_t urs_map_hash_bytes(const void *key, size_t n)
+{
+	const uint8_t *b = key;
+	uint64_t h = 0x9e3779b97f4a7c15ull ^ n;
+	size_t i = 0;
+	for (; i + 8 <= n; i += 8) {
+		uint64_t w;
+		memcpy(&w, b + i, 8);
+		h = (h ^ w) * 0xff51afd7ed558ccdull;
+		h ^= h >> 29;
+	}
+	uint64_t t = 0;
+	for (size_t k = 0; i + k < n; k++)
+		t |= (uint64_t) b[i + k] << (8 * k);
+	return urs_map_hash(h ^ t);
+}
+
+/* every used slot i of any of the three tables */
 #define urs_map_foreach(m, i)                   \
 	for (uint32_t i = 0; i < (m)->cap; i++) \
 		if ((m)->used[i])

@@ -3,9 +3,15 @@
  * metadata, 1 MiB chunks with optional zstd (libzstd) and HMAC-SHA256
  * (OpenSSL EVP_MAC) chained per chunk, a final trailer chunk carrying the
  * payload length. Everything little-endian. The reader checks each chunk's
- * MAC before decompressing or handing out a byte.
+ * MAC before decompressing or handing out a byte. With URS_SF_W_THREAD, zstd
+ * and more than one CPU the writer hands every other full chunk to a
+ * compression thread
+ * (struct sf_par) and compresses the next one itself; the chunks are then
+ * MAC'd and written by the caller in order.
  */
 #include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,8 +102,115 @@ ssize_t urs_sf_fd_source(void *fdp, void *buf, size_t len)
 	}
 }
 
+/* Header + payload of one chunk into @o (room: HDR + compress bound):
+ * compressed when zstd shrinks it. Returns the stored length. */
+static size_t chunk_build(void *zc, int zlevel, const uint8_t *src, size_t n, uint8_t *o,
+			  size_t ocap, uint32_t flags)
+{
+	size_t stored = n;
+	if (zlevel && n) {
+		size_t z = ZSTD_compressCCtx(zc, o + HDR, ocap - HDR - 32, src, n, zlevel);
+		if (!ZSTD_isError(z) && z < n) {
+			stored = z;
+			flags |= URS_SF_F_ZSTD;
+		}
+	}
+	if (!(flags & URS_SF_F_ZSTD))
+		memcpy(o + HDR, src, n);
+	le32(o, flags);
+	le32(o + 4, (uint32_t) n);
+	le32(o + 8, (uint32_t) stored);
+	return stored;
+}
+
+/* The compression thread: one chunk at a time (raw → out). */
+struct sf_par {
+	pthread_t th;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	enum { PAR_IDLE, PAR_POSTED, PAR_DONE, PAR_QUIT } state;
+	void *zc;
+	int zlevel;
+	uint8_t *raw, *out;
+	size_t rawlen, outcap, stored;
+	bool busy; /* the thread has a chunk not sealed yet (the caller's view) */
+};
+
+static void *par_main(void *arg)
+{
+	struct sf_par *q = arg;
+	pthread_mutex_lock(&q->mu);
+	for (;;) {
+		while (q->state == PAR_IDLE || q->state == PAR_DONE)
+			pthread_cond_wait(&q->cv, &q->mu);
+		if (q->state == PAR_QUIT)
+			break;
+		pthread_mutex_unlock(&q->mu);
+		q->stored = chunk_build(q->zc, q->zlevel, q->raw, q->rawlen, q->out, q->outcap, 0);
+		pthread_mutex_lock(&q->mu);
+		q->state = PAR_DONE;
+		pthread_cond_broadcast(&q->cv);
+	}
+	pthread_mutex_unlock(&q->mu);
+	return NULL;
+}
+
+static void par_free(struct sf_par *q, bool started)
+{
+	if (!q)
+		return;
+	if (started) {
+		pthread_mutex_lock(&q->mu);
+		while (q->state == PAR_POSTED)
+			pthread_cond_wait(&q->cv, &q->mu);
+		q->state = PAR_QUIT;
+		pthread_cond_broadcast(&q->cv);
+		pthread_mutex_unlock(&q->mu);
+		pthread_join(q->th, NULL);
+	}
+	pthread_mutex_destroy(&q->mu);
+	pthread_cond_destroy(&q->cv);
+	ZSTD_freeCCtx(q->zc);
+	free(q->raw);
+	free(q->out);
+	free(q);
+}
+
+static struct sf_par *par_new(int zlevel, size_t outcap)
+{
+	struct sf_par *q = calloc(1, sizeof(*q));
+	if (!q)
+		return NULL;
+	pthread_mutex_init(&q->mu, NULL);
+	pthread_cond_init(&q->cv, NULL);
+	q->zlevel = zlevel;
+	q->outcap = outcap;
+	q->zc = ZSTD_createCCtx();
+	q->raw = malloc(URS_SF_CHUNK);
+	q->out = malloc(outcap);
+	if (!q->zc || !q->raw || !q->out || pthread_create(&q->th, NULL, par_main, q)) {
+		par_free(q, false);
+		return NULL;
+	}
+	return q;
+}
+
+/* the chunk with the thread: wait until it is built; the thread is idle
+ * again */
+static void par_wait(struct sf_par *q)
+{
+	pthread_mutex_lock(&q->mu);
+	while (q->state == PAR_POSTED)
+		pthread_cond_wait(&q->cv, &q->mu);
+	q->state = PAR_IDLE;
+	pthread_mutex_unlock(&q->mu);
+	q->busy = false;
+}
+
 static void writer_free(struct urs_sf_writer *w)
 {
+	par_free(w->par, true);
+	w->par = NULL;
 	ZSTD_freeCCtx(w->zc);
 	EVP_MAC_CTX_free(w->mac);
 	free(w->buf);
@@ -109,6 +222,13 @@ static void writer_free(struct urs_sf_writer *w)
 
 int urs_sf_writer_open(struct urs_sf_writer *w, urs_sf_sink sink, void *ctx, const void *key,
 		       size_t keylen, int zlevel, const struct urs_sf_meta *meta, size_t nmeta)
+{
+	return urs_sf_writer_open_ex(w, sink, ctx, key, keylen, zlevel, meta, nmeta, 0);
+}
+
+int urs_sf_writer_open_ex(struct urs_sf_writer *w, urs_sf_sink sink, void *ctx, const void *key,
+			  size_t keylen, int zlevel, const struct urs_sf_meta *meta, size_t nmeta,
+			  unsigned flags)
 {
 	memset(w, 0, sizeof(*w));
 	if (!keylen || keylen > URS_SF_MAX_KEY)
@@ -128,6 +248,10 @@ int urs_sf_writer_open(struct urs_sf_writer *w, urs_sf_sink sink, void *ctx, con
 		writer_free(w);
 		return -ENOMEM;
 	}
+	/* compression on a second thread when asked and there is a second CPU
+	 * (if the thread cannot be had, the writer works alone: same file) */
+	if (zlevel && (flags & URS_SF_W_THREAD) && sysconf(_SC_NPROCESSORS_ONLN) > 1)
+		w->par = par_new(zlevel, w->outcap);
 	/* header: magic, version, meta_len, meta, MAC */
 	size_t ml = 4;
 	for (size_t i = 0; i < nmeta; i++)
@@ -165,23 +289,21 @@ int urs_sf_writer_open(struct urs_sf_writer *w, urs_sf_sink sink, void *ctx, con
 	return 0;
 }
 
-static int emit(struct urs_sf_writer *w, const uint8_t *src, size_t n, uint32_t flags)
+static int seal(struct urs_sf_writer *w, uint8_t *o, size_t stored);
+
+/* seal the thread's chunk, if it has one */
+static int par_flush(struct urs_sf_writer *w)
 {
-	uint8_t *o = w->out;
-	size_t stored = n;
-	if (w->zlevel && n) {
-		size_t z =
-			ZSTD_compressCCtx(w->zc, o + HDR, w->outcap - HDR - 32, src, n, w->zlevel);
-		if (!ZSTD_isError(z) && z < n) {
-			stored = z;
-			flags |= URS_SF_F_ZSTD;
-		}
-	}
-	if (!(flags & URS_SF_F_ZSTD))
-		memcpy(o + HDR, src, n);
-	le32(o, flags);
-	le32(o + 4, (uint32_t) n);
-	le32(o + 8, (uint32_t) stored);
+	struct sf_par *q = w->par;
+	if (!q || !q->busy)
+		return 0;
+	par_wait(q);
+	return seal(w, q->out, q->stored);
+}
+
+/* MAC (chained) and write one built chunk */
+static int seal(struct urs_sf_writer *w, uint8_t *o, size_t stored)
+{
 	uint8_t idx[8];
 	le64(idx, w->index);
 	int r = mac3(w->mac, w->key, w->keylen, w->prev, 32, idx, 8, o, HDR + stored, w->prev);
@@ -192,6 +314,36 @@ static int emit(struct urs_sf_writer *w, const uint8_t *src, size_t n, uint32_t 
 	return w->sink(w->ctx, o, HDR + stored + 32);
 }
 
+static int emit(struct urs_sf_writer *w, const uint8_t *src, size_t n, uint32_t flags)
+{
+	return seal(w, w->out, chunk_build(w->zc, w->zlevel, src, n, w->out, w->outcap, flags));
+}
+
+/* With the thread: a chunk of @n bytes is complete at @src (w->buf, or the
+ * caller's memory for a whole chunk written while the thread is busy). If
+ * the thread is free it takes the chunk (w->buf: buffers swapped, no copy)
+ * and the caller goes on filling; else the caller builds this one itself,
+ * then seals the thread's (earlier) chunk and its own, in order. */
+static int par_chunk(struct urs_sf_writer *w, const uint8_t *src, size_t n)
+{
+	struct sf_par *q = w->par;
+	if (!q->busy && src == w->buf) {
+		uint8_t *t = q->raw;
+		q->busy = true;
+		pthread_mutex_lock(&q->mu);
+		q->raw = w->buf;
+		q->rawlen = n;
+		q->state = PAR_POSTED;
+		pthread_cond_broadcast(&q->cv);
+		pthread_mutex_unlock(&q->mu);
+		w->buf = t;
+		return 0;
+	}
+	size_t mine = chunk_build(w->zc, w->zlevel, src, n, w->out, w->outcap, 0);
+	int r = par_flush(w);
+	return r ? r : seal(w, w->out, mine);
+}
+
 int urs_sf_write(struct urs_sf_writer *w, const void *buf, size_t len)
 {
 	const uint8_t *p = buf;
@@ -199,8 +351,12 @@ int urs_sf_write(struct urs_sf_writer *w, const void *buf, size_t len)
 		return w->err;
 	w->total += len;
 	while (len) {
-		if (!w->fill && len >= URS_SF_CHUNK) {
-			w->err = emit(w, p, URS_SF_CHUNK, 0); /* straight from the caller */
+		if (!w->fill && len >= URS_SF_CHUNK &&
+		    (!w->par || ((struct sf_par *) w->par)->busy)) {
+			/* straight from the caller's memory (with the thread: when
+			 * the caller builds this chunk itself, so no copy is needed) */
+			w->err = w->par ? par_chunk(w, p, URS_SF_CHUNK)
+					: emit(w, p, URS_SF_CHUNK, 0);
 			p += URS_SF_CHUNK;
 			len -= URS_SF_CHUNK;
 		} else {
@@ -210,7 +366,8 @@ int urs_sf_write(struct urs_sf_writer *w, const void *buf, size_t len)
 			p += n;
 			len -= n;
 			if (w->fill == URS_SF_CHUNK) {
-				w->err = emit(w, w->buf, w->fill, 0);
+				w->err = w->par ? par_chunk(w, w->buf, w->fill)
+						: emit(w, w->buf, w->fill, 0);
 				w->fill = 0;
 			}
 		}
@@ -224,7 +381,9 @@ int urs_sf_writer_close(struct urs_sf_writer *w)
 {
 	int r = w->err;
 	if (!r && w->fill)
-		r = emit(w, w->buf, w->fill, 0);
+		r = w->par ? par_chunk(w, w->buf, w->fill) : emit(w, w->buf, w->fill, 0);
+	if (!r)
+		r = par_flush(w);
 	if (!r) {
 		/* trailer: FINAL, the payload length as its 8 bytes (never compressed) */
 		uint8_t t[8];

@@ -4,7 +4,11 @@
  * optionally zstd-compressed and authenticated with HMAC-SHA256 chained over
  * the previous chunk's MAC and the chunk index, and a final trailer chunk so
  * truncation is detected. Streaming both ways: the writer holds one chunk,
- * the reader hands out bytes only after their chunk verified. Layout:
+ * the reader hands out bytes only after their chunk verified. Optionally
+ * (URS_SF_W_THREAD, with zstd, more than one CPU) the writer compresses every
+ * other chunk on a second thread while the caller compresses the next one;
+ * MACs (the chain) and sink calls stay on the caller's thread, in chunk
+ * order, and the file is byte-identical to a single-threaded write. Layout:
  * docs/state-format.md.
  */
 #ifndef URSA_STATE_STATEFILE_H
@@ -21,6 +25,7 @@
 #define URS_SF_MAX_KEY	64
 #define URS_SF_F_ZSTD	1u
 #define URS_SF_F_FINAL	2u
+#define URS_SF_W_THREAD 1u /* urs_sf_writer_open_ex: compress on a second thread too */
 
 struct urs_sf_meta {
 	const char *key, *value;
@@ -44,11 +49,16 @@ struct urs_sf_writer {
 	uint8_t prev[32];
 	uint64_t index, total;
 	int err;
+	void *par; /* the compression thread and its chunk (NULL: none) */
 };
 
 /* zlevel 0 = store; otherwise a zstd level (1 = fast, negative = faster). */
 int urs_sf_writer_open(struct urs_sf_writer *w, urs_sf_sink sink, void *ctx, const void *key,
 		       size_t keylen, int zlevel, const struct urs_sf_meta *meta, size_t nmeta);
+/* the same with URS_SF_W_* @flags */
+int urs_sf_writer_open_ex(struct urs_sf_writer *w, urs_sf_sink sink, void *ctx, const void *key,
+			  size_t keylen, int zlevel, const struct urs_sf_meta *meta, size_t nmeta,
+			  unsigned flags);
 int urs_sf_write(struct urs_sf_writer *w, const void *buf, size_t len);
 /* Writes the final chunk and frees the writer (also on error). */
 int urs_sf_writer_close(struct urs_sf_writer *w);

@@ -428,21 +428,25 @@ static void bench_statefile(void)
 	static const uint8_t key[32] = "ursa bench key ursa bench key!!";
 	struct msink s = {malloc(total + (8 << 20)), 0, total + (8 << 20)};
 	uint8_t *rbuf = malloc(1 << 20);
-	/* no compression, zstd level 1, zstd level -1 ("--fast=1") */
-	static const int zlevels[] = {0, 1, -1};
-	static const char *const znames[] = {"raw", "zstd1", "zstd-fast1"};
-	for (int zi = 0; zi < 3; zi++) {
+	/* no compression, zstd level 1, zstd level -1 ("--fast=1"), zstd level 1
+	 * with the writer's compression thread (URS_SF_W_THREAD: MB/s-cpu counts
+	 * both threads, MB/s-wall shows the gain when a second core is free) */
+	static const int zlevels[] = {0, 1, -1, 1};
+	static const unsigned zflags[] = {0, 0, 0, URS_SF_W_THREAD};
+	static const char *const znames[] = {"raw", "zstd1", "zstd-fast1", "zstd1-thread"};
+	for (int zi = 0; zi < 4; zi++) {
 		int z = zlevels[zi];
+		unsigned zf = zflags[zi];
 		struct urs_sf_meta meta[] = {{"kind", "bench"}};
-#define SF_WRITE                                                                            \
-	do {                                                                                \
-		struct urs_sf_writer w;                                                     \
-		s.len = 0;                                                                  \
-		must(urs_sf_writer_open(&w, msink_write, &s, key, sizeof(key), z, meta, 1), \
-		     "sf open");                                                            \
-		for (size_t o = 0; o < total; o += 1 << 20)                                 \
-			must(urs_sf_write(&w, data + o, 1 << 20), "sf write");              \
-		must(urs_sf_writer_close(&w), "sf close");                                  \
+#define SF_WRITE                                                                                   \
+	do {                                                                                       \
+		struct urs_sf_writer w;                                                            \
+		s.len = 0;                                                                         \
+		must(urs_sf_writer_open_ex(&w, msink_write, &s, key, sizeof(key), z, meta, 1, zf), \
+		     "sf open");                                                                   \
+		for (size_t o = 0; o < total; o += 1 << 20)                                        \
+			must(urs_sf_write(&w, data + o, 1 << 20), "sf write");                     \
+		must(urs_sf_writer_close(&w), "sf close");                                         \
 	} while (0)
 		char wname[64], rname[64];
 		snprintf(wname, sizeof(wname), "StatefileWrite/100MiB/%s", znames[zi]);

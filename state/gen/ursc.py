@@ -25,6 +25,8 @@ SCALARS = {
 }
 B_PTR, B_REF, B_STRUCT, B_UNION = 16, 17, 18, 19
 F_SCALAR, F_ARRAY, F_VEC, F_BYTES, F_STRING, F_MAP, F_CUSTOM = 1, 2, 3, 4, 5, 6, 7
+MAP_KMAX = 1024  # URS_ST_MAP_KMAX
+MAX_PATH = 8  # URS_ST_MAX_PATH
 
 
 class SchemaError(Exception):
@@ -49,6 +51,7 @@ class Field:
         self.nosave = False
         self.custom = None  # (ctype, save, load)
         self.ctext = None  # nosave: raw C type text
+        self.mapkey = 0  # maps: 0 = u64, N = N raw bytes, 'str' = string
 
 
 class Type:
@@ -149,8 +152,18 @@ def parse_field(s, where):
         f.form = F_STRING
         toks = []
     elif toks[0] == 'map':
-        if len(toks) < 3 or toks[1] != 'u64':
-            raise SchemaError('%s: map keys must be u64 ("map u64 VALUE name")' % where)
+        km = re.match(r'^bytes\[\s*(\d+)\s*\]$', toks[1]) if len(toks) >= 3 else None
+        if len(toks) >= 3 and toks[1] == 'u64':
+            f.mapkey = 0
+        elif len(toks) >= 3 and toks[1] == 'string':
+            f.mapkey = 'str'
+        elif km:
+            f.mapkey = int(km.group(1))
+            if f.mapkey < 1 or f.mapkey > MAP_KMAX:
+                raise SchemaError('%s: map key size out of range (1..%d)' % (where, MAP_KMAX))
+        else:
+            raise SchemaError('%s: map keys must be u64, bytes[N] or string '
+                              '("map u64 VALUE name")' % where)
         f.form = F_MAP
         toks = toks[2:]
     if count is not None:
@@ -261,7 +274,8 @@ def c_decl(f):
     if f.form == F_STRING:
         return ['char *%s;' % f.name]
     if f.form == F_MAP:
-        return ['struct urs_map %s;' % f.name]
+        kind = {0: 'urs_map', 'str': 'urs_smap'}.get(f.mapkey, 'urs_bmap')
+        return ['struct %s %s;' % (kind, f.name)]
     et = elem_ctype(f)
     et = et if et.endswith('*') else et.rstrip() + ' '
     if f.form == F_VEC:
@@ -510,11 +524,31 @@ class CodeGen:
             o.append('%s\t}' % ind)
             o.append('%s}' % ind)
         elif f.form == F_MAP:
+            vm = 'p' if f.base == 'ptr' else 'u'
+            if f.mapkey not in (0, 'str'):
+                o.append('%sif (__builtin_expect(%s.ksize != %d, 0)) {' % (ind, x, f.mapkey))
+                o.append('%s\te->p = p;' % ind)
+                o.append('%s\turs_st_enc_fail(e, -EINVAL, "%s (key size)");' % (ind, f.name))
+                o.append('%s\treturn;' % ind)
+                o.append('%s}' % ind)
             o.append('%sp = urs_st_uv(p, %s.len);' % (ind, x))
             o.append('%surs_map_foreach(&%s, i) {' % (ind, x))
-            o.append('%s\tURS_ST_NEED(%d + URS_ST_SLACK);' % (ind, 10 + mb))
-            o.append('%s\tp = urs_st_uv(p, %s.ents[i].key);' % (ind, x))
-            v = '%s.ents[i].val.%s' % (x, 'p' if f.base == 'ptr' else 'u')
+            if f.mapkey == 0:
+                o.append('%s\tURS_ST_NEED(%d + URS_ST_SLACK);' % (ind, 10 + mb))
+                o.append('%s\tp = urs_st_uv(p, %s.ents[i].key);' % (ind, x))
+                v = '%s.ents[i].val.%s' % (x, vm)
+            elif f.mapkey == 'str':
+                o.append('%s\tsize_t kl = strlen(%s.ents[i].key);' % (ind, x))
+                o.append('%s\tURS_ST_NEED(5 + URS_ST_SLACK);' % ind)
+                o.append('%s\tp = urs_st_uv(p, kl);' % ind)
+                o += self.call_out('urs_st_put_raw(e, %s.ents[i].key, kl)' % x, ind + '\t')
+                o.append('%s\tURS_ST_NEED(%d + URS_ST_SLACK);' % (ind, mb))
+                v = '%s.ents[i].val.%s' % (x, vm)
+            else:
+                o.append('%s\tURS_ST_NEED(%d + URS_ST_SLACK);' % (ind, f.mapkey + mb))
+                o.append('%s\tmemcpy(p, urs_bmap_key(&%s, i), %d);' % (ind, x, f.mapkey))
+                o.append('%s\tp += %d;' % (ind, f.mapkey))
+                v = 'urs_bmap_val(&%s, i)->%s' % (x, vm)
             if f.base == 'i64':
                 v = '(int64_t) ' + v
             o += self.put(f, v, ind + '\t')
@@ -546,7 +580,7 @@ class CodeGen:
         if b == 'ptr':
             return ['%s%s = urs_st_get_ptr(d, %s);' % (ind, x, self.tidx(f.target))]
         if b == 'ref':
-            return ['%s%s = urs_st_get_ref(d, %s);' % (ind, x, ref_code(f, self.byname))]
+            return ['%s%s = urs_st_get_ref(d, %s, &%s);' % (ind, x, ref_code(f, self.byname), x)]
         if b == 'struct':
             return ['%sif (%s_load(d, &%s, %s, fresh))' % (ind, f.target, x, sub),
                     '%s\tbreak;' % ind]
@@ -609,6 +643,39 @@ class CodeGen:
                 o.append('%s\t%s = v;' % (ind, x))
                 o.append('%s\t%s_len = v ? n : 0;' % (ind, x))
             o.append('%s}' % ind)
+        elif f.form == F_MAP and f.mapkey != 0:
+            vb = 'p' if f.base == 'ptr' else 'u'
+            vt = elem_ctype(f).rstrip()
+            o.append('%s{' % ind)
+            if f.mapkey == 'str':
+                o.append('%s\tuint32_t n = urs_st_get_count(d, 2);' % ind)
+                o.append('%s\tif (!d->err && !urs_smap_init_arena(d, &%s, n)) {' % (ind, x))
+            else:
+                o.append('%s\tuint32_t n = urs_st_get_count(d, %d);' % (ind, f.mapkey + 1))
+                o.append('%s\tif (!d->err && !urs_bmap_init_arena(d, &%s, %d, n)) {' %
+                         (ind, x, f.mapkey))
+            o.append('%s\t\tfor (uint32_t i = 0; i < n && !d->err; i++) {' % ind)
+            if f.mapkey == 'str':
+                o.append('%s\t\t\tuint32_t kl = urs_st_get_count(d, 1);' % ind)
+                o.append('%s\t\t\tconst uint8_t *k = urs_st_get_raw(d, kl);' % ind)
+                o.append('%s\t\t\tunion urs_map_val *slot = urs_smap_add_dec(d, &%s, k, kl);'
+                         % (ind, x))
+            else:
+                o.append('%s\t\t\tconst uint8_t *k = urs_st_get_raw(d, %d);' %
+                         (ind, f.mapkey))
+                o.append('%s\t\t\tunion urs_map_val *slot = urs_bmap_add_dec(d, &%s, k);' %
+                         (ind, x))
+            o.append('%s\t\t\tif (!slot)' % ind)
+            o.append('%s\t\t\t\tbreak;' % ind)
+            o.append('%s\t\t\t%s val;' % (ind, vt))
+            o += self.get(f, 'val', ind + '\t\t\t', sub)
+            if vb == 'p':
+                o.append('%s\t\t\tslot->p = val;' % ind)
+            else:
+                o.append('%s\t\t\tslot->u = (uint64_t) val;' % ind)
+            o.append('%s\t\t}' % ind)
+            o.append('%s\t}' % ind)
+            o.append('%s}' % ind)
         elif f.form == F_MAP:
             vb = 'p' if f.base == 'ptr' else 'u'
             o.append('%s{' % ind)
@@ -668,6 +735,14 @@ class CodeGen:
             o.append('static void %s_save(struct urs_st_enc *e, const void *obj);' % n)
             o.append('static int %s_load(struct urs_st_dec *d, void *obj, uint32_t stype, '
                      'bool fresh);' % n)
+            o.append('static void *%s_addr(void *obj, const uint32_t *path, uint32_t n, '
+                     'uint32_t want);' % n)
+            if self.has_targets(t):
+                o.append('static int %s_locate(const void *obj, uintptr_t a, uint32_t want, '
+                         'uint32_t *path, uint32_t room);' % n)
+            if self.has_vecs(t):
+                o.append('static void %s_vecs(const void *obj, struct urs_st_enc *e, '
+                         'uint32_t id, uint32_t type);' % n)
         o.append('')
         for t in structs:
             o += self.gen_type(t)
@@ -687,8 +762,11 @@ class CodeGen:
                         sub = self.tidx(f.target)
                     elif f.base == 'ref':
                         sub = ref_code(f, self.byname)
-                    o.append('\t{"%s", %d, %d, %d, %s},' %
-                             (f.name, f.form, base_code(f), f.count, sub))
+                    cnt = str(f.count)
+                    if f.form == F_MAP:
+                        cnt = {0: '0', 'str': 'URS_ST_MAP_KSTR'}.get(f.mapkey, str(f.mapkey))
+                    o.append('\t{"%s", %d, %d, %s, %s},' %
+                             (f.name, f.form, base_code(f), cnt, sub))
             o.append('};')
         o.append('')
         o.append('static const struct urs_st_tdesc %s_types[] = {' % mod)
@@ -697,13 +775,15 @@ class CodeGen:
             nf = len(t.variants) if t.is_union else len([f for f in t.fields if not f.nosave])
             if t.is_union:
                 o.append('\t{"%s", true, %d, %s_fields, sizeof(struct %s), NULL, NULL, NULL, '
-                         'NULL, NULL},' % (n, nf, n, cn(n)))
+                         'NULL, NULL, NULL},' % (n, nf, n, cn(n)))
                 continue
             al = t.hooks.get('after_load')
             loc = '%s_locate' % n if self.has_targets(t) else 'NULL'
+            vecs = '%s_vecs' % n if self.has_vecs(t) else 'NULL'
             o.append('\t{"%s", false, %d, %s_fields, sizeof(struct %s), %s_save, '
-                     '%s_load, %s, %s, %s_addr},' %
-                     (n, nf, n, cn(n), n, n, '%s_after_load' % n if al else 'NULL', loc, n))
+                     '%s_load, %s, %s, %s_addr, %s},' %
+                     (n, nf, n, cn(n), n, n, '%s_after_load' % n if al else 'NULL', loc, n,
+                      vecs))
         o.append('};')
         o.append('')
         o.append('const struct urs_st_schema %s_schema = {"%s", %d, %s_types};' %
@@ -835,38 +915,141 @@ class CodeGen:
         # encoder's range table)
         if self.has_targets(t):
             o += self.gen_locate(t, saved)
+        if self.has_vecs(t):
+            o += self.gen_vecs(t, saved)
         o += self.gen_addr(t, saved)
         return o
 
+    def place_kind(self, f):
+        """What a reference can point at inside field f: 'scalar' (its
+        elements are scalar targets), 'struct' (embedded structs: a target,
+        and a path can continue into them) or None."""
+        if f.nosave or f.form not in (F_SCALAR, F_ARRAY, F_VEC):
+            return None
+        if f.base in SCALARS:
+            return 'scalar'
+        if f.base == 'struct':
+            return 'struct'
+        return None
+
     def has_targets(self, t):
-        return any(self.target_code(f) is not None for f in t.fields if not f.nosave)
+        return any(self.place_kind(f) for f in t.fields)
+
+    def has_vecs(self, t):
+        """objects of t hold vec storage a reference can point into (in t,
+        or in structs embedded in it)"""
+        for f in t.fields:
+            k = self.place_kind(f)
+            if k and f.form == F_VEC:
+                return True
+            if k == 'struct' and f.form != F_VEC and self.has_vecs(self.byname[f.target]):
+                return True
+        return False
+
+    def place(self, f, x):
+        """(start expression, element count expression) of field f's places"""
+        if f.form == F_VEC:
+            return '(uintptr_t) %s' % x, '(size_t) %s_len' % x
+        if f.form == F_ARRAY:
+            return '(uintptr_t) %s' % x, '(size_t) %d' % f.count
+        return '(uintptr_t) &%s' % x, '(size_t) 1'
+
+    def elem(self, f, x, k):
+        return '&%s[%s]' % (x, k) if f.form in (F_VEC, F_ARRAY) else '&%s' % x
 
     def gen_locate(self, t, saved):
         n = t.name
         o = []
-        o.append('static int %s_locate(size_t off, uint32_t want, uint32_t *field, uint32_t *elem)'
-                 % n)
+        o.append('static int %s_locate(const void *obj, uintptr_t a, uint32_t want, '
+                 'uint32_t *path, uint32_t room)' % n)
         o.append('{')
-        o.append('\t(void) off;')
-        o.append('\t(void) want;')
-        o.append('\t(void) field;')
-        o.append('\t(void) elem;')
+        o.append('\tconst struct %s *o = obj;' % cn(n))
         for i, f in enumerate(saved):
-            code = self.target_code(f)
-            if code is None:
+            k = self.place_kind(f)
+            if not k:
                 continue
-            cnt = f.count if f.form == F_ARRAY else 1
-            o.append('\tif (want == %s &&' % code)
-            o.append('\t    off - offsetof(struct %s, %s) < %d * sizeof(%s)) {' %
-                     (cn(n), f.name, cnt, self.elem_sizeof(f)))
-            o.append('\t\tsize_t r = off - offsetof(struct %s, %s);' % (cn(n), f.name))
-            o.append('\t\tif (r %% sizeof(%s))' % self.elem_sizeof(f))
-            o.append('\t\t\treturn -ENOENT;')
-            o.append('\t\t*field = %d;' % i)
-            o.append('\t\t*elem = (uint32_t) (r / sizeof(%s));' % self.elem_sizeof(f))
-            o.append('\t\treturn 0;')
+            x = 'o->%s' % f.name
+            start, cnt = self.place(f, x)
+            es = self.elem_sizeof(f)
+            o.append('\t{')
+            o.append('\t\tuintptr_t s = %s;' % start)
+            if k == 'scalar':
+                o.append('\t\tif (want == %s && a - s < %s * sizeof(%s)) {' %
+                         (self.target_code(f), cnt, es))
+                o.append('\t\t\tif ((a - s) %% sizeof(%s))' % es)
+                o.append('\t\t\t\treturn -ENOENT;')
+                o.append('\t\t\tif (!room)')
+                o.append('\t\t\t\treturn -E2BIG;')
+                o.append('\t\t\tpath[0] = %d;' % i)
+                o.append('\t\t\tpath[1] = (uint32_t) ((a - s) / sizeof(%s));' % es)
+                o.append('\t\t\treturn 1;')
+                o.append('\t\t}')
+            else:
+                st = self.byname[f.target]
+                o.append('\t\tif (a - s < %s * sizeof(%s)) {' % (cnt, es))
+                o.append('\t\t\tsize_t r = a - s, k = r / sizeof(%s);' % es)
+                o.append('\t\t\tif (!room)')
+                o.append('\t\t\t\treturn -E2BIG;')
+                o.append('\t\t\tpath[0] = %d;' % i)
+                o.append('\t\t\tpath[1] = (uint32_t) k;')
+                o.append('\t\t\tif (want == URS_ST_REF_TYPE + %s && r %% sizeof(%s) == 0)' %
+                         (self.tidx(st.name), es))
+                o.append('\t\t\t\treturn 1;')
+                if self.has_targets(st):
+                    o.append('\t\t\tint m = %s_locate(%s, a, want, path + 2, room - 1);' %
+                             (st.name, self.elem(f, x, 'k')))
+                    o.append('\t\t\treturn m < 0 ? m : m + 1;')
+                else:
+                    o.append('\t\t\treturn -ENOENT;')
+                o.append('\t\t}')
+                if self.has_vecs(st):
+                    # vecs held by the embedded structs: their storage is
+                    # elsewhere, so ask each element (linear in the count)
+                    cnt = self.place(f, x)[1]
+                    o.append('\t\tfor (size_t k = 0; k < %s; k++) {' % cnt)
+                    o.append('\t\t\tint m = %s_locate(%s, a, want, path + 2, '
+                             'room ? room - 1 : 0);' % (st.name, self.elem(f, x, 'k')))
+                    o.append('\t\t\tif (m == -ENOENT)')
+                    o.append('\t\t\t\tcontinue;')
+                    o.append('\t\t\tif (m < 0 || !room)')
+                    o.append('\t\t\t\treturn m < 0 ? m : -E2BIG;')
+                    o.append('\t\t\tpath[0] = %d;' % i)
+                    o.append('\t\t\tpath[1] = (uint32_t) k;')
+                    o.append('\t\t\treturn m + 1;')
+                    o.append('\t\t}')
             o.append('\t}')
+        o.append('\t(void) o;')
+        o.append('\t(void) a;')
+        o.append('\t(void) want;')
+        o.append('\t(void) path;')
+        o.append('\t(void) room;')
         o.append('\treturn -ENOENT;')
+        o.append('}')
+        o.append('')
+        return o
+
+    def gen_vecs(self, t, saved):
+        n = t.name
+        o = []
+        o.append('static void %s_vecs(const void *obj, struct urs_st_enc *e, uint32_t id, '
+                 'uint32_t type)' % n)
+        o.append('{')
+        o.append('\tconst struct %s *o = obj;' % cn(n))
+        for f in saved:
+            k = self.place_kind(f)
+            if not k:
+                continue
+            x = 'o->%s' % f.name
+            deeper = k == 'struct' and self.has_vecs(self.byname[f.target])
+            if f.form == F_VEC:
+                o.append('\turs_st_enc_vrange(e, %s, (size_t) %s_len * sizeof(%s), id, type);' %
+                         (x, x, self.elem_sizeof(f)))
+            if deeper and f.form == F_SCALAR:
+                o.append('\t%s_vecs(&%s, e, id, type);' % (f.target, x))
+            elif deeper:
+                cnt = self.place(f, x)[1]
+                o.append('\tfor (size_t k = 0; k < %s; k++)' % cnt)
+                o.append('\t\t%s_vecs(%s, e, id, type);' % (f.target, self.elem(f, x, 'k')))
         o.append('}')
         o.append('')
         return o
@@ -874,24 +1057,34 @@ class CodeGen:
     def gen_addr(self, t, saved):
         n = t.name
         o = []
-        o.append('static void *%s_addr(void *obj, uint32_t field, uint32_t elem, uint32_t want)' % n)
+        o.append('static void *%s_addr(void *obj, const uint32_t *path, uint32_t n, uint32_t want)'
+                 % n)
         o.append('{')
         o.append('\tstruct %s *o = obj;' % cn(n))
+        o.append('\tuint32_t el = path[1];')
         o.append('\t(void) o;')
-        o.append('\t(void) elem;')
+        o.append('\t(void) el;')
+        o.append('\t(void) n;')
         o.append('\t(void) want;')
-        o.append('\tswitch (field) {')
+        o.append('\tswitch (path[0]) {')
         for i, f in enumerate(saved):
-            code = self.target_code(f)
-            if code is None:
+            k = self.place_kind(f)
+            if not k:
                 continue
+            x = 'o->%s' % f.name
+            cnt = self.place(f, x)[1]
             o.append('\tcase %d:' % i)
-            if f.form == F_ARRAY:
-                o.append('\t\treturn want == %s && elem < %d ? (void *) &o->%s[elem] : NULL;' %
-                         (code, f.count, f.name))
+            o.append('\t\tif (el >= %s)' % cnt)
+            o.append('\t\t\treturn NULL;')
+            if k == 'scalar':
+                o.append('\t\treturn n == 1 && want == %s ? (void *) %s : NULL;' %
+                         (self.target_code(f), self.elem(f, x, 'el')))
             else:
-                o.append('\t\treturn want == %s && elem == 0 ? (void *) &o->%s : NULL;' %
-                         (code, f.name))
+                o.append('\t\tif (n == 1)')
+                o.append('\t\t\treturn want == URS_ST_REF_TYPE + %s ? (void *) %s : NULL;' %
+                         (self.tidx(f.target), self.elem(f, x, 'el')))
+                o.append('\t\treturn %s_addr(%s, path + 2, n - 1, want);' %
+                         (f.target, self.elem(f, x, 'el')))
         o.append('\t}')
         o.append('\treturn NULL;')
         o.append('}')
@@ -899,12 +1092,8 @@ class CodeGen:
         return o
 
     def target_code(self, f):
-        if f.form not in (F_SCALAR, F_ARRAY):
-            return None
         if f.base in SCALARS:
             return str(SCALARS[f.base][0])
-        if f.base == 'struct':
-            return 'URS_ST_REF_TYPE + %d' % self.byname[f.target].index
         return None
 
     def elem_sizeof(self, f):

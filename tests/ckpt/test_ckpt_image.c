@@ -3,8 +3,10 @@
  * decode round trip, every single-byte corruption and every truncation of a
  * core image is refused, semantic validation (overlapping mappings, page runs
  * outside private mappings or beyond the pages file, bad fd duplicates, bad
- * parent indices, bad pending signals or seccomp flags), and the pages file
- * writer + loader with checksum, truncation and id checks.
+ * parent indices, bad pending signals or seccomp flags, external stdio fds
+ * only on 0-2 and without a path), the restore policy (capabilities,
+ * no_new_privs, pinned ids, rlimits, seccomp filter against the config), and
+ * the pages file writer + loader with checksum, truncation and id checks.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,6 +14,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +23,7 @@
 #include <unistd.h>
 
 #include "host/ckpt_image.h"
+#include "host/ckpt_restore.h"
 
 static uint8_t xsave[1024];
 static uint8_t auxv[32] = {6, 0, 0, 0, 0, 0, 0, 0, 0, 16};
@@ -222,6 +226,114 @@ static void test_validation(void **state)
 	free_sample(&img);
 }
 
+static void test_external_stdio(void **state)
+{
+	(void) state;
+	struct ckpt_image img, out;
+	sample(&img);
+	struct ckpt_task *t = &img.tasks[0];
+	/* fd 1 external (stdout was a pipe), fd 2 its duplicate */
+	t->fds[0] = (struct ckpt_fd){{.fd = 1, .dup_of = -1, .type = CKPT_FD_EXT}, NULL};
+	uint8_t *buf;
+	size_t len;
+	encode_ok(&img, &buf, &len);
+	struct urs_err err = {{0}};
+	assert_int_equal(ckpt_image_decode(buf, len, &out, &err), 0);
+	assert_int_equal(out.tasks[0].fds[0].r.type, CKPT_FD_EXT);
+	assert_null(out.tasks[0].fds[0].path);
+	ckpt_image_free(&out);
+	free(buf);
+
+	t->fds[0].path = "/tmp/out"; /* an external fd has no path */
+	expect_invalid(&img, "bad fd");
+	t->fds[0].path = NULL;
+	t->fds[0].r.fd = 3; /* only stdio is external */
+	t->fds[1].r.fd = 4;
+	t->fds[1].r.dup_of = 3;
+	expect_invalid(&img, "bad fd");
+	t->fds[0].r.type = 5; /* unknown type */
+	t->fds[0].r.fd = 1;
+	t->fds[1].r.fd = 2;
+	t->fds[1].r.dup_of = 1;
+	expect_invalid(&img, "bad fd");
+	free_sample(&img);
+}
+
+static void expect_policy(const struct ckpt_image *img, const struct ckpt_policy *p,
+			  const char *needle)
+{
+	struct urs_err err = {{0}};
+	int r = ckpt_image_check_policy(img, p, &err);
+	if (!needle) {
+		if (r)
+			fail_msg("refused: %s", err.msg);
+		return;
+	}
+	if (r != -EPERM)
+		fail_msg("not refused (%d), expected '%s'", r, needle);
+	if (!strstr(err.msg, needle))
+		fail_msg("message '%s' lacks '%s'", err.msg, needle);
+}
+
+static void test_policy(void **state)
+{
+	(void) state;
+	struct ckpt_image img;
+	sample(&img);
+	struct ckpt_task *t = &img.tasks[0];
+	t->r.cap_bnd = t->r.cap_prm = t->r.cap_eff = 1ull << 5; /* CAP_KILL */
+	t->r.no_new_privs = 1;
+	for (int k = 0; k < 4; k++)
+		t->r.uid[k] = t->r.gid[k] = 1000;
+	t->r.rlim[7].cur = t->r.rlim[7].max = 1024; /* RLIMIT_NOFILE */
+	uint64_t cfg_bpf[2] = {bpf[0], bpf[1]};	    /* the configuration's filter */
+	struct ckpt_policy p = {.cap_bnd = 1ull << 5,
+				.need_nnp = true,
+				.pin_uid = true,
+				.pin_gid = true,
+				.uid = 1000,
+				.gid = 1000,
+				.bpf = cfg_bpf,
+				.bpf_len = 2,
+				.n_rlim = 16};
+	for (int k = 0; k < 16; k++)
+		p.rlim_max[k] = 1024;
+	expect_policy(&img, &p, NULL);
+
+	t->r.cap_amb = 1ull << 21; /* CAP_SYS_ADMIN, ambient */
+	expect_policy(&img, &p, "capabilities");
+	t->r.cap_amb = 0;
+	t->r.cap_bnd = ~0ull; /* a full bounding set is as bad */
+	expect_policy(&img, &p, "capabilities");
+	t->r.cap_bnd = 1ull << 5;
+
+	t->r.no_new_privs = 0;
+	expect_policy(&img, &p, "no_new_privs");
+	t->r.no_new_privs = 1;
+
+	t->r.uid[2] = 0; /* a saved uid of root */
+	expect_policy(&img, &p, "uid 0");
+	p.pin_uid = false; /* allowed when the process may change ids */
+	expect_policy(&img, &p, NULL);
+	t->r.uid[2] = 1000;
+	t->r.gid[3] = 0;
+	expect_policy(&img, &p, "gid 0");
+	t->r.gid[3] = 1000;
+
+	t->r.rlim[7].max = 1 << 20;
+	expect_policy(&img, &p, "resource limit 7");
+	t->r.rlim[7].max = 1024;
+
+	cfg_bpf[1] = 0x7fff000000000007ull; /* another filter */
+	expect_policy(&img, &p, "seccomp");
+	cfg_bpf[1] = bpf[1];
+	t->nseccomp = 0; /* none at all */
+	expect_policy(&img, &p, "seccomp");
+	t->nseccomp = 1;
+	expect_policy(&img, &p, NULL);
+	free_sample(&img);
+}
+
 static void test_pages_files(void **state)
 {
 	(void) state;
@@ -290,10 +402,9 @@ static void test_pages_files(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_roundtrip),
-		cmocka_unit_test(test_every_byte_and_truncation),
-		cmocka_unit_test(test_validation),
-		cmocka_unit_test(test_pages_files),
+		cmocka_unit_test(test_roundtrip),  cmocka_unit_test(test_every_byte_and_truncation),
+		cmocka_unit_test(test_validation), cmocka_unit_test(test_external_stdio),
+		cmocka_unit_test(test_policy),	   cmocka_unit_test(test_pages_files),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -31,6 +31,10 @@ fail() { echo "FAIL  $1${2:+: $2}"; FAIL=$((FAIL + 1)); }
 
 cleanup() {
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+	# whatever still runs in the test's namespaces (servers, listeners)
+	for ns in "$T" "$S"; do
+		ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null
+	done
 	wait 2>/dev/null
 	ip netns del "$T" 2>/dev/null
 	ip netns del "$S" 2>/dev/null
@@ -58,12 +62,12 @@ echo "nameserver 192.0.2.2" > "/etc/netns/$T/resolv.conf"
 mkdir -p "$work/www"
 head -c 100000 /dev/urandom > "$work/www/file"
 cp "$here/net_peer.py" "$work/"
-inS "$PY" "$work/net_peer.py" serve 192.0.2.2 2001:db8:1::2 > "$work/peer.log" 2>&1 &
+ip netns exec "$S" "$PY" "$work/net_peer.py" serve 192.0.2.2 2001:db8:1::2 > "$work/peer.log" 2>&1 &
 pids+=($!)
-inS busybox httpd -f -p 192.0.2.2:8080 -h "$work/www" &
+ip netns exec "$S" busybox httpd -f -p 192.0.2.2:8080 -h "$work/www" &
 pids+=($!)
 # listeners on T's own address and loopback: the policy must keep them out
-inT "$PY" -c '
+ip netns exec "$T" "$PY" -c '
 import socket, threading, time
 for a in ("192.0.2.1", "127.0.0.1"):
     s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -73,7 +77,7 @@ time.sleep(3600)' &
 pids+=($!)
 for _ in $(seq 100); do grep -q ready "$work/peer.log" && break; sleep 0.1; done
 
-sb() { inT timeout 300 "$URSA" do -v "$work:/t" "$@"; }
+sb() { inT timeout -k 10 300 "$URSA" do -v "$work:/t" "$@"; }
 
 # ---- the device ---------------------------------------------------------------
 out=$(sb -- busybox ip -o addr show dev eth0 2>&1)
@@ -114,8 +118,10 @@ echo "$out" | grep -q "192.0.2.77" && ok "dns: nslookup through the sandbox's re
 	fail "dns: nslookup through the sandbox's resolv.conf" "$out"
 
 # ---- inbound forward --------------------------------------------------------------
-inT timeout 60 "$URSA" do -v "$work:/t" -p 127.0.0.1:18080:8080 -- \
-	busybox httpd -f -p 8080 -h /t/www > "$work/fwd.log" 2>&1 &
+# (a shell as the sandbox's pid 1, so that SIGTERM ends it: pid 1 ignores
+# signals it has no handler for, busybox httpd has none)
+ip netns exec "$T" timeout -k 5 60 "$URSA" do -v "$work:/t" -p 127.0.0.1:18080:8080 -- \
+	sh -c 'trap "exit 0" TERM; busybox httpd -f -p 8080 -h /t/www & wait' > "$work/fwd.log" 2>&1 &
 fwdpid=$!
 pids+=($fwdpid)
 got=no
@@ -134,6 +140,7 @@ rc=$?
 [ $rc -ne 0 ] && echo "$out" | grep -q "18080.*in use" && ok "forward to a port in use: clear error" ||
 	fail "forward to a port in use: clear error" "rc=$rc $out"
 kill "$fwdpid" 2>/dev/null
+wait "$fwdpid" 2>/dev/null
 
 # ---- hostile frames -----------------------------------------------------------------
 out=$(sb -- "$PY" -c '

@@ -24,6 +24,7 @@
 #include "tst_types.h"
 #include "tst2_types.h"
 #include "tst3_types.h"
+#include "tst4_types.h"
 
 static int saving_calls, loaded_calls;
 
@@ -56,6 +57,20 @@ static uint8_t DATA[1000];
 static struct inner INV[3] = {{1, -1}, {0, 0}, {65535, INT32_MIN}};
 static struct node *NODEV[4];
 static struct circle CIRC = {2.5};
+static uint32_t BAGXS[3] = {5, 6, 7};
+
+/* a 13-byte flow key (proto, two IPv4 addresses, two ports) */
+static void flow_key(uint8_t k[13], uint32_t i)
+{
+	memset(k, 0, 13);
+	k[0] = 6;
+	memcpy(k + 1, &i, 4);
+	k[5] = 10;
+	k[8] = (uint8_t) i;
+	k[9] = (uint8_t) (i >> 8);
+	k[11] = 0x1f;
+	k[12] = (uint8_t) (i * 7);
+}
 
 static void fill(struct all *a)
 {
@@ -116,6 +131,32 @@ static void fill(struct all *a)
 		urs_map_put(&a->counts, k * 3, k * k);
 	a->fd = 9;
 	a->scratch = 77;
+	for (uint32_t i = 0; i < 40; i++) {
+		uint8_t k[13];
+		flow_key(k, i * 1000003u);
+		urs_bmap_put(&a->flows, 13, k, (uint64_t) i << 33);
+	}
+	urs_smap_put(&a->byname, "zero", (uint64_t) (uintptr_t) &N[0]);
+	urs_smap_put(&a->byname, "three", (uint64_t) (uintptr_t) &N[3]);
+	urs_smap_put(&a->byname, "", (uint64_t) (uintptr_t) &N[4]); /* empty key */
+	urs_smap_put(&a->byname, "null", 0);
+	a->into_vec = &SNUMS[3];       /* a vec element */
+	a->into_nested = &a->ins[1].b; /* a field of an embedded array element */
+	a->into_inv = &INV[2];	       /* a vec-of-struct element */
+	a->into_inv_b = &INV[1].b;     /* a field inside one */
+	a->bg.tag = 1;
+	a->bg.xs = BAGXS;
+	a->bg.xs_len = 3;
+	a->into_bag = &BAGXS[2]; /* a vec inside an embedded struct */
+	N[3].iref = &NUMS[4];	 /* from a later object into the root's vec */
+}
+
+static void free_maps(struct all *a)
+{
+	urs_map_free(&a->byid);
+	urs_map_free(&a->counts);
+	urs_bmap_free(&a->flows);
+	urs_smap_free(&a->byname);
 }
 
 static int idx(const struct node *base, const struct node *p)
@@ -187,6 +228,34 @@ static void check(const struct all *a, const struct all *o, bool scratch_kept)
 	for (uint64_t k = 0; k < 50; k++)
 		assert_true(urs_map_get(&o->counts, k * 3)->val.u == k * k);
 	assert_int_equal(o->fd, 9);
+	/* maps with byte and string keys */
+	assert_int_equal(o->flows.len, 40);
+	assert_int_equal(o->flows.ksize, 13);
+	for (uint32_t i = 0; i < 40; i++) {
+		uint8_t k[13];
+		flow_key(k, i * 1000003u);
+		union urs_map_val *v = urs_bmap_get(&o->flows, k);
+		assert_non_null(v);
+		assert_true(v->u == (uint64_t) i << 33);
+	}
+	uint8_t nk[13] = {0};
+	assert_null(urs_bmap_get(&o->flows, nk));
+	assert_int_equal(o->byname.len, 4);
+	assert_ptr_equal(urs_smap_get(&o->byname, "zero")->val.p, m[0]);
+	assert_ptr_equal(urs_smap_get(&o->byname, "three")->val.p, m[3]);
+	assert_ptr_equal(urs_smap_get(&o->byname, "")->val.p, m[4]);
+	assert_null(urs_smap_get(&o->byname, "null")->val.p);
+	assert_null(urs_smap_get(&o->byname, "thre"));
+	/* interior references through vecs and embedded structs */
+	assert_ptr_equal(o->into_vec, &o->snums[3]);
+	assert_ptr_equal(o->into_nested, &o->ins[1].b);
+	assert_ptr_equal(o->into_inv, &o->inv[2]);
+	assert_ptr_equal(o->into_inv_b, &o->inv[1].b);
+	assert_int_equal(o->bg.tag, 1);
+	assert_int_equal(o->bg.xs_len, 3);
+	assert_memory_equal(o->bg.xs, BAGXS, sizeof(BAGXS));
+	assert_ptr_equal(o->into_bag, &o->bg.xs[2]);
+	assert_ptr_equal(m[3]->iref, &o->nums[4]);
 	if (scratch_kept)
 		assert_int_equal(o->scratch, 1234);
 	else
@@ -236,8 +305,7 @@ static void test_roundtrip(void **state)
 	assert_int_equal(len2, len);
 	assert_memory_equal(buf, copy, len);
 	free(copy);
-	urs_map_free(&a.byid);
-	urs_map_free(&a.counts);
+	free_maps(&a);
 	urs_st_dec_free(&d);
 	urs_st_enc_free(&e);
 }
@@ -274,8 +342,7 @@ static void test_sink(void **state)
 	assert_memory_equal(s.p, buf, len);
 	assert_true(s.calls > 5);
 	free(s.p);
-	urs_map_free(&a.byid);
-	urs_map_free(&a.counts);
+	free_maps(&a);
 	urs_st_enc_free(&e);
 	urs_st_enc_free(&m);
 }
@@ -298,8 +365,9 @@ static void test_zero_rule(void **state)
 	size_t len;
 	const uint8_t *buf = urs_st_enc_data(&e, &len);
 	/* every field elided except the embedded structs (never elided): the
-	 * object body is the bitmap + in + ins[2], past the type table (~430 B) */
-	assert_true(len < 460);
+	 * object body is the bitmap + in + ins[2] + bg, past the type table
+	 * (~500 B) */
+	assert_true(len < 545);
 
 	struct urs_st_dec d;
 	urs_st_dec_init(&d, NULL);
@@ -311,7 +379,7 @@ static void test_zero_rule(void **state)
 		} else {
 			memset(&dst, 0, sizeof(dst));
 		}
-		struct urs_map m1 = dst.byid, m2 = dst.counts;
+		struct all keep = dst; /* the initialized maps, freed below */
 		int r = tst_load_all(&d, buf, len, &dst, NULL);
 		if (r)
 			fail_msg("%s", d.msg);
@@ -348,10 +416,20 @@ static void test_zero_rule(void **state)
 		assert_null(dst.sh.ptr);
 		assert_int_equal(dst.byid.len, 0);
 		assert_int_equal(dst.counts.len, 0);
+		assert_int_equal(dst.flows.len, 0);
+		assert_null(dst.flows.ents);
+		assert_int_equal(dst.byname.len, 0);
+		assert_null(dst.byname.ents);
+		assert_null(dst.into_vec);
+		assert_null(dst.into_nested);
+		assert_null(dst.into_inv);
+		assert_null(dst.into_inv_b);
+		assert_null(dst.into_bag);
+		assert_null(dst.bg.xs);
+		assert_int_equal(dst.bg.tag, 0);
 		assert_int_equal(dst.fd, 0x55);
 		assert_int_equal(dst.scratch, init ? 1234 : 0); /* nosave: untouched */
-		urs_map_free(&m1);
-		urs_map_free(&m2);
+		free_maps(&keep);
 	}
 	urs_st_dec_free(&d);
 	urs_st_enc_free(&e);
@@ -382,6 +460,20 @@ static void evolve_check(const struct v2_rec *o, bool init)
 	assert_non_null(o->lf->lr); /* into gone_leaf's x: decoded, unreachable */
 	assert_int_equal(*o->lf->lr, 13);
 	assert_null(o->leaves[1].lr);
+	/* a path through a vec element into a moved field */
+	assert_ptr_equal(o->vref, &o->leaves[1].y);
+	/* maps: kept (6-byte keys), retyped key (not in the image: untouched) */
+	assert_int_equal(o->macs.len, 2);
+	static const uint8_t mac1[6] = {2, 0, 0, 0, 0, 1},
+			     mac2[6] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+	assert_true(urs_bmap_get(&o->macs, mac1)->u == 11);
+	assert_true(urs_bmap_get(&o->macs, mac2)->u == 22);
+	if (init) {
+		assert_int_equal(o->addrs.len, 1);
+		assert_true(urs_smap_get(&o->addrs, "kept")->val.u == 5);
+	} else {
+		assert_int_equal(o->addrs.len, 0);
+	}
 }
 
 static void test_evolution(void **state)
@@ -404,7 +496,16 @@ static void test_evolution(void **state)
 			   .gone_leaf = &l2,
 			   .lf = &l1,
 			   .leaves = lv,
-			   .leaves_len = 2};
+			   .leaves_len = 2,
+			   .vref = &lv[1].y};
+	static const uint8_t mac1[6] = {2, 0, 0, 0, 0, 1},
+			     mac2[6] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+	static const uint8_t ip[4] = {10, 0, 0, 1};
+	assert_int_equal(urs_bmap_put(&r.macs, 6, mac1, 11), 0);
+	assert_int_equal(urs_bmap_put(&r.macs, 6, mac2, 22), 0);
+	assert_int_equal(urs_bmap_put(&r.macs, 4, ip, 1), -EINVAL); /* other key size */
+	assert_int_equal(urs_smap_put(&r.gone_names, "eth0", 3), 0);
+	assert_int_equal(urs_bmap_put(&r.addrs, 4, ip, 7), 0);
 	struct urs_st_enc e;
 	assert_int_equal(urs_st_enc_init(&e, 0, NULL, NULL), 0);
 	assert_int_equal(tst2_save_rec(&e, &r), 0);
@@ -418,15 +519,19 @@ static void test_evolution(void **state)
 		fail_msg("%s", d.msg);
 	evolve_check(o, false);
 	struct v2_rec dst = {.added = 99, .retyped = "init", .a = 1000};
+	assert_int_equal(urs_smap_put(&dst.addrs, "kept", 5), 0);
+	struct urs_smap init_addrs = dst.addrs;
 	rc = tst3_load_rec(&d, buf, len, &dst, NULL);
 	if (rc)
 		fail_msg("%s", d.msg);
 	evolve_check(&dst, true);
+	urs_smap_free(&init_addrs);
 
 	/* and back: v2 image into v1 */
 	struct v2_leaf m = {.x = 3, .y = 4, .z = 5};
 	struct v2_rec r2 = {
 		.lf = &m, .added = 8, .retyped = "s", .a = 6, .s = "back", .kept_ref = &m.x};
+	assert_int_equal(urs_smap_put(&r2.addrs, "10.0.0.1", 1), 0);
 	assert_int_equal(tst3_save_rec(&e, &r2), 0);
 	buf = urs_st_enc_data(&e, &len);
 	struct v1_rec *b;
@@ -442,6 +547,12 @@ static void test_evolution(void **state)
 	assert_null(b->gone_old);
 	assert_null(b->gone_ref);
 	assert_ptr_equal(b->kept_ref, &b->lf->x);
+	assert_int_equal(b->macs.len, 0);
+	assert_int_equal(b->addrs.len, 0); /* string keys in the image: skipped */
+	urs_smap_free(&r2.addrs);
+	urs_bmap_free(&r.macs);
+	urs_smap_free(&r.gone_names);
+	urs_bmap_free(&r.addrs);
 	urs_st_dec_free(&d);
 	urs_st_enc_free(&e);
 }
@@ -510,8 +621,7 @@ static void test_errors(void **state)
 	assert_int_equal(r, -E2BIG);
 	assert_non_null(strstr(d.msg, "limit"));
 	free(mut);
-	urs_map_free(&a.byid);
-	urs_map_free(&a.counts);
+	free_maps(&a);
 	urs_st_dec_free(&d);
 	urs_st_enc_free(&e);
 }
@@ -527,6 +637,185 @@ static void test_bad_refs(void **state)
 	assert_int_equal(urs_st_enc_init(&e, 0, NULL, NULL), 0);
 	assert_int_equal(tst_save_all(&e, &a), -EINVAL);
 	assert_non_null(e.err_field);
+	urs_st_enc_free(&e);
+}
+
+/* replace the first @n bytes equal to @from in @buf with @to */
+static bool patch(uint8_t *buf, size_t len, const void *from, const void *to, size_t n)
+{
+	for (size_t i = 0; i + n <= len; i++)
+		if (!memcmp(buf + i, from, n)) {
+			memcpy(buf + i, to, n);
+			return true;
+		}
+	return false;
+}
+
+/* Map keys: a table whose key size differs from the schema's is refused on
+ * save; duplicate keys (bytes and string) and a NUL inside a string key are
+ * refused on load, with a message naming the field. */
+static void test_map_keys(void **state)
+{
+	(void) state;
+	struct all a;
+	memset(&a, 0, sizeof(a));
+	uint8_t k4[4] = {1, 2, 3, 4};
+	assert_int_equal(urs_bmap_put(&a.flows, 4, k4, 1), 0);
+	struct urs_st_enc e;
+	assert_int_equal(urs_st_enc_init(&e, 0, NULL, NULL), 0);
+	assert_int_equal(tst_save_all(&e, &a), -EINVAL);
+	assert_non_null(strstr(e.err_field, "flows"));
+	urs_bmap_free(&a.flows);
+
+	uint8_t f1[13], f2[13];
+	memset(f1, 0xa5, 13);
+	memset(f2, 0xa5, 13);
+	f2[12] = 0x5a;
+	assert_int_equal(urs_bmap_put(&a.flows, 13, f1, 1), 0);
+	assert_int_equal(urs_bmap_put(&a.flows, 13, f2, 2), 0);
+	assert_int_equal(urs_bmap_put(&a.flows, 13, f2, 3), 0); /* replaces */
+	assert_int_equal(a.flows.len, 2);
+	assert_int_equal(urs_smap_put(&a.byname, "eth0", 0), 0);
+	assert_int_equal(urs_smap_put(&a.byname, "eth1", 0), 0);
+	assert_int_equal(tst_save_all(&e, &a), 0);
+	size_t len;
+	const uint8_t *buf = urs_st_enc_data(&e, &len);
+	uint8_t *mut = malloc(len);
+	struct urs_st_dec d;
+	urs_st_dec_init(&d, NULL);
+	struct all *o;
+	assert_int_equal(tst_load_all(&d, buf, len, NULL, &o), 0);
+	assert_true(urs_bmap_get(&o->flows, f2)->u == 3);
+	assert_non_null(urs_smap_get(&o->byname, "eth1"));
+	/* f2 → f1: a duplicate byte key */
+	memcpy(mut, buf, len);
+	assert_true(patch(mut, len, f2, f1, 13));
+	assert_int_equal(tst_load_all(&d, mut, len, NULL, &o), -EBADMSG);
+	assert_non_null(strstr(d.msg, "flows"));
+	assert_non_null(strstr(d.msg, "duplicate"));
+	/* eth1 → eth0: a duplicate string key; eth\0: a NUL inside */
+	memcpy(mut, buf, len);
+	assert_true(patch(mut, len, "eth1", "eth0", 4));
+	assert_int_equal(tst_load_all(&d, mut, len, NULL, &o), -EBADMSG);
+	assert_non_null(strstr(d.msg, "byname"));
+	assert_non_null(strstr(d.msg, "duplicate"));
+	memcpy(mut, buf, len);
+	assert_true(patch(mut, len, "eth1", "eth\0", 4));
+	assert_int_equal(tst_load_all(&d, mut, len, NULL, &o), -EBADMSG);
+	assert_non_null(strstr(d.msg, "NUL"));
+	free(mut);
+	free_maps(&a);
+	urs_st_dec_free(&d);
+	urs_st_enc_free(&e);
+}
+
+/* A version-2 stream (interior references as one (field, element) step
+ * without a length) still loads: written here from a v3 one by rewriting
+ * its version and reference table. */
+static void test_v2_stream(void **state)
+{
+	(void) state;
+	struct all a;
+	fill(&a);
+	free_maps(&a);
+	struct all z;
+	memset(&z, 0, sizeof(z));
+	N[3].iref = NULL; /* only one-step references: into node slots */
+	z.head = &N[0];
+	z.into = &N[4].slots[1];
+	struct urs_st_enc e;
+	assert_int_equal(urs_st_enc_init(&e, 0, NULL, NULL), 0);
+	assert_int_equal(tst_save_all(&e, &z), 0);
+	size_t len;
+	const uint8_t *buf = urs_st_enc_data(&e, &len);
+	uint64_t tail = 0;
+	for (int k = 0; k < 8; k++)
+		tail |= (uint64_t) buf[len - 8 + (size_t) k] << (8 * k);
+	uint8_t *v2 = malloc(len);
+	memcpy(v2, buf, tail);
+	assert_int_equal(v2[4], 3);
+	v2[4] = 2;
+	/* tail: nobjects, nrefs, entries; all values here are one byte */
+	size_t i = tail, o = tail;
+	v2[o++] = buf[i++];
+	uint8_t nrefs = buf[i];
+	v2[o++] = buf[i++];
+	assert_int_equal(nrefs, 3);
+	for (uint8_t r = 0; r < nrefs; r++) {
+		uint8_t v = buf[i++];
+		assert_true(v < 0x80 && (v & 1));
+		v2[o++] = v;
+		v2[o++] = buf[i++];	       /* stored type */
+		assert_int_equal(buf[i++], 1); /* path length: dropped */
+		v2[o++] = buf[i++];
+		v2[o++] = buf[i++];
+	}
+	assert_int_equal(i, len - 8);
+	for (int k = 0; k < 8; k++)
+		v2[o++] = (uint8_t) (tail >> (8 * k));
+	struct urs_st_dec d;
+	urs_st_dec_init(&d, NULL);
+	struct all *out;
+	int rc = tst_load_all(&d, v2, o, NULL, &out);
+	if (rc)
+		fail_msg("%s", d.msg);
+	struct node *m[5];
+	m[0] = out->head;
+	for (int k = 1; k < 5; k++)
+		m[k] = m[k - 1]->next;
+	assert_ptr_equal(m[1]->iref, &m[3]->slots[2]);
+	assert_ptr_equal(m[2]->iref, &m[2]->slots[0]);
+	assert_ptr_equal(out->into, &m[4]->slots[1]);
+	/* and a version beyond the loader's is refused */
+	v2[4] = URS_ST_VERSION + 1;
+	assert_int_equal(tst_load_all(&d, v2, o, NULL, &out), -EBADMSG);
+	assert_non_null(strstr(d.msg, "version"));
+	free(v2);
+	urs_st_dec_free(&d);
+	urs_st_enc_free(&e);
+}
+
+/* Interior paths are at most URS_ST_MAX_PATH steps: 8 steps through
+ * embedded structs round-trip; 11 are refused on save, and a stream whose
+ * entry claims 9 is refused on load. */
+static void test_path_limit(void **state)
+{
+	(void) state;
+	static struct droot r;
+	memset(&r, 0, sizeof(r));
+	r.mid.a.a.a.a.a.a.x = 6;
+	r.top.a.a.a.a.a.a.a.a.a.x = 9;
+	r.shallow = &r.mid.a.a.a.a.a.a.x;
+	struct urs_st_enc e;
+	assert_int_equal(urs_st_enc_init(&e, 0, NULL, NULL), 0);
+	assert_int_equal(tst4_save_droot(&e, &r), 0);
+	size_t len;
+	const uint8_t *buf = urs_st_enc_data(&e, &len);
+	struct urs_st_dec d;
+	urs_st_dec_init(&d, NULL);
+	struct droot *o;
+	int rc = tst4_load_droot(&d, buf, len, NULL, &o);
+	if (rc)
+		fail_msg("%s", d.msg);
+	assert_ptr_equal(o->shallow, &o->mid.a.a.a.a.a.a.x);
+	assert_int_equal(*o->shallow, 6);
+	assert_int_equal(o->top.a.a.a.a.a.a.a.a.a.x, 9);
+	/* the entry: 1 object, 1 reference, (1 << 1) | 1, stored type, 8 steps */
+	uint64_t tail = 0;
+	for (int k = 0; k < 8; k++)
+		tail |= (uint64_t) buf[len - 8 + (size_t) k] << (8 * k);
+	assert_int_equal(buf[tail + 2], 3);
+	assert_int_equal(buf[tail + 4], 8);
+	uint8_t *mut = malloc(len);
+	memcpy(mut, buf, len);
+	mut[tail + 4] = 9;
+	assert_int_equal(tst4_load_droot(&d, mut, len, NULL, &o), -EBADMSG);
+	assert_non_null(strstr(d.msg, "deeper than the limit"));
+	free(mut);
+	r.deep = &r.top.a.a.a.a.a.a.a.a.a.x;
+	assert_int_equal(tst4_save_droot(&e, &r), -EINVAL);
+	assert_non_null(strstr(e.err_field, "deeper than the limit"));
+	urs_st_dec_free(&d);
 	urs_st_enc_free(&e);
 }
 
@@ -553,8 +842,7 @@ static void test_stats(void **state)
 	struct all *o;
 	assert_int_equal(tst_load_all(&d, buf, len, NULL, &o), 0);
 	assert_int_equal(d.stats[TST_T_NODE].count, 5);
-	urs_map_free(&a.byid);
-	urs_map_free(&a.counts);
+	free_maps(&a);
 	urs_st_dec_free(&d);
 	urs_st_enc_free(&e);
 }
@@ -783,12 +1071,13 @@ static void test_ref_table(void **state)
 	uint64_t tail = 0;
 	for (int k = 0; k < 8; k++)
 		tail |= (uint64_t) buf[len - 8 + (size_t) k] << (8 * k);
-	/* tail = nobjects (7), nrefs (4: two irefs, into, whole), entries */
+	/* tail = nobjects (7), nrefs (10: three irefs, into, whole, into_vec,
+	 * into_nested, into_inv, into_inv_b, into_bag), entries */
 	assert_int_equal(buf[tail], 7);
-	assert_int_equal(buf[tail + 1], 4);
+	assert_int_equal(buf[tail + 1], 10);
 	uint8_t *mut = malloc(len);
 	memcpy(mut, buf, len);
-	mut[tail + 1] = 3;
+	mut[tail + 1] = 9;
 	struct urs_st_dec d;
 	urs_st_dec_init(&d, NULL);
 	struct all *o;
@@ -798,8 +1087,7 @@ static void test_ref_table(void **state)
 	assert_int_equal(tst_load_all(&d, mut, len, NULL, &o), -EBADMSG);
 	assert_non_null(strstr(d.msg, "reference"));
 	free(mut);
-	urs_map_free(&a.byid);
-	urs_map_free(&a.counts);
+	free_maps(&a);
 	urs_st_dec_free(&d);
 	urs_st_enc_free(&e);
 }
@@ -824,10 +1112,45 @@ static int write_corpus(const char *dir)
 	struct all z;
 	memset(&z, 0, sizeof(z));
 	z.head = &N[0];
+	N[3].iref = NULL; /* into a's vec: not saved here */
 	if (tst_save_all(&e, &z))
 		return 1;
 	buf = urs_st_enc_data(&e, &len);
 	snprintf(path, sizeof(path), "%s/cycle", dir);
+	f = fopen(path, "wb");
+	if (!f)
+		return 1;
+	fwrite(buf, 1, len, f);
+	fclose(f);
+	/* maps with byte and string keys, references through vecs and
+	 * embedded structs, nothing else */
+	struct all m;
+	memset(&m, 0, sizeof(m));
+	static uint32_t xs[4] = {1, 2, 3, 4};
+	static struct inner iv[2] = {{1, 2}, {3, 4}};
+	m.bg.xs = xs;
+	m.bg.xs_len = 4;
+	m.inv = iv;
+	m.inv_len = 2;
+	m.into_bag = &xs[3];
+	m.into_inv = &iv[1];
+	m.into_inv_b = &iv[0].b;
+	m.into_nested = &m.ins[0].b;
+	uint8_t k[13] = {6, 10, 0, 0, 1};
+	int r = urs_bmap_put(&m.flows, 13, k, 7);
+	k[12] = 1;
+	r |= urs_bmap_put(&m.flows, 13, k, 8);
+	r |= urs_smap_put(&m.byname, "a", 0);
+	r |= urs_smap_put(&m.byname, "bc", (uint64_t) (uintptr_t) &N[1]);
+	N[1].next = NULL;
+	N[1].iref = &xs[0];
+	r |= tst_save_all(&e, &m);
+	urs_bmap_free(&m.flows);
+	urs_smap_free(&m.byname);
+	if (r)
+		return 1;
+	buf = urs_st_enc_data(&e, &len);
+	snprintf(path, sizeof(path), "%s/maps-paths", dir);
 	f = fopen(path, "wb");
 	if (!f)
 		return 1;
@@ -917,7 +1240,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_many_refs),      cmocka_unit_test(test_stats),
 		cmocka_unit_test(test_identity_table), cmocka_unit_test(test_u32_groups),
 		cmocka_unit_test(test_ref_table),      cmocka_unit_test(test_sorted_refs),
-		cmocka_unit_test(test_arena_allocs),
+		cmocka_unit_test(test_arena_allocs),   cmocka_unit_test(test_map_keys),
+		cmocka_unit_test(test_v2_stream),      cmocka_unit_test(test_path_limit),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -20,6 +20,9 @@ BAD = {
     'not a struct': 'union u { nothere }\n',
     'use "bytes"': 'struct a {\n\tvec u8 x;\n}\n',
     'map keys': 'struct a {\n\tmap u32 u64 m;\n}\n',
+    'map key size': 'struct a {\n\tmap bytes[0] u64 m;\n}\n',
+    'map key size out': 'struct a {\n\tmap bytes[1025] u64 m;\n}\n',
+    'map values': 'struct a {\n\tmap string i32 m;\n}\n',
 }
 
 

@@ -2,7 +2,10 @@
  * tests/state/test_statefile.c — the statefile: round trip with and without
  * zstd (metadata, sizes around the 1 MiB chunk), and rejection of a wrong
  * key, a flipped byte anywhere, a truncated image and reordered chunks, each
- * before any payload byte is handed to the caller of urs_sf_read_all().
+ * before any payload byte is handed to the caller of urs_sf_read_all(); the
+ * writer's compression thread: the same bytes as a single-threaded write for
+ * every size and write pattern, and a failing sink with a chunk on the
+ * thread ends cleanly.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -41,14 +44,18 @@ static ssize_t msrc(void *ctx, void *buf, size_t len)
 
 static const uint8_t KEY[32] = "0123456789abcdef0123456789abcdef";
 
-static struct mem make(const uint8_t *data, size_t len, int z)
+static struct mem make_ex(const uint8_t *data, size_t len, int z, unsigned flags, size_t step)
 {
 	struct mem m = {0};
 	struct urs_sf_writer w;
 	struct urs_sf_meta meta[] = {{"sandbox", "abc"}, {"kernel", "6.18"}};
-	assert_int_equal(urs_sf_writer_open(&w, msink, &m, KEY, sizeof(KEY), z, meta, 2), 0);
-	/* odd-sized writes across chunk boundaries */
-	size_t off = 0, step = 333333;
+	assert_int_equal(urs_sf_writer_open_ex(&w, msink, &m, KEY, sizeof(KEY), z, meta, 2, flags),
+			 0);
+	if (z && (flags & URS_SF_W_THREAD))
+		assert_non_null(w.par); /* the test machine has 2 CPUs */
+	else
+		assert_null(w.par);
+	size_t off = 0;
 	while (off < len) {
 		size_t n = len - off < step ? len - off : step;
 		assert_int_equal(urs_sf_write(&w, data + off, n), 0);
@@ -56,6 +63,12 @@ static struct mem make(const uint8_t *data, size_t len, int z)
 	}
 	assert_int_equal(urs_sf_writer_close(&w), 0);
 	return m;
+}
+
+/* odd-sized writes across chunk boundaries */
+static struct mem make(const uint8_t *data, size_t len, int z)
+{
+	return make_ex(data, len, z, 0, 333333);
 }
 
 static int load(struct mem *m, const uint8_t *key, uint8_t **out, size_t *len, char *msg)
@@ -71,6 +84,80 @@ static int load(struct mem *m, const uint8_t *key, uint8_t **out, size_t *len, c
 		strcpy(msg, r.msg);
 	urs_sf_reader_close(&r);
 	return rc;
+}
+
+/* the compression thread changes nothing in the file: byte-identical to a
+ * single-threaded write, whatever the sizes and write pattern (chunks the
+ * thread takes, chunks the caller builds while the thread is busy, a
+ * partial last chunk either way, chunks that do not compress) */
+static void test_threaded_same_bytes(void **state)
+{
+	(void) state;
+	size_t sizes[] = {0, 5, 1u << 20, (2u << 20) + 1, (5u << 20) + 4097};
+	size_t steps[] = {1u << 20, 333333, 4u << 20};
+	size_t max = (5u << 20) + 4097;
+	uint8_t *data = malloc(max);
+	for (size_t j = 0; j < max; j++) /* compressible, with a random stretch */
+		data[j] = (uint8_t) (j % 251 < 100 ? 0 : j * 31);
+	uint32_t x = 12345;
+	for (size_t j = (3u << 20); j < (3u << 20) + (1u << 20) + 100; j++) {
+		x = x * 1103515245u + 12345u;
+		data[j] = (uint8_t) (x >> 24);
+	}
+	int levels[] = {1, -1, 3};
+	for (size_t li = 0; li < 3; li++)
+		for (size_t si = 0; si < 5; si++)
+			for (size_t ti = 0; ti < 3; ti++) {
+				struct mem a = make_ex(data, sizes[si], levels[li], 0, steps[ti]);
+				struct mem b = make_ex(data, sizes[si], levels[li], URS_SF_W_THREAD,
+						       steps[ti]);
+				assert_int_equal(a.len, b.len);
+				assert_memory_equal(a.p, b.p, a.len);
+				uint8_t *out;
+				size_t ol;
+				assert_int_equal(load(&b, KEY, &out, &ol, NULL), 0);
+				assert_int_equal(ol, sizes[si]);
+				assert_memory_equal(out, data, ol);
+				free(out);
+				free(a.p);
+				free(b.p);
+			}
+	free(data);
+}
+
+static int fail_after;
+
+static int fsink(void *ctx, const void *buf, size_t len)
+{
+	if (fail_after-- <= 0)
+		return -ENOSPC;
+	return msink(ctx, buf, len);
+}
+
+/* a sink that fails while a chunk is on the thread: the error comes back
+ * and close() still ends the thread (ASan: nothing leaks) */
+static void test_threaded_sink_error(void **state)
+{
+	(void) state;
+	size_t len = 6u << 20;
+	uint8_t *data = calloc(1, len);
+	for (int after = 0; after < 5; after++) {
+		struct mem m = {0};
+		struct urs_sf_writer w;
+		fail_after = after;
+		assert_int_equal(urs_sf_writer_open_ex(&w, fsink, &m, KEY, sizeof(KEY), 1, NULL, 0,
+						       URS_SF_W_THREAD),
+				 after == 0 ? -ENOSPC : 0);
+		if (after == 0)
+			continue;
+		int r = 0;
+		for (size_t off = 0; off < len && !r; off += 1u << 20)
+			r = urs_sf_write(&w, data + off, 1u << 20);
+		int c = urs_sf_writer_close(&w);
+		assert_int_equal(r ? r : c, -ENOSPC);
+		free(m.p);
+	}
+	free(data);
 }
 
 static void test_roundtrip(void **state)
@@ -155,6 +242,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_roundtrip),
 		cmocka_unit_test(test_tamper),
+		cmocka_unit_test(test_threaded_same_bytes),
+		cmocka_unit_test(test_threaded_sink_error),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,84 @@
+/*
+ * actors/gofer.h — the gofer: an actor on the supervisor's io_uring loop
+ * that answers a FUSE connection for one mediated volume (a host directory
+ * the sandbox sees through a FUSE mount), so the sandbox never holds a
+ * host path or fd.
+ *
+ * Requests are read from /dev/fuse with io_uring reads into a request-buffer
+ * pool that starts with ONE buffer, grows by one when a completion finds no
+ * other read left in the kernel (backlog) up to a limit, and shrinks back to
+ * one (memory returned) after an idle period. Replies are write(2)s to the
+ * fd (a reply never blocks). Every name is resolved with openat2(
+ * RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS) from the
+ * O_PATH fd of its parent, which the gofer holds for every inode the kernel
+ * knows (freed on FORGET). Regular-file data uses FUSE passthrough when the
+ * kernel offers it (the kernel reads/writes the host file directly), else
+ * pread/pwrite in the gofer. See docs/gofer.md.
+ */
+#ifndef URSA_ACTORS_GOFER_H
+#define URSA_ACTORS_GOFER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "runtime/loop.h"
+
+struct urs_gofer;
+
+struct urs_gofer_opts {
+	bool rdonly;	     /* refuse every mutating op with EROFS */
+	bool no_passthrough; /* never use FUSE passthrough */
+	bool no_readdirplus; /* answer READDIR only (do not offer READDIRPLUS) */
+	/* no xattrs at all (ENOSYS, which the kernel remembers): without it,
+	 * every write(2) costs a GETXATTR security.capability round trip */
+	bool no_xattr;
+	/* READ/WRITE without passthrough with pread/pwrite in the handler
+	 * instead of io_uring operations answered from their completion (the
+	 * default: the loop keeps serving during slow host I/O; on cached data
+	 * both measured the same) */
+	bool sync_rw;
+	bool weak;	     /* reads do not keep urs_loop_run() alive */
+	bool trace;	     /* log each request and its result to stderr (debugging) */
+	uint32_t max_write;  /* bytes per WRITE request; 0 = 128 KiB */
+	uint32_t max_bufs;   /* request buffers at most; 0 = 8, at most 16 */
+	uint32_t max_inodes; /* inodes the kernel may hold at once; 0 = 1 << 20 */
+	uint64_t idle_ns;    /* shrink to one buffer after this; 0 = 2 s */
+	double attr_timeout; /* seconds the kernel may cache attrs/entries; default 1 */
+	bool attr_timeout_set;
+};
+
+struct urs_gofer_stats {
+	uint64_t requests, errors, replies_failed;
+	uint64_t by_op[64]; /* FUSE opcodes < 64 */
+	uint64_t grows, shrinks;
+	uint32_t bufs_active, bufs_max;
+	uint32_t inodes;     /* live inode table entries (root included) */
+	uint32_t open_files; /* open handles */
+	bool passthrough;    /* negotiated and working */
+	bool initialized;
+	uint32_t proto_minor; /* kernel's FUSE minor version */
+};
+
+/*
+ * Serve the FUSE connection @fuse_fd (already mounted, O_NONBLOCK) for the
+ * host directory @root_fd (any fd of a directory; the gofer keeps its own
+ * O_PATH copy). Takes ownership of @fuse_fd. Must run on @loop's thread.
+ */
+int urs_gofer_start(struct urs_loop *loop, int fuse_fd, int root_fd,
+		    const struct urs_gofer_opts *opts, struct urs_gofer **out);
+
+/* True once the connection is gone (unmounted or aborted) and no op is left. */
+bool urs_gofer_done(const struct urs_gofer *g);
+
+/* Abort: stop reading, cancel in-flight reads; free with urs_gofer_free once done. */
+void urs_gofer_stop(struct urs_gofer *g);
+
+/* Free everything (requires urs_gofer_done()). Closes the fuse fd. */
+void urs_gofer_free(struct urs_gofer *g);
+
+void urs_gofer_get_stats(const struct urs_gofer *g, struct urs_gofer_stats *st);
+
+/* Bytes of heap and touched buffer memory the gofer holds right now (approx). */
+size_t urs_gofer_mem(const struct urs_gofer *g);
+
+#endif

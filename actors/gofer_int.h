@@ -1,0 +1,154 @@
+/*
+ * actors/gofer_int.h — what gofer.c (connection, buffers, dispatch),
+ * gofer_inode.c (inode table) and gofer_ops.c (operation handlers) share.
+ * Not for use outside actors/gofer*.c.
+ */
+#ifndef URSA_ACTORS_GOFER_INT_H
+#define URSA_ACTORS_GOFER_INT_H
+
+#include <linux/fuse.h>
+#include <sys/ioctl.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include "actors/gofer.h"
+#include "runtime/loop.h"
+#include "runtime/timer.h"
+
+/* Newer than Debian 12's <linux/fuse.h> (7.38): FUSE passthrough (7.40). */
+#define URS_FUSE_PASSTHROUGH_FLAG2 (1u << 5) /* FUSE_PASSTHROUGH = 1ULL << 37 */
+#define URS_FOPEN_PASSTHROUGH	   (1u << 7)
+struct urs_fuse_backing_map {
+	int32_t fd;
+	uint32_t flags;
+	uint64_t padding;
+};
+#define URS_FUSE_DEV_IOC_BACKING_OPEN  _IOW(229, 1, struct urs_fuse_backing_map)
+#define URS_FUSE_DEV_IOC_BACKING_CLOSE _IOW(229, 2, uint32_t)
+#define URS_FUSE_COMPAT_SETXATTR_IN    8 /* without FUSE_SETXATTR_EXT */
+
+#define GOFER_NOREPLY 1 /* handler result: no reply is due (FORGET) */
+
+struct ginode {
+	struct ginode *next_id, *next_key; /* hash chains: by nodeid, by (dev, ino) */
+	uint64_t nodeid;		   /* never reused during the connection */
+	uint64_t nlookup;		   /* kernel references; freed at 0 (root: never) */
+	dev_t dev;
+	ino_t ino;
+	int fd;		    /* O_PATH | O_NOFOLLOW, beneath the volume root */
+	uint32_t type;	    /* S_IFMT bits */
+	int32_t backing_id; /* passthrough backing registered on the connection, 0 = none */
+	uint32_t backing_refs;
+	uint32_t opens;
+};
+
+/* Entries are allocated one by one and found through two chained hash
+ * tables, so memory follows the number of live entries; the tables shrink
+ * again when it falls (gofer_itable_compact). */
+struct gofer_itable {
+	struct ginode **by_id, **by_key;
+	uint32_t nbuckets; /* power of two, both tables */
+	uint32_t live, max;
+	uint64_t next_id;
+	struct ginode *root;
+};
+
+int gofer_itable_init(struct gofer_itable *t, uint32_t max);
+/* Closes every entry's fd; @each (if set) runs first for each entry. */
+void gofer_itable_fini(struct gofer_itable *t, void (*each)(struct ginode *, void *), void *ctx);
+/* The inode for a kernel nodeid, or NULL if unknown. */
+struct ginode *gofer_inode_get(struct gofer_itable *t, uint64_t nodeid);
+static inline uint64_t gofer_inode_id(const struct gofer_itable *t, const struct ginode *i)
+{
+	(void) t;
+	return i->nodeid;
+}
+/*
+ * Account one kernel reference to the object @fd (O_PATH) with @st: an
+ * existing entry gains a lookup (and @fd is closed), or a new entry takes
+ * @fd. Returns the entry or NULL with *err (-ENFILE over the limit, -ENOMEM);
+ * @fd is closed on failure.
+ */
+struct ginode *gofer_inode_ref(struct gofer_itable *t, int fd, const struct stat *st, int *err);
+/* Drop @n kernel references; the entry is freed (fd closed) when none and
+ * no open file remain. */
+void gofer_inode_forget(struct gofer_itable *t, struct ginode *i, uint64_t n);
+/* Set up the root entry (nodeid 1) for @fd; never freed by FORGET. */
+int gofer_inode_root(struct gofer_itable *t, int fd);
+/* Shrink the hash tables to fit the live entries (idle time). */
+void gofer_itable_compact(struct gofer_itable *t);
+/* Bytes held by the table. */
+size_t gofer_itable_mem(const struct gofer_itable *t);
+
+/* What an asynchronous host operation answers when it completes. */
+enum gofer_async_kind { GOFER_ASYNC_READ = 1, GOFER_ASYNC_WRITE, GOFER_ASYNC_FSYNC };
+
+struct gslot {
+	struct urs_op op; /* the read of a request, then (if any) its host operation */
+	struct urs_gofer *g;
+	unsigned char *buf; /* mmap'd, g->bufsz bytes, NULL until first use */
+	uint32_t idx;
+	bool reading;
+	bool async;		    /* a host operation for this request is in flight */
+	uint8_t akind;		    /* enum gofer_async_kind */
+	struct fuse_in_header ahdr; /* the request it answers */
+};
+
+#define GOFER_MAX_SLOTS 16
+
+struct urs_gofer {
+	struct urs_loop *loop;
+	struct urs_gofer_opts o;
+	int fuse_fd, root_fd;
+	dev_t root_dev;
+	struct gofer_itable it;
+	struct gslot slots[GOFER_MAX_SLOTS];
+	uint32_t active; /* slots in service */
+	uint32_t nslots; /* o.max_bufs clamped */
+	size_t bufsz;	 /* bytes per request buffer */
+	struct urs_timer idle;
+	uint64_t last_req_turn; /* requests seen at the last idle check */
+	bool idle_shrunk, stopping, dead, shrinking;
+	bool passthrough; /* negotiated; cleared if BACKING_OPEN fails */
+	uint32_t minor;
+	uint32_t open_files;
+	uint64_t attr_sec;
+	uint32_t attr_nsec;
+	struct urs_gofer_stats st;
+};
+
+/* One request being answered. */
+struct greq {
+	struct urs_gofer *g;
+	const struct fuse_in_header *h;
+	const unsigned char *in; /* after the header */
+	uint32_t inlen;
+	unsigned char *buf; /* the request buffer (reusable for the reply once @in is consumed) */
+	size_t bufsz;
+	int reply_err;	    /* set when writing the reply failed (-ENOENT: interrupted) */
+	struct gslot *slot; /* the buffer's slot (NULL in unit tests) */
+};
+
+#define GOFER_ASYNC 2 /* handler result: an io_uring op will reply */
+
+/*
+ * Answer this request from an io_uring operation instead of synchronously:
+ * prepare the SQE returned by gofer_async_sqe() (its buffer may be r->buf:
+ * the slot stays out of service until the completion), then return
+ * gofer_async_submit(). NULL from gofer_async_sqe(): do it synchronously.
+ */
+struct io_uring_sqe *gofer_async_sqe(struct greq *r);
+int gofer_async_submit(struct greq *r, enum gofer_async_kind kind);
+
+/* Reply helpers (gofer.c): always return 0; a failed write is noted in
+ * r->reply_err. */
+int gofer_reply(struct greq *r, int err, const void *data, size_t len);
+int gofer_reply2(struct greq *r, const void *a, size_t alen, const void *b, size_t blen);
+
+/* Dispatch one request (gofer_ops.c): returns 0 (replied), GOFER_NOREPLY,
+ * or a negative errno to send as the error reply. */
+int gofer_dispatch(struct greq *r);
+
+#endif

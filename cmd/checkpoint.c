@@ -1,0 +1,261 @@
+/*
+ * cmd/checkpoint.c — `ursa checkpoint --image-path DIR [--leave-running]
+ * [--work-path DIR] ID` (runc-compatible): freeze the sandbox's cgroup, dump
+ * its init's process tree into DIR (host/ckpt_dump.h), keep the container's
+ * record and config.json beside it (DIR/container/, what `ursa restore`
+ * rebuilds the sandbox from), then thaw it (--leave-running) or kill and
+ * delete it. Driven from the CLI, synchronously: the supervisor sits in the
+ * same cgroup and is frozen with the tree for the few milliseconds it takes.
+ * A refusal (an unsupported resource, named with its pid) leaves the sandbox
+ * running as before and no image. docs/checkpoint.md has the details.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cmd/cli.h"
+#include "cmd/cmd.h"
+#include "host/cgroup.h"
+#include "host/ckpt_dump.h"
+#include "host/proc.h"
+#include "runtime/common.h"
+
+/* the image's copy of the record and config.json: DIR/container/ */
+#define CKPT_REC_ID "container"
+
+/* A line in --work-path/NAME (containerd shows these logs on failure). */
+void urs_ckpt_worklog(const char *work, const char *name, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+void urs_ckpt_worklog(const char *work, const char *name, const char *fmt, ...)
+{
+	if (!work)
+		return;
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/%s", work, name);
+	_cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return;
+	char line[2048];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(line, sizeof(line) - 1, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if (n > (int) sizeof(line) - 2)
+		n = (int) sizeof(line) - 2;
+	line[n++] = '\n';
+	if (write(fd, line, (size_t) n) < 0) {
+		/* a log line is best effort */
+	}
+}
+
+static int mkdir_p(const char *path, mode_t mode)
+{
+	char buf[4096];
+	if (snprintf(buf, sizeof(buf), "%s", path) >= (int) sizeof(buf))
+		return -ENAMETOOLONG;
+	for (char *p = buf + 1; *p; p++)
+		if (*p == '/') {
+			*p = 0;
+			if (mkdir(buf, 0711) < 0 && errno != EEXIST)
+				return -errno;
+			*p = '/';
+		}
+	if (mkdir(buf, mode) < 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+/* DIR/container/{state.json,config.json}: the record under the fixed id */
+static int save_record(const char *dir, const struct urs_state *st, struct urs_err *err)
+{
+	struct urs_state copy = *st;
+	snprintf(copy.id, sizeof(copy.id), "%s", CKPT_REC_ID);
+	urs_state_remove(dir, CKPT_REC_ID); /* an older image's */
+	int r = urs_state_dir_create(dir, CKPT_REC_ID, err);
+	if (r < 0)
+		return r;
+	if ((r = urs_state_write(dir, &copy, err)) < 0)
+		return r;
+	char cfg[4096];
+	urs_state_path(cfg, sizeof(cfg), G.root, st->id, "config.json");
+	if ((r = urs_state_save_config(dir, CKPT_REC_ID, cfg)) < 0)
+		return urs_err_set(err, r, "checkpoint: copying %s: %s", cfg, strerror(-r));
+	return 0;
+}
+
+int cmd_checkpoint(int argc, char **argv)
+{
+	const char *image = NULL, *work = NULL, *parent = NULL, *cgmode = NULL, *page_server = NULL;
+	bool leave = false, tcp = false, unix_sk = false, locks = false, shell = false,
+	     lazy = false, pre = false, dedup = false;
+	int status_fd = -1;
+	struct urs_strlist empty_ns = {0}, external = {0};
+	const struct urs_opt opts[] = {
+		{"image-path", 0, URS_OPT_STR, &image, "directory for the image (created)"},
+		{"work-path", 0, URS_OPT_STR, &work, "directory for dump.log"},
+		{"leave-running", 0, URS_OPT_FLAG, &leave, "keep the container running afterwards"},
+		{"tcp-established", 0, URS_OPT_FLAG, &tcp, "(accepted: sockets are refused)"},
+		{"ext-unix-sk", 0, URS_OPT_FLAG, &unix_sk, "(accepted: sockets are refused)"},
+		{"shell-job", 0, URS_OPT_FLAG, &shell, "(accepted: a tty on stdio is external)"},
+		{"file-locks", 0, URS_OPT_FLAG, &locks, "refused: locks are not saved"},
+		{"manage-cgroups-mode", 0, URS_OPT_STR, &cgmode,
+		 "(accepted: restore re-creates the cgroup)"},
+		{"empty-ns", 0, URS_OPT_LIST, &empty_ns, "(accepted: only pid state is saved)"},
+		{"lazy-pages", 0, URS_OPT_FLAG, &lazy, "refused"},
+		{"pre-dump", 0, URS_OPT_FLAG, &pre, "refused"},
+		{"parent-path", 0, URS_OPT_STR, &parent, "refused"},
+		{"page-server", 0, URS_OPT_STR, &page_server, "refused"},
+		{"status-fd", 0, URS_OPT_INT, &status_fd, "refused"},
+		{"auto-dedup", 0, URS_OPT_FLAG, &dedup, "(accepted)"},
+		{"external", 0, URS_OPT_LIST, &external, "refused: namespaces are not saved"},
+		{NULL, 0, 0, NULL, NULL},
+	};
+	struct urs_err err = {{0}};
+	struct urs_state st;
+	int rc = urs_cmd_open("checkpoint", "--image-path DIR [options] ID", argc, argv, opts, &st,
+			      NULL);
+	if (rc >= 0)
+		return rc;
+	rc = 1;
+	_cleanup_close_ int pidfd = -1;
+	_cleanup_close_ int lockfd = -1;
+	sigset_t oldmask;
+	bool masked = false;
+	struct urs_cgroup cg;
+	bool have_cg = false;
+	const char *freezer = NULL;
+	char dir[4096];
+	if (lazy || pre || parent || page_server || status_fd >= 0 || locks || external.n) {
+		urs_error("checkpoint: --%s is not supported",
+			  external.n	? "external"
+			  : lazy	? "lazy-pages"
+			  : pre		? "pre-dump"
+			  : parent	? "parent-path"
+			  : page_server ? "page-server"
+			  : locks	? "file-locks (file locks are not checkpointed)"
+					: "status-fd");
+		goto out;
+	}
+	if (cgmode && strcmp(cgmode, "soft") && strcmp(cgmode, "full") &&
+	    strcmp(cgmode, "strict") && strcmp(cgmode, "ignore")) {
+		urs_error("checkpoint: --manage-cgroups-mode %s: unknown mode", cgmode);
+		goto out;
+	}
+	if (!image) {
+		urs_error("checkpoint: --image-path is required");
+		goto out;
+	}
+	/* one checkpoint of a container at a time (a second one's refusal would
+	 * thaw the cgroup under the first) */
+	char sdir[4096];
+	urs_state_path(sdir, sizeof(sdir), G.root, st.id, NULL);
+	lockfd = open(sdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (lockfd < 0 || flock(lockfd, LOCK_EX | LOCK_NB) < 0) {
+		urs_error("checkpoint: container %s: %s", st.id,
+			  lockfd >= 0 && errno == EWOULDBLOCK ? "a checkpoint is already running"
+							      : strerror(errno));
+		goto out;
+	}
+	enum urs_status s = urs_container_status(&st);
+	if (s != URS_ST_RUNNING) {
+		urs_error("checkpoint: container %s is %s, not running", st.id, urs_status_name(s));
+		goto out;
+	}
+	int r = mkdir_p(image, 0700);
+	if (r == 0 && work)
+		r = mkdir_p(work, 0700);
+	if (r < 0 || !realpath(image, dir)) {
+		urs_error("checkpoint: creating %s: %s", image, strerror(r < 0 ? -r : errno));
+		goto out;
+	}
+	if (st.cgroup && *st.cgroup) {
+		if (urs_cmd_cgroup("checkpoint", &st, &cg) < 0)
+			goto out;
+		have_cg = true;
+		/* the cgroup v2 freezer (hybrid hosts have one beside the v1
+		 * hierarchies); without it the dumper stops the tasks with ptrace */
+		if (cg.h[URS_CG_V2].path[0])
+			freezer = cg.h[URS_CG_V2].path;
+	}
+	pidfd = urs_pidfd_open_checked(st.pid, st.pid_start);
+	if (pidfd < 0) {
+		urs_error("checkpoint: container %s: its init is gone", st.id);
+		goto out;
+	}
+	struct ckpt_dump_opts dopts = {.freezer = freezer, .outside = st.sup_pid};
+	struct ckpt_dump_stats ds;
+	/* interrupted halfway, the tasks would go on with injected registers or
+	 * stay frozen: nothing but SIGKILL stops us until they are thawed or
+	 * killed (unblocked at the end) */
+	sigset_t all;
+	sigfillset(&all);
+	sigprocmask(SIG_BLOCK, &all, &oldmask);
+	masked = true;
+	r = ckpt_dump(st.pid, dir, &dopts, &ds, &err);
+	if (r == 0 && (r = save_record(dir, &st, &err)) < 0) {
+		/* no core.img: not an image (the dumper removes its files itself
+		 * when it fails) */
+		char path[4200];
+		snprintf(path, sizeof(path), "%s/core.img", dir);
+		unlink(path);
+		snprintf(path, sizeof(path), "%s/pages.img", dir);
+		unlink(path);
+	}
+	if (r < 0) {
+		if (freezer)
+			ckpt_cg2_freeze(freezer, false, NULL); /* a refusal leaves it as it was */
+		urs_error("checkpoint %s: %s", st.id, err.msg);
+		if (strstr(err.msg, "user notification"))
+			urs_error(
+				"checkpoint %s: (counted seccomp denials use a notify filter: run "
+				"the sandbox with URSA_SECCOMP_COUNT=0 to make it checkpointable)",
+				st.id);
+		urs_ckpt_worklog(work, "dump.log", "error: %s", err.msg);
+		goto out;
+	}
+	urs_ckpt_worklog(work, "dump.log",
+			 "dumped %u tasks, %llu pages (%llu zero pages skipped), %llu bytes in "
+			 "%.3f ms",
+			 ds.ntasks, (unsigned long long) ds.pages,
+			 (unsigned long long) ds.zero_pages, (unsigned long long) ds.image_bytes,
+			 ds.ms);
+	urs_debug("checkpoint %s: %u tasks, %llu bytes, %.3f ms", st.id, ds.ntasks,
+		  (unsigned long long) ds.image_bytes, ds.ms);
+	if (leave) {
+		if (freezer && ckpt_cg2_freeze(freezer, false, &err) < 0) {
+			urs_error("checkpoint %s: thawing: %s", st.id, err.msg);
+			goto out;
+		}
+		rc = 0;
+		goto out;
+	}
+	/* killed while still frozen, so it runs no further than the image: the
+	 * pid namespace dies with its init (a frozen task still dies of SIGKILL) */
+	urs_pidfd_signal(pidfd, SIGKILL);
+	if (freezer)
+		ckpt_cg2_freeze(freezer, false, NULL);
+	if (urs_container_delete(st.id, true, &err) < 0) {
+		urs_error("checkpoint %s: the image is complete, but deleting the container "
+			  "failed: %s",
+			  st.id, err.msg);
+		goto out;
+	}
+	rc = 0;
+out:
+	if (masked)
+		sigprocmask(SIG_SETMASK, &oldmask, NULL);
+	if (have_cg)
+		urs_cg_close(&cg);
+	urs_state_clear(&st);
+	return rc;
+}
