@@ -240,8 +240,16 @@ int urs_netstack_start(struct urs_netstack **out, struct urs_loop *loop, int tap
 	*out = ns;
 	return 0;
 fail:
+	/* nothing of ours is armed yet (the read and the timer come last):
+	 * the engine cleans up after itself, the rest is freed here */
 	urs_netfwd_close(o);
 	urs_netstack_stop(ns);
+	if (ns->ring)
+		urs_bufring_fini(&ns->br);
+	if (ns->flat)
+		munmap(ns->flat, SLOT_BYTES);
+	close(ns->tapfd);
+	free(ns);
 	return r;
 }
 
