@@ -57,6 +57,7 @@ struct urs_netstack {
 	uint64_t last_backlog_ns;
 	uint32_t max_slots, idle_ms;
 	uint64_t suspect, rx_errors, tx_dropped, enobufs_flat;
+	pid_t sandbox_pid;
 };
 
 static void rx_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint32_t flags);
@@ -195,6 +196,7 @@ int urs_netstack_start(struct urs_netstack **out, struct urs_loop *loop, int tap
 	ns->loop = loop;
 	ns->tapfd = tapfd;
 	ns->max_slots = o->max_slots ? o->max_slots : 8;
+	ns->sandbox_pid = o->sandbox_pid;
 	ns->idle_ms = o->idle_ms ? o->idle_ms : 2000;
 	int r = urs_net_init(&ns->net, loop, nc, tx, ns);
 	if (r < 0) {
@@ -271,6 +273,30 @@ void urs_netstack_stop(struct urs_netstack *ns)
 	ns->net = NULL;
 }
 
+/* eth0's tx "drop" column in the sandbox's /proc/net/dev (seen through its
+ * init: /proc/PID/net is that process's namespace). Read when scraped. */
+static uint64_t queue_dropped(pid_t pid)
+{
+	if (pid <= 0)
+		return 0;
+	char path[64], line[512];
+	snprintf(path, sizeof(path), "/proc/%d/net/dev", (int) pid);
+	_cleanup_fclose_ FILE *f = fopen(path, "re");
+	while (f && fgets(line, sizeof(line), f)) {
+		char *p = line;
+		while (*p == ' ')
+			p++;
+		if (strncmp(p, "eth0:", 5))
+			continue;
+		unsigned long long v[12];
+		if (sscanf(p + 5, "%llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu",
+			   &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &v[9],
+			   &v[10], &v[11]) == 12)
+			return v[11];
+	}
+	return 0;
+}
+
 void urs_netstack_get_stats(const struct urs_netstack *ns, struct urs_netstack_stats *st)
 {
 	memset(st, 0, sizeof(*st));
@@ -287,6 +313,7 @@ void urs_netstack_get_stats(const struct urs_netstack *ns, struct urs_netstack_s
 	st->suspect = ns->suspect;
 	st->rx_errors = ns->rx_errors;
 	st->tx_dropped = ns->tx_dropped;
+	st->queue_dropped = queue_dropped(ns->sandbox_pid);
 }
 
 const struct urs_net_stats *urs_netstack_engine_stats(const struct urs_netstack *ns)
@@ -298,6 +325,7 @@ int urs_netstack_prepare(struct urs_netopts *o, pid_t init_pid, struct urs_net_c
 			 struct urs_err *err)
 {
 	*tapfd = -1;
+	o->sandbox_pid = init_pid;
 	urs_net_cfg_default(nc);
 	nc->ipv6 = o->ipv6;
 	struct urs_tap_cfg tc;
@@ -350,9 +378,12 @@ void urs_netstack_tap_cfg(const struct urs_net_cfg *nc, struct urs_tap_cfg *tc)
  * somebody scrapes, so the frame path only bumps integers. */
 static const char *const dir_v[] = {"rx", "tx"};
 static const struct urs_metric_label dir_l[] = {{"dir", dir_v, 2}};
-static const char *const drop_v[] = {"bad",	   "fragment", "checksum", "policy",
-				     "flow_limit", "other",    "tap_full", "tap_error"};
-static const struct urs_metric_label drop_l[] = {{"reason", drop_v, 8}};
+/* tap_full: our writes the tap refused (EAGAIN); tap_error: other write
+ * errors; sandbox_queue: the sandbox's frames its eth0 queue dropped before
+ * we read them (eth0 tx_dropped) */
+static const char *const drop_v[] = {"bad",   "fragment", "checksum",  "policy",       "flow_limit",
+				     "other", "tap_full", "tap_error", "sandbox_queue"};
+static const struct urs_metric_label drop_l[] = {{"reason", drop_v, 9}};
 static const char *const slotev_v[] = {"grow", "shrink", "enobufs", "suspect"};
 static const struct urs_metric_label slotev_l[] = {{"event", slotev_v, 4}};
 static const char *const proto_v[] = {"tcp", "udp", "icmp"};
@@ -434,8 +465,9 @@ int urs_netstack_render(const struct urs_netstack *ns, const char *labels, char 
 	urs_metric_set(&m_frames, 1, e->tx_frames);
 	urs_metric_set(&m_bytes, 0, e->rx_bytes);
 	urs_metric_set(&m_bytes, 1, e->tx_bytes);
-	const uint64_t drops[] = {e->drop_bad,	 e->drop_frag,	e->drop_csum, e->drop_policy,
-				  e->drop_limit, e->drop_other, e->tx_again,  st.tx_dropped};
+	const uint64_t drops[] = {e->drop_bad,	  e->drop_frag,	 e->drop_csum,
+				  e->drop_policy, e->drop_limit, e->drop_other,
+				  e->tx_again,	  st.tx_dropped, st.queue_dropped};
 	for (uint32_t i = 0; i < URS_ARRAY_SIZE(drops); i++)
 		urs_metric_set(&m_drops, i, drops[i]);
 	urs_metric_set(&m_slots, 0, st.slots_active);

@@ -39,6 +39,7 @@ struct urs_netopts {
 	uint32_t max_slots; /* receive slots at most (default 8) */
 	uint32_t idle_ms;   /* shrink back to one slot after this long without backlog */
 	bool ipv6;
+	pid_t sandbox_pid; /* set by urs_netstack_prepare: whose /proc/PID/net is the sandbox's */
 };
 
 /* Bundle annotations (documented in docs/network.md). */
@@ -69,6 +70,8 @@ int urs_netstack_prepare(struct urs_netopts *o, pid_t init_pid, struct urs_net_c
 struct urs_netstack_stats {
 	uint32_t slots_active, slots_max;
 	uint64_t grows, shrinks, enobufs, suspect, rx_errors, tx_dropped;
+	uint64_t
+		queue_dropped; /* the sandbox's eth0 tx_dropped: its frames the tap queue refused */
 	size_t slot_bytes;
 };
 

@@ -22,7 +22,12 @@ jq --arg rootfs "$work/rootfs" '.root.path = $rootfs | .process.terminal = false
 (cd "$work/b" && "$URSA" --root "$root" run -d m1) || { echo "0 passed, 1 failed"; exit 1; }
 "$URSA" --root "$root" metrics m1 > "$work/one" 2>&1
 "$URSA" --root "$root" metrics m1 > "$work/two" 2>&1
-/usr/bin/python3 - "$work/one" "$work/two" <<'PY'
+# the sandbox's own view of its eth0 (the bundle asks for a new net
+# namespace, so it has the netstack's NIC): tx "drop" column, read after
+# the scrape (it can only grow)
+init=$("$URSA" --root "$root" state m1 | jq -r .pid)
+awk '$1 == "eth0:" { print $13 }' "/proc/$init/net/dev" > "$work/qdrop"
+/usr/bin/python3 - "$work/one" "$work/two" "$work/qdrop" <<'PY'
 import sys
 from prometheus_client.parser import text_string_to_metric_families
 passed = failed = 0
@@ -55,6 +60,14 @@ pss = val(fams[1], "ursa_supervisor_pss_anon_bytes")
 # (no upper bound here: an ASan build's supervisor is far larger; the budget
 # is the memory benchmark's business)
 check("supervisor Pss_Anon is reported", pss is not None and pss > 0, str(pss))
+slots = val(fams[1], "ursa_net_rx_slots")
+check("netstack: one receive slot in service at rest", slots == 1, str(slots))
+rxf = val(fams[1], "ursa_net_frames_total", dir="rx")
+check("netstack: frames from the sandbox are counted", rxf is not None and rxf >= 0, str(rxf))
+qd = val(fams[1], "ursa_net_drops_total", reason="sandbox_queue")
+want = open(sys.argv[3]).read().strip()
+check("netstack: eth0 tx_dropped is exported (sandbox_queue)",
+      qd is not None and want != "" and qd <= int(want), f"{qd} vs /proc/PID/net/dev {want!r}")
 print(f"{passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)
 PY
