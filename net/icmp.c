@@ -59,12 +59,9 @@ static void raw_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint32
 	(void) loop;
 	struct urs_net_fwd *rw = container_of(op, struct urs_net_fwd, op);
 	struct urs_net *n = rw->net;
-	if (n->closing) {
-		urs_net_fwd_ended(rw, res, flags); /* may free @n */
-		return;
-	}
-	urs_net_fwd_ended(rw, res, flags);
-	if (res < 0)
+	bool closing = n->closing;
+	urs_net_fwd_ended(rw, res, flags); /* may free @n when closing */
+	if (closing || res < 0)
 		return;
 	uint8_t *buf = urs_net_buf(n);
 	if (!buf)
