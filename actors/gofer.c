@@ -35,6 +35,8 @@ static void slot_next(struct gslot *s, int32_t res);
 
 int gofer_reply2(struct greq *r, const void *a, size_t alen, const void *b, size_t blen)
 {
+	if (r->uent)
+		return gofer_uring_reply(r, 0, a, alen, b, blen);
 	struct fuse_out_header oh = {
 		.len = (uint32_t) (sizeof(oh) + alen + blen), .error = 0, .unique = r->h->unique};
 	struct iovec iov[3] = {{&oh, sizeof(oh)}};
@@ -59,6 +61,8 @@ int gofer_reply(struct greq *r, int err, const void *data, size_t len)
 		struct fuse_out_header oh = {
 			.len = sizeof(oh), .error = err, .unique = r->h->unique};
 		r->g->st.errors++;
+		if (r->uent)
+			return gofer_uring_reply(r, err, NULL, 0, NULL, 0);
 		if (write(r->g->fuse_fd, &oh, sizeof(oh)) < 0) {
 			r->g->st.replies_failed++;
 			r->reply_err = -errno;
@@ -119,6 +123,31 @@ static void handle(struct urs_gofer *g, struct gslot *s, size_t n)
 		fprintf(stderr, "gofer: op %u unique %llu node %llu len %u -> %d\n", h->opcode,
 			(unsigned long long) h->unique, (unsigned long long) h->nodeid, h->len,
 			res);
+	if (unlikely(h->opcode == FUSE_INIT))
+		gofer_uring_start(g); /* if INIT accepted FUSE_OVER_IO_URING */
+}
+
+/*
+ * After a reply, the requester (woken by it) often has its next request
+ * queued already: read it at once with a plain non-blocking read instead of
+ * another io_uring read (poll arm, task work, completion), a bounded number
+ * of times per completion so the loop's other work is not starved. Returns
+ * the last read's result (1 if the bound was hit or the slot is busy).
+ */
+#define GOFER_DRAIN 32
+
+static int32_t drain(struct urs_gofer *g, struct gslot *s)
+{
+	for (int k = 0; k < GOFER_DRAIN; k++) {
+		if (s->async || g->stopping || s->idx >= g->active)
+			return 1;
+		ssize_t n = read(g->fuse_fd, s->buf, g->bufsz);
+		if (n <= 0)
+			return n == 0 ? 0 : -errno;
+		g->st.drained++;
+		handle(g, s, (size_t) n);
+	}
+	return 1;
 }
 
 static void read_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint32_t flags)
@@ -137,9 +166,10 @@ static void read_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint3
 			slot_arm(&g->slots[g->active - 1]);
 		}
 		handle(g, s, (size_t) res);
-	} else if (res == 0 || res == -ENODEV ||
-		   (res < 0 && res != -ECANCELED && res != -EAGAIN && res != -EINTR &&
-		    res != -ENOENT)) {
+		res = drain(g, s);
+	}
+	if (res == 0 || res == -ENODEV ||
+	    (res < 0 && res != -ECANCELED && res != -EAGAIN && res != -EINTR && res != -ENOENT)) {
 		/* unmounted (ENODEV) or a broken connection: stop serving */
 		g->stopping = true;
 	}
@@ -153,6 +183,8 @@ static void slot_next(struct gslot *s, int32_t res)
 {
 	struct urs_gofer *g = s->g;
 	if (g->dead || g->stopping || s->idx >= g->active) {
+		if (g->stopping)
+			gofer_uring_stop(g);
 		slot_release(s);
 		if (g->stopping && !any_busy(g)) {
 			g->dead = true;
@@ -173,16 +205,27 @@ static void async_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint
 	struct gslot *s = container_of(op, struct gslot, op);
 	struct urs_gofer *g = s->g;
 	s->async = false;
-	struct greq r = {.g = g, .h = &s->ahdr, .buf = s->buf, .bufsz = g->bufsz, .slot = s};
+	struct greq r = {.g = g,
+			 .h = &s->ahdr,
+			 .buf = s->buf,
+			 .bufsz = g->bufsz,
+			 .slot = s,
+			 .uent = s->uent};
 	if (res < 0) {
 		gofer_reply(&r, res, NULL, 0);
 	} else if (s->akind == GOFER_ASYNC_READ) {
+		g->st.bytes_read += (uint64_t) res;
 		gofer_reply(&r, 0, s->buf, (size_t) res);
 	} else if (s->akind == GOFER_ASYNC_WRITE) {
+		g->st.bytes_written += (uint64_t) res;
 		struct fuse_write_out out = {.size = (uint32_t) res};
 		gofer_reply(&r, 0, &out, sizeof(out));
 	} else {
 		gofer_reply(&r, 0, NULL, 0);
+	}
+	if (s->uent) {
+		gofer_uring_async_done(s->uent); /* an io_uring entry: commit */
+		return;
 	}
 	slot_next(s, 0);
 }
@@ -247,6 +290,7 @@ static void idle_cb(struct urs_loop *loop, struct urs_timer *t, int res)
 	if (g->idle_shrunk)
 		return;
 	gofer_itable_compact(&g->it);
+	gofer_uring_idle(g);
 	/* idle for a whole period: back to one slot. Slot 0's pages are
 	 * returned when its cancelled read completes and before it is
 	 * re-armed (the kernel only writes it while a read is posted). */
@@ -281,6 +325,8 @@ int urs_gofer_start(struct urs_loop *loop, int fuse_fd, int root_fd,
 	g->fuse_fd = fuse_fd;
 	if (opts)
 		g->o = *opts;
+	if (g->o.quota_bytes)
+		g->o.no_passthrough = true; /* every write is seen (docs/gofer.md "Quotas") */
 	if (!g->o.max_write)
 		g->o.max_write = 128u << 10;
 	if (g->o.max_write < 4096)
@@ -315,6 +361,9 @@ int urs_gofer_start(struct urs_loop *loop, int fuse_fd, int root_fd,
 	}
 	g->root_fd = fd;
 	g->root_dev = g->it.root->dev;
+	r = gofer_quota_init(g); /* usage at start: a bounded walk */
+	if (r < 0)
+		goto fail;
 	/* one O_PATH fd per inode the kernel holds: use the whole hard limit */
 	struct rlimit rl;
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
@@ -348,12 +397,13 @@ fail:
 
 bool urs_gofer_done(const struct urs_gofer *g)
 {
-	return g->dead && !any_busy(g) && !urs_timer_busy(&g->idle);
+	return g->dead && !any_busy(g) && !urs_timer_busy(&g->idle) && !gofer_uring_busy(g);
 }
 
 void urs_gofer_stop(struct urs_gofer *g)
 {
 	g->stopping = true;
+	gofer_uring_stop(g);
 	for (uint32_t k = 0; k < g->nslots; k++)
 		if (g->slots[k].reading)
 			urs_cancel(g->loop, &g->slots[k].op);
@@ -379,6 +429,7 @@ void urs_gofer_free(struct urs_gofer *g)
 		return;
 	for (uint32_t k = 0; k < g->nslots; k++)
 		slot_release(&g->slots[k]);
+	gofer_uring_free(g); /* its ring holds references to the fuse fd */
 	gofer_itable_fini(&g->it, backing_close, g);
 	if (g->fuse_fd >= 0)
 		close(g->fuse_fd);
@@ -394,11 +445,14 @@ void urs_gofer_get_stats(const struct urs_gofer *g, struct urs_gofer_stats *st)
 	st->open_files = g->open_files;
 	st->passthrough = g->passthrough;
 	st->proto_minor = g->minor;
+	st->quota_bytes_used = g->q_bytes;
+	st->quota_inodes_used = g->q_inodes;
+	gofer_uring_stats(g, st);
 }
 
 size_t urs_gofer_mem(const struct urs_gofer *g)
 {
-	size_t m = sizeof(*g) + gofer_itable_mem(&g->it);
+	size_t m = sizeof(*g) + gofer_itable_mem(&g->it) + gofer_uring_mem(g);
 	for (uint32_t k = 0; k < g->nslots; k++) {
 		const struct gslot *s = &g->slots[k];
 		if (!s->buf)

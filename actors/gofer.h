@@ -45,18 +45,43 @@ struct urs_gofer_opts {
 	uint64_t idle_ns;    /* shrink to one buffer after this; 0 = 2 s */
 	double attr_timeout; /* seconds the kernel may cache attrs/entries; default 1 */
 	bool attr_timeout_set;
+	/* never use FUSE over io_uring: classic /dev/fuse reads and writes only
+	 * (also URSA_IOURING_DISABLE=uring_cmd) */
+	bool no_uring;
+	/* quotas (docs/gofer.md "Quotas"), 0 = none: bytes of regular-file
+	 * data and inodes; usage is counted by walking the volume at start,
+	 * beyond it growth fails with EDQUOT; a quota'd volume serves data
+	 * through the gofer (no passthrough) so that it sees every write */
+	uint64_t quota_bytes;
+	uint64_t quota_inodes;
 };
+
+#define URS_GOFER_LAT_FIRST_NS 1000 /* latency histogram: first bucket's bound */
+#define URS_GOFER_LAT_BUCKETS  20   /* 1 us .. 524 ms, then +Inf */
 
 struct urs_gofer_stats {
 	uint64_t requests, errors, replies_failed;
 	uint64_t by_op[64]; /* FUSE opcodes < 64 */
 	uint64_t grows, shrinks;
+	uint64_t drained; /* requests read directly after a reply (no io_uring read) */
+	/* bytes the gofer itself read/wrote for READ/WRITE (not passthrough) */
+	uint64_t bytes_read, bytes_written;
+	/* handler time per request (to its reply, or to the submission of its
+	 * io_uring host operation): bucket i counts <= 1 us << i, the last +Inf */
+	uint64_t lat_hist[URS_GOFER_LAT_BUCKETS + 1];
+	uint64_t lat_count, lat_sum_ns;
+	uint64_t quota_bytes_used, quota_inodes_used; /* with a quota */
 	uint32_t bufs_active, bufs_max;
 	uint32_t inodes;     /* live inode table entries (root included) */
 	uint32_t open_files; /* open handles */
 	bool passthrough;    /* negotiated and working */
 	bool initialized;
 	uint32_t proto_minor; /* kernel's FUSE minor version */
+	/* FUSE over io_uring (docs/gofer.md): requests arrive through it */
+	bool uring;
+	uint32_t uring_queues, uring_entries; /* queues (= possible CPUs), entries registered */
+	uint64_t uring_requests;	      /* requests that came through io_uring */
+	uint64_t uring_grows;		      /* entries added under load */
 };
 
 /*
@@ -77,6 +102,17 @@ void urs_gofer_stop(struct urs_gofer *g);
 void urs_gofer_free(struct urs_gofer *g);
 
 void urs_gofer_get_stats(const struct urs_gofer *g, struct urs_gofer_stats *st);
+
+/*
+ * Per-volume metrics (actors/gofer_metrics.c): ursa_gofer_* series labelled
+ * volume="DEST" for each of @n gofers (@g[i] may be NULL: zeros), the label
+ * values (@volumes, which must stay valid for the process's life) fixed on
+ * the first call, which registers them; later calls only copy the gofers'
+ * plain counters into them. Appends the exposition to @buf with
+ * @const_labels on every sample: length, or -ENOSPC / -ENOMEM.
+ */
+int urs_gofer_metrics_render(struct urs_gofer *const *g, const char *const *volumes, uint32_t n,
+			     const char *const_labels, char *buf, size_t len);
 
 /* Bytes of heap and touched buffer memory the gofer holds right now (approx). */
 size_t urs_gofer_mem(const struct urs_gofer *g);

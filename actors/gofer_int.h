@@ -14,6 +14,7 @@
 #include <sys/types.h>
 
 #include "actors/gofer.h"
+#include "actors/gofer_uring.h"
 #include "runtime/loop.h"
 #include "runtime/timer.h"
 
@@ -94,6 +95,7 @@ struct gslot {
 	bool async;		    /* a host operation for this request is in flight */
 	uint8_t akind;		    /* enum gofer_async_kind */
 	struct fuse_in_header ahdr; /* the request it answers */
+	struct gofer_uent *uent;    /* a FUSE-over-io_uring entry's slot (gofer_uring.c) */
 };
 
 #define GOFER_MAX_SLOTS 16
@@ -117,6 +119,9 @@ struct urs_gofer {
 	uint64_t attr_sec;
 	uint32_t attr_nsec;
 	struct urs_gofer_stats st;
+	struct gofer_uring *u;	    /* FUSE over io_uring, when negotiated (gofer_uring.c) */
+	bool quota;		    /* o.quota_bytes or o.quota_inodes set (gofer_quota.c) */
+	uint64_t q_bytes, q_inodes; /* usage counted against them */
 };
 
 /* One request being answered. */
@@ -127,8 +132,9 @@ struct greq {
 	uint32_t inlen;
 	unsigned char *buf; /* the request buffer (reusable for the reply once @in is consumed) */
 	size_t bufsz;
-	int reply_err;	    /* set when writing the reply failed (-ENOENT: interrupted) */
-	struct gslot *slot; /* the buffer's slot (NULL in unit tests) */
+	int reply_err;		 /* set when writing the reply failed (-ENOENT: interrupted) */
+	struct gslot *slot;	 /* the buffer's slot (NULL in unit tests) */
+	struct gofer_uent *uent; /* came through io_uring: replies go to its entry */
 };
 
 #define GOFER_ASYNC 2 /* handler result: an io_uring op will reply */
@@ -146,6 +152,21 @@ int gofer_async_submit(struct greq *r, enum gofer_async_kind kind);
  * r->reply_err. */
 int gofer_reply(struct greq *r, int err, const void *data, size_t len);
 int gofer_reply2(struct greq *r, const void *a, size_t alen, const void *b, size_t blen);
+
+/*
+ * Quotas (gofer_quota.c). gofer_quota_init: count the volume's usage (a
+ * bounded walk beneath the root: -EFBIG past GOFER_QUOTA_WALK_MAX entries
+ * or GOFER_QUOTA_DEPTH levels). gofer_quota_charge: add @dbytes / @dinodes
+ * (negative: release); a positive one that would pass its quota fails with
+ * -EDQUOT and changes nothing. gofer_quota_gone: account an object about to
+ * be unlinked or replaced (its stat): its bytes and inode are released when
+ * this was its last link.
+ */
+#define GOFER_QUOTA_WALK_MAX (1u << 20)
+#define GOFER_QUOTA_DEPTH    256
+int gofer_quota_init(struct urs_gofer *g);
+int gofer_quota_charge(struct urs_gofer *g, int64_t dbytes, int64_t dinodes);
+void gofer_quota_gone(struct urs_gofer *g, const struct stat *st);
 
 /* Dispatch one request (gofer_ops.c): returns 0 (replied), GOFER_NOREPLY,
  * or a negative errno to send as the error reply. */

@@ -30,6 +30,7 @@
 #include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/xattr.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "actors/gofer_int.h"
@@ -158,6 +159,16 @@ static struct ginode *node(struct greq *r)
 	if (!var)                     \
 	return -ESTALE
 
+/* A missing name: a negative entry (nodeid 0) the kernel may cache for the
+ * entry timeout, like a positive one, instead of asking again on every
+ * lookup of it (PATH searches, imports, stat of absent files). */
+static int reply_negative(struct greq *r)
+{
+	struct fuse_entry_out e = {.entry_valid = r->g->attr_sec,
+				   .entry_valid_nsec = r->g->attr_nsec};
+	return gofer_reply(r, 0, &e, sizeof(e));
+}
+
 static int reply_entry(struct greq *r, struct ginode *parent, const char *name)
 {
 	struct fuse_entry_out e;
@@ -169,27 +180,71 @@ static int reply_entry(struct greq *r, struct ginode *parent, const char *name)
 
 /* New objects belong to the caller (setgid directories pass their group on),
  * with exactly the mode asked for (the kernel applied the umask; ours must
- * not apply again). */
+ * not apply again). @st is the new object's stat, refreshed if anything is
+ * changed; nothing is called when it is right already (the common case: the
+ * host applied the same setgid rule and the same umask). */
 static int own_new(struct urs_gofer *g, struct greq *r, struct ginode *parent, int fd,
-		   uint32_t mode, bool is_link)
+		   uint32_t mode, bool is_link, struct stat *st)
 {
 	(void) g;
-	struct stat pst;
 	gid_t gid = r->h->gid;
-	if (istat(parent, &pst) == 0 && (pst.st_mode & S_ISGID))
-		gid = pst.st_gid;
-	if (fchownat(fd, "", r->h->uid, gid, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
+	if (st->st_gid != gid) {
+		/* the host gave the directory's group: right if it is setgid */
+		struct stat pst;
+		if (istat(parent, &pst) == 0 && (pst.st_mode & S_ISGID))
+			gid = pst.st_gid;
+	}
+	bool changed = false;
+	if (st->st_uid != r->h->uid || st->st_gid != gid) {
+		if (fchownat(fd, "", r->h->uid, gid, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
+			return -errno;
+		changed = true;
+	}
+	if (!is_link && (changed || (st->st_mode & 07777) != (mode & 07777))) {
+		/* chown may have cleared setgid: compare again */
+		if (changed && fstatat(fd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
+			return -errno;
+		if ((st->st_mode & 07777) != (mode & 07777)) {
+			char p[32];
+			proc_path(p, sizeof(p), fd);
+			if (chmod(p, mode & 07777) < 0)
+				return -errno;
+			changed = true;
+		}
+	}
+	if (changed && fstatat(fd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
 		return -errno;
-	if (is_link)
-		return 0;
-	char p[32];
-	proc_path(p, sizeof(p), fd);
+	return 0;
+}
+
+/* own_new() for an object just made under @name (mkdir, mknod, symlink). */
+static void own_name(struct greq *r, struct ginode *p, const char *name, uint32_t mode,
+		     bool is_link)
+{
+	int fd = openat2_fd(p->fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC, 0);
+	if (fd < 0)
+		return;
+	struct stat st;
+	if (fstatat(fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) == 0)
+		own_new(r->g, r, p, fd, mode, is_link, &st);
+	close(fd);
+}
+
+/* FUSE_HANDLE_KILLPRIV_V2: a write or truncate by someone without
+ * CAP_FSETID clears setuid, and setgid if group-executable (as the VFS
+ * would; our host calls run as root, which keeps them). @fd: any fd of the
+ * file, O_PATH included. */
+static int kill_suidgid(int fd)
+{
 	struct stat st;
 	if (fstatat(fd, "", &st, AT_EMPTY_PATH) < 0)
 		return -errno;
-	if ((st.st_mode & 07777) != (mode & 07777) && chmod(p, mode & 07777) < 0)
-		return -errno;
-	return 0;
+	mode_t kill = S_ISUID | ((st.st_mode & S_IXGRP) ? S_ISGID : 0);
+	if (!S_ISREG(st.st_mode) || !(st.st_mode & kill))
+		return 0;
+	char p[32];
+	proc_path(p, sizeof(p), fd);
+	return chmod(p, st.st_mode & 07777 & ~kill) < 0 ? -errno : 0;
 }
 
 static uint32_t strip_mode(uint32_t mode, bool dir)
@@ -218,14 +273,18 @@ static int op_init(struct greq *r)
 	uint64_t kflags = in.flags;
 	if (kflags & FUSE_INIT_EXT)
 		kflags |= (uint64_t) in.flags2 << 32;
+	/* HANDLE_KILLPRIV_V2: we clear suid/sgid on write/truncate (below),
+	 * and the kernel marks the superblock NOSEC, so it stops asking for
+	 * security.capability (GETXATTR) before every write */
 	uint64_t want = FUSE_ASYNC_READ | FUSE_ATOMIC_O_TRUNC | FUSE_BIG_WRITES |
 			FUSE_AUTO_INVAL_DATA | FUSE_PARALLEL_DIROPS | FUSE_MAX_PAGES |
-			FUSE_INIT_EXT;
+			FUSE_INIT_EXT | FUSE_HANDLE_KILLPRIV_V2;
 	if (!g->o.no_readdirplus)
 		want |= FUSE_DO_READDIRPLUS | FUSE_READDIRPLUS_AUTO;
 	uint64_t pt = (uint64_t) URS_FUSE_PASSTHROUGH_FLAG2 << 32;
 	if (!g->o.no_passthrough)
 		want |= pt;
+	want |= gofer_uring_offer(g, kflags); /* FUSE over io_uring (gofer_uring.c) */
 	uint64_t got = kflags & want;
 	g->minor = in.minor;
 	out.minor = in.minor < 40 ? in.minor : 40;
@@ -253,7 +312,10 @@ static int op_lookup(struct greq *r)
 	const char *name = in_str(r, 0, 0, true);
 	if (!name)
 		return -EINVAL;
-	return reply_entry(r, p, name);
+	int err = reply_entry(r, p, name);
+	if (err == -ENOENT && (r->g->attr_sec || r->g->attr_nsec))
+		return reply_negative(r);
+	return err;
 }
 
 static int op_forget(struct greq *r)
@@ -334,8 +396,21 @@ static int op_setattr(struct greq *r)
 			return -EISDIR;
 		if (i->type != S_IFREG)
 			return -EINVAL;
-		if ((fh >= 0 ? ftruncate(fh, (off_t) in.size) : truncate(p, (off_t) in.size)) < 0)
-			return -errno;
+		int64_t grow = 0;
+		if (g->quota) {
+			struct stat ost;
+			int err = istat(i, &ost);
+			if (err < 0)
+				return err;
+			grow = (int64_t) in.size - (int64_t) ost.st_size;
+			if ((err = gofer_quota_charge(g, grow, 0)) < 0)
+				return err;
+		}
+		if ((fh >= 0 ? ftruncate(fh, (off_t) in.size) : truncate(p, (off_t) in.size)) < 0) {
+			int err = -errno;
+			gofer_quota_charge(g, -grow, 0);
+			return err;
+		}
 	}
 	if (in.valid & (FATTR_ATIME | FATTR_MTIME | FATTR_ATIME_NOW | FATTR_MTIME_NOW)) {
 		struct timespec ts[2] = {{.tv_nsec = UTIME_OMIT}, {.tv_nsec = UTIME_OMIT}};
@@ -354,6 +429,11 @@ static int op_setattr(struct greq *r)
 			return -EOPNOTSUPP;
 		if (rc < 0)
 			return -errno;
+	}
+	if ((in.valid & FATTR_KILL_SUIDGID) && i->type == S_IFREG) {
+		int err = kill_suidgid(i->fd);
+		if (err < 0)
+			return err;
 	}
 	struct stat st;
 	int err = istat(i, &st);
@@ -405,13 +485,15 @@ static int op_symlink(struct greq *r)
 	const char *name = in_str(r, 0, 0, true), *target = in_str(r, 0, 1, false);
 	if (!name || !target)
 		return -EINVAL;
-	if (symlinkat(target, p->fd, name) < 0)
-		return -errno;
-	int fd = openat2_fd(p->fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC, 0);
-	if (fd >= 0) {
-		own_new(r->g, r, p, fd, 0, true);
-		close(fd);
+	int err = gofer_quota_charge(r->g, 0, 1);
+	if (err < 0)
+		return err;
+	if (symlinkat(target, p->fd, name) < 0) {
+		err = -errno;
+		gofer_quota_charge(r->g, 0, -1);
+		return err;
 	}
+	own_name(r, p, name, 0, true);
 	return reply_entry(r, p, name);
 }
 
@@ -427,13 +509,15 @@ static int op_mknod(struct greq *r)
 	if (t != S_IFREG && t != S_IFIFO && t != S_IFSOCK)
 		return -EPERM; /* no device nodes, ever */
 	uint32_t mode = strip_mode(in.mode, false);
-	if (mknodat(p->fd, name, t | mode, 0) < 0)
-		return -errno;
-	int fd = openat2_fd(p->fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC, 0);
-	if (fd >= 0) {
-		own_new(r->g, r, p, fd, mode, false);
-		close(fd);
+	int err = gofer_quota_charge(r->g, 0, 1);
+	if (err < 0)
+		return err;
+	if (mknodat(p->fd, name, t | mode, 0) < 0) {
+		err = -errno;
+		gofer_quota_charge(r->g, 0, -1);
+		return err;
 	}
+	own_name(r, p, name, mode, false);
 	return reply_entry(r, p, name);
 }
 
@@ -446,16 +530,18 @@ static int op_mkdir(struct greq *r)
 	if (!name)
 		return -EINVAL;
 	uint32_t mode = strip_mode(in.mode, true);
-	if (mkdirat(p->fd, name, mode) < 0)
-		return -errno;
-	int fd = openat2_fd(p->fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC, 0);
-	if (fd >= 0) {
-		struct stat pst;
-		if (istat(p, &pst) == 0 && (pst.st_mode & S_ISGID))
-			mode |= S_ISGID; /* inherited, as the host would */
-		own_new(r->g, r, p, fd, mode, false);
-		close(fd);
+	int err = gofer_quota_charge(r->g, 0, 1);
+	if (err < 0)
+		return err;
+	if (mkdirat(p->fd, name, mode) < 0) {
+		err = -errno;
+		gofer_quota_charge(r->g, 0, -1);
+		return err;
 	}
+	struct stat pst;
+	if (istat(p, &pst) == 0 && (pst.st_mode & S_ISGID))
+		mode |= S_ISGID; /* inherited, as the host would */
+	own_name(r, p, name, mode, false);
 	return reply_entry(r, p, name);
 }
 
@@ -466,8 +552,12 @@ static int op_unlink(struct greq *r, int flags)
 	const char *name = in_str(r, 0, 0, true);
 	if (!name)
 		return -EINVAL;
+	struct stat st;
+	bool counted = r->g->quota && fstatat(p->fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
 	if (unlinkat(p->fd, name, flags) < 0)
 		return -errno;
+	if (counted)
+		gofer_quota_gone(r->g, &st);
 	return gofer_reply(r, 0, NULL, 0);
 }
 
@@ -497,8 +587,13 @@ static int op_rename(struct greq *r, bool v2)
 	const char *oldn = in_str(r, skip, 0, true), *newn = in_str(r, skip, 1, true);
 	if (!oldn || !newn)
 		return -EINVAL;
+	struct stat tst; /* a replaced target is gone */
+	bool counted = g->quota && !(flags & RENAME_EXCHANGE) &&
+		       fstatat(np->fd, newn, &tst, AT_SYMLINK_NOFOLLOW) == 0;
 	if (syscall(SYS_renameat2, p->fd, oldn, np->fd, newn, flags) < 0)
 		return -errno;
+	if (counted)
+		gofer_quota_gone(g, &tst);
 	return gofer_reply(r, 0, NULL, 0);
 }
 
@@ -569,12 +664,28 @@ static bool wants_write(uint32_t flags)
 	return (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC);
 }
 
-static int open_reply(struct greq *r, struct ginode *i, int fd, struct fuse_entry_out *e)
+static int open_reply(struct greq *r, struct ginode *i, int fd, struct fuse_entry_out *e,
+		      uint32_t flags)
 {
 	struct urs_gofer *g = r->g;
 	/* FLUSH does nothing here (locks stay in the kernel): not sent at all */
 	struct fuse_open_out out = {.fh = (uint64_t) (uint32_t) fd, .open_flags = FOPEN_NOFLUSH};
 	int32_t id = backing_get(g, i, fd);
+	if (id > 0 && wants_write(flags) && r->h->uid != 0) {
+		/* passthrough writes reach the host file as ours (root keeps
+		 * setuid), and with KILLPRIV_V2 the kernel leaves killing the
+		 * bits to us but never tells us of these writes: a non-root
+		 * opener for writing clears them now (rare: the gofer never
+		 * lets a file get them) */
+		int err = kill_suidgid(fd);
+		if (err < 0) {
+			backing_put(g, i);
+			close(fd);
+			if (e)
+				gofer_inode_forget(&g->it, i, 1);
+			return err;
+		}
+	}
 	if (id > 0) {
 		out.open_flags |= URS_FOPEN_PASSTHROUGH;
 		out.padding = (uint32_t) id; /* backing_id */
@@ -599,6 +710,23 @@ static int open_reply(struct greq *r, struct ginode *i, int fd, struct fuse_entr
 	return 0;
 }
 
+/* O_TRUNC on a quota'd volume: done here, so the freed bytes are known. */
+static int quota_flags(struct urs_gofer *g, int fl)
+{
+	return g->quota ? fl & ~O_TRUNC : fl;
+}
+
+static int quota_trunc(struct urs_gofer *g, int fd, uint32_t flags)
+{
+	if (!g->quota || !(flags & O_TRUNC))
+		return 0;
+	struct stat st;
+	if (fstat(fd, &st) < 0 || ftruncate(fd, 0) < 0)
+		return -errno;
+	gofer_quota_charge(g, -(int64_t) st.st_size, 0);
+	return 0;
+}
+
 static int op_open(struct greq *r, bool dir)
 {
 	NODE(i);
@@ -610,9 +738,16 @@ static int op_open(struct greq *r, bool dir)
 	char p[32];
 	proc_path(p, sizeof(p), i->fd);
 	int fd = dir ? open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-		     : open(p, host_open_flags(in.flags));
+		     : open(p, quota_flags(r->g, host_open_flags(in.flags)));
 	if (fd < 0)
 		return -errno;
+	int err = dir ? 0 : quota_trunc(r->g, fd, in.flags);
+	if (!err && !dir && (in.open_flags & FUSE_OPEN_KILL_SUIDGID) && (in.flags & O_TRUNC))
+		err = kill_suidgid(fd);
+	if (err < 0) {
+		close(fd);
+		return err;
+	}
 	if (dir) {
 		struct fuse_open_out out = {.fh = (uint64_t) (uint32_t) fd};
 		r->g->open_files++;
@@ -623,7 +758,7 @@ static int op_open(struct greq *r, bool dir)
 		}
 		return 0;
 	}
-	return open_reply(r, i, fd, NULL);
+	return open_reply(r, i, fd, NULL, in.flags);
 }
 
 static int op_create(struct greq *r)
@@ -638,31 +773,54 @@ static int op_create(struct greq *r)
 	if (p->type != S_IFDIR)
 		return -ENOTDIR;
 	uint32_t mode = strip_mode(in.mode, false);
-	int fl = host_open_flags(in.flags) | O_NOFOLLOW;
+	int fl = quota_flags(g, host_open_flags(in.flags) | O_NOFOLLOW);
 	bool created = true;
-	int fd = openat2_fd(p->fd, name, (uint64_t) (fl | O_CREAT | O_EXCL), mode);
-	if (fd == -EEXIST && !(in.flags & O_EXCL)) {
-		created = false;
-		fd = openat2_fd(p->fd, name, (uint64_t) fl, 0);
+	/* a new inode must fit the quota; an existing file may still be opened */
+	int fd = gofer_quota_charge(g, 0, 1);
+	if (fd == 0) {
+		fd = openat2_fd(p->fd, name, (uint64_t) (fl | O_CREAT | O_EXCL), mode);
+		if (fd < 0)
+			gofer_quota_charge(g, 0, -1);
+	}
+	if ((fd == -EEXIST || fd == -EDQUOT) && !(in.flags & O_EXCL)) {
+		int efd = openat2_fd(p->fd, name, (uint64_t) fl, 0);
+		if (efd != -ENOENT || fd == -EEXIST) {
+			created = false;
+			fd = efd;
+		}
 	}
 	if (fd < 0)
 		return fd == -EXDEV ? -EACCES : fd;
+	if (!created) {
+		int err = quota_trunc(g, fd, in.flags);
+		if (!err && (in.open_flags & FUSE_OPEN_KILL_SUIDGID) && (in.flags & O_TRUNC))
+			err = kill_suidgid(fd);
+		if (err < 0) {
+			close(fd);
+			return err;
+		}
+	}
+	struct stat st;
+	if (fstat(fd, &st) < 0) {
+		int err = -errno;
+		close(fd);
+		return err;
+	}
 	if (created) {
-		int err = own_new(g, r, p, fd, mode, false);
+		int err = own_new(g, r, p, fd, mode, false, &st);
 		if (err < 0) {
 			close(fd);
 			unlinkat(p->fd, name, 0);
 			return err;
 		}
 	}
+	/* the inode's O_PATH fd: this very object, not whatever the name
+	 * means by now (/proc/self/fd/N names the open file, no path walk) */
 	char pp[32];
 	proc_path(pp, sizeof(pp), fd);
 	int pfd = open(pp, O_PATH | O_CLOEXEC);
-	struct stat st;
-	if (pfd < 0 || fstat(fd, &st) < 0) {
+	if (pfd < 0) {
 		int err = -errno;
-		if (pfd >= 0)
-			close(pfd);
 		close(fd);
 		return err;
 	}
@@ -674,7 +832,7 @@ static int op_create(struct greq *r)
 	}
 	struct fuse_entry_out e;
 	fill_entry(g, &e, i, &st);
-	return open_reply(r, i, fd, &e);
+	return open_reply(r, i, fd, &e, in.flags);
 }
 
 static int op_release(struct greq *r, bool dir)
@@ -708,7 +866,41 @@ static int op_read(struct greq *r)
 	ssize_t got = pread((int) (uint32_t) in.fh, r->buf, n, (off_t) in.offset);
 	if (got < 0)
 		return -errno;
+	r->g->st.bytes_read += (uint64_t) got;
 	return gofer_reply(r, 0, r->buf, (size_t) got);
+}
+
+/*
+ * Before a write of @len bytes at @off to @fd on a quota'd volume: charge
+ * what it would add past the end of the file (*@size: the size before).
+ */
+static int quota_grow(struct urs_gofer *g, int fd, uint64_t off, uint64_t len, off_t *size,
+		      int64_t *grow)
+{
+	*grow = 0;
+	if (!g->quota)
+		return 0;
+	struct stat st;
+	int fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || fstat(fd, &st) < 0)
+		return -errno;
+	*size = st.st_size;
+	if (fl & O_APPEND)
+		off = (uint64_t) st.st_size; /* pwrite appends whatever the offset */
+	if (off + len > (uint64_t) st.st_size)
+		*grow = (int64_t) (off + len - (uint64_t) st.st_size);
+	return gofer_quota_charge(g, *grow, 0);
+}
+
+/* After it: give back what was charged and not written. */
+static void quota_settle(struct urs_gofer *g, int fd, off_t size, int64_t grow)
+{
+	struct stat st;
+	if (!g->quota || !grow || fstat(fd, &st) < 0)
+		return;
+	int64_t real = st.st_size > size ? (int64_t) (st.st_size - size) : 0;
+	if (real < grow)
+		gofer_quota_charge(g, real - grow, 0);
 }
 
 static int op_write(struct greq *r)
@@ -717,6 +909,28 @@ static int op_write(struct greq *r)
 	RO_CHECK(r->g);
 	if (r->inlen - sizeof(in) < in.size)
 		return -EINVAL;
+	if (in.write_flags & FUSE_WRITE_KILL_SUIDGID) {
+		int err = kill_suidgid((int) (uint32_t) in.fh);
+		if (err < 0)
+			return err;
+	}
+	if (r->g->quota) {
+		/* synchronous, so that what is charged is settled at once */
+		int fd = (int) (uint32_t) in.fh;
+		off_t size = 0;
+		int64_t grow;
+		int err = quota_grow(r->g, fd, in.offset, in.size, &size, &grow);
+		if (err < 0)
+			return err;
+		ssize_t w = pwrite(fd, r->in + sizeof(in), in.size, (off_t) in.offset);
+		err = -errno;
+		quota_settle(r->g, fd, size, grow);
+		if (w < 0)
+			return err;
+		r->g->st.bytes_written += (uint64_t) w;
+		struct fuse_write_out out = {.size = (uint32_t) w};
+		return gofer_reply(r, 0, &out, sizeof(out));
+	}
 	struct io_uring_sqe *sqe = r->g->o.sync_rw ? NULL : gofer_async_sqe(r);
 	if (sqe) {
 		/* the data stays in the slot's buffer until the completion */
@@ -727,6 +941,7 @@ static int op_write(struct greq *r)
 	ssize_t w = pwrite((int) (uint32_t) in.fh, r->in + sizeof(in), in.size, (off_t) in.offset);
 	if (w < 0)
 		return -errno;
+	r->g->st.bytes_written += (uint64_t) w;
 	struct fuse_write_out out = {.size = (uint32_t) w};
 	return gofer_reply(r, 0, &out, sizeof(out));
 }
@@ -752,9 +967,29 @@ static int op_fallocate(struct greq *r)
 {
 	IN(struct fuse_fallocate_in, in);
 	RO_CHECK(r->g);
-	if (fallocate((int) (uint32_t) in.fh, (int) in.mode, (off_t) in.offset, (off_t) in.length) <
-	    0)
-		return -errno;
+	int fd = (int) (uint32_t) in.fh;
+	off_t size = 0;
+	int64_t grow = 0;
+	if (r->g->quota) {
+		/* growing the file is charged; blocks past EOF (KEEP_SIZE alone)
+		 * and shifting ranges would not be counted: refused */
+		uint32_t m = in.mode;
+		if (m &
+		    ~(uint32_t) (FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE))
+			return -EOPNOTSUPP;
+		if (m == FALLOC_FL_KEEP_SIZE)
+			return -EOPNOTSUPP;
+		if (!(m & FALLOC_FL_KEEP_SIZE)) {
+			int err = quota_grow(r->g, fd, in.offset, in.length, &size, &grow);
+			if (err < 0)
+				return err;
+		}
+	}
+	int rc = fallocate(fd, (int) in.mode, (off_t) in.offset, (off_t) in.length);
+	int err = -errno;
+	quota_settle(r->g, fd, size, grow);
+	if (rc < 0)
+		return err;
 	return gofer_reply(r, 0, NULL, 0);
 }
 
@@ -774,10 +1009,18 @@ static int op_copy_file_range(struct greq *r)
 	RO_CHECK(r->g);
 	loff_t oi = (loff_t) in.off_in, oo = (loff_t) in.off_out;
 	size_t len = in.len < (64u << 20) ? in.len : (64u << 20); /* the loop is not held long */
-	ssize_t n = copy_file_range((int) (uint32_t) in.fh_in, &oi, (int) (uint32_t) in.fh_out, &oo,
-				    len, (unsigned) in.flags);
+	int ofd = (int) (uint32_t) in.fh_out;
+	off_t size = 0;
+	int64_t grow = 0;
+	int err = quota_grow(r->g, ofd, in.off_out, len, &size, &grow);
+	if (err < 0)
+		return err;
+	ssize_t n =
+		copy_file_range((int) (uint32_t) in.fh_in, &oi, ofd, &oo, len, (unsigned) in.flags);
+	err = -errno;
+	quota_settle(r->g, ofd, size, grow);
 	if (n < 0)
-		return -errno;
+		return err;
 	struct fuse_write_out out = {.size = (uint32_t) n};
 	return gofer_reply(r, 0, &out, sizeof(out));
 }
@@ -870,6 +1113,22 @@ static int op_statfs(struct greq *r)
 					     .bsize = (uint32_t) s.f_bsize,
 					     .namelen = (uint32_t) s.f_namelen,
 					     .frsize = (uint32_t) s.f_frsize}};
+	const struct urs_gofer *g = r->g;
+	uint64_t fr = s.f_frsize ? (uint64_t) s.f_frsize : 4096;
+	if (g->o.quota_bytes) {
+		/* the quota is the size; free is what is left of it (or of the
+		 * host, when that is less) */
+		uint64_t left = g->q_bytes < g->o.quota_bytes ? g->o.quota_bytes - g->q_bytes : 0;
+		out.st.blocks = g->o.quota_bytes / fr;
+		out.st.bfree = left / fr < s.f_bfree ? left / fr : s.f_bfree;
+		out.st.bavail = left / fr < s.f_bavail ? left / fr : s.f_bavail;
+	}
+	if (g->o.quota_inodes) {
+		uint64_t left =
+			g->q_inodes < g->o.quota_inodes ? g->o.quota_inodes - g->q_inodes : 0;
+		out.st.files = g->o.quota_inodes;
+		out.st.ffree = left < s.f_ffree || !s.f_files ? left : s.f_ffree;
+	}
 	return gofer_reply(r, 0, &out, sizeof(out));
 }
 
@@ -980,7 +1239,37 @@ static int op_removexattr(struct greq *r)
 	return gofer_reply(r, 0, NULL, 0);
 }
 
+static int dispatch(struct greq *r);
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
+}
+
+/* Smallest i with @ns <= first << i, URS_GOFER_LAT_BUCKETS for +Inf. */
+static uint32_t lat_bucket(uint64_t ns)
+{
+	if (ns <= URS_GOFER_LAT_FIRST_NS)
+		return 0;
+	uint32_t b = 64u - (uint32_t) __builtin_clzll((ns - 1) / URS_GOFER_LAT_FIRST_NS);
+	return b < URS_GOFER_LAT_BUCKETS ? b : URS_GOFER_LAT_BUCKETS;
+}
+
 int gofer_dispatch(struct greq *r)
+{
+	uint64_t t0 = now_ns();
+	int res = dispatch(r);
+	uint64_t d = now_ns() - t0;
+	struct urs_gofer_stats *st = &r->g->st;
+	st->lat_hist[lat_bucket(d)]++;
+	st->lat_count++;
+	st->lat_sum_ns += d;
+	return res;
+}
+
+static int dispatch(struct greq *r)
 {
 	struct urs_gofer *g = r->g;
 	uint32_t op = r->h->opcode;

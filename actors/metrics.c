@@ -8,6 +8,7 @@
 #include <malloc.h>
 #include <poll.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -18,7 +19,8 @@
 #include "runtime/actor.h"
 #include "runtime/common.h"
 
-static const char *const req_names[URS_REQ__N] = {"start", "ping", "metrics", "other"};
+static const char *const req_names[URS_REQ__N] = {"start", "ping", "metrics", "checkpoint",
+						  "other"};
 static const struct urs_metric_label req_label[] = {{"request", req_names, URS_REQ__N}};
 
 struct urs_metric urs_m_ctl_requests = {
@@ -371,6 +373,109 @@ int urs_sup_profile_init(const struct urs_prof_name *names, size_t n)
 	return 0;
 }
 
+/* ---- checkpoint ---- */
+
+/* saved values of the loop's counters (a restored supervisor's loop starts
+ * from zero): added when they are sampled */
+static uint64_t loop_base[2];
+
+static int save_cells(urs_sup_metric_fn fn, void *ctx, const char *name,
+		      const _Atomic uint64_t *cells, uint32_t n)
+{
+	uint64_t *v = malloc((size_t) n * sizeof(*v) + 1);
+	if (!v)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < n; i++)
+		v[i] = atomic_load_explicit(&cells[i], memory_order_relaxed);
+	int r = fn(ctx, name, v, n);
+	free(v);
+	return r;
+}
+
+/* sampled when scraped, not counted here: not saved */
+static bool sampled(const struct urs_metric *m)
+{
+	return m->type == URS_METRIC_GAUGE || m == &m_cpu || m == &m_loop_turns ||
+	       m == &m_loop_cqes;
+}
+
+int urs_sup_metrics_save(const struct urs_loop *loop, urs_sup_metric_fn fn, void *ctx)
+{
+	int r;
+	for (struct urs_metric *m = set.head; m; m = m->next)
+		if (!sampled(m) &&
+		    (r = save_cells(fn, ctx, m->name, m->cells, m->ncells * m->stride)))
+			return r;
+	uint64_t lv[2] = {loop_base[0], loop_base[1]};
+	if (loop) {
+		lv[0] += loop->stats.turns;
+		lv[1] += loop->stats.cqes;
+	}
+	if ((r = fn(ctx, m_loop_turns.name, &lv[0], 1)) ||
+	    (r = fn(ctx, m_loop_cqes.name, &lv[1], 1)))
+		return r;
+	if ((r = save_cells(fn, ctx, "ursa_seccomp_denied_total", sc_denied,
+			    URS_ARRAY_SIZE(sc_denied))))
+		return r;
+	return save_cells(fn, ctx, "ursa_seccomp_notify_errors_total", &sc_errors, 1);
+}
+
+static void add_cells(_Atomic uint64_t *cells, const uint64_t *vals, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		atomic_fetch_add_explicit(&cells[i], vals[i], memory_order_relaxed);
+}
+
+int urs_sup_metrics_load(const char *name, const uint64_t *vals, uint32_t n, bool check)
+{
+	for (struct urs_metric *m = set.head; m; m = m->next) {
+		if (strcmp(m->name, name))
+			continue;
+		if (m == &m_loop_turns || m == &m_loop_cqes) {
+			if (n != 1)
+				return -EINVAL;
+			if (!check)
+				loop_base[m == &m_loop_cqes] += vals[0];
+			return 0;
+		}
+		if (sampled(m))
+			return -ENOENT;
+		if (n != m->ncells * m->stride)
+			return -EINVAL;
+		if (!check)
+			add_cells(m->cells, vals, n);
+		return 0;
+	}
+	if (!strcmp(name, "ursa_seccomp_notify_errors_total")) {
+		if (n != 1)
+			return -EINVAL;
+		if (!check)
+			add_cells(&sc_errors, vals, 1);
+		return 0;
+	}
+	if (strcmp(name, "ursa_seccomp_denied_total"))
+		return -ENOENT;
+	if (n != URS_ARRAY_SIZE(sc_denied))
+		return -EINVAL;
+	if (check)
+		return 0;
+	add_cells(sc_denied, vals, n);
+	/* the series shown: the syscalls denied before, in number order (their
+	 * first-denial order is not saved), within the cap */
+	for (uint32_t i = 0; i < SC_OTHER; i++)
+		if (!sc_shown[i] && atomic_load_explicit(&sc_denied[i], memory_order_relaxed)) {
+			if (sc_nshown < SC_SERIES) {
+				sc_shown[i] = true;
+				sc_nshown++;
+			} else {
+				atomic_fetch_add_explicit(&sc_denied[SC_OTHER], sc_denied[i],
+							  memory_order_relaxed);
+				sc_denied[i] = 0;
+			}
+		}
+	return 0;
+}
+
 static long pss_anon_kb(void)
 {
 	FILE *f = fopen("/proc/self/smaps_rollup", "re");
@@ -389,8 +494,8 @@ int urs_sup_metrics_render(const char *id, const struct urs_loop *loop, struct u
 {
 	urs_metric_set(&m_pss_anon, 0, (uint64_t) pss_anon_kb() * 1024);
 	if (loop) {
-		urs_metric_set(&m_loop_turns, 0, loop->stats.turns);
-		urs_metric_set(&m_loop_cqes, 0, loop->stats.cqes);
+		urs_metric_set(&m_loop_turns, 0, loop_base[0] + loop->stats.turns);
+		urs_metric_set(&m_loop_cqes, 0, loop_base[1] + loop->stats.cqes);
 	}
 	struct urs_cg_stats st = {0};
 	if (cg && urs_cg_stats(cg, &st, NULL) == 0) {

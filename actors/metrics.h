@@ -17,13 +17,21 @@
 #ifndef URSA_ACTORS_METRICS_H
 #define URSA_ACTORS_METRICS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "host/cgroup.h"
 #include "runtime/loop.h"
 #include "runtime/metrics.h"
 
-enum urs_ctl_req { URS_REQ_START, URS_REQ_PING, URS_REQ_METRICS, URS_REQ_OTHER, URS_REQ__N };
+enum urs_ctl_req {
+	URS_REQ_START,
+	URS_REQ_PING,
+	URS_REQ_METRICS,
+	URS_REQ_CHECKPOINT,
+	URS_REQ_OTHER,
+	URS_REQ__N
+};
 
 extern struct urs_metric urs_m_ctl_requests, urs_m_signals;
 
@@ -31,6 +39,23 @@ int urs_sup_metrics_init(void);
 /* Sample the gauges and write the exposition for sandbox @id. Length or -ENOSPC. */
 int urs_sup_metrics_render(const char *id, const struct urs_loop *loop, struct urs_cgroup *cg,
 			   char *buf, size_t len);
+
+/* ---- checkpoint (actors/checkpointer.c) ----
+ * The values that must continue across a checkpoint/restore: counters and
+ * histograms bumped by the supervisor (every cell, histogram buckets, count
+ * and sum included), the loop's counters and the counted seccomp denials.
+ * Gauges and what is sampled from the cgroup are not saved (they describe
+ * the new sandbox). */
+
+/* @vals: the metric's storage (cells × stride slots) at the call. */
+typedef int (*urs_sup_metric_fn)(void *ctx, const char *name, const uint64_t *vals, uint32_t n);
+/* Call @fn for each saved metric; stops at (and returns) the first non-zero. */
+int urs_sup_metrics_save(const struct urs_loop *loop, urs_sup_metric_fn fn, void *ctx);
+/* Add the saved @vals to metric @name, so it continues from them (@check:
+ * only say whether it would). 0, -ENOENT (not a saved metric of this
+ * build: ignore it), -EINVAL (its shape — label values, buckets — differs:
+ * nothing added). */
+int urs_sup_metrics_load(const char *name, const uint64_t *vals, uint32_t n, bool check);
 
 /* ---- counted seccomp denials ---- */
 

@@ -14,9 +14,19 @@
  * stay 0).
  * Transmit: the engine calls tx() per frame; we writev() to the
  * non-blocking tap. A full tap queue answers -EAGAIN: the engine keeps its
- * data, we poll for POLLOUT and tell it when to retry.
+ * data, we poll for POLLOUT and tell it when to retry. With
+ * URSA_NET_TX=batch the frame is copied into a transmit slot and written by
+ * an io_uring op instead; the writes of one loop turn are submitted
+ * together (actors/nettx.h); with every slot in flight the engine gets
+ * -EAGAIN, and urs_net_tx_ready() when a completion frees one. Not the
+ * default: side by side it was not measurably faster (bench/RESULTS.md).
+ * TCP forwards: each accepted client is first offered to the splice
+ * shortcut (actors/netsplice.h), which bypasses the tap; beyond its cap the
+ * engine carries the client through the tap.
  */
 #include "actors/netstack.h"
+#include "actors/netsplice.h"
+#include "actors/nettx.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -58,6 +68,9 @@ struct urs_netstack {
 	uint32_t max_slots, idle_ms;
 	uint64_t suspect, rx_errors, tx_dropped, enobufs_flat;
 	pid_t sandbox_pid;
+	struct urs_netsplice *splice; /* TCP forward shortcut (NULL: off) */
+	bool tx_batch;		      /* URSA_NET_TX=batch: io_uring writes from slots */
+	struct urs_nettx txb;
 };
 
 static void rx_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint32_t flags);
@@ -138,6 +151,9 @@ static void idle_cb(struct urs_loop *loop, struct urs_timer *t, int res)
 	struct urs_netstack *ns = container_of(t, struct urs_netstack, idle_timer);
 	if (res < 0 || ns->stopping)
 		return;
+	urs_netsplice_tick(ns->splice, ns->idle_ms);
+	if (ns->tx_batch)
+		urs_nettx_idle(&ns->txb);
 	uint64_t now = urs_now_ns();
 	bool expired = now - ns->last_backlog_ns >= (uint64_t) ns->idle_ms * 1000000ull;
 	/* No backlog for a period: back to one slot in service (cheap). */
@@ -165,9 +181,22 @@ static void txpoll_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uin
 	urs_net_tx_ready(ns->net);
 }
 
+static void tx_ready(void *ctx)
+{
+	struct urs_netstack *ns = ctx;
+	if (!ns->stopping && ns->net)
+		urs_net_tx_ready(ns->net);
+}
+
 static int tx(void *ctx, const struct iovec *iov, int iovcnt)
 {
 	struct urs_netstack *ns = ctx;
+	if (ns->tx_batch) {
+		int r = urs_nettx_send(&ns->txb, iov, iovcnt);
+		if (r < 0 && r != -EAGAIN)
+			ns->tx_dropped++;
+		return r;
+	}
 	ssize_t n = writev(ns->tapfd, iov, iovcnt);
 	if (n >= 0)
 		return 0;
@@ -184,6 +213,36 @@ static int tx(void *ctx, const struct iovec *iov, int iovcnt)
 	return r;
 }
 
+/* The splice shortcut for TCP forwards: URSA_NET_SPLICE_MAX (environment)
+ * or o->splice_max connections at once (0 in the environment: off);
+ * URSA_NET_SPLICE_PIPE: bytes per pipe (default 1 MiB). Without
+ * it (no TCP forward, or the namespace cannot be opened) the engine carries
+ * every client. */
+static void splice_start(struct urs_netstack *ns, const struct urs_net_cfg *nc,
+			 const struct urs_netopts *o)
+{
+	bool tcp = false;
+	for (unsigned i = 0; i < o->n_fwd; i++)
+		tcp |= o->fwd[i].proto == IPPROTO_TCP;
+	uint32_t max = o->splice_max ? o->splice_max : URS_NETSPLICE_MAX_DEFAULT;
+	const char *e = getenv("URSA_NET_SPLICE_MAX");
+	if (e && *e)
+		max = (uint32_t) strtoul(e, NULL, 10);
+	if (!tcp || !max || o->sandbox_pid <= 0)
+		return;
+	const char *ps = getenv("URSA_NET_SPLICE_PIPE");
+	struct urs_netsplice_cfg sc = {
+		.max_conns = max,
+		.pipe_size = ps && *ps ? (uint32_t) strtoul(ps, NULL, 10) : 0,
+		.idle_ms = nc->tcp_idle_ms,
+		.addr4 = nc->addr4,
+		.addr6 = nc->addr6,
+		.ipv6 = nc->ipv6,
+	};
+	if (urs_netsplice_init(&ns->splice, ns->loop, o->sandbox_pid, &sc) == 0)
+		urs_net_set_accept_hook(ns->net, urs_netsplice_offer, ns->splice);
+}
+
 int urs_netstack_start(struct urs_netstack **out, struct urs_loop *loop, int tapfd,
 		       const struct urs_net_cfg *nc, struct urs_netopts *o, struct urs_err *err)
 {
@@ -198,6 +257,9 @@ int urs_netstack_start(struct urs_netstack **out, struct urs_loop *loop, int tap
 	ns->max_slots = o->max_slots ? o->max_slots : 8;
 	ns->sandbox_pid = o->sandbox_pid;
 	ns->idle_ms = o->idle_ms ? o->idle_ms : 2000;
+	const char *txm = getenv("URSA_NET_TX");
+	ns->tx_batch = txm && !strcmp(txm, "batch");
+	urs_nettx_init(&ns->txb, loop, tapfd, SLOT_BYTES, ns->max_slots, tx_ready, ns);
 	int r = urs_net_init(&ns->net, loop, nc, tx, ns);
 	if (r < 0) {
 		urs_err_set(err, r, "network: starting the engine: %s", strerror(-r));
@@ -213,6 +275,7 @@ int urs_netstack_start(struct urs_netstack **out, struct urs_loop *loop, int tap
 			goto fail;
 		}
 	}
+	splice_start(ns, nc, o);
 	r = urs_bufring_init(&ns->br, loop, NS_BGID, SLOT_BYTES, ns->max_slots);
 	if (r == 0) {
 		ns->ring = true;
@@ -250,6 +313,7 @@ fail:
 		urs_bufring_fini(&ns->br);
 	if (ns->flat)
 		munmap(ns->flat, SLOT_BYTES);
+	urs_nettx_fini(&ns->txb); /* the loop has not run: no write in flight */
 	close(ns->tapfd);
 	free(ns);
 	return r;
@@ -260,6 +324,7 @@ void urs_netstack_stop(struct urs_netstack *ns)
 	if (!ns)
 		return;
 	ns->stopping = true;
+	urs_nettx_stop(&ns->txb);
 	if (urs_op_busy(&ns->rx_op))
 		urs_cancel(ns->loop, &ns->rx_op);
 	if (urs_op_busy(&ns->txpoll_op))
@@ -268,9 +333,13 @@ void urs_netstack_stop(struct urs_netstack *ns)
 		urs_timer_cancel(ns->loop, &ns->idle_timer);
 	/* the cancels complete on the loop; ns is owned by the supervisor for
 	 * the rest of its life, so it is not freed here (its exit frees it) */
-	if (ns->net)
+	if (ns->net) {
+		urs_net_set_accept_hook(ns->net, NULL, NULL);
 		urs_net_fini(ns->net);
+	}
 	ns->net = NULL;
+	urs_netsplice_stop(ns->splice);
+	ns->splice = NULL;
 }
 
 /* eth0's tx "drop" column in the sandbox's /proc/net/dev (seen through its
@@ -312,13 +381,18 @@ void urs_netstack_get_stats(const struct urs_netstack *ns, struct urs_netstack_s
 	}
 	st->suspect = ns->suspect;
 	st->rx_errors = ns->rx_errors;
-	st->tx_dropped = ns->tx_dropped;
+	st->tx_dropped = ns->tx_dropped + ns->txb.errors;
 	st->queue_dropped = queue_dropped(ns->sandbox_pid);
 }
 
 const struct urs_net_stats *urs_netstack_engine_stats(const struct urs_netstack *ns)
 {
 	return ns && ns->net ? urs_net_stats(ns->net) : NULL;
+}
+
+struct urs_net *urs_netstack_engine(struct urs_netstack *ns)
+{
+	return ns ? ns->net : NULL;
 }
 
 int urs_netstack_prepare(struct urs_netopts *o, pid_t init_pid, struct urs_net_cfg *nc, int *tapfd,
@@ -435,14 +509,34 @@ static struct urs_metric m_ans = {.name = "ursa_net_answered_total",
 				  .nlabels = 1};
 static struct urs_metric m_neigh = {
 	.name = "ursa_net_neighbors", .help = "Neighbor cache entries", .type = URS_METRIC_GAUGE};
+static const char *const spev_v[] = {"open", "declined", "refused", "reset", "idle"};
+static const struct urs_metric_label spev_l[] = {{"event", spev_v, 5}};
+static struct urs_metric m_sp_live = {
+	.name = "ursa_net_splice_active",
+	.help = "Forwarded TCP connections spliced now (bypassing the tap)",
+	.type = URS_METRIC_GAUGE};
+static struct urs_metric m_sp_ev = {
+	.name = "ursa_net_splice_connections_total",
+	.help = "Forwarded TCP clients: spliced, declined to the tap path (cap), refused by the "
+		"sandbox, ended by a reset, closed idle",
+	.type = URS_METRIC_COUNTER,
+	.labels = spev_l,
+	.nlabels = 1};
+static struct urs_metric m_sp_bytes = {
+	.name = "ursa_net_splice_bytes_total",
+	.help = "Bytes through spliced forwards (rx: from the sandbox)",
+	.type = URS_METRIC_COUNTER,
+	.labels = dir_l,
+	.nlabels = 1};
 static struct urs_metrics net_metrics;
 
 static int net_metrics_register(void)
 {
 	if (net_metrics.count)
 		return 0;
-	struct urs_metric *all[] = {&m_frames, &m_bytes, &m_drops, &m_slots, &m_slots_max,
-				    &m_slotev, &m_flows, &m_conn,  &m_ans,   &m_neigh};
+	struct urs_metric *all[] = {&m_frames,	&m_bytes, &m_drops,   &m_slots, &m_slots_max,
+				    &m_slotev,	&m_flows, &m_conn,    &m_ans,	&m_neigh,
+				    &m_sp_live, &m_sp_ev, &m_sp_bytes};
 	for (size_t i = 0; i < URS_ARRAY_SIZE(all); i++) {
 		int r = urs_metric_register(&net_metrics, all[i]);
 		if (r < 0)
@@ -485,5 +579,13 @@ int urs_netstack_render(const struct urs_netstack *ns, const char *labels, char 
 	for (uint32_t i = 0; i < URS_ARRAY_SIZE(an); i++)
 		urs_metric_set(&m_ans, i, an[i]);
 	urs_metric_set(&m_neigh, 0, e->neigh_entries);
+	struct urs_netsplice_stats sp;
+	urs_netsplice_get_stats(ns->splice, &sp);
+	urs_metric_set(&m_sp_live, 0, sp.live);
+	const uint64_t spe[] = {sp.opened, sp.declined, sp.refused, sp.reset, sp.idle_closed};
+	for (uint32_t i = 0; i < URS_ARRAY_SIZE(spe); i++)
+		urs_metric_set(&m_sp_ev, i, spe[i]);
+	urs_metric_set(&m_sp_bytes, 0, sp.bytes_out);
+	urs_metric_set(&m_sp_bytes, 1, sp.bytes_in);
 	return urs_metrics_expose(&net_metrics, labels, buf, len);
 }

@@ -36,8 +36,9 @@ struct urs_netopts {
 	enum urs_netmode mode;
 	struct urs_netfwd fwd[URS_NET_MAX_FWD];
 	unsigned n_fwd;
-	uint32_t max_slots; /* receive slots at most (default 8) */
-	uint32_t idle_ms;   /* shrink back to one slot after this long without backlog */
+	uint32_t max_slots;  /* receive slots at most (default 8) */
+	uint32_t idle_ms;    /* shrink back to one slot after this long without backlog */
+	uint32_t splice_max; /* TCP forward clients spliced at once (0: 32; see netsplice.h) */
 	bool ipv6;
 	pid_t sandbox_pid; /* set by urs_netstack_prepare: whose /proc/PID/net is the sandbox's */
 };
@@ -84,6 +85,8 @@ int urs_netstack_start(struct urs_netstack **out, struct urs_loop *loop, int tap
 void urs_netstack_stop(struct urs_netstack *ns);
 void urs_netstack_get_stats(const struct urs_netstack *ns, struct urs_netstack_stats *st);
 const struct urs_net_stats *urs_netstack_engine_stats(const struct urs_netstack *ns);
+/* The engine itself (checkpoint: actors/checkpointer.c), or NULL. */
+struct urs_net *urs_netstack_engine(struct urs_netstack *ns);
 
 /* Prometheus text of the netstack's counters (labels: e.g. sandbox="ID"). */
 int urs_netstack_render(const struct urs_netstack *ns, const char *labels, char *buf, size_t len);
@@ -99,6 +102,7 @@ uint32_t urs_netstack_slots_next(uint32_t active, uint32_t max, bool backlog, bo
 #define urs_netstack_start(out, l, fd, nc, o, err) (-ENOSYS)
 #define urs_netstack_stop(ns)			   ((void) (ns))
 #define urs_netstack_render(ns, l, b, n)	   (0)
+#define urs_netstack_engine(ns)			   ((struct urs_net *) NULL)
 #endif
 
 #endif

@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <linux/sched.h>
 #include <poll.h>
 #include <sched.h>
@@ -18,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -26,6 +28,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "actors/checkpointer.h"
 #include "actors/gofer.h"
 #include "actors/metrics.h"
 #include "actors/netstack.h"
@@ -61,7 +64,15 @@ struct sup {
 	struct urs_op pid_op, accept_op, sig_op;
 	struct urs_gofer *gofer[URS_GOFER_MAX]; /* mediated volumes (docs/gofer.md) */
 	struct signalfd_siginfo si;
+	/* checkpoint: the actor writing our state (actors/checkpointer.h), and
+	 * at restore the state file read before anything was created */
+	struct urs_checkpointer ckpt;
+	struct urs_ckpt_src ckpt_src;
+	struct urs_supstate saved;
 };
+
+/* Append the gofer volumes' ursa_gofer_* series to the @n bytes at @buf. */
+static int gofer_metrics(struct sup *s, char *buf, int n);
 
 /* One control connection: one request, one reply, at most CTL_IDLE_NS of
  * it. Freed when both its op and its timer have had their final callback. */
@@ -71,17 +82,20 @@ struct ctl_conn {
 	struct sup *s;
 	int fd;
 	bool replying;
-	char *reply; /* large replies (metrics), or NULL */
-	char buf[256];
+	bool waiting;		    /* a checkpoint save runs for it: not freed */
+	char *reply;		    /* large replies (metrics), or NULL */
+	struct urs_ckpt_req *ckreq; /* "checkpoint DIR", or NULL */
+	char buf[4352];		    /* a request: "checkpoint " + a path */
 };
 
 static void conn_release(struct ctl_conn *c)
 {
-	if (urs_op_busy(&c->op) || urs_timer_busy(&c->idle))
+	if (urs_op_busy(&c->op) || urs_timer_busy(&c->idle) || c->waiting)
 		return;
 	close(c->fd);
 	c->s->conns--;
 	free(c->reply);
+	free(c->ckreq);
 	free(c);
 }
 
@@ -93,7 +107,8 @@ static void conn_idle_cb(struct urs_loop *loop, struct urs_timer *t, int res)
 	conn_release(c);
 }
 
-static void report(struct urs_sup_args *a, int code, pid_t pid, const char *cg, const char *msg)
+static __attribute__((noinline)) void report(struct urs_sup_args *a, int code, pid_t pid,
+					     const char *cg, const char *msg)
 {
 	struct urs_sup_report r = {.code = code, .init_pid = pid};
 	if (cg)
@@ -171,6 +186,48 @@ static void conn_reply(struct ctl_conn *c, const char *text)
 	urs_submit(&c->s->loop, &c->op, conn_cb);
 }
 
+/* the checkpointer wrote DIR/supervisor.img (or failed): the reply */
+static void ckpt_done(void *ctx, int res, const char *msg)
+{
+	struct ctl_conn *c = ctx;
+	char text[256];
+	c->waiting = false;
+	if (res < 0)
+		snprintf(text, sizeof(text), "error: %s", msg && *msg ? msg : strerror(-res));
+	conn_reply(c, res < 0 ? text : "ok");
+}
+
+static struct urs_net *ckpt_engine(void *ctx)
+{
+	struct sup *s = ctx;
+	return s->net ? urs_netstack_engine(s->net) : NULL;
+}
+
+/* "checkpoint DIR": the supervisor's state into DIR (actors/checkpointer.h) */
+static void ctl_checkpoint(struct ctl_conn *c, const char *dir)
+{
+	struct sup *s = c->s;
+	if (*dir != '/' || strlen(dir) >= sizeof(c->ckreq->dir)) {
+		conn_reply(c, "error: checkpoint needs an absolute directory");
+		return;
+	}
+	c->ckreq = calloc(1, sizeof(*c->ckreq));
+	if (!c->ckreq) {
+		conn_reply(c, "error: out of memory");
+		return;
+	}
+	snprintf(c->ckreq->dir, sizeof(c->ckreq->dir), "%s", dir);
+	c->ckreq->done = ckpt_done;
+	c->ckreq->ctx = c;
+	int r = urs_checkpointer_save(&s->ckpt, c->ckreq);
+	if (r < 0) {
+		conn_reply(c, r == -EBUSY ? "error: a checkpoint is already being written"
+					  : "error: cannot start the checkpointer");
+		return;
+	}
+	c->waiting = true;
+}
+
 static void conn_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint32_t flags)
 {
 	(void) flags;
@@ -183,10 +240,11 @@ static void conn_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint3
 		return;
 	}
 	c->buf[(size_t) res < sizeof(c->buf) ? (size_t) res : sizeof(c->buf) - 1] = 0;
-	uint32_t req = !strcmp(c->buf, "start")	    ? URS_REQ_START
-		       : !strcmp(c->buf, "ping")    ? URS_REQ_PING
-		       : !strcmp(c->buf, "metrics") ? URS_REQ_METRICS
-						    : URS_REQ_OTHER;
+	uint32_t req = !strcmp(c->buf, "start")		     ? URS_REQ_START
+		       : !strcmp(c->buf, "ping")	     ? URS_REQ_PING
+		       : !strcmp(c->buf, "metrics")	     ? URS_REQ_METRICS
+		       : !strncmp(c->buf, "checkpoint ", 11) ? URS_REQ_CHECKPOINT
+							     : URS_REQ_OTHER;
 	urs_metric_add(&urs_m_ctl_requests, req, 1);
 	if (req == URS_REQ_METRICS) {
 		/* the exposition does not fit the request buffer: a reply buffer
@@ -202,6 +260,8 @@ static void conn_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint3
 						    CTL_REPLY_MAX - (size_t) n);
 			n = m < 0 ? m : n + m;
 		}
+		if (n >= 0)
+			n = gofer_metrics(s, c->reply, n);
 		if (n < 0) {
 			conn_reply(c, "error: metrics do not fit");
 			return;
@@ -225,6 +285,10 @@ static void conn_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint3
 	}
 	if (!strcmp(c->buf, "ping")) {
 		conn_reply(c, "ok");
+		return;
+	}
+	if (req == URS_REQ_CHECKPOINT) {
+		ctl_checkpoint(c, c->buf + 11);
 		return;
 	}
 	conn_reply(c, "error: unknown request");
@@ -275,27 +339,45 @@ static int ctl_listen(const char *dir)
 	return fd;
 }
 
-int urs_ctl_call(const char *state_dir, const char *req, char *reply, size_t len)
+int urs_ctl_send(const char *state_dir, const char *req)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	if (snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s", state_dir, CTL_NAME) >=
 	    (int) sizeof(sa.sun_path))
 		return -ENAMETOOLONG;
-	_cleanup_close_ int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
-	if (connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0)
-		return -errno;
-	if (send(fd, req, strlen(req) + 1, MSG_NOSIGNAL) < 0)
-		return -errno;
+	if (connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0 ||
+	    send(fd, req, strlen(req) + 1, MSG_NOSIGNAL) < 0) {
+		int r = -errno;
+		close(fd);
+		return r;
+	}
+	return fd;
+}
+
+int urs_ctl_recv(int fd, char *reply, size_t len)
+{
 	struct pollfd p = {.fd = fd, .events = POLLIN};
-	if (poll(&p, 1, 10000) <= 0)
-		return -ETIMEDOUT;
-	ssize_t n = recv(fd, reply, len - 1, 0);
-	if (n <= 0)
-		return n < 0 ? -errno : -EPIPE;
-	reply[n] = 0;
-	return 0;
+	int r = 0;
+	if (poll(&p, 1, 10000) <= 0) {
+		r = -ETIMEDOUT;
+	} else {
+		ssize_t n = recv(fd, reply, len - 1, 0);
+		if (n <= 0)
+			r = n < 0 ? -errno : -EPIPE;
+		else
+			reply[n] = 0;
+	}
+	close(fd);
+	return r;
+}
+
+int urs_ctl_call(const char *state_dir, const char *req, char *reply, size_t len)
+{
+	int fd = urs_ctl_send(state_dir, req);
+	return fd < 0 ? fd : urs_ctl_recv(fd, reply, len);
 }
 
 /*
@@ -512,7 +594,10 @@ static int gofer_start(struct sup *s)
 		while (!s->a->launch.spec->mounts[k].gofer)
 			k++;
 		const struct urs_mount *m = &s->a->launch.spec->mounts[k++];
-		struct urs_gofer_opts go = {.rdonly = (m->flags & MS_RDONLY) != 0, .weak = true};
+		struct urs_gofer_opts go = {.rdonly = (m->flags & MS_RDONLY) != 0,
+					    .weak = true,
+					    .quota_bytes = m->gofer_quota_bytes,
+					    .quota_inodes = m->gofer_quota_inodes};
 		int r = urs_gofer_start(&s->loop, L->gofer_fuse[i], L->gofer_dir[i], &go,
 					&s->gofer[i]);
 		L->gofer_fuse[i] = -1;	/* the gofer's (closed by it, even on failure) */
@@ -551,7 +636,100 @@ static void gofer_stop(struct sup *s)
 	}
 }
 
+/* The volumes in the order of s->gofer[]: their destinations label them. */
+static int gofer_metrics(struct sup *s, char *buf, int n)
+{
+	const char *vols[URS_GOFER_MAX];
+	uint32_t nv = 0;
+	const struct urs_spec *sp = s->a->launch.spec;
+	for (size_t k = 0; sp && k < sp->n_mounts && nv < URS_GOFER_MAX; k++)
+		if (sp->mounts[k].gofer)
+			vols[nv++] = sp->mounts[k].destination;
+	if (!nv)
+		return n;
+	char labels[160];
+	snprintf(labels, sizeof(labels), "sandbox=\"%s\"", s->a->id);
+	int m = urs_gofer_metrics_render(s->gofer, vols, nv, labels, buf + n,
+					 CTL_REPLY_MAX - (size_t) n);
+	return m < 0 ? m : n + m;
+}
+
 /* ---- end of gofer volumes */
+
+/* ursa restore: DIR/supervisor.img, verified with this host's key (the
+ * state root's, see actors/checkpointer.h); none is fine (older image) */
+static int supstate_load(struct sup *s, struct urs_err *err)
+{
+	const struct urs_sup_args *a = s->a;
+	char root[4096];
+	snprintf(root, sizeof(root), "%s", a->state_dir ? a->state_dir : ".");
+	char *slash = strrchr(root, '/');
+	if (slash && slash != root)
+		*slash = 0;
+	char path[4200];
+	snprintf(path, sizeof(path), "%s/%s", a->restore_dir, URS_SUPSTATE_FILE);
+	if (access(path, F_OK) < 0 && errno == ENOENT)
+		return 0;
+	uint8_t key[URS_CKPT_KEY_LEN];
+	int r = urs_ckpt_key(root, false, key, err);
+	if (r < 0) {
+		char m[sizeof(err->msg)];
+		snprintf(m, sizeof(m), "%s", err->msg);
+		return urs_err_set(err, r, "supervisor state %s refused: %s", path, m);
+	}
+	r = urs_supstate_read(a->restore_dir, key, sizeof(key), &s->saved, err);
+	explicit_bzero(key, sizeof(key));
+	return r == -ENOENT ? 0 : r;
+}
+
+/* ---- memory at boot (bench/RESULTS.md, "Memory") ----
+ * We are a fork of the CLI: its freed heap and the stack pages its deep
+ * calls touched (config parsing, seccomp compilation, PATH_MAX buffers) are
+ * ours too, private and dirty, for the sandbox's whole life. Once the boot
+ * is done they are dead: give them back before the loop starts. */
+
+#define SUP_STACK_KEEP (1u << 10) /* below our frame: the loop's own calls */
+
+/* the lowest address of the [stack] mapping, or 0 */
+static uintptr_t stack_low(void)
+{
+	_cleanup_close_ int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	char buf[512];
+	size_t have = 0;
+	while (fd >= 0) {
+		ssize_t n = read(fd, buf + have, sizeof(buf) - 1 - have);
+		if (n <= 0)
+			return 0;
+		have += (size_t) n;
+		buf[have] = 0;
+		char *line = buf, *nl;
+		for (; (nl = strchr(line, '\n')); line = nl + 1) {
+			*nl = 0;
+			if (nl - line > 7 && !strcmp(nl - 7, "[stack]"))
+				return (uintptr_t) strtoull(line, NULL, 16);
+		}
+		have = strlen(line); /* a partial line, carried over */
+		memmove(buf, line, have);
+		if (have == sizeof(buf) - 1)
+			have = 0; /* no line is that long: skip it */
+	}
+	return 0;
+}
+
+static __attribute__((noinline)) void release_boot_memory(void)
+{
+	malloc_trim(0); /* free heap pages, the CLI's included */
+	char here;
+	uintptr_t pg = (uintptr_t) sysconf(_SC_PAGESIZE);
+	uintptr_t top = ((uintptr_t) &here - SUP_STACK_KEEP) & ~(pg - 1);
+	uintptr_t low = stack_low();
+	/* dead frames only: everything below our caller's, less a margin;
+	 * they fault in again, zeroed, if a deeper call wants them */
+	if (low && low < top)
+		madvise((void *) low, top - low, MADV_DONTNEED);
+}
+
+/* ---- end of memory at boot */
 
 static pid_t clone_init(struct urs_sup_args *a, uint64_t flags, int *pidfd)
 {
@@ -594,6 +772,12 @@ int urs_supervisor_main(struct urs_sup_args *a)
 	 * through /proc/PID/exe, nor ptrace us: stay non-dumpable. */
 	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 
+	/* ursa restore: the image's supervisor state is verified before anything
+	 * is created (a tampered, truncated or foreign file: refused) */
+	if (a->restore_dir && (r = supstate_load(s, &err)) < 0) {
+		report(a, r, 0, NULL, err.msg);
+		return 1;
+	}
 	/* gofer volumes: /dev/fuse is opened before we enter the sandbox's
 	 * device cgroup (which denies it); mounted by the init (docs/gofer.md) */
 	if ((r = gofer_open(a, msg, sizeof(msg))) < 0) {
@@ -796,6 +980,8 @@ int urs_supervisor_main(struct urs_sup_args *a)
 
 	s->cg = a->no_cgroup ? NULL : &cg;
 	urs_sup_metrics_init(); /* before the loop, as the metrics rules want */
+	if (s->saved.root && urs_supstate_apply_metrics(&s->saved, &err) < 0)
+		fprintf(stderr, "ursa: restore: %s\n", err.msg); /* counters restart */
 	if (a->profile) {
 		/* --profile: without it nothing of the profiler exists */
 		const struct urs_prof_name names[] = {
@@ -826,6 +1012,19 @@ int urs_supervisor_main(struct urs_sup_args *a)
 			kill(s->init_pid, SIGKILL);
 		}
 	}
+	if (s->saved.root) { /* restored: the netstack's tables and counters */
+		if (urs_supstate_apply_net(&s->saved, ckpt_engine(s), &err) < 0)
+			fprintf(stderr, "ursa: restore: %s\n", err.msg);
+		urs_supstate_free(&s->saved);
+	}
+	s->ckpt_src = (struct urs_ckpt_src){.id = a->id,
+					    .bundle = a->bundle,
+					    .state_dir = a->state_dir,
+					    .net = a->net,
+					    .engine = ckpt_engine,
+					    .engine_ctx = s,
+					    .loop = &s->loop};
+	urs_checkpointer_init(&s->ckpt, &s->loop, &s->ckpt_src);
 	if ((r = urs_sup_seccomp_start(&s->loop)) < 0) {
 		/* unanswered, denied syscalls would fail with ENOSYS instead of
 		 * the profile's errno: do not run the workload like that */
@@ -844,6 +1043,7 @@ int urs_supervisor_main(struct urs_sup_args *a)
 		s->accept_op.flags = URS_OPF_WEAK;
 		urs_submit(&s->loop, &s->accept_op, accept_cb);
 	}
+	release_boot_memory();
 	while (!s->exited) {
 		if ((r = urs_loop_run(&s->loop)) < 0)
 			break;

@@ -20,6 +20,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "actors/checkpointer.h"
+#include "actors/supervisor.h"
 #include "cmd/cli.h"
 #include "cmd/cmd.h"
 #include "host/cgroup.h"
@@ -104,8 +106,8 @@ int cmd_checkpoint(int argc, char **argv)
 		{"image-path", 0, URS_OPT_STR, &image, "directory for the image (created)"},
 		{"work-path", 0, URS_OPT_STR, &work, "directory for dump.log"},
 		{"leave-running", 0, URS_OPT_FLAG, &leave, "keep the container running afterwards"},
-		{"tcp-established", 0, URS_OPT_FLAG, &tcp, "(accepted: sockets are refused)"},
-		{"ext-unix-sk", 0, URS_OPT_FLAG, &unix_sk, "(accepted: sockets are refused)"},
+		{"tcp-established", 0, URS_OPT_FLAG, &tcp, "(accepted: TCP is closed)"},
+		{"ext-unix-sk", 0, URS_OPT_FLAG, &unix_sk, "(accepted; refused at dump)"},
 		{"shell-job", 0, URS_OPT_FLAG, &shell, "(accepted: a tty on stdio is external)"},
 		{"file-locks", 0, URS_OPT_FLAG, &locks, "refused: locks are not saved"},
 		{"manage-cgroups-mode", 0, URS_OPT_STR, &cgmode,
@@ -129,6 +131,7 @@ int cmd_checkpoint(int argc, char **argv)
 	rc = 1;
 	_cleanup_close_ int pidfd = -1;
 	_cleanup_close_ int lockfd = -1;
+	int ctlfd = -2; /* the supervisor's state: -2 not asked, else asked */
 	sigset_t oldmask;
 	bool masked = false;
 	struct urs_cgroup cg;
@@ -178,6 +181,15 @@ int cmd_checkpoint(int argc, char **argv)
 		urs_error("checkpoint: creating %s: %s", image, strerror(r < 0 ? -r : errno));
 		goto out;
 	}
+	/* the supervisor's own state (metrics, netstack tables, config) into
+	 * DIR/supervisor.img, written by its checkpointer actor before the
+	 * freeze (it sits in the frozen cgroup; actors/checkpointer.h): asked
+	 * now, answered while we prepare the dump */
+	char req[4200], reply[512];
+	snprintf(req, sizeof(req), "checkpoint %s", dir);
+	struct timespec ts0, ts1, ts2;
+	clock_gettime(CLOCK_MONOTONIC, &ts0);
+	ctlfd = urs_ctl_send(sdir, req);
 	if (st.cgroup && *st.cgroup) {
 		if (urs_cmd_cgroup("checkpoint", &st, &cg) < 0)
 			goto out;
@@ -190,6 +202,28 @@ int cmd_checkpoint(int argc, char **argv)
 	pidfd = urs_pidfd_open_checked(st.pid, st.pid_start);
 	if (pidfd < 0) {
 		urs_error("checkpoint: container %s: its init is gone", st.id);
+		goto out;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &ts1);
+	r = ctlfd < 0 ? ctlfd : urs_ctl_recv(ctlfd, reply, sizeof(reply));
+	clock_gettime(CLOCK_MONOTONIC, &ts2);
+	urs_debug("checkpoint %s: supervisor state asked %.3f ms before the dump, waited %.3f ms",
+		  st.id,
+		  (double) (ts1.tv_sec - ts0.tv_sec) * 1e3 + (ts1.tv_nsec - ts0.tv_nsec) / 1e6,
+		  (double) (ts2.tv_sec - ts1.tv_sec) * 1e3 + (ts2.tv_nsec - ts1.tv_nsec) / 1e6);
+	ctlfd = -1; /* closed by urs_ctl_recv */
+	if (r == 0 && !strcmp(reply, "error: unknown request")) {
+		/* a supervisor started by an older ursa: an image without its
+		 * state (restore then starts its counters from zero) */
+		urs_ckpt_worklog(work, "dump.log",
+				 "supervisor state: not supported by its supervisor");
+		snprintf(reply, sizeof(reply), "ok");
+	}
+	if (r < 0 || strncmp(reply, "ok", 2)) {
+		urs_error("checkpoint %s: the supervisor's state: %s", st.id,
+			  r < 0 ? strerror(-r) : reply);
+		urs_ckpt_worklog(work, "dump.log", "error: supervisor state: %s",
+				 r < 0 ? strerror(-r) : reply);
 		goto out;
 	}
 	struct ckpt_dump_opts dopts = {.freezer = freezer, .outside = st.sup_pid};
@@ -252,6 +286,15 @@ int cmd_checkpoint(int argc, char **argv)
 	}
 	rc = 0;
 out:
+	if (rc && ctlfd != -2) {
+		/* no image: none of the supervisor's state either (once it is
+		 * written, if the request is still being answered) */
+		char sup_img[4200];
+		if (ctlfd >= 0)
+			urs_ctl_recv(ctlfd, reply, sizeof(reply));
+		snprintf(sup_img, sizeof(sup_img), "%s/%s", dir, URS_SUPSTATE_FILE);
+		unlink(sup_img);
+	}
 	if (masked)
 		sigprocmask(SIG_SETMASK, &oldmask, NULL);
 	if (have_cg)

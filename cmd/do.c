@@ -134,7 +134,7 @@ static char *build_config(const char *network, const char *resolv, const char *c
 	json_array_append_new(mounts, mnt("/sys", "sysfs", "sysfs", o_sys));
 	json_array_append_new(mounts, mnt("/tmp", "tmpfs", "tmpfs", o_tmp));
 	for (int i = 0; i < vols->n; i++) {
-		char host[PATH_MAX], dest[PATH_MAX], mode[32] = "";
+		char host[PATH_MAX], dest[PATH_MAX], mode[96] = "";
 		const char *v = vols->v[i];
 		const char *c1 = strchr(v, ':');
 		const char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
@@ -150,8 +150,10 @@ static char *build_config(const char *network, const char *resolv, const char *c
 			 (int) (c2 ? c2 - c1 - 1 : (long) strlen(c1 + 1)), c1 + 1);
 		if (c2)
 			snprintf(mode, sizeof(mode), "%s", c2 + 1);
-		/* MODE: ro or rw, and/or gofer (a mediated volume, docs/gofer.md) */
+		/* MODE: ro or rw, and/or gofer (a mediated volume, docs/gofer.md),
+		 * with quota=SIZE and/or inodes=N (gofer only) */
 		bool ro = false, gofer = false, bad = false;
+		char quota[48] = "", inodes[48] = "";
 		for (char *t = mode, *end; t && *t; t = end ? end + 1 : NULL) {
 			if ((end = strchr(t, ':')))
 				*end = 0;
@@ -159,12 +161,18 @@ static char *build_config(const char *network, const char *resolv, const char *c
 				ro = !strcmp(t, "ro");
 			else if (!strcmp(t, "gofer"))
 				gofer = true;
+			else if (!strncmp(t, "quota=", 6) && strlen(t) < 30)
+				snprintf(quota, sizeof(quota), "ursa-gofer-quota=%s", t + 6);
+			else if (!strncmp(t, "inodes=", 7) && strlen(t) < 30)
+				snprintf(inodes, sizeof(inodes), "ursa-gofer-inodes=%s", t + 7);
 			else
 				bad = true;
 		}
-		if (bad) {
+		if (bad || ((*quota || *inodes) && !gofer)) {
 			urs_err_set(err, -EINVAL,
-				    "do: --volume %s: unknown mode (ro, rw, gofer, ro:gofer)", v);
+				    "do: --volume %s: unknown mode (ro, rw, gofer, ro:gofer; "
+				    "gofer:quota=SIZE:inodes=N)",
+				    v);
 			goto fail;
 		}
 		char real[PATH_MAX];
@@ -174,9 +182,14 @@ static char *build_config(const char *network, const char *resolv, const char *c
 		}
 		const char *o_ro[] = {"rbind", "ro", "nosuid", "nodev", NULL};
 		const char *o_rw[] = {"rbind", "rw", NULL};
-		const char *o_gro[] = {"rbind", "ro", "nosuid", "nodev", "ursa-gofer", NULL};
-		const char *o_grw[] = {"rbind", "rw", "nosuid", "nodev", "ursa-gofer", NULL};
-		const char **o = gofer ? (ro ? o_gro : o_grw) : (ro ? o_ro : o_rw);
+		const char *o_g[8] = {"rbind", ro ? "ro" : "rw", "nosuid", "nodev", "ursa-gofer"};
+		int ng = 5;
+		if (*quota)
+			o_g[ng++] = quota;
+		if (*inodes)
+			o_g[ng++] = inodes;
+		o_g[ng] = NULL;
+		const char **o = gofer ? o_g : (ro ? o_ro : o_rw);
 		json_array_append_new(mounts, mnt(dest, "bind", real, o));
 	}
 
@@ -258,7 +271,8 @@ int cmd_do(int argc, char **argv)
 		{"cwd", 0, URS_OPT_STR, &cwd, "working directory (default: the current one)"},
 		{"env", 'e', URS_OPT_LIST, &envs, "KEY=VALUE (repeatable)"},
 		{"volume", 'v', URS_OPT_LIST, &vols,
-		 "HOST:DEST[:ro][:gofer] bind mount, or with gofer a FUSE volume served by the "
+		 "HOST:DEST[:ro][:gofer[:quota=SIZE][:inodes=N]] bind mount, or with gofer a FUSE "
+		 "volume served by the "
 		 "supervisor (repeatable)"},
 		{"memory", 'm', URS_OPT_STR, &memory,
 		 "memory limit in bytes (puts it in a cgroup)"},

@@ -23,6 +23,7 @@
 
 #include "cmd/cli.h"
 #include "cmd/cmd.h"
+#include "host/cgroup.h"
 #include "host/ckpt_restore.h"
 
 #define CKPT_REC_ID	     "container"
@@ -92,7 +93,7 @@ int cmd_restore(int argc, char **argv)
 		 "MS_MOVE + chroot instead of pivot_root"},
 		{"no-new-keyring", 0, URS_OPT_FLAG, &c.no_new_keyring, "keep the session keyring"},
 		{"no-subreaper", 0, URS_OPT_FLAG, &c.no_subreaper, "(accepted)"},
-		{"tcp-established", 0, URS_OPT_FLAG, &tcp, "(accepted: sockets are not in images)"},
+		{"tcp-established", 0, URS_OPT_FLAG, &tcp, "(accepted: TCP is closed)"},
 		{"ext-unix-sk", 0, URS_OPT_FLAG, &unix_sk, "(accepted)"},
 		{"shell-job", 0, URS_OPT_FLAG, &shell, "(accepted: stdio is always replaced)"},
 		{"file-locks", 0, URS_OPT_FLAG, &locks, "refused: locks are not saved"},
@@ -110,6 +111,7 @@ int cmd_restore(int argc, char **argv)
 		return i == -2 ? 0 : 1;
 	if (!(c.id = urs_require_id("restore", argc, argv, i)))
 		return 1;
+	urs_cg_prewarm(); /* opt-in: the cgroup migration's grace period, meanwhile */
 	if (locks || lazy || lsm || lsm_mount) {
 		urs_error("restore: --%s is not supported",
 			  locks	 ? "file-locks (file locks are not checkpointed)"

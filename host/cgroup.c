@@ -17,6 +17,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <pthread.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
@@ -700,6 +701,86 @@ int urs_cg_create(struct urs_cgroup *cg, const char *cgroups_path, const char *i
 }
 
 /* ---- entering ---------------------------------------------------------- */
+
+/* ---- the migration lock's grace period, started early ----
+ *
+ * Writing a pid to cgroup.procs takes the kernel's cgroup_threadgroup_rwsem
+ * for writing; when nobody did recently, that first waits for a full RCU
+ * grace period (rcu_sync_enter: 6-22 ms measured on this 2-core VM under
+ * load, most of a sandbox creation), and writers within about one more
+ * grace period pass at once. urs_cg_prewarm() starts that wait early, on a
+ * thread that "moves" the caller into the v2 (legacy: pids) cgroup it is
+ * already in: "0" = the writer's own process, a no-op migration. The
+ * grace period then elapses while the caller reads its configuration,
+ * forks the supervisor, and urs_cg_enter() finds the lock ready. Best
+ * effort: a failure only means no gain.
+ *
+ * Off unless URSA_CG_PREWARM=1. Measured (bench/RESULTS.md): under load 6-15
+ * the grace periods are long (5-22 ms) and the early start saved 6.5 ms of
+ * a restore; on a quiet host they are short, the supervisor's write comes
+ * more than a grace period after the early one finished, pays a full one
+ * again, and the restore was 5 ms slower. The caller joins the thread
+ * (urs_cg_prewarm_wait) before it forks: a fork while another thread
+ * starts or exits can leave an allocator lock held in the child (seen
+ * with ASan: the supervisor hung in free()). */
+static char prewarm_path[PATH_MAX];
+static pthread_t prewarm_tid;
+static bool prewarm_running;
+
+static void *prewarm_thread(void *arg)
+{
+	(void) arg;
+	int fd = open(prewarm_path, O_WRONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		if (write(fd, "0", 1) < 0) {
+			/* no gain, no harm */
+		}
+		close(fd);
+	}
+	return NULL;
+}
+
+void urs_cg_prewarm(void)
+{
+	static bool started;
+	int mode = urs_cg_mode();
+	/* opt-in: measured, it helps only under heavy load (see above) */
+	const char *on = getenv("URSA_CG_PREWARM");
+	if (started || mode <= 0 || !on || strcmp(on, "1"))
+		return;
+	started = true;
+	char proc[8192];
+	if (read_at(AT_FDCWD, "/proc/self/cgroup", proc, sizeof(proc)) < 0)
+		return;
+	int h = mode == URS_CG_LEGACY ? URS_CG_PIDS : URS_CG_V2;
+	const char *ctrls, *own;
+	size_t cl, ol;
+	long hid;
+	if (!find_line(proc, h, &hid, &ctrls, &cl, &own, &ol) || memmem(own, ol, "/..", 3))
+		return; /* outside our cgroup namespace: leave it */
+	const char *root = mode == URS_CG_UNIFIED  ? CG_ROOT
+			   : mode == URS_CG_HYBRID ? CG_ROOT "/unified"
+						   : CG_ROOT "/pids";
+	while (ol && own[ol - 1] == '/')
+		ol--;
+	int n = snprintf(prewarm_path, sizeof(prewarm_path), "%s%.*s/cgroup.procs", root, (int) ol,
+			 own);
+	if (n < 0 || (size_t) n >= sizeof(prewarm_path))
+		return;
+	pthread_attr_t at;
+	if (pthread_attr_init(&at))
+		return;
+	pthread_attr_setstacksize(&at, 64 << 10);
+	prewarm_running = pthread_create(&prewarm_tid, &at, prewarm_thread, NULL) == 0;
+	pthread_attr_destroy(&at);
+}
+
+void urs_cg_prewarm_wait(void)
+{
+	if (prewarm_running)
+		pthread_join(prewarm_tid, NULL);
+	prewarm_running = false;
+}
 
 int urs_cg_enter(struct urs_cgroup *cg, pid_t pid, struct urs_err *err)
 {

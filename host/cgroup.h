@@ -91,6 +91,13 @@ const char *urs_cg_hier_name(enum urs_cg_hier h);
 int urs_cg_create(struct urs_cgroup *cg, const char *cgroups_path, const char *id, pid_t caller,
 		  struct urs_err *err);
 
+/* Start the kernel's wait for a cgroup migration now, on a thread, so the
+ * next cgroup.procs write (urs_cg_enter) does not wait for it: see
+ * cgroup.c. Best effort, once per process; join it with
+ * urs_cg_prewarm_wait() before forking. */
+void urs_cg_prewarm(void);
+/* Join that thread (if any): call before fork(). */
+void urs_cg_prewarm_wait(void);
 /* Move @pid into every hierarchy (cgroup.procs). */
 int urs_cg_enter(struct urs_cgroup *cg, pid_t pid, struct urs_err *err);
 

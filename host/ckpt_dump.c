@@ -3,7 +3,10 @@
  * task's registers, FPU state, signal state, credentials, limits, mappings,
  * dirty pages and fds, and write the image. Page selection uses
  * /proc/PID/pagemap: pages never touched are skipped, clean file pages are
- * left to the file, all-zero anonymous pages are skipped too.
+ * left to the file, all-zero anonymous pages are skipped too. Pipes, FIFOs,
+ * eventfds, epoll sets, unix socketpairs and TCP sockets are read from
+ * fdinfo, sock_diag (host/ckpt_sockdiag.c) and injected peeks, never
+ * consuming what is queued in them.
  */
 #include "host/ckpt_dump.h"
 
@@ -14,11 +17,15 @@
 #include <poll.h>
 #include <linux/kcmp.h>
 #include <linux/openat2.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/ptrace.h>
 #include <sys/random.h>
 #include <sys/resource.h>
@@ -30,6 +37,7 @@
 
 #include "host/ckpt_image.h"
 #include "host/ckpt_ptrace.h"
+#include "host/ckpt_sockdiag.h"
 #include "runtime/common.h"
 
 #define PM_PRESENT (1ull << 63)
@@ -49,6 +57,10 @@ struct dumpctx {
 	uint8_t trapped[CKPT_MAX_TASKS]; /* in a ptrace stop: can be detached */
 	const char *freezer;		 /* cgroup v2 directory, or NULL */
 	pid_t outside;			 /* may be in the cgroup, not dumped */
+	struct tree_obj *objs;		 /* pipes and sockets the tree holds */
+	uint32_t nobjs;
+	struct ckpt_sockdiag diag; /* sockets of the tree's network namespace */
+	bool diag_loaded;
 };
 
 static int read_small(const char *path, char *buf, size_t cap)
@@ -442,6 +454,102 @@ static int dump_pages(struct dumpctx *c, struct ckpt_task *t, pid_t pid, struct 
 	return 0;
 }
 
+/* ---- tree-wide fd facts ----------------------------------------------------
+ * Before any task is dumped, every fd of the tree that is a pipe or a socket
+ * is listed (inode, and for pipes which ends the tree holds): a pipe or a
+ * socketpair on stdio whose other end is in the tree is the workload's own
+ * (`a | b` in a shell) and is saved; otherwise it is external stdio. */
+
+struct tree_obj {
+	uint64_t ino;
+	uint8_t sock, rd, wr, data_done;
+};
+
+static struct tree_obj *tree_find(struct dumpctx *c, uint64_t ino, bool sock)
+{
+	for (uint32_t k = 0; k < c->nobjs; k++)
+		if (c->objs[k].ino == ino && c->objs[k].sock == sock)
+			return &c->objs[k];
+	return NULL;
+}
+
+static int tree_add(struct dumpctx *c, uint64_t ino, bool sock, uint32_t acc)
+{
+	struct tree_obj *o = tree_find(c, ino, sock);
+	if (!o) {
+		if (!(c->nobjs & (c->nobjs - 1)) || !c->nobjs) {
+			size_t cap = c->nobjs ? (size_t) c->nobjs * 2 : 16;
+			struct tree_obj *n = realloc(c->objs, cap * sizeof(*n));
+			if (!n)
+				return -ENOMEM;
+			c->objs = n;
+		}
+		o = &c->objs[c->nobjs++];
+		memset(o, 0, sizeof(*o));
+		o->ino = ino;
+		o->sock = sock;
+	}
+	o->rd |= acc != O_WRONLY;
+	o->wr |= acc != O_RDONLY;
+	return 0;
+}
+
+static int scan_tree_fds(struct dumpctx *c, pid_t pid)
+{
+	char path[96];
+	snprintf(path, sizeof(path), "/proc/%d/fd", pid);
+	DIR *d = opendir(path);
+	if (!d)
+		return -errno;
+	struct dirent *de;
+	int r = 0;
+	while (!r && (de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		char what[64], link[64];
+		snprintf(what, sizeof(what), "/proc/%d/fd/%s", pid, de->d_name);
+		ssize_t n = readlink(what, link, sizeof(link) - 1);
+		if (n <= 0)
+			continue;
+		link[n] = 0;
+		unsigned long long ino;
+		if (sscanf(link, "socket:[%llu]", &ino) == 1) {
+			r = tree_add(c, ino, true, O_RDWR);
+		} else if (sscanf(link, "pipe:[%llu]", &ino) == 1) {
+			char info[512];
+			snprintf(what, sizeof(what), "/proc/%d/fdinfo/%s", pid, de->d_name);
+			if (read_small(what, info, sizeof(info)) < 0)
+				continue;
+			const char *fl = status_field(info, "flags");
+			uint32_t flags = fl ? (uint32_t) strtoul(fl, NULL, 8) : 0;
+			r = tree_add(c, ino, false, flags & O_ACCMODE);
+		}
+	}
+	closedir(d);
+	return r;
+}
+
+/* Socket facts of pid's network namespace, read once per namespace. */
+static int sockdiag_for(struct dumpctx *c, pid_t pid, const struct ckpt_sockdiag **out,
+			struct urs_err *err)
+{
+	char path[64];
+	struct stat st;
+	snprintf(path, sizeof(path), "/proc/%d/ns/net", pid);
+	if (stat(path, &st) < 0)
+		return urs_err_set(err, -errno, "pid %d: %s: %m", pid, path);
+	if (!c->diag_loaded || c->diag.netns != st.st_ino) {
+		ckpt_sockdiag_free(&c->diag);
+		c->diag_loaded = false;
+		int r = ckpt_sockdiag_load(pid, &c->diag, err);
+		if (r)
+			return r;
+		c->diag_loaded = true;
+	}
+	*out = &c->diag;
+	return 0;
+}
+
 /* ---- fds ---------------------------------------------------------------- */
 
 static const char *const ok_chr[] = {"/dev/null", "/dev/zero", "/dev/full", "/dev/random",
@@ -466,12 +574,33 @@ static bool in_task_root(pid_t pid, const char *path, const struct stat *st)
 }
 
 /* stdio the restore replaces (CKPT_FD_EXT): a pipe, socket or tty on fd 0-2,
- * or a file outside the task's root (the shim's log, a redirected stdout) */
-static bool external_stdio(pid_t pid, int fd, const char *link, const struct stat *st)
+ * or a file outside the task's root (the shim's log, a redirected stdout) —
+ * unless it is a pipe both of whose ends, or a unix socket whose peer, the
+ * tree holds, or a socket bound to a name or listening (the workload's own) */
+static bool external_stdio(struct dumpctx *c, pid_t pid, int fd, const char *link,
+			   const struct stat *st)
 {
 	if (fd > 2)
 		return false;
-	if (S_ISFIFO(st->st_mode) || S_ISSOCK(st->st_mode))
+	if (S_ISFIFO(st->st_mode) && !strncmp(link, "pipe:", 5)) {
+		const struct tree_obj *o = tree_find(c, st->st_ino, false);
+		return !o || !o->rd || !o->wr;
+	}
+	if (S_ISSOCK(st->st_mode)) {
+		const struct ckpt_sockdiag *d;
+		struct urs_err e2;
+		if (sockdiag_for(c, pid, &d, &e2))
+			return true;
+		const struct ckpt_sk_info *si = ckpt_sockdiag_find(d, st->st_ino);
+		if (!si)
+			return true;
+		/* a socket bound to a name or listening is never stdio handed in
+		 * from outside: the workload made it (and gets it refused or saved) */
+		if (si->family == AF_UNIX)
+			return !si->named && (!si->peer || !tree_find(c, si->peer, true));
+		return si->state != 10 /* TCP_LISTEN */;
+	}
+	if (S_ISFIFO(st->st_mode))
 		return true;
 	if (S_ISCHR(st->st_mode) &&
 	    (major(st->st_rdev) == 136 || major(st->st_rdev) == 5 || major(st->st_rdev) == 4))
@@ -479,8 +608,174 @@ static bool external_stdio(pid_t pid, int fd, const char *link, const struct sta
 	return link[0] == '/' && !deleted(link) && !in_task_root(pid, link, st);
 }
 
-static int dump_fds(struct ckpt_task *t, pid_t pid, struct urs_err *err)
+/* The bytes buffered in the pipe (or FIFO) open as pid's fd, read without
+ * consuming them: the dumper opens the same pipe through /proc/PID/fd/N and
+ * tee(2)s its contents into a pipe of its own, which it then reads. */
+static int pipe_peek(pid_t pid, int fd, uint32_t *cap, uint8_t **data, uint32_t *len)
 {
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", pid, fd);
+	_cleanup_close_ int pf = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (pf < 0)
+		return -errno;
+	int sz = fcntl(pf, F_GETPIPE_SZ);
+	int n = 0;
+	if (sz < 0 || ioctl(pf, FIONREAD, &n) < 0)
+		return -errno;
+	*cap = (uint32_t) sz;
+	*len = 0;
+	if (!data || n <= 0)
+		return 0;
+	*data = NULL;
+	if ((uint32_t) n > CKPT_MAX_FDDATA)
+		return -E2BIG;
+	int tp[2];
+	if (pipe2(tp, O_CLOEXEC | O_NONBLOCK) < 0)
+		return -errno;
+	_cleanup_close_ int tr = tp[0], tw = tp[1];
+	if (fcntl(tw, F_SETPIPE_SZ, sz) < 0)
+		return -errno;
+	ssize_t got = tee(pf, tw, (size_t) n, SPLICE_F_NONBLOCK);
+	if (got != n)
+		return got < 0 ? -errno : -EIO;
+	_cleanup_free_ uint8_t *buf = malloc((size_t) n);
+	if (!buf)
+		return -ENOMEM;
+	for (ssize_t off = 0; off < n;) {
+		ssize_t k = read(tr, buf + off, (size_t) (n - off));
+		if (k <= 0)
+			return k < 0 ? -errno : -EIO;
+		off += k;
+	}
+	*data = steal_ptr(&buf);
+	*len = (uint32_t) n;
+	return 0;
+}
+
+/* An fd that is the same open file description as a non-dup fd of an
+ * earlier task (inherited across fork): found with kcmp. */
+static bool shared_with_earlier(struct dumpctx *c, uint32_t idx, pid_t pid, int fd,
+				const struct stat *st, struct ckpt_fd *f)
+{
+	for (uint32_t j = 0; j < idx; j++) {
+		const struct ckpt_task *tj = &c->img.tasks[j];
+		if (tj->r.zombie)
+			continue;
+		for (uint32_t g = 0; g < tj->nfds; g++) {
+			const struct ckpt_fd *o = &tj->fds[g];
+			if (o->r.dup_of != -1 || o->r.xtask || o->r.type == CKPT_FD_EXT ||
+			    o->r.ino != st->st_ino || o->r.dev != st->st_dev)
+				continue;
+			if (syscall(SYS_kcmp, c->tr[j].pid, pid, KCMP_FILE, o->r.fd, fd) == 0) {
+				f->r.xtask = j + 1;
+				f->r.xfd = o->r.fd;
+				f->r.type = o->r.type;
+				return true;
+			}
+		}
+	}
+	return false;
+}
+
+static int dump_epoll(pid_t pid, int fd, const char *info, struct ckpt_fd *f, struct urs_err *err)
+{
+	uint32_t n = 0;
+	for (const char *p = strstr(info, "tfd:"); p; p = strstr(p + 4, "tfd:"))
+		n++;
+	if (n > CKPT_MAX_EPOLL)
+		return urs_err_set(err, -ENOTSUP, "pid %d: fd %d: epoll set too large", pid, fd);
+	struct ckpt_epoll_tgt *tg = calloc(n ? n : 1, sizeof(*tg));
+	if (!tg)
+		return -ENOMEM;
+	uint32_t k = 0;
+	for (const char *p = strstr(info, "tfd:"); p && k < n; p = strstr(p + 4, "tfd:")) {
+		int tfd;
+		unsigned events;
+		unsigned long long data;
+		if (sscanf(p, "tfd: %d events: %x data: %llx", &tfd, &events, &data) != 3) {
+			free(tg);
+			return urs_err_set(err, -EINVAL, "pid %d: fd %d: cannot parse epoll fdinfo",
+					   pid, fd);
+		}
+		struct {
+			uint32_t efd, tfd, toff;
+		} slot = {(uint32_t) fd, (uint32_t) tfd, 0};
+		if (syscall(SYS_kcmp, pid, pid, KCMP_EPOLL_TFD, tfd, &slot) != 0) {
+			free(tg);
+			return urs_err_set(err, -ENOTSUP,
+					   "pid %d: fd %d: epoll set watches a file that is no "
+					   "longer open as fd %d",
+					   pid, fd, tfd);
+		}
+		tg[k++] = (struct ckpt_epoll_tgt){tfd, events, data};
+	}
+	f->r.type = CKPT_FD_EPOLL;
+	f->data = (uint8_t *) tg;
+	f->r.data_len = k * (uint32_t) sizeof(*tg);
+	return 0;
+}
+
+static int dump_socket(struct dumpctx *c, pid_t pid, int fd, const struct stat *st,
+		       struct ckpt_fd *f, struct urs_err *err)
+{
+	const struct ckpt_sockdiag *d;
+	int r = sockdiag_for(c, pid, &d, err);
+	if (r)
+		return r;
+	const struct ckpt_sk_info *si = ckpt_sockdiag_find(d, st->st_ino);
+	if (!si)
+		return urs_err_set(err, -ENOTSUP,
+				   "pid %d: fd %d: socket:[%llu] is neither a unix nor a TCP "
+				   "socket, which cannot be checkpointed yet",
+				   pid, fd, (unsigned long long) st->st_ino);
+	if (si->family == AF_UNIX) {
+		if (si->named || si->state == 10)
+			return urs_err_set(err, -ENOTSUP,
+					   "pid %d: fd %d: unix socket bound to a name (or "
+					   "listening) cannot be checkpointed yet",
+					   pid, fd);
+		if (si->peer && !tree_find(c, si->peer, true))
+			return urs_err_set(
+				err, -ENOTSUP,
+				"pid %d: fd %d: unix socket connected to a socket outside "
+				"the sandbox's process tree",
+				pid, fd);
+		if (si->type != SOCK_STREAM && si->type != SOCK_DGRAM && si->type != SOCK_SEQPACKET)
+			return urs_err_set(err, -ENOTSUP, "pid %d: fd %d: unix socket type %u", pid,
+					   fd, si->type);
+		f->r.type = CKPT_FD_UNIX;
+		f->r.sub = si->type;
+		f->r.peer = si->peer;
+		if (si->rqlen > CKPT_MAX_FDDATA)
+			return urs_err_set(err, -E2BIG, "pid %d: fd %d: %u bytes queued", pid, fd,
+					   si->rqlen);
+		/* read by dump_injected (MSG_PEEK); for datagrams rqlen is only
+		 * the first message's size, so they are always peeked */
+		f->r.data_len = si->rqlen;
+		return 0;
+	}
+	if (si->state == 10) {
+		struct ckpt_inet_listen *l = calloc(1, sizeof(*l));
+		if (!l)
+			return -ENOMEM;
+		l->family = (uint16_t) si->family;
+		l->port = si->port;
+		l->backlog = si->backlog;
+		memcpy(l->addr, si->addr, 16);
+		f->r.type = CKPT_FD_TCP_LISTEN;
+		f->data = (uint8_t *) l;
+		f->r.data_len = sizeof(*l); /* options: dump_injected */
+		return 0;
+	}
+	f->r.type = CKPT_FD_TCP_CLOSED;
+	f->r.sub = si->family;
+	return 0;
+}
+
+static int dump_fds(struct dumpctx *c, uint32_t idx, struct urs_err *err)
+{
+	struct ckpt_task *t = &c->img.tasks[idx];
+	pid_t pid = c->tr[idx].pid;
 	char path[96];
 	snprintf(path, sizeof(path), "/proc/%d/fd", pid);
 	DIR *d = opendir(path);
@@ -510,6 +805,9 @@ static int dump_fds(struct ckpt_task *t, pid_t pid, struct urs_err *err)
 	t->fds = calloc(n ? n : 1, sizeof(*t->fds));
 	if (!t->fds)
 		return -ENOMEM;
+	_cleanup_free_ char *info = malloc(65536);
+	if (!info)
+		return -ENOMEM;
 	for (unsigned i = 0; i < n; i++) {
 		int fd = nums[i];
 		struct ckpt_fd *f = &t->fds[t->nfds];
@@ -534,12 +832,14 @@ static int dump_fds(struct ckpt_task *t, pid_t pid, struct urs_err *err)
 				break;
 			}
 		}
-		char info[1024];
 		snprintf(path, sizeof(path), "/proc/%d/fdinfo/%d", pid, fd);
-		int r = read_small(path, info, sizeof(info));
+		int r = read_small(path, info, 65536);
 		if (r < 0)
 			return urs_err_set(err, r, "pid %d: fd %d: fdinfo: %s", pid, fd,
 					   strerror(-r));
+		if (r >= 65535) /* an epoll set this large would be cut short */
+			return urs_err_set(err, -ENOTSUP,
+					   "pid %d: fd %d: fdinfo larger than 64 KiB", pid, fd);
 		const char *fl = status_field(info, "flags");
 		uint32_t flags = fl ? (uint32_t) strtoul(fl, NULL, 8) : 0;
 		f->r.cloexec = !!(flags & O_CLOEXEC);
@@ -557,8 +857,75 @@ static int dump_fds(struct ckpt_task *t, pid_t pid, struct urs_err *err)
 		f->r.dev = st.st_dev;
 		f->r.ino = st.st_ino;
 		f->r.rdev = st.st_rdev;
-		if (external_stdio(pid, fd, link, &st)) {
+		if (external_stdio(c, pid, fd, link, &st)) {
 			f->r.type = CKPT_FD_EXT;
+			f->r.pos = 0;
+			t->nfds++;
+			continue;
+		}
+		if (shared_with_earlier(c, idx, pid, fd, &st, f)) {
+			t->nfds++;
+			continue;
+		}
+		bool is_pipe = !strncmp(link, "pipe:", 5);
+		if (is_pipe || (S_ISFIFO(st.st_mode) && link[0] == '/' && !deleted(link))) {
+			if (is_pipe && (flags & O_ACCMODE) == O_RDWR)
+				return urs_err_set(err, -ENOTSUP,
+						   "pid %d: fd %d: a pipe opened read-write "
+						   "(through /proc) cannot be checkpointed yet",
+						   pid, fd);
+			if (!is_pipe && !in_task_root(pid, link, &st))
+				return urs_err_set(err, -ENOTSUP,
+						   "pid %d: fd %d (%s) is not reachable from the "
+						   "process's root directory",
+						   pid, fd, link);
+			f->r.type = is_pipe ? CKPT_FD_PIPE : CKPT_FD_FIFO;
+			f->r.pos = 0;
+			if (!is_pipe && tree_add(c, st.st_ino, false, O_RDWR))
+				return -ENOMEM;
+			struct tree_obj *o = tree_find(c, st.st_ino, false);
+			uint32_t cap = 0, len = 0;
+			uint8_t *data = NULL;
+			r = pipe_peek(pid, fd, &cap, o && !o->data_done ? &data : NULL, &len);
+			if (r)
+				return urs_err_set(err, r,
+						   "pid %d: fd %d (%s): reading its buffered "
+						   "data: %s",
+						   pid, fd, link, strerror(-r));
+			if (o)
+				o->data_done = 1;
+			f->r.sub = cap;
+			f->data = data;
+			f->r.data_len = data ? len : 0;
+			if (!is_pipe)
+				f->path = steal_ptr(&link);
+			t->nfds++;
+			continue;
+		}
+		if (!strcmp(link, "anon_inode:[eventfd]")) {
+			const char *cnt = status_field(info, "eventfd-count");
+			const char *sem = status_field(info, "eventfd-semaphore");
+			if (!cnt)
+				return urs_err_set(err, -EINVAL, "pid %d: fd %d: no eventfd-count",
+						   pid, fd);
+			f->r.type = CKPT_FD_EVENTFD;
+			f->r.pos = strtoull(cnt, NULL, 16);
+			f->r.sub = sem ? (uint32_t) strtoul(sem, NULL, 10) : 0;
+			t->nfds++;
+			continue;
+		}
+		if (!strcmp(link, "anon_inode:[eventpoll]")) {
+			r = dump_epoll(pid, fd, info, f, err);
+			if (r)
+				return r;
+			f->r.pos = 0;
+			t->nfds++;
+			continue;
+		}
+		if (S_ISSOCK(st.st_mode)) {
+			r = dump_socket(c, pid, fd, &st, f, err);
+			if (r)
+				return r;
 			f->r.pos = 0;
 			t->nfds++;
 			continue;
@@ -566,7 +933,9 @@ static int dump_fds(struct ckpt_task *t, pid_t pid, struct urs_err *err)
 		if (link[0] != '/' || deleted(link))
 			return urs_err_set(err, -ENOTSUP,
 					   "pid %d: fd %d (%s) is not supported yet (only regular "
-					   "files, directories and /dev/null-like devices)",
+					   "files, directories, /dev/null-like devices, pipes, "
+					   "FIFOs, eventfd, epoll, unix socketpairs and TCP "
+					   "sockets)",
 					   pid, fd, link);
 		if (!in_task_root(pid, link, &st))
 			return urs_err_set(err, -ENOTSUP,
@@ -603,11 +972,154 @@ static bool sys_failed(long r)
 	return (unsigned long) r > -4096ul;
 }
 
+#define PEEK_SCRATCH (256u * 1024) /* scratch for peeking queues: 4 KiB + one read */
+#define MAX_MSGS     65536u
+
+static int sockopt_int(struct ckpt_tracee *tr, int memfd, uint64_t scratch, int fd, int opt,
+		       bool set, int32_t *v)
+{
+	int32_t buf[2] = {*v, 4}; /* value, optlen */
+	long ret = 0;
+	int r = ckpt_mem_write(memfd, scratch, buf, sizeof(buf));
+	if (!r)
+		r = ckpt_inject(tr, set ? SYS_setsockopt : SYS_getsockopt, (uint64_t) fd,
+				SOL_SOCKET, (uint64_t) opt, scratch, set ? 4 : scratch + 4, 0,
+				&ret);
+	if (!r && sys_failed(ret))
+		r = (int) ret;
+	if (!r && !set)
+		r = ckpt_mem_read(memfd, scratch, v, sizeof(*v));
+	return r;
+}
+
+/* Every byte queued on the unix socket f, nothing consumed: with SO_PEEK_OFF
+ * set, successive MSG_PEEK reads walk the queue (a stream read stops where
+ * the writer changes, a datagram read returns one message); the socket's own
+ * peek offset is put back. Stream: the bytes; datagram and seqpacket: each
+ * message as {u32 length, bytes}. */
+static int peek_unix(struct ckpt_fd *f, struct ckpt_tracee *tr, int memfd, uint64_t scratch,
+		     struct urs_err *err)
+{
+	pid_t pid = tr->pid;
+	bool stream = f->r.sub == SOCK_STREAM;
+	uint32_t want = f->r.data_len; /* stream: the whole queue */
+	uint64_t buf = scratch + 4096, cap = PEEK_SCRATCH - 4096;
+	f->r.data_len = 0;
+	int32_t old = -1, zero = 0;
+	int r = sockopt_int(tr, memfd, scratch, f->r.fd, SO_PEEK_OFF, false, &old);
+	if (!r)
+		r = sockopt_int(tr, memfd, scratch, f->r.fd, SO_PEEK_OFF, true, &zero);
+	if (r)
+		return urs_err_set(err, r, "pid %d: fd %d: SO_PEEK_OFF: %s", pid, f->r.fd,
+				   strerror(-r));
+	uint8_t *data = NULL;
+	uint32_t len = 0, nmsg = 0;
+	for (;;) {
+		if (stream && len == want)
+			break;
+		long n = 0;
+		r = ckpt_inject(tr, SYS_recvfrom, (uint64_t) f->r.fd, buf, cap,
+				MSG_PEEK | MSG_DONTWAIT | (stream ? 0 : MSG_TRUNC), 0, 0, &n);
+		if (!r && n == -EAGAIN)
+			break;
+		if (!r && sys_failed(n))
+			r = (int) n;
+		if (r)
+			break;
+		if (stream && n == 0)
+			break; /* shut down: nothing more */
+		if ((uint64_t) n > (stream ? cap : 32768) || ++nmsg > MAX_MSGS ||
+		    len + (uint64_t) n + 4 > CKPT_MAX_FDDATA) {
+			r = -E2BIG;
+			break;
+		}
+		uint8_t *nd = realloc(data, len + (size_t) n + 4);
+		if (!nd) {
+			r = -ENOMEM;
+			break;
+		}
+		data = nd;
+		if (!stream) {
+			uint32_t ml = (uint32_t) n;
+			memcpy(data + len, &ml, 4);
+			len += 4;
+		}
+		r = ckpt_mem_read(memfd, buf, data + len, (size_t) n);
+		if (r)
+			break;
+		len += (uint32_t) n;
+	}
+	int r2 = sockopt_int(tr, memfd, scratch, f->r.fd, SO_PEEK_OFF, true, &old);
+	if (!r && stream && len != want)
+		r = -EIO;
+	if (!r)
+		r = r2;
+	if (r) {
+		free(data);
+		return urs_err_set(
+			err, r == -E2BIG ? -ENOTSUP : r,
+			"pid %d: fd %d: reading the unix socket's queue: %s", pid, f->r.fd,
+			r == -E2BIG ? "a message or the queue is too large" : strerror(-r));
+	}
+	f->data = data;
+	f->r.data_len = data ? len : 0;
+	return 0;
+}
+
+/* Socket state only the task's own syscalls can read: the bytes queued on a
+ * unix socket (peek_unix) and the options of a listening TCP socket
+ * (getsockopt). Errors are reported with the fd (err set). */
+static int dump_sock_injected(struct ckpt_task *t, struct ckpt_tracee *tr, int memfd,
+			      uint64_t scratch, struct urs_err *err)
+{
+	for (uint32_t k = 0; k < t->nfds; k++) {
+		struct ckpt_fd *f = &t->fds[k];
+		long ret = 0;
+		int r = 0;
+		if (f->r.dup_of != -1 || f->r.xtask)
+			continue;
+		if (f->r.type == CKPT_FD_UNIX && (f->r.data_len || f->r.sub != SOCK_STREAM)) {
+			r = peek_unix(f, tr, memfd, scratch, err);
+			if (r)
+				return r;
+		} else if (f->r.type == CKPT_FD_TCP_LISTEN) {
+			struct ckpt_inet_listen *l = (struct ckpt_inet_listen *) f->data;
+			static const int opts[4][2] = {{SOL_SOCKET, SO_REUSEADDR},
+						       {SOL_SOCKET, SO_REUSEPORT},
+						       {IPPROTO_IPV6, IPV6_V6ONLY},
+						       {IPPROTO_TCP, TCP_NODELAY}};
+			uint32_t *dst[4] = {&l->reuseaddr, &l->reuseport, &l->v6only, &l->nodelay};
+			for (int o = 0; o < 4 && !r; o++) {
+				if (o == 2 && l->family != AF_INET6)
+					continue;
+				uint32_t v[2] = {0, 4}; /* value, optlen */
+				r = ckpt_mem_write(memfd, scratch, v, sizeof(v));
+				if (!r)
+					r = ckpt_inject(tr, SYS_getsockopt, (uint64_t) f->r.fd,
+							(uint64_t) opts[o][0],
+							(uint64_t) opts[o][1], scratch, scratch + 4,
+							0, &ret);
+				if (!r && sys_failed(ret))
+					r = (int) ret;
+				if (!r)
+					r = ckpt_mem_read(memfd, scratch, v, sizeof(v));
+				if (!r)
+					*dst[o] = v[0];
+			}
+			if (r)
+				return urs_err_set(err, r, "pid %d: fd %d: getsockopt: %s", tr->pid,
+						   f->r.fd, strerror(-r));
+		}
+	}
+	return 0;
+}
+
 static int dump_injected(struct ckpt_task *t, struct ckpt_tracee *tr, uint64_t sigcgt,
 			 struct urs_err *err)
 {
 	pid_t pid = tr->pid;
 	uint64_t ip = 0;
+	bool named = false; /* err already names what failed */
 	int r = -ENOENT;
 	for (uint32_t v = 0; v < t->nvmas && r; v++)
 		if (t->vmas[v].r.kind == CKPT_VMA_VDSO)
@@ -630,8 +1142,15 @@ static int dump_injected(struct ckpt_task *t, struct ckpt_tracee *tr, uint64_t s
 	if (r)
 		goto out;
 	t->r.mm.brk = (uint64_t) ret;
+	/* the scratch page, large enough for the biggest unix queue to peek */
+	uint64_t slen = 4096;
+	for (uint32_t k = 0; k < t->nfds; k++)
+		if (t->fds[k].r.type == CKPT_FD_UNIX && !t->fds[k].r.xtask &&
+		    t->fds[k].r.dup_of == -1 &&
+		    (t->fds[k].r.data_len || t->fds[k].r.sub != SOCK_STREAM))
+			slen = PEEK_SCRATCH;
 	long scratch;
-	r = ckpt_inject(tr, SYS_mmap, 0, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+	r = ckpt_inject(tr, SYS_mmap, 0, slen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
 			(uint64_t) -1, 0, &scratch);
 	if (r)
 		goto out;
@@ -676,8 +1195,12 @@ static int dump_injected(struct ckpt_task *t, struct ckpt_tracee *tr, uint64_t s
 		t->r.altstack_size = ss.ss_size;
 		t->r.altstack_flags = (uint32_t) ss.ss_flags;
 	}
+	if (!r)
+		r = dump_sock_injected(t, tr, memfd, (uint64_t) scratch, err);
+	if (r)
+		named = true;
 unmap:;
-	int r2 = ckpt_inject(tr, SYS_munmap, (uint64_t) scratch, 4096, 0, 0, 0, 0, &ret);
+	int r2 = ckpt_inject(tr, SYS_munmap, (uint64_t) scratch, slen, 0, 0, 0, 0, &ret);
 	if (!r)
 		r = r2;
 out:
@@ -687,8 +1210,10 @@ out:
 		r = -errno;
 	if (ckpt_set_regs(pid, &tr->base) < 0 && !r)
 		r = -EIO;
-	if (r)
+	if (r && !named)
 		return urs_err_set(err, r, "pid %d: injected query failed: %s", pid, strerror(-r));
+	if (r)
+		return r;
 	return 0;
 }
 
@@ -892,7 +1417,7 @@ static int dump_task(struct dumpctx *c, uint32_t idx, struct urs_err *err)
 	r = dump_maps(t, pid, err);
 	if (r)
 		return r;
-	r = dump_fds(t, pid, err);
+	r = dump_fds(c, idx, err);
 	if (r)
 		return r;
 	r = dump_stat_mm(t, pid, err);
@@ -1205,6 +1730,12 @@ int ckpt_dump(pid_t pid, const char *dir, const struct ckpt_dump_opts *opts,
 			goto out;
 		}
 	}
+	for (uint32_t i = 0; i < c.nseized && !r; i++)
+		if (!c.img.tasks[i].r.zombie && (r = scan_tree_fds(&c, c.tr[i].pid)))
+			r = urs_err_set(err, r, "pid %d: listing fds: %s", c.tr[i].pid,
+					strerror(-r));
+	if (r)
+		goto out;
 	r = ckpt_pages_open(&c.pw, c.dirfd, err);
 	if (r)
 		goto out;
@@ -1259,6 +1790,8 @@ out:
 	stats->ms = now_ms() - t0;
 	free(c.chunk);
 	free(c.tr);
+	free(c.objs);
+	ckpt_sockdiag_free(&c.diag);
 	ckpt_image_free(&c.img);
 	if (c.dirfd >= 0)
 		close(c.dirfd);

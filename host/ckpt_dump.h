@@ -4,12 +4,14 @@
  * frozen the tasks (cgroup freezer) or stopped them; the dumper seizes each
  * task with ptrace, reads its state from /proc and ptrace (injecting a few
  * query syscalls), writes pages.img and core.img, and detaches, leaving every
- * task exactly as it was (still frozen/stopped if it was). On any refusal
- * (multi-threaded task, io_uring, pipe, socket, deleted file, ...) nothing is
- * left in the directory and the message names the pid and the resource.
- * Pipes, sockets, ttys and files outside the task's root on fds 0-2 are not
- * refused: they are recorded as external stdio (CKPT_FD_EXT), which the
- * restore replaces with its own.
+ * task exactly as it was (still frozen/stopped if it was). Pipes, FIFOs,
+ * eventfds, epoll sets, unix socketpairs and TCP sockets are saved with
+ * their buffered data, read without consuming it (docs/checkpoint.md, "File
+ * descriptors"). On any refusal (multi-threaded task, io_uring, UDP socket,
+ * deleted file, ...) nothing is left in the directory and the message names
+ * the pid and the resource. Pipes, sockets, ttys and files outside the
+ * task's root on fds 0-2 whose other end is not in the tree are recorded as
+ * external stdio (CKPT_FD_EXT), which the restore replaces with its own.
  */
 #ifndef URSA_HOST_CKPT_DUMP_H
 #define URSA_HOST_CKPT_DUMP_H

@@ -5,12 +5,15 @@
  * bounds-checked before the restorer may act on it.
  */
 #include "host/ckpt_image.h"
+#include "host/ckpt_pagesink.h"
 
 #include <elf.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <string.h>
+#include <stdbool.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -118,8 +121,10 @@ void ckpt_image_free(struct ckpt_image *img)
 			free(t->vmas[v].path);
 		free(t->vmas);
 		free(t->runs);
-		for (uint32_t f = 0; f < t->nfds; f++)
+		for (uint32_t f = 0; f < t->nfds; f++) {
 			free(t->fds[f].path);
+			free(t->fds[f].data);
+		}
 		free(t->fds);
 		for (uint32_t k = 0; k < t->nseccomp; k++)
 			free(t->seccomp[k].insns);
@@ -157,22 +162,30 @@ static int buf_put(struct buf *b, const void *p, size_t n)
 	return 0;
 }
 
-static int rec_put(struct buf *b, uint32_t type, const void *a, size_t alen, const void *c,
-		   size_t clen)
+static int rec_put3(struct buf *b, uint32_t type, const void *a, size_t alen, const void *c,
+		    size_t clen, const void *d, size_t dlen)
 {
 	static const uint8_t zero[8];
-	if (alen + clen > UINT32_MAX / 2)
+	if (alen + clen + dlen > UINT32_MAX / 2)
 		return -E2BIG;
-	struct rec_hdr h = {.type = type, .len = (uint32_t) (alen + clen)};
+	struct rec_hdr h = {.type = type, .len = (uint32_t) (alen + clen + dlen)};
 	int r = buf_put(b, &h, sizeof(h));
 	if (!r)
 		r = buf_put(b, a, alen);
 	if (!r)
 		r = buf_put(b, c, clen);
-	size_t pad = (8 - (alen + clen) % 8) % 8;
+	if (!r)
+		r = buf_put(b, d, dlen);
+	size_t pad = (8 - (alen + clen + dlen) % 8) % 8;
 	if (!r)
 		r = buf_put(b, zero, pad);
 	return r;
+}
+
+static int rec_put(struct buf *b, uint32_t type, const void *a, size_t alen, const void *c,
+		   size_t clen)
+{
+	return rec_put3(b, type, a, alen, c, clen, NULL, 0);
 }
 
 int ckpt_image_encode(const struct ckpt_image *img, uint8_t **out, size_t *len, struct urs_err *err)
@@ -201,8 +214,11 @@ int ckpt_image_encode(const struct ckpt_image *img, uint8_t **out, size_t *len, 
 				    NULL, 0);
 		for (uint32_t f = 0; !r && f < t->nfds; f++) {
 			const struct ckpt_fd *d = &t->fds[f];
-			r = rec_put(&b, REC_FD, &d->r, sizeof(d->r), d->path,
-				    d->path ? strlen(d->path) : 0);
+			struct ckpt_fd_rec fr = d->r;
+			fr.path_len = d->path ? (uint32_t) strlen(d->path) : 0;
+			fr.data_len = d->data ? d->r.data_len : 0;
+			r = rec_put3(&b, REC_FD, &fr, sizeof(fr), d->path, fr.path_len, d->data,
+				     fr.data_len);
 		}
 		if (!r && t->nsigs)
 			r = rec_put(&b, REC_SIGINFO, t->sigs, (size_t) t->nsigs * sizeof(*t->sigs),
@@ -254,6 +270,67 @@ static void *grow(void *arr, uint32_t n, size_t elem)
 		return arr;
 	size_t cap = n ? (size_t) n * 2 : 4;
 	return realloc(arr, cap * elem);
+}
+
+/* Per-type shape of one fd record (a dup carries nothing of its own; one
+ * shared with an earlier task carries only its type). */
+static bool fd_rec_ok(const struct ckpt_fd *d)
+{
+	const struct ckpt_fd_rec *r = &d->r;
+	if (r->dup_of != -1)
+		return true;
+	if (r->type < CKPT_FD_REG || r->type > CKPT_FD_TYPE_MAX)
+		return false;
+	if (r->xtask)
+		return !d->path && !d->data && r->xfd >= 0 && r->type != CKPT_FD_EXT;
+	bool has_path = r->type == CKPT_FD_REG || r->type == CKPT_FD_DIR ||
+			r->type == CKPT_FD_CHR || r->type == CKPT_FD_FIFO;
+	if (has_path != (d->path != NULL))
+		return false;
+	uint32_t dl = d->data ? r->data_len : 0;
+	switch (r->type) {
+	case CKPT_FD_EXT:
+		return r->fd <= 2 && !dl;
+	case CKPT_FD_PIPE:
+		return (r->oflags & O_ACCMODE) != O_RDWR && dl <= r->sub &&
+		       r->sub <= CKPT_MAX_FDDATA;
+	case CKPT_FD_FIFO:
+		return dl <= r->sub && r->sub <= CKPT_MAX_FDDATA;
+	case CKPT_FD_EPOLL:
+		return dl % sizeof(struct ckpt_epoll_tgt) == 0 &&
+		       dl / sizeof(struct ckpt_epoll_tgt) <= CKPT_MAX_EPOLL;
+	case CKPT_FD_UNIX:
+		if (!r->ino || r->peer == r->ino)
+			return false;
+		if (r->sub == SOCK_STREAM)
+			return true;
+		if (r->sub != SOCK_DGRAM && r->sub != SOCK_SEQPACKET)
+			return false;
+		/* messages: {u32 length, bytes}, exactly filling the data; each
+		 * no larger than the restorer's 32 KiB send buffer */
+		for (uint32_t off = 0; off < dl;) {
+			uint32_t ml;
+			if (dl - off < 4)
+				return false;
+			memcpy(&ml, d->data + off, 4);
+			off += 4;
+			if (ml > dl - off || ml > 32768)
+				return false;
+			off += ml;
+		}
+		return true;
+	case CKPT_FD_TCP_LISTEN: {
+		struct ckpt_inet_listen l;
+		if (dl != sizeof(l))
+			return false;
+		memcpy(&l, d->data, sizeof(l));
+		return l.family == AF_INET || l.family == AF_INET6;
+	}
+	case CKPT_FD_TCP_CLOSED:
+		return !dl && (r->sub == AF_INET || r->sub == AF_INET6);
+	default:
+		return !dl;
+	}
 }
 
 static int validate_task(const struct ckpt_image *img, uint32_t idx, struct urs_err *err)
@@ -336,11 +413,23 @@ static int validate_task(const struct ckpt_image *img, uint32_t idx, struct urs_
 		const struct ckpt_fd *d = &t->fds[f];
 		if (d->r.fd <= prev_fd || d->r.fd >= (1 << 20) ||
 		    (d->r.dup_of != -1 && (d->r.dup_of < 0 || d->r.dup_of >= d->r.fd)) ||
-		    (d->r.dup_of == -1 && d->r.type == CKPT_FD_EXT && (d->path || d->r.fd > 2)) ||
-		    (d->r.dup_of == -1 && d->r.type != CKPT_FD_EXT &&
-		     (!d->path || d->r.type < CKPT_FD_REG || d->r.type > CKPT_FD_CHR)))
+		    (d->r.dup_of != -1 && (d->r.xtask || d->path || d->data)) || !fd_rec_ok(d))
 			return urs_err_set(err, -EINVAL, "checkpoint image: task %u: bad fd %d",
 					   idx, d->r.fd);
+		if (d->r.xtask) {
+			/* the same open file description as a non-dup fd of an earlier task */
+			uint32_t s = d->r.xtask - 1, g;
+			const struct ckpt_task *src = s < idx ? &img->tasks[s] : NULL;
+			for (g = 0; src && g < src->nfds && src->fds[g].r.fd != d->r.xfd; g++)
+				;
+			if (!src || g == src->nfds || src->fds[g].r.dup_of != -1 ||
+			    src->fds[g].r.type != d->r.type)
+				return urs_err_set(
+					err, -EINVAL,
+					"checkpoint image: task %u: fd %d shares unknown "
+					"fd %d of task %u",
+					idx, d->r.fd, d->r.xfd, s);
+		}
 		if (d->r.dup_of != -1) {
 			uint32_t g;
 			for (g = 0; g < f && t->fds[g].r.fd != d->r.dup_of; g++)
@@ -351,6 +440,20 @@ static int validate_task(const struct ckpt_image *img, uint32_t idx, struct urs_
 						   "unknown fd %d",
 						   idx, d->r.fd, d->r.dup_of);
 		}
+		if (d->r.type == CKPT_FD_EPOLL && !d->r.xtask)
+			for (uint32_t k = 0; k < d->r.data_len / sizeof(struct ckpt_epoll_tgt);
+			     k++) {
+				struct ckpt_epoll_tgt tg;
+				memcpy(&tg, d->data + k * sizeof(tg), sizeof(tg));
+				uint32_t g;
+				for (g = 0; g < t->nfds && t->fds[g].r.fd != tg.tfd; g++)
+					;
+				if (g == t->nfds || tg.tfd == d->r.fd)
+					return urs_err_set(err, -EINVAL,
+							   "checkpoint image: task %u: epoll fd %d "
+							   "watches unknown fd %d",
+							   idx, d->r.fd, tg.tfd);
+			}
 		prev_fd = d->r.fd;
 	}
 	return 0;
@@ -443,9 +546,19 @@ static int decode_body(const uint8_t *p, size_t len, struct ckpt_image *img, uin
 			struct ckpt_fd *f = &t->fds[t->nfds++];
 			memcpy(&f->r, d, sizeof(f->r));
 			f->path = NULL;
-			size_t pl = h.len - sizeof(f->r);
-			if (pl && !(f->path = dup_path(d + sizeof(f->r), pl, 1)))
+			f->data = NULL;
+			size_t rest = h.len - sizeof(f->r);
+			if ((uint64_t) f->r.path_len + f->r.data_len != rest ||
+			    f->r.data_len > CKPT_MAX_FDDATA)
+				return urs_err_set(err, -EINVAL, "checkpoint image: bad fd record");
+			const uint8_t *q = d + sizeof(f->r);
+			if (f->r.path_len && !(f->path = dup_path(q, f->r.path_len, 1)))
 				return urs_err_set(err, -EINVAL, "checkpoint image: bad fd path");
+			if (f->r.data_len) {
+				if (!(f->data = malloc(f->r.data_len)))
+					return -ENOMEM;
+				memcpy(f->data, q + f->r.path_len, f->r.data_len);
+			}
 			break;
 		}
 		case REC_SIGINFO:
@@ -557,90 +670,35 @@ static int write_all(int fd, const void *p, size_t n, off_t off)
 	return 0;
 }
 
+/* pages.img is written by host/ckpt_pagesink.c (batched io_uring writes);
+ * the header page is made here, where the format lives */
 int ckpt_pages_open(struct ckpt_pages_writer *w, int dirfd, struct urs_err *err)
 {
-	memset(w, 0, sizeof(*w));
-	w->fd = -1;
-	/* a stale core.img must never pair with new pages */
-	if (unlinkat(dirfd, "core.img", 0) < 0 && errno != ENOENT)
-		return urs_err_set(err, -errno, "checkpoint: removing old core.img: %m");
-	w->fd = openat(dirfd, "pages.img", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
-		       0600);
-	if (w->fd < 0)
-		return urs_err_set(err, -errno, "checkpoint: creating pages.img: %m");
-	w->cap = 1u << 20;
-	w->buf = malloc(w->cap);
-	if (!w->buf)
-		return urs_err_set(err, -ENOMEM, "checkpoint: out of memory");
-	if (lseek(w->fd, CKPT_PAGE_SIZE, SEEK_SET) < 0)
-		return urs_err_set(err, -errno, "checkpoint: pages.img: %m");
-	return 0;
-}
-
-static int pages_flush(struct ckpt_pages_writer *w)
-{
-	int r = write_all(w->fd, w->buf, w->used, -1);
-	w->used = 0;
-	return r;
+	return ckpt_pagesink_open(w, dirfd, err);
 }
 
 int ckpt_pages_append(struct ckpt_pages_writer *w, const void *p, size_t n, uint64_t *off,
 		      struct urs_err *err)
 {
-	*off = w->off;
-	w->crc = ckpt_crc32c(w->crc, p, n);
-	w->off += n;
-	if (w->used + n > w->cap) {
-		int r = pages_flush(w);
-		if (!r && n >= w->cap)
-			r = write_all(w->fd, p, n, -1);
-		else if (!r) {
-			memcpy(w->buf, p, n);
-			w->used = n;
-		}
-		if (r)
-			return urs_err_set(err, r, "checkpoint: writing pages.img: %s",
-					   strerror(-r));
-		return 0;
-	}
-	memcpy(w->buf + w->used, p, n);
-	w->used += n;
-	return 0;
+	return ckpt_pagesink_append(w, p, n, off, err);
 }
 
 int ckpt_pages_finish(struct ckpt_pages_writer *w, const uint8_t id[16], struct urs_err *err)
 {
-	int r = pages_flush(w);
-	if (!r) {
-		uint8_t page[CKPT_PAGE_SIZE] = {0};
-		struct pages_hdr h = {.version = CKPT_VERSION};
-		memcpy(h.magic, PAGES_MAGIC, 8);
-		memcpy(h.id, id, 16);
-		h.pages_len = w->off;
-		h.pages_crc = w->crc;
-		h.hdr_crc = ckpt_crc32c(0, &h, sizeof(h));
-		memcpy(page, &h, sizeof(h));
-		r = write_all(w->fd, page, sizeof(page), 0);
-	}
-	free(w->buf);
-	w->buf = NULL;
-	if (close(w->fd) < 0 && !r)
-		r = -errno;
-	w->fd = -1;
-	if (r)
-		return urs_err_set(err, r, "checkpoint: writing pages.img: %s", strerror(-r));
-	return 0;
+	uint8_t page[CKPT_PAGE_SIZE] = {0};
+	struct pages_hdr h = {.version = CKPT_VERSION};
+	memcpy(h.magic, PAGES_MAGIC, 8);
+	memcpy(h.id, id, 16);
+	h.pages_len = w->off;
+	h.pages_crc = w->crc;
+	h.hdr_crc = ckpt_crc32c(0, &h, sizeof(h));
+	memcpy(page, &h, sizeof(h));
+	return ckpt_pagesink_finish(w, page, err);
 }
 
 void ckpt_pages_abort(struct ckpt_pages_writer *w, int dirfd)
 {
-	free(w->buf);
-	w->buf = NULL;
-	if (w->fd >= 0) {
-		close(w->fd);
-		unlinkat(dirfd, "pages.img", 0);
-	}
-	w->fd = -1;
+	ckpt_pagesink_abort(w, dirfd);
 }
 
 int ckpt_image_write_core(const struct ckpt_image *img, int dirfd, struct urs_err *err)

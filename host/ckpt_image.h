@@ -20,7 +20,7 @@
 #include "host/err.h"
 
 #define CKPT_PAGE_SIZE	   4096u
-#define CKPT_VERSION	   1u
+#define CKPT_VERSION	   2u
 #define CKPT_MAX_TASKS	   256u
 #define CKPT_MAX_VMAS	   65536u
 #define CKPT_MAX_FDS	   65536u
@@ -31,9 +31,11 @@
 #define CKPT_NSIG	   64u
 #define CKPT_NRLIMIT	   16u
 #define CKPT_MAX_USER_ADDR (1ull << 56)
-#define CKPT_MAX_SECCOMP   64u	 /* stacked filters per task */
-#define CKPT_MAX_BPF	   4096u /* BPF_MAXINSNS */
-#define CKPT_MAX_SIGINFO   1024u /* pending signals per task */
+#define CKPT_MAX_SECCOMP   64u	      /* stacked filters per task */
+#define CKPT_MAX_BPF	   4096u      /* BPF_MAXINSNS */
+#define CKPT_MAX_SIGINFO   1024u      /* pending signals per task */
+#define CKPT_MAX_FDDATA	   (4u << 20) /* buffered bytes of one pipe or socket */
+#define CKPT_MAX_EPOLL	   65536u     /* targets of one epoll set */
 
 enum ckpt_vma_kind {
 	CKPT_VMA_ANON = 1, /* private anonymous (incl. [heap], [stack]) */
@@ -79,22 +81,63 @@ enum ckpt_fd_type {
 	 * socket, tty or a file outside the task's root at checkpoint time.
 	 * No path; the restorer's (the puppet's) fd of that number is kept. */
 	CKPT_FD_EXT = 4,
+	/* One end of an anonymous pipe (ino: the pipe's inode, its identity in
+	 * the tree; oflags O_RDONLY or O_WRONLY; sub: capacity in bytes). data:
+	 * the bytes buffered in it, on the first record of the pipe only. */
+	CKPT_FD_PIPE = 5,
+	CKPT_FD_FIFO = 6,	 /* a named pipe, by path; sub and data as for PIPE */
+	CKPT_FD_EVENTFD = 7,	 /* pos: the counter; sub: EFD_SEMAPHORE */
+	CKPT_FD_EPOLL = 8,	 /* data: struct ckpt_epoll_tgt[] */
+	CKPT_FD_UNIX = 9,	 /* socketpair end: ino, peer (0: peer closed); sub: SOCK_*;
+				  * data: bytes queued for reading on it (stream only) */
+	CKPT_FD_TCP_LISTEN = 10, /* data: struct ckpt_inet_listen */
+	/* an established (or closing) TCP connection: re-created as an
+	 * unconnected TCP socket of the same family (sub) — see
+	 * docs/checkpoint.md, "The network" */
+	CKPT_FD_TCP_CLOSED = 11,
 };
+#define CKPT_FD_TYPE_MAX CKPT_FD_TCP_CLOSED
 
+/* Wire == memory layout; followed by path_len bytes of path, then data_len
+ * bytes of type-specific data. */
 struct ckpt_fd_rec {
 	int32_t fd;
 	int32_t dup_of;	  /* -1, or an earlier fd sharing the same open file description */
 	uint32_t type;	  /* enum ckpt_fd_type */
 	uint32_t oflags;  /* O_* status and access flags from fdinfo */
 	uint32_t cloexec; /* FD_CLOEXEC */
-	uint32_t pad;
+	/* 0, or 1 + index of an earlier task whose fd xfd is the same open
+	 * file description (inherited across fork): fetched from it at restore */
+	uint32_t xtask;
 	uint64_t pos;
 	uint64_t dev, ino, rdev;
+	int32_t xfd;
+	uint32_t sub;  /* type-specific, see enum ckpt_fd_type */
+	uint64_t peer; /* UNIX: the peer socket's inode */
+	uint32_t path_len, data_len;
+};
+
+/* One registration of an epoll set: target fd (in the same task), events
+ * (including EPOLLET/ONESHOT/...), user data. */
+struct ckpt_epoll_tgt {
+	int32_t tfd;
+	uint32_t events;
+	uint64_t data;
+};
+
+/* A listening TCP socket: re-created by socket + bind + listen. */
+struct ckpt_inet_listen {
+	uint16_t family; /* AF_INET, AF_INET6 */
+	uint16_t port;	 /* host order */
+	uint32_t backlog;
+	uint8_t addr[16]; /* network order; IPv4 in the first 4 bytes */
+	uint32_t reuseaddr, reuseport, v6only, nodelay;
 };
 
 struct ckpt_fd {
 	struct ckpt_fd_rec r;
 	char *path;
+	uint8_t *data;
 };
 
 struct ckpt_sigact {
@@ -195,8 +238,7 @@ struct ckpt_pages_writer {
 	int fd;
 	uint64_t off; /* bytes of page data written so far */
 	uint32_t crc;
-	uint8_t *buf;
-	size_t used, cap;
+	void *sink; /* the batched io_uring writer (host/ckpt_pagesink.c) */
 };
 int ckpt_pages_open(struct ckpt_pages_writer *w, int dirfd, struct urs_err *err);
 /* Append n bytes (a multiple of the page size); returns the data offset. */

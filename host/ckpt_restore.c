@@ -27,7 +27,11 @@
 #include <sys/fsuid.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/epoll.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -71,6 +75,10 @@ struct rctx {
 	uint64_t blob;
 	pid_t puppet; /* an existing root puppet (ckpt_restore_opts.puppet), or 0 */
 	struct ckpt_restore_stats *st;
+	struct robj *objs; /* pipe ends and sockets created so far */
+	uint32_t nobjs;
+	int32_t *park_base, *park_next; /* per task: parked fds (from park_base on, how
+					 * many), closed once every task has its fds */
 };
 
 static double now_ms(void)
@@ -580,10 +588,335 @@ static int set_mm(struct rctx *c, uint32_t i, struct urs_err *err)
 #define OPEN_MASK                                                                      \
 	(O_ACCMODE | O_APPEND | O_NONBLOCK | O_DSYNC | O_SYNC | O_DIRECT | O_NOATIME | \
 	 O_LARGEFILE | O_PATH | O_DIRECTORY | O_NOFOLLOW)
+#define SETFL_MASK (O_APPEND | O_NONBLOCK | O_NOATIME | O_DIRECT)
+#define DATA_CHUNK (32u * 1024) /* bytes written per injected write, at S_BPF */
+
+/* Where an end of a pipe or a unix socket lives once created: (task, fd),
+ * the fd being a parked one (above every fd of that task) until all tasks
+ * have their fds; then the parked fds are closed. */
+enum { OBJ_PIPE_RD = 1, OBJ_PIPE_WR, OBJ_UNIX };
+struct robj {
+	uint64_t ino;
+	uint32_t kind, task;
+	int32_t fd;
+};
+
+static const struct robj *robj_find(const struct rctx *c, uint32_t kind, uint64_t ino)
+{
+	for (uint32_t k = 0; k < c->nobjs; k++)
+		if (c->objs[k].kind == kind && c->objs[k].ino == ino)
+			return &c->objs[k];
+	return NULL;
+}
+
+static int robj_add(struct rctx *c, uint32_t kind, uint64_t ino, uint32_t task, int32_t fd)
+{
+	if (!(c->nobjs & (c->nobjs - 1)) || !c->nobjs) {
+		size_t cap = c->nobjs ? (size_t) c->nobjs * 2 : 16;
+		struct robj *n = realloc(c->objs, cap * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		c->objs = n;
+	}
+	c->objs[c->nobjs++] = (struct robj){ino, kind, task, fd};
+	return 0;
+}
+
+/* The record (any task) of type with inode ino that carries data. */
+static const struct ckpt_fd *find_data(const struct rctx *c, uint32_t type, uint64_t ino)
+{
+	for (uint32_t i = 0; i < c->img.ntasks; i++)
+		for (uint32_t k = 0; k < c->img.tasks[i].nfds; k++) {
+			const struct ckpt_fd *f = &c->img.tasks[i].fds[k];
+			if (f->r.dup_of == -1 && !f->r.xtask && f->r.type == type &&
+			    f->r.ino == ino && f->data && f->r.data_len)
+				return f;
+		}
+	return NULL;
+}
+
+/* Move the new fd nfd of task i to f's number with f's close-on-exec. */
+static int place(struct rctx *c, uint32_t i, long nfd, const struct ckpt_fd *f)
+{
+	int cloexec = f->r.cloexec ? O_CLOEXEC : 0;
+	if (nfd == f->r.fd)
+		return inj(c, i, SYS_fcntl, (uint64_t) nfd, F_SETFD, cloexec ? FD_CLOEXEC : 0, 0, 0,
+			   0, NULL);
+	int r = inj(c, i, SYS_dup3, (uint64_t) nfd, (uint64_t) f->r.fd, (uint64_t) cloexec, 0, 0, 0,
+		    NULL);
+	inj(c, i, SYS_close, (uint64_t) nfd, 0, 0, 0, 0, 0, NULL);
+	return r;
+}
+
+/* Move nfd above every fd task i will have (F_DUPFD picks the lowest free
+ * number from there, so it never lands on another new or parked fd). */
+static int park(struct rctx *c, uint32_t i, long nfd, int32_t *slot)
+{
+	long got = -1;
+	int r = inj(c, i, SYS_fcntl, (uint64_t) nfd, F_DUPFD_CLOEXEC, (uint64_t) c->park_base[i], 0,
+		    0, 0, &got);
+	inj(c, i, SYS_close, (uint64_t) nfd, 0, 0, 0, 0, 0, NULL);
+	if (!r) {
+		*slot = (int32_t) got;
+		c->park_next[i]++;
+	}
+	return r;
+}
+
+/* A new fd in task i for the file at fd sfd of task s: a dup in the same
+ * task, else pidfd_getfd(pidfd_open(s)) injected in task i. */
+static int fetch(struct rctx *c, uint32_t i, uint32_t s, int32_t sfd, long *nfd)
+{
+	if (s == i)
+		return inj(c, i, SYS_fcntl, (uint64_t) sfd, F_DUPFD_CLOEXEC, 0, 0, 0, 0, nfd);
+	long pidfd;
+	int r = inj(c, i, SYS_pidfd_open, (uint64_t) c->img.tasks[s].r.nspid, 0, 0, 0, 0, 0,
+		    &pidfd);
+	if (r)
+		return r;
+	r = inj(c, i, SYS_pidfd_getfd, (uint64_t) pidfd, (uint64_t) sfd, 0, 0, 0, 0, nfd);
+	inj(c, i, SYS_close, (uint64_t) pidfd, 0, 0, 0, 0, 0, NULL);
+	return r;
+}
+
+/* Write bytes into fd of task i (a pipe's write end, a socket) from scratch. */
+static int write_data(struct rctx *c, uint32_t i, long fd, const uint8_t *p, uint32_t n, bool sock)
+{
+	while (n) {
+		uint32_t k = n < DATA_CHUNK ? n : DATA_CHUNK;
+		long w;
+		int r = scratch_put(c, i, S_BPF, p, k);
+		if (!r)
+			r = sock ? inj(c, i, SYS_sendto, (uint64_t) fd, sarg(c, S_BPF), k,
+				       MSG_DONTWAIT | MSG_NOSIGNAL, 0, 0, &w)
+				 : inj(c, i, SYS_write, (uint64_t) fd, sarg(c, S_BPF), k, 0, 0, 0,
+				       &w);
+		if (r)
+			return r;
+		if (w <= 0)
+			return -EIO;
+		p += w;
+		n -= (uint32_t) w;
+	}
+	return 0;
+}
+
+static int set_pipe_size(struct rctx *c, uint32_t i, long fd, uint32_t cap, uint32_t need)
+{
+	if (!cap || cap == 65536)
+		return 0;
+	int r = inj(c, i, SYS_fcntl, (uint64_t) fd, F_SETPIPE_SZ, cap, 0, 0, 0, NULL);
+	return r && need > 65536 ? r : 0; /* the default holds the data: not fatal */
+}
+
+/* A pipe end: the first record of the pipe creates it (pipe2), fills it and
+ * parks both ends; every other one takes its end from where it is parked. */
+static int open_pipe(struct rctx *c, uint32_t i, const struct ckpt_fd *f, long *nfd)
+{
+	uint32_t end = (f->r.oflags & O_ACCMODE) == O_WRONLY ? OBJ_PIPE_WR : OBJ_PIPE_RD;
+	const struct robj *o = robj_find(c, end, f->r.ino);
+	if (!o) {
+		int32_t fds[2];
+		int r = inj(c, i, SYS_pipe2, sarg(c, S_STRUCT), O_CLOEXEC | O_NONBLOCK, 0, 0, 0, 0,
+			    NULL);
+		if (!r)
+			r = ckpt_mem_read(c->memfd[i], sarg(c, S_STRUCT), fds, sizeof(fds));
+		const struct ckpt_fd *d = find_data(c, CKPT_FD_PIPE, f->r.ino);
+		if (!r)
+			r = set_pipe_size(c, i, fds[0], f->r.sub, d ? d->r.data_len : 0);
+		if (!r && d)
+			r = write_data(c, i, fds[1], d->data, d->r.data_len, false);
+		int32_t prd, pwr;
+		if (!r)
+			r = park(c, i, fds[0], &prd);
+		if (!r)
+			r = park(c, i, fds[1], &pwr);
+		if (!r)
+			r = robj_add(c, OBJ_PIPE_RD, f->r.ino, i, prd);
+		if (!r)
+			r = robj_add(c, OBJ_PIPE_WR, f->r.ino, i, pwr);
+		if (r)
+			return r;
+		o = robj_find(c, end, f->r.ino);
+	}
+	return fetch(c, i, o->task, o->fd, nfd);
+}
+
+/* Queue rec's saved bytes on the socket at the other end of fd: a stream's
+ * bytes, or each message ({u32 length, bytes}) as one send. */
+static int send_queue(struct rctx *c, uint32_t i, long fd, const struct ckpt_fd *rec)
+{
+	if (rec->r.sub == SOCK_STREAM)
+		return write_data(c, i, fd, rec->data, rec->r.data_len, true);
+	for (uint32_t off = 0; off < rec->r.data_len;) {
+		uint32_t ml;
+		memcpy(&ml, rec->data + off, 4);
+		off += 4;
+		if (ml > DATA_CHUNK)
+			return -EMSGSIZE;
+		long w = 0;
+		int r = scratch_put(c, i, S_BPF, rec->data + off, ml);
+		if (!r)
+			r = inj(c, i, SYS_sendto, (uint64_t) fd, sarg(c, S_BPF), ml,
+				MSG_DONTWAIT | MSG_NOSIGNAL, 0, 0, &w);
+		if (!r && w != (long) ml)
+			r = -EIO;
+		if (r)
+			return r;
+		off += ml;
+	}
+	return 0;
+}
+
+/* A socketpair end: created with its peer by the first record of either;
+ * the bytes queued on each end are sent from the other. */
+static int open_unix(struct rctx *c, uint32_t i, const struct ckpt_fd *f, long *nfd)
+{
+	const struct robj *o = robj_find(c, OBJ_UNIX, f->r.ino);
+	if (!o) {
+		int32_t sv[2];
+		int r = inj(c, i, SYS_socketpair, AF_UNIX, f->r.sub | SOCK_CLOEXEC, 0,
+			    sarg(c, S_STRUCT), 0, 0, NULL);
+		if (!r)
+			r = ckpt_mem_read(c->memfd[i], sarg(c, S_STRUCT), sv, sizeof(sv));
+		if (!r && f->data)
+			r = send_queue(c, i, sv[1], f);
+		const struct ckpt_fd *pd = f->r.peer ? find_data(c, CKPT_FD_UNIX, f->r.peer) : NULL;
+		if (!r && pd)
+			r = send_queue(c, i, sv[0], pd);
+		int32_t p0, p1;
+		if (!r)
+			r = park(c, i, sv[0], &p0);
+		if (!r)
+			r = robj_add(c, OBJ_UNIX, f->r.ino, i, p0);
+		if (!r && f->r.peer) {
+			r = park(c, i, sv[1], &p1);
+			if (!r)
+				r = robj_add(c, OBJ_UNIX, f->r.peer, i, p1);
+		} else if (!r) {
+			inj(c, i, SYS_close, (uint64_t) sv[1], 0, 0, 0, 0, 0,
+			    NULL); /* peer closed */
+		}
+		if (r)
+			return r;
+		o = robj_find(c, OBJ_UNIX, f->r.ino);
+	}
+	return fetch(c, i, o->task, o->fd, nfd);
+}
+
+static int open_fifo(struct rctx *c, uint32_t i, const struct ckpt_fd *f, long *nfd)
+{
+	/* a reader and writer of our own, so neither open blocks */
+	long anchor;
+	int r = open_in(c, i, f->path, O_RDWR | O_NONBLOCK | O_CLOEXEC, &anchor);
+	if (r)
+		return r;
+	r = open_in(c, i, f->path, (int) (f->r.oflags & O_ACCMODE) | O_NONBLOCK | O_CLOEXEC, nfd);
+	struct stat st;
+	if (!r)
+		r = fstat_in(c, i, anchor, &st);
+	if (!r && (st.st_ino != f->r.ino || st.st_dev != f->r.dev || !S_ISFIFO(st.st_mode)))
+		r = -ESTALE;
+	if (!r && f->data)
+		r = set_pipe_size(c, i, anchor, f->r.sub, f->r.data_len);
+	if (!r && f->data)
+		r = write_data(c, i, anchor, f->data, f->r.data_len, false);
+	inj(c, i, SYS_close, (uint64_t) anchor, 0, 0, 0, 0, 0, NULL);
+	return r;
+}
+
+static int open_listen(struct rctx *c, uint32_t i, const struct ckpt_fd *f, long *nfd)
+{
+	struct ckpt_inet_listen l;
+	memcpy(&l, f->data, sizeof(l));
+	int r = inj(c, i, SYS_socket, l.family, SOCK_STREAM | SOCK_CLOEXEC, 0, 0, 0, 0, nfd);
+	if (r)
+		return r;
+	static const int opts[4][2] = {{SOL_SOCKET, SO_REUSEADDR},
+				       {SOL_SOCKET, SO_REUSEPORT},
+				       {IPPROTO_IPV6, IPV6_V6ONLY},
+				       {IPPROTO_TCP, TCP_NODELAY}};
+	const uint32_t v[4] = {l.reuseaddr, l.reuseport, l.v6only, l.nodelay};
+	for (int k = 0; k < 4 && !r; k++) {
+		if (!v[k] || (k == 2 && l.family != AF_INET6))
+			continue;
+		int one = 1;
+		r = scratch_put(c, i, S_STRUCT, &one, sizeof(one));
+		if (!r)
+			r = inj(c, i, SYS_setsockopt, (uint64_t) *nfd, (uint64_t) opts[k][0],
+				(uint64_t) opts[k][1], sarg(c, S_STRUCT), sizeof(one), 0, NULL);
+	}
+	union {
+		struct sockaddr_in v4;
+		struct sockaddr_in6 v6;
+	} sa = {0};
+	socklen_t sl;
+	if (l.family == AF_INET) {
+		sa.v4.sin_family = AF_INET;
+		sa.v4.sin_port = htons(l.port);
+		memcpy(&sa.v4.sin_addr, l.addr, 4);
+		sl = sizeof(sa.v4);
+	} else {
+		sa.v6.sin6_family = AF_INET6;
+		sa.v6.sin6_port = htons(l.port);
+		memcpy(&sa.v6.sin6_addr, l.addr, 16);
+		sl = sizeof(sa.v6);
+	}
+	if (!r)
+		r = scratch_put(c, i, S_STRUCT + 64, &sa, sl);
+	if (!r)
+		r = inj(c, i, SYS_bind, (uint64_t) *nfd, sarg(c, S_STRUCT + 64), sl, 0, 0, 0, NULL);
+	if (!r)
+		r = inj(c, i, SYS_listen, (uint64_t) *nfd, l.backlog ? l.backlog : 128, 0, 0, 0, 0,
+			NULL);
+	return r;
+}
+
+/* After every fd of task i is in place: the epoll sets' registrations. */
+static int restore_epoll(struct rctx *c, uint32_t i, const struct ckpt_fd *f, struct urs_err *err)
+{
+	const struct ckpt_task *t = &c->img.tasks[i];
+	for (uint32_t k = 0; k < f->r.data_len / sizeof(struct ckpt_epoll_tgt); k++) {
+		struct ckpt_epoll_tgt tg;
+		memcpy(&tg, f->data + k * sizeof(tg), sizeof(tg));
+		struct epoll_event ev = {.events = tg.events, .data.u64 = tg.data};
+		int r = scratch_put(c, i, S_STRUCT, &ev, sizeof(ev));
+		if (!r)
+			r = inj(c, i, SYS_epoll_ctl, (uint64_t) f->r.fd, EPOLL_CTL_ADD,
+				(uint64_t) tg.tfd, sarg(c, S_STRUCT), 0, 0, NULL);
+		if (r)
+			return urs_err_set(err, r, "restore: pid %d: epoll fd %d: adding fd %d: %s",
+					   t->r.nspid, f->r.fd, tg.tfd, strerror(-r));
+	}
+	return 0;
+}
+
+static const char *fd_kind(uint32_t type)
+{
+	static const char *const n[] = {"?",
+					"file",
+					"directory",
+					"device",
+					"stdio",
+					"pipe",
+					"FIFO",
+					"eventfd",
+					"epoll set",
+					"unix socket",
+					"listening TCP socket",
+					"TCP socket"};
+	return type < URS_ARRAY_SIZE(n) ? n[type] : "?";
+}
 
 static int restore_fds(struct rctx *c, uint32_t i, struct urs_err *err)
 {
 	const struct ckpt_task *t = &c->img.tasks[i];
+	int32_t maxfd = 2;
+	for (uint32_t k = 0; k < t->nfds; k++)
+		if (t->fds[k].r.fd > maxfd)
+			maxfd = t->fds[k].r.fd;
+	c->park_base[i] = maxfd + 1;
+	c->park_next[i] = 0;
 	for (uint32_t k = 0; k < t->nfds; k++) {
 		const struct ckpt_fd *f = &t->fds[k];
 		int cloexec = f->r.cloexec ? O_CLOEXEC : 0;
@@ -607,19 +940,75 @@ static int restore_fds(struct rctx *c, uint32_t i, struct urs_err *err)
 						   t->r.nspid, f->r.fd, f->r.fd, strerror(-r));
 			continue;
 		}
-		long fd;
-		r = open_in(c, i, f->path, (int) (f->r.oflags & OPEN_MASK) | cloexec, &fd);
-		if (r)
-			return urs_err_set(err, r, "restore: pid %d: fd %d: opening %s: %s",
-					   t->r.nspid, f->r.fd, f->path, strerror(-r));
-		if (fd != f->r.fd) {
-			r = inj(c, i, SYS_dup3, (uint64_t) fd, (uint64_t) f->r.fd,
-				(uint64_t) cloexec, 0, 0, 0, NULL);
-			inj(c, i, SYS_close, (uint64_t) fd, 0, 0, 0, 0, 0, NULL);
-			if (r)
-				return urs_err_set(err, r, "restore: pid %d: dup3 to fd %d: %s",
-						   t->r.nspid, f->r.fd, strerror(-r));
+		long fd = -1;
+		bool setfl = true;
+		if (f->r.xtask) {
+			r = fetch(c, i, f->r.xtask - 1, f->r.xfd, &fd);
+			setfl = false;
+		} else {
+			switch (f->r.type) {
+			case CKPT_FD_PIPE:
+				r = open_pipe(c, i, f, &fd);
+				break;
+			case CKPT_FD_FIFO:
+				r = open_fifo(c, i, f, &fd);
+				break;
+			case CKPT_FD_UNIX:
+				r = open_unix(c, i, f, &fd);
+				break;
+			case CKPT_FD_EVENTFD:
+				r = inj(c, i, SYS_eventfd2, 0,
+					O_CLOEXEC | (f->r.sub ? 1u /* EFD_SEMAPHORE */ : 0) |
+						(f->r.oflags & O_NONBLOCK),
+					0, 0, 0, 0, &fd);
+				setfl = false;
+				break;
+			case CKPT_FD_EPOLL:
+				r = inj(c, i, SYS_epoll_create1, O_CLOEXEC, 0, 0, 0, 0, 0, &fd);
+				setfl = false;
+				break;
+			case CKPT_FD_TCP_LISTEN:
+				r = open_listen(c, i, f, &fd);
+				break;
+			case CKPT_FD_TCP_CLOSED:
+				r = inj(c, i, SYS_socket, f->r.sub, SOCK_STREAM | SOCK_CLOEXEC, 0,
+					0, 0, 0, &fd);
+				break;
+			default:
+				r = open_in(c, i, f->path,
+					    (int) (f->r.oflags & OPEN_MASK) | O_CLOEXEC, &fd);
+				setfl = false;
+			}
 		}
+		if (r) {
+			if (fd >= 0)
+				inj(c, i, SYS_close, (uint64_t) fd, 0, 0, 0, 0, 0, NULL);
+			return urs_err_set(err, r, "restore: pid %d: fd %d (%s%s%s): %s",
+					   t->r.nspid, f->r.fd, fd_kind(f->r.type),
+					   f->path ? " " : "", f->path ? f->path : "",
+					   strerror(-r));
+		}
+		r = place(c, i, fd, f);
+		if (!r && setfl)
+			r = inj(c, i, SYS_fcntl, (uint64_t) f->r.fd, F_SETFL,
+				f->r.oflags & SETFL_MASK, 0, 0, 0, NULL);
+		if (!r && f->r.type == CKPT_FD_EVENTFD && f->r.pos && !f->r.xtask) {
+			/* eventfd2 takes an unsigned int: the counter is added by a write */
+			uint64_t v = f->r.pos;
+			r = scratch_put(c, i, S_STRUCT, &v, sizeof(v));
+			long w = 0;
+			if (!r)
+				r = inj(c, i, SYS_write, (uint64_t) f->r.fd, sarg(c, S_STRUCT), 8,
+					0, 0, 0, &w);
+			if (!r && w != 8)
+				r = -EIO;
+		}
+		if (r)
+			return urs_err_set(err, r, "restore: pid %d: fd %d (%s): %s", t->r.nspid,
+					   f->r.fd, fd_kind(f->r.type), strerror(-r));
+		if (f->r.xtask || (f->r.type != CKPT_FD_REG && f->r.type != CKPT_FD_DIR &&
+				   f->r.type != CKPT_FD_CHR))
+			continue;
 		struct stat st;
 		r = fstat_in(c, i, f->r.fd, &st);
 		if (r)
@@ -641,6 +1030,14 @@ static int restore_fds(struct rctx *c, uint32_t i, struct urs_err *err)
 			if (r)
 				return urs_err_set(err, r, "restore: pid %d: fd %d: lseek: %s",
 						   t->r.nspid, f->r.fd, strerror(-r));
+		}
+	}
+	for (uint32_t k = 0; k < t->nfds; k++) {
+		const struct ckpt_fd *f = &t->fds[k];
+		if (f->r.type == CKPT_FD_EPOLL && f->r.dup_of == -1 && !f->r.xtask) {
+			int r = restore_epoll(c, i, f, err);
+			if (r)
+				return r;
 		}
 	}
 	return 0;
@@ -979,7 +1376,7 @@ static int finish_task(struct rctx *c, uint32_t i, struct urs_err *err)
 	return 0;
 }
 
-static int rebuild(struct rctx *c, uint32_t i, const struct own_creds *o, struct urs_err *err)
+static int rebuild_mm_fds(struct rctx *c, uint32_t i, struct urs_err *err)
 {
 	const struct ckpt_task *t = &c->img.tasks[i];
 	/* fds 0-2 stay for external stdio (CKPT_FD_EXT); the others go */
@@ -1011,8 +1408,21 @@ static int rebuild(struct rctx *c, uint32_t i, const struct own_creds *o, struct
 		r = set_mm(c, i, err);
 	if (!r)
 		r = restore_fds(c, i, err);
-	if (!r)
-		r = restore_misc(c, i, err);
+	return r;
+}
+
+/* Once every task has its fds (a later task may have taken a pipe end or a
+ * socket parked in this one): drop the parked fds, then the rest. */
+static int rebuild_rest(struct rctx *c, uint32_t i, const struct own_creds *o, struct urs_err *err)
+{
+	const struct ckpt_task *t = &c->img.tasks[i];
+	int r = 0;
+	if (c->park_next[i]) /* anything parked */
+		r = inj(c, i, SYS_close_range, (uint64_t) c->park_base[i], ~0u, 0, 0, 0, 0, NULL);
+	if (r)
+		return urs_err_set(err, r, "restore: pid %d: closing parked fds: %s", t->r.nspid,
+				   strerror(-r));
+	r = restore_misc(c, i, err);
 	if (!r)
 		r = restore_seccomp(c, i, err);
 	if (!r)
@@ -1068,7 +1478,7 @@ static int precheck(const struct ckpt_image *img, pid_t puppet, struct urs_err *
 		for (uint32_t k = 0; k < t->nfds; k++) {
 			const struct ckpt_fd *f = &t->fds[k];
 			struct stat st;
-			if (f->r.dup_of != -1 || f->r.type == CKPT_FD_EXT)
+			if (f->r.dup_of != -1 || f->r.type == CKPT_FD_EXT || !f->path)
 				continue;
 			int e = stat_at(rootfd, f->path, &st);
 			if (e)
@@ -1118,6 +1528,22 @@ int ckpt_image_check_policy(const struct ckpt_image *img, const struct ckpt_poli
 					"restore: pid %d: resource limit %u (hard %" PRIu64
 					") above what the configuration gives (%" PRIu64 ")",
 					r->nspid, k, r->rlim[k].max, p->rlim_max[k]);
+		/* the restorer binds listening sockets with its own privilege:
+		 * a port below 1024 needs CAP_NET_BIND_SERVICE in the configuration */
+		for (uint32_t k = 0; k < t->nfds; k++) {
+			const struct ckpt_fd *f = &t->fds[k];
+			struct ckpt_inet_listen l;
+			if (f->r.type != CKPT_FD_TCP_LISTEN || f->r.dup_of != -1 || f->r.xtask ||
+			    !f->data || f->r.data_len != sizeof(l))
+				continue;
+			memcpy(&l, f->data, sizeof(l));
+			if (l.port && l.port < 1024 && !(p->cap_bnd & (1ull << 10)))
+				return urs_err_set(err, -EPERM,
+						   "restore: pid %d: fd %d listens on port %u, "
+						   "which needs CAP_NET_BIND_SERVICE (not in the "
+						   "configuration's bounding set)",
+						   r->nspid, f->r.fd, l.port);
+		}
 		if (p->bpf_len &&
 		    (!t->nseccomp || t->seccomp[0].len != p->bpf_len ||
 		     memcmp(t->seccomp[0].insns, p->bpf, p->bpf_len * sizeof(uint64_t))))
@@ -1158,7 +1584,9 @@ int ckpt_restore_ex(const char *dir, const struct ckpt_restore_opts *opts, pid_t
 	c.tr = calloc(c.img.ntasks, sizeof(*c.tr));
 	c.memfd = malloc(c.img.ntasks * sizeof(int));
 	c.dead = calloc(c.img.ntasks, 1);
-	if (!c.tr || !c.memfd || !c.dead) {
+	c.park_base = calloc(c.img.ntasks, sizeof(int32_t));
+	c.park_next = calloc(c.img.ntasks, sizeof(int32_t));
+	if (!c.tr || !c.memfd || !c.dead || !c.park_base || !c.park_next) {
 		r = urs_err_set(err, -ENOMEM, "restore: out of memory");
 		goto out;
 	}
@@ -1177,7 +1605,10 @@ int ckpt_restore_ex(const char *dir, const struct ckpt_restore_opts *opts, pid_t
 	read_own_creds(&own);
 	for (uint32_t i = 0; !r && i < c.img.ntasks; i++)
 		if (!c.dead[i])
-			r = rebuild(&c, i, &own, err);
+			r = rebuild_mm_fds(&c, i, err);
+	for (uint32_t i = 0; !r && i < c.img.ntasks; i++)
+		if (!c.dead[i])
+			r = rebuild_rest(&c, i, &own, err);
 	if (!r) {
 		for (uint32_t i = c.img.ntasks; i-- > 0;)
 			if (!c.dead[i] && ptrace(PTRACE_DETACH, c.tr[i].pid, 0, 0) < 0 && !r)
@@ -1192,14 +1623,23 @@ out:
 		for (uint32_t i = c.nlive; i-- > 0;)
 			if (c.tr[i].pid > 0) /* never kill(0): tasks not created yet have pid 0 */
 				kill(c.tr[i].pid, SIGKILL);
+		/* reap the traced ones first: a pid namespace's init is not
+		 * released while tasks of its namespace wait to be reaped, and
+		 * traced zombies wait for their tracer — us */
+		for (uint32_t i = c.nlive; i-- > 1;)
+			if (c.tr[i].pid > 0) /* not ours (any more): ECHILD at once */
+				waitpid(c.tr[i].pid, NULL, __WALL);
 		if (c.tr[0].pid > 0)
-			waitpid(c.tr[0].pid, NULL, 0);
+			waitpid(c.tr[0].pid, NULL, __WALL);
 	}
 	for (uint32_t i = 0; c.memfd && i < c.img.ntasks; i++)
 		if (c.memfd[i] >= 0)
 			close(c.memfd[i]);
 	free(c.memfd);
 	free(c.dead);
+	free(c.park_base);
+	free(c.park_next);
+	free(c.objs);
 	free(c.tr);
 out_img:
 	ckpt_image_free(&c.img);

@@ -754,6 +754,27 @@ static const struct {
 	{"rnostrictatime", M_RCLR, MOUNT_ATTR_STRICTATIME},
 };
 
+/* "N[KMGT]" (binary multiples), > 0: a gofer quota. */
+static int parse_quota(const char *v, uint64_t *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long long n = strtoull(v, &end, 10);
+	if (errno || end == v || *v == '-')
+		return -EINVAL;
+	unsigned shift = 0;
+	if (*end) {
+		const char *u = strchr("KMGT", *end);
+		if (!u || end[1])
+			return -EINVAL;
+		shift = 10 * (unsigned) (u - "KMGT" + 1);
+	}
+	if (!n || n > (UINT64_MAX >> shift))
+		return -EINVAL;
+	*out = (uint64_t) n << shift;
+	return 0;
+}
+
 /* Fold m->options into flags/propagation/attrs; the rest becomes m->data. */
 static int parse_mount_options(struct pctx *c, struct urs_mount *m)
 {
@@ -773,6 +794,14 @@ static int parse_mount_options(struct pctx *c, struct urs_mount *m)
 		}
 		if (!strcmp(o, "ursa-gofer")) { /* mediated volume (docs/gofer.md) */
 			m->gofer = true;
+			continue;
+		}
+		if (!strncmp(o, "ursa-gofer-quota=", 17) || !strncmp(o, "ursa-gofer-inodes=", 18)) {
+			bool bytes = o[11] == 'q';
+			if (parse_quota(strchr(o, '=') + 1,
+					bytes ? &m->gofer_quota_bytes : &m->gofer_quota_inodes) < 0)
+				return fail(c, "mount option %s: expected a positive number%s", o,
+					    bytes ? " (with K, M, G or T)" : "");
 			continue;
 		}
 		for (j = 0; j < URS_ARRAY_SIZE(mount_opts); j++)
@@ -856,6 +885,9 @@ static int parse_mount(struct pctx *c, json_t *o, void *dst)
 		return fail(c, "\"ursa-gofer\" is only valid on a bind mount");
 	if (m->gofer && !m->source)
 		return fail(c, "\"ursa-gofer\" needs a source directory");
+	if (!m->gofer && (m->gofer_quota_bytes || m->gofer_quota_inodes))
+		return fail(c,
+			    "\"ursa-gofer-quota\" and \"ursa-gofer-inodes\" need \"ursa-gofer\"");
 	pop(c, s);
 	return 0;
 }

@@ -52,6 +52,9 @@ struct urs_mount {
 	/* "ursa-gofer" (bind mounts only): a mediated volume, a FUSE mount
 	 * served by the supervisor's gofer instead of a bind (docs/gofer.md) */
 	bool gofer;
+	/* "ursa-gofer-quota=SIZE" / "ursa-gofer-inodes=N": the volume's quotas
+	 * (docs/gofer.md "Quotas"), 0 = none */
+	uint64_t gofer_quota_bytes, gofer_quota_inodes;
 	struct urs_idmap *uid_mappings; /* idmapped mounts (runtime-spec 1.1) */
 	size_t n_uid_mappings;
 	struct urs_idmap *gid_mappings;

@@ -470,6 +470,12 @@ int urs_net_forward_add(struct urs_net *n, int proto, const struct sockaddr *hos
 	return urs_net_forward_adopt(n, proto, steal_fd(&fd), sandbox_port);
 }
 
+void urs_net_set_accept_hook(struct urs_net *n, urs_net_accept_fn fn, void *ctx)
+{
+	n->accept_hook = fn;
+	n->accept_ctx = ctx;
+}
+
 const struct urs_net_stats *urs_net_stats(const struct urs_net *n)
 {
 	return &n->st;

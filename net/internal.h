@@ -107,6 +107,8 @@ struct urs_net {
 	uint32_t empty_since_ms;
 	struct urs_net_fwd *fwds[URS_NET_MAX_FWD];
 	unsigned n_fwds;
+	urs_net_accept_fn accept_hook; /* TCP forward clients offered first (splice) */
+	void *accept_ctx;
 	/* raw ICMP sockets (IPv4, IPv6) when ping sockets are not permitted */
 	struct urs_net_fwd *raw[2];
 	int8_t raw_err[2]; /* -1: opening failed, do not retry */

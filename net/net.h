@@ -121,6 +121,13 @@ int urs_net_forward_add(struct urs_net *n, int proto, const struct sockaddr *hos
  * The engine owns @fd from this call on (also on error). */
 int urs_net_forward_adopt(struct urs_net *n, int proto, int fd, uint16_t sandbox_port);
 
+/* Offered each client a TCP forward accepts, before the engine carries it
+ * through the tap: return true to take @cfd (the callee owns it from then
+ * on), false to leave it to the engine. @family: the listening socket's.
+ * Must not call urs_net_fini(). */
+typedef bool (*urs_net_accept_fn)(void *ctx, int cfd, int family, uint16_t sandbox_port);
+void urs_net_set_accept_hook(struct urs_net *n, urs_net_accept_fn fn, void *ctx);
+
 const struct urs_net_stats *urs_net_stats(const struct urs_net *n);
 
 /* Bytes the engine has allocated right now (its state, tables, slabs, the

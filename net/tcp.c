@@ -756,9 +756,11 @@ static void accept_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uin
 	(void) loop;
 	struct urs_net_fwd *fw = container_of(op, struct urs_net_fwd, op);
 	if (res >= 0) {
-		if (fw->net->closing || fw->fd < 0)
+		struct urs_net *n = fw->net;
+		if (n->closing || fw->fd < 0)
 			close(res);
-		else
+		else if (!n->accept_hook ||
+			 !n->accept_hook(n->accept_ctx, res, fw->family, fw->sandbox_port))
 			accept_one(fw, res);
 	}
 	urs_net_fwd_ended(fw, res, flags);

@@ -10,6 +10,7 @@
 #define URSA_RUNTIME_COMPAT_H
 
 #include <liburing.h>
+#include <string.h>
 
 /* 6.7: multishot read into provided buffers (liburing 2.6). */
 #define URS_IORING_OP_READ_MULTISHOT 49
@@ -42,6 +43,24 @@ static inline void urs_prep_read_multishot(struct io_uring_sqe *sqe, int fd, uns
 	io_uring_prep_rw(URS_IORING_OP_READ_MULTISHOT, sqe, fd, NULL, nbytes, offset);
 	sqe->buf_group = (__u16) bgid;
 	sqe->flags = IOSQE_BUFFER_SELECT;
+}
+
+/*
+ * 5.19: IORING_OP_URING_CMD, a command for the file's driver (liburing 2.3
+ * has the opcode and IORING_SETUP_SQE128 but no prep helper). The command's
+ * own payload lives in the SQE's last 80 bytes (sqe->cmd), so the ring must
+ * be set up with IORING_SETUP_SQE128 (128-byte SQEs). Zeroes the whole
+ * 128-byte SQE first: liburing does not clear SQEs it hands out.
+ */
+#define URS_URING_CMD_AREA 80
+static inline void urs_prep_uring_cmd(struct io_uring_sqe *sqe, int fd, __u32 cmd_op,
+				      const void *cmd, size_t cmdlen)
+{
+	memset(sqe, 0, 2 * sizeof(*sqe));
+	sqe->opcode = IORING_OP_URING_CMD;
+	sqe->fd = fd;
+	sqe->cmd_op = cmd_op;
+	memcpy(sqe->cmd, cmd, cmdlen < URS_URING_CMD_AREA ? cmdlen : URS_URING_CMD_AREA);
 }
 
 #endif

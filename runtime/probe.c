@@ -29,6 +29,7 @@ static const struct {
 	{URS_FEAT_COOP_TASKRUN, "coop_taskrun"},   {URS_FEAT_MSG_RING, "msg_ring"},
 	{URS_FEAT_BUF_RING, "buf_ring"},	   {URS_FEAT_READ_MSHOT, "read_multishot"},
 	{URS_FEAT_CQE_SKIP, "cqe_skip"},	   {URS_FEAT_PBUF_INC, "pbuf_inc"},
+	{URS_FEAT_URING_CMD, "uring_cmd"},
 };
 
 const char *urs_feature_name(uint32_t bit)
@@ -117,6 +118,9 @@ static uint32_t probe_kernel(void)
 	if (p) {
 		if (io_uring_opcode_supported(p, IORING_OP_MSG_RING))
 			f |= URS_FEAT_MSG_RING;
+		/* SQE128 came with it (5.19); its users set up their own ring */
+		if (io_uring_opcode_supported(p, IORING_OP_URING_CMD))
+			f |= URS_FEAT_URING_CMD;
 		/* liburing 2.3 knows only opcodes < IORING_OP_LAST; read raw */
 		if (p->last_op >= URS_IORING_OP_READ_MULTISHOT &&
 		    (p->ops[URS_IORING_OP_READ_MULTISHOT].flags & IO_URING_OP_SUPPORTED))

@@ -22,9 +22,10 @@ enum urs_feature {
 	URS_FEAT_READ_MSHOT = 1u << 5,	  /* IORING_OP_READ_MULTISHOT (6.7) */
 	URS_FEAT_CQE_SKIP = 1u << 6,	  /* IOSQE_CQE_SKIP_SUCCESS (5.17) */
 	URS_FEAT_PBUF_INC = 1u << 7,	  /* IOU_PBUF_RING_INC (6.12) */
+	URS_FEAT_URING_CMD = 1u << 8,	  /* IORING_OP_URING_CMD, SQE128 rings (5.19) */
 };
 
-#define URS_FEAT_ALL 0xffu
+#define URS_FEAT_ALL 0x1ffu
 
 /* Features the kernel offers, minus those forced off. Probed on first use. */
 uint32_t urs_features(void);

@@ -13,6 +13,10 @@
 #   - stdout on a pipe: replaced by the restore's own pipe; the restored
 #     sandbox is checkpointed and restored again (one gapless sequence)
 #   - busybox sh looping over child sleeps (a process tree) goes on
+#   - a shell pipeline with a slow reader: the pipe on the two halves' stdio
+#     is the workload's own and is saved with its unread lines
+#   - tests/ckpt/fds.c (pipes, FIFO, eventfds, epoll, socketpairs, a
+#     listener, fds shared with a child) checks itself after the restore
 #   - a pty on stdio (process.terminal, --console-socket): the restored
 #     process writes to the new console's pty
 #   - a corrupted or truncated image, or an image whose capabilities exceed
@@ -21,7 +25,7 @@
 #   - a multi-threaded workload: checkpoint fails naming the pid and the
 #     threads, the sandbox keeps running, and no image is left
 # Needs root (namespaces, cgroups, ptrace); python3 for the pty part (skipped
-# without). Env: URSA, COUNTER, THREADS.
+# without). Env: URSA, COUNTER, THREADS, FDS (optional: tests/ckpt/fds.c).
 set -u
 # ids are unique per run: cgroup paths (ursa/ID) are shared by every --root
 P=ck$$-
@@ -35,7 +39,7 @@ bad() { failed=$((failed + 1)); echo "FAIL  $1${2:+
 check() { if eval "$2"; then ok "$1"; else bad "$1" "${3:-}"; fi; }
 u() { "$URSA" --root "$root" "$@"; }
 cleanup() {
-	for id in ${P}c1 ${P}c2 ${P}c3 ${P}c4 ${P}c5 ${P}c6 ${P}c7 ${P}bad1 ${P}bad2 ${P}bad3 ${P}t1; do u delete --force "$id" >/dev/null 2>&1; done
+	for id in ${P}c1 ${P}c2 ${P}c3 ${P}c4 ${P}c5 ${P}c6 ${P}c7 ${P}c8 ${P}c9 ${P}bad1 ${P}bad2 ${P}bad3 ${P}t1; do u delete --force "$id" >/dev/null 2>&1; done
 	rm -rf "$work"
 }
 trap cleanup EXIT
@@ -219,6 +223,47 @@ check "the shell loop goes on from $n6 (tree: $(grep -o 'dumped [0-9]* tasks' "$
 	"$(cat "$work/c6r.err" 2>/dev/null; tail -n 2 "$s1")"
 check "ps lists the restored shell" 'u ps ${P}c6 | grep -q "sh -c"'
 u delete --force ${P}c6 >/dev/null 2>&1
+
+# ---- a shell pipeline: the pipe between its two halves (on their stdio, both
+# ends in the tree) is saved with the bytes the slow reader has not read yet ----
+jq '.process.args = ["sh", "-c", "i=0; while true; do i=$((i+1)); echo $i; sleep 0.01; done | while read l; do echo r$l; sleep 0.04; done"]' \
+	"$work/b/config.json" >"$work/b2/config.json"
+s2=$work/pipe.txt
+(cd "$work/b2" && u run -d ${P}c8 >"$s2" 2>/dev/null)
+wait_for 20 lines_at_least "$s2" 10 || true
+check "checkpoint of a pipeline" \
+	'u checkpoint --image-path "$work/img9" ${P}c8 2>"$work/c8.err"' "$(cat "$work/c8.err" 2>/dev/null)"
+n8=$(wc -l <"$s2")
+(cd "$work/b2" && u restore -d --image-path "$work/img9" ${P}c8 >>"$s2" 2>"$work/c8r.err")
+wait_for 20 lines_at_least "$s2" $((n8 + 20)) || true
+# every line went through the reader (r prefix: the writer's stdout is still the
+# pipe, not the restore's stdout) and none of the buffered ones was lost
+check "the pipeline goes on through its pipe, no line lost ($n8 before)" \
+	'[ "$(wc -l <"$s2")" -ge $((n8 + 20)) ] && ! grep -qv "^r" "$s2" && sed "s/^r//" "$s2" | seq_gapless /dev/stdin' \
+	"$(cat "$work/c8r.err" 2>/dev/null; sed -n "$((n8 - 1)),$((n8 + 2))p" "$s2")"
+u delete --force ${P}c8 >/dev/null 2>&1
+
+# ---- every fd kind (tests/ckpt/fds.c) inside a sandbox: restored by the
+# adopted init, pidfd_getfd inside the sandbox's pid namespace, the listener
+# re-created in the new network namespace ---------------------------------------------
+if [ -n "${FDS:-}" ]; then
+	cp "$FDS" "$work/rootfs/bin/fds"
+	rm -f "$work/rootfs/tmp/fds.out" "$work/rootfs/tmp/go"
+	jq '.process.args = ["/bin/fds", "/tmp/fds.out", "/tmp/fifo", "/tmp/go", "8080"]' \
+		"$work/b/config.json" >"$work/b2/config.json"
+	(cd "$work/b2" && u run -d ${P}c9 >/dev/null 2>"$work/c9.err")
+	fo=$work/rootfs/tmp/fds.out
+	wait_for 10 sh -c "[ \$(grep -c READY '$fo' 2>/dev/null) = 2 ]" || true
+	check "checkpoint of pipes, FIFO, eventfds, epoll, socketpairs, a listener" \
+		'u checkpoint --image-path "$work/img10" ${P}c9 2>"$work/c9c.err"' "$(cat "$work/c9c.err" 2>/dev/null)"
+	(cd "$work/b2" && u restore -d --image-path "$work/img10" ${P}c9 >/dev/null 2>"$work/c9r.err")
+	touch "$work/rootfs/tmp/go"
+	wait_for 10 sh -c "[ \$(grep -c DONE '$fo' 2>/dev/null) = 2 ]" || true
+	check "restored in a sandbox, it checks all 14 of them" \
+		'[ "$(grep -c "^OK" "$fo")" = 14 ] && ! grep -q "^FAIL" "$fo"' \
+		"$(cat "$work/c9r.err" 2>/dev/null; cat "$fo" 2>/dev/null)"
+	u delete --force ${P}c9 >/dev/null 2>&1
+fi
 
 # ---- a pty on stdio (process.terminal + --console-socket) is replaced by the
 # restore's own console ----------------------------------------------------------

@@ -18,6 +18,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -74,9 +75,9 @@ static void sample(struct ckpt_image *img)
 	img->pages_len = 3 * 4096;
 	t->nfds = 2;
 	t->fds = calloc(2, sizeof(*t->fds));
-	t->fds[0] = (struct ckpt_fd){{.fd = 1, .dup_of = -1, .type = CKPT_FD_REG, .pos = 42},
-				     "/tmp/out"};
-	t->fds[1] = (struct ckpt_fd){{.fd = 2, .dup_of = 1}, NULL};
+	t->fds[0] = (struct ckpt_fd){
+		{.fd = 1, .dup_of = -1, .type = CKPT_FD_REG, .pos = 42}, "/tmp/out", NULL};
+	t->fds[1] = (struct ckpt_fd){{.fd = 2, .dup_of = 1}, NULL, NULL};
 	t->seccomp = &filter;
 	t->nseccomp = 1;
 	t->sigs = &pending;
@@ -233,7 +234,7 @@ static void test_external_stdio(void **state)
 	sample(&img);
 	struct ckpt_task *t = &img.tasks[0];
 	/* fd 1 external (stdout was a pipe), fd 2 its duplicate */
-	t->fds[0] = (struct ckpt_fd){{.fd = 1, .dup_of = -1, .type = CKPT_FD_EXT}, NULL};
+	t->fds[0] = (struct ckpt_fd){{.fd = 1, .dup_of = -1, .type = CKPT_FD_EXT}, NULL, NULL};
 	uint8_t *buf;
 	size_t len;
 	encode_ok(&img, &buf, &len);
@@ -251,7 +252,7 @@ static void test_external_stdio(void **state)
 	t->fds[1].r.fd = 4;
 	t->fds[1].r.dup_of = 3;
 	expect_invalid(&img, "bad fd");
-	t->fds[0].r.type = 5; /* unknown type */
+	t->fds[0].r.type = 99; /* unknown type */
 	t->fds[0].r.fd = 1;
 	t->fds[1].r.fd = 2;
 	t->fds[1].r.dup_of = 1;
@@ -273,6 +274,91 @@ static void expect_policy(const struct ckpt_image *img, const struct ckpt_policy
 		fail_msg("not refused (%d), expected '%s'", r, needle);
 	if (!strstr(err.msg, needle))
 		fail_msg("message '%s' lacks '%s'", err.msg, needle);
+}
+
+/* pipes, epoll sets, sockets: data round-trips, shapes are checked */
+static void test_fd_kinds(void **state)
+{
+	(void) state;
+	struct ckpt_image img, out;
+	sample(&img);
+	struct ckpt_task *t = &img.tasks[0];
+	free(t->fds);
+	t->fds = calloc(6, sizeof(*t->fds));
+	t->nfds = 6;
+	static uint8_t pipe_data[] = "abc", unix_data[] = "xy";
+	struct ckpt_epoll_tgt tg = {.tfd = 3, .events = 1, .data = 0x1122334455667788ull};
+	struct ckpt_inet_listen l = {.family = AF_INET, .port = 80, .backlog = 7, .reuseaddr = 1};
+	t->fds[0] =
+		(struct ckpt_fd){{.fd = 1, .dup_of = -1, .type = CKPT_FD_REG}, "/tmp/out", NULL};
+	t->fds[1] = (struct ckpt_fd){{.fd = 2, .dup_of = 1}, NULL, NULL};
+	t->fds[2] = (struct ckpt_fd){{.fd = 3,
+				      .dup_of = -1,
+				      .type = CKPT_FD_PIPE,
+				      .ino = 100,
+				      .sub = 65536,
+				      .data_len = 3},
+				     NULL,
+				     pipe_data};
+	t->fds[3] = (struct ckpt_fd){
+		{.fd = 4, .dup_of = -1, .type = CKPT_FD_EPOLL, .data_len = sizeof(tg)},
+		NULL,
+		(uint8_t *) &tg};
+	t->fds[4] = (struct ckpt_fd){
+		{.fd = 5, .dup_of = -1, .type = CKPT_FD_TCP_LISTEN, .data_len = sizeof(l)},
+		NULL,
+		(uint8_t *) &l};
+	t->fds[5] = (struct ckpt_fd){{.fd = 6,
+				      .dup_of = -1,
+				      .type = CKPT_FD_UNIX,
+				      .sub = SOCK_STREAM,
+				      .ino = 200,
+				      .peer = 201,
+				      .data_len = 2},
+				     NULL,
+				     unix_data};
+	uint8_t *buf;
+	size_t len;
+	encode_ok(&img, &buf, &len);
+	struct urs_err err = {{0}};
+	assert_int_equal(ckpt_image_decode(buf, len, &out, &err), 0);
+	struct ckpt_task *o = &out.tasks[0];
+	assert_int_equal(o->nfds, 6);
+	assert_int_equal(o->fds[2].r.data_len, 3);
+	assert_memory_equal(o->fds[2].data, "abc", 3);
+	assert_null(o->fds[2].path);
+	assert_memory_equal(o->fds[3].data, &tg, sizeof(tg));
+	assert_memory_equal(o->fds[4].data, &l, sizeof(l));
+	assert_int_equal(o->fds[5].r.peer, 201);
+	assert_memory_equal(o->fds[5].data, "xy", 2);
+	ckpt_image_free(&out);
+	free(buf);
+
+	tg.tfd = 9; /* not an fd of the task */
+	expect_invalid(&img, "watches unknown fd 9");
+	tg.tfd = 3;
+	t->fds[2].r.sub = 2; /* more bytes than the pipe holds */
+	expect_invalid(&img, "bad fd 3");
+	t->fds[2].r.sub = 65536;
+	t->fds[2].r.oflags = O_RDWR; /* a pipe end is read or write */
+	expect_invalid(&img, "bad fd 3");
+	t->fds[2].r.oflags = 0;
+	l.family = 99;
+	expect_invalid(&img, "bad fd 5");
+	l.family = AF_INET;
+	t->fds[5].r.sub = SOCK_DGRAM; /* datagram pairs carry no queue */
+	expect_invalid(&img, "bad fd 6");
+	t->fds[5].r.sub = SOCK_STREAM;
+	t->fds[5].r.xtask = 1; /* shares with itself (task 0): not an earlier task */
+	t->fds[5].r.xfd = 3;
+	t->fds[5].data = NULL;
+	t->fds[5].r.data_len = 0;
+	t->fds[5].r.type = CKPT_FD_PIPE;
+	expect_invalid(&img, "shares unknown fd 3 of task 0");
+	t->fds[5].r.xtask = 0;
+	t->fds[5].r.type = CKPT_FD_FIFO; /* a FIFO needs its path */
+	expect_invalid(&img, "bad fd 6");
+	free_sample(&img);
 }
 
 static void test_policy(void **state)
@@ -299,6 +385,26 @@ static void test_policy(void **state)
 	for (int k = 0; k < 16; k++)
 		p.rlim_max[k] = 1024;
 	expect_policy(&img, &p, NULL);
+
+	/* a listener on a privileged port needs CAP_NET_BIND_SERVICE */
+	struct ckpt_inet_listen l = {.family = AF_INET, .port = 80};
+	struct ckpt_fd *saved_fds = t->fds;
+	uint32_t saved_n = t->nfds;
+	struct ckpt_fd lfd = {
+		{.fd = 3, .dup_of = -1, .type = CKPT_FD_TCP_LISTEN, .data_len = sizeof(l)},
+		NULL,
+		(uint8_t *) &l};
+	t->fds = &lfd;
+	t->nfds = 1;
+	expect_policy(&img, &p, "CAP_NET_BIND_SERVICE");
+	l.port = 8080;
+	expect_policy(&img, &p, NULL);
+	l.port = 80;
+	p.cap_bnd |= 1ull << 10;
+	expect_policy(&img, &p, NULL);
+	p.cap_bnd &= ~(1ull << 10);
+	t->fds = saved_fds;
+	t->nfds = saved_n;
 
 	t->r.cap_amb = 1ull << 21; /* CAP_SYS_ADMIN, ambient */
 	expect_policy(&img, &p, "capabilities");
@@ -402,9 +508,13 @@ static void test_pages_files(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_roundtrip),  cmocka_unit_test(test_every_byte_and_truncation),
-		cmocka_unit_test(test_validation), cmocka_unit_test(test_external_stdio),
-		cmocka_unit_test(test_policy),	   cmocka_unit_test(test_pages_files),
+		cmocka_unit_test(test_roundtrip),
+		cmocka_unit_test(test_every_byte_and_truncation),
+		cmocka_unit_test(test_validation),
+		cmocka_unit_test(test_external_stdio),
+		cmocka_unit_test(test_policy),
+		cmocka_unit_test(test_fd_kinds),
+		cmocka_unit_test(test_pages_files),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -94,6 +94,8 @@ int main(int argc, char **argv)
 			o.no_xattr = true;
 		else if (!strcmp(argv[i], "--no-readdirplus"))
 			o.no_readdirplus = true;
+		else if (!strcmp(argv[i], "--trace"))
+			o.trace = true;
 		else {
 			fprintf(stderr, "unknown option %s\n", argv[i]);
 			return 2;
@@ -133,11 +135,11 @@ int main(int argc, char **argv)
 	struct urs_gofer_stats st;
 	urs_gofer_get_stats(g, &st);
 	printf("requests %llu errors %llu passthrough %s reads %llu writes %llu grows %llu "
-	       "shrinks %llu\n",
+	       "shrinks %llu drained %llu\n",
 	       (unsigned long long) st.requests, (unsigned long long) st.errors,
 	       st.passthrough ? "yes" : "no", (unsigned long long) st.by_op[FUSE_READ],
 	       (unsigned long long) st.by_op[FUSE_WRITE], (unsigned long long) st.grows,
-	       (unsigned long long) st.shrinks);
+	       (unsigned long long) st.shrinks, (unsigned long long) st.drained);
 	printf("by opcode:");
 	for (unsigned k = 0; k < 64; k++)
 		if (st.by_op[k])

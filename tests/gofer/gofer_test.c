@@ -596,6 +596,132 @@ static void wait_stats(struct vol *v, uint64_t min_requests)
 	}
 }
 
+/* ---- quotas (docs/gofer.md "Quotas") ---- */
+
+#define Q_BYTES	 (1u << 20)
+#define Q_INODES 16u
+#define Q_PRE	 (256u << 10) /* bytes already in the volume when it is served */
+
+/* Bytes of regular files and entries beneath @dir on the host. */
+static void host_usage(const char *dir, uint64_t *bytes, uint64_t *entries)
+{
+	char cmd[1200];
+	snprintf(cmd, sizeof(cmd), "find '%s' -mindepth 1 -printf '%%s %%y\\n'", dir);
+	FILE *f = popen(cmd, "r");
+	*bytes = *entries = 0;
+	unsigned long long sz;
+	char t;
+	while (f && fscanf(f, "%llu %c", &sz, &t) == 2) {
+		(*entries)++;
+		if (t == 'f')
+			*bytes += sz;
+	}
+	if (f)
+		pclose(f);
+}
+
+static void quota_tests(struct vol *q)
+{
+	char p[1024];
+	struct statvfs sv;
+	int ok = statvfs(q->mnt, &sv);
+	uint64_t total = (uint64_t) sv.f_blocks * sv.f_frsize,
+		 avail = (uint64_t) sv.f_bavail * sv.f_frsize;
+	report(ok == 0 && total <= Q_BYTES && total + sv.f_frsize > Q_BYTES &&
+		       avail <= Q_BYTES - Q_PRE && avail + sv.f_frsize > Q_BYTES - Q_PRE &&
+		       sv.f_files == Q_INODES && sv.f_ffree == Q_INODES - 2,
+	       "quota: statfs shows the quota (%llu of %u bytes free, %llu of %llu inodes)",
+	       (unsigned long long) avail, Q_BYTES, (unsigned long long) sv.f_ffree,
+	       (unsigned long long) sv.f_files);
+
+	/* bytes: write 64 KiB at a time until it fails */
+	static char chunk[64 << 10];
+	memset(chunk, 'q', sizeof(chunk));
+	snprintf(p, sizeof(p), "%s/big", q->mnt);
+	int fd = open(p, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+	uint64_t wrote = 0;
+	int werr = 0;
+	for (int k = 0; fd >= 0 && k < 64; k++) {
+		ssize_t w = write(fd, chunk, sizeof(chunk));
+		if (w < 0) {
+			werr = errno;
+			break;
+		}
+		wrote += (uint64_t) w;
+	}
+	uint64_t hb, he;
+	host_usage(q->src, &hb, &he);
+	report(werr == EDQUOT && wrote <= Q_BYTES - Q_PRE && hb <= Q_BYTES,
+	       "quota: a write beyond the quota fails with EDQUOT (%s after %llu bytes); "
+	       "%llu bytes on the host",
+	       strerrorname_np(werr), (unsigned long long) wrote, (unsigned long long) hb);
+	errno = 0;
+	int tr = fd >= 0 ? ftruncate(fd, 4 << 20) : -1;
+	int terr = errno;
+	errno = 0;
+	int fa = fd >= 0 ? fallocate(fd, 0, 0, 4 << 20) : -1;
+	int ferr = errno;
+	struct stat st;
+	snprintf(p, sizeof(p), "%s/big", q->src);
+	report(tr < 0 && terr == EDQUOT && fa < 0 && ferr == EDQUOT && stat(p, &st) == 0 &&
+		       (uint64_t) st.st_size == wrote,
+	       "quota: growing truncate (%s) and fallocate (%s) fail, the host file is unchanged",
+	       strerrorname_np(terr), strerrorname_np(ferr));
+	if (fd >= 0)
+		close(fd);
+
+	/* freed space comes back: O_TRUNC, then unlink */
+	snprintf(p, sizeof(p), "%s/big", q->mnt);
+	fd = open(p, O_WRONLY | O_TRUNC | O_CLOEXEC);
+	ssize_t w1 = fd >= 0 ? write(fd, chunk, sizeof(chunk)) : -1;
+	if (fd >= 0)
+		close(fd);
+	int ul = unlink(p);
+	snprintf(p, sizeof(p), "%s/after", q->mnt);
+	fd = open(p, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+	uint64_t again = 0;
+	for (int k = 0; fd >= 0 && k < 10; k++) {
+		ssize_t w = write(fd, chunk, sizeof(chunk));
+		if (w <= 0)
+			break;
+		again += (uint64_t) w;
+	}
+	if (fd >= 0)
+		close(fd);
+	report(w1 == (ssize_t) sizeof(chunk) && ul == 0 && again == 10 * sizeof(chunk),
+	       "quota: space freed by O_TRUNC and unlink can be used again (%llu bytes)",
+	       (unsigned long long) again);
+
+	/* inodes: pre (2) + after (1) used; create until it fails */
+	int made = 0, cerr = 0;
+	for (int k = 0; k < 40; k++) {
+		snprintf(p, sizeof(p), "%s/n%02d", q->mnt, k);
+		int f = open(p, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
+		if (f < 0) {
+			cerr = errno;
+			break;
+		}
+		close(f);
+		made++;
+	}
+	snprintf(p, sizeof(p), "%s/dir-over", q->mnt);
+	errno = 0;
+	int md = mkdir(p, 0755);
+	int merr = errno;
+	host_usage(q->src, &hb, &he);
+	report(cerr == EDQUOT && made == (int) Q_INODES - 3 && md < 0 && merr == EDQUOT &&
+		       he == Q_INODES,
+	       "quota: creates beyond %u inodes fail with EDQUOT (%d made, then %s; mkdir %s); "
+	       "%llu entries on the host",
+	       Q_INODES, made, strerrorname_np(cerr), strerrorname_np(merr),
+	       (unsigned long long) he);
+	snprintf(p, sizeof(p), "%s/n00", q->mnt);
+	int u2 = unlink(p);
+	snprintf(p, sizeof(p), "%s/dir-ok", q->mnt);
+	report(u2 == 0 && mkdir(p, 0755) == 0, "quota: an unlinked inode can be used again");
+	report(!q->sh->st.passthrough, "quota: a byte quota serves data through the gofer");
+}
+
 static void drop_caches(void)
 {
 	sync();
@@ -696,6 +822,25 @@ int main(void)
 
 	security_tests(&sec, &oracle);
 
+	{
+		struct vol q = {.name = "quota",
+				.gofer = true,
+				.o = {.quota_bytes = Q_BYTES, .quota_inodes = Q_INODES}};
+		/* already there when served: one 256 KiB file in a directory */
+		snprintf(q.src, sizeof(q.src), "%s/src-quota", base);
+		mkdirs(q.src);
+		snprintf(p, sizeof(p), "%s/pre", q.src);
+		mkdirs(p);
+		snprintf(p, sizeof(p), "%s/pre/f", q.src);
+		fd = open(p, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+		if (fd < 0 || ftruncate(fd, Q_PRE) < 0)
+			die("quota: pre-existing file");
+		close(fd);
+		vol_up(&q);
+		quota_tests(&q);
+		vol_down(&q);
+	}
+
 	/* passthrough: no READ/WRITE ever reached the gofer */
 	wait_stats(&pt, 1);
 	usleep(100000);
@@ -736,6 +881,68 @@ int main(void)
 		       (unsigned long long) gx, strerrorname_np(ex));
 		printf("# gofer-pt (xattrs on) answered %llu GETXATTR during the suite\n",
 		       (unsigned long long) pt.sh->st.by_op[FUSE_GETXATTR]);
+	}
+
+	/* HANDLE_KILLPRIV_V2: writes no longer cost a GETXATTR each, and an
+	 * unprivileged write or truncate still clears a host file's setuid and
+	 * setgid bits (the gofer does it, as the VFS would), through
+	 * passthrough and through the gofer */
+	{
+		struct vol *kv[] = {&pt, &io};
+		for (int k = 0; k < 2; k++) {
+			char f[1024], h[1024];
+			snprintf(f, sizeof(f), "%s/kp-many", kv[k]->mnt);
+			wait_stats(kv[k], 1);
+			uint64_t gx0 = kv[k]->sh->st.by_op[FUSE_GETXATTR];
+			int wfd = open(f, O_CREAT | O_RDWR | O_CLOEXEC, 0644);
+			int wrote = 0;
+			for (int n = 0; wfd >= 0 && n < 100; n++)
+				wrote += pwrite(wfd, "x", 1, n) == 1;
+			if (wfd >= 0)
+				close(wfd);
+			usleep(100000);
+			uint64_t gx = kv[k]->sh->st.by_op[FUSE_GETXATTR] - gx0;
+			report(wrote == 100 && gx <= 2, "%s: 100 writes cost %llu GETXATTR",
+			       kv[k]->name, (unsigned long long) gx);
+			const char *names[] = {"kp-write", "kp-trunc", "kp-otrunc"};
+			for (int t = 0; t < 3; t++) {
+				snprintf(h, sizeof(h), "%s/%s", kv[k]->src, names[t]);
+				snprintf(f, sizeof(f), "%s/%s", kv[k]->mnt, names[t]);
+				int hfd = open(h, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+				if (hfd < 0 || write(hfd, "abc", 3) != 3 || fchmod(hfd, 06777) < 0)
+					die("setuid host file");
+				close(hfd);
+				pid_t c = fork();
+				if (c == 0) {
+					if (setresgid(1000, 1000, 1000) < 0 ||
+					    setresuid(1000, 1000, 1000) < 0)
+						_exit(3);
+					int cfd = open(f, O_WRONLY | O_CLOEXEC |
+								  (t == 2 ? O_TRUNC : 0));
+					if (cfd < 0)
+						_exit(4);
+					if (t == 0 && pwrite(cfd, "Z", 1, 0) != 1)
+						_exit(5);
+					if (t == 1 && ftruncate(cfd, 1) < 0)
+						_exit(6);
+					close(cfd);
+					_exit(0);
+				}
+				int ws = 0;
+				waitpid(c, &ws, 0);
+				struct stat hs;
+				int sr = stat(h, &hs);
+				report(WIFEXITED(ws) && WEXITSTATUS(ws) == 0 && sr == 0 &&
+					       !(hs.st_mode & (S_ISUID | S_ISGID)),
+				       "%s: an unprivileged %s clears setuid/setgid on the host "
+				       "(status %d, mode %o)",
+				       kv[k]->name,
+				       t == 0	? "write"
+				       : t == 1 ? "truncate"
+						: "open O_TRUNC",
+				       ws, (unsigned) hs.st_mode & 07777);
+			}
+		}
 	}
 
 	/* FORGET bounds the inode table: after the kernel drops its caches

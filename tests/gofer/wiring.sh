@@ -19,6 +19,7 @@ root=$work/state
 cleanup() {
 	"$URSA" --root "$root" delete --force gw1 >/dev/null 2>&1
 	"$URSA" --root "$root" delete --force gw2 >/dev/null 2>&1
+	"$URSA" --root "$root" delete --force gm1 >/dev/null 2>&1
 	rm -rf "$work"
 }
 trap cleanup EXIT
@@ -162,6 +163,24 @@ rc=$?
 grep -qx / <<<"$(head -1 <<<"$out")" && grep -q inner <<<"$out"
 check "do: a default cwd inside the volume falls back to / (rc $rc)" $? "$out"
 
+# ---- quotas: -v HOST:DEST:gofer:quota=SIZE:inodes=N ----
+qvol=$work/qvol
+mkdir -p "$qvol"
+out=$(udo --network none -v "$qvol:/vol:gofer:quota=1M:inodes=8" -- sh -c '
+	df -k /vol | tail -1
+	head -c 3145728 /dev/zero > /vol/big; echo "big rc $?"
+	for i in 1 2 3 4 5 6 7 8 9; do touch /vol/n$i 2>/dev/null || { echo "touch $i failed"; break; }; done
+' 2>&1)
+rc=$?
+bsz=$(stat -c %s "$qvol/big" 2>/dev/null || echo none)
+grep -Eq "^ursa-gofer +1024 " <<<"$out" && grep -q "big rc 1" <<<"$out" &&
+	grep -q "Disk quota exceeded" <<<"$out" && [ "$bsz" != none ] && [ "$bsz" -le 1048576 ] &&
+	grep -q "touch 8 failed" <<<"$out" && [ "$(ls "$qvol" | wc -l)" = 8 ]
+check "do: quota=1M:inodes=8 (df shows 1024 KiB; a 3 MiB write fails with EDQUOT, $bsz bytes on the host; the 9th inode fails) (rc $rc)" $? "$out"
+out=$(udo --network none -v "$qvol:/vol:quota=1M" -- true 2>&1)
+[ $? = 125 ] && grep -q "unknown mode" <<<"$out"
+check "do: quota= without gofer is refused" $? "$out"
+
 # ---- nothing left behind ----
 touch "$vol/.hold" # the sandbox stays up until the host removes it (60 s at most)
 $T "$URSA" "do" --network none -v "$vol:/vol:gofer" -- sh -c \
@@ -170,15 +189,20 @@ $T "$URSA" "do" --network none -v "$vol:/vol:gofer" -- sh -c \
 do_pid=$!
 for _ in $(seq 300); do [ -e "$vol/.ready" ] && break; sleep 0.1; done
 cli=$(pgrep -P $do_pid | head -1) # timeout -> ursa do -> supervisor -> init
-sup=${cli:+$(pgrep -P "$cli" | head -1)}
+# the supervisor: the child of `ursa do` holding /dev/fuse (not "the first child":
+# under load the CLI may still have a short-lived helper child)
+sup=
+for p in ${cli:+$(pgrep -P "$cli")}; do
+	for f in "/proc/$p/fd/"*; do readlink "$f"; done 2>/dev/null | grep -qx /dev/fuse && sup=$p
+done
 init=${sup:+$(pgrep -P "$sup" | head -1)}
 dev=$(cat "$vol/.dev" 2>/dev/null)
 # FUSE connections, seen through a fusectl mounted in a private namespace
 conns() { unshare -m sh -c 'mount -t fusectl fusectl /sys/fs/fuse/connections &&
 	ls /sys/fs/fuse/connections'; }
-[ -n "$sup" ] && [ -n "$init" ] && [ -n "$dev" ] && conns | grep -qx "$dev" &&
-	for f in "/proc/$sup/fd/"*; do readlink "$f"; done | grep -qx /dev/fuse
-check "do: while running: supervisor $sup (holds /dev/fuse), init $init, connection $dev" $?
+[ -n "$sup" ] && [ -n "$init" ] && [ -n "$dev" ] && conns | grep -qx "$dev"
+check "do: while running: supervisor $sup (holds /dev/fuse), init $init, connection $dev" $? \
+	"$(ps -o pid,ppid,args --ppid "${cli:-1}" 2>&1; conns 2>&1)"
 rm -f "$vol/.hold"
 wait $do_pid
 rc=$?
@@ -234,6 +258,41 @@ for _ in $(seq 300); do [ -e "$bvol/started" ] && break; sleep 0.1; done
 [ $rc = 0 ] && [ $rc2 = 0 ] && [ "$(cat "$bvol/copy" 2>/dev/null)" = "bundle host file" ]
 check "create + start: the volume works after a separate start (rc $rc/$rc2)" $?
 "$URSA" --root "$root" delete --force gw2 >/dev/null 2>&1
+# per-volume metrics: after some use, `ursa metrics` has ursa_gofer_* series
+# for volume="/vol" with non-zero op counts (parsed with the Prometheus
+# client's parser, as tests/integration/metrics.sh)
+jq '.process.args = ["sh", "-c", "for i in 1 2 3; do echo x$i > /vol/m$i; cat /vol/m$i; done; rm /vol/m1; ls /vol > /dev/null; echo up > /vol/metrics-ready; exec busybox sleep 1000"]' \
+	"$work/b/config.json" > "$work/b/c3"
+mkdir -p "$work/b3" && mv "$work/b/c3" "$work/b3/config.json"
+(cd "$work/b3" && $T "$URSA" --root "$root" run -d gm1 </dev/null >/dev/null 2>&1)
+rc=$?
+for _ in $(seq 300); do [ -e "$bvol/metrics-ready" ] && break; sleep 0.1; done
+"$URSA" --root "$root" metrics gm1 > "$work/metrics" 2>&1
+"$URSA" --root "$root" delete --force gm1 >/dev/null 2>&1
+out=$(/usr/bin/python3 - "$work/metrics" 2>&1 <<'PY'
+import sys
+from prometheus_client.parser import text_string_to_metric_families
+fams = {f.name: f for f in text_string_to_metric_families(open(sys.argv[1]).read())}
+def samples(name, suffix=""):
+    fam = fams.get(name) or fams.get(name[:-len("_total")] if name.endswith("_total") else "")
+    return [s for s in fam.samples if s.name == name + suffix] if fam else []
+ops = {s.labels["op"]: s.value for s in samples("ursa_gofer_ops_total")
+       if s.labels.get("volume") == "/vol" and s.labels.get("sandbox") == "gm1"}
+assert ops, "no ursa_gofer_ops_total for volume /vol: %s" % sorted(fams)
+for op in ("init", "lookup", "create", "unlink"):
+    assert ops.get(op, 0) > 0, "op %s: %s" % (op, ops)
+n = [s.value for s in samples("ursa_gofer_request_duration_nanoseconds", "_count")]
+assert n and n[0] >= sum(ops.values()) - ops.get("forget", 0) - ops.get("interrupt", 0), (n, ops)
+inf = [s.value for s in samples("ursa_gofer_request_duration_nanoseconds", "_bucket")
+       if s.labels.get("le") == "+Inf"]
+assert inf == n, (inf, n)
+assert len(samples("ursa_gofer_bytes_total")) == 2 and samples("ursa_gofer_errors_total")
+assert fams["ursa_gofer_passthrough"].samples, "no passthrough gauge"
+print("ops", {k: int(v) for k, v in ops.items() if v})
+PY
+)
+[ $rc = 0 ] && [ -e "$bvol/metrics-ready" ] && grep -q "^ops " <<<"$out"
+check "metrics: ursa_gofer_* series for volume /vol with op counts (rc $rc)" $? "$out"
 jq '(.mounts[] | select(.destination == "/vol")) |= (.type = "tmpfs" | .options = ["ursa-gofer"])' \
 	"$work/b/config.json" > "$work/b/c" && mv "$work/b/c" "$work/b/config.json"
 out=$(cd "$work/b" && $T "$URSA" --root "$root" run gw1 2>&1)

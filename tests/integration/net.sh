@@ -12,8 +12,10 @@
 # connections; RST; connection refused; UDP; DNS through the gateway; ping;
 # IPv6; the policy (T's own addresses, metadata range, T's loopback via the
 # gateway); an inbound forward from T's loopback to busybox httpd in the
-# sandbox; --network none; hostile frames from inside (malformed, truncated,
-# oversized, random) leave the supervisor up and networking working.
+# sandbox; the forward's splice path (net_fwd.py: both ways by sha256,
+# half-close, refused port, beyond the splice cap, no fd leak); --network
+# none; hostile frames from inside (malformed, truncated, oversized,
+# random) leave the supervisor up and networking working.
 set -u
 URSA=${URSA:?}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -141,6 +143,37 @@ rc=$?
 	fail "forward to a port in use: clear error" "rc=$rc $out"
 kill "$fwdpid" 2>/dev/null
 wait "$fwdpid" 2>/dev/null
+
+# ---- inbound forward: the splice path (actors/netsplice.c) -------------------------
+# 64 MiB each way by sha256, half-close, a server bound to the sandbox's
+# address, IPv6, a closed port (reset), more clients than the splice cap
+# (8 here: the rest go through the tap), no fd left after 200 connections.
+head -c $((64 << 20)) /dev/urandom > "$work/blob"
+cp "$here/net_fwd.py" "$work/"
+rm -f "$work/ready"
+ip netns exec "$T" env URSA_NET_SPLICE_MAX=8 timeout -k 5 120 "$URSA" do -v "$work:/t" \
+	-p 127.0.0.1:18081:9000 -p 127.0.0.1:18082:9001 -p 127.0.0.1:18083:9002 -p '[::1]:18084:9000' \
+	-- "$PY" /t/net_fwd.py serve /t > "$work/splice.log" 2>&1 &
+fwdpid=$!
+pids+=($fwdpid)
+for _ in $(seq 100); do [ -s "$work/ready" ] && break; sleep 0.1; done
+sup=""
+for p in $(ip netns pids "$T"); do [ "$(cat "/proc/$p/comm" 2>/dev/null)" = ursa-sup ] && sup=$p; done
+if [ -s "$work/ready" ] && [ -n "$sup" ]; then
+	inT "$PY" "$work/net_fwd.py" client "$work" "$sup" 8 > "$work/splice-client.log" 2>&1
+	while read -r line; do
+		case "$line" in
+		ok*) ok "${line#ok    }" ;;
+		FAIL*) fail "${line#FAIL  }" ;;
+		esac
+	done < "$work/splice-client.log"
+	grep -q "^ok\|^FAIL" "$work/splice-client.log" || fail "splice client ran" "$(tail -5 "$work/splice-client.log")"
+else
+	fail "splice forward sandbox started" "$(cat "$work/splice.log")"
+fi
+kill "$fwdpid" 2>/dev/null
+wait "$fwdpid" 2>/dev/null
+rm -f "$work/blob"
 
 # ---- hostile frames -----------------------------------------------------------------
 out=$(sb -- "$PY" -c '

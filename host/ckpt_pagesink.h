@@ -1,0 +1,52 @@
+/*
+ * host/ckpt_pagesink.h — the pages.img writer of the dumper (the bodies of
+ * ckpt_pages_open/append/finish/abort, host/ckpt_image.h) on the runtime's
+ * batched io_uring writes (runtime/writer.h).
+ *
+ * Page data is copied into a small ring of buffers (CKPT_SINK_NBUFS ×
+ * CKPT_SINK_BUFSIZE); each full buffer becomes one write at its explicit
+ * file offset and is submitted at once, so the kernel copies it into the
+ * file while the dumper reads the next pages from /proc/PID/mem. At most
+ * every buffer is in flight (bytes in flight are bounded by the ring);
+ * the dumper only waits when it needs a buffer that is still being
+ * written. finish() hands the last partial buffer and the header page
+ * (offset 0) to the kernel in one io_uring_enter and waits for both.
+ * Checksums (CRC32C of the page data) are computed on append, as before,
+ * so the image format does not change.
+ *
+ * The sink has its own loop (a private io_uring) for the duration of one
+ * dump, on the caller's thread, set up when the first buffer fills (an
+ * image smaller than one buffer — an idle process, ~15 pages — is written
+ * with two pwrite(2) calls at finish: a ring costs ~0.2 ms to set up, more
+ * than those); a loop the thread already had is current again afterwards. Without io_uring (a
+ * kernel or seccomp policy that refuses it) the sink falls back to pwrite(2), same bytes;
+ * URSA_CKPT_NO_URING=1 forces that (benchmarks compare the two).
+ */
+#ifndef URSA_HOST_CKPT_PAGESINK_H
+#define URSA_HOST_CKPT_PAGESINK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "host/ckpt_image.h"
+#include "host/err.h"
+
+#define CKPT_SINK_NBUFS	  4
+#define CKPT_SINK_BUFSIZE (256u << 10)
+
+/* pages.img created in @dirfd (a stale core.img removed first), the ring
+ * ready; w->fd, w->off, w->crc as the dumper expects. */
+int ckpt_pagesink_open(struct ckpt_pages_writer *w, int dirfd, struct urs_err *err);
+/* @n bytes of page data; *@off = their offset in the page data. */
+int ckpt_pagesink_append(struct ckpt_pages_writer *w, const void *p, size_t n, uint64_t *off,
+			 struct urs_err *err);
+/* Write what is buffered and the @hdr page (CKPT_PAGE_SIZE bytes, offset
+ * 0), wait for every write, close. The sink is freed either way. */
+int ckpt_pagesink_finish(struct ckpt_pages_writer *w, const void *hdr, struct urs_err *err);
+/* Whether the pages go out through io_uring now (for tests). */
+bool ckpt_pagesink_uring(const struct ckpt_pages_writer *w);
+/* Wait for writes in flight, free, close and remove pages.img. */
+void ckpt_pagesink_abort(struct ckpt_pages_writer *w, int dirfd);
+
+#endif

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# tests/ckpt/fds.sh — checkpoint/restore of the fd kinds beyond files
+# (tests/ckpt/fds.c: pipes, a FIFO, eventfds, an epoll set, socketpairs,
+# a listening TCP socket, fds shared by a parent and its child): dump with
+# ckpt_tool (the original runs on), let the original check itself (the dump
+# must consume nothing), let it exit, restore, let the copy check itself;
+# every "OK" line must be there both times and no "FAIL". Then the refusal:
+# a UDP socket is refused naming its pid and fd, and the process keeps
+# running. Needs root. Env: CKPT_TOOL, FDS.
+set -u
+: "${CKPT_TOOL:?}" "${FDS:?}"
+W=$(mktemp -d /tmp/ursa-ckpt-fds.XXXXXX)
+P=
+cleanup() {
+	[ -n "$P" ] && kill -9 $P ${kids:-} 2>/dev/null
+	[ -n "${R:-}" ] && kill -9 "$R" 2>/dev/null
+	rm -rf "$W"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*"; [ -f "$W/out" ] && cat "$W/out"; exit 1; }
+wait_for() { # SECONDS CMD...
+	local end=$((SECONDS + $1)); shift
+	until "$@"; do [ $SECONDS -ge $end ] && return 1; sleep 0.02; done
+}
+port=$((20000 + $$ % 12000)) # below the ephemeral range
+while ss -Hltn "sport = :$port" | grep -q .; do port=$((port + 1)); done
+"$FDS" "$W/out" "$W/fifo" "$W/go" $port </dev/null >/dev/null 2>&1 &
+P=$!
+wait_for 10 sh -c "[ \$(grep -c READY '$W/out' 2>/dev/null) = 2 ]" || fail "workload not ready"
+mkdir -p "$W/img" "$W/img3"
+"$CKPT_TOOL" dump $P "$W/img" >"$W/dump.log" 2>"$W/dump.err" || fail "dump: $(cat "$W/dump.err")"
+cat "$W/dump.log"
+# the dump consumed nothing: the original, left running, finds everything
+kids=$(cat /proc/$P/task/$P/children)
+touch "$W/go"
+wait_for 10 sh -c "[ \$(grep -c DONE '$W/out' 2>/dev/null) = 2 ]" || fail "the original did not finish"
+grep '^FAIL' "$W/out" && fail "a check of the original failed after the dump"
+[ "$(grep -c '^OK' "$W/out")" = 14 ] || fail "the original: expected 14 OK lines"
+echo "ok 1 the dump left every queue, counter and socket of the original intact (14 checks)"
+wait $P 2>/dev/null
+wait_for 5 sh -c "! kill -0 $P $kids 2>/dev/null" || fail "the original did not exit"
+P=
+# the restored tree finds the same (GO exists: it checks at once)
+"$CKPT_TOOL" restore "$W/img" >"$W/restore.log" 2>"$W/restore.err" </dev/null ||
+	fail "restore: $(cat "$W/restore.err")"
+cat "$W/restore.log"
+R=$(awk '/^pid/ {print $2}' "$W/restore.log")
+wait_for 10 sh -c "[ \$(grep -c DONE '$W/out' 2>/dev/null) = 4 ]" || fail "no DONE after restore"
+oks=$(grep -c '^OK' "$W/out")
+grep '^FAIL' "$W/out" && fail "a check failed after restore"
+[ "$oks" = 28 ] || fail "expected 14 more OK lines after the restore, got $((oks - 14))"
+echo "ok 2 restored: pipes, FIFO, eventfds, epoll, socketpairs, listening socket, shared fds (14 checks)"
+wait_for 5 sh -c "! kill -0 $R 2>/dev/null" || true
+R=
+
+# ---- refusal: a UDP socket -------------------------------------------------------
+if command -v python3 >/dev/null; then
+	/usr/bin/python3 -c 'import socket,time; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); time.sleep(60)' &
+	P=$!
+	sleep 0.3
+	if "$CKPT_TOOL" dump $P "$W/img3" 2>"$W/udp.err" >/dev/null; then fail "UDP socket: dump succeeded"; fi
+	grep -q "pid $P: fd [0-9]*: socket:\[[0-9]*\] is neither a unix nor a TCP socket" "$W/udp.err" ||
+		fail "UDP refusal message: $(cat "$W/udp.err")"
+	kill -0 $P || fail "the process died after the refused dump"
+	[ ! -e "$W/img3/core.img" ] || fail "an image was left"
+	echo "ok 3 a UDP socket is refused naming pid and fd; the process runs on"
+	kill -9 $P
+	wait $P 2>/dev/null
+	P=
+fi
+echo "all fd checks passed"

@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# tests/ckpt/httpd.sh — a sandbox WITH its NIC and a port forward
+# (run.ursa.ports) checkpointed and restored: busybox httpd serves a file;
+#   - a request through the forward works; checkpoint (the sandbox is gone,
+#     the forward's host port is free); restore: a NEW request through the
+#     forward returns the same file (sha256); the listening socket came back
+#     by injected socket/bind/listen in the restored network namespace,
+#     whose eth0 has the same addresses
+#   - a connection open at checkpoint time (established TCP) is closed on
+#     restore, and httpd goes on serving
+#   - --leave-running: the original keeps serving on its forward while the
+#     image restores under another id and bundle (another host port)
+#   - busybox syslogd (a unix socket bound to /dev/log, on its fd 0): the
+#     checkpoint is refused naming the pid, the fd and why; it runs on
+# Needs root and curl. Env: URSA.
+set -u
+P=ckh$$-
+URSA=${URSA:?}
+command -v curl >/dev/null || { echo "SKIP: no curl"; exit 77; }
+work=$(mktemp -d /tmp/ursa-ckpt-httpd.XXXXXX)
+root=$work/root
+passed=0 failed=0
+ok() { passed=$((passed + 1)); echo "ok    $1"; }
+bad() { failed=$((failed + 1)); echo "FAIL  $1${2:+
+      $2}"; }
+check() { if eval "$2"; then ok "$1"; else bad "$1" "${3:-}"; fi; }
+u() { "$URSA" --root "$root" "$@"; }
+cleanup() {
+	[ -n "${hold:-}" ] && kill "$hold" 2>/dev/null
+	for id in ${P}h1 ${P}h2 ${P}h3; do u delete --force "$id" >/dev/null 2>&1; done
+	rm -rf "$work"
+}
+trap cleanup EXIT
+wait_for() {
+	local end=$((SECONDS + $1))
+	shift
+	until "$@"; do
+		[ $SECONDS -ge $end ] && return 1
+		sleep 0.02
+	done
+}
+status_of() { u state "$1" 2>/dev/null | jq -r .status; }
+get() { curl -s -m 5 -o "$2" -w '%{http_code}' "http://127.0.0.1:$1/file.bin" 2>/dev/null; }
+serves() { [ "$(get "$1" "$work/got")" = 200 ] && [ "$(sha256sum <"$work/got" | cut -d' ' -f1)" = "$sum" ]; }
+
+mkdir -p "$work/rootfs/bin" "$work/rootfs/proc" "$work/rootfs/dev" "$work/rootfs/sys" \
+	"$work/rootfs/tmp" "$work/rootfs/www" "$work/b" "$work/b2"
+cp /bin/busybox "$work/rootfs/bin/" && ln -s busybox "$work/rootfs/bin/sh"
+head -c 200000 /dev/urandom >"$work/rootfs/www/file.bin"
+sum=$(sha256sum <"$work/rootfs/www/file.bin" | cut -d' ' -f1)
+# two free ports below the ephemeral range (32768+), where nothing binds by chance
+free_port() { # FROM
+	local p
+	for p in $(seq "$1" 32000); do
+		ss -Hltn "sport = :$p" | grep -q . || { echo $p; return; }
+	done
+}
+port1=$(free_port $((20000 + $$ % 6000)))
+port2=$(free_port $((port1 + 1)))
+(cd "$work/b" && "$URSA" spec) || exit 1
+mk_bundle() { # DIR PORT
+	jq --arg rootfs "$work/rootfs" --arg ports "127.0.0.1:$2:80" '.root.path = $rootfs | .root.readonly = false
+		| .process.terminal = false | .process.args = ["/bin/busybox", "httpd", "-f", "-p", "80", "-h", "/www"]
+		| .annotations = {"run.ursa.ports": $ports}' "$work/b/config.json" >"$1/c" && mv "$1/c" "$1/config.json"
+}
+mk_bundle "$work/b2" $port2
+mk_bundle "$work/b" $port1
+
+(cd "$work/b" && u run -d ${P}h1 >/dev/null 2>"$work/run.err") || bad "run -d" "$(cat "$work/run.err")"
+check "httpd serves through the port forward" 'wait_for 10 serves $port1' "$(cat "$work/run.err")"
+# a connection left open across the checkpoint (httpd holds it established)
+(exec 3<>/dev/tcp/127.0.0.1/$port1 && printf 'GET /file.bin HTTP/1.0\r\n' >&3 && sleep 30) &
+hold=$!
+sleep 0.3
+if u checkpoint --image-path "$work/img" --work-path "$work/wp" ${P}h1 2>"$work/ck.err"; then
+	ok "checkpoint of a sandbox with a NIC and a port forward"
+else
+	bad "checkpoint of a sandbox with a NIC and a port forward" "$(cat "$work/ck.err")"
+fi
+kill "$hold" 2>/dev/null
+hold=
+check "httpd and its child serving the open connection were dumped" \
+	'grep -q "dumped 2 tasks" "$work/wp/dump.log"' "$(cat "$work/wp/dump.log" 2>/dev/null)"
+check "the sandbox is gone" '! u state ${P}h1 >/dev/null 2>&1'
+check "nothing serves on the forward any more" '! serves $port1'
+t0=$(date +%s%N)
+(cd "$work/b" && u restore --detach --image-path "$work/img" ${P}h1 >/dev/null 2>"$work/rs.err") ||
+	bad "restore" "$(cat "$work/rs.err")"
+check "a NEW request through the port forward returns the same file (sha256)" 'wait_for 10 serves $port1'
+echo "      restore until the first good response: $((($(date +%s%N) - t0) / 1000000)) ms"
+check "state says running" '[ "$(status_of ${P}h1)" = running ]'
+pid=$(u state ${P}h1 | jq -r .pid)
+check "eth0 has the same address in the restored sandbox" \
+	'nsenter -t "$pid" -n ip -4 addr show eth0 2>/dev/null | grep -q "inet 10.0.2.2/"'
+check "and again (httpd keeps serving)" 'serves $port1'
+# the child's connection came back closed: its read fails, it exits
+nprocs() { u ps ${P}h1 2>/dev/null | grep -c httpd; }
+check "the connection open at checkpoint time was closed on restore (its httpd child exits)" \
+	'wait_for 10 sh -c "[ \$(\"$URSA\" --root \"$root\" ps ${P}h1 2>/dev/null | grep -c httpd) = 1 ]"' \
+	"$(u ps ${P}h1 2>&1)"
+
+# ---- --leave-running: the original keeps serving ----------------------------------
+check "checkpoint --leave-running" 'u checkpoint --leave-running --image-path "$work/img2" ${P}h1 2>"$work/ck2.err"' \
+	"$(cat "$work/ck2.err" 2>/dev/null)"
+check "the original keeps serving" 'serves $port1'
+(cd "$work/b2" && u restore --detach --image-path "$work/img2" ${P}h2 >/dev/null 2>"$work/rs2.err")
+rc=$?
+check "restore under another id and bundle (another host port)" '[ $rc = 0 ]' "$(cat "$work/rs2.err" 2>/dev/null)"
+check "the copy serves the same file on its forward" '[ "$port2" != "$port1" ] && wait_for 10 serves $port2'
+check "and the original still does" 'serves $port1'
+for id in ${P}h1 ${P}h2; do u kill $id KILL >/dev/null 2>&1; done
+for id in ${P}h1 ${P}h2; do
+	wait_for 10 sh -c "[ \"\$('$URSA' --root '$root' state $id 2>/dev/null | jq -r .status)\" = stopped ]" || true
+	u delete --force $id >/dev/null 2>&1
+done
+check "nothing left" '! u state ${P}h1 >/dev/null 2>&1 && ! u state ${P}h2 >/dev/null 2>&1'
+
+# ---- a socket that cannot be saved: refused, naming it; the sandbox runs on ----------
+# syslogd's socket is bound to /dev/log (a named unix socket)
+jq '.process.args = ["/bin/busybox", "syslogd", "-n", "-O", "/tmp/messages"]' "$work/b/config.json" \
+	>"$work/b2/config.json"
+(cd "$work/b2" && u run -d ${P}h3 >/dev/null 2>"$work/run3.err") || bad "run -d syslogd" "$(cat "$work/run3.err")"
+wait_for 10 sh -c "u() { '$URSA' --root '$root' \"\$@\"; }; u ps ${P}h3 2>/dev/null | grep -q syslogd" || true
+sleep 0.2
+spid=$(u state ${P}h3 2>/dev/null | jq -r .pid)
+u checkpoint --image-path "$work/img3" ${P}h3 >/dev/null 2>"$work/ck3.err"
+rc=$?
+check "a named unix socket is refused, naming the pid, the fd and why" \
+	'[ $rc != 0 ] && grep -q "pid [0-9]*: fd [0-9]*: unix socket bound to a name" "$work/ck3.err"' \
+	"rc $rc: $(cat "$work/ck3.err")"
+check "no image is left" '[ ! -e "$work/img3/core.img" ]'
+check "the sandbox keeps running (same init)" \
+	'[ "$(status_of ${P}h3)" = running ] && [ "$(u state ${P}h3 | jq -r .pid)" = "$spid" ] && kill -0 "$spid"'
+u delete --force ${P}h3 >/dev/null 2>&1
+echo "passed $passed, failed $failed"
+[ "$failed" = 0 ]

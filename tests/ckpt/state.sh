@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# tests/ckpt/state.sh — the supervisor's own state across `ursa checkpoint` /
+# `ursa restore` (actors/checkpointer.c, DIR/supervisor.img):
+#   - checkpoint writes supervisor.img (a statefile, mode 0600) beside the
+#     process image, and the state root gets its key (ROOT/.ckpt.key, 0600)
+#   - after restore, metric counters continue: the control socket's
+#     "metrics" request counter is at least its value before the checkpoint
+#     (a fresh supervisor would start from 1), also through a second
+#     checkpoint/restore of the restored sandbox; the "checkpoint" request
+#     counter counts both checkpoints
+#   - a tampered (one flipped byte), truncated, or foreign (another key)
+#     supervisor.img makes restore refuse with a clear error and leave
+#     nothing (no record, no cgroup, no process)
+#   - a checkpoint that fails (multi-threaded workload) leaves no
+#     supervisor.img
+# Needs root (namespaces, cgroups, ptrace). Env: URSA, THREADS.
+set -u
+P=cs$$-
+URSA=${URSA:?} THREADS=${THREADS:?}
+work=$(mktemp -d /tmp/ursa-ckpt-st.XXXXXX)
+root=$work/root
+passed=0 failed=0
+ok() { passed=$((passed + 1)); echo "ok    $1"; }
+bad() { failed=$((failed + 1)); echo "FAIL  $1${2:+
+      $2}"; }
+check() { if eval "$2"; then ok "$1"; else bad "$1" "${3:-}"; fi; }
+u() { URSA_SECCOMP_COUNT=0 "$URSA" --root "$root" "$@"; }
+cleanup() {
+	for id in ${P}s1 ${P}s2 ${P}bad1 ${P}bad2 ${P}bad3 ${P}t1; do u delete --force "$id" >/dev/null 2>&1; done
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+cg_dirs() { find /sys/fs/cgroup -maxdepth 6 -type d -name "$1" 2>/dev/null | wc -l; }
+nothing_left() { # id
+	! u state "$1" >/dev/null 2>&1 && [ ! -e "$root/$1" ] && [ "$(cg_dirs "$1")" = 0 ] &&
+		! grep -qs "/$1\$" /proc/[0-9]*/cgroup
+}
+status_of() { u state "$1" 2>/dev/null | jq -r .status; }
+# metric VALUE of a series: metric ID NAME LABEL-SUBSTRING
+metric() { u metrics "$1" 2>/dev/null | grep "^$2{" | grep -F "$3" | awk '{print $2}'; }
+
+mkdir -p "$work/rootfs/bin" "$work/rootfs/proc" "$work/rootfs/dev" "$work/rootfs/sys" \
+	"$work/rootfs/tmp" "$work/b" "$work/b2"
+cp /bin/busybox "$work/rootfs/bin/" && ln -s busybox "$work/rootfs/bin/sh" &&
+	ln -s busybox "$work/rootfs/bin/sleep"
+cp "$THREADS" "$work/rootfs/bin/threads"
+(cd "$work/b" && "$URSA" spec) || exit 1
+jq --arg rootfs "$work/rootfs" '.root.path = $rootfs | .root.readonly = false
+	| .process.terminal = false | .process.args = ["/bin/sleep", "1000"]
+	| .annotations = {"run.ursa.network": "none"}' "$work/b/config.json" >"$work/b/c" &&
+	mv "$work/b/c" "$work/b/config.json"
+
+REQ=ursa_supervisor_control_requests_total
+# ---- checkpoint: supervisor.img and the key --------------------------------------
+(cd "$work/b" && u run -d ${P}s1 >/dev/null 2>"$work/run.err") || bad "run -d ${P}s1" "$(cat "$work/run.err")"
+for _ in 1 2 3 4 5 6 7 8; do u metrics ${P}s1 >/dev/null; done
+before=$(metric ${P}s1 $REQ 'request="metrics"')
+check "the metrics request counter counts ($before)" '[ "${before:-0}" -ge 9 ]'
+if u checkpoint --image-path "$work/img" ${P}s1 2>"$work/ck.err"; then
+	ok "checkpoint"
+else
+	bad "checkpoint" "$(cat "$work/ck.err")"
+fi
+check "supervisor.img is there, mode 0600, a statefile" \
+	'[ "$(stat -c %a "$work/img/supervisor.img" 2>/dev/null)" = 600 ] && [ "$(head -c 8 "$work/img/supervisor.img")" = URSASTAT ]'
+check "the state root has its key (0600, 32 bytes)" \
+	'[ "$(stat -c %a:%s "$root/.ckpt.key" 2>/dev/null)" = 600:32 ]'
+cp -a "$work/img" "$work/img.orig"
+
+# ---- restore: counters continue ---------------------------------------------------
+if (cd "$work/b" && u restore --detach --image-path "$work/img" ${P}s1 >/dev/null 2>"$work/rs.err"); then
+	ok "restore --detach"
+else
+	bad "restore --detach" "$(cat "$work/rs.err")"
+fi
+check "state says running" '[ "$(status_of ${P}s1)" = running ]'
+after=$(metric ${P}s1 $REQ 'request="metrics"')
+check "the metrics request counter continues ($before before, $after after restore)" \
+	'[ -n "$after" ] && [ "$after" -ge "$before" ]'
+ck=$(metric ${P}s1 $REQ 'request="checkpoint"')
+check "the checkpoint request was counted and kept ($ck)" '[ "${ck:-0}" = 1 ]'
+
+# a second generation: checkpoint the restored sandbox, restore again
+u checkpoint --image-path "$work/img2" ${P}s1 2>"$work/ck2.err" || bad "second checkpoint" "$(cat "$work/ck2.err")"
+(cd "$work/b" && u restore --detach --image-path "$work/img2" ${P}s1 >/dev/null 2>"$work/rs2.err") ||
+	bad "second restore" "$(cat "$work/rs2.err")"
+after2=$(metric ${P}s1 $REQ 'request="metrics"')
+ck2=$(metric ${P}s1 $REQ 'request="checkpoint"')
+check "after a second checkpoint/restore: metrics $after2 > $after, checkpoints $ck2 = 2" \
+	'[ -n "$after2" ] && [ "$after2" -gt "$after" ] && [ "${ck2:-0}" = 2 ]'
+u delete --force ${P}s1 >/dev/null 2>&1
+
+# ---- refusals leave nothing --------------------------------------------------------
+refused() { # NAME ID DIR PATTERN [ENV...]
+	local name=$1 id=$2 dir=$3 pat=$4 rc
+	shift 4
+	(cd "$work/b" && env "$@" URSA_SECCOMP_COUNT=0 "$URSA" --root "$root" restore --detach \
+		--image-path "$dir" "$id" >/dev/null 2>"$work/$id.err")
+	rc=$?
+	check "$name: restore refuses, naming the state file" \
+		'[ $rc != 0 ] && grep -q "supervisor state" "$work/$id.err" && grep -qi "$pat" "$work/$id.err"' \
+		"rc $rc: $(cat "$work/$id.err")"
+	check "$name: and leaves nothing" "nothing_left $id"
+}
+cp -a "$work/img.orig" "$work/tampered"
+size=$(stat -c %s "$work/tampered/supervisor.img")
+b=$(od -An -tu1 -j $((size / 2)) -N1 "$work/tampered/supervisor.img" | tr -d ' ')
+printf "\\$(printf %o $(((b + 1) % 256)))" |
+	dd of="$work/tampered/supervisor.img" bs=1 seek=$((size / 2)) conv=notrunc 2>/dev/null
+refused "a flipped byte" ${P}bad1 "$work/tampered" "MAC\|tampered"
+cp -a "$work/img.orig" "$work/truncated"
+truncate -s -40 "$work/truncated/supervisor.img"
+refused "a truncated state file" ${P}bad2 "$work/truncated" "truncated"
+head -c 32 /dev/urandom >"$work/other.key" && chmod 600 "$work/other.key"
+refused "a state file from another host (key)" ${P}bad3 "$work/img.orig" "wrong key\|tampered" \
+	URSA_CKPT_KEY="$work/other.key"
+
+# ---- a failed checkpoint leaves no supervisor.img ------------------------------------
+jq '.process.args = ["/bin/threads"]' "$work/b/config.json" >"$work/b2/config.json"
+(cd "$work/b2" && u run -d ${P}t1 >/dev/null 2>&1)
+sleep 0.1
+u checkpoint --image-path "$work/img3" ${P}t1 >/dev/null 2>"$work/t1.err"
+rc=$?
+check "a refused checkpoint leaves no supervisor.img" \
+	'[ $rc != 0 ] && [ ! -e "$work/img3/supervisor.img" ] && [ ! -e "$work/img3/supervisor.img.tmp" ]' \
+	"rc $rc: $(cat "$work/t1.err")"
+u delete --force ${P}t1 >/dev/null 2>&1
+
+echo "$passed passed, $failed failed"
+[ "$failed" = 0 ]
