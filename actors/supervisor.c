@@ -977,6 +977,10 @@ int urs_supervisor_main(struct urs_sup_args *a)
 		sigaddset(&set, fwd_signals[i]);
 	sigprocmask(SIG_BLOCK, &set, NULL);
 	s->sig_fd = signalfd(-1, &set, SFD_CLOEXEC);
+	/* A peer's reset must cost a connection, never the supervisor: splice(2)
+	 * into a socket (the forward relay) cannot pass MSG_NOSIGNAL. The init
+	 * was cloned above with the default; later children (hooks) reset it. */
+	signal(SIGPIPE, SIG_IGN);
 
 	s->cg = a->no_cgroup ? NULL : &cg;
 	urs_sup_metrics_init(); /* before the loop, as the metrics rules want */

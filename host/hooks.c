@@ -31,7 +31,8 @@ int urs_hook_run(const struct urs_hook *h, enum urs_hook_kind kind, size_t idx,
 				   idx);
 	}
 	if (pid == 0) {
-		setpgid(0, 0); /* its own group: a timeout kills what it started too */
+		setpgid(0, 0);		  /* its own group: a timeout kills what it started too */
+		signal(SIGPIPE, SIG_DFL); /* ignored by us (below, the supervisor), not by hooks */
 		dup2(in[0], 0);
 		char *const noargs[] = {h->path, NULL};
 		char *const noenv[] = {NULL};

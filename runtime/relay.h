@@ -15,6 +15,10 @@
  * other with SO_LINGER 0 (RST). The owner is told once, through @done, after
  * every fd is closed and no op of the relay is in flight: the record may be
  * freed then, and only then.
+ *
+ * The process must ignore SIGPIPE: splice(2) into a socket whose peer reset
+ * it after a half-close fails with EPIPE and raises SIGPIPE (there is no
+ * MSG_NOSIGNAL for splice).
  */
 #ifndef URSA_RUNTIME_RELAY_H
 #define URSA_RUNTIME_RELAY_H

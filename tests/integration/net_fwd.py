@@ -140,6 +140,30 @@ def client(d, sup, cap):
         ok("forward to a closed sandbox port: client reset", True)
     except Exception as e:
         ok("forward to a closed sandbox port: client reset", False, e)
+    # the client half-closes, then closes with data still arriving: its RST
+    # hits a relay socket in CLOSE_WAIT, whose next splice fails with EPIPE
+    # (splice cannot say MSG_NOSIGNAL: the supervisor must ignore SIGPIPE)
+    try:
+        for _ in range(5):
+            s = conn(18081)
+            s.sendall(b"DOWN\n")
+            n, half = 0, False
+            while n < (24 << 20):  # keep the relay pumping toward us
+                b = s.recv(1 << 20)
+                if not b:
+                    break
+                n += len(b)
+                if n >= (8 << 20) and not half:
+                    s.shutdown(socket.SHUT_WR)
+                    half = True
+            s.close()  # unread data: RST, mid-stream
+            time.sleep(0.1)
+        os.kill(int(sup), 0)
+        got = up(18081, b"after-rst")
+        ok("client reset after its half-close while the sandbox sends: supervisor alive, forward works",
+           got == hashlib.sha256(b"after-rst").hexdigest(), got)
+    except Exception as e:
+        ok("client reset after its half-close while the sandbox sends: supervisor alive", False, e)
     time.sleep(0.3)  # the relays above wind down
     # more connections than the splice cap: the rest cross the tap; the
     # server sees spliced ones from its own address, the others from the
