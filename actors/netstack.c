@@ -12,14 +12,14 @@
  * A read that fills its slot exactly may have been cut: counted as suspect
  * (the slot is larger than any frame the tap can produce, so it should
  * stay 0).
- * Transmit: the engine calls tx() per frame; we writev() to the
- * non-blocking tap. A full tap queue answers -EAGAIN: the engine keeps its
- * data, we poll for POLLOUT and tell it when to retry. With
- * URSA_NET_TX=batch the frame is copied into a transmit slot and written by
- * an io_uring op instead; the writes of one loop turn are submitted
- * together (actors/nettx.h); with every slot in flight the engine gets
- * -EAGAIN, and urs_net_tx_ready() when a completion frees one. Not the
- * default: side by side it was not measurably faster (bench/RESULTS.md).
+ * Transmit: the engine calls tx() per frame. A frame larger than 2 KiB is
+ * copied into a transmit slot and written by an io_uring op; the writes of
+ * one loop turn are submitted together (actors/nettx.h); with every slot in
+ * flight the engine gets -EAGAIN, and urs_net_tx_ready() when a completion
+ * frees one. Small frames (ACKs) go out at once with writev() while no
+ * batched write is pending (cheaper than copy + op, and never reordered).
+ * URSA_NET_TX=writev writes every frame with writev() instead (a full tap
+ * queue: -EAGAIN, POLLOUT, retry). bench/RESULTS.md has both side by side.
  * TCP forwards: each accepted client is first offered to the splice
  * shortcut (actors/netsplice.h), which bypasses the tap; beyond its cap the
  * engine carries the client through the tap.
@@ -188,14 +188,26 @@ static void tx_ready(void *ctx)
 		urs_net_tx_ready(ns->net);
 }
 
+/* frames up to this size (ACKs, small segments) are written at once when
+ * no batched write is pending: a copy and an io_uring op cost more than the
+ * writev, and nothing queued means no reordering */
+#define TX_DIRECT_MAX 2048
+
 static int tx(void *ctx, const struct iovec *iov, int iovcnt)
 {
 	struct urs_netstack *ns = ctx;
 	if (ns->tx_batch) {
-		int r = urs_nettx_send(&ns->txb, iov, iovcnt);
-		if (r < 0 && r != -EAGAIN)
-			ns->tx_dropped++;
-		return r;
+		size_t len = 0;
+		for (int i = 0; i < iovcnt; i++)
+			len += iov[i].iov_len;
+		if (len > TX_DIRECT_MAX || ns->txb.busy ||
+		    writev(ns->tapfd, iov, iovcnt) < 0) { /* -EAGAIN: queue it */
+			int r = urs_nettx_send(&ns->txb, iov, iovcnt);
+			if (r < 0 && r != -EAGAIN)
+				ns->tx_dropped++;
+			return r;
+		}
+		return 0;
 	}
 	ssize_t n = writev(ns->tapfd, iov, iovcnt);
 	if (n >= 0)
@@ -258,7 +270,8 @@ int urs_netstack_start(struct urs_netstack **out, struct urs_loop *loop, int tap
 	ns->sandbox_pid = o->sandbox_pid;
 	ns->idle_ms = o->idle_ms ? o->idle_ms : 2000;
 	const char *txm = getenv("URSA_NET_TX");
-	ns->tx_batch = txm && !strcmp(txm, "batch");
+	ns->tx_batch =
+		!(txm && !strcmp(txm, "writev")); /* URSA_NET_TX=writev: one writev a frame */
 	urs_nettx_init(&ns->txb, loop, tapfd, SLOT_BYTES, ns->max_slots, tx_ready, ns);
 	int r = urs_net_init(&ns->net, loop, nc, tx, ns);
 	if (r < 0) {
