@@ -1,7 +1,8 @@
 /*
- * actors/netopts.c — network options of a sandbox (mode, port forwards):
- * parsing of `-p [HOSTIP:]HOSTPORT:SANDBOXPORT[/tcp|udp]` and of the
- * run.ursa.ports annotation, and binding the forwards' host sockets before
+ * actors/netopts.c — network options of a sandbox (mode, port forwards,
+ * addresses, policy allow list, flow limit): parsing of `-p
+ * [HOSTIP:]HOSTPORT:SANDBOXPORT[/tcp|udp]`, of `--net KEY=VALUE` and of the
+ * run.ursa.* annotations, and binding the forwards' host sockets before
  * the sandbox is reported ready (see netstack.h); and the receive-slot
  * policy the netstack applies (a pure function, so it is tested alone).
  */
@@ -136,6 +137,118 @@ int urs_netopts_forwards(struct urs_netopts *o, const char *list, struct urs_err
 			return r;
 	}
 	return 0;
+}
+
+/* "ADDR/N" with N in [lo, hi]; host bits must be zero */
+static int parse_prefix(const char *v, struct urs_net_prefix *p, int lo4, int hi4, int lo6, int hi6)
+{
+	char buf[INET6_ADDRSTRLEN + 8];
+	if (snprintf(buf, sizeof(buf), "%s", v) >= (int) sizeof(buf))
+		return -EINVAL;
+	char *slash = strchr(buf, '/'), *end;
+	if (!slash)
+		return -EINVAL;
+	*slash = 0;
+	long n = strtol(slash + 1, &end, 10);
+	if (!slash[1] || *end)
+		return -EINVAL;
+	memset(p, 0, sizeof(*p));
+	if (inet_pton(AF_INET, buf, &p->v4) == 1) {
+		if (n < lo4 || n > hi4)
+			return -ERANGE;
+		uint32_t a = ntohl(p->v4.s_addr), mask = n ? ~0u << (32 - n) : 0;
+		if (a & ~mask)
+			return -EINVAL;
+		p->family = AF_INET;
+	} else if (inet_pton(AF_INET6, buf, &p->v6) == 1) {
+		if (n < lo6 || n > hi6)
+			return -ERANGE;
+		for (int b = (int) n; b < 128; b++)
+			if (p->v6.s6_addr[b / 8] & (0x80 >> (b % 8)))
+				return -EINVAL;
+		p->family = AF_INET6;
+	} else {
+		return -EINVAL;
+	}
+	p->len = (uint8_t) n;
+	return 0;
+}
+
+int urs_netopts_set(struct urs_netopts *o, const char *key, const char *value, struct urs_err *err)
+{
+	struct urs_net_prefix p;
+	if (!strcmp(key, "ipv4") || !strcmp(key, "ipv6")) {
+		bool v4 = key[3] == '4';
+		int r = parse_prefix(value, &p, 8, 30, 48, 120);
+		if (r < 0 || p.family != (v4 ? AF_INET : AF_INET6))
+			return urs_err_set(err, -EINVAL,
+					   "network %s \"%s\": expected an %s network with a "
+					   "prefix length of %s and no host bits",
+					   key, value, v4 ? "IPv4" : "IPv6",
+					   v4 ? "8..30" : "48..120");
+		if (v4) {
+			o->net4 = p.v4;
+			o->prefix4 = p.len;
+			o->has_net4 = true;
+		} else {
+			o->net6 = p.v6;
+			o->prefix6 = p.len;
+			o->has_net6 = true;
+		}
+		return 0;
+	}
+	if (!strcmp(key, "allow")) {
+		char buf[1024];
+		if (snprintf(buf, sizeof(buf), "%s", value) >= (int) sizeof(buf))
+			return urs_err_set(err, -E2BIG, "network allow: list too long");
+		char *save = NULL;
+		for (char *t = strtok_r(buf, ", ", &save); t; t = strtok_r(NULL, ", ", &save)) {
+			if (o->n_allow >= URS_NET_MAX_ALLOW)
+				return urs_err_set(err, -E2BIG,
+						   "network allow: more than %d entries",
+						   URS_NET_MAX_ALLOW);
+			if (parse_prefix(t, &p, 0, 32, 0, 128) < 0)
+				return urs_err_set(err, -EINVAL,
+						   "network allow \"%s\": expected ADDR/N (IPv4 or "
+						   "IPv6, no host bits)",
+						   t);
+			o->allow[o->n_allow++] = p;
+		}
+		return 0;
+	}
+	if (!strcmp(key, "max-flows")) {
+		char *end;
+		errno = 0;
+		long n = strtol(value, &end, 10);
+		if (!*value || *end || errno || n < 1 || n > 1048576)
+			return urs_err_set(err, -EINVAL,
+					   "network max-flows \"%s\": expected 1..1048576", value);
+		o->max_flows = (uint32_t) n;
+		return 0;
+	}
+	return urs_err_set(err, -EINVAL,
+			   "network setting \"%s\": expected ipv4, ipv6, allow or max-flows", key);
+}
+
+void urs_netopts_apply(const struct urs_netopts *o, struct urs_net_cfg *nc)
+{
+	nc->ipv6 = o->ipv6;
+	if (o->has_net4) {
+		uint32_t n = ntohl(o->net4.s_addr);
+		nc->gw4.s_addr = htonl(n + 1);
+		nc->addr4.s_addr = htonl(n + 2);
+		nc->prefix4 = o->prefix4;
+	}
+	if (o->has_net6) {
+		nc->gw6 = nc->addr6 = o->net6;
+		nc->gw6.s6_addr[15] = 1;
+		nc->addr6.s6_addr[15] = 2;
+		nc->prefix6 = o->prefix6;
+	}
+	for (unsigned i = 0; i < o->n_allow && nc->n_allow < URS_NET_MAX_ALLOW; i++)
+		nc->allow[nc->n_allow++] = o->allow[i];
+	if (o->max_flows)
+		nc->max_flows = o->max_flows;
 }
 
 int urs_netfwd_bind(struct urs_netopts *o, struct urs_err *err)

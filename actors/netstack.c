@@ -414,7 +414,7 @@ int urs_netstack_prepare(struct urs_netopts *o, pid_t init_pid, struct urs_net_c
 	*tapfd = -1;
 	o->sandbox_pid = init_pid;
 	urs_net_cfg_default(nc);
-	nc->ipv6 = o->ipv6;
+	urs_netopts_apply(o, nc);
 	struct urs_tap_cfg tc;
 	urs_netstack_tap_cfg(nc, &tc);
 	char path[64];

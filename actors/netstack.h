@@ -40,12 +40,23 @@ struct urs_netopts {
 	uint32_t idle_ms;    /* shrink back to one slot after this long without backlog */
 	uint32_t splice_max; /* TCP forward clients spliced at once (0: 32; see netsplice.h) */
 	bool ipv6;
-	pid_t sandbox_pid; /* set by urs_netstack_prepare: whose /proc/PID/net is the sandbox's */
+	/* set by urs_netopts_set() (0 / unset: the engine's defaults) */
+	bool has_net4, has_net6;
+	struct in_addr net4; /* the sandbox's IPv4 network: gateway .1, sandbox .2 */
+	uint8_t prefix4;
+	struct in6_addr net6; /* the same for IPv6: ::1 and ::2 */
+	uint8_t prefix6;
+	struct urs_net_prefix allow[URS_NET_MAX_ALLOW]; /* opened despite the policy */
+	unsigned n_allow;
+	uint32_t max_flows; /* TCP + UDP + ICMP flows at once (0: the engine's 1024) */
+	pid_t sandbox_pid;  /* set by urs_netstack_prepare: whose /proc/PID/net is the sandbox's */
 };
 
 /* Bundle annotations (documented in docs/network.md). */
 #define URS_ANN_NETWORK "run.ursa.network"
 #define URS_ANN_PORTS	"run.ursa.ports"
+/* run.ursa.network.KEY: the keys of urs_netopts_set() */
+#define URS_ANN_NET_PREFIX "run.ursa.network."
 
 void urs_netopts_default(struct urs_netopts *o);
 /* "sandbox" | "none" | "host" */
@@ -55,6 +66,14 @@ int urs_netopts_mode(struct urs_netopts *o, const char *mode, struct urs_err *er
 int urs_netopts_forward(struct urs_netopts *o, const char *spec, struct urs_err *err);
 /* A comma-separated list of forwards (the annotation's format). */
 int urs_netopts_forwards(struct urs_netopts *o, const char *list, struct urs_err *err);
+/* One setting KEY=VALUE (`ursa do --net`, annotation run.ursa.network.KEY):
+ *   ipv4=A.B.C.D/N   the sandbox's IPv4 network (N 8..30; gateway .1, sandbox .2)
+ *   ipv6=X::/N       its IPv6 network (N 48..120; gateway ::1, sandbox ::2)
+ *   allow=CIDR[,CIDR...]  destinations the policy would refuse, opened
+ *   max-flows=N      TCP + UDP + ICMP flows alive at once (1..1048576) */
+int urs_netopts_set(struct urs_netopts *o, const char *key, const char *value, struct urs_err *err);
+/* The engine's configuration with @o's settings over the defaults. */
+void urs_netopts_apply(const struct urs_netopts *o, struct urs_net_cfg *nc);
 /* Bind (and listen on) every forward's host socket. */
 int urs_netfwd_bind(struct urs_netopts *o, struct urs_err *err);
 void urs_netfwd_close(struct urs_netopts *o);

@@ -95,6 +95,9 @@ int urs_bundle_prepare(struct urs_create_args *c, struct urs_sandbox_opts *o, st
 			r = urs_netopts_mode(&c->net, kv->value, err);
 		else if (!strcmp(kv->key, URS_ANN_PORTS))
 			r = urs_netopts_forwards(&c->net, kv->value, err);
+		else if (!strncmp(kv->key, URS_ANN_NET_PREFIX, strlen(URS_ANN_NET_PREFIX)))
+			r = urs_netopts_set(&c->net, kv->key + strlen(URS_ANN_NET_PREFIX),
+					    kv->value, err);
 		if (r < 0) {
 			char why[sizeof(err->msg)];
 			snprintf(why, sizeof(why), "%s", err->msg);

@@ -226,15 +226,17 @@ fail:
 
 /* /run/ursa/.resolv-PID.conf naming the gateway(s); bind-mounted read-only
  * on the sandbox's /etc/resolv.conf and unlinked once the sandbox exists. */
-static int write_resolv(char *path, size_t len)
+static int write_resolv(const struct urs_netopts *o, char *path, size_t len)
 {
 #if !URSA_HAVE_NETSTACK
+	(void) o;
 	(void) path;
 	(void) len;
 	return -ENOSYS;
 #else
 	struct urs_net_cfg nc;
 	urs_net_cfg_default(&nc);
+	urs_netopts_apply(o, &nc);
 	char a4[INET_ADDRSTRLEN], a6[INET6_ADDRSTRLEN], text[256];
 	inet_ntop(AF_INET, &nc.gw4, a4, sizeof(a4));
 	inet_ntop(AF_INET6, &nc.gw6, a6, sizeof(a6));
@@ -261,13 +263,16 @@ int cmd_do(int argc, char **argv)
 	int r;
 	const char *network = "sandbox", *cwd = NULL, *memory = NULL;
 	int pids = 0;
-	struct urs_strlist envs = {0}, vols = {0}, ports = {0};
+	struct urs_strlist envs = {0}, vols = {0}, ports = {0}, netset = {0};
 	bool no_prewarm = getenv("URSA_BENCH_NO_PREWARM") != NULL;
 	const struct urs_opt opts[] = {
 		{"network", 0, URS_OPT_STR, &network,
 		 "sandbox (default: a NIC served by the supervisor), none (lo only) or host"},
 		{"publish", 'p', URS_OPT_LIST, &ports,
 		 "[HOSTIP:]HOSTPORT:SANDBOXPORT[/tcp|udp] port forward (repeatable)"},
+		{"net", 0, URS_OPT_LIST, &netset,
+		 "KEY=VALUE network setting (repeatable): ipv4=A.B.C.D/N, ipv6=X::/N, "
+		 "allow=CIDR[,CIDR], max-flows=N (docs/network.md)"},
 		{"cwd", 0, URS_OPT_STR, &cwd, "working directory (default: the current one)"},
 		{"env", 'e', URS_OPT_LIST, &envs, "KEY=VALUE (repeatable)"},
 		{"volume", 'v', URS_OPT_LIST, &vols,
@@ -300,8 +305,22 @@ int cmd_do(int argc, char **argv)
 			return 125;
 		}
 	}
-	if (ports.n && net.mode != URS_NET_SANDBOX) {
-		urs_error("do: -p needs --network sandbox");
+	for (int k = 0; k < netset.n; k++) {
+		char kv[256];
+		snprintf(kv, sizeof(kv), "%s", netset.v[k]);
+		char *eq = strchr(kv, '=');
+		if (!eq) {
+			urs_error("do: --net %s: expected KEY=VALUE", netset.v[k]);
+			return 125;
+		}
+		*eq = 0;
+		if (urs_netopts_set(&net, kv, eq + 1, &err) < 0) {
+			urs_error("do: --net: %s", err.msg);
+			return 125;
+		}
+	}
+	if ((ports.n || netset.n) && net.mode != URS_NET_SANDBOX) {
+		urs_error("do: %s needs --network sandbox", ports.n ? "-p" : "--net");
 		return 125;
 	}
 	char here[PATH_MAX];
@@ -349,7 +368,7 @@ int cmd_do(int argc, char **argv)
 		return 125;
 	}
 	char resolv[PATH_MAX] = "";
-	if (net.mode == URS_NET_SANDBOX && (r = write_resolv(resolv, sizeof(resolv))) < 0) {
+	if (net.mode == URS_NET_SANDBOX && (r = write_resolv(&net, resolv, sizeof(resolv))) < 0) {
 		urs_error("do: writing the sandbox's resolv.conf: %s", strerror(-r));
 		return 125;
 	}

@@ -4,6 +4,7 @@
  * the receive-slot decision of the netstack actor.
  */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -131,6 +132,61 @@ static void test_bind_in_use(void **state)
 	assert_int_equal(o.fwd[0].fd, -1);
 }
 
+static void test_settings(void **state)
+{
+	(void) state;
+	struct urs_netopts o;
+	struct urs_err err = {{0}};
+	urs_netopts_default(&o);
+	assert_int_equal(urs_netopts_set(&o, "ipv4", "10.77.0.0/16", &err), 0);
+	assert_int_equal(urs_netopts_set(&o, "ipv6", "fd00:77::/64", &err), 0);
+	assert_int_equal(urs_netopts_set(&o, "allow", "192.0.2.1/32, 169.254.0.0/16", &err), 0);
+	assert_int_equal(urs_netopts_set(&o, "allow", "fe80::/10", &err), 0);
+	assert_int_equal(urs_netopts_set(&o, "max-flows", "7", &err), 0);
+	struct urs_net_cfg nc;
+	urs_net_cfg_default(&nc);
+	unsigned base_allow = nc.n_allow;
+	urs_netopts_apply(&o, &nc);
+	char a[INET6_ADDRSTRLEN];
+	assert_string_equal(inet_ntop(AF_INET, &nc.addr4, a, sizeof(a)), "10.77.0.2");
+	assert_string_equal(inet_ntop(AF_INET, &nc.gw4, a, sizeof(a)), "10.77.0.1");
+	assert_int_equal(nc.prefix4, 16);
+	assert_string_equal(inet_ntop(AF_INET6, &nc.addr6, a, sizeof(a)), "fd00:77::2");
+	assert_string_equal(inet_ntop(AF_INET6, &nc.gw6, a, sizeof(a)), "fd00:77::1");
+	assert_int_equal(nc.prefix6, 64);
+	assert_int_equal(nc.n_allow, base_allow + 3);
+	assert_int_equal(nc.allow[base_allow].family, AF_INET);
+	assert_int_equal(nc.allow[base_allow].len, 32);
+	assert_int_equal(nc.allow[base_allow + 2].family, AF_INET6);
+	assert_int_equal(nc.allow[base_allow + 2].len, 10);
+	assert_int_equal(nc.max_flows, 7);
+
+	/* refusals name the problem */
+	static const char *const bad[][2] = {
+		{"ipv4", "10.77.0.1/16"}, /* host bits */
+		{"ipv4", "10.0.0.0/31"},  /* no room for gateway + sandbox */
+		{"ipv4", "fd00::/64"},	  /* wrong family */
+		{"ipv6", "fd00::/127"},	  {"ipv6", "fd00::1/64"},   {"ipv4", "10.0.0.0"},
+		{"allow", "1.2.3.0/33"},  {"allow", "nonsense"},    {"max-flows", "0"},
+		{"max-flows", "12x"},	  {"max-flows", "2000000"}, {"colour", "blue"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		urs_netopts_default(&o);
+		err.msg[0] = 0;
+		assert_int_equal(urs_netopts_set(&o, bad[i][0], bad[i][1], &err), -EINVAL);
+		assert_non_null(strstr(err.msg, bad[i][0]));
+	}
+	/* defaults untouched without settings */
+	urs_netopts_default(&o);
+	struct urs_net_cfg d1, d2;
+	urs_net_cfg_default(&d1);
+	urs_net_cfg_default(&d2);
+	urs_netopts_apply(&o, &d2);
+	assert_memory_equal(&d1.addr4, &d2.addr4, sizeof(d1.addr4));
+	assert_int_equal(d1.n_allow, d2.n_allow);
+	assert_int_equal(d1.max_flows, d2.max_flows);
+}
+
 static void test_slots_next(void **state)
 {
 	(void) state;
@@ -155,6 +211,7 @@ int main(void)
 		cmocka_unit_test(test_forward_list_and_mode),
 		cmocka_unit_test(test_bind_in_use),
 		cmocka_unit_test(test_slots_next),
+		cmocka_unit_test(test_settings),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -115,6 +115,39 @@ except Exception as e:
     print("blocked", e)' "${gw:-10.0.2.1}" 2>&1)
 echo "$out" | grep -q "^blocked" && ok "policy: the host's loopback is not reachable through the gateway" ||
 	fail "policy: the host's loopback is not reachable through the gateway" "$out"
+# ---- settings (--net KEY=VALUE; annotations run.ursa.network.KEY) -------------
+out=$(sb --net ipv4=10.77.0.0/16 --net ipv6=fd00:77::/64 -- sh -c 'busybox ip -o addr show dev eth0
+	busybox ip route show default; busybox wget -q -O /t/got4 http://192.0.2.2:8080/file && echo GOT' 2>&1)
+echo "$out" | grep -q "inet 10.77.0.2/16" && echo "$out" | grep -q "inet6 fd00:77::2/64" &&
+	echo "$out" | grep -q "default via 10.77.0.1" && echo "$out" | grep -q "^GOT" &&
+	cmp -s "$work/got4" "$work/www/file" &&
+	ok "--net ipv4=10.77.0.0/16 ipv6=fd00:77::/64: addresses, gateway, traffic" ||
+	fail "--net ipv4=10.77.0.0/16 ipv6=fd00:77::/64: addresses, gateway, traffic" "$out"
+out=$(sb --net allow=192.0.2.1/32 -- "$PY" -c '
+import socket
+s = socket.socket(); s.settimeout(5)
+try:
+    s.connect(("192.0.2.1", 9010)); print("reached:", s.recv(10))
+except Exception as e:
+    print("blocked", e)' 2>&1)
+echo "$out" | grep -q "reached: b'HOST" && ok "--net allow=192.0.2.1/32 opens the host's own address" ||
+	fail "--net allow=192.0.2.1/32 opens the host's own address" "$out"
+out=$(sb --net max-flows=2 -- "$PY" -c '
+import socket
+held, n = [], 0
+for i in range(3):
+    s = socket.socket(); s.settimeout(2)
+    try:
+        s.connect(("192.0.2.2", 8080)); held.append(s); n += 1
+    except Exception as e:
+        print("refused", i, e)
+print("connected", n)' 2>&1)
+echo "$out" | grep -q "^connected 2" && echo "$out" | grep -q "^refused 2" &&
+	ok "--net max-flows=2: a third connection is refused" ||
+	fail "--net max-flows=2: a third connection is refused" "$out"
+out=$(sb --net ipv4=10.77.0.1/16 -- true 2>&1)
+[ $? = 125 ] && echo "$out" | grep -q "no host bits" && ok "--net with host bits: refused, clear error" ||
+	fail "--net with host bits: refused, clear error" "$out"
 out=$(sb -- busybox nslookup test.ursa.example 2>&1)
 echo "$out" | grep -q "192.0.2.77" && ok "dns: nslookup through the sandbox's resolv.conf" ||
 	fail "dns: nslookup through the sandbox's resolv.conf" "$out"
