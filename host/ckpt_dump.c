@@ -1403,6 +1403,12 @@ static int dump_task(struct dumpctx *c, uint32_t idx, struct urs_err *err)
 		t->r.rseq_len = rc.rseq_abi_size;
 		t->r.rseq_sig = rc.signature;
 	}
+	void *rhead = NULL;
+	size_t rlen = 0;
+	if (syscall(SYS_get_robust_list, pid, &rhead, &rlen) == 0) {
+		t->r.robust_head = (uint64_t) (uintptr_t) rhead;
+		t->r.robust_len = rlen;
+	}
 	char tpath[64], tbuf[64];
 	snprintf(tpath, sizeof(tpath), "/proc/%d/timers", pid);
 	if (read_small(tpath, tbuf, sizeof(tbuf)) > 0)

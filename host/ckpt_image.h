@@ -20,7 +20,7 @@
 #include "host/err.h"
 
 #define CKPT_PAGE_SIZE	   4096u
-#define CKPT_VERSION	   2u
+#define CKPT_VERSION	   3u
 #define CKPT_MAX_TASKS	   256u
 #define CKPT_MAX_VMAS	   65536u
 #define CKPT_MAX_FDS	   65536u
@@ -173,6 +173,7 @@ struct ckpt_task_rec {
 	int32_t exit_status; /* zombie: wait status (waitpid format) */
 	/* ITIMER_REAL, _VIRTUAL, _PROF: {interval sec, usec, value sec, usec} */
 	int64_t itimer[3][4];
+	uint64_t robust_head, robust_len; /* set_robust_list(2) registration (0: none) */
 };
 
 /* One classic-BPF seccomp filter (struct sock_filter is 8 bytes). */

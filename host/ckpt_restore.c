@@ -1097,6 +1097,13 @@ static int restore_misc(struct rctx *c, uint32_t i, struct urs_err *err)
 			return urs_err_set(err, r, "restore: pid %d: rseq: %s", t->r.nspid,
 					   strerror(-r));
 	}
+	if (t->r.robust_head) {
+		r = inj(c, i, SYS_set_robust_list, t->r.robust_head, t->r.robust_len, 0, 0, 0, 0,
+			NULL);
+		if (r)
+			return urs_err_set(err, r, "restore: pid %d: robust list: %s", t->r.nspid,
+					   strerror(-r));
+	}
 	for (unsigned which = 0; which < 3; which++) {
 		int64_t it[4];
 		memcpy(it, t->r.itimer[which], sizeof(it));

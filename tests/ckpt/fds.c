@@ -26,6 +26,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 static int out;
@@ -81,6 +82,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: fds OUT FIFO GO PORT\n");
 		return 2;
 	}
+	/* glibc registered a robust-futex list head at start: it must survive */
+	void *rh0 = NULL, *rh = NULL;
+	size_t rl0 = 0, rl = 0;
+	syscall(SYS_get_robust_list, 0, &rh0, &rl0);
 	out = open(argv[1], O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
 	if (out < 0)
 		return 2;
@@ -137,6 +142,8 @@ int main(int argc, char **argv)
 	close(s2[1]);
 	say("READY parent\n");
 	wait_go(argv[3]);
+	check(syscall(SYS_get_robust_list, 0, &rh, &rl) == 0 && rh0 && rh == rh0 && rl == rl0,
+	      "robust list registration");
 	check(read_is(p1[0], "pipe-data-123"), "pipe data");
 	check(write(p1[1], "more", 4) == 4 && read_is(p1[0], "more"), "pipe still a pipe");
 	check(read_is(fr, "fifo-data"), "fifo data");

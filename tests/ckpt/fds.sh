@@ -35,8 +35,8 @@ kids=$(cat /proc/$P/task/$P/children)
 touch "$W/go"
 wait_for 10 sh -c "[ \$(grep -c DONE '$W/out' 2>/dev/null) = 2 ]" || fail "the original did not finish"
 grep '^FAIL' "$W/out" && fail "a check of the original failed after the dump"
-[ "$(grep -c '^OK' "$W/out")" = 14 ] || fail "the original: expected 14 OK lines"
-echo "ok 1 the dump left every queue, counter and socket of the original intact (14 checks)"
+[ "$(grep -c '^OK' "$W/out")" = 15 ] || fail "the original: expected 15 OK lines"
+echo "ok 1 the dump left every queue, counter and socket of the original intact (15 checks, robust list included)"
 wait $P 2>/dev/null
 wait_for 5 sh -c "! kill -0 $P $kids 2>/dev/null" || fail "the original did not exit"
 P=
@@ -48,8 +48,8 @@ R=$(awk '/^pid/ {print $2}' "$W/restore.log")
 wait_for 10 sh -c "[ \$(grep -c DONE '$W/out' 2>/dev/null) = 4 ]" || fail "no DONE after restore"
 oks=$(grep -c '^OK' "$W/out")
 grep '^FAIL' "$W/out" && fail "a check failed after restore"
-[ "$oks" = 28 ] || fail "expected 14 more OK lines after the restore, got $((oks - 14))"
-echo "ok 2 restored: pipes, FIFO, eventfds, epoll, socketpairs, listening socket, shared fds (14 checks)"
+[ "$oks" = 30 ] || fail "expected 15 more OK lines after the restore, got $((oks - 15))"
+echo "ok 2 restored: pipes, FIFO, eventfds, epoll, socketpairs, listening socket, shared fds, robust list (15 checks)"
 wait_for 5 sh -c "! kill -0 $R 2>/dev/null" || true
 R=
 

@@ -259,8 +259,8 @@ if [ -n "${FDS:-}" ]; then
 	(cd "$work/b2" && u restore -d --image-path "$work/img10" ${P}c9 >/dev/null 2>"$work/c9r.err")
 	touch "$work/rootfs/tmp/go"
 	wait_for 10 sh -c "[ \$(grep -c DONE '$fo' 2>/dev/null) = 2 ]" || true
-	check "restored in a sandbox, it checks all 14 of them" \
-		'[ "$(grep -c "^OK" "$fo")" = 14 ] && ! grep -q "^FAIL" "$fo"' \
+	check "restored in a sandbox, it checks all 15 of them (robust list included)" \
+		'[ "$(grep -c "^OK" "$fo")" = 15 ] && ! grep -q "^FAIL" "$fo"' \
 		"$(cat "$work/c9r.err" 2>/dev/null; cat "$fo" 2>/dev/null)"
 	u delete --force ${P}c9 >/dev/null 2>&1
 fi
