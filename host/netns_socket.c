@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -16,7 +17,6 @@ int urs_netns_sock_open(struct urs_netns_sock *ns, pid_t pid)
 {
 	char path[64];
 	ns->self = ns->target = -1;
-	ns->broken = false;
 	if (pid <= 0)
 		return -EINVAL;
 	int self = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
@@ -36,18 +36,18 @@ int urs_netns_sock_open(struct urs_netns_sock *ns, pid_t pid)
 
 int urs_netns_sock_socket(struct urs_netns_sock *ns, int domain, int type, int proto)
 {
-	if (ns->broken || ns->self < 0 || ns->target < 0)
+	if (ns->self < 0 || ns->target < 0)
 		return -EBADF;
 	if (setns(ns->target, CLONE_NEWNET) < 0)
 		return -errno;
 	int fd = socket(domain, type | SOCK_CLOEXEC, proto);
 	int r = fd < 0 ? -errno : fd;
-	/* back home whatever happened: the supervisor's sockets live there */
+	/* back home whatever happened: the supervisor's sockets live there.
+	 * Failing that, every host socket the engine makes from now on would
+	 * be the sandbox's: end the process rather than run on in there. */
 	if (setns(ns->self, CLONE_NEWNET) < 0) {
-		ns->broken = true;
-		if (fd >= 0)
-			close(fd);
-		return -EIO;
+		fprintf(stderr, "ursa: cannot return to the host network namespace: %m\n");
+		abort();
 	}
 	return r;
 }

@@ -11,13 +11,11 @@
 #ifndef URSA_HOST_NETNS_SOCKET_H
 #define URSA_HOST_NETNS_SOCKET_H
 
-#include <stdbool.h>
 #include <sys/types.h>
 
 struct urs_netns_sock {
-	int self;    /* our own net namespace (where we return) */
-	int target;  /* the sandbox's */
-	bool broken; /* returning home failed once: never try again */
+	int self;   /* our own net namespace (where we return) */
+	int target; /* the sandbox's */
 };
 
 #define URS_NETNS_SOCK_INIT              \
@@ -30,7 +28,8 @@ struct urs_netns_sock {
 int urs_netns_sock_open(struct urs_netns_sock *ns, pid_t pid);
 /* socket(2) inside the target namespace (SOCK_CLOEXEC is added). Returns the
  * fd or -errno; the calling thread is back in its own namespace either way
- * (if it cannot return, -EIO and the handle refuses further use). */
+ * (if it cannot return, the process aborts: it must never go on working
+ * from inside the sandbox's namespace). */
 int urs_netns_sock_socket(struct urs_netns_sock *ns, int domain, int type, int proto);
 void urs_netns_sock_close(struct urs_netns_sock *ns);
 
