@@ -2,7 +2,8 @@
  * actors/checkpointer.c — the supervisor's state in a checkpoint image:
  * gather + seal (save), verify + decode + apply (restore), the host key,
  * and the checkpointer actor that writes the file with batched io_uring
- * writes. See checkpointer.h.
+ * writes (up to CKPT_DIRECT_MAX bytes, the usual few KiB: one pwrite). See
+ * checkpointer.h.
  */
 #include "actors/checkpointer.h"
 
@@ -16,13 +17,17 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "actors/gofer.h"
 #include "actors/metrics.h"
 #include "actors/netstack.h"
+#include "host/spec.h"
 #include "net/snapshot.h"
 #include "runtime/common.h"
 #include "state/codec.h"
 #include "state/statefile.h"
 #include "supstate_types.h"
+
+#define CKPT_DIRECT_MAX (256u << 10)
 
 /* ---- the key ---- */
 
@@ -427,6 +432,9 @@ static void gather_free(struct sst_root *st)
 	free(st->metrics);
 	free(st->net.neighbors);
 	free(st->net.flows);
+	for (uint32_t i = 0; i < st->volumes_len; i++)
+		free(st->volumes[i].inodes);
+	free(st->volumes);
 	free(st->config.config_json);
 	free(st->config.fwds);
 }
@@ -507,8 +515,31 @@ static int gather(const struct urs_ckpt_src *src, struct sst_root *st, struct ur
 		    (r = urs_net_flow_each(net, gather_flow, &g)))
 			return urs_err_set(err, r, "saving the netstack: %s", strerror(-r));
 	}
-	/* gofer volumes: the slot (st->volumes) stays empty until the gofer
-	 * exports its inode table (docs/gofer.md) */
+	/* gofer volumes (actors/gofer_state.c): identity, mode, quotas, the
+	 * live inode table; we run on their loop's thread */
+	uint32_t nv = 0;
+	for (int i = 0; src->gofers && i < URS_GOFER_MAX; i++)
+		nv += src->gofers[i] != NULL;
+	if (nv && !(st->volumes = calloc(nv, sizeof(*st->volumes))))
+		return urs_err_set(err, -ENOMEM, "out of memory");
+	for (int i = 0; src->gofers && i < URS_GOFER_MAX; i++) {
+		if (!src->gofers[i])
+			continue;
+		struct sst_volume *v = &st->volumes[st->volumes_len++];
+		struct urs_gofer_state gs;
+		r = urs_gofer_state_export(src->gofers[i], &gs);
+		if (r == 0)
+			r = urs_gofer_state_to_sst(&gs, v);
+		urs_gofer_state_free(&gs);
+		if (r < 0)
+			return urs_err_set(err, r, "saving gofer volume %s: %s", src->gofer_dest[i],
+					   strerror(-r));
+		v->destination = (char *) src->gofer_dest[i];
+		v->host_path = (char *) src->gofer_src[i];
+		v->fuse_dev = src->init_pid > 0
+				      ? urs_gofer_mount_dev(src->init_pid, src->gofer_dest[i])
+				      : 0;
+	}
 	return 0;
 }
 
@@ -582,6 +613,24 @@ static void handle(struct urs_actor *self, struct urs_msg *m)
 		if (c->fd < 0)
 			r = urs_err_set(&err, -errno, "%s/%s: %s", req->dir, c->tmp,
 					strerror(errno));
+	}
+	/* A small state (a few KiB, the usual case) is written at once: a
+	 * buffered write through io_uring is handed to an io-wq worker, whose
+	 * start costs milliseconds here (the pages sink has the same rule) */
+	if (r == 0 && c->len <= CKPT_DIRECT_MAX) {
+		int res = 0;
+		for (size_t off = 0; off < c->len;) {
+			ssize_t k = pwrite(c->fd, c->buf + off, c->len - off, (off_t) off);
+			if (k < 0 && errno == EINTR)
+				continue;
+			if (k <= 0) {
+				res = k < 0 ? -errno : -EIO;
+				break;
+			}
+			off += (size_t) k;
+		}
+		chunk_cb(&c->w, &c->chunk, res < 0 ? res : (int) c->len);
+		return;
 	}
 	if (r == 0 && (r = urs_writer_init(&c->w, self->loop, c->fd, 0, 0, 0, NULL)) < 0)
 		urs_err_set(&err, r, "writer: %s", strerror(-r));

@@ -6,8 +6,8 @@
  * ("checkpoint DIR"); the control actor hands the request to the
  * checkpointer, which gathers what the supervisor itself holds — the
  * configuration it runs with, its metric values, the netstack's neighbor
- * cache, flow summary and counters, a slot for the gofer volumes' inode
- * tables — maps it onto the schema actors/supstate.ursc, encodes it with
+ * cache, flow summary and counters, the gofer volumes' state
+ * (actors/gofer_state.c) — maps it onto the schema actors/supstate.ursc, encodes it with
  * state/ and seals it as a statefile (HMAC-SHA256 chain keyed by the host's
  * checkpoint key), and writes DIR/supervisor.img through the runtime's
  * batched io_uring writer (temporary file, then rename: a complete file or
@@ -85,6 +85,11 @@ struct urs_ckpt_src {
 	struct urs_net *(*engine)(void *ctx); /* the netstack's engine now, or NULL */
 	void *engine_ctx;
 	const struct urs_loop *loop;
+	/* gofer volumes (docs/gofer.md "Checkpoint and restore"): URS_GOFER_MAX
+	 * slots each, NULL = none; the init's pid for their FUSE devices */
+	struct urs_gofer *const *gofers;
+	const char *const *gofer_dest, *const *gofer_src;
+	int init_pid;
 };
 
 /* res: 0 or a negative errno; msg: why (empty on success). */

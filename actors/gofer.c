@@ -349,6 +349,13 @@ int urs_gofer_start(struct urs_loop *loop, int fuse_fd, int root_fd,
 	int r = gofer_itable_init(&g->it, g->o.max_inodes);
 	if (r < 0)
 		goto fail;
+	if (!g->o.max_open)
+		g->o.max_open = GOFER_MAX_OPEN;
+	gofer_itable_limits(&g->it, g->o.fd_cache,
+			    g->o.budget ? g->o.budget->max_pinned : g->o.max_pinned);
+	if (g->o.budget)
+		g->it.shared_pinned = &g->o.budget->pinned;
+	g->it.no_handles = g->o.no_handles;
 	int fd = openat(root_fd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0) {
 		r = -errno;
@@ -364,7 +371,8 @@ int urs_gofer_start(struct urs_loop *loop, int fuse_fd, int root_fd,
 	r = gofer_quota_init(g); /* usage at start: a bounded walk */
 	if (r < 0)
 		goto fail;
-	/* one O_PATH fd per inode the kernel holds: use the whole hard limit */
+	/* the fds are bounded by the caps above (docs/gofer.md "Inodes"), but
+	 * several volumes' caps add up: do not let the soft limit bite first */
 	struct rlimit rl;
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
 		rl.rlim_cur = rl.rlim_max;
@@ -443,6 +451,11 @@ void urs_gofer_get_stats(const struct urs_gofer *g, struct urs_gofer_stats *st)
 	st->bufs_max = g->nslots;
 	st->inodes = g->it.live;
 	st->open_files = g->open_files;
+	st->fds = gofer_itable_fds(&g->it);
+	st->fd_reopens = g->it.reopens;
+	st->fd_evictions = g->it.evictions;
+	st->stale = g->it.stale;
+	st->enfile_pinned = g->it.refused;
 	st->passthrough = g->passthrough;
 	st->proto_minor = g->minor;
 	st->quota_bytes_used = g->q_bytes;

@@ -10,20 +10,34 @@
  * one (memory returned) after an idle period. Replies are write(2)s to the
  * fd (a reply never blocks). Every name is resolved with openat2(
  * RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS) from the
- * O_PATH fd of its parent, which the gofer holds for every inode the kernel
- * knows (freed on FORGET). Regular-file data uses FUSE passthrough when the
- * kernel offers it (the kernel reads/writes the host file directly), else
- * pread/pwrite in the gofer. See docs/gofer.md.
+ * O_PATH fd of its parent; inodes the kernel knows are kept as file
+ * handles (freed on FORGET), their O_PATH fds reopened on demand into a
+ * small bounded cache, so the fds held do not grow with them. Regular-file
+ * data uses FUSE passthrough when the kernel offers it (the kernel
+ * reads/writes the host file directly), else pread/pwrite in the gofer.
+ * See docs/gofer.md.
  */
 #ifndef URSA_ACTORS_GOFER_H
 #define URSA_ACTORS_GOFER_H
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "runtime/loop.h"
 
 struct urs_gofer;
+
+/*
+ * Host fds shared by all the gofers of a process (the supervisor keeps its
+ * fd table small): when urs_gofer_opts.budget points to one, open files and
+ * pinned inodes (file systems without file handles) of every gofer using it
+ * count against these caps instead of the per-volume ones. Same thread only.
+ */
+struct urs_gofer_budget {
+	uint32_t open_files, max_open;
+	uint32_t pinned, max_pinned;
+};
 
 struct urs_gofer_opts {
 	bool rdonly;	     /* refuse every mutating op with EROFS */
@@ -42,6 +56,13 @@ struct urs_gofer_opts {
 	uint32_t max_write;  /* bytes per WRITE request; 0 = 128 KiB */
 	uint32_t max_bufs;   /* request buffers at most; 0 = 8, at most 16 */
 	uint32_t max_inodes; /* inodes the kernel may hold at once; 0 = 1 << 20 */
+	/* inodes are kept as file handles; this many O_PATH fds are cached
+	 * (0 = 64, at least 2); docs/gofer.md "Inodes" */
+	uint32_t fd_cache;
+	uint32_t max_pinned; /* fds kept for inodes without handles; 0 = 64 (ENFILE past it) */
+	uint32_t max_open;   /* open files keeping an fd (not passthrough) + dirs; 0 = 128 */
+	struct urs_gofer_budget *budget; /* shared caps instead of the two above, or NULL */
+	bool no_handles;     /* testing: as if the host had no file handles (every inode pinned) */
 	uint64_t idle_ns;    /* shrink to one buffer after this; 0 = 2 s */
 	double attr_timeout; /* seconds the kernel may cache attrs/entries; default 1 */
 	bool attr_timeout_set;
@@ -74,7 +95,14 @@ struct urs_gofer_stats {
 	uint32_t bufs_active, bufs_max;
 	uint32_t inodes;     /* live inode table entries (root included) */
 	uint32_t open_files; /* open handles */
-	bool passthrough;    /* negotiated and working */
+	/* fds and file handles (docs/gofer.md "Inodes") */
+	uint32_t fds;		/* host fds the inode table holds now */
+	uint64_t fd_reopens;	/* open_by_handle_at after an eviction */
+	uint64_t fd_evictions;	/* cached fds closed to make room */
+	uint64_t stale;		/* reopens refused (object gone or not the same) */
+	uint64_t enfile_pinned; /* lookups refused: pinned fds at their cap */
+	uint64_t open_refused;	/* opens refused: open files at their cap */
+	bool passthrough;	/* negotiated and working */
 	bool initialized;
 	uint32_t proto_minor; /* kernel's FUSE minor version */
 	/* FUSE over io_uring (docs/gofer.md): requests arrive through it */
@@ -116,5 +144,48 @@ int urs_gofer_metrics_render(struct urs_gofer *const *g, const char *const *volu
 
 /* Bytes of heap and touched buffer memory the gofer holds right now (approx). */
 size_t urs_gofer_mem(const struct urs_gofer *g);
+
+/*
+ * Checkpoint/restore of a volume (actors/gofer_state.c, docs/gofer.md
+ * "Checkpoint and restore"): what DIR/supervisor.img keeps of it. The
+ * kernel's nodeids and file handles are not carried over (the connection
+ * dies with the sandbox); files are re-opened by path through the new
+ * mount, and st_ino inside is the host's, hence stable.
+ */
+struct urs_gofer_inode_rec {
+	uint64_t nodeid, dev, ino; /* FUSE nodeid; host st_dev, st_ino */
+	uint32_t type, opens;	   /* S_IFMT bits; open handles */
+};
+
+struct urs_gofer_state {
+	uint64_t root_dev, root_ino; /* the volume root on the host */
+	bool rdonly, passthrough;
+	uint64_t quota_bytes, quota_inodes; /* limits, 0 = none */
+	uint64_t used_bytes, used_inodes;   /* usage counted against them */
+	uint32_t open_files;
+	uint32_t ninodes;
+	struct urs_gofer_inode_rec *inodes; /* live table entries, malloc'd */
+};
+
+struct sst_volume;
+
+/* The state of @g now (on its loop's thread). Free with urs_gofer_state_free. */
+int urs_gofer_state_export(const struct urs_gofer *g, struct urs_gofer_state *out);
+void urs_gofer_state_free(struct urs_gofer_state *s);
+/* Is @dir_fd the volume root the state was saved for? 0, or -ESTALE. */
+int urs_gofer_state_check_root(const struct urs_gofer_state *s, int dir_fd);
+/* After urs_gofer_start of the restored volume: checks root and mode
+ * (-ESTALE / -EINVAL with @msg); quota accounting continues from the
+ * host's usage counted at start, a difference from the saved usage is put
+ * in @msg (returns 0). */
+int urs_gofer_state_import(struct urs_gofer *g, const struct urs_gofer_state *s, char *msg,
+			   size_t len);
+/* To and from the schema (actors/supstate.ursc struct volume): the
+ * vec of inodes is calloc'd (the caller frees v->inodes / s->inodes). */
+int urs_gofer_state_to_sst(const struct urs_gofer_state *s, struct sst_volume *v);
+int urs_gofer_state_from_sst(const struct sst_volume *v, struct urs_gofer_state *s);
+/* st_dev of the gofer's FUSE mount on @dest in @pid's mount namespace, from
+ * /proc/PID/mountinfo (no request reaches the gofer), or 0 if none. */
+uint64_t urs_gofer_mount_dev(pid_t pid, const char *dest);
 
 #endif

@@ -32,17 +32,49 @@ struct urs_fuse_backing_map {
 
 #define GOFER_NOREPLY 1 /* handler result: no reply is due (FORGET) */
 
+/*
+ * An inode is identified by its file handle (name_to_handle_at at lookup),
+ * not by a held fd: the O_PATH fd the handlers use is reopened on demand
+ * with open_by_handle_at(mount fd of its st_dev) and kept in a small
+ * bounded cache (a clock over GOFER_FDCACHE slots), so the supervisor's fd
+ * table does not grow with the inodes the kernel holds. Objects whose file
+ * system has no handles keep their fd ("pinned", capped: -ENFILE past it).
+ * Handles up to GOFER_HANDLE_INLINE bytes live in the entry; longer ones
+ * (rare: <= MAX_HANDLE_SZ) in one extra allocation.
+ */
+#define GOFER_HANDLE_INLINE 24
+#define GOFER_MAX_MOUNTS    8	/* host file systems (st_dev) with a mount fd */
+#define GOFER_FDCACHE	    64	/* default fd cache size (urs_gofer_opts.fd_cache) */
+#define GOFER_MAX_PINNED    64	/* default cap of pinned fds (no handle support) */
+#define GOFER_MAX_OPEN	    128 /* default cap of open files and directories */
+
 struct ginode {
 	struct ginode *next_id, *next_key; /* hash chains: by nodeid, by (dev, ino) */
 	uint64_t nodeid;		   /* never reused during the connection */
 	uint64_t nlookup;		   /* kernel references; freed at 0 (root: never) */
 	dev_t dev;
 	ino_t ino;
-	int fd;		    /* O_PATH | O_NOFOLLOW, beneath the volume root */
+	/* O_PATH | O_NOFOLLOW, beneath the volume root, or -1: cached (cslot >=
+	 * 0), pinned (no handle: hlen == 0), or the root's. Handlers get it with
+	 * gofer_inode_fd(), never from here. */
+	int fd;
 	uint32_t type;	    /* S_IFMT bits */
 	int32_t backing_id; /* passthrough backing registered on the connection, 0 = none */
 	uint32_t backing_refs;
 	uint32_t opens;
+	int32_t htype; /* file handle type */
+	int16_t cslot; /* fd cache slot, -1 = not cached */
+	uint8_t hlen;  /* handle bytes; 0 = none (fd pinned) */
+	uint8_t mnt;   /* index into gofer_itable.mnt_fd */
+	union {
+		unsigned char in[GOFER_HANDLE_INLINE];
+		unsigned char *ext; /* hlen > GOFER_HANDLE_INLINE */
+	} h;
+};
+
+struct gofer_cslot {
+	struct ginode *i;
+	bool ref; /* used since the hand last passed */
 };
 
 /* Entries are allocated one by one and found through two chained hash
@@ -54,10 +86,27 @@ struct gofer_itable {
 	uint32_t live, max;
 	uint64_t next_id;
 	struct ginode *root;
+	/* fd cache: allocated at the first insertion; csize >= 2 */
+	struct gofer_cslot *cache;
+	uint32_t csize, cused, hand;
+	struct ginode *protect; /* never evicted (the first of two fds in use) */
+	/* one fd per host file system (O_RDONLY | O_DIRECTORY: open_by_handle_at
+	 * refuses O_PATH ones), found by st_dev; [0] is the root's */
+	int mnt_fd[GOFER_MAX_MOUNTS];
+	dev_t mnt_dev[GOFER_MAX_MOUNTS];
+	uint32_t nmnt;
+	uint32_t pinned, max_pinned; /* fds held for inodes without a handle */
+	uint32_t *shared_pinned;     /* a budget shared with other gofers, or NULL */
+	bool no_handles;	     /* testing: as if no file system had handles */
+	/* counters (metrics) */
+	uint64_t reopens, evictions, stale, refused;
 };
 
 int gofer_itable_init(struct gofer_itable *t, uint32_t max);
-/* Closes every entry's fd; @each (if set) runs first for each entry. */
+/* Fd cache size (>= 2) and pinned cap; before the first lookup. */
+void gofer_itable_limits(struct gofer_itable *t, uint32_t csize, uint32_t max_pinned);
+/* Closes every entry's fd and the mount fds; @each (if set) runs first for
+ * each entry. */
 void gofer_itable_fini(struct gofer_itable *t, void (*each)(struct ginode *, void *), void *ctx);
 /* The inode for a kernel nodeid, or NULL if unknown. */
 struct ginode *gofer_inode_get(struct gofer_itable *t, uint64_t nodeid);
@@ -67,21 +116,35 @@ static inline uint64_t gofer_inode_id(const struct gofer_itable *t, const struct
 	return i->nodeid;
 }
 /*
- * Account one kernel reference to the object @fd (O_PATH) with @st: an
- * existing entry gains a lookup (and @fd is closed), or a new entry takes
- * @fd. Returns the entry or NULL with *err (-ENFILE over the limit, -ENOMEM);
- * @fd is closed on failure.
+ * An O_PATH fd of @i, valid until the next gofer_inode_fd()/ref() of
+ * another inode (which may evict it): reopened from its handle when not
+ * cached, and checked to be the same (st_dev, st_ino) (-ESTALE otherwise).
  */
-struct ginode *gofer_inode_ref(struct gofer_itable *t, int fd, const struct stat *st, int *err);
+int gofer_inode_fd(struct gofer_itable *t, struct ginode *i);
+/* Both at once (RENAME, LINK): neither evicts the other. */
+int gofer_inode_fd2(struct gofer_itable *t, struct ginode *a, struct ginode *b, int *fa, int *fb);
+/*
+ * Account one kernel reference to the object @fd with @st: an existing
+ * entry gains a lookup, or a new entry is made with the object's handle
+ * (or, without handle support, a pinned O_PATH fd: -ENFILE past the cap).
+ * @opath: @fd is an O_PATH fd the table takes (cached, or closed, also on
+ * failure); else @fd is only borrowed (an open file: CREATE).
+ * Returns the entry or NULL with *err (-ENFILE over a limit, -ENOMEM).
+ */
+struct ginode *gofer_inode_ref(struct gofer_itable *t, int fd, bool opath, const struct stat *st,
+			       int *err);
 /* Drop @n kernel references; the entry is freed (fd closed) when none and
  * no open file remain. */
 void gofer_inode_forget(struct gofer_itable *t, struct ginode *i, uint64_t n);
-/* Set up the root entry (nodeid 1) for @fd; never freed by FORGET. */
+/* Set up the root entry (nodeid 1) for @fd (O_PATH directory, kept: never
+ * evicted) and the mount fd of its file system; never freed by FORGET. */
 int gofer_inode_root(struct gofer_itable *t, int fd);
 /* Shrink the hash tables to fit the live entries (idle time). */
 void gofer_itable_compact(struct gofer_itable *t);
 /* Bytes held by the table. */
 size_t gofer_itable_mem(const struct gofer_itable *t);
+/* Fds the table holds (cached, pinned, root, mount fds). */
+uint32_t gofer_itable_fds(const struct gofer_itable *t);
 
 /* What an asynchronous host operation answers when it completes. */
 enum gofer_async_kind { GOFER_ASYNC_READ = 1, GOFER_ASYNC_WRITE, GOFER_ASYNC_FSYNC };
@@ -115,7 +178,8 @@ struct urs_gofer {
 	bool idle_shrunk, stopping, dead, shrinking;
 	bool passthrough; /* negotiated; cleared if BACKING_OPEN fails */
 	uint32_t minor;
-	uint32_t open_files;
+	uint32_t open_files; /* open handles */
+	uint32_t open_fds;   /* those holding a host fd (not passthrough) */
 	uint64_t attr_sec;
 	uint32_t attr_nsec;
 	struct urs_gofer_stats st;

@@ -1,7 +1,8 @@
 /*
  * actors/gofer_metrics.c — the gofer volumes' ursa_gofer_* metrics: ops by
  * type, errors, bytes through the gofer, a latency histogram, inodes and
- * open files, each labelled volume="DEST".
+ * open files, host fds held, reopens from file handles and ENFILE refusals,
+ * each labelled volume="DEST".
  *
  * The request path only bumps the plain counters of struct urs_gofer_stats
  * (actors/gofer.c, gofer_ops.c); they are copied into the registered
@@ -110,9 +111,11 @@ static uint8_t op_index(uint32_t opcode)
 
 static const char *vol_v[MAX_VOLUMES];
 static const char *const dir_v[] = {"read", "write"};
+static const char *const why_v[] = {"pinned", "open"};
 static struct urs_metric_label vol_l[] = {{"volume", vol_v, 0}};
 static struct urs_metric_label volop_l[] = {{"volume", vol_v, 0}, {"op", op_v, NOPS}};
 static struct urs_metric_label voldir_l[] = {{"volume", vol_v, 0}, {"dir", dir_v, 2}};
+static struct urs_metric_label volwhy_l[] = {{"volume", vol_v, 0}, {"reason", why_v, 2}};
 
 static struct urs_metric m_ops = {.name = "ursa_gofer_ops_total",
 				  .help = "FUSE requests a gofer volume answered, by type",
@@ -153,6 +156,25 @@ static struct urs_metric m_pt = {.name = "ursa_gofer_passthrough",
 				 .type = URS_METRIC_GAUGE,
 				 .labels = vol_l,
 				 .nlabels = 1};
+static struct urs_metric m_fds = {
+	.name = "ursa_gofer_fds",
+	.help = "Host fds the volume's inode table holds (cached, pinned, mount fds)",
+	.type = URS_METRIC_GAUGE,
+	.labels = vol_l,
+	.nlabels = 1};
+static struct urs_metric m_reopens = {
+	.name = "ursa_gofer_fd_reopens_total",
+	.help = "Inode fds reopened from their file handle after leaving the fd cache",
+	.type = URS_METRIC_COUNTER,
+	.labels = vol_l,
+	.nlabels = 1};
+static struct urs_metric m_refused = {
+	.name = "ursa_gofer_refused_total",
+	.help = "Requests answered ENFILE: inodes without file handles (pinned fds) or open "
+		"files at their cap",
+	.type = URS_METRIC_COUNTER,
+	.labels = volwhy_l,
+	.nlabels = 2};
 static struct urs_metrics set;
 static uint32_t nvol;
 
@@ -162,8 +184,9 @@ static int register_all(const char *const *volumes, uint32_t n)
 		n = MAX_VOLUMES;
 	for (uint32_t i = 0; i < n; i++)
 		vol_v[i] = volumes[i] ? volumes[i] : "?";
-	vol_l[0].n = volop_l[0].n = voldir_l[0].n = n;
-	struct urs_metric *all[] = {&m_ops, &m_errors, &m_bytes, &m_lat, &m_inodes, &m_open, &m_pt};
+	vol_l[0].n = volop_l[0].n = voldir_l[0].n = volwhy_l[0].n = n;
+	struct urs_metric *all[] = {&m_ops,  &m_errors, &m_bytes, &m_lat,     &m_inodes,
+				    &m_open, &m_pt,	&m_fds,	  &m_reopens, &m_refused};
 	for (size_t i = 0; i < URS_ARRAY_SIZE(all); i++) {
 		int r = urs_metric_register(&set, all[i]);
 		if (r < 0) {
@@ -209,6 +232,12 @@ int urs_gofer_metrics_render(struct urs_gofer *const *g, const char *const *volu
 		put(&m_inodes, v, 0, st.inodes);
 		put(&m_open, v, 0, st.open_files);
 		put(&m_pt, v, 0, st.passthrough ? 1 : 0);
+		put(&m_fds, v, 0, st.fds);
+		put(&m_reopens, v, 0, st.fd_reopens);
+		put(&m_refused, urs_metric_cell(&m_refused, (uint32_t[]){v, 0}), 0,
+		    st.enfile_pinned);
+		put(&m_refused, urs_metric_cell(&m_refused, (uint32_t[]){v, 1}), 0,
+		    st.open_refused);
 	}
 	return urs_metrics_expose(&set, const_labels, buf, len);
 }

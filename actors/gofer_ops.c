@@ -7,7 +7,9 @@
  *    RESOLVE_NO_MAGICLINKS) from the O_PATH fd of its parent inode, with
  *    O_NOFOLLOW: a symlink is returned as a symlink and never followed here;
  *  - an inode is reopened only through its own O_PATH fd (/proc/self/fd/N
- *    names exactly that object, no path walk), never by path;
+ *    names exactly that object, no path walk), never by path; that fd comes
+ *    from gofer_inode_fd(): cached, or reopened from the file handle taken
+ *    at lookup and checked to be the same (dev, ino);
  *  - *at() calls name one component relative to a held directory fd;
  *  - read-only volumes refuse every mutating op with EROFS; device nodes
  *    and whiteouts are refused (EPERM); setuid/setgid bits are stripped on
@@ -37,6 +39,11 @@
 
 #define RESOLVE_SAFE (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)
 #define FH_PT	     (1ull << 32) /* the open holds a passthrough backing reference */
+/* a passthrough open keeps no host fd (the kernel holds the backing file):
+ * the rare requests that need one reopen the inode with the open's access
+ * mode (bits FH_ACC_SHIFT..+1) for the request */
+#define FH_NOFD	     (1ull << 33)
+#define FH_ACC_SHIFT 34
 
 #define IN(type, var)                \
 	type var;                    \
@@ -87,9 +94,14 @@ static const char *in_str(struct greq *r, size_t skip, int k, bool component)
 	}
 }
 
-static int istat(const struct ginode *i, struct stat *st)
+#define IFD(g, i) gofer_inode_fd(&(g)->it, (i))
+
+static int istat(struct urs_gofer *g, struct ginode *i, struct stat *st)
 {
-	if (fstatat(i->fd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
+	int fd = IFD(g, i);
+	if (fd < 0)
+		return fd;
+	if (fstatat(fd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
 		return -errno;
 	return 0;
 }
@@ -132,7 +144,10 @@ static int lookup_ref(struct urs_gofer *g, struct ginode *parent, const char *na
 {
 	if (parent->type != S_IFDIR)
 		return -ENOTDIR;
-	int fd = openat2_fd(parent->fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC, 0);
+	int pfd = IFD(g, parent);
+	if (pfd < 0)
+		return pfd;
+	int fd = openat2_fd(pfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC, 0);
 	if (fd < 0)
 		return fd == -EXDEV || fd == -ELOOP ? -EACCES : fd;
 	struct stat st;
@@ -142,7 +157,7 @@ static int lookup_ref(struct urs_gofer *g, struct ginode *parent, const char *na
 		return err;
 	}
 	int err = 0;
-	struct ginode *i = gofer_inode_ref(&g->it, fd, &st, &err);
+	struct ginode *i = gofer_inode_ref(&g->it, fd, true, &st, &err);
 	if (!i)
 		return err;
 	fill_entry(g, e, i, &st);
@@ -186,12 +201,11 @@ static int reply_entry(struct greq *r, struct ginode *parent, const char *name)
 static int own_new(struct urs_gofer *g, struct greq *r, struct ginode *parent, int fd,
 		   uint32_t mode, bool is_link, struct stat *st)
 {
-	(void) g;
 	gid_t gid = r->h->gid;
 	if (st->st_gid != gid) {
 		/* the host gave the directory's group: right if it is setgid */
 		struct stat pst;
-		if (istat(parent, &pst) == 0 && (pst.st_mode & S_ISGID))
+		if (istat(g, parent, &pst) == 0 && (pst.st_mode & S_ISGID))
 			gid = pst.st_gid;
 	}
 	bool changed = false;
@@ -221,7 +235,10 @@ static int own_new(struct urs_gofer *g, struct greq *r, struct ginode *parent, i
 static void own_name(struct greq *r, struct ginode *p, const char *name, uint32_t mode,
 		     bool is_link)
 {
-	int fd = openat2_fd(p->fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC, 0);
+	int pfd = IFD(r->g, p);
+	if (pfd < 0)
+		return;
+	int fd = openat2_fd(pfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC, 0);
 	if (fd < 0)
 		return;
 	struct stat st;
@@ -363,7 +380,7 @@ static int op_getattr(struct greq *r)
 {
 	NODE(i);
 	struct stat st;
-	int err = istat(i, &st);
+	int err = istat(r->g, i, &st);
 	if (err < 0)
 		return err;
 	return reply_attr(r, &st);
@@ -375,9 +392,15 @@ static int op_setattr(struct greq *r)
 	IN(struct fuse_setattr_in, in);
 	struct urs_gofer *g = r->g;
 	RO_CHECK(g);
-	int fh = (in.valid & FATTR_FH) ? (int) (uint32_t) in.fh : -1;
+	/* by fh when the open keeps an fd (else through the inode, as root:
+	 * the kernel checked the caller's rights on its open) */
+	int fh = (in.valid & FATTR_FH) && !(in.fh & FH_NOFD) ? (int) (uint32_t) in.fh : -1;
+	/* only @i's fd is used below: it stays cached throughout */
+	int ifd = IFD(g, i);
+	if (ifd < 0)
+		return ifd;
 	char p[32];
-	proc_path(p, sizeof(p), i->fd);
+	proc_path(p, sizeof(p), ifd);
 	if (in.valid & FATTR_MODE) {
 		if (i->type == S_IFLNK)
 			return -EOPNOTSUPP;
@@ -388,7 +411,7 @@ static int op_setattr(struct greq *r)
 	if (in.valid & (FATTR_UID | FATTR_GID)) {
 		uid_t u = (in.valid & FATTR_UID) ? in.uid : (uid_t) -1;
 		gid_t gr = (in.valid & FATTR_GID) ? in.gid : (gid_t) -1;
-		if (fchownat(i->fd, "", u, gr, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
+		if (fchownat(ifd, "", u, gr, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
 			return -errno;
 	}
 	if (in.valid & FATTR_SIZE) {
@@ -399,7 +422,7 @@ static int op_setattr(struct greq *r)
 		int64_t grow = 0;
 		if (g->quota) {
 			struct stat ost;
-			int err = istat(i, &ost);
+			int err = istat(g, i, &ost);
 			if (err < 0)
 				return err;
 			grow = (int64_t) in.size - (int64_t) ost.st_size;
@@ -431,12 +454,12 @@ static int op_setattr(struct greq *r)
 			return -errno;
 	}
 	if ((in.valid & FATTR_KILL_SUIDGID) && i->type == S_IFREG) {
-		int err = kill_suidgid(i->fd);
+		int err = kill_suidgid(ifd);
 		if (err < 0)
 			return err;
 	}
 	struct stat st;
-	int err = istat(i, &st);
+	int err = istat(g, i, &st);
 	if (err < 0)
 		return err;
 	return reply_attr(r, &st);
@@ -447,7 +470,7 @@ static int op_access(struct greq *r)
 	NODE(i);
 	IN(struct fuse_access_in, in);
 	struct stat st;
-	int err = istat(i, &st);
+	int err = istat(r->g, i, &st);
 	if (err < 0)
 		return err;
 	if ((in.mask & W_OK) && r->g->o.rdonly)
@@ -472,7 +495,10 @@ static int op_readlink(struct greq *r)
 	if (i->type != S_IFLNK)
 		return -EINVAL;
 	size_t cap = r->bufsz < 4096 + 16 ? r->bufsz : 4096 + 16;
-	ssize_t n = readlinkat(i->fd, "", (char *) r->buf, cap);
+	int fd = IFD(r->g, i);
+	if (fd < 0)
+		return fd;
+	ssize_t n = readlinkat(fd, "", (char *) r->buf, cap);
 	if (n < 0)
 		return -errno;
 	return gofer_reply(r, 0, r->buf, (size_t) n);
@@ -485,10 +511,13 @@ static int op_symlink(struct greq *r)
 	const char *name = in_str(r, 0, 0, true), *target = in_str(r, 0, 1, false);
 	if (!name || !target)
 		return -EINVAL;
+	int pfd = IFD(r->g, p);
+	if (pfd < 0)
+		return pfd;
 	int err = gofer_quota_charge(r->g, 0, 1);
 	if (err < 0)
 		return err;
-	if (symlinkat(target, p->fd, name) < 0) {
+	if (symlinkat(target, pfd, name) < 0) {
 		err = -errno;
 		gofer_quota_charge(r->g, 0, -1);
 		return err;
@@ -509,10 +538,13 @@ static int op_mknod(struct greq *r)
 	if (t != S_IFREG && t != S_IFIFO && t != S_IFSOCK)
 		return -EPERM; /* no device nodes, ever */
 	uint32_t mode = strip_mode(in.mode, false);
+	int pfd = IFD(r->g, p);
+	if (pfd < 0)
+		return pfd;
 	int err = gofer_quota_charge(r->g, 0, 1);
 	if (err < 0)
 		return err;
-	if (mknodat(p->fd, name, t | mode, 0) < 0) {
+	if (mknodat(pfd, name, t | mode, 0) < 0) {
 		err = -errno;
 		gofer_quota_charge(r->g, 0, -1);
 		return err;
@@ -530,16 +562,19 @@ static int op_mkdir(struct greq *r)
 	if (!name)
 		return -EINVAL;
 	uint32_t mode = strip_mode(in.mode, true);
+	int pfd = IFD(r->g, p);
+	if (pfd < 0)
+		return pfd;
 	int err = gofer_quota_charge(r->g, 0, 1);
 	if (err < 0)
 		return err;
-	if (mkdirat(p->fd, name, mode) < 0) {
+	if (mkdirat(pfd, name, mode) < 0) {
 		err = -errno;
 		gofer_quota_charge(r->g, 0, -1);
 		return err;
 	}
 	struct stat pst;
-	if (istat(p, &pst) == 0 && (pst.st_mode & S_ISGID))
+	if (istat(r->g, p, &pst) == 0 && (pst.st_mode & S_ISGID))
 		mode |= S_ISGID; /* inherited, as the host would */
 	own_name(r, p, name, mode, false);
 	return reply_entry(r, p, name);
@@ -552,9 +587,12 @@ static int op_unlink(struct greq *r, int flags)
 	const char *name = in_str(r, 0, 0, true);
 	if (!name)
 		return -EINVAL;
+	int pfd = IFD(r->g, p);
+	if (pfd < 0)
+		return pfd;
 	struct stat st;
-	bool counted = r->g->quota && fstatat(p->fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
-	if (unlinkat(p->fd, name, flags) < 0)
+	bool counted = r->g->quota && fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+	if (unlinkat(pfd, name, flags) < 0)
 		return -errno;
 	if (counted)
 		gofer_quota_gone(r->g, &st);
@@ -587,10 +625,14 @@ static int op_rename(struct greq *r, bool v2)
 	const char *oldn = in_str(r, skip, 0, true), *newn = in_str(r, skip, 1, true);
 	if (!oldn || !newn)
 		return -EINVAL;
+	int pfd, npfd;
+	int err = gofer_inode_fd2(&g->it, p, np, &pfd, &npfd);
+	if (err < 0)
+		return err;
 	struct stat tst; /* a replaced target is gone */
 	bool counted = g->quota && !(flags & RENAME_EXCHANGE) &&
-		       fstatat(np->fd, newn, &tst, AT_SYMLINK_NOFOLLOW) == 0;
-	if (syscall(SYS_renameat2, p->fd, oldn, np->fd, newn, flags) < 0)
+		       fstatat(npfd, newn, &tst, AT_SYMLINK_NOFOLLOW) == 0;
+	if (syscall(SYS_renameat2, pfd, oldn, npfd, newn, flags) < 0)
 		return -errno;
 	if (counted)
 		gofer_quota_gone(g, &tst);
@@ -610,7 +652,11 @@ static int op_link(struct greq *r)
 		return -EINVAL;
 	if (old->type == S_IFDIR)
 		return -EPERM;
-	if (linkat(old->fd, "", np->fd, name, AT_EMPTY_PATH) < 0)
+	int ofd, npfd;
+	int err = gofer_inode_fd2(&r->g->it, old, np, &ofd, &npfd);
+	if (err < 0)
+		return err;
+	if (linkat(ofd, "", npfd, name, AT_EMPTY_PATH) < 0)
 		return -errno;
 	return reply_entry(r, np, name);
 }
@@ -652,6 +698,38 @@ static void backing_put(struct urs_gofer *g, struct ginode *i)
 	}
 }
 
+/*
+ * Open files and directories hold a host fd each while open (READ, WRITE,
+ * FSYNC, FALLOCATE, SETATTR by fh, READDIR use it; with passthrough the
+ * kernel holds its own reference to the backing file but the gofer still
+ * answers FSYNC/FALLOCATE/LSEEK/... with it). So that the supervisor's fd
+ * table stays bounded, their number is capped: o.max_open per volume, or a
+ * budget shared by all the gofers of the process (o.budget); past it OPEN,
+ * OPENDIR and CREATE answer ENFILE ("Too many open files in system").
+ * Passthrough opens are not counted: once the backing file is registered
+ * the kernel holds it, and the gofer closes its fd (FH_NOFD).
+ */
+static void open_count(struct urs_gofer *g, int d, bool holds_fd)
+{
+	g->open_files = (uint32_t) ((int) g->open_files + d);
+	if (!holds_fd)
+		return;
+	g->open_fds = (uint32_t) ((int) g->open_fds + d);
+	if (g->o.budget)
+		g->o.budget->open_files = (uint32_t) ((int) g->o.budget->open_files + d);
+}
+
+static int open_admit(struct urs_gofer *g)
+{
+	uint32_t n = g->o.budget ? g->o.budget->open_files : g->open_fds;
+	uint32_t max = g->o.budget ? g->o.budget->max_open : g->o.max_open;
+	if (n >= max) {
+		g->st.open_refused++;
+		return -ENFILE;
+	}
+	return 0;
+}
+
 static int host_open_flags(uint32_t flags)
 {
 	return (int) (flags & ~(uint32_t) (O_CREAT | O_EXCL | O_NOCTTY | O_DIRECT | O_NOFOLLOW |
@@ -664,12 +742,45 @@ static bool wants_write(uint32_t flags)
 	return (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC);
 }
 
+/*
+ * The host fd of the open @fh of inode @nodeid: its own, or for a
+ * passthrough open that keeps none (FH_NOFD) a new one of the inode with
+ * the open's access mode, for this request: *@tmp is set to it, the caller
+ * closes it (an fd of the very object: /proc/self/fd of its O_PATH fd).
+ */
+static int fh_fd(struct greq *r, uint64_t nodeid, uint64_t fh, int *tmp)
+{
+	*tmp = -1;
+	if (!(fh & FH_NOFD))
+		return (int) (uint32_t) fh;
+	struct ginode *i = gofer_inode_get(&r->g->it, nodeid);
+	if (!i)
+		return -ESTALE;
+	int ifd = IFD(r->g, i);
+	if (ifd < 0)
+		return ifd;
+	char p[32];
+	proc_path(p, sizeof(p), ifd);
+	int fd = open(p, (int) ((fh >> FH_ACC_SHIFT) & O_ACCMODE) | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return -errno;
+	return *tmp = fd;
+}
+
+#define FH_FD(var, tmp, nodeid, fh)               \
+	int tmp;                                  \
+	int var = fh_fd(r, (nodeid), (fh), &tmp); \
+	if (var < 0)                              \
+		return var;                       \
+	_cleanup_close_ int tmp##_c = tmp
+
 static int open_reply(struct greq *r, struct ginode *i, int fd, struct fuse_entry_out *e,
 		      uint32_t flags)
 {
 	struct urs_gofer *g = r->g;
 	/* FLUSH does nothing here (locks stay in the kernel): not sent at all */
 	struct fuse_open_out out = {.fh = (uint64_t) (uint32_t) fd, .open_flags = FOPEN_NOFLUSH};
+	bool pt = g->passthrough && i->type == S_IFREG; /* as op_open/op_create decided */
 	int32_t id = backing_get(g, i, fd);
 	if (id > 0 && wants_write(flags) && r->h->uid != 0) {
 		/* passthrough writes reach the host file as ours (root keeps
@@ -686,13 +797,27 @@ static int open_reply(struct greq *r, struct ginode *i, int fd, struct fuse_entr
 			return err;
 		}
 	}
+	if (id == 0 && pt) {
+		/* passthrough was expected (so not admitted before) and failed:
+		 * this open keeps its fd, the cap applies now */
+		int err = open_admit(g);
+		if (err < 0) {
+			close(fd);
+			if (e)
+				gofer_inode_forget(&g->it, i, 1);
+			return err;
+		}
+	}
 	if (id > 0) {
 		out.open_flags |= URS_FOPEN_PASSTHROUGH;
 		out.padding = (uint32_t) id; /* backing_id */
-		out.fh |= FH_PT;
+		/* the kernel holds the backing file: no fd kept here */
+		out.fh = FH_PT | FH_NOFD | ((uint64_t) (flags & O_ACCMODE) << FH_ACC_SHIFT);
+		close(fd);
+		fd = -1;
 	}
 	i->opens++;
-	g->open_files++;
+	open_count(g, 1, fd >= 0);
 	if (e)
 		gofer_reply2(r, e, sizeof(*e), &out, sizeof(out));
 	else
@@ -702,8 +827,9 @@ static int open_reply(struct greq *r, struct ginode *i, int fd, struct fuse_entr
 		if (id > 0)
 			backing_put(g, i);
 		i->opens--;
-		g->open_files--;
-		close(fd);
+		open_count(g, -1, fd >= 0);
+		if (fd >= 0)
+			close(fd);
 		if (e)
 			gofer_inode_forget(&g->it, i, 1);
 	}
@@ -735,13 +861,20 @@ static int op_open(struct greq *r, bool dir)
 		return -EROFS;
 	if (dir != (i->type == S_IFDIR))
 		return dir ? -ENOTDIR : -EISDIR;
+	/* a passthrough open keeps no fd: open_reply decides */
+	int err = dir || !r->g->passthrough || i->type != S_IFREG ? open_admit(r->g) : 0;
+	if (err < 0)
+		return err;
+	int ifd = IFD(r->g, i);
+	if (ifd < 0)
+		return ifd;
 	char p[32];
-	proc_path(p, sizeof(p), i->fd);
+	proc_path(p, sizeof(p), ifd);
 	int fd = dir ? open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
 		     : open(p, quota_flags(r->g, host_open_flags(in.flags)));
 	if (fd < 0)
 		return -errno;
-	int err = dir ? 0 : quota_trunc(r->g, fd, in.flags);
+	err = dir ? 0 : quota_trunc(r->g, fd, in.flags);
 	if (!err && !dir && (in.open_flags & FUSE_OPEN_KILL_SUIDGID) && (in.flags & O_TRUNC))
 		err = kill_suidgid(fd);
 	if (err < 0) {
@@ -750,11 +883,11 @@ static int op_open(struct greq *r, bool dir)
 	}
 	if (dir) {
 		struct fuse_open_out out = {.fh = (uint64_t) (uint32_t) fd};
-		r->g->open_files++;
+		open_count(r->g, 1, true);
 		gofer_reply(r, 0, &out, sizeof(out));
 		if (r->reply_err == -ENOENT) {
 			close(fd);
-			r->g->open_files--;
+			open_count(r->g, -1, true);
 		}
 		return 0;
 	}
@@ -772,18 +905,23 @@ static int op_create(struct greq *r)
 		return -EINVAL;
 	if (p->type != S_IFDIR)
 		return -ENOTDIR;
+	int pfd = g->passthrough ? 0 : open_admit(g); /* else open_reply decides */
+	if (pfd < 0)
+		return pfd;
+	if ((pfd = IFD(g, p)) < 0)
+		return pfd;
 	uint32_t mode = strip_mode(in.mode, false);
 	int fl = quota_flags(g, host_open_flags(in.flags) | O_NOFOLLOW);
 	bool created = true;
 	/* a new inode must fit the quota; an existing file may still be opened */
 	int fd = gofer_quota_charge(g, 0, 1);
 	if (fd == 0) {
-		fd = openat2_fd(p->fd, name, (uint64_t) (fl | O_CREAT | O_EXCL), mode);
+		fd = openat2_fd(pfd, name, (uint64_t) (fl | O_CREAT | O_EXCL), mode);
 		if (fd < 0)
 			gofer_quota_charge(g, 0, -1);
 	}
 	if ((fd == -EEXIST || fd == -EDQUOT) && !(in.flags & O_EXCL)) {
-		int efd = openat2_fd(p->fd, name, (uint64_t) fl, 0);
+		int efd = openat2_fd(pfd, name, (uint64_t) fl, 0);
 		if (efd != -ENOENT || fd == -EEXIST) {
 			created = false;
 			fd = efd;
@@ -810,22 +948,16 @@ static int op_create(struct greq *r)
 		int err = own_new(g, r, p, fd, mode, false, &st);
 		if (err < 0) {
 			close(fd);
-			unlinkat(p->fd, name, 0);
+			if ((pfd = IFD(g, p)) >= 0)
+				unlinkat(pfd, name, 0);
 			return err;
 		}
 	}
-	/* the inode's O_PATH fd: this very object, not whatever the name
-	 * means by now (/proc/self/fd/N names the open file, no path walk) */
-	char pp[32];
-	proc_path(pp, sizeof(pp), fd);
-	int pfd = open(pp, O_PATH | O_CLOEXEC);
-	if (pfd < 0) {
-		int err = -errno;
-		close(fd);
-		return err;
-	}
+	/* the entry takes this very object's handle (from the open file, not
+	 * from whatever the name means by now); no O_PATH fd is opened: the
+	 * first handler that needs one reopens it from the handle */
 	int err = 0;
-	struct ginode *i = gofer_inode_ref(&g->it, pfd, &st, &err);
+	struct ginode *i = gofer_inode_ref(&g->it, fd, false, &st, &err);
 	if (!i) {
 		close(fd);
 		return err;
@@ -839,8 +971,9 @@ static int op_release(struct greq *r, bool dir)
 {
 	IN(struct fuse_release_in, in);
 	struct urs_gofer *g = r->g;
-	close((int) (uint32_t) in.fh);
-	g->open_files--;
+	if (!(in.fh & FH_NOFD))
+		close((int) (uint32_t) in.fh);
+	open_count(g, -1, !(in.fh & FH_NOFD));
 	struct ginode *i = node(r);
 	if (!dir && i) {
 		if (in.fh & FH_PT)
@@ -857,13 +990,14 @@ static int op_read(struct greq *r)
 	IN(struct fuse_read_in, in);
 	size_t max = r->bufsz - sizeof(struct fuse_out_header);
 	size_t n = in.size < max ? in.size : max;
-	struct io_uring_sqe *sqe = r->g->o.sync_rw ? NULL : gofer_async_sqe(r);
+	FH_FD(fd, tmp, r->h->nodeid, in.fh);
+	struct io_uring_sqe *sqe = r->g->o.sync_rw || tmp >= 0 ? NULL : gofer_async_sqe(r);
 	if (sqe) {
 		/* the request is consumed: its buffer takes the data */
-		io_uring_prep_read(sqe, (int) (uint32_t) in.fh, r->buf, (unsigned) n, in.offset);
+		io_uring_prep_read(sqe, fd, r->buf, (unsigned) n, in.offset);
 		return gofer_async_submit(r, GOFER_ASYNC_READ);
 	}
-	ssize_t got = pread((int) (uint32_t) in.fh, r->buf, n, (off_t) in.offset);
+	ssize_t got = pread(fd, r->buf, n, (off_t) in.offset);
 	if (got < 0)
 		return -errno;
 	r->g->st.bytes_read += (uint64_t) got;
@@ -909,14 +1043,14 @@ static int op_write(struct greq *r)
 	RO_CHECK(r->g);
 	if (r->inlen - sizeof(in) < in.size)
 		return -EINVAL;
+	FH_FD(fd, tmp, r->h->nodeid, in.fh);
 	if (in.write_flags & FUSE_WRITE_KILL_SUIDGID) {
-		int err = kill_suidgid((int) (uint32_t) in.fh);
+		int err = kill_suidgid(fd);
 		if (err < 0)
 			return err;
 	}
 	if (r->g->quota) {
 		/* synchronous, so that what is charged is settled at once */
-		int fd = (int) (uint32_t) in.fh;
 		off_t size = 0;
 		int64_t grow;
 		int err = quota_grow(r->g, fd, in.offset, in.size, &size, &grow);
@@ -931,14 +1065,13 @@ static int op_write(struct greq *r)
 		struct fuse_write_out out = {.size = (uint32_t) w};
 		return gofer_reply(r, 0, &out, sizeof(out));
 	}
-	struct io_uring_sqe *sqe = r->g->o.sync_rw ? NULL : gofer_async_sqe(r);
+	struct io_uring_sqe *sqe = r->g->o.sync_rw || tmp >= 0 ? NULL : gofer_async_sqe(r);
 	if (sqe) {
 		/* the data stays in the slot's buffer until the completion */
-		io_uring_prep_write(sqe, (int) (uint32_t) in.fh, r->in + sizeof(in), in.size,
-				    in.offset);
+		io_uring_prep_write(sqe, fd, r->in + sizeof(in), in.size, in.offset);
 		return gofer_async_submit(r, GOFER_ASYNC_WRITE);
 	}
-	ssize_t w = pwrite((int) (uint32_t) in.fh, r->in + sizeof(in), in.size, (off_t) in.offset);
+	ssize_t w = pwrite(fd, r->in + sizeof(in), in.size, (off_t) in.offset);
 	if (w < 0)
 		return -errno;
 	r->g->st.bytes_written += (uint64_t) w;
@@ -949,8 +1082,8 @@ static int op_write(struct greq *r)
 static int op_fsync(struct greq *r)
 {
 	IN(struct fuse_fsync_in, in);
-	int fd = (int) (uint32_t) in.fh;
-	struct io_uring_sqe *sqe = gofer_async_sqe(r);
+	FH_FD(fd, tmp, r->h->nodeid, in.fh);
+	struct io_uring_sqe *sqe = tmp >= 0 ? NULL : gofer_async_sqe(r); /* @tmp closes here */
 	if (sqe) {
 		/* a sync can take long: the loop keeps serving meanwhile */
 		io_uring_prep_fsync(sqe, fd,
@@ -967,7 +1100,7 @@ static int op_fallocate(struct greq *r)
 {
 	IN(struct fuse_fallocate_in, in);
 	RO_CHECK(r->g);
-	int fd = (int) (uint32_t) in.fh;
+	FH_FD(fd, tmp, r->h->nodeid, in.fh);
 	off_t size = 0;
 	int64_t grow = 0;
 	if (r->g->quota) {
@@ -996,7 +1129,8 @@ static int op_fallocate(struct greq *r)
 static int op_lseek(struct greq *r)
 {
 	IN(struct fuse_lseek_in, in);
-	off_t o = lseek((int) (uint32_t) in.fh, (off_t) in.offset, (int) in.whence);
+	FH_FD(fd, tmp, r->h->nodeid, in.fh);
+	off_t o = lseek(fd, (off_t) in.offset, (int) in.whence);
 	if (o < 0)
 		return -errno;
 	struct fuse_lseek_out out = {.offset = (uint64_t) o};
@@ -1009,14 +1143,14 @@ static int op_copy_file_range(struct greq *r)
 	RO_CHECK(r->g);
 	loff_t oi = (loff_t) in.off_in, oo = (loff_t) in.off_out;
 	size_t len = in.len < (64u << 20) ? in.len : (64u << 20); /* the loop is not held long */
-	int ofd = (int) (uint32_t) in.fh_out;
+	FH_FD(ifd, itmp, r->h->nodeid, in.fh_in);
+	FH_FD(ofd, otmp, in.nodeid_out, in.fh_out);
 	off_t size = 0;
 	int64_t grow = 0;
 	int err = quota_grow(r->g, ofd, in.off_out, len, &size, &grow);
 	if (err < 0)
 		return err;
-	ssize_t n =
-		copy_file_range((int) (uint32_t) in.fh_in, &oi, ofd, &oo, len, (unsigned) in.flags);
+	ssize_t n = copy_file_range(ifd, &oi, ofd, &oo, len, (unsigned) in.flags);
 	err = -errno;
 	quota_settle(r->g, ofd, size, grow);
 	if (n < 0)
@@ -1158,8 +1292,11 @@ static int op_setxattr(struct greq *r)
 		return -EOPNOTSUPP;
 	if (i->type != S_IFREG && i->type != S_IFDIR)
 		return -EPERM; /* as Linux does for user.* on links, fifos, sockets */
+	int ifd = IFD(r->g, i);
+	if (ifd < 0)
+		return ifd;
 	char p[32];
-	proc_path(p, sizeof(p), i->fd);
+	proc_path(p, sizeof(p), ifd);
 	if (setxattr(p, name, r->in + voff, size, (int) flags) < 0)
 		return -errno;
 	return gofer_reply(r, 0, NULL, 0);
@@ -1174,8 +1311,11 @@ static int op_getxattr(struct greq *r)
 		return -EINVAL;
 	if (!user_xattr(name) || (i->type != S_IFREG && i->type != S_IFDIR))
 		return -ENODATA;
+	int ifd = IFD(r->g, i);
+	if (ifd < 0)
+		return ifd;
 	char p[32];
-	proc_path(p, sizeof(p), i->fd);
+	proc_path(p, sizeof(p), ifd);
 	unsigned char *val = r->buf + 4096;
 	size_t cap = r->bufsz - 4096 - sizeof(struct fuse_out_header);
 	ssize_t n = getxattr(p, name, in.size ? val : NULL,
@@ -1197,8 +1337,11 @@ static int op_listxattr(struct greq *r)
 	unsigned char *val = r->buf + 4096;
 	size_t cap = r->bufsz - 4096 - sizeof(struct fuse_out_header);
 	if (i->type == S_IFREG || i->type == S_IFDIR) {
+		int ifd = IFD(r->g, i);
+		if (ifd < 0)
+			return ifd;
 		char p[32];
-		proc_path(p, sizeof(p), i->fd);
+		proc_path(p, sizeof(p), ifd);
 		ssize_t n = listxattr(p, (char *) val, cap);
 		if (n < 0)
 			return -errno;
@@ -1232,8 +1375,11 @@ static int op_removexattr(struct greq *r)
 		return -EINVAL;
 	if (!user_xattr(name) || (i->type != S_IFREG && i->type != S_IFDIR))
 		return -ENODATA;
+	int ifd = IFD(r->g, i);
+	if (ifd < 0)
+		return ifd;
 	char p[32];
-	proc_path(p, sizeof(p), i->fd);
+	proc_path(p, sizeof(p), ifd);
 	if (removexattr(p, name) < 0)
 		return -errno;
 	return gofer_reply(r, 0, NULL, 0);

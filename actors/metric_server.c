@@ -10,9 +10,11 @@
  * head deadline (408), the linger bound and the total deadline; every state
  * has exactly one op in flight except WAIT, which has none.
  *
- * Sandbox query: connect (SEQPACKET) -> send "metrics" -> recv one packet
- * (MSG_TRUNC, so an oversized answer is seen as such), under a per-query
- * timer that cancels whichever step is in flight.
+ * Sandbox query: connect (SEQPACKET) -> send "metrics" -> peek the packet
+ * (MSG_PEEK | MSG_TRUNC: its real length) into the query's buffer (64 KiB
+ * at first) -> if it did not fit, grow the buffer to it (up to 2 MiB, the
+ * supervisor's largest) and recv it, under a per-query timer that cancels
+ * whichever step is in flight.
  */
 #include "actors/metric_server.h"
 
@@ -38,7 +40,10 @@
 #include "runtime/metrics.h"
 #include "runtime/timer.h"
 
-#define REPLY_MAX     (64u << 10) /* a supervisor's exposition, at most (its CTL_REPLY_MAX) */
+/* a supervisor's exposition: the buffer starts at REPLY_MIN and grows to
+ * the packet's size, at most REPLY_MAX (its CTL_REPLY_MAX) */
+#define REPLY_MIN     (64u << 10)
+#define REPLY_MAX     (2u << 20)
 #define LINGER_NS     (1000000000ull)
 #define ACCEPT_RETRY  (100000000ull) /* after EMFILE and the like */
 #define CTL_SOCK_NAME "ctl.sock"
@@ -505,7 +510,7 @@ struct conn {
 	char req[]; /* max_request bytes */
 };
 
-enum qstep { Q_CONNECT, Q_SEND, Q_RECV };
+enum qstep { Q_CONNECT, Q_SEND, Q_PEEK, Q_RECV };
 
 struct query {
 	struct urs_op op;
@@ -517,7 +522,8 @@ struct query {
 	bool timed_out, finished;
 	int reason; /* R_* or -1 */
 	struct sockaddr_un sa;
-	char *buf; /* REPLY_MAX, kept across the queries of a scrape */
+	char *buf; /* bufsz bytes, kept across the queries of a scrape */
+	size_t bufsz;
 };
 
 struct scrape {
@@ -983,15 +989,35 @@ static void query_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint
 			query_end(ms, q, R_SEND);
 			return;
 		}
-		if (!q->buf && !(q->buf = malloc(REPLY_MAX))) {
-			query_end(ms, q, R_NOMEM);
-			return;
+		if (!q->buf) {
+			if (!(q->buf = malloc(REPLY_MIN))) {
+				query_end(ms, q, R_NOMEM);
+				return;
+			}
+			q->bufsz = REPLY_MIN;
 		}
-		q->step = Q_RECV;
-		/* MSG_TRUNC: the packet's real length, so a cut one is seen */
-		io_uring_prep_recv(urs_op_sqe(&q->op), q->fd, q->buf, REPLY_MAX, MSG_TRUNC);
+		/* MSG_PEEK | MSG_TRUNC: the packet's real length; if it does not
+		 * fit, the buffer grows and it is read again (Q_RECV) */
+		q->step = Q_PEEK;
+		io_uring_prep_recv(urs_op_sqe(&q->op), q->fd, q->buf, q->bufsz,
+				   MSG_PEEK | MSG_TRUNC);
 		urs_submit(loop, &q->op, query_cb);
 		return;
+	case Q_PEEK:
+		if (res > 0 && (size_t) res > q->bufsz && (size_t) res <= REPLY_MAX) {
+			char *b = realloc(q->buf, (size_t) res);
+			if (!b) {
+				query_end(ms, q, R_NOMEM);
+				return;
+			}
+			q->buf = b;
+			q->bufsz = (size_t) res;
+			q->step = Q_RECV;
+			io_uring_prep_recv(urs_op_sqe(&q->op), q->fd, q->buf, q->bufsz, MSG_TRUNC);
+			urs_submit(loop, &q->op, query_cb);
+			return;
+		}
+		break; /* it fit (the connection is closed next: peeking is enough) */
 	default:
 		break;
 	}
@@ -1003,7 +1029,7 @@ static void query_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint
 		query_end(ms, q, R_CLOSED);
 		return;
 	}
-	if ((size_t) res > REPLY_MAX) {
+	if ((size_t) res > q->bufsz) {
 		query_end(ms, q, R_TOO_LARGE);
 		return;
 	}

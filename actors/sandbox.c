@@ -141,6 +141,7 @@ int urs_sandbox_create(const struct urs_sandbox_opts *o, pid_t *sup, struct urs_
 		a.launch = (struct urs_launch){
 			.spec = o->spec,
 			.overlay_scratch = o->overlay_scratch,
+			.overlay_prepared = o->overlay_prepared,
 			.no_pivot = o->no_pivot,
 			.no_new_keyring = o->no_new_keyring,
 			.console_fd = console,

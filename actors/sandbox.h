@@ -24,6 +24,7 @@ struct urs_sandbox_opts {
 	const struct urs_spec *spec;
 	const char *rootfs; /* absolute; ignored with overlay_scratch */
 	const char *overlay_scratch;
+	bool overlay_prepared; /* a tmpfs with upper/ work/ root/ is mounted there (ursa do --id) */
 	const char *console_socket;
 	bool use_console_fd; /* console_fd: an already connected console socket (run's relay) */
 	int console_fd;

@@ -10,8 +10,10 @@
 #include "actors/supervisor.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <malloc.h>
+#include <linux/openat2.h>
 #include <linux/sched.h>
 #include <poll.h>
 #include <sched.h>
@@ -24,6 +26,7 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/eventfd.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -34,16 +37,22 @@
 #include "actors/netstack.h"
 #include "host/cgroup.h"
 #include "host/ckpt_restore.h"
+#include "host/ckpt_tmpfs.h"
+#include "host/ckpt_trace.h"
 #include "host/fdpass.h"
 #include "host/hooks.h"
 #include "host/proc.h"
 #include "host/state.h"
 #include "runtime/loop.h"
 #include "runtime/timer.h"
+#include "supstate_types.h"
 
 #define CTL_NAME      "ctl.sock"
 #define CTL_MAX_CONNS 32
-#define CTL_REPLY_MAX (64u << 10)
+/* metrics replies: a buffer of CTL_REPLY_MIN, doubled while the exposition
+ * does not fit, up to CTL_REPLY_MAX (16 gofer volumes need ~200 KiB) */
+#define CTL_REPLY_MIN (64u << 10)
+#define CTL_REPLY_MAX (2u << 20)
 #define CTL_IDLE_NS   (2ull * 1000000000ull) /* a request and its reply, at most */
 
 static const int fwd_signals[] = {SIGHUP,  SIGINT,   SIGQUIT, SIGTERM, SIGUSR1,
@@ -63,16 +72,25 @@ struct sup {
 	struct urs_netstack *net;
 	struct urs_op pid_op, accept_op, sig_op;
 	struct urs_gofer *gofer[URS_GOFER_MAX]; /* mediated volumes (docs/gofer.md) */
+	struct urs_gofer_budget gofer_fds;	/* their shared fd caps (docs/gofer.md "Inodes") */
 	struct signalfd_siginfo si;
 	/* checkpoint: the actor writing our state (actors/checkpointer.h), and
 	 * at restore the state file read before anything was created */
 	struct urs_checkpointer ckpt;
 	struct urs_ckpt_src ckpt_src;
 	struct urs_supstate saved;
+	/* gofer volumes at restore (docs/gofer.md "Checkpoint and restore"):
+	 * their saved state, by volume index; the restore runs after they
+	 * serve (late), on a thread */
+	struct urs_gofer_state gsaved[URS_GOFER_MAX];
+	uint64_t gfuse_dev[URS_GOFER_MAX]; /* saved FUSE st_dev, 0 = none */
+	bool gsaved_any, late;
+	const char *gdest[URS_GOFER_MAX], *gsrc[URS_GOFER_MAX];
 };
 
-/* Append the gofer volumes' ursa_gofer_* series to the @n bytes at @buf. */
-static int gofer_metrics(struct sup *s, char *buf, int n);
+/* Append the gofer volumes' ursa_gofer_* series to the @n bytes at @buf
+ * (@len in all). */
+static int gofer_metrics(struct sup *s, char *buf, int n, size_t len);
 
 /* One control connection: one request, one reply, at most CTL_IDLE_NS of
  * it. Freed when both its op and its timer have had their final callback. */
@@ -228,6 +246,41 @@ static void ctl_checkpoint(struct ctl_conn *c, const char *dir)
 	c->waiting = true;
 }
 
+/*
+ * The exposition into c->reply (its own buffer, freed with the connection):
+ * CTL_REPLY_MIN first, doubled and rendered again while it does not fit
+ * (-ENOSPC), up to CTL_REPLY_MAX; the socket's send buffer is raised to
+ * carry it as one packet. Returns its length (without the NUL).
+ */
+static int metrics_reply(struct sup *s, struct ctl_conn *c)
+{
+	for (size_t len = CTL_REPLY_MIN; len <= CTL_REPLY_MAX; len *= 2) {
+		char *b = realloc(c->reply, len);
+		if (!b)
+			return -ENOMEM;
+		c->reply = b;
+		int n = urs_sup_metrics_render(s->a->id, &s->loop, s->cg, b, len);
+		if (n >= 0 && s->net) {
+			char labels[160];
+			snprintf(labels, sizeof(labels), "sandbox=\"%s\"", s->a->id);
+			int m = urs_netstack_render(s->net, labels, b + n, len - (size_t) n);
+			n = m < 0 ? m : n + m;
+		}
+		if (n >= 0)
+			n = gofer_metrics(s, b, n, len);
+		if (n == -ENOSPC)
+			continue;
+		if (n >= 0 && (size_t) n + 1 > CTL_REPLY_MIN) {
+			/* a SEQPACKET packet must fit the send buffer */
+			int sb = n + 1 + 4096;
+			if (setsockopt(c->fd, SOL_SOCKET, SO_SNDBUFFORCE, &sb, sizeof(sb)) < 0)
+				setsockopt(c->fd, SOL_SOCKET, SO_SNDBUF, &sb, sizeof(sb));
+		}
+		return n;
+	}
+	return -ENOSPC;
+}
+
 static void conn_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint32_t flags)
 {
 	(void) flags;
@@ -247,21 +300,7 @@ static void conn_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint3
 							     : URS_REQ_OTHER;
 	urs_metric_add(&urs_m_ctl_requests, req, 1);
 	if (req == URS_REQ_METRICS) {
-		/* the exposition does not fit the request buffer: a reply buffer
-		 * of its own, freed with the connection */
-		c->reply = malloc(CTL_REPLY_MAX);
-		int n = c->reply ? urs_sup_metrics_render(s->a->id, &s->loop, s->cg, c->reply,
-							  CTL_REPLY_MAX)
-				 : -ENOMEM;
-		if (n >= 0 && s->net) {
-			char labels[160];
-			snprintf(labels, sizeof(labels), "sandbox=\"%s\"", s->a->id);
-			int m = urs_netstack_render(s->net, labels, c->reply + n,
-						    CTL_REPLY_MAX - (size_t) n);
-			n = m < 0 ? m : n + m;
-		}
-		if (n >= 0)
-			n = gofer_metrics(s, c->reply, n);
+		int n = metrics_reply(s, c);
 		if (n < 0) {
 			conn_reply(c, "error: metrics do not fit");
 			return;
@@ -372,6 +411,34 @@ int urs_ctl_recv(int fd, char *reply, size_t len)
 	}
 	close(fd);
 	return r;
+}
+
+int urs_ctl_call_alloc(const char *state_dir, const char *req, char **reply)
+{
+	*reply = NULL;
+	_cleanup_close_ int fd = urs_ctl_send(state_dir, req);
+	if (fd < 0)
+		return fd;
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	if (poll(&p, 1, 10000) <= 0)
+		return -ETIMEDOUT;
+	char c;
+	/* the packet's length first (MSG_TRUNC), then the packet */
+	ssize_t n = recv(fd, &c, 1, MSG_PEEK | MSG_TRUNC);
+	if (n <= 0)
+		return n < 0 ? -errno : -EPIPE;
+	char *b = malloc((size_t) n + 1);
+	if (!b)
+		return -ENOMEM;
+	ssize_t got = recv(fd, b, (size_t) n, 0);
+	if (got <= 0) {
+		int r = got < 0 ? -errno : -EPIPE;
+		free(b);
+		return r;
+	}
+	b[got] = 0;
+	*reply = b;
+	return (int) got;
 }
 
 int urs_ctl_call(const char *state_dir, const char *req, char *reply, size_t len)
@@ -585,11 +652,22 @@ static void gofer_close_fds(struct urs_launch *L)
 	L->n_gofer = 0;
 }
 
+/* fds all the gofer volumes may hold at once, besides 3 per volume (fuse,
+ * root, mount fds): cached inode fds (split), open files, pinned inodes */
+#define GOFER_FDS_CACHE	 64u
+#define GOFER_FDS_OPEN	 96u
+#define GOFER_FDS_PINNED 64u
+
 /* On the loop, READY given: serve each volume. A volume that cannot be
  * served would hang every access to it: the sandbox is stopped instead. */
 static int gofer_start(struct sup *s)
 {
 	struct urs_launch *L = &s->a->launch;
+	/* the supervisor's fd table stays small whatever the sandbox does:
+	 * open files and pinned inodes share caps, the fd caches split 64 */
+	s->gofer_fds = (struct urs_gofer_budget){.max_open = GOFER_FDS_OPEN,
+						 .max_pinned = GOFER_FDS_PINNED};
+	uint32_t cache = L->n_gofer ? GOFER_FDS_CACHE / (uint32_t) L->n_gofer : 0;
 	for (int i = 0, k = 0; i < L->n_gofer; i++) {
 		while (!s->a->launch.spec->mounts[k].gofer)
 			k++;
@@ -597,7 +675,11 @@ static int gofer_start(struct sup *s)
 		struct urs_gofer_opts go = {.rdonly = (m->flags & MS_RDONLY) != 0,
 					    .weak = true,
 					    .quota_bytes = m->gofer_quota_bytes,
-					    .quota_inodes = m->gofer_quota_inodes};
+					    .quota_inodes = m->gofer_quota_inodes,
+					    .fd_cache = cache < 4 ? 4 : cache,
+					    .budget = &s->gofer_fds};
+		s->gdest[i] = m->destination; /* checkpoint/restore */
+		s->gsrc[i] = m->source;
 		int r = urs_gofer_start(&s->loop, L->gofer_fuse[i], L->gofer_dir[i], &go,
 					&s->gofer[i]);
 		L->gofer_fuse[i] = -1;	/* the gofer's (closed by it, even on failure) */
@@ -637,7 +719,7 @@ static void gofer_stop(struct sup *s)
 }
 
 /* The volumes in the order of s->gofer[]: their destinations label them. */
-static int gofer_metrics(struct sup *s, char *buf, int n)
+static int gofer_metrics(struct sup *s, char *buf, int n, size_t len)
 {
 	const char *vols[URS_GOFER_MAX];
 	uint32_t nv = 0;
@@ -649,12 +731,203 @@ static int gofer_metrics(struct sup *s, char *buf, int n)
 		return n;
 	char labels[160];
 	snprintf(labels, sizeof(labels), "sandbox=\"%s\"", s->a->id);
-	int m = urs_gofer_metrics_render(s->gofer, vols, nv, labels, buf + n,
-					 CTL_REPLY_MAX - (size_t) n);
+	int m = urs_gofer_metrics_render(s->gofer, vols, nv, labels, buf + n, len - (size_t) n);
 	return m < 0 ? m : n + m;
 }
 
 /* ---- end of gofer volumes */
+
+/* ---- gofer volumes through checkpoint/restore (docs/gofer.md
+ * "Checkpoint and restore", actors/gofer_state.c) */
+
+/* Restore, before anything is created: each saved volume must be a gofer
+ * volume of this configuration on the same host directory (st_dev, st_ino
+ * of its root), else the restore is refused. */
+static int gofer_saved_check(struct sup *s, struct urs_err *err)
+{
+	const struct sst_root *st = s->saved.root;
+	const struct urs_spec *spec = s->a->launch.spec;
+	for (uint32_t v = 0; st && v < st->volumes_len; v++) {
+		const struct sst_volume *sv = &st->volumes[v];
+		int idx = 0;
+		const struct urs_mount *m = NULL;
+		for (size_t k = 0; spec && k < spec->n_mounts; k++) {
+			if (!spec->mounts[k].gofer)
+				continue;
+			if (sv->destination &&
+			    !strcmp(spec->mounts[k].destination, sv->destination)) {
+				m = &spec->mounts[k];
+				break;
+			}
+			idx++;
+		}
+		if (!m || idx >= URS_GOFER_MAX)
+			return urs_err_set(err, -ENOENT,
+					   "restore: gofer volume %s of the checkpoint is not in "
+					   "this configuration",
+					   sv->destination ? sv->destination : "?");
+		int r = urs_gofer_state_from_sst(sv, &s->gsaved[idx]);
+		if (r < 0)
+			return urs_err_set(err, r, "restore: out of memory");
+		s->gfuse_dev[idx] = sv->fuse_dev;
+		s->gsaved_any = true;
+		_cleanup_close_ int dir = open(m->source, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		r = dir < 0 ? -errno : urs_gofer_state_check_root(&s->gsaved[idx], dir);
+		if (r == -ESTALE)
+			return urs_err_set(err, r,
+					   "restore: gofer volume %s: host directory %s is not the "
+					   "one checkpointed (%s; device/inode of its root differ: "
+					   "replaced?)",
+					   m->destination, m->source,
+					   sv->host_path ? sv->host_path : "?");
+		if (r < 0)
+			return urs_err_set(err, r, "restore: gofer volume %s: %s: %s",
+					   m->destination, m->source, strerror(-r));
+	}
+	return 0;
+}
+
+/* Devices the files of a restore may have moved to (ckpt_restore_opts.dev_map):
+ * gofer volumes, tmpfs mounts, the writable layer of `ursa do --id`. */
+#define SUP_DEV_MAP (URS_GOFER_MAX + 40)
+
+/*
+ * Before the processes come back: the files of the sandbox's tmpfs mounts
+ * (host/ckpt_tmpfs.h), each mount's old device mapped to its new one; and
+ * for `ursa do --id`, whose writable layer the CLI unpacked into the bundle
+ * (cmd/do_layer.c), the device its files showed (DIR/layer.dev: a file and
+ * its old st_dev) to the one the same file shows now. Their files are new:
+ * any inode.
+ */
+static int restore_files(struct sup *s, struct ckpt_dev_map *map, uint32_t *n, struct urs_err *err)
+{
+	struct urs_sup_args *a = s->a;
+	int r = ckpt_tmpfs_restore(s->init_pid, a->restore_dir, map,
+				   SUP_DEV_MAP - URS_GOFER_MAX - 1, n, err);
+	if (r < 0)
+		return r;
+	char p[PATH_MAX + 16], line[PATH_MAX + 32];
+	snprintf(p, sizeof(p), "%s/layer.dev", a->restore_dir);
+	_cleanup_close_ int fd = open(p, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t len = read(fd, line, sizeof(line) - 1);
+	line[len > 0 ? len : 0] = 0;
+	char *tab = strchr(line, '\t'), *nl = strchr(line, '\n'), *end;
+	unsigned long long old = strtoull(line, &end, 16);
+	if (!tab || !nl || end != tab || tab[1] != '/')
+		return urs_err_set(err, -EINVAL, "restore: %s: malformed", p);
+	*nl = 0;
+	snprintf(p, sizeof(p), "/proc/%d/root", (int) s->init_pid);
+	_cleanup_close_ int rootfd = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	struct open_how how = {.flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
+			       .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
+	_cleanup_close_ int f =
+		rootfd < 0 ? -1 : (int) syscall(SYS_openat2, rootfd, tab + 1, &how, sizeof(how));
+	struct stat st;
+	if (f < 0 || fstat(f, &st) < 0)
+		return urs_err_set(err, -errno, "restore: the writable layer's %s: %m", tab + 1);
+	map[(*n)++] = (struct ckpt_dev_map){.from = old, .to = st.st_dev, .any_ino = true};
+	return 0;
+}
+
+struct late_restore {
+	const char *dir;
+	pid_t init;
+	struct ckpt_restore_opts ro;
+	struct urs_err err;
+	int r, efd;
+	struct urs_op op;
+	uint64_t val;
+	bool done;
+};
+
+static void *late_restore_thread(void *p)
+{
+	struct late_restore *lr = p;
+	ckpt_trace("sup: restoring (gofer volumes served)");
+	lr->r = ckpt_restore_ex(lr->dir, &lr->ro, &(pid_t){0}, NULL, &lr->err);
+	uint64_t one = 1;
+	if (write(lr->efd, &one, sizeof(one)) < 0) {
+		/* the eventfd cannot fail this way */
+	}
+	return NULL;
+}
+
+static void late_done_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint32_t flags)
+{
+	(void) loop, (void) res, (void) flags;
+	container_of(op, struct late_restore, op)->done = true;
+}
+
+/*
+ * ursa restore with gofer volumes: the restored processes re-open their
+ * files and working directories on the volumes by path, through the NEW
+ * FUSE mounts, which only answer once their gofers serve on our loop. So
+ * the restore runs here, after gofer_start, on a thread of its own (the
+ * ptrace tracer) while this thread serves the loop; READY is reported
+ * after it. Files saved on the old FUSE device are accepted on the new one
+ * (dev_map; inodes are the host's, checked).
+ */
+static int late_restore(struct sup *s, struct urs_err *err)
+{
+	struct urs_sup_args *a = s->a;
+	static struct late_restore lr;
+	static struct ckpt_dev_map map[SUP_DEV_MAP];
+	uint32_t nmap = 0;
+	int r = restore_files(s, map, &nmap, err);
+	if (r < 0)
+		return r;
+	for (int i = 0; i < URS_GOFER_MAX; i++) {
+		if (!s->gdest[i] || !s->gfuse_dev[i])
+			continue;
+		uint64_t now = urs_gofer_mount_dev(s->init_pid, s->gdest[i]);
+		if (now)
+			map[nmap++] = (struct ckpt_dev_map){.from = s->gfuse_dev[i], .to = now};
+	}
+	lr = (struct late_restore){.dir = a->restore_dir, .init = s->init_pid};
+	lr.ro = (struct ckpt_restore_opts){.policy = a->restore_policy,
+					   .puppet = s->init_pid,
+					   .dev_map = map,
+					   .n_dev_map = nmap};
+	lr.efd = eventfd(0, EFD_CLOEXEC);
+	if (lr.efd < 0)
+		return urs_err_set(err, -errno, "restore: eventfd: %m");
+	pthread_t th;
+	r = pthread_create(&th, NULL, late_restore_thread, &lr);
+	if (r) {
+		close(lr.efd);
+		return urs_err_set(err, -r, "restore: thread: %s", strerror(r));
+	}
+	io_uring_prep_read(urs_op_sqe(&lr.op), lr.efd, &lr.val, sizeof(lr.val), 0);
+	urs_submit(&s->loop, &lr.op, late_done_cb);
+	while (!lr.done)
+		if (urs_loop_run_once(&s->loop, true) < 0)
+			break;
+	pthread_join(th, NULL);
+	close(lr.efd);
+	if (lr.r < 0)
+		return urs_err_set(err, lr.r, "%s", lr.err.msg);
+	return 0;
+}
+
+/* Restored: each volume continues from its saved state (checks; quota
+ * accounting goes on from the host's usage, a difference is said). */
+static void gofer_import(struct sup *s)
+{
+	for (int i = 0; i < URS_GOFER_MAX; i++) {
+		if (!s->gofer[i] || !s->gdest[i] || !s->gsaved_any)
+			continue;
+		char msg[256];
+		int r = urs_gofer_state_import(s->gofer[i], &s->gsaved[i], msg, sizeof(msg));
+		if (r < 0 || msg[0])
+			fprintf(stderr, "ursa: restore: gofer volume %s: %s\n", s->gdest[i], msg);
+	}
+	for (int i = 0; i < URS_GOFER_MAX; i++)
+		urs_gofer_state_free(&s->gsaved[i]);
+}
+
+/* ---- end of gofer volumes through checkpoint/restore */
 
 /* ursa restore: DIR/supervisor.img, verified with this host's key (the
  * state root's, see actors/checkpointer.h); none is fine (older image) */
@@ -757,6 +1030,7 @@ int urs_supervisor_main(struct urs_sup_args *a)
 
 	s->a = a;
 	s->sync_fd = s->ctl_fd = s->sig_fd = s->pidfd = s->tapfd = -1;
+	ckpt_trace("sup: start");
 	if (!a->no_prewarm)
 		prewarm_fd_table();
 	setsid();
@@ -778,6 +1052,11 @@ int urs_supervisor_main(struct urs_sup_args *a)
 		report(a, r, 0, NULL, err.msg);
 		return 1;
 	}
+	/* gofer volumes: the same host directories as at the checkpoint */
+	if (a->restore_dir && (r = gofer_saved_check(s, &err)) < 0) {
+		report(a, r, 0, NULL, err.msg);
+		return 1;
+	}
 	/* gofer volumes: /dev/fuse is opened before we enter the sandbox's
 	 * device cgroup (which denies it); mounted by the init (docs/gofer.md) */
 	if ((r = gofer_open(a, msg, sizeof(msg))) < 0) {
@@ -788,7 +1067,9 @@ int urs_supervisor_main(struct urs_sup_args *a)
 	static struct urs_cgroup cg;
 	static char cgstr[URS_CG_STRING_MAX];
 	if (!a->no_cgroup) {
+		ckpt_trace("sup: cgroup create");
 		r = urs_cg_create(&cg, a->cgroup_path, a->id, 0, &err);
+		ckpt_trace("sup: cgroup created");
 		if (r < 0) {
 			report(a, r, 0, NULL, err.msg);
 			return 1;
@@ -801,10 +1082,12 @@ int urs_supervisor_main(struct urs_sup_args *a)
 			spec->lnx && spec->lnx->has_resources ? &spec->lnx->resources : &none;
 		static const struct urs_linux nolnx;
 		if ((r = urs_cg_enter(&cg, getpid(), &err)) < 0 ||
-		    (r = apply_resources(&cg, res, spec->lnx ? spec->lnx : &nolnx, &err)) < 0) {
+		    (ckpt_trace("sup: cgroup entered"),
+		     r = apply_resources(&cg, res, spec->lnx ? spec->lnx : &nolnx, &err)) < 0) {
 			report(a, r, 0, cgstr, err.msg);
 			return 1;
 		}
+		ckpt_trace("sup: resources applied");
 	}
 
 	a->launch.cgroup = cgstr;
@@ -848,6 +1131,7 @@ int urs_supervisor_main(struct urs_sup_args *a)
 			    spec->hooks[URS_HOOK_CREATE_CONTAINER].n ||
 			    spec->hooks[URS_HOOK_START_CONTAINER].n;
 	s->init_pid = clone_init(a, flags, &s->pidfd);
+	ckpt_trace("sup: init cloned");
 	close(sv[1]);
 	if (join_pid_ns >= 0)
 		close(join_pid_ns); /* our own children after this are none */
@@ -918,13 +1202,25 @@ int urs_supervisor_main(struct urs_sup_args *a)
 		goto fail_kill;
 	}
 	/* ---- ursa restore (docs/checkpoint.md): the init is the restore target */
-	if (a->restore_dir) {
-		struct ckpt_restore_opts ro = {.policy = a->restore_policy, .puppet = s->init_pid};
+	/* with gofer volumes: later, once they serve (late_restore) */
+	s->late = a->restore_dir && a->launch.n_gofer > 0;
+	if (a->restore_dir && !s->late) {
+		static struct ckpt_dev_map map[SUP_DEV_MAP];
+		uint32_t nmap = 0;
+		struct ckpt_restore_opts ro = {
+			.policy = a->restore_policy, .puppet = s->init_pid, .dev_map = map};
 		pid_t restored;
+		ckpt_trace("sup: init ready, restoring");
+		if ((r = restore_files(s, map, &nmap, &err)) < 0) {
+			snprintf(msg, sizeof(msg), "%s", err.msg);
+			goto fail_kill;
+		}
+		ro.n_dev_map = nmap;
 		if ((r = ckpt_restore_ex(a->restore_dir, &ro, &restored, NULL, &err)) < 0) {
 			snprintf(msg, sizeof(msg), "%s", err.msg);
 			goto fail_kill;
 		}
+		ckpt_trace("sup: restored");
 	}
 	/* ---- end of ursa restore */
 	if (a->state_dir && (s->ctl_fd = ctl_listen(a->state_dir)) < 0) {
@@ -932,8 +1228,9 @@ int urs_supervisor_main(struct urs_sup_args *a)
 		snprintf(msg, sizeof(msg), "control socket in %s: %s", a->state_dir, strerror(-r));
 		goto fail_kill;
 	}
-	report(a, 0, s->init_pid, cgstr, NULL);
-	if (a->start_now) {
+	if (!s->late)
+		report(a, 0, s->init_pid, cgstr, NULL);
+	if (a->start_now && !s->late) {
 		/* run/do: no separate start, but not before the parent has written
 		 * the record (a workload that is quick to act would otherwise be
 		 * unknown to `ursa kill` for a moment) */
@@ -959,9 +1256,11 @@ int urs_supervisor_main(struct urs_sup_args *a)
 		dup2(null, fd);
 	if (null > 2)
 		close(null);
-	int keepfds[3 + 1 + 1 + URS_NET_MAX_FWD + 2 * URS_GOFER_MAX] = {s->sync_fd, s->pidfd,
-									s->ctl_fd, s->tapfd};
+	int keepfds[3 + 1 + 1 + URS_NET_MAX_FWD + 2 * URS_GOFER_MAX + 1] = {s->sync_fd, s->pidfd,
+									    s->ctl_fd, s->tapfd};
 	size_t nkeep = 4;
+	if (s->late) /* READY is reported after the restore */
+		keepfds[nkeep++] = a->report_fd;
 	for (int i = 0; i < a->launch.n_gofer; i++) { /* gofer volumes */
 		keepfds[nkeep++] = a->launch.gofer_fuse[i];
 		keepfds[nkeep++] = a->launch.gofer_dir[i];
@@ -1027,7 +1326,11 @@ int urs_supervisor_main(struct urs_sup_args *a)
 					    .net = a->net,
 					    .engine = ckpt_engine,
 					    .engine_ctx = s,
-					    .loop = &s->loop};
+					    .loop = &s->loop,
+					    .gofers = s->gofer,
+					    .gofer_dest = s->gdest,
+					    .gofer_src = s->gsrc,
+					    .init_pid = s->init_pid};
 	urs_checkpointer_init(&s->ckpt, &s->loop, &s->ckpt_src);
 	if ((r = urs_sup_seccomp_start(&s->loop)) < 0) {
 		/* unanswered, denied syscalls would fail with ENOSYS instead of
@@ -1037,6 +1340,31 @@ int urs_supervisor_main(struct urs_sup_args *a)
 	}
 	if (gofer_start(s) < 0) /* gofer volumes: unserved, every access would hang */
 		kill(s->init_pid, SIGKILL);
+	if (s->late) { /* ursa restore with gofer volumes: now they serve */
+		if ((r = late_restore(s, &err)) < 0) {
+			kill(s->init_pid, SIGKILL);
+			waitpid(s->init_pid, NULL, 0);
+			report(a, r, 0, cgstr, err.msg);
+			if (s->net)
+				urs_netstack_stop(s->net);
+			gofer_stop(s);
+			urs_loop_fini(&s->loop);
+			return 1;
+		}
+		gofer_import(s);
+		report(a, 0, s->init_pid, cgstr, NULL);
+		if (a->start_now) { /* as above: the record first; the init runs already */
+			char go;
+			ssize_t n;
+			do
+				n = recv(a->report_fd, &go, 1, 0);
+			while (n < 0 && errno == EINTR);
+			close(a->report_fd);
+			a->report_fd = -1;
+			close(s->sync_fd);
+			s->sync_fd = -1;
+		}
+	}
 	io_uring_prep_poll_add(urs_op_sqe(&s->pid_op), s->pidfd, POLLIN);
 	urs_submit(&s->loop, &s->pid_op, pid_cb);
 	if (s->sig_fd >= 0)

@@ -69,5 +69,8 @@ int urs_ctl_call(const char *state_dir, const char *req, char *reply, size_t len
  * (returns the connection's fd), then receive (closes it). */
 int urs_ctl_send(const char *state_dir, const char *req);
 int urs_ctl_recv(int fd, char *reply, size_t len);
+/* urs_ctl_call for replies of any size (metrics): *@reply is malloc'd and
+ * NUL-terminated; returns its length or -errno. */
+int urs_ctl_call_alloc(const char *state_dir, const char *req, char **reply);
 
 #endif

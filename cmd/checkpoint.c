@@ -26,6 +26,8 @@
 #include "cmd/cmd.h"
 #include "host/cgroup.h"
 #include "host/ckpt_dump.h"
+#include "host/ckpt_tmpfs.h"
+#include "host/ckpt_trace.h"
 #include "host/proc.h"
 #include "runtime/common.h"
 
@@ -128,6 +130,7 @@ int cmd_checkpoint(int argc, char **argv)
 			      NULL);
 	if (rc >= 0)
 		return rc;
+	ckpt_trace("cli: checkpoint opened");
 	rc = 1;
 	_cleanup_close_ int pidfd = -1;
 	_cleanup_close_ int lockfd = -1;
@@ -205,8 +208,10 @@ int cmd_checkpoint(int argc, char **argv)
 		goto out;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &ts1);
+	ckpt_trace("cli: prepared");
 	r = ctlfd < 0 ? ctlfd : urs_ctl_recv(ctlfd, reply, sizeof(reply));
 	clock_gettime(CLOCK_MONOTONIC, &ts2);
+	ckpt_trace("cli: supervisor state written");
 	urs_debug("checkpoint %s: supervisor state asked %.3f ms before the dump, waited %.3f ms",
 		  st.id,
 		  (double) (ts1.tv_sec - ts0.tv_sec) * 1e3 + (ts1.tv_nsec - ts0.tv_nsec) / 1e6,
@@ -236,14 +241,32 @@ int cmd_checkpoint(int argc, char **argv)
 	sigprocmask(SIG_BLOCK, &all, &oldmask);
 	masked = true;
 	r = ckpt_dump(st.pid, dir, &dopts, &ds, &err);
-	if (r == 0 && (r = save_record(dir, &st, &err)) < 0) {
+	ckpt_trace("cli: dumped");
+	/* a registered `ursa do` sandbox: its writable layer too, still frozen */
+	bool dumped = r == 0;
+	char stale[4200]; /* an older image's layer: not this sandbox's */
+	snprintf(stale, sizeof(stale), "%s/layer.img", dir);
+	unlink(stale);
+	snprintf(stale, sizeof(stale), "%s/layer.dev", dir);
+	unlink(stale);
+	if (r == 0 && urs_do_layer_of(st.id, st.bundle))
+		r = urs_do_layer_save(st.id, st.pid, dir, &err);
+	/* files on its tmpfs mounts (/tmp, /dev/shm...): nowhere else */
+	if (r == 0 && (r = ckpt_tmpfs_save(st.pid, dir, &err)) > 0)
+		r = 0;
+	if (r == 0)
+		r = save_record(dir, &st, &err);
+	if (r < 0 && dumped) {
 		/* no core.img: not an image (the dumper removes its files itself
 		 * when it fails) */
-		char path[4200];
-		snprintf(path, sizeof(path), "%s/core.img", dir);
-		unlink(path);
-		snprintf(path, sizeof(path), "%s/pages.img", dir);
-		unlink(path);
+		static const char *const files[] = {"core.img", "pages.img", "layer.img",
+						    "layer.dev"};
+		for (size_t k = 0; k < URS_ARRAY_SIZE(files); k++) {
+			char path[4200];
+			snprintf(path, sizeof(path), "%s/%s", dir, files[k]);
+			unlink(path);
+		}
+		ckpt_tmpfs_forget(dir);
 	}
 	if (r < 0) {
 		if (freezer)
@@ -275,9 +298,11 @@ int cmd_checkpoint(int argc, char **argv)
 	}
 	/* killed while still frozen, so it runs no further than the image: the
 	 * pid namespace dies with its init (a frozen task still dies of SIGKILL) */
+	ckpt_trace("cli: record saved");
 	urs_pidfd_signal(pidfd, SIGKILL);
 	if (freezer)
 		ckpt_cg2_freeze(freezer, false, NULL);
+	ckpt_trace("cli: killed and thawed");
 	if (urs_container_delete(st.id, true, &err) < 0) {
 		urs_error("checkpoint %s: the image is complete, but deleting the container "
 			  "failed: %s",
@@ -300,5 +325,6 @@ out:
 	if (have_cg)
 		urs_cg_close(&cg);
 	urs_state_clear(&st);
+	ckpt_trace("cli: checkpoint done");
 	return rc;
 }

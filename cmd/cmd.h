@@ -42,6 +42,17 @@ int urs_seal_self_for(const struct urs_spec *spec, struct urs_err *err);
 /* delete's work, shared with run (cmd/delete.c) */
 int urs_container_delete(const char *id, bool force, struct urs_err *err);
 
+/* The writable layer of `ursa do --id ID` (cmd/do_layer.c): a tmpfs on the
+ * host at ROOT/.do/ID (state root), made (@fresh: with upper/ too), saved into and
+ * loaded from a checkpoint image (DIR/layer.img), removed. */
+int urs_do_layer_make(const char *id, bool fresh, char *path, size_t len, struct urs_err *err);
+void urs_do_layer_remove(const char *id);
+bool urs_do_layer_of(const char *id, const char *bundle);
+int urs_do_layer_save(const char *id, pid_t pid, const char *image, struct urs_err *err);
+bool urs_do_layer_in_image(const char *image);
+int urs_do_layer_load(const char *id, const char *image, char *bundle, size_t len,
+		      struct urs_err *err);
+
 int cmd_demo(int argc, char **argv);
 int cmd_create(int argc, char **argv);
 int cmd_start(int argc, char **argv);

@@ -58,6 +58,9 @@ int urs_container_delete(const char *id, bool force, struct urs_err *err)
 		urs_state_clear(&st);
 		return r;
 	}
+	/* a registered `ursa do` sandbox's writable layer (cmd/do_layer.c) */
+	if (urs_do_layer_of(id, st.bundle))
+		urs_do_layer_remove(id);
 	urs_state_clear(&st);
 	return urs_state_remove(G.root, id);
 }

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -81,8 +82,37 @@ static const char *const readonly[] = {
 	"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger", NULL,
 };
 
+/* The network settings as the run.ursa.* annotations a bundle would carry
+ * (docs/network.md): what `ursa restore` of a registered sandbox reads. */
+static json_t *net_annotations(const char *network, const struct urs_strlist *ports,
+			       const struct urs_strlist *netset)
+{
+	json_t *a = json_object();
+	if (strcmp(network, "host"))
+		json_object_set_new(a, "run.ursa.network", json_string(network));
+	if (ports->n) {
+		char list[4096] = "";
+		size_t n = 0;
+		for (int k = 0; k < ports->n && n < sizeof(list); k++)
+			n += (size_t) snprintf(list + n, sizeof(list) - n, "%s%s", k ? "," : "",
+					       ports->v[k]);
+		json_object_set_new(a, "run.ursa.ports", json_string(list));
+	}
+	for (int k = 0; k < netset->n; k++) {
+		const char *eq = strchr(netset->v[k], '=');
+		if (!eq)
+			continue; /* refused before */
+		char key[256];
+		snprintf(key, sizeof(key), "run.ursa.network.%.*s", (int) (eq - netset->v[k]),
+			 netset->v[k]);
+		json_object_set_new(a, key, json_string(eq + 1));
+	}
+	return a;
+}
+
 static char *build_config(const char *network, const char *resolv, const char *cwd,
 			  const struct urs_strlist *envs, const struct urs_strlist *vols,
+			  const struct urs_strlist *ports, const struct urs_strlist *netset,
 			  long long memory, int pids, char **args, int nargs, struct urs_err *err)
 {
 	json_t *env = json_array();
@@ -202,11 +232,11 @@ static char *build_config(const char *network, const char *resolv, const char *c
 			       "mount", "type", "ipc", "type", "uts", "type", "cgroup");
 	if (strcmp(network, "host"))
 		json_array_append_new(ns, json_pack("{s:s}", "type", "network"));
-	json_t *cfg =
-		json_pack("{s:s, s:{s:s, s:b}, s:o, s:s, s:o, s:{s:o, s:o, s:o}}", "ociVersion",
-			  "1.0.2", "root", "path", "/", "readonly", 0, "process", proc, "hostname",
-			  "ursa", "mounts", mounts, "linux", "namespaces", ns, "maskedPaths",
-			  strs(masked), "readonlyPaths", strs(readonly));
+	json_t *cfg = json_pack(
+		"{s:s, s:{s:s, s:b}, s:o, s:s, s:o, s:{s:o, s:o, s:o}, s:o}", "ociVersion", "1.0.2",
+		"root", "path", "/", "readonly", 0, "process", proc, "hostname", "ursa", "mounts",
+		mounts, "linux", "namespaces", ns, "maskedPaths", strs(masked), "readonlyPaths",
+		strs(readonly), "annotations", net_annotations(network, ports, netset));
 	if (memory > 0 || pids > 0) {
 		json_t *res = json_object();
 		if (memory > 0)
@@ -224,12 +254,27 @@ fail:
 	return NULL;
 }
 
+/* @json as DIR/config.json, the registered sandbox's bundle. */
+static int write_config(const char *dir, const char *json)
+{
+	char path[PATH_MAX + 16];
+	snprintf(path, sizeof(path), "%s/config.json", dir);
+	_cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	size_t n = strlen(json);
+	if (write(fd, json, n) != (ssize_t) n)
+		return errno ? -errno : -EIO;
+	return 0;
+}
+
 /* /run/ursa/.resolv-PID.conf naming the gateway(s); bind-mounted read-only
  * on the sandbox's /etc/resolv.conf and unlinked once the sandbox exists. */
-static int write_resolv(const struct urs_netopts *o, char *path, size_t len)
+static int write_resolv(const struct urs_netopts *o, const char *dir, char *path, size_t len)
 {
 #if !URSA_HAVE_NETSTACK
 	(void) o;
+	(void) dir;
 	(void) path;
 	(void) len;
 	return -ENOSYS;
@@ -244,8 +289,12 @@ static int write_resolv(const struct urs_netopts *o, char *path, size_t len)
 			 "# written by ursa: the gateway forwards DNS\nnameserver %s\n", a4);
 	if (nc.ipv6)
 		n += snprintf(text + n, sizeof(text) - (size_t) n, "nameserver %s\n", a6);
-	/* not in SCRATCH: the init mounts a tmpfs over it before binding */
-	snprintf(path, len, "/run/ursa/.resolv-%d.conf", (int) getpid());
+	/* not in SCRATCH: the init mounts a tmpfs over it before binding; a
+	 * registered sandbox's layer (@dir) keeps it for a restore */
+	if (dir)
+		snprintf(path, len, "%s/resolv.conf", dir);
+	else
+		snprintf(path, len, "/run/ursa/.resolv-%d.conf", (int) getpid());
 	_cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return -errno;
@@ -261,7 +310,7 @@ static int write_resolv(const struct urs_netopts *o, char *path, size_t len)
 int cmd_do(int argc, char **argv)
 {
 	int r;
-	const char *network = "sandbox", *cwd = NULL, *memory = NULL;
+	const char *network = "sandbox", *cwd = NULL, *memory = NULL, *reg_id = NULL;
 	int pids = 0;
 	struct urs_strlist envs = {0}, vols = {0}, ports = {0}, netset = {0};
 	bool no_prewarm = getenv("URSA_BENCH_NO_PREWARM") != NULL;
@@ -282,6 +331,9 @@ int cmd_do(int argc, char **argv)
 		{"memory", 'm', URS_OPT_STR, &memory,
 		 "memory limit in bytes (puts it in a cgroup)"},
 		{"pids-limit", 0, URS_OPT_INT, &pids, "pid limit (puts it in a cgroup)"},
+		{"id", 0, URS_OPT_STR, &reg_id,
+		 "register the sandbox as ID: state, kill, exec, checkpoint work on it "
+		 "(its writable layer then lives in ROOT/.do/ID)"},
 		{NULL, 0, 0, NULL, NULL},
 	};
 	int i = urs_parse("do", "[options] [--] CMD [ARGS...]", argc, argv, opts);
@@ -362,32 +414,46 @@ int cmd_do(int argc, char **argv)
 			return 125;
 		}
 	}
-	mkdir("/run/ursa", 0711);
-	if (mkdir(SCRATCH, 0700) < 0 && errno != EEXIST) {
-		urs_error("do: creating %s: %s", SCRATCH, strerror(errno));
-		return 125;
+	/* --id: registered under the state root, its writable layer on a tmpfs
+	 * the host sees (cmd/do_layer.c), so that it can be checkpointed */
+	char scratch[PATH_MAX] = SCRATCH;
+	if (reg_id) {
+		if (urs_id_valid(reg_id, &err) < 0) {
+			urs_error("do: --id: %s", err.msg);
+			return 125;
+		}
+		if (urs_do_layer_make(reg_id, true, scratch, sizeof(scratch), &err) < 0) {
+			urs_error("%s", err.msg);
+			return 125;
+		}
+	} else {
+		mkdir("/run/ursa", 0711);
+		if (mkdir(SCRATCH, 0700) < 0 && errno != EEXIST) {
+			urs_error("do: creating %s: %s", SCRATCH, strerror(errno));
+			return 125;
+		}
 	}
-	char resolv[PATH_MAX] = "";
-	if (net.mode == URS_NET_SANDBOX && (r = write_resolv(&net, resolv, sizeof(resolv))) < 0) {
-		urs_error("do: writing the sandbox's resolv.conf: %s", strerror(-r));
-		return 125;
-	}
-	char *json = build_config(network, *resolv ? resolv : NULL, cwd, &envs, &vols, mem, pids,
-				  argv + i, argc - i, &err);
-	if (!json) {
-		if (*resolv)
-			unlink(resolv);
-		urs_error("%s", err.msg);
-		return 125;
-	}
+	int rc = 125;
 	struct urs_spec *spec = NULL;
+	char resolv[PATH_MAX] = "";
+	if (net.mode == URS_NET_SANDBOX &&
+	    (r = write_resolv(&net, reg_id ? scratch : NULL, resolv, sizeof(resolv))) < 0) {
+		urs_error("do: writing the sandbox's resolv.conf: %s", strerror(-r));
+		goto out;
+	}
+	char *json = build_config(network, *resolv ? resolv : NULL, cwd, &envs, &vols, &ports,
+				  &netset, mem, pids, argv + i, argc - i, &err);
+	if (!json) {
+		urs_error("%s", err.msg);
+		goto out;
+	}
 	r = urs_spec_parse(json, strlen(json), &spec, &err);
+	if (r == 0 && reg_id && (r = write_config(scratch, json)) < 0)
+		urs_err_set(&err, r, "do: writing %s/config.json: %s", scratch, strerror(-r));
 	free(json);
 	if (r < 0) {
-		if (*resolv)
-			unlink(resolv);
 		urs_error("%s", err.msg);
-		return 125;
+		goto out;
 	}
 	/* Docker's default profile, compiled when ursa was built */
 	struct urs_bpf filter = {
@@ -405,15 +471,19 @@ int cmd_do(int argc, char **argv)
 	char id[64];
 	snprintf(id, sizeof(id), "do-%d", (int) getpid());
 	struct urs_sandbox_opts o = {
-		.id = id,
+		.root = reg_id ? G.root : NULL,
+		.id = reg_id ? reg_id : id,
+		.bundle = reg_id ? scratch : NULL,
 		.spec = spec,
-		.overlay_scratch = SCRATCH,
+		.overlay_scratch = scratch,
+		.overlay_prepared = reg_id != NULL,
 		.autostart = true,
 		.no_prewarm = no_prewarm,
 		/* Without limits there is nothing a cgroup adds: the pid namespace
 		 * takes every process down with CMD. Creating one costs a cgroup
-		 * migration (an RCU grace period when cold: 8-36 ms here). */
-		.no_cgroup = !mem && !pids,
+		 * migration (an RCU grace period when cold: 8-36 ms here). A
+		 * registered sandbox has one: its checkpoint freezes it. */
+		.no_cgroup = !mem && !pids && !reg_id,
 		.seccomp = &filter,
 		.load_seccomp = urs_bpf_load_hook,
 		.seccomp_notify = count,
@@ -425,16 +495,32 @@ int cmd_do(int argc, char **argv)
 	struct urs_state st;
 	pid_t sup;
 	r = urs_sandbox_create(&o, &sup, &st, &err);
-	if (*resolv)
+	if (*resolv && !reg_id)
 		unlink(resolv); /* mounted in the sandbox by now (or not needed) */
+	*resolv = 0;
 	if (r < 0) {
 		urs_error("%s", err.msg);
-		urs_spec_free(spec);
-		return 125;
+		goto out;
 	}
-	int rc = urs_wait_forwarding(sup, st.pid);
-	urs_sandbox_cgroup_remove(st.cgroup);
+	rc = urs_wait_forwarding(sup, st.pid);
+	if (!reg_id) {
+		urs_sandbox_cgroup_remove(st.cgroup);
+	} else {
+		/* a checkpoint that ended it deletes it itself, under the lock of
+		 * the record's directory: wait for that, then there is no record */
+		char sdir[PATH_MAX];
+		urs_state_path(sdir, sizeof(sdir), G.root, reg_id, NULL);
+		_cleanup_close_ int lk = open(sdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (lk >= 0 && flock(lk, LOCK_EX) == 0 &&
+		    urs_container_delete(reg_id, true, &err) < 0)
+			urs_debug("do: deleting %s: %s", reg_id, err.msg);
+	}
 	urs_state_clear(&st);
+out:
+	if (*resolv && !reg_id)
+		unlink(resolv);
+	if (reg_id)
+		urs_do_layer_remove(reg_id);
 	urs_spec_free(spec);
 	return rc;
 }

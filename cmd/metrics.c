@@ -25,9 +25,8 @@ int cmd_metrics(int argc, char **argv)
 	}
 	char dir[PATH_MAX];
 	urs_state_path(dir, sizeof(dir), G.root, st.id, NULL);
-	size_t len = 64u << 10;
-	char *buf = malloc(len);
-	int r = buf ? urs_ctl_call(dir, "metrics", buf, len) : -ENOMEM;
+	char *buf = NULL; /* as large as the supervisor's reply */
+	int r = urs_ctl_call_alloc(dir, "metrics", &buf);
 	if (r < 0) {
 		urs_error("metrics %s: cannot reach its supervisor: %s", st.id, strerror(-r));
 	} else if (!strncmp(buf, "error:", 6)) {

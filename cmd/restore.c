@@ -25,6 +25,7 @@
 #include "cmd/cmd.h"
 #include "host/cgroup.h"
 #include "host/ckpt_restore.h"
+#include "host/ckpt_trace.h"
 
 #define CKPT_REC_ID	     "container"
 #define CAP_SETGID_BIT	     (1ull << 6)
@@ -111,6 +112,7 @@ int cmd_restore(int argc, char **argv)
 		return i == -2 ? 0 : 1;
 	if (!(c.id = urs_require_id("restore", argc, argv, i)))
 		return 1;
+	ckpt_trace("cli: restore parsed");
 	urs_cg_prewarm(); /* opt-in: the cgroup migration's grace period, meanwhile */
 	if (locks || lazy || lsm || lsm_mount) {
 		urs_error("restore: --%s is not supported",
@@ -156,6 +158,18 @@ int cmd_restore(int argc, char **argv)
 	struct urs_err err = {{0}};
 	struct urs_state rec = {0};
 	bool have_rec = urs_state_read(dir, CKPT_REC_ID, &rec, NULL) == 0;
+	/* a registered `ursa do` sandbox (cmd/do_layer.c): the bundle is the
+	 * writable layer the image carries, unpacked on a fresh tmpfs */
+	char layer[4096] = "";
+	if (!c.bundle && urs_do_layer_in_image(dir)) {
+		if (urs_do_layer_load(c.id, dir, layer, sizeof(layer), &err) < 0) {
+			urs_error("%s", err.msg);
+			urs_ckpt_worklog(work, "restore.log", "error: %s", err.msg);
+			urs_state_clear(&rec);
+			return 1;
+		}
+		c.bundle = layer;
+	}
 	if (!c.bundle && access("config.json", F_OK) < 0 && have_rec)
 		c.bundle = rec.bundle;
 	/* counted seccomp denials need a notify listener, which an image cannot
@@ -169,6 +183,13 @@ int cmd_restore(int argc, char **argv)
 	int r = urs_bundle_prepare(&c, &o, &err);
 	if (r == 0)
 		r = make_policy(&c, &pol, &err);
+	if (r == 0 && *layer) {
+		o.overlay_scratch = layer;
+		o.overlay_prepared = true;
+		/* `ursa do` loads Docker's default filter (not in its config) */
+		pol.bpf = (const uint64_t *) (const void *) urs_default_bpf;
+		pol.bpf_len = urs_default_bpf_len;
+	}
 	if (r == 0 && c.spec->process && c.spec->process->terminal && !c.console_socket)
 		r = urs_err_set(&err, -EINVAL,
 				"restore: process.terminal needs --console-socket (the pty "
@@ -184,11 +205,13 @@ int cmd_restore(int argc, char **argv)
 	o.seccomp_count = NULL;
 	o.restore_dir = dir;
 	o.restore_policy = &pol;
+	ckpt_trace("cli: bundle prepared");
 	if ((r = urs_sandbox_create(&o, &sup, &st, &err)) < 0) {
 		urs_error("%s", err.msg);
 		urs_ckpt_worklog(work, "restore.log", "error: %s", err.msg);
 		goto out;
 	}
+	ckpt_trace("cli: sandbox created");
 	urs_ckpt_worklog(work, "restore.log", "restored %s from %s: init pid %d", c.id, dir,
 			 (int) st.pid);
 	urs_sandbox_hooks(G.root, &st, c.spec, URS_HOOK_POSTSTART, "running", urs_warn);
@@ -200,7 +223,10 @@ int cmd_restore(int argc, char **argv)
 	}
 	urs_state_clear(&st);
 out:
+	if (rc && *layer)
+		urs_do_layer_remove(c.id);
 	urs_state_clear(&rec);
 	urs_create_args_free(&c);
+	ckpt_trace("cli: restore done");
 	return rc;
 }

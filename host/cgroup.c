@@ -284,6 +284,10 @@ static int rm_subdirs(int dfd, int depth)
  * for exiting processes (EBUSY). */
 static int rm_leaf(const char *path)
 {
+	/* the usual case first: nothing below it, nobody inside (one syscall
+	 * instead of a directory walk per hierarchy: checkpoint and delete) */
+	if (rmdir(path) == 0 || errno == ENOENT)
+		return 0;
 	int64_t deadline = now_ns() + CG_RMDIR_WAIT_NS;
 	for (;;) {
 		_cleanup_close_ int fd =
@@ -719,7 +723,11 @@ int urs_cg_create(struct urs_cgroup *cg, const char *cgroups_path, const char *i
  * the grace periods are long (5-22 ms) and the early start saved 6.5 ms of
  * a restore; on a quiet host they are short, the supervisor's write comes
  * more than a grace period after the early one finished, pays a full one
- * again, and the restore was 5 ms slower. The caller joins the thread
+ * again, and the restore was 5 ms slower. Keeping the fast state open
+ * from the CLI's start instead (a helper writing every 1 ms, tried in
+ * session 4) does not help either: the waiting writer holds cgroup_mutex,
+ * so the supervisor's mkdirs wait for the grace period in its place
+ * (docs/checkpoint.md, "Speed"). The caller joins the thread
  * (urs_cg_prewarm_wait) before it forks: a fork while another thread
  * starts or exits can leave an allocator lock held in the child (seen
  * with ASan: the supervisor hung in free()). */

@@ -6,7 +6,8 @@
  * left to the file, all-zero anonymous pages are skipped too. Pipes, FIFOs,
  * eventfds, epoll sets, unix socketpairs and TCP sockets are read from
  * fdinfo, sock_diag (host/ckpt_sockdiag.c) and injected peeks, never
- * consuming what is queued in them.
+ * consuming what is queued in them. Shared memory objects are saved once
+ * for the tree; the other threads of a process each get a thread record.
  */
 #include "host/ckpt_dump.h"
 
@@ -25,6 +26,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/ptrace.h>
 #include <sys/random.h>
@@ -44,6 +46,12 @@
 #define PM_SWAP	   (1ull << 62)
 #define PM_FILE	   (1ull << 61)
 #define CHUNK	   256 /* pages read from /proc/PID/mem at once */
+#ifndef PR_GET_TID_ADDRESS
+#define PR_GET_TID_ADDRESS 40
+#endif
+#ifndef F_GET_SEALS
+#define F_GET_SEALS 1034
+#endif
 
 struct dumpctx {
 	struct ckpt_image img;
@@ -61,6 +69,14 @@ struct dumpctx {
 	uint32_t nobjs;
 	struct ckpt_sockdiag diag; /* sockets of the tree's network namespace */
 	bool diag_loaded;
+	struct dthread *thr[CKPT_MAX_TASKS]; /* each task's other threads */
+	uint32_t nthr[CKPT_MAX_TASKS];
+};
+
+/* A thread of a task other than its main one, seized like it. */
+struct dthread {
+	struct ckpt_tracee tr;
+	uint8_t trapped;
 };
 
 static int read_small(const char *path, char *buf, size_t cap)
@@ -124,11 +140,13 @@ static int dump_status(struct ckpt_task *t, pid_t pid, bool zombie, uint64_t *si
 	if (r < 0)
 		return urs_err_set(err, r, "pid %d: reading status: %s", pid, strerror(-r));
 	long threads = status_last_num(buf, "Threads");
-	if (!zombie && threads != 1)
+	const char *state = status_field(buf, "State");
+	if (threads > 1 && state && strpbrk(state, "ZX"))
 		return urs_err_set(err, -ENOTSUP,
-				   "pid %d: multi-threaded process (%ld threads) cannot be "
-				   "checkpointed yet",
+				   "pid %d: multi-threaded process (%ld threads) whose main thread "
+				   "has exited cannot be checkpointed",
 				   pid, threads);
+	(void) zombie;
 	t->r.nspid = (int32_t) status_last_num(buf, "NSpid");
 	t->r.nspgid = (int32_t) status_last_num(buf, "NSpgid");
 	t->r.nssid = (int32_t) status_last_num(buf, "NSsid");
@@ -236,6 +254,33 @@ static bool is_io_uring(const char *name)
 	       !strcmp(name, "[io_uring]");
 }
 
+/* Tids of pid's threads other than pid itself (/proc/PID/task). */
+static int list_threads(pid_t pid, pid_t *out, uint32_t max, uint32_t *n)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	DIR *d = opendir(path);
+	if (!d)
+		return -errno;
+	struct dirent *e;
+	int r = 0;
+	*n = 0;
+	while ((e = readdir(d))) {
+		if (e->d_name[0] < '0' || e->d_name[0] > '9')
+			continue;
+		pid_t tid = (pid_t) atoi(e->d_name);
+		if (tid == pid)
+			continue;
+		if (*n == max) {
+			r = -ENOTSUP;
+			break;
+		}
+		out[(*n)++] = tid;
+	}
+	closedir(d);
+	return r;
+}
+
 /* ---- mappings ---------------------------------------------------------- */
 
 static int add_vma(struct ckpt_task *t, const struct ckpt_vma *v)
@@ -248,7 +293,19 @@ static int add_vma(struct ckpt_task *t, const struct ckpt_vma *v)
 	return 0;
 }
 
-static int dump_maps(struct ckpt_task *t, pid_t pid, struct urs_err *err)
+/* A shared mapping of a shmem object, by its /proc/PID/maps name: shared
+ * anonymous memory and shared mappings of /dev/zero show as "/dev/zero
+ * (deleted)", memfds as "/memfd:NAME (deleted)". */
+static bool shm_mapping(const char *name, bool *memfd)
+{
+	*memfd = !strncmp(name, "/memfd:", 7) && deleted(name);
+	return *memfd || !strcmp(name, "/dev/zero (deleted)") || !strncmp(name, "[anon_shmem:", 12);
+}
+
+static int shm_object(struct dumpctx *c, pid_t pid, const char *file, const char *name, bool memfd,
+		      uint32_t *id, struct urs_err *err);
+
+static int dump_maps(struct dumpctx *c, struct ckpt_task *t, pid_t pid, struct urs_err *err)
 {
 	char path[64];
 	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
@@ -271,7 +328,7 @@ static int dump_maps(struct ckpt_task *t, pid_t pid, struct urs_err *err)
 		v.r.end = end;
 		v.r.prot = (perms[0] == 'r' ? PROT_READ : 0) | (perms[1] == 'w' ? PROT_WRITE : 0) |
 			   (perms[2] == 'x' ? PROT_EXEC : 0);
-		bool shared = perms[3] == 's';
+		bool shared = perms[3] == 's', memfd;
 		if (!strcmp(name, "[vsyscall]"))
 			continue; /* fixed kernel page, not a VMA */
 		if (!strcmp(name, "[vvar]"))
@@ -297,6 +354,24 @@ static int dump_maps(struct ckpt_task *t, pid_t pid, struct urs_err *err)
 				"pid %d: io_uring instance (mapping %llx-%llx) cannot be "
 				"checkpointed",
 				pid, start, end);
+		} else if (shared && shm_mapping(name, &memfd)) {
+			v.r.kind = CKPT_VMA_SHMEM;
+			v.r.flags = CKPT_VMA_SHARED;
+			v.r.pgoff = off;
+			v.r.dev = makedev(maj, min);
+			v.r.ino = ino;
+			char mf[96];
+			snprintf(mf, sizeof(mf), "/proc/%d/map_files/%llx-%llx", pid, start, end);
+			int r = shm_object(c, pid, mf, name, memfd, &v.r.shm, err);
+			if (r)
+				return r;
+			uint64_t osz = ckpt_shm_span(&c->img.shms[v.r.shm]);
+			if (off > osz || end - start > osz - off)
+				return urs_err_set(
+					err, -ENOTSUP,
+					"pid %d: shared mapping %llx-%llx reaches past the "
+					"end of its memory object",
+					pid, start, end);
 		} else if (name[0] != '/' || deleted(name) || !strncmp(name, "/SYSV", 5) ||
 			   !strncmp(name, "/dev/", 5) || !strncmp(name, "/memfd:", 7)) {
 			return urs_err_set(err, -ENOTSUP,
@@ -333,27 +408,34 @@ static int dump_maps(struct ckpt_task *t, pid_t pid, struct urs_err *err)
 
 /* ---- pages -------------------------------------------------------------- */
 
-/* Append a page at vaddr stored at off; runs never cross a mapping (vma_start). */
-static int add_run(struct ckpt_task *t, uint64_t vma_start, uint64_t vaddr, uint64_t off)
+/* Append a page at @vaddr stored at @off to @runs (@n of them): the last
+ * run grows if both are contiguous and it starts at or above @floor, so
+ * runs never cross a mapping. */
+static int runs_add(struct ckpt_run **runs, uint32_t *n, uint64_t floor, uint64_t vaddr,
+		    uint64_t off)
 {
-	if (t->nruns) {
-		struct ckpt_run *last = &t->runs[t->nruns - 1];
-		if (last->vaddr >= vma_start &&
-		    last->vaddr + last->npages * CKPT_PAGE_SIZE == vaddr &&
+	if (*n) {
+		struct ckpt_run *last = &(*runs)[*n - 1];
+		if (last->vaddr >= floor && last->vaddr + last->npages * CKPT_PAGE_SIZE == vaddr &&
 		    last->off + last->npages * CKPT_PAGE_SIZE == off) {
 			last->npages++;
 			return 0;
 		}
 	}
-	if (!(t->nruns & (t->nruns - 1)) || !t->nruns) {
-		size_t cap = t->nruns ? (size_t) t->nruns * 2 : 16;
-		struct ckpt_run *nr = realloc(t->runs, cap * sizeof(*nr));
+	if (!(*n & (*n - 1)) || !*n) {
+		size_t cap = *n ? (size_t) *n * 2 : 16;
+		struct ckpt_run *nr = realloc(*runs, cap * sizeof(*nr));
 		if (!nr)
 			return -ENOMEM;
-		t->runs = nr;
+		*runs = nr;
 	}
-	t->runs[t->nruns++] = (struct ckpt_run){vaddr, 1, off};
+	(*runs)[(*n)++] = (struct ckpt_run){vaddr, 1, off};
 	return 0;
+}
+
+static int add_run(struct ckpt_task *t, uint64_t vma_start, uint64_t vaddr, uint64_t off)
+{
+	return runs_add(&t->runs, &t->nruns, vma_start, vaddr, off);
 }
 
 static bool page_is_zero(const uint8_t *p)
@@ -450,6 +532,130 @@ static int dump_pages(struct dumpctx *c, struct ckpt_task *t, pid_t pid, struct 
 			if (r)
 				return r;
 		}
+	}
+	return 0;
+}
+
+/* ---- shared memory ---------------------------------------------------------
+ * Each shmem object mapped shared in the tree (MAP_SHARED|MAP_ANONYMOUS,
+ * /dev/zero, a memfd) is saved once, keyed by its device and inode: size,
+ * seals and contents, read through /proc/PID/map_files (a file of the same
+ * inode): SEEK_DATA/SEEK_HOLE skip what was never touched, all-zero pages are
+ * skipped too. Every mapping of it refers to it by index and offset. */
+
+static int add_shm_run(struct ckpt_shm *o, uint64_t objoff, uint64_t off)
+{
+	return runs_add(&o->runs, &o->nruns, 0, objoff, off);
+}
+
+/* Save pages [from, to) of the object (fd) that hold something. */
+static int shm_span(struct dumpctx *c, struct ckpt_shm *o, int fd, uint64_t from, uint64_t to,
+		    struct urs_err *err)
+{
+	while (from < to) {
+		uint64_t k = (to - from) / CKPT_PAGE_SIZE;
+		if (k > CHUNK)
+			k = CHUNK;
+		memset(c->chunk, 0, k * CKPT_PAGE_SIZE);
+		size_t got = 0;
+		while (got < k * CKPT_PAGE_SIZE) { /* short at the end of a file */
+			ssize_t n = pread(fd, c->chunk + got, k * CKPT_PAGE_SIZE - got,
+					  (off_t) (from + got));
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n < 0)
+				return urs_err_set(err, -errno,
+						   "reading shared memory object %u: %m", o->r.id);
+			if (n == 0)
+				break;
+			got += (size_t) n;
+		}
+		for (uint64_t i = 0; i < k; i++) {
+			const uint8_t *pg = c->chunk + i * CKPT_PAGE_SIZE;
+			if (page_is_zero(pg)) {
+				c->st->zero_pages++;
+				continue;
+			}
+			uint64_t off;
+			int r = ckpt_pages_append(&c->pw, pg, CKPT_PAGE_SIZE, &off, err);
+			if (!r)
+				r = add_shm_run(o, from + i * CKPT_PAGE_SIZE, off);
+			if (r)
+				return r;
+			c->st->pages++;
+		}
+		from += k * CKPT_PAGE_SIZE;
+	}
+	return 0;
+}
+
+/* The object behind file (/proc/PID/map_files/RANGE of a mapping, or
+ * /proc/PID/fd/N of a memfd fd): found by device and inode, or added and
+ * its contents saved. */
+static int shm_object(struct dumpctx *c, pid_t pid, const char *file, const char *name, bool memfd,
+		      uint32_t *id, struct urs_err *err)
+{
+	_cleanup_close_ int fd = open(file, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0)
+		return urs_err_set(err, -errno, "pid %d: shared memory %s (%s): %m", pid, file,
+				   name);
+	for (uint32_t k = 0; k < c->img.nshms; k++)
+		if (c->img.shms[k].r.dev == st.st_dev && c->img.shms[k].r.ino == st.st_ino) {
+			*id = k;
+			return 0;
+		}
+	/* the image keeps the exact size (ftruncate at restore); pages are
+	 * saved up to the end of the last partial page */
+	uint64_t size =
+		((uint64_t) st.st_size + CKPT_PAGE_SIZE - 1) & ~(uint64_t) (CKPT_PAGE_SIZE - 1);
+	if (!S_ISREG(st.st_mode) || st.st_size < 0 || size > CKPT_MAX_USER_ADDR)
+		return urs_err_set(err, -ENOTSUP,
+				   "pid %d: shared memory %s ('%s'): unexpected object (size %lld)",
+				   pid, file, name, (long long) st.st_size);
+	if (c->img.nshms == CKPT_MAX_SHM)
+		return urs_err_set(err, -ENOTSUP, "more than %u shared memory objects",
+				   CKPT_MAX_SHM);
+	struct ckpt_shm *n = realloc(c->img.shms, (c->img.nshms + 1) * sizeof(*n));
+	if (!n)
+		return -ENOMEM;
+	c->img.shms = n;
+	struct ckpt_shm *o = &c->img.shms[c->img.nshms];
+	memset(o, 0, sizeof(*o));
+	o->r.id = c->img.nshms++;
+	o->r.size = (uint64_t) st.st_size;
+	o->r.dev = st.st_dev;
+	o->r.ino = st.st_ino;
+	int seals = fcntl(fd, F_GET_SEALS);
+	o->r.seals = seals > 0 ? (uint32_t) seals : 0;
+	if (memfd) {
+		o->r.flags = CKPT_SHM_MEMFD;
+		size_t nl = strlen(name) - 7 - 10; /* "/memfd:" NAME " (deleted)" */
+		if (nl >= sizeof(o->r.name))
+			nl = sizeof(o->r.name) - 1;
+		memcpy(o->r.name, name + 7, nl);
+	}
+	*id = o->r.id;
+	for (uint64_t pos = 0; pos < size;) {
+		off_t d = lseek(fd, (off_t) pos, SEEK_DATA);
+		if (d < 0 && errno == ENXIO)
+			break;
+		if (d < 0)
+			return urs_err_set(err, -errno, "pid %d: shared memory %s: SEEK_DATA: %m",
+					   pid, name);
+		off_t h = lseek(fd, d, SEEK_HOLE);
+		uint64_t from = (uint64_t) d & ~(uint64_t) (CKPT_PAGE_SIZE - 1);
+		uint64_t to = h < 0 ? size
+				    : (((uint64_t) h + CKPT_PAGE_SIZE - 1) &
+				       ~(uint64_t) (CKPT_PAGE_SIZE - 1));
+		if (to > size)
+			to = size;
+		if (to <= from)
+			break;
+		int r = shm_span(c, o, fd, from, to, err);
+		if (r)
+			return r;
+		pos = to;
 	}
 	return 0;
 }
@@ -867,6 +1073,16 @@ static int dump_fds(struct dumpctx *c, uint32_t idx, struct urs_err *err)
 			t->nfds++;
 			continue;
 		}
+		bool memfd;
+		if (S_ISREG(st.st_mode) && shm_mapping(link, &memfd) && memfd) {
+			/* a memfd: the object its mappings use too (path: /proc/PID/fd/N) */
+			r = shm_object(c, pid, path, link, true, &f->r.sub, err);
+			if (r)
+				return r;
+			f->r.type = CKPT_FD_SHM;
+			t->nfds++;
+			continue;
+		}
 		bool is_pipe = !strncmp(link, "pipe:", 5);
 		if (is_pipe || (S_ISFIFO(st.st_mode) && link[0] == '/' && !deleted(link))) {
 			if (is_pipe && (flags & O_ACCMODE) == O_RDWR)
@@ -930,6 +1146,11 @@ static int dump_fds(struct dumpctx *c, uint32_t idx, struct urs_err *err)
 			t->nfds++;
 			continue;
 		}
+		if (link[0] == '/' && deleted(link) && (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)))
+			return urs_err_set(err, -ENOTSUP,
+					   "pid %d: fd %d: %.*s was unlinked while open (a deleted "
+					   "file cannot be checkpointed)",
+					   pid, fd, (int) strlen(link) - 10, link);
 		if (link[0] != '/' || deleted(link))
 			return urs_err_set(err, -ENOTSUP,
 					   "pid %d: fd %d (%s) is not supported yet (only regular "
@@ -1195,6 +1416,15 @@ static int dump_injected(struct ckpt_task *t, struct ckpt_tracee *tr, uint64_t s
 		t->r.altstack_size = ss.ss_size;
 		t->r.altstack_flags = (uint32_t) ss.ss_flags;
 	}
+	if (!r) { /* clear_child_tid, as set_tid_address(2) or CLONE_CHILD_CLEARTID left it */
+		r = ckpt_inject(tr, SYS_prctl, PR_GET_TID_ADDRESS, (uint64_t) scratch, 0, 0, 0, 0,
+				&ret);
+		if (!r && sys_failed(ret))
+			r = (int) ret;
+		if (!r)
+			r = ckpt_mem_read(memfd, (uint64_t) scratch, &t->r.clear_child_tid,
+					  sizeof(t->r.clear_child_tid));
+	}
 	if (!r)
 		r = dump_sock_injected(t, tr, memfd, (uint64_t) scratch, err);
 	if (r)
@@ -1377,6 +1607,242 @@ static int dump_limits(struct ckpt_task *t, pid_t pid, struct urs_err *err)
 	return 0;
 }
 
+/* ---- threads ---------------------------------------------------------------
+ * A multi-threaded process: every thread is seized like the main one; the
+ * main thread's record holds what the threads share (memory, fds, handlers,
+ * credentials, filters), a THREAD record what each other thread has of its
+ * own (registers incl. fs_base, FPU state, blocked mask, its pending
+ * signals, rseq, robust list, alternate stack, clear_child_tid, name). A
+ * thread that does not share the fd table or fs with the process (clone
+ * without CLONE_FILES/CLONE_FS), or has other credentials or seccomp filters
+ * than the main thread, is refused. */
+
+static int seize_threads(struct dumpctx *c, uint32_t idx, bool start_only, struct urs_err *err)
+{
+	pid_t pid = c->tr[idx].pid;
+	_cleanup_free_ pid_t *tids = malloc(CKPT_MAX_THREADS * sizeof(pid_t));
+	if (!tids)
+		return -ENOMEM;
+	for (;;) { /* until a pass finds no new thread (running ones may make more) */
+		uint32_t n = 0;
+		bool fresh = false;
+		int r = list_threads(pid, tids, CKPT_MAX_THREADS, &n);
+		if (r)
+			return urs_err_set(err, r, "pid %d: listing threads: %s", pid,
+					   strerror(-r));
+		for (uint32_t k = 0; k < n; k++) {
+			bool known = false;
+			for (uint32_t j = 0; j < c->nthr[idx] && !known; j++)
+				known = c->thr[idx][j].tr.pid == tids[k];
+			if (known)
+				continue;
+			if (c->nthr[idx] == CKPT_MAX_THREADS)
+				return urs_err_set(err, -ENOTSUP, "pid %d: more than %u threads",
+						   pid, CKPT_MAX_THREADS);
+			if (!c->thr[idx] &&
+			    !(c->thr[idx] = calloc(CKPT_MAX_THREADS, sizeof(struct dthread))))
+				return -ENOMEM;
+			struct dthread *d = &c->thr[idx][c->nthr[idx]];
+			struct urs_err e2;
+			r = start_only ? ckpt_seize_start(&d->tr, tids[k], PTRACE_O_SUSPEND_SECCOMP,
+							  &e2)
+				       : ckpt_seize(&d->tr, tids[k], PTRACE_O_SUSPEND_SECCOMP, &e2);
+			if (r == -ESRCH)
+				continue; /* it exited meanwhile */
+			if (r) {
+				*err = e2;
+				return r;
+			}
+			d->trapped = !start_only;
+			c->nthr[idx]++;
+			fresh = true;
+		}
+		if (!fresh || start_only)
+			return 0;
+	}
+}
+
+/* The lines of a /proc status file that must be equal for a thread and its
+ * main thread. */
+static bool same_status(const char *a, const char *b)
+{
+	static const char *const keys[] = {"Uid",	 "Gid",	    "Groups",	      "CapInh",
+					   "CapPrm",	 "CapEff",  "CapBnd",	      "CapAmb",
+					   "NoNewPrivs", "Seccomp", "Seccomp_filters"};
+	for (size_t k = 0; k < URS_ARRAY_SIZE(keys); k++) {
+		const char *x = status_field(a, keys[k]), *y = status_field(b, keys[k]);
+		if (!x || !y) {
+			if (x != y)
+				return false;
+			continue;
+		}
+		size_t lx = strcspn(x, "\n"), ly = strcspn(y, "\n");
+		if (lx != ly || memcmp(x, y, lx))
+			return false;
+	}
+	return true;
+}
+
+static int dump_thread(struct dumpctx *c, uint32_t idx, uint32_t k, struct urs_err *err)
+{
+	struct ckpt_task *t = &c->img.tasks[idx];
+	struct ckpt_thread *th = &t->threads[k];
+	struct ckpt_tracee *tr = &c->thr[idx][k].tr;
+	pid_t pid = c->tr[idx].pid, tid = tr->pid;
+	if (syscall(SYS_kcmp, pid, tid, KCMP_FILES, 0, 0) != 0 ||
+	    syscall(SYS_kcmp, pid, tid, KCMP_FS, 0, 0) != 0)
+		return urs_err_set(err, -ENOTSUP,
+				   "pid %d: thread %d does not share the fd table or working "
+				   "directory of its process (multi-threaded process)",
+				   pid, tid);
+	char path[96], tbuf[64];
+	_cleanup_free_ char *a = malloc(8192), *b = malloc(8192);
+	if (!a || !b)
+		return -ENOMEM;
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", pid, pid);
+	int r = read_small(path, a, 8192);
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", pid, tid);
+	int r2 = read_small(path, b, 8192);
+	if (r < 0 || r2 < 0)
+		return urs_err_set(err, r < 0 ? r : r2, "pid %d: thread %d: reading status", pid,
+				   tid);
+	if (!same_status(a, b))
+		return urs_err_set(err, -ENOTSUP,
+				   "pid %d: thread %d has other credentials or seccomp state than "
+				   "its main thread (multi-threaded process)",
+				   pid, tid);
+	th->r.tid = (int32_t) status_last_num(b, "NSpid");
+	struct ckpt_task tmp = {0};
+	r = dump_seccomp(&tmp, tid, err);
+	if (r)
+		return r;
+	bool same = tmp.nseccomp == t->nseccomp;
+	for (uint32_t q = 0; q < tmp.nseccomp; q++) {
+		same = same && tmp.seccomp[q].len == t->seccomp[q].len &&
+		       !memcmp(tmp.seccomp[q].insns, t->seccomp[q].insns,
+			       (size_t) tmp.seccomp[q].len * 8);
+		free(tmp.seccomp[q].insns);
+	}
+	free(tmp.seccomp);
+	if (!same)
+		return urs_err_set(err, -ENOTSUP,
+				   "pid %d: thread %d has other seccomp filters than its main "
+				   "thread (multi-threaded process)",
+				   pid, tid);
+	th->r.regs = tr->base;
+	uint32_t xlen = CKPT_MAX_XSAVE;
+	if (!(th->xsave = malloc(xlen)))
+		return -ENOMEM;
+	r = ckpt_get_xsave(tid, th->xsave, &xlen);
+	if (r)
+		return urs_err_set(err, r, "pid %d: thread %d: reading FPU state: %s", pid, tid,
+				   strerror(-r));
+	th->r.xsave_len = xlen;
+	if (ptrace(PTRACE_GETSIGMASK, tid, (void *) 8, &th->r.sigmask) < 0)
+		return urs_err_set(err, -errno, "pid %d: thread %d: PTRACE_GETSIGMASK: %m", pid,
+				   tid);
+	struct __ptrace_rseq_configuration rc = {0};
+	if (ptrace(PTRACE_GET_RSEQ_CONFIGURATION, tid, (void *) sizeof(rc), &rc) > 0) {
+		th->r.rseq_ptr = rc.rseq_abi_pointer;
+		th->r.rseq_len = rc.rseq_abi_size;
+		th->r.rseq_sig = rc.signature;
+	}
+	void *rhead = NULL;
+	size_t rlen = 0;
+	if (syscall(SYS_get_robust_list, tid, &rhead, &rlen) == 0) {
+		th->r.robust_head = (uint64_t) (uintptr_t) rhead;
+		th->r.robust_len = rlen;
+	}
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", pid, tid);
+	if (read_small(path, tbuf, sizeof(tbuf)) > 0) {
+		tbuf[strcspn(tbuf, "\n")] = 0;
+		snprintf(th->r.comm, sizeof(th->r.comm), "%s", tbuf);
+	}
+	/* its own queue (the shared one is the process's, saved with the main thread) */
+	r = dump_sigpending(&tmp, tr, err);
+	if (r)
+		return r;
+	for (uint32_t q = 0; q < tmp.nsigs; q++)
+		if (!tmp.sigs[q].shared)
+			tmp.sigs[th->r.nsigs++] = tmp.sigs[q];
+	if (th->r.nsigs)
+		th->sigs = tmp.sigs;
+	else
+		free(tmp.sigs);
+	return 0;
+}
+
+/* sigaltstack and clear_child_tid of each other thread, by syscalls
+ * injected into it (a scratch page of its own, every signal blocked). */
+static int dump_thread_injected(struct dumpctx *c, uint32_t idx, uint32_t k, struct urs_err *err)
+{
+	struct ckpt_thread *th = &c->img.tasks[idx].threads[k];
+	struct ckpt_tracee *tr = &c->thr[idx][k].tr;
+	pid_t tid = tr->pid;
+	tr->syscall_ip = c->tr[idx].syscall_ip;
+	uint64_t all = ~0ull;
+	if (ptrace(PTRACE_SETSIGMASK, tid, (void *) 8, &all) < 0)
+		return urs_err_set(err, -errno, "thread %d: PTRACE_SETSIGMASK: %m", tid);
+	long scratch = 0, ret = 0;
+	int r = ckpt_inject(tr, SYS_mmap, 0, 4096, PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS, (uint64_t) -1, 0, &scratch);
+	if (!r && sys_failed(scratch))
+		r = (int) scratch;
+	_cleanup_close_ int memfd = r ? -1 : ckpt_open_mem(tid);
+	if (!r && memfd < 0)
+		r = memfd;
+	if (!r)
+		r = ckpt_inject(tr, SYS_sigaltstack, 0, (uint64_t) scratch, 0, 0, 0, 0, &ret);
+	if (!r && sys_failed(ret))
+		r = (int) ret;
+	if (!r) {
+		stack_t ss;
+		r = ckpt_mem_read(memfd, (uint64_t) scratch, &ss, sizeof(ss));
+		th->r.altstack_sp = (uint64_t) (uintptr_t) ss.ss_sp;
+		th->r.altstack_size = ss.ss_size;
+		th->r.altstack_flags = (uint32_t) ss.ss_flags;
+	}
+	if (!r)
+		r = ckpt_inject(tr, SYS_prctl, PR_GET_TID_ADDRESS, (uint64_t) scratch, 0, 0, 0, 0,
+				&ret);
+	if (!r && sys_failed(ret))
+		r = (int) ret;
+	if (!r)
+		r = ckpt_mem_read(memfd, (uint64_t) scratch, &th->r.clear_child_tid,
+				  sizeof(th->r.clear_child_tid));
+	if (scratch > 0 && !sys_failed(scratch)) {
+		int r2 = ckpt_inject(tr, SYS_munmap, (uint64_t) scratch, 4096, 0, 0, 0, 0, &ret);
+		if (!r)
+			r = r2;
+	}
+	if (ptrace(PTRACE_SETSIGMASK, tid, (void *) 8, &th->r.sigmask) < 0 && !r)
+		r = -errno;
+	if (ckpt_set_regs(tid, &tr->base) < 0 && !r)
+		r = -EIO;
+	if (r)
+		return urs_err_set(err, r, "thread %d: injected query failed: %s", tid,
+				   strerror(-r));
+	return 0;
+}
+
+static int dump_threads(struct dumpctx *c, uint32_t idx, struct urs_err *err)
+{
+	struct ckpt_task *t = &c->img.tasks[idx];
+	if (!c->nthr[idx])
+		return 0;
+	if (!(t->threads = calloc(c->nthr[idx], sizeof(*t->threads))))
+		return -ENOMEM;
+	t->nthreads = c->nthr[idx];
+	for (uint32_t k = 0; k < t->nthreads; k++) {
+		int r = dump_thread(c, idx, k, err);
+		if (!r)
+			r = dump_thread_injected(c, idx, k, err);
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
 /* ---- one task ------------------------------------------------------------ */
 
 static int dump_task(struct dumpctx *c, uint32_t idx, struct urs_err *err)
@@ -1420,7 +1886,7 @@ static int dump_task(struct dumpctx *c, uint32_t idx, struct urs_err *err)
 		r = dump_sigpending(t, tr, err);
 	if (r)
 		return r;
-	r = dump_maps(t, pid, err);
+	r = dump_maps(c, t, pid, err);
 	if (r)
 		return r;
 	r = dump_fds(c, idx, err);
@@ -1430,6 +1896,8 @@ static int dump_task(struct dumpctx *c, uint32_t idx, struct urs_err *err)
 	if (r)
 		return r;
 	r = dump_injected(t, tr, sigcgt, err);
+	if (!r)
+		r = dump_threads(c, idx, err);
 	if (r)
 		return r;
 	r = dump_limits(t, pid, err);
@@ -1503,21 +1971,34 @@ static void add_zombie(struct dumpctx *c, uint32_t n, pid_t pid, int32_t status,
 /* Children of pid as listed by the kernel (pids in our namespace). */
 static int list_children(pid_t pid, pid_t *out, uint32_t max, uint32_t *n, struct urs_err *err)
 {
-	char path[96], buf[4096];
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", pid, pid);
-	int r = read_small(path, buf, sizeof(buf));
-	if (r < 0)
-		return urs_err_set(err, r, "pid %d: listing children: %s", pid, strerror(-r));
+	/* a child belongs to the thread that forked it: read every thread's list */
+	_cleanup_free_ pid_t *tids = malloc(CKPT_MAX_THREADS * sizeof(pid_t));
+	uint32_t nt = 0;
+	int r = tids ? list_threads(pid, tids, CKPT_MAX_THREADS, &nt) : -ENOMEM;
+	if (r)
+		return urs_err_set(err, r, "pid %d: listing threads: %s", pid, strerror(-r));
 	*n = 0;
-	for (char *p = buf; *p;) {
-		char *end;
-		long ch = strtol(p, &end, 10);
-		if (end == p)
-			break;
-		p = end;
-		if (*n == max)
-			return urs_err_set(err, -ENOTSUP, "more than %u processes", CKPT_MAX_TASKS);
-		out[(*n)++] = (pid_t) ch;
+	for (uint32_t k = 0; k <= nt; k++) {
+		char path[96], buf[4096];
+		pid_t tid = k < nt ? tids[k] : pid;
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/children", pid, tid);
+		r = read_small(path, buf, sizeof(buf));
+		if (r == -ENOENT && tid != pid)
+			continue; /* the thread exited meanwhile */
+		if (r < 0)
+			return urs_err_set(err, r, "pid %d: listing children: %s", pid,
+					   strerror(-r));
+		for (char *p = buf; *p;) {
+			char *end;
+			long ch = strtol(p, &end, 10);
+			if (end == p)
+				break;
+			p = end;
+			if (*n == max)
+				return urs_err_set(err, -ENOTSUP, "more than %u processes",
+						   CKPT_MAX_TASKS);
+			out[(*n)++] = (pid_t) ch;
+		}
 	}
 	return 0;
 }
@@ -1530,6 +2011,9 @@ static int seize_tree(struct dumpctx *c, pid_t root, struct urs_err *err)
 	c->trapped[0] = 1;
 	c->nseized = 1;
 	c->img.tasks[0].r.parent = -1;
+	r = seize_threads(c, 0, false, err);
+	if (r)
+		return r;
 	/* breadth first: a task's children are listed once it is stopped */
 	for (uint32_t i = 0; i < c->nseized; i++) {
 		pid_t kids[CKPT_MAX_TASKS];
@@ -1547,6 +2031,9 @@ static int seize_tree(struct dumpctx *c, pid_t root, struct urs_err *err)
 			c->trapped[c->nseized] = 1;
 			c->img.tasks[c->nseized].r.parent = (int32_t) i;
 			c->nseized++;
+			r = seize_threads(c, c->nseized - 1, false, err);
+			if (r)
+				break;
 		}
 		if (r)
 			return r;
@@ -1580,15 +2067,29 @@ static int cg_wait_frozen(const char *cg, struct urs_err *err)
 	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return urs_err_set(err, -errno, "checkpoint: opening %s: %m", path);
-	for (int tries = 0; tries < 1000; tries++) {
+	/* cgroup.events notifies with POLLPRI, but the kernel sends at most one
+	 * notification per file every 10 ms (CGROUP_FILE_NOTIFY_MIN_INTV) and
+	 * delays the rest: a refreeze soon after the freeze and the thaw would
+	 * wait those 10 ms. So the wait is also bounded by a short timeout
+	 * that grows (50 us doubling to 1 ms), for 10 s in all. */
+	struct timespec t0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	long wait_ns = 50000;
+	for (;;) {
 		ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
 		if (n < 0)
 			return urs_err_set(err, -errno, "checkpoint: reading %s: %m", path);
 		buf[n] = 0;
 		if (strstr(buf, "frozen 1"))
 			return 0;
+		struct timespec t;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if (t.tv_sec - t0.tv_sec > 10)
+			break;
 		struct pollfd pfd = {.fd = fd, .events = POLLPRI};
-		poll(&pfd, 1, 10); /* cgroup.events notifies with POLLPRI */
+		struct timespec to = {0, wait_ns};
+		ppoll(&pfd, 1, &to, NULL);
+		wait_ns = wait_ns < 500000 ? wait_ns * 2 : 1000000;
 	}
 	return urs_err_set(err, -ETIMEDOUT, "checkpoint: %s did not freeze within 10 s", cg);
 }
@@ -1670,6 +2171,9 @@ static int seize_frozen(struct dumpctx *c, pid_t root, struct urs_err *err)
 			break;
 		c->img.tasks[i].r.parent = parent[i];
 		c->nseized++;
+		r = seize_threads(c, i, true, err);
+		if (r)
+			break;
 	}
 	int r2 = cg_write_freeze(c->freezer, 0, err);
 	if (!r)
@@ -1682,6 +2186,13 @@ static int seize_frozen(struct dumpctx *c, pid_t root, struct urs_err *err)
 			c->trapped[i] = 1;
 		else if (!r)
 			r = rw;
+		for (uint32_t k = 0; k < c->nthr[i]; k++) {
+			rw = ckpt_seize_wait(&c->thr[i][k].tr, r ? NULL : err);
+			if (!rw)
+				c->thr[i][k].trapped = 1;
+			else if (!r)
+				r = rw;
+		}
 	}
 	return r;
 }
@@ -1783,9 +2294,13 @@ out:
 		if (!r)
 			r = rf;
 	}
-	for (uint32_t i = c.nseized; i-- > 0;)
+	for (uint32_t i = c.nseized; i-- > 0;) {
+		for (uint32_t k = 0; k < c.nthr[i]; k++)
+			if (c.thr[i][k].trapped)
+				ckpt_detach(&c.thr[i][k].tr);
 		if (c.trapped[i])
 			ckpt_detach(&c.tr[i]);
+	}
 	if (c.freezer && c.nseized) {
 		struct urs_err e2;
 		int rf = cg_wait_frozen(c.freezer, r ? &e2 : err);
@@ -1795,6 +2310,8 @@ out:
 	stats->ntasks = c.nseized;
 	stats->ms = now_ms() - t0;
 	free(c.chunk);
+	for (uint32_t i = 0; c.tr && i < CKPT_MAX_TASKS; i++)
+		free(c.thr[i]);
 	free(c.tr);
 	free(c.objs);
 	ckpt_sockdiag_free(&c.diag);

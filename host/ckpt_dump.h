@@ -1,13 +1,15 @@
 /*
- * host/ckpt_dump.h — checkpoint (dump) of a single-threaded process tree into
- * an image directory (host/ckpt_image.h). The caller is expected to have
- * frozen the tasks (cgroup freezer) or stopped them; the dumper seizes each
- * task with ptrace, reads its state from /proc and ptrace (injecting a few
- * query syscalls), writes pages.img and core.img, and detaches, leaving every
+ * host/ckpt_dump.h — checkpoint (dump) of a process tree (multi-threaded
+ * processes included) into an image directory (host/ckpt_image.h). The
+ * caller is expected to have frozen the tasks (cgroup freezer) or stopped
+ * them; the dumper seizes each task and each of its threads with ptrace,
+ * reads its state from /proc and ptrace (injecting a few query syscalls),
+ * writes pages.img and core.img, and detaches, leaving every
  * task exactly as it was (still frozen/stopped if it was). Pipes, FIFOs,
  * eventfds, epoll sets, unix socketpairs and TCP sockets are saved with
  * their buffered data, read without consuming it (docs/checkpoint.md, "File
- * descriptors"). On any refusal (multi-threaded task, io_uring, UDP socket,
+ * descriptors"); shared memory objects once for the tree. On any refusal
+ * (a thread with its own credentials or filters, io_uring, UDP socket,
  * deleted file, ...) nothing is left in the directory and the message names
  * the pid and the resource. Pipes, sockets, ttys and files outside the
  * task's root on fds 0-2 whose other end is not in the tree are recorded as

@@ -34,6 +34,8 @@ enum {
 	REC_FD = 8,
 	REC_SECCOMP = 9,
 	REC_SIGINFO = 10,
+	REC_SHM = 11,	 /* image-wide, before the first TASK */
+	REC_THREAD = 12, /* a thread of the current task other than its main one */
 };
 
 struct core_hdr {
@@ -130,8 +132,16 @@ void ckpt_image_free(struct ckpt_image *img)
 			free(t->seccomp[k].insns);
 		free(t->seccomp);
 		free(t->sigs);
+		for (uint32_t k = 0; k < t->nthreads; k++) {
+			free(t->threads[k].xsave);
+			free(t->threads[k].sigs);
+		}
+		free(t->threads);
 	}
 	free(img->tasks);
+	for (uint32_t k = 0; k < img->nshms; k++)
+		free(img->shms[k].runs);
+	free(img->shms);
 	if (img->pages_map)
 		munmap((void *) img->pages_map, img->pages_map_len);
 	memset(img, 0, sizeof(*img));
@@ -193,6 +203,11 @@ int ckpt_image_encode(const struct ckpt_image *img, uint8_t **out, size_t *len, 
 	struct buf b = {0};
 	struct core_hdr h = {.version = CKPT_VERSION, .arch = EM_X86_64};
 	int r = buf_put(&b, &h, sizeof(h));
+	for (uint32_t k = 0; !r && k < img->nshms; k++) {
+		const struct ckpt_shm *o = &img->shms[k];
+		r = rec_put(&b, REC_SHM, &o->r, sizeof(o->r), o->runs,
+			    (size_t) o->nruns * sizeof(*o->runs));
+	}
 	for (uint32_t i = 0; !r && i < img->ntasks; i++) {
 		const struct ckpt_task *t = &img->tasks[i];
 		r = rec_put(&b, REC_TASK, &t->r, sizeof(t->r), NULL, 0);
@@ -228,6 +243,12 @@ int ckpt_image_encode(const struct ckpt_image *img, uint8_t **out, size_t *len, 
 			uint32_t hdr[2] = {sc->flags, 0};
 			r = rec_put(&b, REC_SECCOMP, hdr, sizeof(hdr), sc->insns,
 				    (size_t) sc->len * 8);
+		}
+		for (uint32_t k = 0; !r && k < t->nthreads; k++) {
+			const struct ckpt_thread *th = &t->threads[k];
+			r = rec_put3(&b, REC_THREAD, &th->r, sizeof(th->r), th->xsave,
+				     th->r.xsave_len, th->sigs,
+				     (size_t) th->r.nsigs * sizeof(*th->sigs));
 		}
 	}
 	if (r) {
@@ -328,9 +349,39 @@ static bool fd_rec_ok(const struct ckpt_fd *d)
 	}
 	case CKPT_FD_TCP_CLOSED:
 		return !dl && (r->sub == AF_INET || r->sub == AF_INET6);
+	case CKPT_FD_SHM:
+		return !dl && (r->oflags & O_ACCMODE) != 3;
 	default:
 		return !dl;
 	}
+}
+
+/* A shared memory object: sane size, runs sorted, inside it and inside the
+ * page data. */
+static int validate_shm(const struct ckpt_image *img, uint32_t k, struct urs_err *err)
+{
+	const struct ckpt_shm *o = &img->shms[k];
+	uint64_t span = ckpt_shm_span(o);
+	if (o->r.id != k || o->r.size > CKPT_MAX_USER_ADDR || (o->r.flags & ~CKPT_SHM_MEMFD) ||
+	    o->r.pad || !memchr(o->r.name, 0, sizeof(o->r.name)) ||
+	    (!(o->r.flags & CKPT_SHM_MEMFD) && o->r.name[0]))
+		return urs_err_set(err, -EINVAL, "checkpoint image: bad shared memory object %u",
+				   k);
+	uint64_t prev = 0;
+	for (uint32_t i = 0; i < o->nruns; i++) {
+		const struct ckpt_run *run = &o->runs[i];
+		uint64_t bytes = run->npages * CKPT_PAGE_SIZE;
+		if (!run->npages || run->npages > (1ull << 36) || run->vaddr % CKPT_PAGE_SIZE ||
+		    run->off % CKPT_PAGE_SIZE || run->vaddr < prev || run->vaddr > span ||
+		    bytes > span - run->vaddr || run->off > img->pages_len ||
+		    bytes > img->pages_len - run->off)
+			return urs_err_set(err, -EINVAL,
+					   "checkpoint image: shared memory object %u: bad page "
+					   "run %u",
+					   k, i);
+		prev = run->vaddr + bytes;
+	}
+	return 0;
 }
 
 static int validate_task(const struct ckpt_image *img, uint32_t idx, struct urs_err *err)
@@ -347,7 +398,8 @@ static int validate_task(const struct ckpt_image *img, uint32_t idx, struct urs_
 			return urs_err_set(err, -EINVAL, "checkpoint image: pid %d appears twice",
 					   t->r.nspid);
 	if (t->r.zombie) {
-		if (idx == 0 || t->nvmas || t->nruns || t->nfds || t->nsigs || t->nseccomp)
+		if (idx == 0 || t->nvmas || t->nruns || t->nfds || t->nsigs || t->nseccomp ||
+		    t->nthreads)
 			return urs_err_set(err, -EINVAL, "checkpoint image: task %u: bad zombie",
 					   idx);
 		return 0;
@@ -369,6 +421,26 @@ static int validate_task(const struct ckpt_image *img, uint32_t idx, struct urs_
 			return urs_err_set(err, -EINVAL,
 					   "checkpoint image: task %u: bad pending signal", idx);
 	}
+	for (uint32_t k = 0; k < t->nthreads; k++) {
+		const struct ckpt_thread *th = &t->threads[k];
+		bool dup = th->r.tid <= 0 || th->r.tid == t->r.nspid;
+		for (uint32_t j = 0; j < img->ntasks && !dup; j++) {
+			dup = j != idx && img->tasks[j].r.nspid == th->r.tid;
+			for (uint32_t q = 0; q < img->tasks[j].nthreads && !dup; q++)
+				dup = (j != idx || q != k) &&
+				      img->tasks[j].threads[q].r.tid == th->r.tid;
+		}
+		for (uint32_t q = 0; q < th->r.nsigs && !dup; q++) {
+			int32_t signo;
+			memcpy(&signo, th->sigs[q].info, sizeof(signo));
+			dup = signo < 1 || signo > (int32_t) CKPT_NSIG || th->sigs[q].shared;
+		}
+		if (dup || !memchr(th->r.comm, 0, sizeof(th->r.comm)))
+			return urs_err_set(err, -EINVAL,
+					   "checkpoint image: task %u: bad thread %d (id, name or "
+					   "pending signal)",
+					   idx, th->r.tid);
+	}
 	if (t->r.ngroups > CKPT_MAX_GROUPS)
 		return urs_err_set(err, -EINVAL, "checkpoint image: task %u: too many groups", idx);
 	uint64_t prev_end = 0;
@@ -376,14 +448,29 @@ static int validate_task(const struct ckpt_image *img, uint32_t idx, struct urs_
 		const struct ckpt_vma_rec *m = &t->vmas[v].r;
 		if (m->start % CKPT_PAGE_SIZE || m->end % CKPT_PAGE_SIZE || m->start >= m->end ||
 		    m->start < prev_end || m->end > CKPT_MAX_USER_ADDR || m->start < 4096 ||
-		    (m->prot & ~7u) || m->kind < CKPT_VMA_ANON || m->kind > CKPT_VMA_VDSO ||
+		    (m->prot & ~7u) || m->kind < CKPT_VMA_ANON || m->kind > CKPT_VMA_SHMEM ||
 		    (m->flags & ~7u) || m->pgoff % CKPT_PAGE_SIZE ||
 		    (m->kind == CKPT_VMA_FILE) != (t->vmas[v].path != NULL) ||
-		    (m->kind == CKPT_VMA_ANON && (m->flags & CKPT_VMA_SHARED)))
+		    (m->kind == CKPT_VMA_ANON && (m->flags & CKPT_VMA_SHARED)) ||
+		    (m->kind != CKPT_VMA_SHMEM && m->shm))
 			return urs_err_set(err, -EINVAL,
 					   "checkpoint image: task %u: invalid mapping %#llx-%#llx",
 					   idx, (unsigned long long) m->start,
 					   (unsigned long long) m->end);
+		if (m->kind == CKPT_VMA_SHMEM) {
+			/* a known object, mapped shared, entirely inside it */
+			const struct ckpt_shm *o = m->shm < img->nshms ? &img->shms[m->shm] : NULL;
+			if (!o || m->flags != CKPT_VMA_SHARED || m->pgoff > ckpt_shm_span(o) ||
+			    m->end - m->start > ckpt_shm_span(o) - m->pgoff)
+				return urs_err_set(
+					err, -EINVAL,
+					"checkpoint image: task %u: shared memory mapping "
+					"%#llx-%#llx: unknown object %u or offset %#llx "
+					"out of range",
+					idx, (unsigned long long) m->start,
+					(unsigned long long) m->end, m->shm,
+					(unsigned long long) m->pgoff);
+		}
 		prev_end = m->end;
 	}
 	uint32_t v = 0;
@@ -440,6 +527,13 @@ static int validate_task(const struct ckpt_image *img, uint32_t idx, struct urs_
 						   "unknown fd %d",
 						   idx, d->r.fd, d->r.dup_of);
 		}
+		if (d->r.type == CKPT_FD_SHM && d->r.dup_of == -1 && !d->r.xtask &&
+		    d->r.sub >= img->nshms)
+			return urs_err_set(
+				err, -EINVAL,
+				"checkpoint image: task %u: fd %d: unknown shared memory "
+				"object %u",
+				idx, d->r.fd, d->r.sub);
 		if (d->r.type == CKPT_FD_EPOLL && !d->r.xtask)
 			for (uint32_t k = 0; k < d->r.data_len / sizeof(struct ckpt_epoll_tgt);
 			     k++) {
@@ -467,6 +561,7 @@ static int decode_body(const uint8_t *p, size_t len, struct ckpt_image *img, uin
 		return -ENOMEM;
 	struct ckpt_task *t = NULL;
 	size_t off = 0;
+	uint32_t nthreads = 0; /* in the whole image */
 	while (off < len) {
 		struct rec_hdr h;
 		if (len - off < sizeof(h))
@@ -478,9 +573,31 @@ static int decode_body(const uint8_t *p, size_t len, struct ckpt_image *img, uin
 			return urs_err_set(err, -EINVAL, "checkpoint image: record overruns body");
 		const uint8_t *d = p + off;
 		off += padded;
-		if (h.type != REC_TASK && !t)
+		if (h.type != REC_TASK && h.type != REC_SHM && !t)
 			return urs_err_set(err, -EINVAL, "checkpoint image: record before task");
 		switch (h.type) {
+		case REC_SHM: {
+			size_t rl = h.len - sizeof(struct ckpt_shm_rec);
+			if (t || h.len < sizeof(struct ckpt_shm_rec) ||
+			    img->nshms >= CKPT_MAX_SHM || rl % sizeof(struct ckpt_run) ||
+			    rl / sizeof(struct ckpt_run) > CKPT_MAX_RUNS)
+				return urs_err_set(err, -EINVAL,
+						   "checkpoint image: bad shared memory record");
+			struct ckpt_shm *no = grow(img->shms, img->nshms, sizeof(*no));
+			if (!no)
+				return -ENOMEM;
+			img->shms = no;
+			struct ckpt_shm *o = &img->shms[img->nshms++];
+			memcpy(&o->r, d, sizeof(o->r));
+			o->runs = NULL;
+			o->nruns = (uint32_t) (rl / sizeof(struct ckpt_run));
+			if (o->nruns) {
+				if (!(o->runs = malloc(rl)))
+					return -ENOMEM;
+				memcpy(o->runs, d + sizeof(o->r), rl);
+			}
+			break;
+		}
 		case REC_TASK:
 			if (img->ntasks == ntasks || h.len != sizeof(t->r))
 				return urs_err_set(err, -EINVAL,
@@ -561,6 +678,37 @@ static int decode_body(const uint8_t *p, size_t len, struct ckpt_image *img, uin
 			}
 			break;
 		}
+		case REC_THREAD: {
+			struct ckpt_thread_rec tr;
+			if (h.len < sizeof(tr) || nthreads++ >= CKPT_MAX_THREADS)
+				return urs_err_set(err, -EINVAL,
+						   "checkpoint image: bad thread record");
+			memcpy(&tr, d, sizeof(tr));
+			if (tr.xsave_len < 576 || tr.xsave_len > CKPT_MAX_XSAVE ||
+			    tr.nsigs > CKPT_MAX_SIGINFO ||
+			    h.len - sizeof(tr) !=
+				    (uint64_t) tr.xsave_len +
+					    (uint64_t) tr.nsigs * sizeof(struct ckpt_siginfo))
+				return urs_err_set(err, -EINVAL,
+						   "checkpoint image: bad thread record");
+			struct ckpt_thread *nt = grow(t->threads, t->nthreads, sizeof(*nt));
+			if (!nt)
+				return -ENOMEM;
+			t->threads = nt;
+			struct ckpt_thread *th = &t->threads[t->nthreads++];
+			th->r = tr;
+			th->sigs = NULL;
+			if (!(th->xsave = malloc(tr.xsave_len)))
+				return -ENOMEM;
+			memcpy(th->xsave, d + sizeof(tr), tr.xsave_len);
+			if (tr.nsigs) {
+				size_t sl = (size_t) tr.nsigs * sizeof(struct ckpt_siginfo);
+				if (!(th->sigs = malloc(sl)))
+					return -ENOMEM;
+				memcpy(th->sigs, d + sizeof(tr) + tr.xsave_len, sl);
+			}
+			break;
+		}
 		case REC_SIGINFO:
 			if (t->sigs || !h.len || h.len % sizeof(struct ckpt_siginfo) ||
 			    h.len / sizeof(struct ckpt_siginfo) > CKPT_MAX_SIGINFO)
@@ -599,6 +747,11 @@ static int decode_body(const uint8_t *p, size_t len, struct ckpt_image *img, uin
 	if (img->ntasks != ntasks)
 		return urs_err_set(err, -EINVAL, "checkpoint image: %u tasks announced, %u found",
 				   ntasks, img->ntasks);
+	for (uint32_t k = 0; k < img->nshms; k++) {
+		int r = validate_shm(img, k, err);
+		if (r)
+			return r;
+	}
 	for (uint32_t i = 0; i < img->ntasks; i++) {
 		int r = validate_task(img, i, err);
 		if (r)

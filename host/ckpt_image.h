@@ -20,7 +20,7 @@
 #include "host/err.h"
 
 #define CKPT_PAGE_SIZE	   4096u
-#define CKPT_VERSION	   3u
+#define CKPT_VERSION	   4u
 #define CKPT_MAX_TASKS	   256u
 #define CKPT_MAX_VMAS	   65536u
 #define CKPT_MAX_FDS	   65536u
@@ -36,6 +36,9 @@
 #define CKPT_MAX_SIGINFO   1024u      /* pending signals per task */
 #define CKPT_MAX_FDDATA	   (4u << 20) /* buffered bytes of one pipe or socket */
 #define CKPT_MAX_EPOLL	   65536u     /* targets of one epoll set */
+#define CKPT_MAX_SHM	   4096u      /* shared memory objects per image */
+#define CKPT_MAX_THREADS   4096u      /* threads per image besides the main ones */
+#define CKPT_SHM_NAME	   64u	      /* bytes of a memfd name, NUL padded */
 
 enum ckpt_vma_kind {
 	CKPT_VMA_ANON = 1, /* private anonymous (incl. [heap], [stack]) */
@@ -43,6 +46,10 @@ enum ckpt_vma_kind {
 	CKPT_VMA_VVAR = 3, /* [vvar]: kernel-provided, re-created, never dumped */
 	CKPT_VMA_VVAR_VCLOCK = 4,
 	CKPT_VMA_VDSO = 5,
+	/* shared mapping of a shmem object: MAP_SHARED|MAP_ANONYMOUS, a shared
+	 * mapping of /dev/zero, or of a memfd. shm: index into ckpt_image.shms,
+	 * pgoff: offset in that object; its pages are saved once, with the object */
+	CKPT_VMA_SHMEM = 6,
 };
 
 /* ckpt_vma_rec.flags */
@@ -59,7 +66,7 @@ struct ckpt_vma_rec {
 	uint32_t prot;	     /* PROT_READ|PROT_WRITE|PROT_EXEC */
 	uint32_t flags;	     /* CKPT_VMA_* */
 	uint32_t kind;	     /* enum ckpt_vma_kind */
-	uint32_t pad;
+	uint32_t shm;	     /* SHMEM: the object (index into ckpt_image.shms); else 0 */
 };
 
 struct ckpt_vma {
@@ -95,8 +102,11 @@ enum ckpt_fd_type {
 	 * unconnected TCP socket of the same family (sub) — see
 	 * docs/checkpoint.md, "The network" */
 	CKPT_FD_TCP_CLOSED = 11,
+	/* an fd of a memfd (sub: the object, index into ckpt_image.shms; pos
+	 * and oflags as for a file): the memfd re-created for its mappings */
+	CKPT_FD_SHM = 12,
 };
-#define CKPT_FD_TYPE_MAX CKPT_FD_TCP_CLOSED
+#define CKPT_FD_TYPE_MAX CKPT_FD_SHM
 
 /* Wire == memory layout; followed by path_len bytes of path, then data_len
  * bytes of type-specific data. */
@@ -174,6 +184,7 @@ struct ckpt_task_rec {
 	/* ITIMER_REAL, _VIRTUAL, _PROF: {interval sec, usec, value sec, usec} */
 	int64_t itimer[3][4];
 	uint64_t robust_head, robust_len; /* set_robust_list(2) registration (0: none) */
+	uint64_t clear_child_tid;	  /* set_tid_address(2) (PR_GET_TID_ADDRESS; 0: none) */
 };
 
 /* One classic-BPF seccomp filter (struct sock_filter is 8 bytes). */
@@ -190,8 +201,35 @@ struct ckpt_siginfo {
 	uint8_t info[128];
 };
 
+/* One thread of a multi-threaded process other than its main thread (wire:
+ * this, then xsave_len bytes of NT_X86_XSTATE, then nsigs struct
+ * ckpt_siginfo of its own queue). Everything else (memory, fds, signal
+ * handlers, credentials, seccomp filters, limits) it shares with the main
+ * thread, whose ckpt_task_rec has it. */
+struct ckpt_thread_rec {
+	int32_t tid; /* in the task's pid namespace */
+	uint32_t xsave_len, nsigs;
+	uint32_t altstack_flags;
+	struct user_regs_struct regs; /* fs_base included */
+	uint64_t sigmask;
+	uint64_t rseq_ptr;
+	uint32_t rseq_len, rseq_sig;
+	uint64_t robust_head, robust_len;
+	uint64_t altstack_sp, altstack_size;
+	uint64_t clear_child_tid;
+	char comm[16];
+};
+
+struct ckpt_thread {
+	struct ckpt_thread_rec r;
+	uint8_t *xsave;
+	struct ckpt_siginfo *sigs; /* all of its own queue (shared == 0) */
+};
+
 struct ckpt_task {
 	struct ckpt_task_rec r;
+	struct ckpt_thread *threads; /* the other threads, in /proc/PID/task order */
+	uint32_t nthreads;
 	struct ckpt_siginfo *sigs; /* queue order */
 	uint32_t nsigs;
 	struct ckpt_seccomp *seccomp; /* oldest first, the order to install them in */
@@ -209,8 +247,38 @@ struct ckpt_task {
 	uint32_t nfds;
 };
 
+/* ckpt_shm_rec.flags */
+#define CKPT_SHM_MEMFD 0x1u /* a memfd (name kept); else anonymous shared memory */
+
+/* One shmem object mapped shared by one or more tasks (wire == memory
+ * layout); followed on the wire by nruns struct ckpt_run whose vaddr is the
+ * byte offset in the object. Restored as one memfd mapped into every task. */
+struct ckpt_shm_rec {
+	uint32_t id;	   /* == its index in ckpt_image.shms */
+	uint32_t flags;	   /* CKPT_SHM_* */
+	uint64_t size;	   /* bytes (ftruncate); pages and mappings lie within it, rounded up */
+	uint64_t dev, ino; /* informational: identity at dump time */
+	uint32_t seals;	   /* F_GET_SEALS at dump time (0: none / unknown) */
+	uint32_t pad;
+	char name[CKPT_SHM_NAME]; /* memfd name, NUL terminated (MEMFD only) */
+};
+
+struct ckpt_shm {
+	struct ckpt_shm_rec r;
+	struct ckpt_run *runs; /* sorted, in the object, inside r.size */
+	uint32_t nruns;
+};
+
+/* The object's size rounded up to whole pages: what mappings and runs may cover. */
+static inline uint64_t ckpt_shm_span(const struct ckpt_shm *o)
+{
+	return (o->r.size + CKPT_PAGE_SIZE - 1) & ~(uint64_t) (CKPT_PAGE_SIZE - 1);
+}
+
 struct ckpt_image {
 	uint8_t id[16];
+	struct ckpt_shm *shms; /* shared memory objects, before the tasks on the wire */
+	uint32_t nshms;
 	struct ckpt_task *tasks;
 	uint32_t ntasks;
 	uint64_t pages_len; /* bytes of page data in pages.img after the header page */

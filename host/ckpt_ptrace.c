@@ -155,6 +155,33 @@ int ckpt_inject(struct ckpt_tracee *t, long nr, uint64_t a1, uint64_t a2, uint64
 	int r = ckpt_set_regs(t->pid, &regs);
 	if (r)
 		return r;
+	if (t->trap_after) {
+		/* run to the int3 after the syscall: one stop. Event stops (a
+		 * traced fork) and other signals on the way: go on, suppressing
+		 * the signal as below. Bounded: a task that cannot reach the int3
+		 * (its page gone: a fault, suppressed, faults again) is an error,
+		 * not a loop. */
+		for (int resumes = 0;; resumes++) {
+			if (resumes == 256)
+				return -EFAULT;
+			if (ptrace(PTRACE_CONT, t->pid, 0, 0) < 0)
+				return -errno;
+			int st = 0;
+			r = wait_stop(t->pid, &st);
+			if (r)
+				return r;
+			if (WSTOPSIG(st) != SIGTRAP || (st >> 16))
+				continue;
+			r = ckpt_get_regs(t->pid, &regs);
+			if (r)
+				return r;
+			if (regs.rip == t->syscall_ip + 3)
+				break;
+		}
+		t->in_syscall_stop = 0;
+		*ret = (long) regs.rax;
+		return 0;
+	}
 	int syscall_stops = 0;
 	while (syscall_stops < 2) {
 		if (ptrace(PTRACE_SYSCALL, t->pid, 0, 0) < 0)

@@ -4,6 +4,9 @@
  * state, and run a system call inside it ("injection") by pointing its
  * registers at a `syscall` instruction and stepping over the syscall's entry
  * and exit stops (PTRACE_SYSCALL), so no code is ever written into the task.
+ * Where the caller put `syscall; int3` into the task itself (the restorer's
+ * blob, ckpt_tracee.trap_after), an injection runs to the int3 instead:
+ * one ptrace stop per injected syscall rather than two.
  */
 #ifndef URSA_HOST_CKPT_PTRACE_H
 #define URSA_HOST_CKPT_PTRACE_H
@@ -21,6 +24,7 @@ struct ckpt_tracee {
 	int stopped_sig;	      /* a signal that arrived while seizing, to re-deliver */
 	uint8_t stopped_info[128];    /* its siginfo */
 	int in_syscall_stop;	      /* last stop was a syscall stop */
+	int trap_after;		      /* an int3 follows syscall_ip: one stop per injection */
 	int group_stopped;	      /* was in a group stop (SIGSTOP) when seized */
 };
 
@@ -46,7 +50,10 @@ int ckpt_set_xsave(pid_t pid, const void *buf, uint32_t len);
 
 /* Run syscall nr with up to six arguments in the task; *ret gets the raw
  * return value (negative errno on failure). Returns 0 or a negative errno
- * for a ptrace failure (the task died, ...). */
+ * for a ptrace failure (the task died, ...). With t->trap_after the task
+ * is left in the int3's signal-delivery stop (the SIGTRAP is discarded by
+ * the next resume), else in the syscall's exit stop; an injection that
+ * removes the int3's page (munmap of the blob) needs trap_after = 0. */
 int ckpt_inject(struct ckpt_tracee *t, long nr, uint64_t a1, uint64_t a2, uint64_t a3, uint64_t a4,
 		uint64_t a5, uint64_t a6, long *ret);
 

@@ -8,10 +8,13 @@
  * pages through /proc/PID/mem, PR_SET_MM_MAP, fds, cwd, umask, signals,
  * rseq, limits, credentials; then munmap the blob, set registers and FPU
  * state, and detach. Children are cloned from their parent's puppet with
- * clone3(set_tid) so the tree and pids come back as they were.
+ * clone3(set_tid) so the tree and pids come back as they were; a process's
+ * other threads with clone3(CLONE_THREAD, set_tid) from its main thread;
+ * shared memory objects become memfds mapped into every task that had them.
  */
 #include "host/ckpt_restore.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -40,6 +43,7 @@
 
 #include "host/ckpt_image.h"
 #include "host/ckpt_ptrace.h"
+#include "host/ckpt_trace.h"
 #include "runtime/common.h"
 
 #ifndef ARCH_MAP_VDSO_64
@@ -67,6 +71,11 @@
 #define ERESTART_RESTARTBLOCK 516
 
 struct rctx {
+	/* st_dev changed since the checkpoint (gofer FUSE mounts): opts.dev_map */
+	const struct ckpt_dev_map *dev_map;
+	uint32_t n_dev_map;
+	struct ckpt_dev_map learned[8]; /* renumbered devices (same_file) */
+	uint32_t nlearned;
 	struct ckpt_image img;
 	struct ckpt_tracee *tr;
 	int *memfd;
@@ -79,7 +88,38 @@ struct rctx {
 	uint32_t nobjs;
 	int32_t *park_base, *park_next; /* per task: parked fds (from park_base on, how
 					 * many), closed once every task has its fds */
+	struct ckpt_tracee *thr;	/* threads created so far (tasks' other threads) */
+	uint32_t nthr;
 };
+
+/*
+ * Is the file saved as (@dev, @ino) the one now at (@ndev, @nino)? On the
+ * same device with the same inode; or on the device opts.dev_map gives for
+ * @dev (a gofer volume's new FUSE connection; with any_ino, a file system
+ * the restore filled itself: tmpfs contents, `ursa do`'s writable layer).
+ * Else a device renumbered since the checkpoint is learned from its first
+ * file with the same inode and must then hold for every other one: an
+ * overlay's layers get new anonymous devices at each mount.
+ */
+static bool same_file(struct rctx *c, uint64_t dev, uint64_t ino, uint64_t ndev, uint64_t nino)
+{
+	/* first: a new device may have the old one's number */
+	for (uint32_t k = 0; k < c->n_dev_map; k++)
+		if (c->dev_map[k].from == dev)
+			return c->dev_map[k].to == ndev && (c->dev_map[k].any_ino || ino == nino);
+	if (dev == ndev)
+		return ino == nino;
+	for (uint32_t k = 0; k < c->nlearned; k++)
+		if (c->learned[k].from == dev)
+			return c->learned[k].to == ndev && ino == nino;
+	if (ino != nino || c->nlearned == URS_ARRAY_SIZE(c->learned))
+		return false;
+	for (uint32_t k = 0; k < c->nlearned; k++) /* one old device per new one */
+		if (c->learned[k].to == ndev)
+			return false;
+	c->learned[c->nlearned++] = (struct ckpt_dev_map){.from = dev, .to = ndev};
+	return true;
+}
 
 static double now_ms(void)
 {
@@ -242,6 +282,7 @@ static int create_root(struct rctx *c, struct urs_err *err)
 		return r;
 	}
 	c->tr[0].syscall_ip = c->blob;
+	c->tr[0].trap_after = 1; /* one stop per injection (ckpt_ptrace.h) */
 	c->memfd[0] = ckpt_open_mem((pid_t) pid);
 	if (c->memfd[0] < 0)
 		return urs_err_set(err, c->memfd[0], "restore: opening puppet memory: %s",
@@ -315,6 +356,7 @@ static int adopt_root(struct rctx *c, struct urs_err *err)
 		return urs_err_set(err, r, "restore: pid %d: mapping the restorer blob: %s", pid,
 				   strerror(-r));
 	c->tr[0].syscall_ip = c->blob;
+	c->tr[0].trap_after = 1;
 	return drop_rseq(c, err);
 }
 
@@ -393,6 +435,7 @@ static int create_child(struct rctx *c, uint32_t j, struct urs_err *err)
 		return r;
 	c->nlive = j + 1;
 	c->tr[j].syscall_ip = c->blob;
+	c->tr[j].trap_after = 1;
 	c->memfd[j] = ckpt_open_mem((pid_t) msg);
 	if (c->memfd[j] < 0)
 		return urs_err_set(err, c->memfd[j], "restore: opening puppet memory: %s",
@@ -459,7 +502,7 @@ static int map_vmas(struct rctx *c, uint32_t i, struct urs_err *err)
 				if (r)
 					return urs_err_set(err, r, "restore: pid %d: fstat %s: %s",
 							   t->r.nspid, m->path, strerror(-r));
-				if (st.st_dev != m->r.dev || st.st_ino != m->r.ino ||
+				if (!same_file(c, m->r.dev, m->r.ino, st.st_dev, st.st_ino) ||
 				    (uint64_t) st.st_size != m->r.fsize)
 					return urs_err_set(err, -ESTALE,
 							   "restore: pid %d: %s changed since the "
@@ -490,7 +533,7 @@ static int map_vdso(struct rctx *c, uint32_t i, struct urs_err *err)
 	uint64_t lo = UINT64_MAX, vdso = 0, vdso_end = 0;
 	for (uint32_t v = 0; v < t->nvmas; v++) {
 		const struct ckpt_vma_rec *m = &t->vmas[v].r;
-		if (m->kind >= CKPT_VMA_VVAR && m->start < lo)
+		if (m->kind >= CKPT_VMA_VVAR && m->kind <= CKPT_VMA_VDSO && m->start < lo)
 			lo = m->start;
 		if (m->kind == CKPT_VMA_VDSO) {
 			vdso = m->start;
@@ -904,9 +947,12 @@ static const char *fd_kind(uint32_t type)
 					"epoll set",
 					"unix socket",
 					"listening TCP socket",
-					"TCP socket"};
+					"TCP socket",
+					"memfd"};
 	return type < URS_ARRAY_SIZE(n) ? n[type] : "?";
 }
+
+static int open_shm_fd(struct rctx *c, uint32_t i, const struct ckpt_fd *f, long *nfd);
 
 static int restore_fds(struct rctx *c, uint32_t i, struct urs_err *err)
 {
@@ -974,6 +1020,9 @@ static int restore_fds(struct rctx *c, uint32_t i, struct urs_err *err)
 				r = inj(c, i, SYS_socket, f->r.sub, SOCK_STREAM | SOCK_CLOEXEC, 0,
 					0, 0, 0, &fd);
 				break;
+			case CKPT_FD_SHM:
+				r = open_shm_fd(c, i, f, &fd);
+				break;
 			default:
 				r = open_in(c, i, f->path,
 					    (int) (f->r.oflags & OPEN_MASK) | O_CLOEXEC, &fd);
@@ -1016,7 +1065,7 @@ static int restore_fds(struct rctx *c, uint32_t i, struct urs_err *err)
 					   f->r.fd, strerror(-r));
 		bool same = f->r.type == CKPT_FD_CHR
 				    ? st.st_rdev == f->r.rdev
-				    : st.st_dev == f->r.dev && st.st_ino == f->r.ino;
+				    : same_file(c, f->r.dev, f->r.ino, st.st_dev, st.st_ino);
 		if (!same)
 			return urs_err_set(
 				err, -ESTALE,
@@ -1040,6 +1089,212 @@ static int restore_fds(struct rctx *c, uint32_t i, struct urs_err *err)
 				return r;
 		}
 	}
+	return 0;
+}
+
+/* ---- shared memory ------------------------------------------------------------
+ * Each saved shmem object (shared anonymous memory, /dev/zero, a memfd)
+ * becomes one memfd: created in the first task that maps it (memfd_create +
+ * ftruncate injected), filled from here through /proc/PID/fd/N (pwrite of the
+ * saved runs), sealed as it was, and parked in that task. Every task that
+ * mapped it maps it MAP_SHARED | MAP_FIXED at the saved address, protection
+ * and offset, taking the fd from the parked place (pidfd_getfd), so writes
+ * of one are seen by the others and by children forked later. Runs after the
+ * task's fds (parking needs them); the parked fd goes with the others. */
+
+#define OBJ_SHM 100 /* struct robj kind; ino = the object's index */
+#ifndef MFD_ALLOW_SEALING
+#define MFD_ALLOW_SEALING 2u
+#endif
+#ifndef F_ADD_SEALS
+#define F_ADD_SEALS 1033
+#endif
+/* added once every mapping exists: F_SEAL_FUTURE_WRITE allows the writable
+ * mappings made before it (as at the dump), F_SEAL_SEAL must come last; the
+ * others before any mapping (F_SEAL_WRITE refuses writable ones) */
+#define SEALS_LATE (0x0001u /* F_SEAL_SEAL */ | 0x0010u /* F_SEAL_FUTURE_WRITE */)
+
+/* Fill the new memfd fd of task i with the object's saved pages and seals. */
+static int shm_fill(struct rctx *c, uint32_t i, long fd, const struct ckpt_shm *o)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/fd/%ld", c->tr[i].pid, fd);
+	_cleanup_close_ int hfd = open(path, O_RDWR | O_CLOEXEC);
+	if (hfd < 0)
+		return -errno;
+	for (uint32_t k = 0; k < o->nruns; k++) {
+		const struct ckpt_run *run = &o->runs[k];
+		const uint8_t *p = c->img.pages_map + CKPT_PAGE_SIZE + run->off;
+		uint64_t n = run->npages * CKPT_PAGE_SIZE, at = run->vaddr;
+		if (at + n > o->r.size) /* the last page of an object of odd size */
+			n = o->r.size - at;
+		while (n) {
+			ssize_t w = pwrite(hfd, p, n, (off_t) at);
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w <= 0)
+				return w < 0 ? -errno : -EIO;
+			p += w;
+			at += (uint64_t) w;
+			n -= (uint64_t) w;
+		}
+		c->st->pages += run->npages;
+	}
+	if ((o->r.seals & ~SEALS_LATE) &&
+	    fcntl(hfd, F_ADD_SEALS, (int) (o->r.seals & ~SEALS_LATE)) < 0)
+		return -errno;
+	return 0;
+}
+
+/* Does a task after i map object id, or open it (an fd of its own)? */
+static bool shm_used_later(const struct rctx *c, uint32_t i, uint32_t id)
+{
+	for (uint32_t j = i + 1; j < c->img.ntasks; j++) {
+		const struct ckpt_task *t = &c->img.tasks[j];
+		for (uint32_t v = 0; v < t->nvmas; v++)
+			if (t->vmas[v].r.kind == CKPT_VMA_SHMEM && t->vmas[v].r.shm == id)
+				return true;
+		for (uint32_t k = 0; k < t->nfds; k++)
+			if (t->fds[k].r.type == CKPT_FD_SHM && t->fds[k].r.dup_of == -1 &&
+			    !t->fds[k].r.xtask && t->fds[k].r.sub == id)
+				return true;
+	}
+	return false;
+}
+
+/* The late seals of object id, through its parked fd. */
+static int shm_seal_late(struct rctx *c, uint32_t id)
+{
+	uint32_t seals = c->img.shms[id].r.seals & SEALS_LATE;
+	const struct robj *o = robj_find(c, OBJ_SHM, id);
+	if (!seals || !o)
+		return 0;
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", c->tr[o->task].pid, o->fd);
+	_cleanup_close_ int hfd = open(path, O_RDWR | O_CLOEXEC);
+	if (hfd < 0 || fcntl(hfd, F_ADD_SEALS, (int) seals) < 0)
+		return -errno;
+	return 0;
+}
+
+/* Create object id in task i and park it there. */
+static int shm_create(struct rctx *c, uint32_t i, uint32_t id)
+{
+	const struct ckpt_shm *o = &c->img.shms[id];
+	char name[CKPT_SHM_NAME];
+	snprintf(name, sizeof(name), "%s",
+		 (o->r.flags & CKPT_SHM_MEMFD) ? o->r.name : "shared-anon");
+	long fd = -1;
+	int r = scratch_put(c, i, S_PATH, name, strlen(name) + 1);
+	if (!r)
+		r = inj(c, i, SYS_memfd_create, sarg(c, S_PATH), MFD_CLOEXEC | MFD_ALLOW_SEALING, 0,
+			0, 0, 0, &fd);
+	if (r)
+		return r;
+	r = inj(c, i, SYS_ftruncate, (uint64_t) fd, o->r.size, 0, 0, 0, 0, NULL);
+	if (!r)
+		r = shm_fill(c, i, fd, o);
+	if (r) {
+		inj(c, i, SYS_close, (uint64_t) fd, 0, 0, 0, 0, 0, NULL);
+		return r;
+	}
+	int32_t slot;
+	r = park(c, i, fd, &slot); /* closes fd */
+	return r ? r : robj_add(c, OBJ_SHM, id, i, slot);
+}
+
+/* An fd of a memfd: an open file description of its own — the object
+ * reopened through /proc/self/fd in the task with the saved access mode, or,
+ * without a /proc there, the parked fd's — at the saved position. */
+static int open_shm_fd(struct rctx *c, uint32_t i, const struct ckpt_fd *f, long *nfd)
+{
+	const struct robj *o = robj_find(c, OBJ_SHM, f->r.sub);
+	int r = 0;
+	if (!o) {
+		r = shm_create(c, i, f->r.sub);
+		if (r)
+			return r;
+		o = robj_find(c, OBJ_SHM, f->r.sub);
+	}
+	long got = -1, re = -1;
+	r = fetch(c, i, o->task, o->fd, &got);
+	if (r)
+		return r;
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/self/fd/%ld", got);
+	if (!open_in(c, i, path, (int) (f->r.oflags & O_ACCMODE) | O_CLOEXEC, &re)) {
+		inj(c, i, SYS_close, (uint64_t) got, 0, 0, 0, 0, 0, NULL);
+		got = re;
+	}
+	long pos = 0;
+	if (f->r.pos)
+		r = inj(c, i, SYS_lseek, (uint64_t) got, f->r.pos, SEEK_SET, 0, 0, 0, &pos);
+	if (r) {
+		inj(c, i, SYS_close, (uint64_t) got, 0, 0, 0, 0, 0, NULL);
+		return r;
+	}
+	*nfd = got;
+	return 0;
+}
+
+static int restore_shm(struct rctx *c, uint32_t i, struct urs_err *err)
+{
+	const struct ckpt_task *t = &c->img.tasks[i];
+	long fd = -1; /* a fetched fd of object cur (not the parked one) */
+	uint32_t cur = UINT32_MAX;
+	int r = 0;
+	for (uint32_t v = 0; v < t->nvmas && !r; v++) {
+		const struct ckpt_vma_rec *m = &t->vmas[v].r;
+		if (m->kind != CKPT_VMA_SHMEM)
+			continue;
+		const struct robj *o = robj_find(c, OBJ_SHM, m->shm);
+		if (!o) {
+			r = shm_create(c, i, m->shm);
+			if (r)
+				return urs_err_set(err, r,
+						   "restore: pid %d: creating shared memory object "
+						   "%u: %s",
+						   t->r.nspid, m->shm, strerror(-r));
+			o = robj_find(c, OBJ_SHM, m->shm);
+		}
+		long mfd = o->fd;
+		if (o->task != i && cur != m->shm) {
+			if (fd >= 0)
+				inj(c, i, SYS_close, (uint64_t) fd, 0, 0, 0, 0, 0, NULL);
+			fd = -1;
+			cur = UINT32_MAX;
+			r = fetch(c, i, o->task, o->fd, &fd);
+			if (r)
+				break;
+			cur = m->shm;
+		}
+		if (o->task != i)
+			mfd = fd;
+		long ret = 0;
+		r = inj(c, i, SYS_mmap, m->start, m->end - m->start, m->prot,
+			(uint64_t) (MAP_SHARED | MAP_FIXED), (uint64_t) mfd, m->pgoff, &ret);
+		if (!r && (uint64_t) ret != m->start)
+			r = -EFAULT;
+	}
+	if (fd >= 0)
+		inj(c, i, SYS_close, (uint64_t) fd, 0, 0, 0, 0, 0, NULL);
+	/* objects this task is the last to map or open: every mapping exists now */
+	uint8_t done[CKPT_MAX_SHM / 8] = {0};
+	for (uint32_t v = 0; v < t->nvmas + t->nfds && !r; v++) {
+		const struct ckpt_fd *f = v >= t->nvmas ? &t->fds[v - t->nvmas] : NULL;
+		uint32_t id = f ? f->r.sub : t->vmas[v].r.shm;
+		if (f ? f->r.type != CKPT_FD_SHM || f->r.dup_of != -1 || f->r.xtask
+		      : t->vmas[v].r.kind != CKPT_VMA_SHMEM)
+			continue;
+		if (done[id / 8] & (1u << (id % 8)))
+			continue;
+		done[id / 8] |= (uint8_t) (1u << (id % 8));
+		if (!shm_used_later(c, i, id))
+			r = shm_seal_late(c, id);
+	}
+	if (r)
+		return urs_err_set(err, r, "restore: pid %d: mapping shared memory: %s", t->r.nspid,
+				   strerror(-r));
 	return 0;
 }
 
@@ -1103,6 +1358,13 @@ static int restore_misc(struct rctx *c, uint32_t i, struct urs_err *err)
 		if (r)
 			return urs_err_set(err, r, "restore: pid %d: robust list: %s", t->r.nspid,
 					   strerror(-r));
+	}
+	/* a puppet cloned here has none; an adopted init may have one */
+	if (t->r.clear_child_tid || (i == 0 && c->puppet > 0)) {
+		r = inj(c, i, SYS_set_tid_address, t->r.clear_child_tid, 0, 0, 0, 0, 0, NULL);
+		if (r)
+			return urs_err_set(err, r, "restore: pid %d: set_tid_address: %s",
+					   t->r.nspid, strerror(-r));
 	}
 	for (unsigned which = 0; which < 3; which++) {
 		int64_t it[4];
@@ -1337,26 +1599,11 @@ static int queue_signals(struct rctx *c, uint32_t i, struct urs_err *err)
 	return 0;
 }
 
-static int finish_task(struct rctx *c, uint32_t i, struct urs_err *err)
+/* The saved registers as they must be set (a task's in finish_task, a
+ * thread's): a syscall interrupted by the checkpoint is restarted, or fails
+ * with EINTR when its restart block (kernel memory) could not be saved. */
+static struct user_regs_struct restart_regs(struct user_regs_struct regs)
 {
-	const struct ckpt_task *t = &c->img.tasks[i];
-	struct ckpt_tracee *tr = &c->tr[i];
-	int r = queue_signals(c, i, err);
-	if (r)
-		return r;
-	/* an adopted init was kept non-dumpable until now (nothing in the
-	 * sandbox may reach it); what it has become was dumpable, as a normal
-	 * exec'd process (after the credentials: changing them resets this) */
-	if (c->puppet > 0 && (r = inj(c, i, SYS_prctl, PR_SET_DUMPABLE, 1, 0, 0, 0, 0, NULL)))
-		return urs_err_set(err, r, "restore: pid %d: PR_SET_DUMPABLE: %s", t->r.nspid,
-				   strerror(-r));
-	r = inj(c, i, SYS_munmap, c->blob, BLOB_LEN, 0, 0, 0, 0, NULL);
-	if (r)
-		return urs_err_set(err, r, "restore: pid %d: unmapping the blob: %s", t->r.nspid,
-				   strerror(-r));
-	struct user_regs_struct regs = t->r.regs;
-	/* a syscall interrupted by the checkpoint: restart it, or fail it with EINTR
-	 * when its restart block (kernel memory) could not be saved */
 	if ((int64_t) regs.orig_rax >= 0) {
 		switch ((long) (int) regs.rax) {
 		case -ERESTARTSYS:
@@ -1371,6 +1618,30 @@ static int finish_task(struct rctx *c, uint32_t i, struct urs_err *err)
 		}
 	}
 	regs.orig_rax = (uint64_t) -1;
+	return regs;
+}
+
+static int finish_task(struct rctx *c, uint32_t i, struct urs_err *err)
+{
+	const struct ckpt_task *t = &c->img.tasks[i];
+	struct ckpt_tracee *tr = &c->tr[i];
+	/* two stops per injection from here: a re-queued SIGTRAP must not meet
+	 * the blob's, and the last injection unmaps the int3 (rebuild_rest) */
+	tr->trap_after = 0;
+	int r = queue_signals(c, i, err);
+	if (r)
+		return r;
+	/* an adopted init was kept non-dumpable until now (nothing in the
+	 * sandbox may reach it); what it has become was dumpable, as a normal
+	 * exec'd process (after the credentials: changing them resets this) */
+	if (c->puppet > 0 && (r = inj(c, i, SYS_prctl, PR_SET_DUMPABLE, 1, 0, 0, 0, 0, NULL)))
+		return urs_err_set(err, r, "restore: pid %d: PR_SET_DUMPABLE: %s", t->r.nspid,
+				   strerror(-r));
+	r = inj(c, i, SYS_munmap, c->blob, BLOB_LEN, 0, 0, 0, 0, NULL);
+	if (r)
+		return urs_err_set(err, r, "restore: pid %d: unmapping the blob: %s", t->r.nspid,
+				   strerror(-r));
+	struct user_regs_struct regs = restart_regs(t->r.regs);
 	tr->base = regs;
 	r = ckpt_set_regs(tr->pid, &regs);
 	if (!r)
@@ -1381,6 +1652,182 @@ static int finish_task(struct rctx *c, uint32_t i, struct urs_err *err)
 	if (ptrace(PTRACE_SETSIGMASK, tr->pid, (void *) 8, &t->r.sigmask) < 0)
 		return urs_err_set(err, -errno, "restore: pid %d: signal mask: %m", t->r.nspid);
 	return 0;
+}
+
+/* ---- threads ------------------------------------------------------------------
+ * The other threads of a multi-threaded task are cloned from its main thread
+ * once that has its memory, fds and kernel state but still the restorer's
+ * credentials (clone3 with set_tid needs them): clone3(CLONE_VM | CLONE_FS |
+ * CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD | CLONE_SYSVSEM, set_tid = its
+ * tid) injected into the main thread; the new thread is auto-attached. Each
+ * then gets what is its own — name, alternate stack, rseq, robust list,
+ * clear_child_tid, the seccomp filters and credentials (per thread in the
+ * kernel), its pending signals, registers, FPU state and blocked mask — and
+ * stays stopped until every task is detached. */
+
+/* Clone thread th of task i; *tr gets the attached new thread. */
+static int clone_thread(struct rctx *c, uint32_t i, const struct ckpt_thread *th,
+			struct ckpt_tracee *tr, struct urs_err *err)
+{
+	const struct ckpt_task *t = &c->img.tasks[i];
+	struct clone_args ca = {
+		.flags = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD |
+			 CLONE_SYSVSEM,
+		.set_tid = sarg(c, S_STRUCT + 256),
+		.set_tid_size = 1,
+	};
+	pid_t tid = th->r.tid;
+	int r = scratch_put(c, i, S_STRUCT, &ca, sizeof(ca));
+	if (!r)
+		r = scratch_put(c, i, S_STRUCT + 256, &tid, sizeof(tid));
+	long ret = 0;
+	if (!r)
+		r = inj(c, i, SYS_clone3, sarg(c, S_STRUCT), sizeof(ca), 0, 0, 0, 0, &ret);
+	if (r)
+		return urs_err_set(err, r, "restore: pid %d: clone3 of thread %d: %s", t->r.nspid,
+				   th->r.tid, strerror(-r));
+	/* the new thread in our pid namespace: the entry of /proc/PID/task that
+	 * is neither the main thread nor one made before */
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/task", c->tr[i].pid);
+	DIR *d = opendir(path);
+	pid_t found = 0;
+	struct dirent *e;
+	while (d && (e = readdir(d)) && !found) {
+		pid_t v = (pid_t) atoi(e->d_name);
+		bool known = v <= 0 || v == c->tr[i].pid;
+		for (uint32_t k = 0; k < c->nthr && !known; k++)
+			known = c->thr[k].pid == v;
+		if (!known)
+			found = v;
+	}
+	if (d)
+		closedir(d);
+	if (!found)
+		return urs_err_set(err, -EIO, "restore: pid %d: cannot find thread %d", t->r.nspid,
+				   th->r.tid);
+	r = ckpt_wait_new_child(tr, found, err);
+	tr->syscall_ip = c->blob;
+	return r;
+}
+
+/* Give thread th (attached as tr) its own state, then its registers. */
+static int setup_thread(struct rctx *c, uint32_t i, const struct ckpt_thread *th,
+			struct ckpt_tracee *tr, const struct own_creds *o, struct urs_err *err)
+{
+	const struct ckpt_task *t = &c->img.tasks[i];
+	uint64_t all = ~0ull;
+	if (ptrace(PTRACE_SETSIGMASK, tr->pid, (void *) 8, &all) < 0)
+		return urs_err_set(err, -errno, "restore: thread %d: blocking signals: %m",
+				   th->r.tid);
+	/* inject through the thread: every helper below works on c->tr[i] */
+	struct ckpt_tracee main_tr = c->tr[i];
+	c->tr[i] = *tr;
+	char comm[16];
+	memcpy(comm, th->r.comm, sizeof(comm));
+	comm[15] = 0;
+	const char *what = "name";
+	int r = scratch_put(c, i, S_STRUCT, comm, sizeof(comm));
+	if (!r)
+		r = inj(c, i, SYS_prctl, PR_SET_NAME, sarg(c, S_STRUCT), 0, 0, 0, 0, NULL);
+	if (!r && !(th->r.altstack_flags & SS_DISABLE) && th->r.altstack_size) {
+		what = "sigaltstack";
+		stack_t ss = {.ss_sp = (void *) (uintptr_t) th->r.altstack_sp,
+			      .ss_size = th->r.altstack_size,
+			      .ss_flags = (int) (th->r.altstack_flags & SS_AUTODISARM)};
+		r = scratch_put(c, i, S_STRUCT, &ss, sizeof(ss));
+		if (!r)
+			r = inj(c, i, SYS_sigaltstack, sarg(c, S_STRUCT), 0, 0, 0, 0, 0, NULL);
+	}
+	if (!r && th->r.rseq_ptr) {
+		what = "rseq";
+		r = inj(c, i, SYS_rseq, th->r.rseq_ptr, th->r.rseq_len, 0, th->r.rseq_sig, 0, 0,
+			NULL);
+	}
+	if (!r && th->r.robust_head) {
+		what = "robust list";
+		r = inj(c, i, SYS_set_robust_list, th->r.robust_head, th->r.robust_len, 0, 0, 0, 0,
+			NULL);
+	}
+	if (!r && th->r.clear_child_tid) {
+		what = "set_tid_address";
+		r = inj(c, i, SYS_set_tid_address, th->r.clear_child_tid, 0, 0, 0, 0, 0, NULL);
+	}
+	for (uint32_t k = 0; k < th->r.nsigs && !r; k++) {
+		const struct ckpt_siginfo *sg = &th->sigs[k];
+		int32_t signo;
+		memcpy(&signo, sg->info, sizeof(signo));
+		if (signo == SIGKILL || signo == SIGSTOP)
+			continue;
+		what = "pending signal";
+		r = scratch_put(c, i, S_BPF, sg->info, sizeof(sg->info));
+		if (!r)
+			r = inj(c, i, SYS_rt_tgsigqueueinfo, (uint64_t) t->r.nspid,
+				(uint64_t) th->r.tid, (uint64_t) signo, sarg(c, S_BPF), 0, 0, NULL);
+	}
+	if (r)
+		r = urs_err_set(err, r, "restore: pid %d: thread %d: %s: %s", t->r.nspid, th->r.tid,
+				what, strerror(-r));
+	/* per thread in the kernel: filters, then credentials */
+	if (!r)
+		r = restore_seccomp(c, i, err);
+	if (!r)
+		r = restore_creds(c, i, o, err);
+	*tr = c->tr[i];
+	c->tr[i] = main_tr;
+	if (r)
+		return r;
+	tr->base = restart_regs(th->r.regs);
+	r = ckpt_set_regs(tr->pid, &tr->base);
+	if (!r)
+		r = ckpt_set_xsave(tr->pid, th->xsave, th->r.xsave_len);
+	if (!r && ptrace(PTRACE_SETSIGMASK, tr->pid, (void *) 8, &th->r.sigmask) < 0)
+		r = -errno;
+	if (r)
+		return urs_err_set(err, r, "restore: pid %d: thread %d: registers: %s", t->r.nspid,
+				   th->r.tid, strerror(-r));
+	return 0;
+}
+
+static int restore_threads(struct rctx *c, uint32_t i, const struct own_creds *o,
+			   struct urs_err *err)
+{
+	const struct ckpt_task *t = &c->img.tasks[i];
+	if (!t->nthreads)
+		return 0;
+	if (!c->thr) {
+		uint32_t total = 0;
+		for (uint32_t j = 0; j < c->img.ntasks; j++)
+			total += c->img.tasks[j].nthreads;
+		if (!(c->thr = calloc(total, sizeof(*c->thr))))
+			return urs_err_set(err, -ENOMEM, "restore: out of memory");
+	}
+	for (uint32_t k = 0; k < t->nthreads; k++) {
+		struct ckpt_tracee *tr = &c->thr[c->nthr];
+		int r = clone_thread(c, i, &t->threads[k], tr, err);
+		if (tr->pid > 0)
+			c->nthr++; /* attached: detached or reaped at the end */
+		if (!r)
+			r = setup_thread(c, i, &t->threads[k], tr, o, err);
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
+/* Detach (ok) or reap (after a failure: their process was killed) every
+ * thread created. */
+static int release_threads(struct rctx *c, bool ok, struct urs_err *err)
+{
+	int r = 0;
+	for (uint32_t k = 0; k < c->nthr; k++) {
+		if (!ok)
+			waitpid(c->thr[k].pid, NULL, __WALL);
+		else if (ptrace(PTRACE_DETACH, c->thr[k].pid, 0, 0) < 0 && !r)
+			r = urs_err_set(err, -errno, "restore: detaching thread %d: %m",
+					c->thr[k].pid);
+	}
+	return r;
 }
 
 static int rebuild_mm_fds(struct rctx *c, uint32_t i, struct urs_err *err)
@@ -1415,6 +1862,8 @@ static int rebuild_mm_fds(struct rctx *c, uint32_t i, struct urs_err *err)
 		r = set_mm(c, i, err);
 	if (!r)
 		r = restore_fds(c, i, err);
+	if (!r)
+		r = restore_shm(c, i, err);
 	return r;
 }
 
@@ -1424,12 +1873,23 @@ static int rebuild_rest(struct rctx *c, uint32_t i, const struct own_creds *o, s
 {
 	const struct ckpt_task *t = &c->img.tasks[i];
 	int r = 0;
+	/* one stop per injection (the blob's int3) only while that cannot
+	 * change what is restored: the int3 raises a forced SIGTRAP, which
+	 * resets a blocked or ignored SIGTRAP's handler (shared by the task's
+	 * threads) to the default and unblocks it in the current mask (set at
+	 * the end anyway). Handlers are restored from here on, so a task with a
+	 * SIGTRAP handler of its own goes back to two stops (the syscall's
+	 * entry and exit); finish_task does so before re-queueing signals. */
+	if (t->r.sigact[SIGTRAP - 1].handler != (uint64_t) (uintptr_t) SIG_DFL)
+		c->tr[i].trap_after = 0;
 	if (c->park_next[i]) /* anything parked */
 		r = inj(c, i, SYS_close_range, (uint64_t) c->park_base[i], ~0u, 0, 0, 0, 0, NULL);
 	if (r)
 		return urs_err_set(err, r, "restore: pid %d: closing parked fds: %s", t->r.nspid,
 				   strerror(-r));
 	r = restore_misc(c, i, err);
+	if (!r)
+		r = restore_threads(c, i, o, err);
 	if (!r)
 		r = restore_seccomp(c, i, err);
 	if (!r)
@@ -1454,7 +1914,7 @@ static int stat_at(int rootfd, const char *path, struct stat *st)
 	return fstat(fd, st) < 0 ? -errno : 0;
 }
 
-static int precheck(const struct ckpt_image *img, pid_t puppet, struct urs_err *err)
+static int precheck(struct rctx *c, const struct ckpt_image *img, pid_t puppet, struct urs_err *err)
 {
 	_cleanup_close_ int rootfd = -1;
 	if (puppet > 0) {
@@ -1475,7 +1935,7 @@ static int precheck(const struct ckpt_image *img, pid_t puppet, struct urs_err *
 			if (e)
 				return urs_err_set(err, e, "restore: pid %d: %s: %s", t->r.nspid,
 						   m->path, strerror(-e));
-			if (st.st_dev != m->r.dev || st.st_ino != m->r.ino ||
+			if (!same_file(c, m->r.dev, m->r.ino, st.st_dev, st.st_ino) ||
 			    (uint64_t) st.st_size != m->r.fsize)
 				return urs_err_set(err, -ESTALE,
 						   "restore: pid %d: %s changed since the "
@@ -1575,15 +2035,19 @@ int ckpt_restore_ex(const char *dir, const struct ckpt_restore_opts *opts, pid_t
 		stats = &dummy;
 	memset(stats, 0, sizeof(*stats));
 	double t0 = now_ms();
-	struct rctx c = {.st = stats, .puppet = opts ? opts->puppet : 0};
+	struct rctx c = {.st = stats,
+			 .puppet = opts ? opts->puppet : 0,
+			 .dev_map = opts ? opts->dev_map : NULL,
+			 .n_dev_map = opts ? opts->n_dev_map : 0};
 	int r = ckpt_image_load(dir, &c.img, err);
 	if (r)
 		return r;
+	ckpt_trace("restore: image loaded");
 	stats->load_ms = now_ms() - t0;
 	stats->ntasks = c.img.ntasks;
 	if (opts && opts->policy && (r = ckpt_image_check_policy(&c.img, opts->policy, err)))
 		goto out_img;
-	r = precheck(&c.img, c.puppet, err);
+	r = precheck(&c, &c.img, c.puppet, err);
 	if (!r)
 		r = choose_blob(&c, err);
 	if (r)
@@ -1599,7 +2063,9 @@ int ckpt_restore_ex(const char *dir, const struct ckpt_restore_opts *opts, pid_t
 	}
 	for (uint32_t i = 0; i < c.img.ntasks; i++)
 		c.memfd[i] = -1;
+	ckpt_trace("restore: prechecked");
 	r = c.puppet > 0 ? adopt_root(&c, err) : create_root(&c, err);
+	ckpt_trace("restore: root ready");
 	/* tasks are in breadth-first order: a parent always precedes its children */
 	for (uint32_t i = 0; !r && i < c.img.ntasks; i++) {
 		if (!c.dead[i])
@@ -1608,15 +2074,19 @@ int ckpt_restore_ex(const char *dir, const struct ckpt_restore_opts *opts, pid_t
 			if (c.img.tasks[j].r.parent == (int32_t) i)
 				r = create_child(&c, j, err);
 	}
+	ckpt_trace("restore: tasks created");
 	struct own_creds own;
 	read_own_creds(&own);
 	for (uint32_t i = 0; !r && i < c.img.ntasks; i++)
 		if (!c.dead[i])
 			r = rebuild_mm_fds(&c, i, err);
+	ckpt_trace("restore: memory and fds rebuilt");
 	for (uint32_t i = 0; !r && i < c.img.ntasks; i++)
 		if (!c.dead[i])
 			r = rebuild_rest(&c, i, &own, err);
+	ckpt_trace("restore: tasks rebuilt");
 	if (!r) {
+		r = release_threads(&c, true, err);
 		for (uint32_t i = c.img.ntasks; i-- > 0;)
 			if (!c.dead[i] && ptrace(PTRACE_DETACH, c.tr[i].pid, 0, 0) < 0 && !r)
 				r = urs_err_set(err, -errno, "restore: detaching pid %d: %m",
@@ -1630,6 +2100,7 @@ out:
 		for (uint32_t i = c.nlive; i-- > 0;)
 			if (c.tr[i].pid > 0) /* never kill(0): tasks not created yet have pid 0 */
 				kill(c.tr[i].pid, SIGKILL);
+		release_threads(&c, false, NULL); /* their leaders wait for them */
 		/* reap the traced ones first: a pid namespace's init is not
 		 * released while tasks of its namespace wait to be reaped, and
 		 * traced zombies wait for their tracer — us */
@@ -1647,6 +2118,7 @@ out:
 	free(c.park_base);
 	free(c.park_next);
 	free(c.objs);
+	free(c.thr);
 	free(c.tr);
 out_img:
 	ckpt_image_free(&c.img);

@@ -54,6 +54,11 @@ struct ckpt_policy {
 int ckpt_image_check_policy(const struct ckpt_image *img, const struct ckpt_policy *p,
 			    struct urs_err *err);
 
+struct ckpt_dev_map {
+	uint64_t from, to;
+	bool any_ino; /* the restore re-created its files (new inode numbers) */
+};
+
 struct ckpt_restore_opts {
 	const struct ckpt_policy *policy; /* checked right after loading, or NULL */
 	/* > 0: an existing process becomes the root task instead of a new clone
@@ -66,6 +71,13 @@ struct ckpt_restore_opts {
 	 * then checked inside its root (never outside it), and the restored
 	 * tasks are made dumpable again (it was not, as an unexec'd init). */
 	pid_t puppet;
+	/* Devices renumbered since the checkpoint: a file (fd or mapping)
+	 * saved on dev_map[k].from is accepted on dev_map[k].to, inode (and
+	 * size) still checked. The supervisor maps each gofer volume's old
+	 * FUSE mount to its new one (a new connection is a new anonymous
+	 * device; docs/gofer.md "Checkpoint and restore"). */
+	const struct ckpt_dev_map *dev_map;
+	uint32_t n_dev_map;
 };
 
 /* ckpt_restore with options (opts may be NULL). Either way, an image fd of

@@ -204,7 +204,8 @@ int urs_init_run(const struct urs_launch *L)
 	char rootfs[PATH_MAX];
 	snprintf(rootfs, sizeof(rootfs), "%s", L->rootfs);
 	if (L->overlay_scratch &&
-	    (r = urs_rootfs_host_overlay(L->overlay_scratch, rootfs, sizeof(rootfs), &err)) < 0)
+	    (r = urs_rootfs_host_overlay(L->overlay_scratch, L->overlay_prepared, rootfs,
+					 sizeof(rootfs), &err)) < 0)
 		return fail(L, r, &err);
 	struct urs_rootfs_opts ro = {
 		.rootfs = rootfs,

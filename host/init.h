@@ -47,6 +47,7 @@ struct urs_launch {
 	const struct urs_spec *spec;
 	char rootfs[PATH_MAX];
 	const char *overlay_scratch; /* `ursa do`: root = overlay of the host's / */
+	bool overlay_prepared;	     /* ... on a tmpfs the caller made (urs_rootfs_host_overlay) */
 	bool no_pivot;
 	bool no_new_keyring;
 	int console_fd;	  /* connected console socket, or -1 */

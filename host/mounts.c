@@ -464,18 +464,19 @@ int urs_rootfs_setup(const struct urs_spec *spec, const struct urs_rootfs_opts *
 	return 0;
 }
 
-int urs_rootfs_host_overlay(const char *scratch, char *root, size_t len, struct urs_err *err)
+int urs_rootfs_host_overlay(const char *scratch, bool prepared, char *root, size_t len,
+			    struct urs_err *err)
 {
 	/* private first: the tmpfs and the overlay must not show up on the host */
 	if (mount(NULL, "/", NULL, MS_SLAVE | MS_REC, NULL) < 0)
 		return urs_err_set(err, -errno, "do: making / a slave: %m");
-	if (mount("tmpfs", scratch, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") < 0)
+	if (!prepared && mount("tmpfs", scratch, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") < 0)
 		return urs_err_set(err, -errno, "do: tmpfs on %s: %m", scratch);
 	char up[PATH_MAX], wk[PATH_MAX], data[3 * PATH_MAX];
 	snprintf(up, sizeof(up), "%s/upper", scratch);
 	snprintf(wk, sizeof(wk), "%s/work", scratch);
 	snprintf(root, len, "%s/root", scratch);
-	if (mkdir(up, 0755) < 0 || mkdir(wk, 0755) < 0 || mkdir(root, 0755) < 0)
+	if (!prepared && (mkdir(up, 0755) < 0 || mkdir(wk, 0755) < 0 || mkdir(root, 0755) < 0))
 		return urs_err_set(err, -errno, "do: overlay directories in %s: %m", scratch);
 	snprintf(data, sizeof(data), "lowerdir=/,upperdir=%s,workdir=%s", up, wk);
 	/* nodev: no device node on the writable root opens a host device */

@@ -47,8 +47,12 @@ int urs_rootfs_setup(const struct urs_spec *spec, const struct urs_rootfs_opts *
  * overlay whose upper layer is a tmpfs that lives as long as the mount
  * namespace. @scratch is an existing host directory used as the mount point
  * of that tmpfs (inside our namespace only). Writes the root path to @root.
+ * @prepared: the caller already mounted a tmpfs on @scratch (on the host,
+ * so that a checkpoint can save the writable layer) with upper/, work/ and
+ * root/ in it: only the overlay is mounted.
  */
-int urs_rootfs_host_overlay(const char *scratch, char *root, size_t len, struct urs_err *err);
+int urs_rootfs_host_overlay(const char *scratch, bool prepared, char *root, size_t len,
+			    struct urs_err *err);
 
 /* Does the path exist inside @rootfs, resolved as the container would? */
 int urs_open_in_root(int rootfd, const char *path, int flags, bool create_dir, bool create_file);

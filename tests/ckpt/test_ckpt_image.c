@@ -4,7 +4,8 @@
  * core image is refused, semantic validation (overlapping mappings, page runs
  * outside private mappings or beyond the pages file, bad fd duplicates, bad
  * parent indices, bad pending signals or seccomp flags, external stdio fds
- * only on 0-2 and without a path), the restore policy (capabilities,
+ * only on 0-2 and without a path, shared memory objects and the mappings
+ * that refer to them, threads), the restore policy (capabilities,
  * no_new_privs, pinned ids, rlimits, seccomp filter against the config), and
  * the pages file writer + loader with checksum, truncation and id checks.
  */
@@ -361,6 +362,253 @@ static void test_fd_kinds(void **state)
 	free_sample(&img);
 }
 
+/* shared memory objects: round trip, and every bad reference or range refused */
+static void test_shm(void **state)
+{
+	(void) state;
+	struct ckpt_image img, out;
+	sample(&img);
+	struct ckpt_task *t = &img.tasks[0];
+	struct ckpt_vma *saved = t->vmas;
+	struct ckpt_vma vmas[4] = {saved[0],
+				   saved[1],
+				   {{.start = 0x700000000000,
+				     .end = 0x700000002000,
+				     .prot = 3,
+				     .kind = CKPT_VMA_SHMEM,
+				     .flags = CKPT_VMA_SHARED,
+				     .pgoff = 4096},
+				    NULL},
+				   saved[2]};
+	t->vmas = vmas;
+	t->nvmas = 4;
+	struct ckpt_run sruns[1] = {{4096, 1, 2 * 4096}}; /* object page 1, last data page */
+	struct ckpt_shm shm = {.r = {.id = 0,
+				     .size = 3 * 4096 - 100,
+				     .flags = CKPT_SHM_MEMFD,
+				     .seals = 3,
+				     .name = "buf"},
+			       .runs = sruns,
+			       .nruns = 1};
+	img.shms = &shm;
+	img.nshms = 1;
+	uint8_t *buf;
+	size_t len;
+	encode_ok(&img, &buf, &len);
+	struct urs_err err = {{0}};
+	assert_int_equal(ckpt_image_decode(buf, len, &out, &err), 0);
+	assert_int_equal(out.nshms, 1);
+	assert_int_equal(out.shms[0].r.size, 3 * 4096 - 100);
+	assert_int_equal(out.shms[0].r.seals, 3);
+	assert_string_equal(out.shms[0].r.name, "buf");
+	assert_int_equal(out.shms[0].nruns, 1);
+	assert_int_equal(out.shms[0].runs[0].off, 2 * 4096);
+	assert_int_equal(out.tasks[0].vmas[2].r.kind, CKPT_VMA_SHMEM);
+	assert_int_equal(out.tasks[0].vmas[2].r.pgoff, 4096);
+	ckpt_image_free(&out);
+	free(buf);
+
+	vmas[2].r.shm = 1; /* no such object */
+	expect_invalid(&img, "unknown object 1");
+	vmas[2].r.shm = 0;
+	vmas[2].r.pgoff = 2 * 4096; /* 2 pages from page 2 of a 3-page object */
+	expect_invalid(&img, "out of range");
+	vmas[2].r.pgoff = ~0ull - 4095; /* wraps around */
+	expect_invalid(&img, "out of range");
+	vmas[2].r.pgoff = 4096;
+	vmas[2].r.flags = 0; /* a private mapping of an object */
+	expect_invalid(&img, "shared memory mapping");
+	vmas[2].r.flags = CKPT_VMA_SHARED;
+	vmas[1].r.shm = 1; /* an object index on an anonymous mapping */
+	expect_invalid(&img, "invalid mapping");
+	vmas[1].r.shm = 0;
+	sruns[0].vaddr = 3 * 4096; /* past the object's end */
+	expect_invalid(&img, "object 0: bad page run 0");
+	sruns[0].vaddr = 4096;
+	sruns[0].off = 3 * 4096; /* past the page data */
+	expect_invalid(&img, "object 0: bad page run 0");
+	sruns[0].off = 2 * 4096;
+	sruns[0].npages = 0;
+	expect_invalid(&img, "object 0: bad page run 0");
+	sruns[0].npages = 1;
+	shm.r.id = 1; /* ids are the indices */
+	expect_invalid(&img, "bad shared memory object 0");
+	shm.r.id = 0;
+	shm.r.size = 1ull << 57; /* beyond any address space */
+	expect_invalid(&img, "bad shared memory object 0");
+	shm.r.size = 0; /* an empty memfd is fine, but nothing fits in it */
+	shm.nruns = 0;
+	expect_invalid(&img, "out of range");
+	shm.nruns = 1;
+	shm.r.size = 3 * 4096 - 100;
+	shm.r.flags = 0; /* anonymous memory has no name */
+	expect_invalid(&img, "bad shared memory object 0");
+	shm.r.flags = CKPT_SHM_MEMFD;
+	/* an fd of the memfd: fine; of an unknown object, or with a path: not */
+	struct ckpt_fd fd0 = t->fds[0];
+	t->fds[0] = (struct ckpt_fd){
+		{.fd = 1, .dup_of = -1, .type = CKPT_FD_SHM, .oflags = O_RDWR, .pos = 6},
+		NULL,
+		NULL};
+	encode_ok(&img, &buf, &len);
+	assert_int_equal(ckpt_image_decode(buf, len, &out, &err), 0);
+	assert_int_equal(out.tasks[0].fds[0].r.type, CKPT_FD_SHM);
+	ckpt_image_free(&out);
+	free(buf);
+	t->fds[0].r.sub = 5;
+	expect_invalid(&img, "fd 1: unknown shared memory object 5");
+	t->fds[0].r.sub = 0;
+	t->fds[0].path = "/memfd:x";
+	expect_invalid(&img, "bad fd 1");
+	t->fds[0] = fd0;
+	memset(shm.r.name, 'a', sizeof(shm.r.name)); /* not terminated */
+	expect_invalid(&img, "bad shared memory object 0");
+
+	t->vmas = saved;
+	t->nvmas = 3;
+	img.shms = NULL;
+	img.nshms = 0;
+	free_sample(&img);
+}
+
+/* threads of a task: round trip, and bad ids, names, signals, sizes refused */
+static void test_threads(void **state)
+{
+	(void) state;
+	struct ckpt_image img, out;
+	sample(&img);
+	struct ckpt_task *t = &img.tasks[0];
+	static uint8_t txsave[600];
+	struct ckpt_siginfo tsig = {.shared = 0, .info = {10}};
+	struct ckpt_thread th = {.r = {.tid = 7,
+				       .xsave_len = sizeof(txsave),
+				       .nsigs = 1,
+				       .sigmask = 0x200,
+				       .clear_child_tid = 0x7000,
+				       .comm = "w1"},
+				 .xsave = txsave,
+				 .sigs = &tsig};
+	th.r.regs.fs_base = 0x12345000;
+	txsave[599] = 0x5a;
+	t->threads = &th;
+	t->nthreads = 1;
+	uint8_t *buf;
+	size_t len;
+	encode_ok(&img, &buf, &len);
+	struct urs_err err = {{0}};
+	assert_int_equal(ckpt_image_decode(buf, len, &out, &err), 0);
+	const struct ckpt_thread *o = &out.tasks[0].threads[0];
+	assert_int_equal(out.tasks[0].nthreads, 1);
+	assert_int_equal(o->r.tid, 7);
+	assert_int_equal(o->r.regs.fs_base, 0x12345000);
+	assert_int_equal(o->r.clear_child_tid, 0x7000);
+	assert_int_equal(o->r.xsave_len, sizeof(txsave));
+	assert_int_equal(o->xsave[599], 0x5a);
+	assert_int_equal(o->r.nsigs, 1);
+	assert_int_equal(o->sigs[0].info[0], 10);
+	assert_string_equal(o->r.comm, "w1");
+	ckpt_image_free(&out);
+	free(buf);
+
+	th.r.tid = 1; /* the main thread's id */
+	expect_invalid(&img, "bad thread 1");
+	th.r.tid = 0;
+	expect_invalid(&img, "bad thread 0");
+	th.r.tid = 7;
+	tsig.shared = 1; /* the shared queue belongs to the main thread */
+	expect_invalid(&img, "bad thread 7");
+	tsig.shared = 0;
+	tsig.info[0] = 99;
+	expect_invalid(&img, "bad thread 7");
+	tsig.info[0] = 10;
+	memset(th.r.comm, 'x', sizeof(th.r.comm)); /* not terminated */
+	expect_invalid(&img, "bad thread 7");
+	strcpy(th.r.comm, "w1");
+	th.r.xsave_len = 100; /* no room for an FPU state */
+	expect_invalid(&img, "bad thread record");
+	th.r.xsave_len = sizeof(txsave);
+	th.r.nsigs = 0; /* no pending signal of its own: fine */
+	th.sigs = NULL;
+	encode_ok(&img, &buf, &len);
+	assert_int_equal(ckpt_image_decode(buf, len, &out, &err), 0);
+	ckpt_image_free(&out);
+	free(buf);
+	t->nthreads = 0;
+	t->threads = NULL;
+	free_sample(&img);
+}
+
+/* Every byte of the body changed with the checksums made right again, so
+ * that decoding gets past them into the records: whatever it decides, it
+ * must not crash, read out of bounds or leak (run under ASan), and a
+ * refusal says why. The sample carries a shared memory object, a shmem
+ * mapping and a thread. */
+static void put_crcs(uint8_t *buf, size_t len)
+{
+	uint32_t c = ckpt_crc32c(0, buf + 64, len - 64); /* body_crc at 48, hdr_crc at 60 */
+	memcpy(buf + 48, &c, 4);
+	memset(buf + 60, 0, 4);
+	c = ckpt_crc32c(0, buf, 64);
+	memcpy(buf + 60, &c, 4);
+}
+
+static void test_every_body_byte(void **state)
+{
+	(void) state;
+	struct ckpt_image img, out;
+	sample(&img);
+	struct ckpt_task *t = &img.tasks[0];
+	struct ckpt_vma *saved = t->vmas;
+	struct ckpt_vma vmas[4] = {saved[0],
+				   saved[1],
+				   {{.start = 0x700000000000,
+				     .end = 0x700000001000,
+				     .prot = 3,
+				     .kind = CKPT_VMA_SHMEM,
+				     .flags = CKPT_VMA_SHARED},
+				    NULL},
+				   saved[2]};
+	t->vmas = vmas;
+	t->nvmas = 4;
+	struct ckpt_run sruns[1] = {{0, 1, 0}};
+	struct ckpt_shm shm = {.r = {.size = 4096}, .runs = sruns, .nruns = 1};
+	img.shms = &shm;
+	img.nshms = 1;
+	static uint8_t txsave[576];
+	struct ckpt_siginfo tsig = {.info = {10}};
+	struct ckpt_thread th = {.r = {.tid = 2, .xsave_len = sizeof(txsave), .nsigs = 1},
+				 .xsave = txsave,
+				 .sigs = &tsig};
+	t->threads = &th;
+	t->nthreads = 1;
+	uint8_t *buf;
+	size_t len;
+	encode_ok(&img, &buf, &len);
+	struct urs_err err = {{0}};
+	assert_int_equal(ckpt_image_decode(buf, len, &out, &err), 0);
+	ckpt_image_free(&out);
+	static const uint8_t pats[] = {0xff, 0x01, 0x80};
+	for (size_t k = 0; k < sizeof(pats); k++)
+		for (size_t i = 64; i < len; i++) {
+			buf[i] ^= pats[k];
+			put_crcs(buf, len);
+			memset(&err, 0, sizeof(err));
+			if (ckpt_image_decode(buf, len, &out, &err) == 0)
+				ckpt_image_free(&out);
+			else
+				assert_true(err.msg[0] != 0);
+			buf[i] ^= pats[k];
+		}
+	free(buf);
+	t->vmas = saved;
+	t->nvmas = 3;
+	t->threads = NULL;
+	t->nthreads = 0;
+	img.shms = NULL;
+	img.nshms = 0;
+	free_sample(&img);
+}
+
 static void test_policy(void **state)
 {
 	(void) state;
@@ -514,6 +762,9 @@ int main(void)
 		cmocka_unit_test(test_external_stdio),
 		cmocka_unit_test(test_policy),
 		cmocka_unit_test(test_fd_kinds),
+		cmocka_unit_test(test_shm),
+		cmocka_unit_test(test_threads),
+		cmocka_unit_test(test_every_body_byte),
 		cmocka_unit_test(test_pages_files),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

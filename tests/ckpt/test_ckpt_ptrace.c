@@ -4,7 +4,10 @@
  * inject syscalls (getpid/getppid answer from the child's point of view,
  * errors come back as -errno, an injected mmap is usable through
  * /proc/PID/mem), FPU state round trip, and detach leaves the child running
- * exactly where it was (it keeps answering on its pipe afterwards).
+ * exactly where it was (it keeps answering on its pipe afterwards). One-stop
+ * injection (trap_after: `syscall; int3` written into the child, as the
+ * restorer's blob) gives the same answers, mixes with two-stop injection,
+ * and leaves the child as it was.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -128,6 +131,53 @@ static void test_inject(void **state)
 	assert_int_equal(ping('1'), '2');
 }
 
+static void test_inject_trap(void **state)
+{
+	(void) state;
+	assert_int_equal(ping('c'), 'd');
+	struct ckpt_tracee t;
+	struct urs_err err = {{0}};
+	assert_int_equal(ckpt_seize(&t, child, 0, &err), 0);
+	uint64_t s, e;
+	find_vdso(child, &s, &e);
+	assert_int_equal(ckpt_find_syscall_insn(child, s, e, &t.syscall_ip), 0);
+	uint64_t vdso_ip = t.syscall_ip;
+	long blob, ret;
+	assert_int_equal(ckpt_inject(&t, SYS_mmap, 0, 4096, PROT_READ | PROT_WRITE,
+				     MAP_PRIVATE | MAP_ANONYMOUS, (uint64_t) -1, 0, &blob),
+			 0);
+	assert_true(blob > 0);
+	int mfd = ckpt_open_mem(child);
+	assert_true(mfd >= 0);
+	assert_int_equal(ckpt_mem_write(mfd, (uint64_t) blob, "\x0f\x05\xcc", 3), 0);
+	close(mfd);
+	assert_int_equal(ckpt_inject(&t, SYS_mprotect, (uint64_t) blob, 4096, PROT_READ | PROT_EXEC,
+				     0, 0, 0, &ret),
+			 0);
+	assert_int_equal(ret, 0);
+	t.syscall_ip = (uint64_t) blob;
+	t.trap_after = 1;
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(ckpt_inject(&t, SYS_getpid, 0, 0, 0, 0, 0, 0, &ret), 0);
+		assert_int_equal(ret, child);
+		assert_int_equal(ckpt_inject(&t, SYS_getppid, 0, 0, 0, 0, 0, 0, &ret), 0);
+		assert_int_equal(ret, getpid());
+	}
+	assert_int_equal(ckpt_inject(&t, 100000, 0, 0, 0, 0, 0, 0, &ret), 0);
+	assert_int_equal(ret, -ENOSYS);
+	assert_int_equal(t.in_syscall_stop, 0);
+	/* the int3 stop: its SIGTRAP is never delivered (the child would die of it) */
+	t.trap_after = 0;
+	assert_int_equal(ckpt_inject(&t, SYS_getpid, 0, 0, 0, 0, 0, 0, &ret), 0);
+	assert_int_equal(ret, child);
+	/* as the restorer ends: the page with the int3 goes in a two-stop injection */
+	assert_int_equal(ckpt_inject(&t, SYS_munmap, (uint64_t) blob, 4096, 0, 0, 0, 0, &ret), 0);
+	assert_int_equal(ret, 0);
+	t.syscall_ip = vdso_ip;
+	assert_int_equal(ckpt_detach(&t), 0);
+	assert_int_equal(ping('p'), 'q');
+}
+
 static void test_seize_errors(void **state)
 {
 	(void) state;
@@ -143,6 +193,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_inject),
+		cmocka_unit_test(test_inject_trap),
 		cmocka_unit_test(test_seize_errors),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

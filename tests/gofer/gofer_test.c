@@ -15,6 +15,7 @@
  * drops its caches, passthrough really bypassing the gofer, and the idle
  * memory of a volume. Exit 77 (skip) without root or /dev/fuse.
  */
+#include <dirent.h>
 #include <fcntl.h>
 #include <linux/capability.h>
 #include <linux/fuse.h>
@@ -586,6 +587,19 @@ static void security_tests(struct vol *sec, struct vol *oracle)
 
 /* ---- FORGET, passthrough, memory ---- */
 
+static int count_fds(pid_t pid)
+{
+	char p[64];
+	snprintf(p, sizeof(p), "/proc/%d/fd", (int) pid);
+	DIR *d = opendir(p);
+	int n = 0;
+	while (d && readdir(d))
+		n++;
+	if (d)
+		closedir(d);
+	return n;
+}
+
 static void wait_stats(struct vol *v, uint64_t min_requests)
 {
 	for (int k = 0; k < 200; k++) {
@@ -783,9 +797,18 @@ int main(void)
 			    .gofer = true,
 			    .drop_sysadmin = true,
 			    .o = {.sync_rw = true}};
+	/* inodes as file handles with a cache of 2 fds: nearly every request
+	 * reopens its inode (open_by_handle_at) after an eviction */
+	struct vol tiny = {.name = "gofer-tinycache", .gofer = true, .o = {.fd_cache = 2}};
+	/* as on a host file system without handles: every inode's fd pinned */
+	struct vol noh = {.name = "gofer-nohandles",
+			  .gofer = true,
+			  .o = {.no_handles = true, .max_pinned = 1u << 20}};
 	vol_up(&oracle);
 	vol_up(&pt);
 	vol_up(&io);
+	vol_up(&tiny);
+	vol_up(&noh);
 	/* read-only volumes share one source with content */
 	snprintf(roo.src, sizeof(roo.src), "%s/src-ro", base);
 	mkdirs(roo.src);
@@ -810,9 +833,66 @@ int main(void)
 	vol_up(&nx);
 	vol_up(&nocap);
 
-	struct vol *gofers[] = {&pt, &io, &nocap};
+	struct vol *gofers[] = {&pt, &io, &nocap, &tiny, &noh};
 	for (const struct ctest *t = ctests; t->name; t++)
-		compare(t->name, t->fn, &oracle, gofers, 3);
+		compare(t->name, t->fn, &oracle, gofers, 5);
+	wait_stats(&tiny, 1);
+	wait_stats(&noh, 1);
+	printf("# %s: %llu reopens from handles, %llu evictions, %u fds held; %s: %u fds\n",
+	       tiny.name, (unsigned long long) tiny.sh->st.fd_reopens,
+	       (unsigned long long) tiny.sh->st.fd_evictions, tiny.sh->st.fds, noh.name,
+	       noh.sh->st.fds);
+	report(tiny.sh->st.fd_reopens >= 20 && tiny.sh->st.fds <= 2 + 2,
+	       "a cache of 2 fds: the suite ran on inodes reopened from their handles");
+	report(noh.sh->st.fd_reopens == 0, "without handles nothing is reopened");
+
+	/* after eviction (a cache of 2, 20 other lookups since): RENAME across
+	 * directories, LINK and UNLINK on inodes reopened from their handles */
+	{
+		char pa[1100], pb[1100];
+		snprintf(pa, sizeof(pa), "%s/ev1", tiny.mnt);
+		mkdirs(pa);
+		snprintf(pa, sizeof(pa), "%s/ev2", tiny.mnt);
+		mkdirs(pa);
+		snprintf(pa, sizeof(pa), "%s/ev1/f", tiny.mnt);
+		int wfd = open(pa, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+		bool wrote = wfd >= 0 && write(wfd, "data", 4) == 4;
+		if (wfd >= 0)
+			close(wfd);
+		for (int k = 0; k < 20; k++) {
+			snprintf(pb, sizeof(pb), "%s/ev1/x%d", tiny.mnt, k);
+			int xfd = open(pb, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+			if (xfd >= 0)
+				close(xfd);
+		}
+		wait_stats(&tiny, 1);
+		uint64_t r0 = tiny.sh->st.fd_reopens;
+		snprintf(pb, sizeof(pb), "%s/ev2/g", tiny.mnt);
+		int rn = rename(pa, pb);
+		char pc[1100];
+		snprintf(pc, sizeof(pc), "%s/ev1/h", tiny.mnt);
+		int ln = link(pb, pc);
+		int ul = unlink(pb);
+		struct stat hs;
+		int sr = stat(pc, &hs);
+		char hp[1100], buf[8] = {0};
+		snprintf(hp, sizeof(hp), "%s/ev1/h", tiny.src);
+		int hfd = open(hp, O_RDONLY | O_CLOEXEC);
+		ssize_t got = hfd >= 0 ? read(hfd, buf, sizeof(buf) - 1) : -1;
+		if (hfd >= 0)
+			close(hfd);
+		snprintf(hp, sizeof(hp), "%s/ev2/g", tiny.src);
+		bool g_gone = access(hp, F_OK) < 0;
+		snprintf(hp, sizeof(hp), "%s/ev1/f", tiny.src);
+		bool f_gone = access(hp, F_OK) < 0;
+		wait_stats(&tiny, 1);
+		usleep(50000);
+		uint64_t r1 = tiny.sh->st.fd_reopens;
+		report(wrote && rn == 0 && ln == 0 && ul == 0 && sr == 0 && hs.st_nlink == 1 &&
+			       got == 4 && !memcmp(buf, "data", 4) && g_gone && f_gone && r1 > r0,
+		       "after eviction: rename, link, unlink right on the host (%llu reopens)",
+		       (unsigned long long) (r1 - r0));
+	}
 
 	/* read-only volumes: the same source through all three */
 	{
@@ -839,6 +919,72 @@ int main(void)
 		vol_up(&q);
 		quota_tests(&q);
 		vol_down(&q);
+	}
+
+	/* open files hold a host fd each: past max_open, ENFILE; a close
+	 * (RELEASE, asynchronous) makes room again */
+	{
+		struct vol lim = {.name = "openlimit",
+				  .gofer = true,
+				  .o = {.max_open = 8, .no_passthrough = true}};
+		vol_up(&lim);
+		int fds[9], opened = 0, again = -1, e9 = 0;
+		char f[1024];
+		for (int k = 0; k < 9; k++) {
+			snprintf(f, sizeof(f), "%s/o%d", lim.mnt, k);
+			errno = 0;
+			fds[k] = open(f, O_CREAT | O_RDWR | O_CLOEXEC, 0644);
+			opened += fds[k] >= 0;
+			e9 = errno;
+		}
+		if (fds[0] >= 0)
+			close(fds[0]);
+		for (int k = 0; k < 200 && again < 0; k++) { /* the RELEASE is async */
+			again = open(f, O_CREAT | O_RDWR | O_CLOEXEC, 0644);
+			if (again < 0)
+				usleep(10000);
+		}
+		wait_stats(&lim, 1);
+		report(opened == 8 && fds[8] < 0 && e9 == ENFILE && again >= 0 &&
+			       lim.sh->st.open_refused >= 1,
+		       "max_open 8: 8 opens, the 9th %s, after a close it opens (%llu refused)",
+		       strerrorname_np(e9), (unsigned long long) lim.sh->st.open_refused);
+		for (int k = 1; k < 9; k++)
+			if (fds[k] >= 0)
+				close(fds[k]);
+		if (again >= 0)
+			close(again);
+		vol_down(&lim);
+	}
+	/* passthrough opens keep no host fd (the kernel holds the backing
+	 * file): 40 open files on a volume with max_open 8, and the server's
+	 * fd table does not grow with them */
+	{
+		struct vol lim = {.name = "openlimit-pt", .gofer = true, .o = {.max_open = 8}};
+		vol_up(&lim);
+		char f[1024];
+		snprintf(f, sizeof(f), "%s/warm", lim.mnt);
+		int w = open(f, O_CREAT | O_RDWR | O_CLOEXEC, 0644);
+		if (w >= 0)
+			close(w);
+		wait_stats(&lim, 1);
+		int before = count_fds(lim.server);
+		int fds[40], opened = 0;
+		for (int k = 0; k < 40; k++) {
+			snprintf(f, sizeof(f), "%s/p%d", lim.mnt, k);
+			fds[k] = open(f, O_CREAT | O_RDWR | O_CLOEXEC, 0644);
+			opened += fds[k] >= 0 && write(fds[k], "pt", 2) == 2;
+		}
+		int during = count_fds(lim.server);
+		for (int k = 0; k < 40; k++)
+			if (fds[k] >= 0)
+				close(fds[k]);
+		wait_stats(&lim, 1);
+		report(!lim.sh->st.passthrough || (opened == 40 && during - before <= 8 &&
+						   lim.sh->st.open_refused == 0),
+		       "passthrough: 40 open files past max_open 8, server fds %d -> %d", before,
+		       during);
+		vol_down(&lim);
 	}
 
 	/* passthrough: no READ/WRITE ever reached the gofer */
@@ -977,6 +1123,8 @@ int main(void)
 	report(pt.sh->mem <= 64 * 1024 && io.sh->mem <= 64 * 1024,
 	       "idle gofer memory <= 64 KiB per volume (table + touched buffer pages)");
 
+	vol_down(&noh);
+	vol_down(&tiny);
 	vol_down(&nocap);
 	vol_down(&nx);
 	vol_down(&sec);

@@ -1,0 +1,166 @@
+#!/usr/bin/env bash
+# tests/ckpt/do.sh — checkpoint/restore of a registered `ursa do --id`
+# sandbox running dynamic binaries from the host's root (cmd/do_layer.c):
+#   - bash + /bin/sleep children, and python3 if present, in `ursa do --id`;
+#     they write counters into the overlay's writable layer (/root, /var/tmp)
+#     and to stdout; one deletes a host file in its view (a whiteout)
+#   - `ursa checkpoint` saves the layer (DIR/layer.img) and ends the sandbox:
+#     `ursa do` exits, the layer's tmpfs is gone from the host
+#   - `ursa restore` (no bundle) brings back the layer and the processes: the
+#     counters in the files continue without a gap or repeat, stdout goes on
+#     from the saved value, the deleted file stays deleted (and exists on the
+#     host), a file written before the checkpoint is still there
+#   - files on the sandbox's tmpfs mounts (/tmp, /dev/shm) come back
+#     (host/ckpt_tmpfs.c): a counter on /tmp continues, a symlink stays one,
+#     fds held open on /tmp and on the writable layer write on (new inodes);
+#     an index naming a place that is no tmpfs in the new sandbox is refused
+#   - a damaged layer.img: restore refuses with a clear error and leaves
+#     nothing (no record, no layer mount, no process)
+#   - `ursa do --id` with an id in use, or an invalid one: refused
+# Needs root (namespaces, cgroups, ptrace). Env: URSA.
+set -u
+P=cd$$-
+URSA=${URSA:?}
+work=$(mktemp -d /tmp/ursa-ckpt-do.XXXXXX)
+root=$work/root
+passed=0 failed=0
+ok() { passed=$((passed + 1)); echo "ok    $1"; }
+bad() { failed=$((failed + 1)); echo "FAIL  $1${2:+
+      $2}"; }
+check() { if eval "$2"; then ok "$1"; else bad "$1" "${3:-}"; fi; }
+u() { URSA_SECCOMP_COUNT=0 "$URSA" --root "$root" "$@"; }
+BG=""
+cleanup() {
+	for id in ${P}a ${P}b; do u delete --force "$id" >/dev/null 2>&1; done
+	for p in $BG; do kill -9 "$p" 2>/dev/null; done
+	for m in $(findmnt -rn -o TARGET | grep "^$root/" | sort -r); do umount -l "$m"; done
+	rm -rf "$work"
+}
+trap cleanup EXIT
+wait_for() { # SECONDS CMD...
+	local end=$((SECONDS + $1))
+	shift
+	until "$@"; do [ $SECONDS -ge $end ] && return 1; sleep 0.05; done
+}
+layer_mounted() { findmnt -rn -o TARGET | grep -qx "$root/.do/$1"; }
+nothing_left() { # id
+	! u state "$1" >/dev/null 2>&1 && [ ! -e "$root/$1" ] && ! layer_mounted "$1" &&
+		[ ! -e "$root/.do/$1" ] && ! grep -qs "/$1\$" /proc/[0-9]*/cgroup
+}
+# the file FILE in the sandbox has lines 1..N, N >= MIN
+contiguous() { # id file min
+	u exec "$1" /bin/cat "$2" 2>/dev/null |
+		awk -v min="$3" 'NR != $1 { exit 1 } END { exit NR < min }'
+}
+last_line() { tail -n 1 "$1" 2>/dev/null; }
+running() { [ "$(u state "$1" 2>/dev/null | jq -r .status)" = running ]; }
+err_of() { cat "$1" 2>/dev/null; }
+
+mkdir -p "$root"
+# a host file the sandbox deletes in its view
+victim=/var/tmp/ursa-ckpt-do-victim.$$
+echo keep >"$victim"
+trap 'cleanup; rm -f "$victim"' EXIT
+
+script='i=0; echo before >/root/marker; rm -f '"$victim"'
+echo tmpdata >/tmp/t.txt; mkdir /dev/shm/d; echo shm >/dev/shm/d/s; ln -s / /tmp/rootlink
+exec 5>>/tmp/fd.cnt 6>>/root/fd.cnt
+while true; do i=$((i + 1)); echo $i >>/root/bash.cnt; echo $i >>/tmp/t.cnt; echo $i >&5; echo $i >&6
+	echo $i; /bin/sleep 0.02; done'
+u do --id ${P}a -- /bin/bash -c "$script" >"$work/do.out" 2>"$work/do.err" &
+BG="$BG $!"
+do_pid=$!
+check "ursa do --id registers the sandbox" 'wait_for 10 running ${P}a' \
+	"$(err_of "$work/do.err")"
+check "its writable layer is a tmpfs in the state root" 'layer_mounted ${P}a'
+check "an id in use is refused" \
+	'! u do --id ${P}a -- /bin/true 2>"$work/dup.err" && grep -q "exists already\|already exists" "$work/dup.err"' \
+	"$(err_of "$work/dup.err")"
+check "an invalid id is refused" '! u do --id "../x" -- /bin/true 2>/dev/null'
+have_py=0
+if [ -x /usr/bin/python3 ]; then
+	have_py=1
+	u do --id ${P}b -- /usr/bin/python3 -c '
+import time, sys
+i = 0
+while True:
+    i += 1
+    with open("/var/tmp/py.cnt", "a") as f:
+        f.write("%d\n" % i)
+    print(i, flush=True)
+    time.sleep(0.02)
+' >"$work/py.out" 2>"$work/py.err" &
+	BG="$BG $!"
+	py_pid=$!
+fi
+check "bash counts" 'wait_for 10 contiguous ${P}a /root/bash.cnt 20'
+check "the host file is deleted in the sandbox's view only" \
+	'! u exec ${P}a /bin/cat "$victim" >/dev/null 2>&1 && [ "$(cat "$victim")" = keep ]'
+[ $have_py = 1 ] && check "python3 counts" 'wait_for 10 contiguous ${P}b /var/tmp/py.cnt 20' \
+	"$(err_of "$work/py.err")"
+
+# ---- checkpoint ------------------------------------------------------------------------
+check "checkpoint" 'u checkpoint --image-path "$work/img" ${P}a 2>"$work/ck.err"' "$(err_of "$work/ck.err")"
+check "the image has the writable layer" '[ -s "$work/img/layer.img" ] && [ "$(stat -c %a "$work/img/layer.img")" = 600 ]'
+check "... and the tmpfs contents (/tmp, /dev/shm)" \
+	'[ "$(cut -f 3 "$work/img/tmpfs.lst" | sort | tr "\n" " ")" = "/dev/shm /tmp " ]' "$(err_of "$work/img/tmpfs.lst")"
+check "ursa do ended with the sandbox" 'wait_for 10 bash -c "! kill -0 $do_pid 2>/dev/null"'
+check "the layer is gone from the host" 'wait_for 5 nothing_left ${P}a'
+saved=$(last_line "$work/do.out")
+if [ $have_py = 1 ]; then
+	check "checkpoint python3" 'u checkpoint --image-path "$work/img-py" ${P}b 2>"$work/ckp.err"' \
+		"$(err_of "$work/ckp.err")"
+	wait_for 10 bash -c "! kill -0 $py_pid 2>/dev/null"
+	py_saved=$(last_line "$work/py.out")
+fi
+
+# ---- a damaged layer: refused, nothing left -------------------------------------------------
+cp -a "$work/img" "$work/img-bad"
+sz=$(stat -c %s "$work/img-bad/layer.img")
+printf '\x5a' | dd of="$work/img-bad/layer.img" bs=1 seek=$((sz / 2)) conv=notrunc status=none
+check "a damaged layer.img is refused" \
+	'! u restore --image-path "$work/img-bad" ${P}a >/dev/null 2>"$work/bad.err" && grep -q "layer" "$work/bad.err"' \
+	"$(err_of "$work/bad.err")"
+check "... and leaves nothing" 'nothing_left ${P}a'
+
+cp -a "$work/img" "$work/img-moved"
+sed -i 's|\t/tmp$|\t/etc|' "$work/img-moved/tmpfs.lst"
+check "tmpfs contents for a place that is no tmpfs are refused" \
+	'! u restore --image-path "$work/img-moved" ${P}a >/dev/null 2>"$work/mv.err" && grep -q "no empty tmpfs" "$work/mv.err"' \
+	"$(err_of "$work/mv.err")"
+check "... and leave nothing" 'wait_for 5 nothing_left ${P}a'
+
+# ---- restore ---------------------------------------------------------------------------------
+u restore --image-path "$work/img" ${P}a >"$work/rs.out" 2>"$work/rs.err" &
+BG="$BG $!"
+check "restore (no bundle: the image's layer)" 'wait_for 10 running ${P}a' \
+	"$(err_of "$work/rs.err")"
+check "stdout continues from the saved value" \
+	'wait_for 10 bash -c "[ \"\$(head -n 1 $work/rs.out)\" = $((saved + 1)) ]"' \
+	"saved $saved, restored output starts with: $(head -n 2 "$work/rs.out" | tr '\n' ' ')"
+n0=$(u exec ${P}a /bin/cat /root/bash.cnt | wc -l)
+check "the counter file continues without a gap or a repeat" \
+	'wait_for 10 contiguous ${P}a /root/bash.cnt $((n0 + 10))'
+check "a file written before the checkpoint is there" '[ "$(u exec ${P}a /bin/cat /root/marker)" = before ]'
+check "files on /tmp and /dev/shm are back" \
+	'[ "$(u exec ${P}a /bin/cat /tmp/t.txt /dev/shm/d/s | tr "\n" " ")" = "tmpdata shm " ]'
+check "a symlink on /tmp is still one" '[ "$(u exec ${P}a /bin/readlink /tmp/rootlink)" = / ]'
+check "the counter on /tmp continues" 'wait_for 10 contiguous ${P}a /tmp/t.cnt $((n0 + 10))'
+check "fds kept open on /tmp and on the writable layer write on" \
+	'wait_for 10 contiguous ${P}a /tmp/fd.cnt $((n0 + 10)) && contiguous ${P}a /root/fd.cnt $((n0 + 10))'
+check "the deleted host file stays deleted (a whiteout)" \
+	'! u exec ${P}a /bin/cat "$victim" >/dev/null 2>&1 && [ "$(cat "$victim")" = keep ]'
+check "the layer is a tmpfs again" 'layer_mounted ${P}a'
+if [ $have_py = 1 ]; then
+	u restore --image-path "$work/img-py" ${P}b >"$work/rspy.out" 2>"$work/rspy.err" &
+	BG="$BG $!"
+	check "restore python3" 'wait_for 10 bash -c "[ \"\$(head -n 1 $work/rspy.out)\" = $((py_saved + 1)) ]"' \
+		"saved $py_saved: $(head -n 2 "$work/rspy.out" 2>/dev/null | tr '\n' ' ') $(cat "$work/rspy.err")"
+	n1=$(u exec ${P}b /bin/cat /var/tmp/py.cnt | wc -l)
+	check "python3's file continues" 'wait_for 10 contiguous ${P}b /var/tmp/py.cnt $((n1 + 10))'
+	u delete --force ${P}b >/dev/null 2>&1
+fi
+check "delete removes the record and the layer" 'u delete --force ${P}a && wait_for 5 nothing_left ${P}a'
+
+echo "passed $passed, failed $failed"
+[ $failed = 0 ]
