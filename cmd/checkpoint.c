@@ -254,6 +254,7 @@ int cmd_checkpoint(int argc, char **argv)
 	/* files on its tmpfs mounts (/tmp, /dev/shm...): nowhere else */
 	if (r == 0 && (r = ckpt_tmpfs_save(st.pid, dir, &err)) > 0)
 		r = 0;
+	ckpt_trace("cli: tmpfs contents saved");
 	if (r == 0)
 		r = save_record(dir, &st, &err);
 	if (r < 0 && dumped) {

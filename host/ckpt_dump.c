@@ -804,7 +804,7 @@ static bool external_stdio(struct dumpctx *c, pid_t pid, int fd, const char *lin
 		 * from outside: the workload made it (and gets it refused or saved) */
 		if (si->family == AF_UNIX)
 			return !si->named && (!si->peer || !tree_find(c, si->peer, true));
-		return si->state != 10 /* TCP_LISTEN */;
+		return si->type != SOCK_DGRAM && si->state != 10 /* TCP_LISTEN */;
 	}
 	if (S_ISFIFO(st->st_mode))
 		return true;
@@ -931,7 +931,7 @@ static int dump_socket(struct dumpctx *c, pid_t pid, int fd, const struct stat *
 	const struct ckpt_sk_info *si = ckpt_sockdiag_find(d, st->st_ino);
 	if (!si)
 		return urs_err_set(err, -ENOTSUP,
-				   "pid %d: fd %d: socket:[%llu] is neither a unix nor a TCP "
+				   "pid %d: fd %d: socket:[%llu] is not a unix, TCP or UDP "
 				   "socket, which cannot be checkpointed yet",
 				   pid, fd, (unsigned long long) st->st_ino);
 	if (si->family == AF_UNIX) {
@@ -958,6 +958,20 @@ static int dump_socket(struct dumpctx *c, pid_t pid, int fd, const struct stat *
 		/* read by dump_injected (MSG_PEEK); for datagrams rqlen is only
 		 * the first message's size, so they are always peeked */
 		f->r.data_len = si->rqlen;
+		return 0;
+	}
+	if (si->type == SOCK_DGRAM) {
+		struct ckpt_inet_udp *u = calloc(1, sizeof(*u));
+		if (!u)
+			return -ENOMEM;
+		u->family = (uint16_t) si->family;
+		u->port = si->port;
+		u->rport = si->rport;
+		memcpy(u->addr, si->addr, 16);
+		memcpy(u->raddr, si->raddr, 16);
+		f->r.type = CKPT_FD_UDP;
+		f->data = (uint8_t *) u;
+		f->r.data_len = sizeof(*u); /* options: dump_injected */
 		return 0;
 	}
 	if (si->state == 10) {
@@ -1287,15 +1301,47 @@ static int peek_unix(struct ckpt_fd *f, struct ckpt_tracee *tr, int memfd, uint6
 	return 0;
 }
 
+/* Four int socket options of @fd into @dst (getsockopt in the task); an
+ * option level IPPROTO_IPV6 is skipped (left 0) unless @v6. */
+static int sock_opts(struct ckpt_tracee *tr, int memfd, uint64_t scratch, int fd,
+		     const int opts[4][2], uint32_t *dst[4], bool v6)
+{
+	int r = 0;
+	for (int o = 0; o < 4 && !r; o++) {
+		if (opts[o][0] == IPPROTO_IPV6 && !v6)
+			continue;
+		long ret = 0;
+		uint32_t v[2] = {0, 4}; /* value, optlen */
+		r = ckpt_mem_write(memfd, scratch, v, sizeof(v));
+		if (!r)
+			r = ckpt_inject(tr, SYS_getsockopt, (uint64_t) fd, (uint64_t) opts[o][0],
+					(uint64_t) opts[o][1], scratch, scratch + 4, 0, &ret);
+		if (!r && sys_failed(ret))
+			r = (int) ret;
+		if (!r)
+			r = ckpt_mem_read(memfd, scratch, v, sizeof(v));
+		if (!r)
+			*dst[o] = v[0];
+	}
+	return r;
+}
+
 /* Socket state only the task's own syscalls can read: the bytes queued on a
- * unix socket (peek_unix) and the options of a listening TCP socket
- * (getsockopt). Errors are reported with the fd (err set). */
+ * unix socket (peek_unix) and the options of a listening TCP socket or a
+ * UDP socket (getsockopt). Errors are reported with the fd (err set). */
 static int dump_sock_injected(struct ckpt_task *t, struct ckpt_tracee *tr, int memfd,
 			      uint64_t scratch, struct urs_err *err)
 {
+	static const int tcp[4][2] = {{SOL_SOCKET, SO_REUSEADDR},
+				      {SOL_SOCKET, SO_REUSEPORT},
+				      {IPPROTO_IPV6, IPV6_V6ONLY},
+				      {IPPROTO_TCP, TCP_NODELAY}};
+	static const int udp[4][2] = {{SOL_SOCKET, SO_REUSEADDR},
+				      {SOL_SOCKET, SO_REUSEPORT},
+				      {IPPROTO_IPV6, IPV6_V6ONLY},
+				      {SOL_SOCKET, SO_BROADCAST}};
 	for (uint32_t k = 0; k < t->nfds; k++) {
 		struct ckpt_fd *f = &t->fds[k];
-		long ret = 0;
 		int r = 0;
 		if (f->r.dup_of != -1 || f->r.xtask)
 			continue;
@@ -1303,34 +1349,21 @@ static int dump_sock_injected(struct ckpt_task *t, struct ckpt_tracee *tr, int m
 			r = peek_unix(f, tr, memfd, scratch, err);
 			if (r)
 				return r;
-		} else if (f->r.type == CKPT_FD_TCP_LISTEN) {
-			struct ckpt_inet_listen *l = (struct ckpt_inet_listen *) f->data;
-			static const int opts[4][2] = {{SOL_SOCKET, SO_REUSEADDR},
-						       {SOL_SOCKET, SO_REUSEPORT},
-						       {IPPROTO_IPV6, IPV6_V6ONLY},
-						       {IPPROTO_TCP, TCP_NODELAY}};
-			uint32_t *dst[4] = {&l->reuseaddr, &l->reuseport, &l->v6only, &l->nodelay};
-			for (int o = 0; o < 4 && !r; o++) {
-				if (o == 2 && l->family != AF_INET6)
-					continue;
-				uint32_t v[2] = {0, 4}; /* value, optlen */
-				r = ckpt_mem_write(memfd, scratch, v, sizeof(v));
-				if (!r)
-					r = ckpt_inject(tr, SYS_getsockopt, (uint64_t) f->r.fd,
-							(uint64_t) opts[o][0],
-							(uint64_t) opts[o][1], scratch, scratch + 4,
-							0, &ret);
-				if (!r && sys_failed(ret))
-					r = (int) ret;
-				if (!r)
-					r = ckpt_mem_read(memfd, scratch, v, sizeof(v));
-				if (!r)
-					*dst[o] = v[0];
-			}
-			if (r)
-				return urs_err_set(err, r, "pid %d: fd %d: getsockopt: %s", tr->pid,
-						   f->r.fd, strerror(-r));
+			continue;
 		}
+		if (f->r.type == CKPT_FD_TCP_LISTEN) {
+			struct ckpt_inet_listen *l = (struct ckpt_inet_listen *) f->data;
+			uint32_t *dst[4] = {&l->reuseaddr, &l->reuseport, &l->v6only, &l->nodelay};
+			r = sock_opts(tr, memfd, scratch, f->r.fd, tcp, dst, l->family == AF_INET6);
+		} else if (f->r.type == CKPT_FD_UDP) {
+			struct ckpt_inet_udp *u = (struct ckpt_inet_udp *) f->data;
+			uint32_t *dst[4] = {&u->reuseaddr, &u->reuseport, &u->v6only,
+					    &u->broadcast};
+			r = sock_opts(tr, memfd, scratch, f->r.fd, udp, dst, u->family == AF_INET6);
+		}
+		if (r)
+			return urs_err_set(err, r, "pid %d: fd %d: getsockopt: %s", tr->pid,
+					   f->r.fd, strerror(-r));
 	}
 	return 0;
 }

@@ -349,6 +349,13 @@ static bool fd_rec_ok(const struct ckpt_fd *d)
 	}
 	case CKPT_FD_TCP_CLOSED:
 		return !dl && (r->sub == AF_INET || r->sub == AF_INET6);
+	case CKPT_FD_UDP: {
+		struct ckpt_inet_udp u;
+		if (dl != sizeof(u))
+			return false;
+		memcpy(&u, d->data, sizeof(u));
+		return (u.family == AF_INET || u.family == AF_INET6) && !u.pad;
+	}
 	case CKPT_FD_SHM:
 		return !dl && (r->oflags & O_ACCMODE) != 3;
 	default:

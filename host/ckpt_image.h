@@ -105,8 +105,11 @@ enum ckpt_fd_type {
 	/* an fd of a memfd (sub: the object, index into ckpt_image.shms; pos
 	 * and oflags as for a file): the memfd re-created for its mappings */
 	CKPT_FD_SHM = 12,
+	/* a UDP socket: data struct ckpt_inet_udp; datagrams queued at the
+	 * checkpoint are dropped (UDP may lose them anyway) */
+	CKPT_FD_UDP = 13,
 };
-#define CKPT_FD_TYPE_MAX CKPT_FD_SHM
+#define CKPT_FD_TYPE_MAX CKPT_FD_UDP
 
 /* Wire == memory layout; followed by path_len bytes of path, then data_len
  * bytes of type-specific data. */
@@ -142,6 +145,15 @@ struct ckpt_inet_listen {
 	uint32_t backlog;
 	uint8_t addr[16]; /* network order; IPv4 in the first 4 bytes */
 	uint32_t reuseaddr, reuseport, v6only, nodelay;
+};
+
+/* A UDP socket: re-created by socket + options + bind (+ connect). */
+struct ckpt_inet_udp {
+	uint16_t family;	     /* AF_INET, AF_INET6 */
+	uint16_t port, rport;	     /* local, remote (0: not connected); host order */
+	uint16_t pad;		     /* 0 */
+	uint8_t addr[16], raddr[16]; /* network order; IPv4 in the first 4 bytes */
+	uint32_t reuseaddr, reuseport, v6only, broadcast;
 };
 
 struct ckpt_fd {

@@ -868,6 +868,52 @@ static int open_fifo(struct rctx *c, uint32_t i, const struct ckpt_fd *f, long *
 	return r;
 }
 
+/* Set the int options @opts[k] whose @v[k] is non-zero on socket @fd of
+ * task i (IPPROTO_IPV6 ones only on an AF_INET6 socket). */
+static int set_sock_opts(struct rctx *c, uint32_t i, long fd, const int opts[4][2],
+			 const uint32_t v[4], bool v6)
+{
+	int r = 0;
+	for (int k = 0; k < 4 && !r; k++) {
+		if (!v[k] || (opts[k][0] == IPPROTO_IPV6 && !v6))
+			continue;
+		int one = 1;
+		r = scratch_put(c, i, S_STRUCT, &one, sizeof(one));
+		if (!r)
+			r = inj(c, i, SYS_setsockopt, (uint64_t) fd, (uint64_t) opts[k][0],
+				(uint64_t) opts[k][1], sarg(c, S_STRUCT), sizeof(one), 0, NULL);
+	}
+	return r;
+}
+
+/* bind (@connect: connect) socket @fd of task i to @addr/@port, the
+ * sockaddr put in the scratch area at S_STRUCT + 64. */
+static int sock_addr_call(struct rctx *c, uint32_t i, long fd, uint16_t family,
+			  const uint8_t addr[16], uint16_t port, bool connect)
+{
+	union {
+		struct sockaddr_in v4;
+		struct sockaddr_in6 v6;
+	} sa = {0};
+	socklen_t sl;
+	if (family == AF_INET) {
+		sa.v4.sin_family = AF_INET;
+		sa.v4.sin_port = htons(port);
+		memcpy(&sa.v4.sin_addr, addr, 4);
+		sl = sizeof(sa.v4);
+	} else {
+		sa.v6.sin6_family = AF_INET6;
+		sa.v6.sin6_port = htons(port);
+		memcpy(&sa.v6.sin6_addr, addr, 16);
+		sl = sizeof(sa.v6);
+	}
+	int r = scratch_put(c, i, S_STRUCT + 64, &sa, sl);
+	if (!r)
+		r = inj(c, i, connect ? SYS_connect : SYS_bind, (uint64_t) fd,
+			sarg(c, S_STRUCT + 64), sl, 0, 0, 0, NULL);
+	return r;
+}
+
 static int open_listen(struct rctx *c, uint32_t i, const struct ckpt_fd *f, long *nfd)
 {
 	struct ckpt_inet_listen l;
@@ -880,38 +926,35 @@ static int open_listen(struct rctx *c, uint32_t i, const struct ckpt_fd *f, long
 				       {IPPROTO_IPV6, IPV6_V6ONLY},
 				       {IPPROTO_TCP, TCP_NODELAY}};
 	const uint32_t v[4] = {l.reuseaddr, l.reuseport, l.v6only, l.nodelay};
-	for (int k = 0; k < 4 && !r; k++) {
-		if (!v[k] || (k == 2 && l.family != AF_INET6))
-			continue;
-		int one = 1;
-		r = scratch_put(c, i, S_STRUCT, &one, sizeof(one));
-		if (!r)
-			r = inj(c, i, SYS_setsockopt, (uint64_t) *nfd, (uint64_t) opts[k][0],
-				(uint64_t) opts[k][1], sarg(c, S_STRUCT), sizeof(one), 0, NULL);
-	}
-	union {
-		struct sockaddr_in v4;
-		struct sockaddr_in6 v6;
-	} sa = {0};
-	socklen_t sl;
-	if (l.family == AF_INET) {
-		sa.v4.sin_family = AF_INET;
-		sa.v4.sin_port = htons(l.port);
-		memcpy(&sa.v4.sin_addr, l.addr, 4);
-		sl = sizeof(sa.v4);
-	} else {
-		sa.v6.sin6_family = AF_INET6;
-		sa.v6.sin6_port = htons(l.port);
-		memcpy(&sa.v6.sin6_addr, l.addr, 16);
-		sl = sizeof(sa.v6);
-	}
+	r = set_sock_opts(c, i, *nfd, opts, v, l.family == AF_INET6);
 	if (!r)
-		r = scratch_put(c, i, S_STRUCT + 64, &sa, sl);
-	if (!r)
-		r = inj(c, i, SYS_bind, (uint64_t) *nfd, sarg(c, S_STRUCT + 64), sl, 0, 0, 0, NULL);
+		r = sock_addr_call(c, i, *nfd, l.family, l.addr, l.port, false);
 	if (!r)
 		r = inj(c, i, SYS_listen, (uint64_t) *nfd, l.backlog ? l.backlog : 128, 0, 0, 0, 0,
 			NULL);
+	return r;
+}
+
+/* A UDP socket: options, bound where it was (if it was), connected to its
+ * peer (if it was). What was queued on it at the checkpoint is not there. */
+static int open_udp(struct rctx *c, uint32_t i, const struct ckpt_fd *f, long *nfd)
+{
+	struct ckpt_inet_udp u;
+	memcpy(&u, f->data, sizeof(u));
+	int r = inj(c, i, SYS_socket, u.family, SOCK_DGRAM | SOCK_CLOEXEC, 0, 0, 0, 0, nfd);
+	if (r)
+		return r;
+	static const int opts[4][2] = {{SOL_SOCKET, SO_REUSEADDR},
+				       {SOL_SOCKET, SO_REUSEPORT},
+				       {IPPROTO_IPV6, IPV6_V6ONLY},
+				       {SOL_SOCKET, SO_BROADCAST}};
+	const uint32_t v[4] = {u.reuseaddr, u.reuseport, u.v6only, u.broadcast};
+	static const uint8_t any[16];
+	r = set_sock_opts(c, i, *nfd, opts, v, u.family == AF_INET6);
+	if (!r && (u.port || memcmp(u.addr, any, 16)))
+		r = sock_addr_call(c, i, *nfd, u.family, u.addr, u.port, false);
+	if (!r && u.rport)
+		r = sock_addr_call(c, i, *nfd, u.family, u.raddr, u.rport, true);
 	return r;
 }
 
@@ -948,7 +991,8 @@ static const char *fd_kind(uint32_t type)
 					"unix socket",
 					"listening TCP socket",
 					"TCP socket",
-					"memfd"};
+					"memfd",
+					"UDP socket"};
 	return type < URS_ARRAY_SIZE(n) ? n[type] : "?";
 }
 
@@ -1015,6 +1059,9 @@ static int restore_fds(struct rctx *c, uint32_t i, struct urs_err *err)
 				break;
 			case CKPT_FD_TCP_LISTEN:
 				r = open_listen(c, i, f, &fd);
+				break;
+			case CKPT_FD_UDP:
+				r = open_udp(c, i, f, &fd);
 				break;
 			case CKPT_FD_TCP_CLOSED:
 				r = inj(c, i, SYS_socket, f->r.sub, SOCK_STREAM | SOCK_CLOEXEC, 0,
@@ -1995,21 +2042,28 @@ int ckpt_image_check_policy(const struct ckpt_image *img, const struct ckpt_poli
 					"restore: pid %d: resource limit %u (hard %" PRIu64
 					") above what the configuration gives (%" PRIu64 ")",
 					r->nspid, k, r->rlim[k].max, p->rlim_max[k]);
-		/* the restorer binds listening sockets with its own privilege:
-		 * a port below 1024 needs CAP_NET_BIND_SERVICE in the configuration */
+		/* the restorer binds sockets with its own privilege: a port
+		 * below 1024 needs CAP_NET_BIND_SERVICE in the configuration */
 		for (uint32_t k = 0; k < t->nfds; k++) {
 			const struct ckpt_fd *f = &t->fds[k];
 			struct ckpt_inet_listen l;
-			if (f->r.type != CKPT_FD_TCP_LISTEN || f->r.dup_of != -1 || f->r.xtask ||
-			    !f->data || f->r.data_len != sizeof(l))
+			struct ckpt_inet_udp u;
+			uint16_t port = 0;
+			if (f->r.dup_of != -1 || f->r.xtask || !f->data)
 				continue;
-			memcpy(&l, f->data, sizeof(l));
-			if (l.port && l.port < 1024 && !(p->cap_bnd & (1ull << 10)))
+			if (f->r.type == CKPT_FD_TCP_LISTEN && f->r.data_len == sizeof(l)) {
+				memcpy(&l, f->data, sizeof(l));
+				port = l.port;
+			} else if (f->r.type == CKPT_FD_UDP && f->r.data_len == sizeof(u)) {
+				memcpy(&u, f->data, sizeof(u));
+				port = u.port;
+			}
+			if (port && port < 1024 && !(p->cap_bnd & (1ull << 10)))
 				return urs_err_set(err, -EPERM,
-						   "restore: pid %d: fd %d listens on port %u, "
+						   "restore: pid %d: fd %d is bound to port %u, "
 						   "which needs CAP_NET_BIND_SERVICE (not in the "
 						   "configuration's bounding set)",
-						   r->nspid, f->r.fd, l.port);
+						   r->nspid, f->r.fd, port);
 		}
 		if (p->bpf_len &&
 		    (!t->nseccomp || t->seccomp[0].len != p->bpf_len ||

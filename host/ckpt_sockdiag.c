@@ -95,21 +95,24 @@ static int parse_unix(struct ckpt_sockdiag *d, const struct nlmsghdr *h)
 	return push(d, &i);
 }
 
-static int parse_inet(struct ckpt_sockdiag *d, const struct nlmsghdr *h)
+static int parse_inet(struct ckpt_sockdiag *d, const struct nlmsghdr *h, int proto)
 {
 	const struct inet_diag_msg *m = NLMSG_DATA(h);
 	struct ckpt_sk_info i = {.ino = m->idiag_inode,
 				 .family = m->idiag_family,
-				 .type = SOCK_STREAM,
+				 .type = proto == IPPROTO_UDP ? SOCK_DGRAM : SOCK_STREAM,
 				 .state = m->idiag_state,
-				 .port = ntohs(m->id.idiag_sport)};
-	if (m->idiag_state == 10 /* TCP_LISTEN */)
+				 .port = ntohs(m->id.idiag_sport),
+				 .rport = ntohs(m->id.idiag_dport)};
+	if (proto == IPPROTO_TCP && m->idiag_state == 10 /* TCP_LISTEN */)
 		i.backlog = m->idiag_wqueue;
 	memcpy(i.addr, m->id.idiag_src, 16);
+	memcpy(i.raddr, m->id.idiag_dst, 16);
 	return push(d, &i);
 }
 
-static int query(int s, struct ckpt_sockdiag *d, const void *req, size_t len, int unix_)
+/* @proto: 0 for unix_diag, else the inet_diag protocol */
+static int query(int s, struct ckpt_sockdiag *d, const void *req, size_t len, int proto)
 {
 	struct sockaddr_nl sa = {.nl_family = AF_NETLINK};
 	if (sendto(s, req, len, 0, (struct sockaddr *) &sa, sizeof(sa)) < 0)
@@ -131,7 +134,7 @@ static int query(int s, struct ckpt_sockdiag *d, const void *req, size_t len, in
 				const struct nlmsgerr *e = NLMSG_DATA(h);
 				return e->error ? e->error : -EIO;
 			}
-			int r = unix_ ? parse_unix(d, h) : parse_inet(d, h);
+			int r = proto ? parse_inet(d, h, proto) : parse_unix(d, h);
 			if (r)
 				return r;
 		}
@@ -157,8 +160,9 @@ int ckpt_sockdiag_load(pid_t pid, struct ckpt_sockdiag *d, struct urs_err *err)
 		      .udiag_states = ~0u,
 		      .udiag_show = UDIAG_SHOW_PEER | UDIAG_SHOW_RQLEN | UDIAG_SHOW_NAME},
 	};
-	int r = query(s, d, &ureq, sizeof(ureq), 1);
-	for (int fam = 0; !r && fam < 2; fam++) {
+	int r = query(s, d, &ureq, sizeof(ureq), 0);
+	for (int q = 0; !r && q < 4; q++) {
+		int fam = q & 1, proto = q < 2 ? IPPROTO_TCP : IPPROTO_UDP;
 		struct {
 			struct nlmsghdr h;
 			struct inet_diag_req_v2 r;
@@ -167,10 +171,10 @@ int ckpt_sockdiag_load(pid_t pid, struct ckpt_sockdiag *d, struct urs_err *err)
 			      .nlmsg_type = SOCK_DIAG_BY_FAMILY,
 			      .nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP},
 			.r = {.sdiag_family = fam ? AF_INET6 : AF_INET,
-			      .sdiag_protocol = IPPROTO_TCP,
+			      .sdiag_protocol = (uint8_t) proto,
 			      .idiag_states = ~0u},
 		};
-		r = query(s, d, &ireq, sizeof(ireq), 0);
+		r = query(s, d, &ireq, sizeof(ireq), proto);
 	}
 	if (r) {
 		ckpt_sockdiag_free(d);

@@ -2,8 +2,8 @@
  * host/ckpt_sockdiag.h — what the dumper needs to know about the sockets of a
  * network namespace that /proc does not say: the peer of a unix socket, its
  * queue length and whether it has a name; the state, address and backlog of
- * a TCP socket. Read once per namespace over NETLINK_SOCK_DIAG (unix_diag,
- * inet_diag), from a netlink socket made inside that namespace.
+ * a TCP socket; the addresses of a UDP socket. Read once per namespace over NETLINK_SOCK_DIAG
+ * (unix_diag, inet_diag), from a netlink socket made inside that namespace.
  */
 #ifndef URSA_HOST_CKPT_SOCKDIAG_H
 #define URSA_HOST_CKPT_SOCKDIAG_H
@@ -15,15 +15,17 @@
 
 struct ckpt_sk_info {
 	uint64_t ino;
-	uint32_t family;  /* AF_UNIX, AF_INET, AF_INET6 */
-	uint32_t type;	  /* unix: SOCK_*; inet: SOCK_STREAM (only TCP is listed) */
-	uint32_t state;	  /* TCP_* numbering (unix: ESTABLISHED 1, CLOSE 7, LISTEN 10) */
-	uint32_t rqlen;	  /* unix: bytes (stream) queued for reading */
-	uint32_t backlog; /* TCP listen: the listen() backlog */
-	uint32_t named;	  /* unix: bound to a path or abstract name */
-	uint64_t peer;	  /* unix: the peer's inode, 0 if none */
-	uint16_t port;	  /* inet: local port, host order */
-	uint8_t addr[16]; /* inet: local address, network order */
+	uint32_t family;   /* AF_UNIX, AF_INET, AF_INET6 */
+	uint32_t type;	   /* SOCK_*: inet: SOCK_STREAM for TCP, SOCK_DGRAM for UDP */
+	uint32_t state;	   /* TCP_* numbering (unix: ESTABLISHED 1, CLOSE 7, LISTEN 10) */
+	uint32_t rqlen;	   /* unix: bytes (stream) queued for reading */
+	uint32_t backlog;  /* TCP listen: the listen() backlog */
+	uint32_t named;	   /* unix: bound to a path or abstract name */
+	uint64_t peer;	   /* unix: the peer's inode, 0 if none */
+	uint16_t port;	   /* inet: local port, host order */
+	uint8_t addr[16];  /* inet: local address, network order */
+	uint16_t rport;	   /* inet: remote port (0: not connected), host order */
+	uint8_t raddr[16]; /* inet: remote address, network order */
 };
 
 struct ckpt_sockdiag {
@@ -32,7 +34,7 @@ struct ckpt_sockdiag {
 	uint32_t n;
 };
 
-/* Read the unix and TCP sockets of pid's network namespace. */
+/* Read the unix, TCP and UDP sockets of pid's network namespace. */
 int ckpt_sockdiag_load(pid_t pid, struct ckpt_sockdiag *d, struct urs_err *err);
 const struct ckpt_sk_info *ckpt_sockdiag_find(const struct ckpt_sockdiag *d, uint64_t ino);
 void ckpt_sockdiag_free(struct ckpt_sockdiag *d);

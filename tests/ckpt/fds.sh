@@ -4,9 +4,10 @@
 # a listening TCP socket, fds shared by a parent and its child): dump with
 # ckpt_tool (the original runs on), let the original check itself (the dump
 # must consume nothing), let it exit, restore, let the copy check itself;
-# every "OK" line must be there both times and no "FAIL". Then the refusal:
-# a UDP socket is refused naming its pid and fd, and the process keeps
-# running. Needs root. Env: CKPT_TOOL, FDS.
+# every "OK" line must be there both times and no "FAIL". UDP sockets (python3):
+# a bound echo server answers after restore, a connected one keeps its peer.
+# Then the refusal: a netlink socket is refused naming its pid and fd, and
+# the process keeps running. Needs root. Env: CKPT_TOOL, FDS.
 set -u
 : "${CKPT_TOOL:?}" "${FDS:?}"
 W=$(mktemp -d /tmp/ursa-ckpt-fds.XXXXXX)
@@ -53,17 +54,61 @@ echo "ok 2 restored: pipes, FIFO, eventfds, epoll, socketpairs, listening socket
 wait_for 5 sh -c "! kill -0 $R 2>/dev/null" || true
 R=
 
-# ---- refusal: a UDP socket -------------------------------------------------------
-if command -v python3 >/dev/null; then
-	/usr/bin/python3 -c 'import socket,time; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); time.sleep(60)' &
+# ---- UDP sockets: a bound echo server and a connected client socket ----------------
+# (datagrams queued at the checkpoint are dropped: none are in flight here)
+if [ -x /usr/bin/python3 ]; then
+	uport=$((port + 1))
+	while ss -Hlun "sport = :$uport" | grep -q .; do uport=$((uport + 1)); done
+	/usr/bin/python3 -c '
+import socket, sys, os, time
+srv = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+srv.bind(("127.0.0.1", int(sys.argv[1])))
+cli = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+cli.connect(("::1", 9))
+open(sys.argv[2], "w").write("%d %d\n" % (cli.getsockname()[1], os.getpid()))
+while True:
+    data, peer = srv.recvfrom(2048)
+    srv.sendto(b"echo " + data + b" " + str(cli.getpeername()[1]).encode(), peer)
+' $uport "$W/udp.info" </dev/null >/dev/null 2>&1 &
+	P=$!
+	wait_for 5 test -s "$W/udp.info" || fail "UDP workload not ready"
+	udp_ask() { # the echo for one datagram, or nothing after 2 s
+		/usr/bin/python3 -c '
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(2)
+s.sendto(sys.argv[2].encode(), ("127.0.0.1", int(sys.argv[1])))
+try: print(s.recvfrom(2048)[0].decode())
+except OSError: pass
+' $uport "$1"
+	}
+	[ "$(udp_ask one)" = "echo one 9" ] || fail "UDP echo before the checkpoint"
+	mkdir -p "$W/imgu"
+	"$CKPT_TOOL" dump $P "$W/imgu" >"$W/dumpu.log" 2>"$W/dumpu.err" || fail "UDP dump: $(cat "$W/dumpu.err")"
+	kill -9 $P
+	wait $P 2>/dev/null
+	P=
+	"$CKPT_TOOL" restore "$W/imgu" >"$W/restoreu.log" 2>"$W/restoreu.err" </dev/null ||
+		fail "UDP restore: $(cat "$W/restoreu.err")"
+	R=$(awk '/^pid/ {print $2}' "$W/restoreu.log")
+	[ "$(udp_ask two)" = "echo two 9" ] || fail "UDP echo after restore"
+	ss -Hun "dport = :9" | grep -q "\[::1\]:9" || fail "the connected UDP socket is not connected after restore"
+	echo "ok 3 UDP: a bound server answers after restore, a connected socket keeps its peer"
+	kill -9 "$R"
+	R=
+fi
+
+# ---- refusal: a netlink socket ----------------------------------------------------
+if [ -x /usr/bin/python3 ]; then
+	/usr/bin/python3 -c 'import socket,time; s=socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0); time.sleep(60)' &
 	P=$!
 	sleep 0.3
-	if "$CKPT_TOOL" dump $P "$W/img3" 2>"$W/udp.err" >/dev/null; then fail "UDP socket: dump succeeded"; fi
-	grep -q "pid $P: fd [0-9]*: socket:\[[0-9]*\] is neither a unix nor a TCP socket" "$W/udp.err" ||
-		fail "UDP refusal message: $(cat "$W/udp.err")"
+	if "$CKPT_TOOL" dump $P "$W/img3" 2>"$W/nl.err" >/dev/null; then fail "netlink socket: dump succeeded"; fi
+	grep -q "pid $P: fd [0-9]*: socket:\[[0-9]*\] is not a unix, TCP or UDP socket" "$W/nl.err" ||
+		fail "netlink refusal message: $(cat "$W/nl.err")"
 	kill -0 $P || fail "the process died after the refused dump"
 	[ ! -e "$W/img3/core.img" ] || fail "an image was left"
-	echo "ok 3 a UDP socket is refused naming pid and fd; the process runs on"
+	echo "ok 4 a netlink socket is refused naming pid and fd; the process runs on"
 	kill -9 $P
 	wait $P 2>/dev/null
 	P=

@@ -285,11 +285,13 @@ static void test_fd_kinds(void **state)
 	sample(&img);
 	struct ckpt_task *t = &img.tasks[0];
 	free(t->fds);
-	t->fds = calloc(6, sizeof(*t->fds));
-	t->nfds = 6;
+	t->fds = calloc(7, sizeof(*t->fds));
+	t->nfds = 7;
 	static uint8_t pipe_data[] = "abc", unix_data[] = "xy";
 	struct ckpt_epoll_tgt tg = {.tfd = 3, .events = 1, .data = 0x1122334455667788ull};
 	struct ckpt_inet_listen l = {.family = AF_INET, .port = 80, .backlog = 7, .reuseaddr = 1};
+	struct ckpt_inet_udp u = {
+		.family = AF_INET6, .port = 5353, .rport = 53, .raddr = {[15] = 1}, .broadcast = 1};
 	t->fds[0] =
 		(struct ckpt_fd){{.fd = 1, .dup_of = -1, .type = CKPT_FD_REG}, "/tmp/out", NULL};
 	t->fds[1] = (struct ckpt_fd){{.fd = 2, .dup_of = 1}, NULL, NULL};
@@ -318,13 +320,18 @@ static void test_fd_kinds(void **state)
 				      .data_len = 2},
 				     NULL,
 				     unix_data};
+	t->fds[6] = (struct ckpt_fd){
+		{.fd = 7, .dup_of = -1, .type = CKPT_FD_UDP, .data_len = sizeof(u)},
+		NULL,
+		(uint8_t *) &u};
 	uint8_t *buf;
 	size_t len;
 	encode_ok(&img, &buf, &len);
 	struct urs_err err = {{0}};
 	assert_int_equal(ckpt_image_decode(buf, len, &out, &err), 0);
 	struct ckpt_task *o = &out.tasks[0];
-	assert_int_equal(o->nfds, 6);
+	assert_int_equal(o->nfds, 7);
+	assert_memory_equal(o->fds[6].data, &u, sizeof(u));
 	assert_int_equal(o->fds[2].r.data_len, 3);
 	assert_memory_equal(o->fds[2].data, "abc", 3);
 	assert_null(o->fds[2].path);
@@ -347,6 +354,15 @@ static void test_fd_kinds(void **state)
 	l.family = 99;
 	expect_invalid(&img, "bad fd 5");
 	l.family = AF_INET;
+	u.family = AF_UNIX; /* a UDP socket is inet */
+	expect_invalid(&img, "bad fd 7");
+	u.family = AF_INET6;
+	u.pad = 1;
+	expect_invalid(&img, "bad fd 7");
+	u.pad = 0;
+	t->fds[6].r.data_len = sizeof(u) - 4; /* the wrong size */
+	expect_invalid(&img, "bad fd 7");
+	t->fds[6].r.data_len = sizeof(u);
 	t->fds[5].r.sub = SOCK_DGRAM; /* datagram pairs carry no queue */
 	expect_invalid(&img, "bad fd 6");
 	t->fds[5].r.sub = SOCK_STREAM;
