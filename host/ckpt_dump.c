@@ -793,7 +793,7 @@ static bool external_stdio(struct dumpctx *c, pid_t pid, int fd, const char *lin
 		return !o || !o->rd || !o->wr;
 	}
 	if (S_ISSOCK(st->st_mode)) {
-		const struct ckpt_sockdiag *d;
+		const struct ckpt_sockdiag *d = NULL;
 		struct urs_err e2;
 		if (sockdiag_for(c, pid, &d, &e2))
 			return true;
@@ -921,10 +921,46 @@ static int dump_epoll(pid_t pid, int fd, const char *info, struct ckpt_fd *f, st
 	return 0;
 }
 
+/* A timerfd from its fdinfo: clockid, ticks, settime flags, it_value (the
+ * time left; (0, 0) while an expiry of a periodic timer is unread: it is
+ * re-armed one period ahead), it_interval. */
+static int dump_timerfd(pid_t pid, int fd, const char *info, struct ckpt_fd *f, struct urs_err *err)
+{
+	const char *ck = status_field(info, "clockid"), *ti = status_field(info, "ticks"),
+		   *fl = status_field(info, "settime flags"), *va = status_field(info, "it_value"),
+		   *in = status_field(info, "it_interval");
+	struct ckpt_timerfd tf = {0};
+	long long vs, vn, is, in_;
+	if (!ck || !ti || !fl || !va || !in || sscanf(va, " (%lld, %lld)", &vs, &vn) != 2 ||
+	    sscanf(in, " (%lld, %lld)", &is, &in_) != 2)
+		return urs_err_set(err, -EINVAL, "pid %d: fd %d: cannot parse timerfd fdinfo", pid,
+				   fd);
+	tf.clockid = (uint32_t) strtoul(ck, NULL, 10);
+	tf.ticks = strtoull(ti, NULL, 10);
+	tf.settime_flags = (uint32_t) strtoul(fl, NULL, 8);
+	tf.value_sec = vs;
+	tf.value_nsec = vn;
+	tf.interval_sec = is;
+	tf.interval_nsec = in_;
+	if (!vs && !vn && (is || in_)) { /* expired, unread: the next one a period on */
+		tf.value_sec = is;
+		tf.value_nsec = in_;
+	}
+	struct ckpt_timerfd *d = malloc(sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	*d = tf;
+	f->r.type = CKPT_FD_TIMERFD;
+	f->data = (uint8_t *) d;
+	f->r.data_len = sizeof(*d);
+	f->r.pos = 0;
+	return 0;
+}
+
 static int dump_socket(struct dumpctx *c, pid_t pid, int fd, const struct stat *st,
 		       struct ckpt_fd *f, struct urs_err *err)
 {
-	const struct ckpt_sockdiag *d;
+	const struct ckpt_sockdiag *d = NULL;
 	int r = sockdiag_for(c, pid, &d, err);
 	if (r)
 		return r;
@@ -1144,6 +1180,23 @@ static int dump_fds(struct dumpctx *c, uint32_t idx, struct urs_err *err)
 			t->nfds++;
 			continue;
 		}
+		if (!strcmp(link, "anon_inode:[signalfd]")) {
+			const char *m = status_field(info, "sigmask");
+			if (!m)
+				return urs_err_set(err, -EINVAL, "pid %d: fd %d: no sigmask", pid,
+						   fd);
+			f->r.type = CKPT_FD_SIGNALFD;
+			f->r.pos = strtoull(m, NULL, 16);
+			t->nfds++;
+			continue;
+		}
+		if (!strcmp(link, "anon_inode:[timerfd]")) {
+			r = dump_timerfd(pid, fd, info, f, err);
+			if (r)
+				return r;
+			t->nfds++;
+			continue;
+		}
 		if (!strcmp(link, "anon_inode:[eventpoll]")) {
 			r = dump_epoll(pid, fd, info, f, err);
 			if (r)
@@ -1169,8 +1222,8 @@ static int dump_fds(struct dumpctx *c, uint32_t idx, struct urs_err *err)
 			return urs_err_set(err, -ENOTSUP,
 					   "pid %d: fd %d (%s) is not supported yet (only regular "
 					   "files, directories, /dev/null-like devices, pipes, "
-					   "FIFOs, eventfd, epoll, unix socketpairs and TCP "
-					   "sockets)",
+					   "FIFOs, eventfd, epoll, signalfd, timerfd, unix "
+					   "socketpairs, TCP and UDP sockets)",
 					   pid, fd, link);
 		if (!in_task_root(pid, link, &st))
 			return urs_err_set(err, -ENOTSUP,

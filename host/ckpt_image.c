@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <string.h>
+#include <time.h>
 #include <stdbool.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -349,6 +350,20 @@ static bool fd_rec_ok(const struct ckpt_fd *d)
 	}
 	case CKPT_FD_TCP_CLOSED:
 		return !dl && (r->sub == AF_INET || r->sub == AF_INET6);
+	case CKPT_FD_SIGNALFD:
+		return !dl;
+	case CKPT_FD_TIMERFD: {
+		struct ckpt_timerfd tf;
+		if (dl != sizeof(tf))
+			return false;
+		memcpy(&tf, d->data, sizeof(tf));
+		bool clock = tf.clockid == CLOCK_REALTIME || tf.clockid == CLOCK_MONOTONIC ||
+			     tf.clockid == CLOCK_BOOTTIME || tf.clockid == CLOCK_REALTIME_ALARM ||
+			     tf.clockid == CLOCK_BOOTTIME_ALARM;
+		return clock && tf.value_sec >= 0 && tf.interval_sec >= 0 && tf.value_nsec >= 0 &&
+		       tf.value_nsec < 1000000000 && tf.interval_nsec >= 0 &&
+		       tf.interval_nsec < 1000000000;
+	}
 	case CKPT_FD_UDP: {
 		struct ckpt_inet_udp u;
 		if (dl != sizeof(u))

@@ -108,8 +108,12 @@ enum ckpt_fd_type {
 	/* a UDP socket: data struct ckpt_inet_udp; datagrams queued at the
 	 * checkpoint are dropped (UDP may lose them anyway) */
 	CKPT_FD_UDP = 13,
+	CKPT_FD_SIGNALFD = 14, /* pos: the signal mask */
+	/* data: struct ckpt_timerfd (the remaining time, not the deadline: a
+	 * restored timer fires that long after the restore) */
+	CKPT_FD_TIMERFD = 15,
 };
-#define CKPT_FD_TYPE_MAX CKPT_FD_UDP
+#define CKPT_FD_TYPE_MAX CKPT_FD_TIMERFD
 
 /* Wire == memory layout; followed by path_len bytes of path, then data_len
  * bytes of type-specific data. */
@@ -154,6 +158,14 @@ struct ckpt_inet_udp {
 	uint16_t pad;		     /* 0 */
 	uint8_t addr[16], raddr[16]; /* network order; IPv4 in the first 4 bytes */
 	uint32_t reuseaddr, reuseport, v6only, broadcast;
+};
+
+/* A timerfd: its clock, the time to its next expiry and its period, and
+ * the expirations not yet read. */
+struct ckpt_timerfd {
+	uint32_t clockid, settime_flags;
+	uint64_t ticks;
+	int64_t value_sec, value_nsec, interval_sec, interval_nsec;
 };
 
 struct ckpt_fd {

@@ -36,7 +36,9 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/ioctl.h>
 #include <sys/syscall.h>
+#include <sys/timerfd.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -958,6 +960,39 @@ static int open_udp(struct rctx *c, uint32_t i, const struct ckpt_fd *f, long *n
 	return r;
 }
 
+#ifndef TFD_IOC_SET_TICKS /* <linux/timerfd.h>, not in glibc's <sys/timerfd.h> */
+#define TFD_IOC_SET_TICKS _IOW('T', 0, uint64_t)
+#endif
+
+/* A timerfd: created on its clock, armed with the time that was left and
+ * its period (relative: the time between dump and restore does not count),
+ * its unread expirations put back (TFD_IOC_SET_TICKS). */
+static int open_timerfd(struct rctx *c, uint32_t i, const struct ckpt_fd *f, long *nfd)
+{
+	struct ckpt_timerfd tf;
+	memcpy(&tf, f->data, sizeof(tf));
+	int r = inj(c, i, SYS_timerfd_create, tf.clockid, O_CLOEXEC | (f->r.oflags & O_NONBLOCK), 0,
+		    0, 0, 0, nfd);
+	if (r)
+		return r;
+	if (tf.value_sec || tf.value_nsec) {
+		struct itimerspec its = {
+			.it_interval = {.tv_sec = tf.interval_sec, .tv_nsec = tf.interval_nsec},
+			.it_value = {.tv_sec = tf.value_sec, .tv_nsec = tf.value_nsec}};
+		r = scratch_put(c, i, S_STRUCT, &its, sizeof(its));
+		if (!r)
+			r = inj(c, i, SYS_timerfd_settime, (uint64_t) *nfd, 0, sarg(c, S_STRUCT), 0,
+				0, 0, NULL);
+	}
+	if (!r && tf.ticks) {
+		r = scratch_put(c, i, S_STRUCT, &tf.ticks, sizeof(tf.ticks));
+		if (!r)
+			r = inj(c, i, SYS_ioctl, (uint64_t) *nfd, TFD_IOC_SET_TICKS,
+				sarg(c, S_STRUCT), 0, 0, 0, NULL);
+	}
+	return r;
+}
+
 /* After every fd of task i is in place: the epoll sets' registrations. */
 static int restore_epoll(struct rctx *c, uint32_t i, const struct ckpt_fd *f, struct urs_err *err)
 {
@@ -992,7 +1027,9 @@ static const char *fd_kind(uint32_t type)
 					"listening TCP socket",
 					"TCP socket",
 					"memfd",
-					"UDP socket"};
+					"UDP socket",
+					"signalfd",
+					"timerfd"};
 	return type < URS_ARRAY_SIZE(n) ? n[type] : "?";
 }
 
@@ -1062,6 +1099,18 @@ static int restore_fds(struct rctx *c, uint32_t i, struct urs_err *err)
 				break;
 			case CKPT_FD_UDP:
 				r = open_udp(c, i, f, &fd);
+				break;
+			case CKPT_FD_SIGNALFD:
+				r = scratch_put(c, i, S_STRUCT, &f->r.pos, sizeof(f->r.pos));
+				if (!r)
+					r = inj(c, i, SYS_signalfd4, (uint64_t) -1,
+						sarg(c, S_STRUCT), 8,
+						O_CLOEXEC | (f->r.oflags & O_NONBLOCK), 0, 0, &fd);
+				setfl = false;
+				break;
+			case CKPT_FD_TIMERFD:
+				r = open_timerfd(c, i, f, &fd);
+				setfl = false;
 				break;
 			case CKPT_FD_TCP_CLOSED:
 				r = inj(c, i, SYS_socket, f->r.sub, SOCK_STREAM | SOCK_CLOEXEC, 0,

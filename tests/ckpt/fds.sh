@@ -6,8 +6,10 @@
 # must consume nothing), let it exit, restore, let the copy check itself;
 # every "OK" line must be there both times and no "FAIL". UDP sockets (python3):
 # a bound echo server answers after restore, a connected one keeps its peer.
+# A signalfd with a pending signal and timerfds (periodic, expired with an
+# unread expiration, disarmed) work after restore (TIMERS: tests/ckpt/timers.c).
 # Then the refusal: a netlink socket is refused naming its pid and fd, and
-# the process keeps running. Needs root. Env: CKPT_TOOL, FDS.
+# the process keeps running. Needs root. Env: CKPT_TOOL, FDS, TIMERS.
 set -u
 : "${CKPT_TOOL:?}" "${FDS:?}"
 W=$(mktemp -d /tmp/ursa-ckpt-fds.XXXXXX)
@@ -98,6 +100,27 @@ except OSError: pass
 	R=
 fi
 
+# ---- signalfd and timerfds (tests/ckpt/timers.c) -----------------------------------
+if [ -n "${TIMERS:-}" ]; then
+	"$TIMERS" "$W/tout" "$W/tgo" </dev/null >/dev/null 2>&1 &
+	P=$!
+	wait_for 5 grep -q READY "$W/tout" || fail "timers workload not ready"
+	mkdir -p "$W/imgt"
+	"$CKPT_TOOL" dump $P "$W/imgt" >"$W/dumpt.log" 2>"$W/dumpt.err" || fail "timers dump: $(cat "$W/dumpt.err")"
+	kill -9 $P
+	wait $P 2>/dev/null
+	P=
+	"$CKPT_TOOL" restore "$W/imgt" >"$W/restoret.log" 2>"$W/restoret.err" </dev/null ||
+		fail "timers restore: $(cat "$W/restoret.err")"
+	R=$(awk '/^pid/ {print $2}' "$W/restoret.log")
+	touch "$W/tgo"
+	wait_for 5 grep -q DONE "$W/tout" || fail "timers: no DONE after restore: $(cat "$W/tout")"
+	grep '^FAIL' "$W/tout" && fail "timers: a check failed after restore"
+	[ "$(grep -c '^OK' "$W/tout")" = 8 ] || fail "timers: expected 8 OK lines: $(cat "$W/tout")"
+	echo "ok 4 signalfd with a pending signal, periodic/expired/disarmed timerfds restored (8 checks)"
+	R=
+fi
+
 # ---- refusal: a netlink socket ----------------------------------------------------
 if [ -x /usr/bin/python3 ]; then
 	/usr/bin/python3 -c 'import socket,time; s=socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0); time.sleep(60)' &
@@ -108,7 +131,7 @@ if [ -x /usr/bin/python3 ]; then
 		fail "netlink refusal message: $(cat "$W/nl.err")"
 	kill -0 $P || fail "the process died after the refused dump"
 	[ ! -e "$W/img3/core.img" ] || fail "an image was left"
-	echo "ok 4 a netlink socket is refused naming pid and fd; the process runs on"
+	echo "ok 5 a netlink socket is refused naming pid and fd; the process runs on"
 	kill -9 $P
 	wait $P 2>/dev/null
 	P=

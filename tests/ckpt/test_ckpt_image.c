@@ -19,6 +19,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/socket.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -285,11 +286,13 @@ static void test_fd_kinds(void **state)
 	sample(&img);
 	struct ckpt_task *t = &img.tasks[0];
 	free(t->fds);
-	t->fds = calloc(7, sizeof(*t->fds));
-	t->nfds = 7;
+	t->fds = calloc(9, sizeof(*t->fds));
+	t->nfds = 9;
 	static uint8_t pipe_data[] = "abc", unix_data[] = "xy";
 	struct ckpt_epoll_tgt tg = {.tfd = 3, .events = 1, .data = 0x1122334455667788ull};
 	struct ckpt_inet_listen l = {.family = AF_INET, .port = 80, .backlog = 7, .reuseaddr = 1};
+	struct ckpt_timerfd tf = {
+		.clockid = CLOCK_MONOTONIC, .ticks = 2, .value_nsec = 5000, .interval_sec = 1};
 	struct ckpt_inet_udp u = {
 		.family = AF_INET6, .port = 5353, .rport = 53, .raddr = {[15] = 1}, .broadcast = 1};
 	t->fds[0] =
@@ -324,14 +327,22 @@ static void test_fd_kinds(void **state)
 		{.fd = 7, .dup_of = -1, .type = CKPT_FD_UDP, .data_len = sizeof(u)},
 		NULL,
 		(uint8_t *) &u};
+	t->fds[7] = (struct ckpt_fd){
+		{.fd = 8, .dup_of = -1, .type = CKPT_FD_TIMERFD, .data_len = sizeof(tf)},
+		NULL,
+		(uint8_t *) &tf};
+	t->fds[8] = (struct ckpt_fd){
+		{.fd = 9, .dup_of = -1, .type = CKPT_FD_SIGNALFD, .pos = 1u << 9}, NULL, NULL};
 	uint8_t *buf;
 	size_t len;
 	encode_ok(&img, &buf, &len);
 	struct urs_err err = {{0}};
 	assert_int_equal(ckpt_image_decode(buf, len, &out, &err), 0);
 	struct ckpt_task *o = &out.tasks[0];
-	assert_int_equal(o->nfds, 7);
+	assert_int_equal(o->nfds, 9);
 	assert_memory_equal(o->fds[6].data, &u, sizeof(u));
+	assert_memory_equal(o->fds[7].data, &tf, sizeof(tf));
+	assert_int_equal(o->fds[8].r.pos, 1u << 9);
 	assert_int_equal(o->fds[2].r.data_len, 3);
 	assert_memory_equal(o->fds[2].data, "abc", 3);
 	assert_null(o->fds[2].path);
@@ -342,8 +353,8 @@ static void test_fd_kinds(void **state)
 	ckpt_image_free(&out);
 	free(buf);
 
-	tg.tfd = 9; /* not an fd of the task */
-	expect_invalid(&img, "watches unknown fd 9");
+	tg.tfd = 99; /* not an fd of the task */
+	expect_invalid(&img, "watches unknown fd 99");
 	tg.tfd = 3;
 	t->fds[2].r.sub = 2; /* more bytes than the pipe holds */
 	expect_invalid(&img, "bad fd 3");
@@ -363,6 +374,15 @@ static void test_fd_kinds(void **state)
 	t->fds[6].r.data_len = sizeof(u) - 4; /* the wrong size */
 	expect_invalid(&img, "bad fd 7");
 	t->fds[6].r.data_len = sizeof(u);
+	tf.clockid = 77; /* no such clock */
+	expect_invalid(&img, "bad fd 8");
+	tf.clockid = CLOCK_MONOTONIC;
+	tf.interval_nsec = 1000000000; /* not below a second */
+	expect_invalid(&img, "bad fd 8");
+	tf.interval_nsec = 0;
+	tf.value_sec = -1;
+	expect_invalid(&img, "bad fd 8");
+	tf.value_sec = 0;
 	t->fds[5].r.sub = SOCK_DGRAM; /* datagram pairs carry no queue */
 	expect_invalid(&img, "bad fd 6");
 	t->fds[5].r.sub = SOCK_STREAM;
