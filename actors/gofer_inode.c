@@ -186,9 +186,11 @@ static int resize(struct gofer_itable *t, uint32_t nb)
 			uint32_t h = hash_id(i->nodeid) & (nb - 1);
 			i->next_id = id[h];
 			id[h] = i;
-			uint32_t k = hash_key(i->dev, i->ino) & (nb - 1);
-			i->next_key = key[k];
-			key[k] = i;
+			if (!i->stale) {
+				uint32_t k = hash_key(i->dev, i->ino) & (nb - 1);
+				i->next_key = key[k];
+				key[k] = i;
+			}
 			i = n;
 		}
 	}
@@ -334,10 +336,50 @@ static int reopen_path(int fd)
 	return o < 0 ? -errno : o;
 }
 
+/* Take @i out of the (dev, ino) chain: its nodeid stays valid until the
+ * kernel forgets it, but lookups no longer find it. */
+static void unlink_key(struct gofer_itable *t, struct ginode *i)
+{
+	struct ginode **pp = &t->by_key[hash_key(i->dev, i->ino) & (t->nbuckets - 1)];
+	while (*pp && *pp != i)
+		pp = &(*pp)->next_key;
+	if (*pp)
+		*pp = i->next_key;
+	i->next_key = NULL;
+	i->stale = 1;
+}
+
+/*
+ * Is entry @i, found by (dev, ino), the object @fd is? An entry keeps a
+ * handle, not the object: once its fd left the cache, the host may delete
+ * the object and give its inode number to a new one (with another type, or
+ * another generation in the handle).
+ */
+static bool same_object(struct ginode *i, int fd, const struct stat *st)
+{
+	if (i->type != (st->st_mode & S_IFMT))
+		return false;
+	if (!i->hlen)
+		return true; /* pinned: the fd keeps the object alive */
+	struct {
+		struct file_handle fh;
+		unsigned char b[MAX_HANDLE_SZ];
+	} h = {.fh.handle_bytes = MAX_HANDLE_SZ};
+	int mid;
+	if (name_to_handle_at(fd, "", &h.fh, &mid, AT_EMPTY_PATH) < 0)
+		return true; /* cannot tell: the reopen's dev/ino check still holds */
+	return h.fh.handle_bytes == i->hlen && h.fh.handle_type == i->htype &&
+	       !memcmp(h.fh.f_handle, hbytes(i), i->hlen);
+}
+
 struct ginode *gofer_inode_ref(struct gofer_itable *t, int fd, bool opath, const struct stat *st,
 			       int *err)
 {
 	struct ginode *i = find(t, st->st_dev, st->st_ino);
+	if (i && !same_object(i, fd, st)) {
+		unlink_key(t, i); /* stale: a new entry for the new object */
+		i = NULL;
+	}
 	if (i) {
 		i->nlookup++;
 		if (opath) {
@@ -464,11 +506,7 @@ void gofer_inode_forget(struct gofer_itable *t, struct ginode *i, uint64_t n)
 		pp = &(*pp)->next_id;
 	if (*pp)
 		*pp = i->next_id;
-	pp = &t->by_key[hash_key(i->dev, i->ino) & (t->nbuckets - 1)];
-	while (*pp && *pp != i)
-		pp = &(*pp)->next_key;
-	if (*pp)
-		*pp = i->next_key;
+	unlink_key(t, i);
 	release_fd(t, i);
 	if (i->hlen > GOFER_HANDLE_INLINE)
 		free(i->h.ext);

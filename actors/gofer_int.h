@@ -62,10 +62,13 @@ struct ginode {
 	int32_t backing_id; /* passthrough backing registered on the connection, 0 = none */
 	uint32_t backing_refs;
 	uint32_t opens;
-	int32_t htype; /* file handle type */
-	int16_t cslot; /* fd cache slot, -1 = not cached */
-	uint8_t hlen;  /* handle bytes; 0 = none (fd pinned) */
-	uint8_t mnt;   /* index into gofer_itable.mnt_fd */
+	int32_t htype;	 /* file handle type */
+	int16_t cslot;	 /* fd cache slot, -1 = not cached */
+	uint8_t hlen;	 /* handle bytes; 0 = none (fd pinned) */
+	uint8_t mnt : 7; /* index into gofer_itable.mnt_fd */
+	/* out of the (dev, ino) chain: the host gave its inode number to another
+	 * object (gofer_inode_ref); the kernel may still use its nodeid */
+	uint8_t stale : 1;
 	union {
 		unsigned char in[GOFER_HANDLE_INLINE];
 		unsigned char *ext; /* hlen > GOFER_HANDLE_INLINE */

@@ -802,8 +802,7 @@ static int gofer_saved_check(struct sup *s, struct urs_err *err)
 static int restore_files(struct sup *s, struct ckpt_dev_map *map, uint32_t *n, struct urs_err *err)
 {
 	struct urs_sup_args *a = s->a;
-	int r = ckpt_tmpfs_restore(s->init_pid, a->restore_dir, map,
-				   SUP_DEV_MAP - URS_GOFER_MAX - 1, n, err);
+	int r = ckpt_tmpfs_restore(s->init_pid, a->restore_dir, map, SUP_DEV_MAP - 1, n, err);
 	if (r < 0)
 		return r;
 	char p[PATH_MAX + 16], line[PATH_MAX + 32];
@@ -832,9 +831,12 @@ static int restore_files(struct sup *s, struct ckpt_dev_map *map, uint32_t *n, s
 }
 
 struct late_restore {
+	struct sup *s;
 	const char *dir;
 	pid_t init;
 	struct ckpt_restore_opts ro;
+	struct ckpt_dev_map *map; /* ro.dev_map, filled on by restore_files */
+	uint32_t nmap;
 	struct urs_err err;
 	int r, efd;
 	struct urs_op op;
@@ -846,7 +848,11 @@ static void *late_restore_thread(void *p)
 {
 	struct late_restore *lr = p;
 	ckpt_trace("sup: restoring (gofer volumes served)");
-	lr->r = ckpt_restore_ex(lr->dir, &lr->ro, &(pid_t){0}, NULL, &lr->err);
+	/* here too: reaching a tmpfs may cross a volume, answered by the loop */
+	lr->r = restore_files(lr->s, lr->map, &lr->nmap, &lr->err);
+	lr->ro.n_dev_map = lr->nmap;
+	if (lr->r >= 0)
+		lr->r = ckpt_restore_ex(lr->dir, &lr->ro, &(pid_t){0}, NULL, &lr->err);
 	uint64_t one = 1;
 	if (write(lr->efd, &one, sizeof(one)) < 0) {
 		/* the eventfd cannot fail this way */
@@ -875,9 +881,6 @@ static int late_restore(struct sup *s, struct urs_err *err)
 	static struct late_restore lr;
 	static struct ckpt_dev_map map[SUP_DEV_MAP];
 	uint32_t nmap = 0;
-	int r = restore_files(s, map, &nmap, err);
-	if (r < 0)
-		return r;
 	for (int i = 0; i < URS_GOFER_MAX; i++) {
 		if (!s->gdest[i] || !s->gfuse_dev[i])
 			continue;
@@ -885,7 +888,8 @@ static int late_restore(struct sup *s, struct urs_err *err)
 		if (now)
 			map[nmap++] = (struct ckpt_dev_map){.from = s->gfuse_dev[i], .to = now};
 	}
-	lr = (struct late_restore){.dir = a->restore_dir, .init = s->init_pid};
+	lr = (struct late_restore){
+		.s = s, .dir = a->restore_dir, .init = s->init_pid, .map = map, .nmap = nmap};
 	lr.ro = (struct ckpt_restore_opts){.policy = a->restore_policy,
 					   .puppet = s->init_pid,
 					   .dev_map = map,
@@ -894,7 +898,7 @@ static int late_restore(struct sup *s, struct urs_err *err)
 	if (lr.efd < 0)
 		return urs_err_set(err, -errno, "restore: eventfd: %m");
 	pthread_t th;
-	r = pthread_create(&th, NULL, late_restore_thread, &lr);
+	int r = pthread_create(&th, NULL, late_restore_thread, &lr);
 	if (r) {
 		close(lr.efd);
 		return urs_err_set(err, -r, "restore: thread: %s", strerror(r));

@@ -26,6 +26,7 @@
 #include "cmd/cmd.h"
 #include "host/cgroup.h"
 #include "host/ckpt_dump.h"
+#include "host/ckpt_image.h"
 #include "host/ckpt_tmpfs.h"
 #include "host/ckpt_trace.h"
 #include "host/proc.h"
@@ -250,13 +251,25 @@ int cmd_checkpoint(int argc, char **argv)
 	snprintf(stale, sizeof(stale), "%s/layer.dev", dir);
 	unlink(stale);
 	if (r == 0 && urs_do_layer_of(st.id, st.bundle))
-		r = urs_do_layer_save(st.id, st.pid, dir, &err);
+		r = freezer ? urs_do_layer_save(st.id, st.pid, dir, &err)
+			    : urs_err_set(
+				      &err, -ENOTSUP,
+				      "its writable layer cannot be saved consistently without the "
+				      "cgroup v2 freezer (the sandbox runs on while it is read)");
 	/* files on its tmpfs mounts (/tmp, /dev/shm...): nowhere else */
-	if (r == 0 && (r = ckpt_tmpfs_save(st.pid, dir, &err)) > 0)
+	if (r == 0 && (r = ckpt_tmpfs_save(st.pid, dir, freezer != NULL, &err)) > 0)
 		r = 0;
 	ckpt_trace("cli: tmpfs contents saved");
 	if (r == 0)
 		r = save_record(dir, &st, &err);
+	if (r == 0) {
+		/* before anything is killed: the image must load back (every
+		 * check a restore makes of it), or the workload would be lost */
+		struct urs_err e2 = {{0}};
+		if ((r = ckpt_image_check_core(dir, &e2)) < 0)
+			urs_err_set(&err, r, "the image does not load back (%s)", e2.msg);
+		ckpt_trace("cli: image loaded back");
+	}
 	if (r < 0 && dumped) {
 		/* no core.img: not an image (the dumper removes its files itself
 		 * when it fails) */

@@ -128,7 +128,10 @@ static bool find_reg(int dfd, char *rel, size_t len, size_t at, int depth)
  * st_dev as the sandbox sees it — an overlay whose layers are on different
  * file systems shows each layer's non-directories on a device of its own,
  * new at each mount, so the restore learns the new one from the same file
- * (actors/supervisor.c) to match files held open on the layer.
+ * (actors/supervisor.c) to match files held open on the layer. Not written
+ * when that device is not the upper layer's alone (its inode numbers then
+ * differ from the layer's own): files held open on the layer are then
+ * refused at restore, not matched loosely.
  */
 static int save_layer_dev(const char *layer, pid_t pid, const char *image, struct urs_err *err)
 {
@@ -143,9 +146,14 @@ static int save_layer_dev(const char *layer, pid_t pid, const char *image, struc
 			       .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
 	_cleanup_close_ int fd =
 		rootfd < 0 ? -1 : (int) syscall(SYS_openat2, rootfd, rel, &how, sizeof(how));
-	struct stat st;
+	struct stat st, host;
 	if (fd < 0 || fstat(fd, &st) < 0)
 		return urs_err_set(err, -errno, "checkpoint: %s in the sandbox: %m", rel);
+	/* only a device of the upper layer's own: with xino (or layers on one
+	 * file system) the overlay shows host files of the lower layer on the
+	 * same device, and "any inode" would then cover them too */
+	if (fstatat(ufd, rel + 1, &host, AT_SYMLINK_NOFOLLOW) < 0 || host.st_ino != st.st_ino)
+		return 0;
 	snprintf(p, sizeof(p), "%s/layer.dev", image);
 	_cleanup_close_ int out =
 		open(p, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);

@@ -71,6 +71,7 @@ struct dumpctx {
 	bool diag_loaded;
 	struct dthread *thr[CKPT_MAX_TASKS]; /* each task's other threads */
 	uint32_t nthr[CKPT_MAX_TASKS];
+	uint32_t nthr_all; /* all tasks' (an image holds CKPT_MAX_THREADS) */
 };
 
 /* A thread of a task other than its main one, seized like it. */
@@ -1722,8 +1723,10 @@ static int seize_threads(struct dumpctx *c, uint32_t idx, bool start_only, struc
 				known = c->thr[idx][j].tr.pid == tids[k];
 			if (known)
 				continue;
-			if (c->nthr[idx] == CKPT_MAX_THREADS)
-				return urs_err_set(err, -ENOTSUP, "pid %d: more than %u threads",
+			if (c->nthr_all == CKPT_MAX_THREADS)
+				return urs_err_set(err, -ENOTSUP,
+						   "pid %d: the sandbox has more than %u threads "
+						   "besides its processes' main ones",
 						   pid, CKPT_MAX_THREADS);
 			if (!c->thr[idx] &&
 			    !(c->thr[idx] = calloc(CKPT_MAX_THREADS, sizeof(struct dthread))))
@@ -1741,6 +1744,7 @@ static int seize_threads(struct dumpctx *c, uint32_t idx, bool start_only, struc
 			}
 			d->trapped = !start_only;
 			c->nthr[idx]++;
+			c->nthr_all++;
 			fresh = true;
 		}
 		if (!fresh || start_only)

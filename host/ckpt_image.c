@@ -926,6 +926,24 @@ static int read_file_at(int dirfd, const char *name, uint8_t **out, size_t *len,
 	return 0;
 }
 
+int ckpt_image_check_core(const char *dir, struct urs_err *err)
+{
+	_cleanup_close_ int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dirfd < 0)
+		return urs_err_set(err, -errno, "opening image directory %s: %m", dir);
+	_cleanup_free_ uint8_t *core = NULL;
+	size_t core_len = 0;
+	int r = read_file_at(dirfd, "core.img", &core, &core_len, err);
+	if (r)
+		return r;
+	struct ckpt_image img;
+	memset(&img, 0, sizeof(img));
+	r = ckpt_image_decode(core, core_len, &img, err);
+	if (r == 0)
+		ckpt_image_free(&img);
+	return r;
+}
+
 int ckpt_image_load(const char *dir, struct ckpt_image *img, struct urs_err *err)
 {
 	memset(img, 0, sizeof(*img));

@@ -345,6 +345,11 @@ void ckpt_pages_abort(struct ckpt_pages_writer *w, int dirfd);
  * image). pages_len/pages_crc must be set from the pages writer. */
 int ckpt_image_write_core(const struct ckpt_image *img, int dirfd, struct urs_err *err);
 
+/* Decode and validate DIR/core.img (what a restore checks first, without
+ * the page data): the dumper's output must load back before the checkpoint
+ * ends the sandbox. */
+int ckpt_image_check_core(const char *dir, struct urs_err *err);
+
 /* Load DIR: core.img decoded and validated, pages.img mapped and checked
  * (header, id, length, checksum). Nothing is created. */
 int ckpt_image_load(const char *dir, struct ckpt_image *img, struct urs_err *err);

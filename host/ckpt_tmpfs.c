@@ -58,7 +58,16 @@ static bool is_ro(const char *opts)
 	return !strcmp(opts, "ro") || !strncmp(opts, "ro,", 3);
 }
 
-/* The writable tmpfs mounts of @pid's namespace, each superblock once. */
+/* Is @mp (escaped) @top or beneath it? */
+static bool beneath(const char *mp, const char *top)
+{
+	size_t n = strlen(top);
+	return !strncmp(mp, top, n) && (mp[n] == '/' || !mp[n] || (n == 1 && top[0] == '/'));
+}
+
+/* The writable tmpfs mounts of @pid's namespace, each superblock once. One
+ * beneath a FUSE mount (a gofer volume) is refused: reaching it would ask
+ * that file system's server, which is frozen with the sandbox. */
 static int list_tmpfs(pid_t pid, struct tmnt *m, struct urs_err *err)
 {
 	char p[64];
@@ -67,20 +76,31 @@ static int list_tmpfs(pid_t pid, struct tmnt *m, struct urs_err *err)
 	if (!f)
 		return urs_err_set(err, -errno, "pid %d: reading its mounts: %m", (int) pid);
 	_cleanup_free_ char *line = NULL;
+	_cleanup_free_ char(*fuse)[PATH_MAX] = calloc(MAX_TMPFS, PATH_MAX);
+	if (!fuse)
+		return urs_err_set(err, -ENOMEM, "pid %d: out of memory", (int) pid);
 	size_t cap = 0;
-	int n = 0;
+	int n = 0, nfuse = 0;
 	while (getline(&line, &cap, f) > 0) {
 		char *sep = strstr(line, " - ");
 		char fstype[32], root[PATH_MAX], mp[PATH_MAX], opts[256];
 		unsigned maj, min;
-		if (!sep || sscanf(sep + 3, "%31s", fstype) != 1 || strcmp(fstype, "tmpfs") ||
+		if (!sep || sscanf(sep + 3, "%31s", fstype) != 1 ||
 		    sscanf(line, "%*d %*d %u:%u %4095s %4095s %255s", &maj, &min, root, mp, opts) !=
 			    5)
 			continue;
+		if (!strcmp(fstype, "fuse") || !strncmp(fstype, "fuse.", 5)) {
+			if (nfuse == MAX_TMPFS)
+				return urs_err_set(err, -E2BIG, "pid %d: more than %d FUSE mounts",
+						   (int) pid, MAX_TMPFS);
+			snprintf(fuse[nfuse++], PATH_MAX, "%s", mp);
+			continue;
+		}
 		/* a bind of part of one (/proc/keys -> /dev/null), read-only ones
 		 * (masked paths), /dev (the runtime fills it), the root */
-		if (strcmp(root, "/") || is_ro(opts) || !strcmp(mp, "/dev") || !strcmp(mp, "/") ||
-		    !strncmp(mp, "/proc/", 6) || !strncmp(mp, "/sys/", 5))
+		if (strcmp(fstype, "tmpfs") || strcmp(root, "/") || is_ro(opts) ||
+		    !strcmp(mp, "/dev") || !strcmp(mp, "/") || !strncmp(mp, "/proc/", 6) ||
+		    !strncmp(mp, "/sys/", 5))
 			continue;
 		bool seen = false;
 		for (int k = 0; k < n; k++)
@@ -96,6 +116,13 @@ static int list_tmpfs(pid_t pid, struct tmnt *m, struct urs_err *err)
 		m[n].dev = makedev(maj, min);
 		n++;
 	}
+	for (int k = 0; k < n; k++)
+		for (int j = 0; j < nfuse; j++)
+			if (beneath(m[k].esc, fuse[j]))
+				return urs_err_set(err, -ENOTSUP,
+						   "pid %d: the tmpfs at %s lies beneath the FUSE "
+						   "mount %s (a gofer volume): it cannot be saved",
+						   (int) pid, m[k].path, fuse[j]);
 	return n;
 }
 
@@ -110,8 +137,13 @@ static int open_in_root(int rootfd, const char *path)
 	return fd < 0 ? -errno : fd;
 }
 
+/* Does directory @dfd hold nothing but mount points (of the configuration:
+ * they are made before the restore fills the tmpfs, and not saved)? Entries
+ * are stat'ed without asking their file system (a FUSE server may be
+ * frozen). */
 static bool dir_empty(int dfd)
 {
+	struct statx top;
 	int d2 = fcntl(dfd, F_DUPFD_CLOEXEC, 0);
 	DIR *d = d2 >= 0 ? fdopendir(d2) : NULL;
 	if (!d) {
@@ -119,11 +151,22 @@ static bool dir_empty(int dfd)
 			close(d2);
 		return false;
 	}
+	if (statx(dfd, "", AT_EMPTY_PATH, STATX_MNT_ID, &top) < 0) {
+		closedir(d);
+		return false;
+	}
 	rewinddir(d); /* the dup shares its offset with @dfd and its other readers */
 	struct dirent *de;
 	bool empty = true;
-	while (empty && (de = readdir(d)))
-		empty = !strcmp(de->d_name, ".") || !strcmp(de->d_name, "..");
+	while (empty && (de = readdir(d))) {
+		struct statx sx;
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		empty = statx(dfd, de->d_name,
+			      AT_SYMLINK_NOFOLLOW | AT_STATX_DONT_SYNC | AT_NO_AUTOMOUNT,
+			      STATX_MNT_ID, &sx) == 0 &&
+			sx.stx_mnt_id != top.stx_mnt_id;
+	}
 	closedir(d);
 	return empty;
 }
@@ -162,7 +205,7 @@ static int write_all(int fd, const char *s, size_t n)
 	return 0;
 }
 
-int ckpt_tmpfs_save(pid_t pid, const char *dir, struct urs_err *err)
+int ckpt_tmpfs_save(pid_t pid, const char *dir, bool frozen, struct urs_err *err)
 {
 	ckpt_tmpfs_forget(dir); /* an older image's */
 	_cleanup_free_ struct tmnt *m = calloc(MAX_TMPFS, sizeof(*m));
@@ -192,6 +235,15 @@ int ckpt_tmpfs_save(pid_t pid, const char *dir, struct urs_err *err)
 			ilen += (size_t) snprintf(index + ilen, MAX_INDEX - ilen, "-\t%llx\t%s\n",
 						  (unsigned long long) m[k].dev, m[k].esc);
 			continue;
+		}
+		if (!frozen) {
+			r = urs_err_set(
+				err, -ENOTSUP,
+				"pid %d: files on the tmpfs at %s cannot be saved consistently "
+				"without the cgroup v2 freezer (the sandbox runs on while "
+				"they are read)",
+				(int) pid, m[k].path);
+			break;
 		}
 		char img[PATH_MAX + 32];
 		snprintf(img, sizeof(img), "%s/tmpfs-%d.img", dir, saved);

@@ -11,6 +11,7 @@
 #ifndef URSA_HOST_CKPT_TMPFS_H
 #define URSA_HOST_CKPT_TMPFS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -22,10 +23,12 @@ struct ckpt_dev_map;
 
 /*
  * Save the tmpfs mounts of @pid's mount namespace (paths as @pid sees
- * them) into @dir; the tasks must be stopped or frozen. Returns the number
- * of images written or -errno with @err.
+ * them) into @dir. The tasks must be frozen (@frozen: the cgroup freezer
+ * holds them; else a tmpfs that is not empty is refused, as its files
+ * could change while they are read). Returns the number of images written
+ * or -errno with @err.
  */
-int ckpt_tmpfs_save(pid_t pid, const char *dir, struct urs_err *err);
+int ckpt_tmpfs_save(pid_t pid, const char *dir, bool frozen, struct urs_err *err);
 
 /*
  * Put the saved contents back beneath @pid's root (a restored sandbox's

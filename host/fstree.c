@@ -115,7 +115,7 @@ struct hlink {
 
 struct packer {
 	struct wbuf *w;
-	dev_t dev;
+	uint64_t mnt; /* the top's mount: entries on another are mount points */
 	struct urs_fstree_stats *st;
 	struct urs_err *err;
 	char path[PATH_MAX]; /* of the entry being written, relative to the top */
@@ -233,6 +233,8 @@ static int pack_data(struct packer *p, int fd, uint64_t size)
 			h = (off_t) size;
 		if ((uint64_t) d >= size)
 			break;
+		if (h <= d) /* the data went between the two seeks */
+			return -ESTALE;
 		uint64_t ext[2] = {(uint64_t) d, (uint64_t) (h - d)};
 		if ((r = wput(p->w, ext, sizeof(ext))) < 0 ||
 		    (r = pack_range(p, fd, ext[0], ext[1])) < 0)
@@ -243,49 +245,99 @@ static int pack_data(struct packer *p, int fd, uint64_t size)
 	return wput(p->w, end, sizeof(end));
 }
 
+static size_t hl_slot(const struct packer *p, dev_t dev, ino_t ino)
+{
+	uint64_t x =
+		(uint64_t) ino * 0x9E3779B97F4A7C15ull ^ (uint64_t) dev * 0xC2B2AE3D27D4EB4Full;
+	return (size_t) (x >> 17) & (p->caplinks - 1);
+}
+
 /* A regular file with more than one link: the path it was first saved
- * under, or NULL (and it is remembered under p->path). */
+ * under, or NULL (and it is remembered under p->path). An open-addressing
+ * table by (dev, ino): a tree of a million links stays linear. */
 static const char *hardlink_of(struct packer *p, const struct stat *st, int *err)
 {
-	for (size_t i = 0; i < p->nlinks; i++)
-		if (p->links[i].dev == st->st_dev && p->links[i].ino == st->st_ino)
-			return p->links[i].path;
-	if (p->nlinks == p->caplinks) {
-		size_t cap = p->caplinks ? p->caplinks * 2 : 16;
-		struct hlink *l = realloc(p->links, cap * sizeof(*l));
-		if (!l) {
+	if (p->caplinks) {
+		for (size_t k = hl_slot(p, st->st_dev, st->st_ino); p->links[k].path;
+		     k = (k + 1) & (p->caplinks - 1))
+			if (p->links[k].dev == st->st_dev && p->links[k].ino == st->st_ino)
+				return p->links[k].path;
+	}
+	if ((p->nlinks + 1) * 2 > p->caplinks) { /* grow: rehash */
+		size_t cap = p->caplinks ? p->caplinks * 2 : 64;
+		struct hlink *old = p->links, *nl = calloc(cap, sizeof(*nl));
+		if (!nl) {
 			*err = -ENOMEM;
 			return NULL;
 		}
-		p->links = l;
+		size_t ocap = p->caplinks;
+		p->links = nl;
 		p->caplinks = cap;
+		for (size_t k = 0; k < ocap; k++) {
+			if (!old[k].path)
+				continue;
+			size_t m = hl_slot(p, old[k].dev, old[k].ino);
+			while (nl[m].path)
+				m = (m + 1) & (cap - 1);
+			nl[m] = old[k];
+		}
+		free(old);
 	}
 	char *s = strdup(p->path);
 	if (!s) {
 		*err = -ENOMEM;
 		return NULL;
 	}
-	p->links[p->nlinks++] = (struct hlink){st->st_dev, st->st_ino, s};
+	size_t k = hl_slot(p, st->st_dev, st->st_ino);
+	while (p->links[k].path)
+		k = (k + 1) & (p->caplinks - 1);
+	p->links[k] = (struct hlink){st->st_dev, st->st_ino, s};
+	p->nlinks++;
 	return NULL;
 }
 
 static int pack_dir(struct packer *p, int dfd, int depth, const char *const *skip);
 
+/*
+ * @name in @dfd without a request to another file system: AT_STATX_DONT_SYNC
+ * (a FUSE mount's cached attributes: its server may be frozen with the
+ * sandbox) and no automount; *mnt its mount id.
+ */
+static int stat_here(int dfd, const char *name, struct stat *st, uint64_t *mnt)
+{
+	struct statx sx;
+	if (statx(dfd, name, AT_SYMLINK_NOFOLLOW | AT_STATX_DONT_SYNC | AT_NO_AUTOMOUNT,
+		  STATX_BASIC_STATS | STATX_MNT_ID, &sx) < 0)
+		return -errno;
+	*st = (struct stat){
+		.st_dev = makedev(sx.stx_dev_major, sx.stx_dev_minor),
+		.st_ino = sx.stx_ino,
+		.st_mode = sx.stx_mode,
+		.st_nlink = sx.stx_nlink,
+		.st_uid = sx.stx_uid,
+		.st_gid = sx.stx_gid,
+		.st_rdev = makedev(sx.stx_rdev_major, sx.stx_rdev_minor),
+		.st_size = (off_t) sx.stx_size,
+		.st_mtim = {.tv_sec = sx.stx_mtime.tv_sec, .tv_nsec = sx.stx_mtime.tv_nsec},
+	};
+	*mnt = sx.stx_mnt_id;
+	return 0;
+}
+
 static int pack_entry(struct packer *p, int dfd, const char *name, int depth)
 {
 	struct stat st;
-	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-		return urs_err_set(p->err, -errno, "saving %s: %m", p->path);
-	int r;
+	uint64_t mnt = 0;
+	int r = stat_here(dfd, name, &st, &mnt);
+	if (r < 0)
+		return urs_err_set(p->err, r, "saving %s: %s", p->path, strerror(-r));
+	if (mnt != p->mnt) { /* a mount point (any type): not ours to save */
+		p->st->skipped++;
+		return 0;
+	}
 	switch (st.st_mode & S_IFMT) {
 	case S_IFDIR: {
 		p->xa_len = 0;
-		if (st.st_dev != p->dev) { /* a mount point: its contents are not ours */
-			p->st->skipped++;
-			if ((r = emit(p, FT_DIR, &st, name, NULL, 0, false, 0)) == 0)
-				r = emit(p, FT_DIREND, NULL, NULL, NULL, 0, false, 0);
-			return r;
-		}
 		if (depth >= FT_MAX_DEPTH)
 			return urs_err_set(p->err, -ELOOP, "saving %s: deeper than %d directories",
 					   p->path, FT_MAX_DEPTH);
@@ -408,8 +460,9 @@ int urs_fstree_pack(int dirfd, int fd, const char *const *skip, struct urs_fstre
 	if (!st)
 		st = &local;
 	*st = (struct urs_fstree_stats){0};
-	struct stat top;
-	if (fstat(dirfd, &top) < 0 || !S_ISDIR(top.st_mode))
+	struct statx top;
+	if (statx(dirfd, "", AT_EMPTY_PATH, STATX_TYPE | STATX_MNT_ID, &top) < 0 ||
+	    !S_ISDIR(top.stx_mode))
 		return urs_err_set(err, -ENOTDIR, "saving a tree: not a directory");
 	_cleanup_free_ struct wbuf *w = malloc(sizeof(*w));
 	_cleanup_free_ struct packer *p = calloc(1, sizeof(*p));
@@ -418,7 +471,7 @@ int urs_fstree_pack(int dirfd, int fd, const char *const *skip, struct urs_fstre
 	w->fd = fd;
 	w->crc = 0;
 	w->n = 0;
-	*p = (struct packer){.w = w, .dev = top.st_dev, .st = st, .err = err};
+	*p = (struct packer){.w = w, .mnt = top.stx_mnt_id, .st = st, .err = err};
 	struct ft_hdr h = {.version = FT_VERSION};
 	memcpy(h.magic, FT_MAGIC, 8);
 	int r = wput(w, &h, sizeof(h));
@@ -438,7 +491,7 @@ int urs_fstree_pack(int dirfd, int fd, const char *const *skip, struct urs_fstre
 		if (r < 0)
 			urs_err_set(err, r, "saving a tree: writing: %s", strerror(-r));
 	}
-	for (size_t i = 0; i < p->nlinks; i++)
+	for (size_t i = 0; i < p->caplinks; i++)
 		free(p->links[i].path);
 	free(p->links);
 	free(p->xa);
@@ -591,8 +644,11 @@ static int copy_data(struct unpacker *u, int fd, uint64_t size)
 		int r = rget(u->r, ext, sizeof(ext));
 		if (r < 0)
 			return r;
-		if (!ext[1])
+		if (!ext[1]) {
+			if (ext[0]) /* only the end marker is empty */
+				return -EINVAL;
 			break;
+		}
 		if (ext[0] < next || ext[0] > size || ext[1] > size - ext[0])
 			return -EINVAL;
 		next = ext[0] + ext[1];

@@ -24,8 +24,11 @@ struct urs_fstree_stats {
 /*
  * Write the tree beneath @dirfd to @fd (from its current position), except
  * the top-level names in @skip (NULL-terminated, may be NULL). Mount points
- * below @dirfd are kept as empty directories (their contents belong to
- * their own file system). Returns 0 or -errno with @err naming the file.
+ * below @dirfd (of any type) are left out: what is mounted belongs to its
+ * own file system, and the mount points are the configuration's to make.
+ * Entries are stat'ed without asking another file system (AT_STATX_DONT_SYNC):
+ * a FUSE server may be frozen with the sandbox. A file that changes while
+ * it is read fails the pack (-ESTALE). Returns 0 or -errno with @err naming the file.
  */
 int urs_fstree_pack(int dirfd, int fd, const char *const *skip, struct urs_fstree_stats *st,
 		    struct urs_err *err);

@@ -102,6 +102,48 @@ static void test_root_and_dedupe(void **state)
 	gofer_itable_fini(&t, NULL, NULL);
 }
 
+/* The host reused an inode number (the entry's object is gone, a new one
+ * has its number): the new object gets its own entry, the old nodeid lives
+ * on until the kernel forgets it, and a resize does not bring it back. */
+static void test_stale_inode_number(void **state)
+{
+	(void) state;
+	struct gofer_itable t;
+	new_table(&t, 0, 0, 0);
+	int err = 0;
+	struct stat st, other;
+	struct ginode *a = gofer_inode_ref(&t, obj("old-one", &st), true, &st, &err);
+	assert_non_null(a);
+	uint64_t aid = gofer_inode_id(&t, a);
+	/* another object (another handle) reported under a's (dev, ino) */
+	int fd = obj("new-one", &other);
+	other.st_dev = st.st_dev;
+	other.st_ino = st.st_ino;
+	struct ginode *b = gofer_inode_ref(&t, fd, true, &other, &err);
+	assert_non_null(b);
+	assert_ptr_not_equal(a, b);
+	assert_ptr_equal(gofer_inode_get(&t, aid), a);
+	/* same number, another type: also another entry */
+	int dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	struct stat dst;
+	assert_int_equal(fstat(dfd, &dst), 0);
+	dst.st_dev = st.st_dev;
+	dst.st_ino = st.st_ino;
+	struct ginode *c = gofer_inode_ref(&t, dfd, true, &dst, &err);
+	assert_non_null(c);
+	assert_ptr_not_equal(c, b);
+	/* growing the tables re-chains entries: the stale ones stay out */
+	for (int k = 0; k < 64; k++) {
+		struct stat fs;
+		assert_non_null(gofer_inode_ref(&t, fakefd(&fs, 100000 + k), true, &fs, &err));
+	}
+	dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	assert_ptr_equal(gofer_inode_ref(&t, dfd, true, &dst, &err), c);
+	gofer_inode_forget(&t, a, 1);
+	assert_null(gofer_inode_get(&t, aid));
+	gofer_itable_fini(&t, NULL, NULL);
+}
+
 static void test_open_keeps_entry(void **state)
 {
 	(void) state;
@@ -370,10 +412,11 @@ static int teardown(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_root_and_dedupe),	 cmocka_unit_test(test_open_keeps_entry),
-		cmocka_unit_test(test_limit_and_shrink), cmocka_unit_test(test_fini_visits_all),
-		cmocka_unit_test(test_cache_bounds_fds), cmocka_unit_test(test_reopen_rules),
-		cmocka_unit_test(test_borrowed_fd),	 cmocka_unit_test(test_pinned_cap),
+		cmocka_unit_test(test_root_and_dedupe),	 cmocka_unit_test(test_stale_inode_number),
+		cmocka_unit_test(test_open_keeps_entry), cmocka_unit_test(test_limit_and_shrink),
+		cmocka_unit_test(test_fini_visits_all),	 cmocka_unit_test(test_cache_bounds_fds),
+		cmocka_unit_test(test_reopen_rules),	 cmocka_unit_test(test_borrowed_fd),
+		cmocka_unit_test(test_pinned_cap),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
@@ -448,6 +449,79 @@ static void test_sparse_huge(void **state)
 	close(img);
 }
 
+/* Many hard links: one inode each again, and linear (a hash, not a scan). */
+static void test_many_hardlinks(void **state)
+{
+	(void) state;
+	char p[512], q[512];
+	mk("links");
+	for (int i = 0; i < 3000; i++) {
+		snprintf(p, sizeof(p), "%s/links/a%d", base, i);
+		snprintf(q, sizeof(q), "%s/links/b%d", base, i);
+		int fd = open(p, O_WRONLY | O_CREAT, 0644);
+		assert_true(fd >= 0);
+		close(fd);
+		assert_int_equal(link(p, q), 0);
+	}
+	path(p, sizeof(p), "links");
+	int d = open(p, O_RDONLY | O_DIRECTORY);
+	int img = memfd_create("links", 0);
+	struct urs_err err = {{0}};
+	assert_int_equal(urs_fstree_pack(d, img, NULL, NULL, &err), 0);
+	close(d);
+	assert_int_equal(unpack_to(img, "links2", &err), 0);
+	for (int i = 0; i < 3000; i += 299) {
+		struct stat x, y;
+		snprintf(p, sizeof(p), "%s/links2/a%d", base, i);
+		snprintf(q, sizeof(q), "%s/links2/b%d", base, i);
+		assert_int_equal(stat(p, &x), 0);
+		assert_int_equal(stat(q, &y), 0);
+		assert_int_equal(x.st_ino, y.st_ino);
+		assert_int_equal(x.st_nlink, 2);
+	}
+	close(img);
+}
+
+/* Mount points below the top (a directory, a file bind mount) are left out. */
+static void test_mount_points_skipped(void **state)
+{
+	(void) state;
+	char p[512], q[512];
+	mk("mnts");
+	mk("mnts/dir");
+	put("mnts/file", "under the bind", 0644);
+	put("mnts/keep", "kept", 0644);
+	put("outside", "host file", 0644);
+	path(p, sizeof(p), "mnts/dir");
+	if (mount("tmpfs", p, "tmpfs", 0, NULL) < 0)
+		skip();
+	put("mnts/dir/inside", "in the mounted tmpfs", 0644);
+	path(q, sizeof(q), "outside");
+	char f[512];
+	path(f, sizeof(f), "mnts/file");
+	assert_int_equal(mount(q, f, NULL, MS_BIND, NULL), 0);
+	char top[512];
+	path(top, sizeof(top), "mnts");
+	int d = open(top, O_RDONLY | O_DIRECTORY);
+	int img = memfd_create("mnts", 0);
+	struct urs_err err = {{0}};
+	struct urs_fstree_stats st;
+	int r = urs_fstree_pack(d, img, NULL, &st, &err);
+	close(d);
+	umount2(f, MNT_DETACH);
+	umount2(p, MNT_DETACH);
+	assert_int_equal(r, 0);
+	assert_int_equal(st.skipped, 2);
+	assert_int_equal(unpack_to(img, "mnts2", &err), 0);
+	path(p, sizeof(p), "mnts2/keep");
+	assert_int_equal(access(p, F_OK), 0);
+	path(p, sizeof(p), "mnts2/dir");
+	assert_int_equal(access(p, F_OK), -1);
+	path(p, sizeof(p), "mnts2/file");
+	assert_int_equal(access(p, F_OK), -1);
+	close(img);
+}
+
 static int setup(void **state)
 {
 	(void) state;
@@ -472,6 +546,8 @@ int main(void)
 		cmocka_unit_test(test_damage_creates_nothing),
 		cmocka_unit_test(test_crafted_refused),
 		cmocka_unit_test(test_sparse_huge),
+		cmocka_unit_test(test_many_hardlinks),
+		cmocka_unit_test(test_mount_points_skipped),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
