@@ -971,11 +971,36 @@ static int dump_socket(struct dumpctx *c, pid_t pid, int fd, const struct stat *
 				   "pid %d: fd %d: socket:[%llu] is not a unix, TCP or UDP "
 				   "socket, which cannot be checkpointed yet",
 				   pid, fd, (unsigned long long) st->st_ino);
-	if (si->family == AF_UNIX) {
-		if (si->named || si->state == 10)
+	if (si->family == AF_UNIX && si->state == 10) {
+		if (!si->named || (si->name[0] && si->name[0] != '/'))
 			return urs_err_set(err, -ENOTSUP,
-					   "pid %d: fd %d: unix socket bound to a name (or "
-					   "listening) cannot be checkpointed yet",
+					   "pid %d: fd %d: a unix socket listening %s cannot be "
+					   "checkpointed",
+					   pid, fd,
+					   si->named ? "on a relative path" : "without a name");
+		if (si->type != SOCK_STREAM && si->type != SOCK_SEQPACKET)
+			return urs_err_set(err, -ENOTSUP, "pid %d: fd %d: unix socket type %u", pid,
+					   fd, si->type);
+		struct ckpt_unix_listen *l = calloc(1, sizeof(*l));
+		if (!l)
+			return -ENOMEM;
+		l->type = si->type;
+		l->backlog = si->backlog;
+		l->name_len = si->named;
+		memcpy(l->name, si->name, sizeof(l->name));
+		f->r.type = CKPT_FD_UNIX_LISTEN;
+		f->data = (uint8_t *) l;
+		f->r.data_len = sizeof(*l);
+		return 0;
+	}
+	if (si->family == AF_UNIX) {
+		/* a name is fine on a connected end whose peer is in the tree (an
+		 * accepted connection carries its listener's name): it comes back
+		 * as a socketpair; a bound socket that is not connected does not */
+		if (si->named && !si->peer)
+			return urs_err_set(err, -ENOTSUP,
+					   "pid %d: fd %d: a unix socket bound to a name and not "
+					   "connected cannot be checkpointed yet",
 					   pid, fd);
 		if (si->peer && !tree_find(c, si->peer, true))
 			return urs_err_set(

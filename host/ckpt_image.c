@@ -352,6 +352,20 @@ static bool fd_rec_ok(const struct ckpt_fd *d)
 		return !dl && (r->sub == AF_INET || r->sub == AF_INET6);
 	case CKPT_FD_SIGNALFD:
 		return !dl;
+	case CKPT_FD_UNIX_LISTEN: {
+		struct ckpt_unix_listen l;
+		if (dl != sizeof(l))
+			return false;
+		memcpy(&l, d->data, sizeof(l));
+		if ((l.type != SOCK_STREAM && l.type != SOCK_SEQPACKET) || l.pad || !l.name_len ||
+		    l.name_len > sizeof(l.name))
+			return false;
+		if (l.name[0] == '\0')
+			return true; /* abstract: any bytes */
+		/* a path: absolute, one terminating NUL at most, at the end */
+		size_t n = strnlen(l.name, l.name_len);
+		return l.name[0] == '/' && n + (n < l.name_len) == l.name_len;
+	}
 	case CKPT_FD_TIMERFD: {
 		struct ckpt_timerfd tf;
 		if (dl != sizeof(tf))

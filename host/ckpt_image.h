@@ -112,8 +112,11 @@ enum ckpt_fd_type {
 	/* data: struct ckpt_timerfd (the remaining time, not the deadline: a
 	 * restored timer fires that long after the restore) */
 	CKPT_FD_TIMERFD = 15,
+	/* a unix socket listening on a name: data struct ckpt_unix_listen;
+	 * connections not yet accepted at the checkpoint are not kept */
+	CKPT_FD_UNIX_LISTEN = 16,
 };
-#define CKPT_FD_TYPE_MAX CKPT_FD_TIMERFD
+#define CKPT_FD_TYPE_MAX CKPT_FD_UNIX_LISTEN
 
 /* Wire == memory layout; followed by path_len bytes of path, then data_len
  * bytes of type-specific data. */
@@ -158,6 +161,15 @@ struct ckpt_inet_udp {
 	uint16_t pad;		     /* 0 */
 	uint8_t addr[16], raddr[16]; /* network order; IPv4 in the first 4 bytes */
 	uint32_t reuseaddr, reuseport, v6only, broadcast;
+};
+
+/* A listening unix socket: re-created by socket + bind(name) + listen. */
+struct ckpt_unix_listen {
+	uint32_t type;	   /* SOCK_STREAM, SOCK_SEQPACKET */
+	uint32_t backlog;  /* listen() backlog */
+	uint32_t name_len; /* bytes of name: an absolute path, or abstract (leading NUL) */
+	uint32_t pad;	   /* 0 */
+	char name[108];
 };
 
 /* A timerfd: its clock, the time to its next expiry and its period, and

@@ -24,6 +24,7 @@
 #include <linux/sched.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -38,6 +39,7 @@
 #include <sys/stat.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/timerfd.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -849,6 +851,43 @@ static int open_unix(struct rctx *c, uint32_t i, const struct ckpt_fd *f, long *
 	return fetch(c, i, o->task, o->fd, nfd);
 }
 
+/* A unix socket listening on a name: socket, bind, listen. A socket file
+ * left at the path by the checkpointed one is removed first (only a socket:
+ * anything else there makes the bind fail). */
+static int open_unix_listen(struct rctx *c, uint32_t i, const struct ckpt_fd *f, long *nfd)
+{
+	struct ckpt_unix_listen l;
+	memcpy(&l, f->data, sizeof(l));
+	int r = inj(c, i, SYS_socket, AF_UNIX, l.type | SOCK_CLOEXEC, 0, 0, 0, 0, nfd);
+	if (r)
+		return r;
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	memcpy(sa.sun_path, l.name, l.name_len);
+	socklen_t sl = (socklen_t) (offsetof(struct sockaddr_un, sun_path) + l.name_len);
+	r = scratch_put(c, i, S_STRUCT + 64, &sa, sizeof(sa));
+	if (r)
+		return r;
+	r = inj(c, i, SYS_bind, (uint64_t) *nfd, sarg(c, S_STRUCT + 64), sl, 0, 0, 0, NULL);
+	if (r == -EADDRINUSE && l.name[0] == '/') {
+		/* sun_path is NUL-terminated in the scratch copy (sa is zeroed
+		 * past the name, which is shorter than sun_path or ends in NUL) */
+		struct stat st;
+		uint64_t path = sarg(c, S_STRUCT + 64) + offsetof(struct sockaddr_un, sun_path);
+		int e = inj(c, i, SYS_newfstatat, (uint64_t) AT_FDCWD, path, sarg(c, S_STAT),
+			    AT_SYMLINK_NOFOLLOW, 0, 0, NULL);
+		if (!e)
+			e = ckpt_mem_read(c->memfd[i], sarg(c, S_STAT), &st, sizeof(st));
+		if (!e && S_ISSOCK(st.st_mode) &&
+		    !inj(c, i, SYS_unlinkat, (uint64_t) AT_FDCWD, path, 0, 0, 0, 0, NULL))
+			r = inj(c, i, SYS_bind, (uint64_t) *nfd, sarg(c, S_STRUCT + 64), sl, 0, 0,
+				0, NULL);
+	}
+	if (!r)
+		r = inj(c, i, SYS_listen, (uint64_t) *nfd, l.backlog ? l.backlog : 128, 0, 0, 0, 0,
+			NULL);
+	return r;
+}
+
 static int open_fifo(struct rctx *c, uint32_t i, const struct ckpt_fd *f, long *nfd)
 {
 	/* a reader and writer of our own, so neither open blocks */
@@ -1029,7 +1068,8 @@ static const char *fd_kind(uint32_t type)
 					"memfd",
 					"UDP socket",
 					"signalfd",
-					"timerfd"};
+					"timerfd",
+					"listening unix socket"};
 	return type < URS_ARRAY_SIZE(n) ? n[type] : "?";
 }
 
@@ -1111,6 +1151,9 @@ static int restore_fds(struct rctx *c, uint32_t i, struct urs_err *err)
 			case CKPT_FD_TIMERFD:
 				r = open_timerfd(c, i, f, &fd);
 				setfl = false;
+				break;
+			case CKPT_FD_UNIX_LISTEN:
+				r = open_unix_listen(c, i, f, &fd);
 				break;
 			case CKPT_FD_TCP_CLOSED:
 				r = inj(c, i, SYS_socket, f->r.sub, SOCK_STREAM | SOCK_CLOEXEC, 0,

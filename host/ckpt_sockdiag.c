@@ -86,8 +86,14 @@ static int parse_unix(struct ckpt_sockdiag *d, const struct nlmsghdr *h)
 			struct unix_diag_rqlen q;
 			memcpy(&q, p, sizeof(q));
 			i.rqlen = q.udiag_rqueue;
+			if (m->udiag_state == 10) /* listening: queued connections, backlog */
+				i.backlog = q.udiag_wqueue;
 		} else if (a->nla_type == UNIX_DIAG_NAME) {
-			i.named = 1;
+			size_t n = a->nla_len - NLA_HDRLEN;
+			if (n > sizeof(i.name))
+				n = sizeof(i.name);
+			memcpy(i.name, p, n);
+			i.named = n ? (uint32_t) n : 1;
 		}
 		len -= al;
 		a = (const void *) ((const char *) a + al);

@@ -19,8 +19,9 @@ struct ckpt_sk_info {
 	uint32_t type;	   /* SOCK_*: inet: SOCK_STREAM for TCP, SOCK_DGRAM for UDP */
 	uint32_t state;	   /* TCP_* numbering (unix: ESTABLISHED 1, CLOSE 7, LISTEN 10) */
 	uint32_t rqlen;	   /* unix: bytes (stream) queued for reading */
-	uint32_t backlog;  /* TCP listen: the listen() backlog */
-	uint32_t named;	   /* unix: bound to a path or abstract name */
+	uint32_t backlog;  /* listening TCP or unix: the listen() backlog */
+	uint32_t named;	   /* unix: bound to a path or abstract name (its length) */
+	char name[108];	   /* unix: that name (abstract: a leading NUL), not terminated */
 	uint64_t peer;	   /* unix: the peer's inode, 0 if none */
 	uint16_t port;	   /* inet: local port, host order */
 	uint8_t addr[16];  /* inet: local address, network order */

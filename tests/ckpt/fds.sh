@@ -100,6 +100,55 @@ except OSError: pass
 	R=
 fi
 
+# ---- a unix socket listening on a path, with an accepted connection ---------------
+if [ -x /usr/bin/python3 ]; then
+	/usr/bin/python3 -c '
+import socket, sys, os, time
+path, info, go = sys.argv[1:4]
+srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+srv.bind(path)
+srv.listen(7)
+cli = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+cli.connect(path)
+acc, _ = srv.accept()
+cli.send(b"queued")
+open(info, "w").write("ready\n")
+while not os.path.exists(go):
+    time.sleep(0.01)
+out = open(info, "a")
+out.write("OK accepted end has the queued bytes\n" if acc.recv(100) == b"queued" else "FAIL queue\n")
+acc.send(b"back")
+out.write("OK client end still connected\n" if cli.recv(100) == b"back" else "FAIL client\n")
+out.flush()
+while True:
+    c, _ = srv.accept()
+    c.send(b"echo " + c.recv(100))
+    c.close()
+' "$W/u.sock" "$W/u.info" "$W/ugo" </dev/null >/dev/null 2>&1 &
+	P=$!
+	wait_for 5 grep -q ready "$W/u.info" || fail "unix listener workload not ready"
+	mkdir -p "$W/imgl"
+	"$CKPT_TOOL" dump $P "$W/imgl" >"$W/dumpl.log" 2>"$W/dumpl.err" || fail "unix listener dump: $(cat "$W/dumpl.err")"
+	kill -9 $P
+	wait $P 2>/dev/null
+	P=
+	[ -S "$W/u.sock" ] || fail "the socket file should still be there (the restore replaces it)"
+	"$CKPT_TOOL" restore "$W/imgl" >"$W/restorel.log" 2>"$W/restorel.err" </dev/null ||
+		fail "unix listener restore: $(cat "$W/restorel.err")"
+	R=$(awk '/^pid/ {print $2}' "$W/restorel.log")
+	touch "$W/ugo"
+	wait_for 5 sh -c "[ \$(grep -c '^OK' '$W/u.info') = 2 ]" || fail "unix listener after restore: $(cat "$W/u.info")"
+	got=$(/usr/bin/python3 -c '
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); s.settimeout(2)
+s.connect(sys.argv[1]); s.send(b"hi"); print(s.recv(100).decode())
+' "$W/u.sock" 2>&1)
+	[ "$got" = "echo hi" ] || fail "a new connection to the restored listener: $got"
+	echo "ok 4 a unix socket listening on a path: its accepted connection and queue, new connections"
+	kill -9 "$R"
+	R=
+fi
+
 # ---- signalfd and timerfds (tests/ckpt/timers.c) -----------------------------------
 if [ -n "${TIMERS:-}" ]; then
 	"$TIMERS" "$W/tout" "$W/tgo" </dev/null >/dev/null 2>&1 &
@@ -117,7 +166,7 @@ if [ -n "${TIMERS:-}" ]; then
 	wait_for 5 grep -q DONE "$W/tout" || fail "timers: no DONE after restore: $(cat "$W/tout")"
 	grep '^FAIL' "$W/tout" && fail "timers: a check failed after restore"
 	[ "$(grep -c '^OK' "$W/tout")" = 8 ] || fail "timers: expected 8 OK lines: $(cat "$W/tout")"
-	echo "ok 4 signalfd with a pending signal, periodic/expired/disarmed timerfds restored (8 checks)"
+	echo "ok 5 signalfd with a pending signal, periodic/expired/disarmed timerfds restored (8 checks)"
 	R=
 fi
 
@@ -131,7 +180,7 @@ if [ -x /usr/bin/python3 ]; then
 		fail "netlink refusal message: $(cat "$W/nl.err")"
 	kill -0 $P || fail "the process died after the refused dump"
 	[ ! -e "$W/img3/core.img" ] || fail "an image was left"
-	echo "ok 5 a netlink socket is refused naming pid and fd; the process runs on"
+	echo "ok 6 a netlink socket is refused naming pid and fd; the process runs on"
 	kill -9 $P
 	wait $P 2>/dev/null
 	P=

@@ -126,7 +126,7 @@ spid=$(u state ${P}h3 2>/dev/null | jq -r .pid)
 u checkpoint --image-path "$work/img3" ${P}h3 >/dev/null 2>"$work/ck3.err"
 rc=$?
 check "a named unix socket is refused, naming the pid, the fd and why" \
-	'[ $rc != 0 ] && grep -q "pid [0-9]*: fd [0-9]*: unix socket bound to a name" "$work/ck3.err"' \
+	'[ $rc != 0 ] && grep -q "pid [0-9]*: fd [0-9]*: a unix socket bound to a name and not connected" "$work/ck3.err"' \
 	"rc $rc: $(cat "$work/ck3.err")"
 check "no image is left" '[ ! -e "$work/img3/core.img" ]'
 check "the sandbox keeps running (same init)" \

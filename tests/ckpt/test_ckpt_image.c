@@ -286,11 +286,13 @@ static void test_fd_kinds(void **state)
 	sample(&img);
 	struct ckpt_task *t = &img.tasks[0];
 	free(t->fds);
-	t->fds = calloc(9, sizeof(*t->fds));
-	t->nfds = 9;
+	t->fds = calloc(10, sizeof(*t->fds));
+	t->nfds = 10;
 	static uint8_t pipe_data[] = "abc", unix_data[] = "xy";
 	struct ckpt_epoll_tgt tg = {.tfd = 3, .events = 1, .data = 0x1122334455667788ull};
 	struct ckpt_inet_listen l = {.family = AF_INET, .port = 80, .backlog = 7, .reuseaddr = 1};
+	struct ckpt_unix_listen ul = {
+		.type = SOCK_STREAM, .backlog = 5, .name_len = 9, .name = "/run/u.s"};
 	struct ckpt_timerfd tf = {
 		.clockid = CLOCK_MONOTONIC, .ticks = 2, .value_nsec = 5000, .interval_sec = 1};
 	struct ckpt_inet_udp u = {
@@ -333,13 +335,18 @@ static void test_fd_kinds(void **state)
 		(uint8_t *) &tf};
 	t->fds[8] = (struct ckpt_fd){
 		{.fd = 9, .dup_of = -1, .type = CKPT_FD_SIGNALFD, .pos = 1u << 9}, NULL, NULL};
+	t->fds[9] = (struct ckpt_fd){
+		{.fd = 10, .dup_of = -1, .type = CKPT_FD_UNIX_LISTEN, .data_len = sizeof(ul)},
+		NULL,
+		(uint8_t *) &ul};
 	uint8_t *buf;
 	size_t len;
 	encode_ok(&img, &buf, &len);
 	struct urs_err err = {{0}};
 	assert_int_equal(ckpt_image_decode(buf, len, &out, &err), 0);
 	struct ckpt_task *o = &out.tasks[0];
-	assert_int_equal(o->nfds, 9);
+	assert_int_equal(o->nfds, 10);
+	assert_memory_equal(o->fds[9].data, &ul, sizeof(ul));
 	assert_memory_equal(o->fds[6].data, &u, sizeof(u));
 	assert_memory_equal(o->fds[7].data, &tf, sizeof(tf));
 	assert_int_equal(o->fds[8].r.pos, 1u << 9);
@@ -383,6 +390,25 @@ static void test_fd_kinds(void **state)
 	tf.value_sec = -1;
 	expect_invalid(&img, "bad fd 8");
 	tf.value_sec = 0;
+	ul.name[0] = 'r'; /* a relative path */
+	expect_invalid(&img, "bad fd 10");
+	ul.name[0] = '/';
+	ul.name_len = 12; /* NULs inside the path */
+	expect_invalid(&img, "bad fd 10");
+	ul.name_len = 9;
+	ul.type = SOCK_DGRAM; /* datagram sockets do not listen */
+	expect_invalid(&img, "bad fd 10");
+	ul.type = SOCK_STREAM;
+	ul.name[0] = '\0'; /* abstract: any bytes */
+	uint8_t *abuf;
+	size_t alen;
+	encode_ok(&img, &abuf, &alen);
+	struct ckpt_image aout;
+	struct urs_err aerr = {{0}};
+	assert_int_equal(ckpt_image_decode(abuf, alen, &aout, &aerr), 0);
+	ckpt_image_free(&aout);
+	free(abuf);
+	ul.name[0] = '/';
 	t->fds[5].r.sub = SOCK_DGRAM; /* datagram pairs carry no queue */
 	expect_invalid(&img, "bad fd 6");
 	t->fds[5].r.sub = SOCK_STREAM;
