@@ -504,6 +504,15 @@ static int op_readlink(struct greq *r)
 	return gofer_reply(r, 0, r->buf, (size_t) n);
 }
 
+/* A make that failed after its inode was charged to the quota: uncharge,
+ * and its -errno. */
+static int uncharge_errno(struct urs_gofer *g)
+{
+	int err = -errno;
+	gofer_quota_charge(g, 0, -1);
+	return err;
+}
+
 static int op_symlink(struct greq *r)
 {
 	NODE(p);
@@ -517,11 +526,8 @@ static int op_symlink(struct greq *r)
 	int err = gofer_quota_charge(r->g, 0, 1);
 	if (err < 0)
 		return err;
-	if (symlinkat(target, pfd, name) < 0) {
-		err = -errno;
-		gofer_quota_charge(r->g, 0, -1);
-		return err;
-	}
+	if (symlinkat(target, pfd, name) < 0)
+		return uncharge_errno(r->g);
 	own_name(r, p, name, 0, true);
 	return reply_entry(r, p, name);
 }
@@ -544,11 +550,8 @@ static int op_mknod(struct greq *r)
 	int err = gofer_quota_charge(r->g, 0, 1);
 	if (err < 0)
 		return err;
-	if (mknodat(pfd, name, t | mode, 0) < 0) {
-		err = -errno;
-		gofer_quota_charge(r->g, 0, -1);
-		return err;
-	}
+	if (mknodat(pfd, name, t | mode, 0) < 0)
+		return uncharge_errno(r->g);
 	own_name(r, p, name, mode, false);
 	return reply_entry(r, p, name);
 }
@@ -568,11 +571,8 @@ static int op_mkdir(struct greq *r)
 	int err = gofer_quota_charge(r->g, 0, 1);
 	if (err < 0)
 		return err;
-	if (mkdirat(pfd, name, mode) < 0) {
-		err = -errno;
-		gofer_quota_charge(r->g, 0, -1);
-		return err;
-	}
+	if (mkdirat(pfd, name, mode) < 0)
+		return uncharge_errno(r->g);
 	struct stat pst;
 	if (istat(r->g, p, &pst) == 0 && (pst.st_mode & S_ISGID))
 		mode |= S_ISGID; /* inherited, as the host would */
