@@ -24,6 +24,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <linux/sockios.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -780,6 +781,25 @@ static bool in_task_root(pid_t pid, const char *path, const struct stat *st)
 	return fd >= 0 && fstat(fd, &s2) == 0 && s2.st_dev == st->st_dev && s2.st_ino == st->st_ino;
 }
 
+/* Was socket @fd of @pid made in @pid's own network namespace (not the
+ * dumper's)? Its namespace by SIOCGSKNS on a copy (pidfd_getfd). A socket
+ * of a kind the socket diagnostics do not list (raw, netlink, packet) on
+ * fd 0-2 is then the workload's, not stdio handed in from outside. With the
+ * host's namespace there is no telling: false. */
+static bool sock_in_task_netns(pid_t pid, int fd)
+{
+	char path[64];
+	struct stat tns, self, sns;
+	snprintf(path, sizeof(path), "/proc/%d/ns/net", pid);
+	if (stat(path, &tns) < 0 || stat("/proc/self/ns/net", &self) < 0 ||
+	    tns.st_ino == self.st_ino)
+		return false;
+	_cleanup_close_ int pfd = (int) syscall(SYS_pidfd_open, pid, 0);
+	_cleanup_close_ int sfd = pfd < 0 ? -1 : (int) syscall(SYS_pidfd_getfd, pfd, fd, 0);
+	_cleanup_close_ int nfd = sfd < 0 ? -1 : ioctl(sfd, SIOCGSKNS);
+	return nfd >= 0 && fstat(nfd, &sns) == 0 && sns.st_ino == tns.st_ino;
+}
+
 /* stdio the restore replaces (CKPT_FD_EXT): a pipe, socket or tty on fd 0-2,
  * or a file outside the task's root (the shim's log, a redirected stdout) —
  * unless it is a pipe both of whose ends, or a unix socket whose peer, the
@@ -800,7 +820,7 @@ static bool external_stdio(struct dumpctx *c, pid_t pid, int fd, const char *lin
 			return true;
 		const struct ckpt_sk_info *si = ckpt_sockdiag_find(d, st->st_ino);
 		if (!si)
-			return true;
+			return !sock_in_task_netns(pid, fd);
 		/* a socket bound to a name or listening is never stdio handed in
 		 * from outside: the workload made it (and gets it refused or saved) */
 		if (si->family == AF_UNIX)
@@ -997,11 +1017,36 @@ static int dump_socket(struct dumpctx *c, pid_t pid, int fd, const struct stat *
 		/* a name is fine on a connected end whose peer is in the tree (an
 		 * accepted connection carries its listener's name): it comes back
 		 * as a socketpair; a bound socket that is not connected does not */
+		if (si->named && !si->peer && si->type == SOCK_DGRAM &&
+		    (!si->name[0] || si->name[0] == '/')) {
+			/* a datagram socket others send to by name (syslog):
+			 * name now, its queue peeked by dump_sock_injected */
+			struct ckpt_unix_listen *l = calloc(1, sizeof(*l));
+			if (!l)
+				return -ENOMEM;
+			l->type = SOCK_DGRAM;
+			l->name_len = si->named;
+			memcpy(l->name, si->name, sizeof(l->name));
+			f->r.type = CKPT_FD_UNIX_BOUND;
+			f->r.sub = SOCK_DGRAM;
+			f->data = (uint8_t *) l;
+			f->r.data_len = sizeof(*l);
+			return 0;
+		}
+		const struct ckpt_sk_info *pi = si->peer ? ckpt_sockdiag_find(d, si->peer) : NULL;
+		if (pi && pi->named && !pi->peer && pi->type == SOCK_DGRAM)
+			return urs_err_set(err, -ENOTSUP,
+					   "pid %d: fd %d: a unix datagram socket connected to a "
+					   "bound one (a client of a syslog-like socket) cannot be "
+					   "checkpointed yet",
+					   pid, fd);
 		if (si->named && !si->peer)
 			return urs_err_set(err, -ENOTSUP,
-					   "pid %d: fd %d: a unix socket bound to a name and not "
+					   "pid %d: fd %d: a unix %s socket bound to %s and not "
 					   "connected cannot be checkpointed yet",
-					   pid, fd);
+					   pid, fd, si->type == SOCK_DGRAM ? "datagram" : "stream",
+					   si->name[0] && si->name[0] != '/' ? "a relative path"
+									     : "a name");
 		if (si->peer && !tree_find(c, si->peer, true))
 			return urs_err_set(
 				err, -ENOTSUP,
@@ -1426,6 +1471,29 @@ static int dump_sock_injected(struct ckpt_task *t, struct ckpt_tracee *tr, int m
 			continue;
 		if (f->r.type == CKPT_FD_UNIX && (f->r.data_len || f->r.sub != SOCK_STREAM)) {
 			r = peek_unix(f, tr, memfd, scratch, err);
+			if (r)
+				return r;
+			continue;
+		}
+		if (f->r.type == CKPT_FD_UNIX_BOUND) { /* the name, then its datagrams */
+			uint8_t *hdr = f->data;
+			f->data = NULL;
+			f->r.data_len = 0;
+			r = peek_unix(f, tr, memfd, scratch, err);
+			uint8_t *all =
+				r ? NULL : malloc(sizeof(struct ckpt_unix_listen) + f->r.data_len);
+			if (!r && !all)
+				r = -ENOMEM;
+			if (all) {
+				memcpy(all, hdr, sizeof(struct ckpt_unix_listen));
+				if (f->r.data_len)
+					memcpy(all + sizeof(struct ckpt_unix_listen), f->data,
+					       f->r.data_len);
+				f->r.data_len += (uint32_t) sizeof(struct ckpt_unix_listen);
+			}
+			free(hdr);
+			free(f->data);
+			f->data = all;
 			if (r)
 				return r;
 			continue;

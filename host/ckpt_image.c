@@ -296,6 +296,23 @@ static void *grow(void *arr, uint32_t n, size_t elem)
 
 /* Per-type shape of one fd record (a dup carries nothing of its own; one
  * shared with an earlier task carries only its type). */
+/* Datagrams as saved: {u32 length, bytes}, exactly filling @dl bytes; each
+ * no larger than the restorer's 32 KiB send buffer. */
+static bool msgs_ok(const uint8_t *p, uint32_t dl)
+{
+	for (uint32_t off = 0; off < dl;) {
+		uint32_t ml;
+		if (dl - off < 4)
+			return false;
+		memcpy(&ml, p + off, 4);
+		off += 4;
+		if (ml > dl - off || ml > 32768)
+			return false;
+		off += ml;
+	}
+	return true;
+}
+
 static bool fd_rec_ok(const struct ckpt_fd *d)
 {
 	const struct ckpt_fd_rec *r = &d->r;
@@ -328,19 +345,7 @@ static bool fd_rec_ok(const struct ckpt_fd *d)
 			return true;
 		if (r->sub != SOCK_DGRAM && r->sub != SOCK_SEQPACKET)
 			return false;
-		/* messages: {u32 length, bytes}, exactly filling the data; each
-		 * no larger than the restorer's 32 KiB send buffer */
-		for (uint32_t off = 0; off < dl;) {
-			uint32_t ml;
-			if (dl - off < 4)
-				return false;
-			memcpy(&ml, d->data + off, 4);
-			off += 4;
-			if (ml > dl - off || ml > 32768)
-				return false;
-			off += ml;
-		}
-		return true;
+		return msgs_ok(d->data, dl);
 	case CKPT_FD_TCP_LISTEN: {
 		struct ckpt_inet_listen l;
 		if (dl != sizeof(l))
@@ -352,13 +357,18 @@ static bool fd_rec_ok(const struct ckpt_fd *d)
 		return !dl && (r->sub == AF_INET || r->sub == AF_INET6);
 	case CKPT_FD_SIGNALFD:
 		return !dl;
-	case CKPT_FD_UNIX_LISTEN: {
+	case CKPT_FD_UNIX_LISTEN:
+	case CKPT_FD_UNIX_BOUND: {
 		struct ckpt_unix_listen l;
-		if (dl != sizeof(l))
+		bool bound = r->type == CKPT_FD_UNIX_BOUND;
+		if (bound ? dl < sizeof(l) : dl != sizeof(l))
 			return false;
 		memcpy(&l, d->data, sizeof(l));
-		if ((l.type != SOCK_STREAM && l.type != SOCK_SEQPACKET) || l.pad || !l.name_len ||
-		    l.name_len > sizeof(l.name))
+		if (bound ? (l.type != SOCK_DGRAM || l.backlog ||
+			     !msgs_ok(d->data + sizeof(l), dl - (uint32_t) sizeof(l)))
+			  : (l.type != SOCK_STREAM && l.type != SOCK_SEQPACKET))
+			return false;
+		if (l.pad || !l.name_len || l.name_len > sizeof(l.name))
 			return false;
 		if (l.name[0] == '\0')
 			return true; /* abstract: any bytes */

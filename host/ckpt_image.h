@@ -115,8 +115,12 @@ enum ckpt_fd_type {
 	/* a unix socket listening on a name: data struct ckpt_unix_listen;
 	 * connections not yet accepted at the checkpoint are not kept */
 	CKPT_FD_UNIX_LISTEN = 16,
+	/* a unix datagram socket bound to a name, not connected (a syslog
+	 * socket): data struct ckpt_unix_listen (backlog 0) + the datagrams
+	 * queued on it ({u32 length, bytes}...); their senders are not kept */
+	CKPT_FD_UNIX_BOUND = 17,
 };
-#define CKPT_FD_TYPE_MAX CKPT_FD_UNIX_LISTEN
+#define CKPT_FD_TYPE_MAX CKPT_FD_UNIX_BOUND
 
 /* Wire == memory layout; followed by path_len bytes of path, then data_len
  * bytes of type-specific data. */

@@ -851,24 +851,22 @@ static int open_unix(struct rctx *c, uint32_t i, const struct ckpt_fd *f, long *
 	return fetch(c, i, o->task, o->fd, nfd);
 }
 
-/* A unix socket listening on a name: socket, bind, listen. A socket file
- * left at the path by the checkpointed one is removed first (only a socket:
- * anything else there makes the bind fail). */
-static int open_unix_listen(struct rctx *c, uint32_t i, const struct ckpt_fd *f, long *nfd)
+/* Bind unix socket @fd of task i to the name in @l (at S_STRUCT + 64 in the
+ * scratch area, where it stays for sendto). A socket file the checkpointed
+ * one left at the path is removed first (only a socket: anything else there
+ * makes the bind fail). */
+static int bind_unix_name(struct rctx *c, uint32_t i, long fd, const struct ckpt_unix_listen *l,
+			  socklen_t *len)
 {
-	struct ckpt_unix_listen l;
-	memcpy(&l, f->data, sizeof(l));
-	int r = inj(c, i, SYS_socket, AF_UNIX, l.type | SOCK_CLOEXEC, 0, 0, 0, 0, nfd);
-	if (r)
-		return r;
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	memcpy(sa.sun_path, l.name, l.name_len);
-	socklen_t sl = (socklen_t) (offsetof(struct sockaddr_un, sun_path) + l.name_len);
-	r = scratch_put(c, i, S_STRUCT + 64, &sa, sizeof(sa));
+	memcpy(sa.sun_path, l->name, l->name_len);
+	socklen_t sl = (socklen_t) (offsetof(struct sockaddr_un, sun_path) + l->name_len);
+	*len = sl;
+	int r = scratch_put(c, i, S_STRUCT + 64, &sa, sizeof(sa));
 	if (r)
 		return r;
-	r = inj(c, i, SYS_bind, (uint64_t) *nfd, sarg(c, S_STRUCT + 64), sl, 0, 0, 0, NULL);
-	if (r == -EADDRINUSE && l.name[0] == '/') {
+	r = inj(c, i, SYS_bind, (uint64_t) fd, sarg(c, S_STRUCT + 64), sl, 0, 0, 0, NULL);
+	if (r == -EADDRINUSE && l->name[0] == '/') {
 		/* sun_path is NUL-terminated in the scratch copy (sa is zeroed
 		 * past the name, which is shorter than sun_path or ends in NUL) */
 		struct stat st;
@@ -879,12 +877,59 @@ static int open_unix_listen(struct rctx *c, uint32_t i, const struct ckpt_fd *f,
 			e = ckpt_mem_read(c->memfd[i], sarg(c, S_STAT), &st, sizeof(st));
 		if (!e && S_ISSOCK(st.st_mode) &&
 		    !inj(c, i, SYS_unlinkat, (uint64_t) AT_FDCWD, path, 0, 0, 0, 0, NULL))
-			r = inj(c, i, SYS_bind, (uint64_t) *nfd, sarg(c, S_STRUCT + 64), sl, 0, 0,
-				0, NULL);
+			r = inj(c, i, SYS_bind, (uint64_t) fd, sarg(c, S_STRUCT + 64), sl, 0, 0, 0,
+				NULL);
 	}
+	return r;
+}
+
+/* A unix socket listening on a name: socket, bind, listen. */
+static int open_unix_listen(struct rctx *c, uint32_t i, const struct ckpt_fd *f, long *nfd)
+{
+	struct ckpt_unix_listen l;
+	memcpy(&l, f->data, sizeof(l));
+	int r = inj(c, i, SYS_socket, AF_UNIX, l.type | SOCK_CLOEXEC, 0, 0, 0, 0, nfd);
+	socklen_t sl;
+	if (!r)
+		r = bind_unix_name(c, i, *nfd, &l, &sl);
 	if (!r)
 		r = inj(c, i, SYS_listen, (uint64_t) *nfd, l.backlog ? l.backlog : 128, 0, 0, 0, 0,
 			NULL);
+	return r;
+}
+
+/* A unix datagram socket bound to a name: socket, bind, and its queued
+ * datagrams sent to it again, by name, from a socket of the task's own that
+ * is closed afterwards (the original senders are not kept). */
+static int open_unix_bound(struct rctx *c, uint32_t i, const struct ckpt_fd *f, long *nfd)
+{
+	struct ckpt_unix_listen l;
+	memcpy(&l, f->data, sizeof(l));
+	int r = inj(c, i, SYS_socket, AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, 0, 0, 0, nfd);
+	socklen_t sl;
+	if (!r)
+		r = bind_unix_name(c, i, *nfd, &l, &sl);
+	const uint8_t *m = f->data + sizeof(l);
+	uint32_t left = f->r.data_len - (uint32_t) sizeof(l);
+	if (r || !left)
+		return r;
+	long tmp = -1;
+	r = inj(c, i, SYS_socket, AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, 0, 0, 0, &tmp);
+	while (!r && left) {
+		uint32_t ml;
+		memcpy(&ml, m, 4);
+		long w = 0;
+		r = scratch_put(c, i, S_BPF, m + 4, ml);
+		if (!r)
+			r = inj(c, i, SYS_sendto, (uint64_t) tmp, sarg(c, S_BPF), ml,
+				MSG_DONTWAIT | MSG_NOSIGNAL, sarg(c, S_STRUCT + 64), sl, &w);
+		if (!r && w != (long) ml)
+			r = -EIO;
+		m += 4 + ml;
+		left -= 4 + ml;
+	}
+	if (tmp >= 0)
+		inj(c, i, SYS_close, (uint64_t) tmp, 0, 0, 0, 0, 0, NULL);
 	return r;
 }
 
@@ -1069,7 +1114,8 @@ static const char *fd_kind(uint32_t type)
 					"UDP socket",
 					"signalfd",
 					"timerfd",
-					"listening unix socket"};
+					"listening unix socket",
+					"bound unix datagram socket"};
 	return type < URS_ARRAY_SIZE(n) ? n[type] : "?";
 }
 
@@ -1154,6 +1200,9 @@ static int restore_fds(struct rctx *c, uint32_t i, struct urs_err *err)
 				break;
 			case CKPT_FD_UNIX_LISTEN:
 				r = open_unix_listen(c, i, f, &fd);
+				break;
+			case CKPT_FD_UNIX_BOUND:
+				r = open_unix_bound(c, i, f, &fd);
 				break;
 			case CKPT_FD_TCP_CLOSED:
 				r = inj(c, i, SYS_socket, f->r.sub, SOCK_STREAM | SOCK_CLOEXEC, 0,

@@ -184,5 +184,21 @@ if [ -x /usr/bin/python3 ]; then
 	kill -9 $P
 	wait $P 2>/dev/null
 	P=
+	# a datagram client connected to a bound socket: refused, not re-made wrongly
+	/usr/bin/python3 -c '
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); s.bind(sys.argv[1])
+c = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); c.connect(sys.argv[1])
+time.sleep(60)' "$W/log.sock" &
+	P=$!
+	wait_for 5 test -S "$W/log.sock" || fail "dgram workload not ready"
+	mkdir -p "$W/img5"
+	if "$CKPT_TOOL" dump $P "$W/img5" 2>"$W/dg.err" >/dev/null; then fail "dgram client: dump succeeded"; fi
+	grep -q "pid $P: fd [0-9]*: a unix datagram socket connected to a bound one" "$W/dg.err" ||
+		fail "dgram client refusal message: $(cat "$W/dg.err")"
+	echo "ok 7 a datagram client connected to a bound socket is refused"
+	kill -9 $P
+	wait $P 2>/dev/null
+	P=
 fi
 echo "all fd checks passed"

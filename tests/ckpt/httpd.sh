@@ -10,8 +10,11 @@
 #     restore, and httpd goes on serving
 #   - --leave-running: the original keeps serving on its forward while the
 #     image restores under another id and bundle (another host port)
-#   - busybox syslogd (a unix socket bound to /dev/log, on its fd 0): the
-#     checkpoint is refused naming the pid, the fd and why; it runs on
+#   - busybox syslogd (a unix datagram socket bound to /dev/log, on its fd
+#     0): checkpointed and restored, it logs a message sent after restore
+#     and kept the file it wrote before
+#   - busybox ping (an ICMP socket): the checkpoint is refused naming the
+#     pid, the fd and why; it runs on
 # Needs root and curl. Env: URSA.
 set -u
 P=ckh$$-
@@ -27,7 +30,7 @@ check() { if eval "$2"; then ok "$1"; else bad "$1" "${3:-}"; fi; }
 u() { "$URSA" --root "$root" "$@"; }
 cleanup() {
 	[ -n "${hold:-}" ] && kill "$hold" 2>/dev/null
-	for id in ${P}h1 ${P}h2 ${P}h3; do u delete --force "$id" >/dev/null 2>&1; done
+	for id in ${P}h1 ${P}h2 ${P}h3 ${P}h4; do u delete --force "$id" >/dev/null 2>&1; done
 	rm -rf "$work"
 }
 trap cleanup EXIT
@@ -115,22 +118,46 @@ for id in ${P}h1 ${P}h2; do
 done
 check "nothing left" '! u state ${P}h1 >/dev/null 2>&1 && ! u state ${P}h2 >/dev/null 2>&1'
 
-# ---- a socket that cannot be saved: refused, naming it; the sandbox runs on ----------
-# syslogd's socket is bound to /dev/log (a named unix socket)
-jq '.process.args = ["/bin/busybox", "syslogd", "-n", "-O", "/tmp/messages"]' "$work/b/config.json" \
-	>"$work/b2/config.json"
+# ---- syslogd: a datagram socket bound to /dev/log comes back ---------------------------
+# (no port forward: the host port is the httpd copies' business)
+jq '.process.args = ["/bin/busybox", "syslogd", "-n", "-O", "/tmp/messages"]
+	| del(.annotations["run.ursa.ports"])' "$work/b/config.json" >"$work/b2/config.json"
 (cd "$work/b2" && u run -d ${P}h3 >/dev/null 2>"$work/run3.err") || bad "run -d syslogd" "$(cat "$work/run3.err")"
 wait_for 10 sh -c "u() { '$URSA' --root '$root' \"\$@\"; }; u ps ${P}h3 2>/dev/null | grep -q syslogd" || true
 sleep 0.2
-spid=$(u state ${P}h3 2>/dev/null | jq -r .pid)
+u exec ${P}h3 /bin/busybox logger before-ckpt >/dev/null 2>&1
+check "syslogd logs before the checkpoint" \
+	'wait_for 5 sh -c "u() { '"'$URSA'"' --root '"'$root'"' \"\$@\"; }; u exec ${P}h3 /bin/busybox cat /tmp/messages | grep -q before-ckpt"'
 u checkpoint --image-path "$work/img3" ${P}h3 >/dev/null 2>"$work/ck3.err"
 rc=$?
-check "a named unix socket is refused, naming the pid, the fd and why" \
-	'[ $rc != 0 ] && grep -q "pid [0-9]*: fd [0-9]*: a unix socket bound to a name and not connected" "$work/ck3.err"' \
-	"rc $rc: $(cat "$work/ck3.err")"
-check "no image is left" '[ ! -e "$work/img3/core.img" ]'
-check "the sandbox keeps running (same init)" \
-	'[ "$(status_of ${P}h3)" = running ] && [ "$(u state ${P}h3 | jq -r .pid)" = "$spid" ] && kill -0 "$spid"'
+check "a unix datagram socket bound to /dev/log is checkpointed" '[ $rc = 0 ]' "$(cat "$work/ck3.err")"
+u restore --detach --image-path "$work/img3" --bundle "$work/b2" ${P}h3 >/dev/null 2>"$work/rs3.err"
+rc=$?
+check "syslogd restored" '[ $rc = 0 ]' "$(cat "$work/rs3.err")"
+u exec ${P}h3 /bin/busybox logger after-restore >/dev/null 2>&1
+check "it receives on /dev/log after restore (and kept /tmp/messages)" \
+	'wait_for 5 sh -c "u() { '"'$URSA'"' --root '"'$root'"' \"\$@\"; }; u exec ${P}h3 /bin/busybox cat /tmp/messages | grep -q after-restore" &&
+	u exec ${P}h3 /bin/busybox cat /tmp/messages | grep -q before-ckpt'
 u delete --force ${P}h3 >/dev/null 2>&1
+
+# ---- a socket that cannot be saved: refused, naming it; the sandbox runs on ----------
+# busybox ping holds a raw ICMP socket (neither unix, TCP nor UDP; the
+# configuration gives it CAP_NET_RAW)
+jq '.process.args = ["/bin/busybox", "ping", "-i", "0.2", "127.0.0.1"]
+	| del(.annotations["run.ursa.ports"])
+	| .process.capabilities |= with_entries(.value += ["CAP_NET_RAW"])' "$work/b/config.json" \
+	>"$work/b2/config.json"
+(cd "$work/b2" && u run -d ${P}h4 >/dev/null 2>"$work/run4.err") || bad "run -d ping" "$(cat "$work/run4.err")"
+sleep 0.3
+spid=$(u state ${P}h4 2>/dev/null | jq -r .pid)
+u checkpoint --image-path "$work/img4" ${P}h4 >/dev/null 2>"$work/ck4.err"
+rc=$?
+check "an ICMP socket is refused, naming the pid, the fd and why" \
+	'[ $rc != 0 ] && grep -q "pid [0-9]*: fd [0-9]*: socket:\[[0-9]*\] is not a unix, TCP or UDP socket" "$work/ck4.err"' \
+	"rc $rc: $(cat "$work/ck4.err")"
+check "no image is left" '[ ! -e "$work/img4/core.img" ]'
+check "the sandbox keeps running (same init)" \
+	'[ "$(status_of ${P}h4)" = running ] && [ "$(u state ${P}h4 | jq -r .pid)" = "$spid" ] && kill -0 "$spid"'
+u delete --force ${P}h4 >/dev/null 2>&1
 echo "passed $passed, failed $failed"
 [ "$failed" = 0 ]

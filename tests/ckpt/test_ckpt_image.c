@@ -286,13 +286,18 @@ static void test_fd_kinds(void **state)
 	sample(&img);
 	struct ckpt_task *t = &img.tasks[0];
 	free(t->fds);
-	t->fds = calloc(10, sizeof(*t->fds));
-	t->nfds = 10;
+	t->fds = calloc(11, sizeof(*t->fds));
+	t->nfds = 11;
 	static uint8_t pipe_data[] = "abc", unix_data[] = "xy";
 	struct ckpt_epoll_tgt tg = {.tfd = 3, .events = 1, .data = 0x1122334455667788ull};
 	struct ckpt_inet_listen l = {.family = AF_INET, .port = 80, .backlog = 7, .reuseaddr = 1};
 	struct ckpt_unix_listen ul = {
 		.type = SOCK_STREAM, .backlog = 5, .name_len = 9, .name = "/run/u.s"};
+	struct {
+		struct ckpt_unix_listen h;
+		uint8_t msgs[4 + 3 + 4 + 1];
+	} ub = {{.type = SOCK_DGRAM, .name_len = 9, .name = "/dev/log"},
+		{3, 0, 0, 0, 'a', 'b', 'c', 1, 0, 0, 0, 'd'}};
 	struct ckpt_timerfd tf = {
 		.clockid = CLOCK_MONOTONIC, .ticks = 2, .value_nsec = 5000, .interval_sec = 1};
 	struct ckpt_inet_udp u = {
@@ -339,13 +344,18 @@ static void test_fd_kinds(void **state)
 		{.fd = 10, .dup_of = -1, .type = CKPT_FD_UNIX_LISTEN, .data_len = sizeof(ul)},
 		NULL,
 		(uint8_t *) &ul};
+	t->fds[10] = (struct ckpt_fd){
+		{.fd = 11, .dup_of = -1, .type = CKPT_FD_UNIX_BOUND, .data_len = sizeof(ub)},
+		NULL,
+		(uint8_t *) &ub};
 	uint8_t *buf;
 	size_t len;
 	encode_ok(&img, &buf, &len);
 	struct urs_err err = {{0}};
 	assert_int_equal(ckpt_image_decode(buf, len, &out, &err), 0);
 	struct ckpt_task *o = &out.tasks[0];
-	assert_int_equal(o->nfds, 10);
+	assert_int_equal(o->nfds, 11);
+	assert_memory_equal(o->fds[10].data, &ub, sizeof(ub));
 	assert_memory_equal(o->fds[9].data, &ul, sizeof(ul));
 	assert_memory_equal(o->fds[6].data, &u, sizeof(u));
 	assert_memory_equal(o->fds[7].data, &tf, sizeof(tf));
@@ -409,6 +419,12 @@ static void test_fd_kinds(void **state)
 	ckpt_image_free(&aout);
 	free(abuf);
 	ul.name[0] = '/';
+	ub.msgs[0] = 4; /* a datagram longer than the data */
+	expect_invalid(&img, "bad fd 11");
+	ub.msgs[0] = 3;
+	ub.h.type = SOCK_STREAM; /* only datagram sockets */
+	expect_invalid(&img, "bad fd 11");
+	ub.h.type = SOCK_DGRAM;
 	t->fds[5].r.sub = SOCK_DGRAM; /* datagram pairs carry no queue */
 	expect_invalid(&img, "bad fd 6");
 	t->fds[5].r.sub = SOCK_STREAM;
