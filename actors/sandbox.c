@@ -111,7 +111,6 @@ int urs_sandbox_create(const struct urs_sandbox_opts *o, pid_t *sup, struct urs_
 		goto fail_dir;
 	}
 	pid_t parent = getpid();
-	urs_cg_prewarm_wait(); /* no other thread across the fork (host/cgroup.c) */
 	pid_t pid = fork();
 	if (pid < 0) {
 		r = urs_err_set(err, -errno, "fork: %m");

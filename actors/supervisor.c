@@ -1008,19 +1008,80 @@ static __attribute__((noinline)) void release_boot_memory(void)
 
 /* ---- end of memory at boot */
 
-static pid_t clone_init(struct urs_sup_args *a, uint64_t flags, int *pidfd)
+/*
+ * Unified hosts keep the controllers (memory, pids...) in the v2 hierarchy,
+ * so there the supervisor joins the sandbox's v2 cgroup too and is charged
+ * with it, as before. But a cgroup.procs write takes the kernel's global
+ * migration lock (an RCU grace period when idle; host/cgroup.c) that no
+ * `ursa run` or restore should wait for: we join on a thread, once the
+ * sandbox runs (until then our boot memory is charged where the caller's
+ * is). Best effort: a failure leaves us where we were. Hybrid and legacy
+ * hosts have the controllers in v1, entered at start; there we stay out of
+ * the v2 cgroup, so its freezer (pause, checkpoint) stops the workload only.
+ */
+static char join_v2_path[URS_CG_PATH_MAX + 16];
+
+static void *join_v2_thread(void *arg)
 {
+	(void) arg;
+	char pid[24];
+	snprintf(pid, sizeof(pid), "%d", (int) getpid());
+	int fd = open(join_v2_path, O_WRONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		if (write(fd, pid, strlen(pid)) < 0) {
+			/* best effort (see above) */
+		}
+		close(fd);
+	}
+	return NULL;
+}
+
+static void join_v2_later(const struct urs_cgroup *cg, bool init_placed)
+{
+	if (!init_placed || cg->mode != URS_CG_UNIFIED || !cg->h[URS_CG_V2].path[0])
+		return;
+	snprintf(join_v2_path, sizeof(join_v2_path), "%s/cgroup.procs", cg->h[URS_CG_V2].path);
+	pthread_attr_t at;
+	pthread_t th;
+	if (pthread_attr_init(&at))
+		return;
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&at, 64 << 10);
+	if (pthread_create(&th, &at, join_v2_thread, NULL)) {
+		/* best effort (see above) */
+	}
+	pthread_attr_destroy(&at);
+}
+
+/* The init, born in the v2 cgroup @cgfd (>= 0: CLONE_INTO_CGROUP, which
+ * needs no global migration lock; host/cgroup.c). Where the kernel refuses
+ * the flag we join the v2 cgroup ourselves (the slow way) and clone
+ * without it. */
+static pid_t clone_init(struct urs_sup_args *a, uint64_t flags, int *pidfd, int cgfd,
+			struct urs_cgroup *cg, bool *into, struct urs_err *err)
+{
+	*into = cgfd >= 0;
 	struct clone_args ca = {
-		.flags = flags | CLONE_PIDFD,
+		.flags = flags | CLONE_PIDFD | (cgfd >= 0 ? CLONE_INTO_CGROUP : 0),
 		.pidfd = (uint64_t) (uintptr_t) pidfd,
 		.exit_signal = SIGCHLD,
+		.cgroup = cgfd >= 0 ? (uint64_t) cgfd : 0,
 	};
 	pid_t pid = (pid_t) syscall(SYS_clone3, &ca, sizeof(ca));
+	if (pid < 0 && cgfd >= 0 && (errno == EINVAL || errno == E2BIG || errno == EOPNOTSUPP)) {
+		int r = urs_cg_enter_v2(cg, getpid(), err);
+		if (r < 0)
+			return r;
+		ca.flags &= ~(uint64_t) CLONE_INTO_CGROUP;
+		ca.cgroup = 0;
+		*into = false;
+		pid = (pid_t) syscall(SYS_clone3, &ca, sizeof(ca));
+	}
 	if (pid == 0) {
 		int r = urs_init_run(&a->launch);
 		_exit(r == -EPIPE ? 0 : 127);
 	}
-	return pid < 0 ? -errno : pid;
+	return pid < 0 ? urs_err_set(err, -errno, "clone3: %s", strerror(errno)) : pid;
 }
 
 int urs_supervisor_main(struct urs_sup_args *a)
@@ -1070,6 +1131,7 @@ int urs_supervisor_main(struct urs_sup_args *a)
 	/* cgroup first: the init is cloned inside it */
 	static struct urs_cgroup cg;
 	static char cgstr[URS_CG_STRING_MAX];
+	int cgv2 = -1; /* the v2 cgroup's directory, for CLONE_INTO_CGROUP */
 	if (!a->no_cgroup) {
 		ckpt_trace("sup: cgroup create");
 		r = urs_cg_create(&cg, a->cgroup_path, a->id, 0, &err);
@@ -1085,9 +1147,19 @@ int urs_supervisor_main(struct urs_sup_args *a)
 		const struct urs_resources *res =
 			spec->lnx && spec->lnx->has_resources ? &spec->lnx->resources : &none;
 		static const struct urs_linux nolnx;
-		if ((r = urs_cg_enter(&cg, getpid(), &err)) < 0 ||
-		    (ckpt_trace("sup: cgroup entered"),
-		     r = apply_resources(&cg, res, spec->lnx ? spec->lnx : &nolnx, &err)) < 0) {
+		/* v1: we move ourselves in ("0" to tasks: no global lock); v2: the
+		 * init is cloned into it (host/cgroup.c, "without the kernel's
+		 * global migration lock"). Not single-threaded: the old way. */
+		r = urs_cg_enter_self_v1(&cg, &err);
+		if (r == -EBUSY)
+			r = urs_cg_enter(&cg, getpid(), &err);
+		else if (r == 0 && (cgv2 = urs_cg_open_v2(&cg, &err)) < 0) {
+			r = cgv2 == -ENOENT ? 0 : cgv2; /* legacy host: no v2 */
+			cgv2 = -1;
+		}
+		if (r < 0 || (ckpt_trace("sup: cgroup entered"),
+			      r = apply_resources(&cg, res, spec->lnx ? spec->lnx : &nolnx, &err)) <
+				     0) {
 			report(a, r, 0, cgstr, err.msg);
 			return 1;
 		}
@@ -1134,15 +1206,18 @@ int urs_supervisor_main(struct urs_sup_args *a)
 	a->launch.wait_go = (a->launch.new_ns & (1u << URS_NS_USER)) || early_hooks ||
 			    spec->hooks[URS_HOOK_CREATE_CONTAINER].n ||
 			    spec->hooks[URS_HOOK_START_CONTAINER].n;
-	s->init_pid = clone_init(a, flags, &s->pidfd);
+	bool into_v2;
+	s->init_pid = clone_init(a, flags, &s->pidfd, cgv2, &cg, &into_v2, &err);
 	ckpt_trace("sup: init cloned");
 	close(sv[1]);
+	if (cgv2 >= 0)
+		close(cgv2);
 	if (join_pid_ns >= 0)
 		close(join_pid_ns); /* our own children after this are none */
 	if (s->init_pid < 0) {
 		r = s->init_pid;
 		snprintf(msg, sizeof(msg), "cloning the container's init (namespaces %#llx): %s",
-			 (unsigned long long) flags, strerror(-r));
+			 (unsigned long long) flags, err.msg);
 		goto fail_msg;
 	}
 	if (a->launch.new_ns & (1u << URS_NS_USER)) {
@@ -1232,8 +1307,10 @@ int urs_supervisor_main(struct urs_sup_args *a)
 		snprintf(msg, sizeof(msg), "control socket in %s: %s", a->state_dir, strerror(-r));
 		goto fail_kill;
 	}
-	if (!s->late)
+	if (!s->late) {
 		report(a, 0, s->init_pid, cgstr, NULL);
+		join_v2_later(&cg, into_v2);
+	}
 	if (a->start_now && !s->late) {
 		/* run/do: no separate start, but not before the parent has written
 		 * the record (a workload that is quick to act would otherwise be
@@ -1357,6 +1434,7 @@ int urs_supervisor_main(struct urs_sup_args *a)
 		}
 		gofer_import(s);
 		report(a, 0, s->init_pid, cgstr, NULL);
+		join_v2_later(&cg, into_v2);
 		if (a->start_now) { /* as above: the record first; the init runs already */
 			char go;
 			ssize_t n;

@@ -98,6 +98,37 @@ static int save_record(const char *dir, const struct urs_state *st, struct urs_e
 	return 0;
 }
 
+/* The supervisor's answer to "checkpoint DIR" (asked at @asked): its state
+ * is in DIR/supervisor.img. Closes *ctlfd (-1 after). */
+static int sup_state_wait(int *ctlfd, const struct urs_state *st, const char *work,
+			  const struct timespec *asked)
+{
+	char reply[512];
+	int r = *ctlfd < 0 ? *ctlfd : urs_ctl_recv(*ctlfd, reply, sizeof(reply));
+	*ctlfd = -1; /* closed by urs_ctl_recv */
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	ckpt_trace("cli: supervisor state written");
+	urs_debug("checkpoint %s: waited %.3f ms for the supervisor's state", st->id,
+		  (double) (now.tv_sec - asked->tv_sec) * 1e3 +
+			  (now.tv_nsec - asked->tv_nsec) / 1e6);
+	if (r == 0 && !strcmp(reply, "error: unknown request")) {
+		/* a supervisor started by an older ursa: an image without its
+		 * state (restore then starts its counters from zero) */
+		urs_ckpt_worklog(work, "dump.log",
+				 "supervisor state: not supported by its supervisor");
+		return 0;
+	}
+	if (r < 0 || strncmp(reply, "ok", 2)) {
+		urs_error("checkpoint %s: the supervisor's state: %s", st->id,
+			  r < 0 ? strerror(-r) : reply);
+		urs_ckpt_worklog(work, "dump.log", "error: supervisor state: %s",
+				 r < 0 ? strerror(-r) : reply);
+		return r < 0 ? r : -EIO;
+	}
+	return 0;
+}
+
 int cmd_checkpoint(int argc, char **argv)
 {
 	const char *image = NULL, *work = NULL, *parent = NULL, *cgmode = NULL, *page_server = NULL;
@@ -186,12 +217,12 @@ int cmd_checkpoint(int argc, char **argv)
 		goto out;
 	}
 	/* the supervisor's own state (metrics, netstack tables, config) into
-	 * DIR/supervisor.img, written by its checkpointer actor before the
-	 * freeze (it sits in the frozen cgroup; actors/checkpointer.h): asked
-	 * now, answered while we prepare the dump */
+	 * DIR/supervisor.img, written by its checkpointer actor
+	 * (actors/checkpointer.h): asked now, answered while we prepare (and,
+	 * when it is not in the frozen cgroup, dump) */
 	char req[4200], reply[512];
 	snprintf(req, sizeof(req), "checkpoint %s", dir);
-	struct timespec ts0, ts1, ts2;
+	struct timespec ts0;
 	clock_gettime(CLOCK_MONOTONIC, &ts0);
 	ctlfd = urs_ctl_send(sdir, req);
 	if (st.cgroup && *st.cgroup) {
@@ -208,30 +239,13 @@ int cmd_checkpoint(int argc, char **argv)
 		urs_error("checkpoint: container %s: its init is gone", st.id);
 		goto out;
 	}
-	clock_gettime(CLOCK_MONOTONIC, &ts1);
 	ckpt_trace("cli: prepared");
-	r = ctlfd < 0 ? ctlfd : urs_ctl_recv(ctlfd, reply, sizeof(reply));
-	clock_gettime(CLOCK_MONOTONIC, &ts2);
-	ckpt_trace("cli: supervisor state written");
-	urs_debug("checkpoint %s: supervisor state asked %.3f ms before the dump, waited %.3f ms",
-		  st.id,
-		  (double) (ts1.tv_sec - ts0.tv_sec) * 1e3 + (ts1.tv_nsec - ts0.tv_nsec) / 1e6,
-		  (double) (ts2.tv_sec - ts1.tv_sec) * 1e3 + (ts2.tv_nsec - ts1.tv_nsec) / 1e6);
-	ctlfd = -1; /* closed by urs_ctl_recv */
-	if (r == 0 && !strcmp(reply, "error: unknown request")) {
-		/* a supervisor started by an older ursa: an image without its
-		 * state (restore then starts its counters from zero) */
-		urs_ckpt_worklog(work, "dump.log",
-				 "supervisor state: not supported by its supervisor");
-		snprintf(reply, sizeof(reply), "ok");
-	}
-	if (r < 0 || strncmp(reply, "ok", 2)) {
-		urs_error("checkpoint %s: the supervisor's state: %s", st.id,
-			  r < 0 ? strerror(-r) : reply);
-		urs_ckpt_worklog(work, "dump.log", "error: supervisor state: %s",
-				 r < 0 ? strerror(-r) : reply);
+	/* A supervisor in the freezer's cgroup must have written its state
+	 * before the freeze. On hybrid hosts it stays out of the v2 cgroup
+	 * (actors/supervisor.c, join_v2_later): there it writes while we dump. */
+	bool sup_apart = freezer && cg.mode != URS_CG_UNIFIED && !urs_cg_v2_has(&cg, st.sup_pid);
+	if (!sup_apart && sup_state_wait(&ctlfd, &st, work, &ts0) < 0)
 		goto out;
-	}
 	struct ckpt_dump_opts dopts = {.freezer = freezer, .outside = st.sup_pid};
 	struct ckpt_dump_stats ds;
 	/* interrupted halfway, the tasks would go on with injected registers or
@@ -260,6 +274,8 @@ int cmd_checkpoint(int argc, char **argv)
 	if (r == 0 && (r = ckpt_tmpfs_save(st.pid, dir, freezer != NULL, &err)) > 0)
 		r = 0;
 	ckpt_trace("cli: tmpfs contents saved");
+	if (sup_apart && sup_state_wait(&ctlfd, &st, work, &ts0) < 0 && r == 0)
+		r = urs_err_set(&err, -EIO, "the supervisor's state could not be saved");
 	if (r == 0)
 		r = save_record(dir, &st, &err);
 	if (r == 0) {

@@ -113,7 +113,6 @@ int cmd_restore(int argc, char **argv)
 	if (!(c.id = urs_require_id("restore", argc, argv, i)))
 		return 1;
 	ckpt_trace("cli: restore parsed");
-	urs_cg_prewarm(); /* opt-in: the cgroup migration's grace period, meanwhile */
 	if (locks || lazy || lsm || lsm_mount) {
 		urs_error("restore: --%s is not supported",
 			  locks	 ? "file-locks (file locks are not checkpointed)"

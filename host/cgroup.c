@@ -17,7 +17,6 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <pthread.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
@@ -706,88 +705,76 @@ int urs_cg_create(struct urs_cgroup *cg, const char *cgroups_path, const char *i
 
 /* ---- entering ---------------------------------------------------------- */
 
-/* ---- the migration lock's grace period, started early ----
+/*
+ * Moving a process in without the kernel's global migration lock.
  *
- * Writing a pid to cgroup.procs takes the kernel's cgroup_threadgroup_rwsem
- * for writing; when nobody did recently, that first waits for a full RCU
- * grace period (rcu_sync_enter: 6-22 ms measured on this 2-core VM under
- * load, most of a sandbox creation), and writers within about one more
- * grace period pass at once. urs_cg_prewarm() starts that wait early, on a
- * thread that "moves" the caller into the v2 (legacy: pids) cgroup it is
- * already in: "0" = the writer's own process, a no-op migration. The
- * grace period then elapses while the caller reads its configuration,
- * forks the supervisor, and urs_cg_enter() finds the lock ready. Best
- * effort: a failure only means no gain.
- *
- * Off unless URSA_CG_PREWARM=1. Measured (bench/RESULTS.md): under load 6-15
- * the grace periods are long (5-22 ms) and the early start saved 6.5 ms of
- * a restore; on a quiet host they are short, the supervisor's write comes
- * more than a grace period after the early one finished, pays a full one
- * again, and the restore was 5 ms slower. Keeping the fast state open
- * from the CLI's start instead (a helper writing every 1 ms, tried in
- * session 4) does not help either: the waiting writer holds cgroup_mutex,
- * so the supervisor's mkdirs wait for the grace period in its place
- * (docs/checkpoint.md, "Speed"). The caller joins the thread
- * (urs_cg_prewarm_wait) before it forks: a fork while another thread
- * starts or exits can leave an allocator lock held in the child (seen
- * with ASan: the supervisor hung in free()). */
-static char prewarm_path[PATH_MAX];
-static pthread_t prewarm_tid;
-static bool prewarm_running;
+ * Writing a pid to cgroup.procs (or a tid to tasks) takes the global
+ * cgroup_threadgroup_rwsem for writing; when nobody did recently, that
+ * first waits for a full RCU grace period (rcu_sync_enter: 6-22 ms
+ * measured on a 2-core VM, most of a sandbox's creation). Two ways in
+ * skip it (kernel/cgroup/cgroup.c, cgroup_procs_write_start and
+ * cgroup_css_set_fork):
+ *   - a thread moving ITSELF: "0" written to a v1 `tasks` file migrates
+ *     only the writing thread, with no threadgroup lock at all (5.19+,
+ *     CGRP_ATTACH_LOCK_NONE). A single-threaded process thereby moves
+ *     whole. (v2's cgroup.threads refuses a move to another domain.)
+ *   - clone3(CLONE_INTO_CGROUP): the child is born in the v2 cgroup; fork
+ *     takes the lock only for reading.
+ * So the supervisor enters the v1 hierarchies with urs_cg_enter_self_v1()
+ * and clones the init into the v2 cgroup with urs_cg_open_v2()'s fd.
+ * Before (session 4) an opt-in "prewarm" thread started the grace period
+ * early; it is gone: with no writer there is no grace period to hide.
+ */
 
-static void *prewarm_thread(void *arg)
+/* Threads of the calling process (field 20 of /proc/self/stat), or -errno. */
+static int own_threads(void)
 {
-	(void) arg;
-	int fd = open(prewarm_path, O_WRONLY | O_CLOEXEC);
-	if (fd >= 0) {
-		if (write(fd, "0", 1) < 0) {
-			/* no gain, no harm */
-		}
-		close(fd);
+	char buf[1024];
+	int r = read_at(AT_FDCWD, "/proc/self/stat", buf, sizeof(buf));
+	if (r < 0)
+		return r;
+	char *p = strrchr(buf, ')');
+	for (int field = 2; p && field < 20; field++)
+		p = strchr(p + 1, ' ');
+	if (!p)
+		return -EIO;
+	long n = strtol(p + 1, NULL, 10);
+	return n > 0 ? (int) n : -EIO;
+}
+
+int urs_cg_enter_self_v1(struct urs_cgroup *cg, struct urs_err *err)
+{
+	int n = own_threads();
+	if (n < 0)
+		return urs_err_set(err, n, "cgroup: counting our threads: %s", strerror(-n));
+	if (n != 1)
+		return urs_err_set(err, -EBUSY,
+				   "cgroup: %d threads: a self-migration would leave %d behind", n,
+				   n - 1);
+	for (int h = 0; h < URS_CG_NHIER; h++) {
+		if (h == URS_CG_V2 || !has(cg, h) || cg->h[h].alias >= 0)
+			continue;
+		int dfd = cg_fd(cg, h, err);
+		if (dfd < 0)
+			return dfd;
+		int r = write_at(dfd, "tasks", "0");
+		if (r < 0)
+			return urs_err_set(err, r, "cgroup: entering %s (tasks): %s",
+					   cg->h[h].path, strerror(-r));
 	}
-	return NULL;
+	return 0;
 }
 
-void urs_cg_prewarm(void)
+static int enter_one(struct urs_cgroup *cg, int h, const char *pid, struct urs_err *err)
 {
-	static bool started;
-	int mode = urs_cg_mode();
-	/* opt-in: measured, it helps only under heavy load (see above) */
-	const char *on = getenv("URSA_CG_PREWARM");
-	if (started || mode <= 0 || !on || strcmp(on, "1"))
-		return;
-	started = true;
-	char proc[8192];
-	if (read_at(AT_FDCWD, "/proc/self/cgroup", proc, sizeof(proc)) < 0)
-		return;
-	int h = mode == URS_CG_LEGACY ? URS_CG_PIDS : URS_CG_V2;
-	const char *ctrls, *own;
-	size_t cl, ol;
-	long hid;
-	if (!find_line(proc, h, &hid, &ctrls, &cl, &own, &ol) || memmem(own, ol, "/..", 3))
-		return; /* outside our cgroup namespace: leave it */
-	const char *root = mode == URS_CG_UNIFIED  ? CG_ROOT
-			   : mode == URS_CG_HYBRID ? CG_ROOT "/unified"
-						   : CG_ROOT "/pids";
-	while (ol && own[ol - 1] == '/')
-		ol--;
-	int n = snprintf(prewarm_path, sizeof(prewarm_path), "%s%.*s/cgroup.procs", root, (int) ol,
-			 own);
-	if (n < 0 || (size_t) n >= sizeof(prewarm_path))
-		return;
-	pthread_attr_t at;
-	if (pthread_attr_init(&at))
-		return;
-	pthread_attr_setstacksize(&at, 64 << 10);
-	prewarm_running = pthread_create(&prewarm_tid, &at, prewarm_thread, NULL) == 0;
-	pthread_attr_destroy(&at);
-}
-
-void urs_cg_prewarm_wait(void)
-{
-	if (prewarm_running)
-		pthread_join(prewarm_tid, NULL);
-	prewarm_running = false;
+	int dfd = cg_fd(cg, h, err);
+	if (dfd < 0)
+		return dfd;
+	int r = write_at(dfd, "cgroup.procs", pid);
+	if (r < 0)
+		return urs_err_set(err, r, "cgroup: adding pid %s to %s/cgroup.procs: %s", pid,
+				   cg->h[h].path, strerror(-r));
+	return 0;
 }
 
 int urs_cg_enter(struct urs_cgroup *cg, pid_t pid, struct urs_err *err)
@@ -797,27 +784,49 @@ int urs_cg_enter(struct urs_cgroup *cg, pid_t pid, struct urs_err *err)
 	for (int h = 0; h < URS_CG_NHIER; h++) {
 		if (!has(cg, h) || cg->h[h].alias >= 0)
 			continue;
-		int dfd = cg_fd(cg, h, err);
-		if (dfd < 0)
-			return dfd;
-		int r = write_at(dfd, "cgroup.procs", buf);
+		int r = enter_one(cg, h, buf, err);
 		if (r < 0)
-			return urs_err_set(err, r, "cgroup: adding pid %d to %s/cgroup.procs: %s",
-					   (int) pid, cg->h[h].path, strerror(-r));
+			return r;
 	}
 	return 0;
 }
 
+int urs_cg_enter_v2(struct urs_cgroup *cg, pid_t pid, struct urs_err *err)
+{
+	if (!has(cg, URS_CG_V2))
+		return 0;
+	char buf[24];
+	snprintf(buf, sizeof(buf), "%d", (int) pid);
+	return enter_one(cg, URS_CG_V2, buf, err);
+}
+
 int urs_cg_open_v2(struct urs_cgroup *cg, struct urs_err *err)
 {
-	if (cg->mode != URS_CG_UNIFIED || !has(cg, URS_CG_V2))
-		return urs_err_set(err, -EOPNOTSUPP,
-				   "cgroup: CLONE_INTO_CGROUP needs a unified (cgroup2-only) host");
+	if (!has(cg, URS_CG_V2))
+		return urs_err_set(err, -ENOENT, "cgroup: no cgroup2 hierarchy on this host");
 	int fd = open(cg->h[URS_CG_V2].path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return urs_err_set(err, -errno, "cgroup: opening %s: %s", cg->h[URS_CG_V2].path,
 				   strerror(errno));
 	return fd;
+}
+
+bool urs_cg_v2_has(struct urs_cgroup *cg, pid_t pid)
+{
+	char buf[8192];
+	if (!has(cg, URS_CG_V2) || cg_fd(cg, URS_CG_V2, NULL) < 0 ||
+	    read_at(cg_fd(cg, URS_CG_V2, NULL), "cgroup.procs", buf, sizeof(buf)) < 0)
+		return false;
+	for (char *p = buf; *p;) {
+		char *end;
+		long v = strtol(p, &end, 10);
+		if (end == p)
+			break;
+		if (v == pid)
+			return true;
+		p = end;
+	}
+	return false;
 }
 
 /* ---- limits ------------------------------------------------------------ */

@@ -91,19 +91,26 @@ const char *urs_cg_hier_name(enum urs_cg_hier h);
 int urs_cg_create(struct urs_cgroup *cg, const char *cgroups_path, const char *id, pid_t caller,
 		  struct urs_err *err);
 
-/* Start the kernel's wait for a cgroup migration now, on a thread, so the
- * next cgroup.procs write (urs_cg_enter) does not wait for it: see
- * cgroup.c. Best effort, once per process; join it with
- * urs_cg_prewarm_wait() before forking. */
-void urs_cg_prewarm(void);
-/* Join that thread (if any): call before fork(). */
-void urs_cg_prewarm_wait(void);
-/* Move @pid into every hierarchy (cgroup.procs). */
+/* Move @pid into every hierarchy (cgroup.procs: takes the kernel's global
+ * migration lock, i.e. an RCU grace period when it was idle; see cgroup.c). */
 int urs_cg_enter(struct urs_cgroup *cg, pid_t pid, struct urs_err *err);
 
-/* A new O_DIRECTORY|O_CLOEXEC fd of the v2 cgroup for clone3(CLONE_INTO_CGROUP);
- * unified hosts only (-EOPNOTSUPP otherwise: v1 hierarchies need urs_cg_enter). */
+/* Move the calling process into every v1 hierarchy of @cg, each by
+ * writing "0" to its tasks file: a self-migration the kernel does without
+ * the global lock. The caller must be single-threaded (-EBUSY otherwise,
+ * nothing moved). The v2 hierarchy is left out: children go there with
+ * clone3(CLONE_INTO_CGROUP, urs_cg_open_v2()), or urs_cg_enter_v2(). */
+int urs_cg_enter_self_v1(struct urs_cgroup *cg, struct urs_err *err);
+
+/* Move @pid into the v2 hierarchy only (cgroup.procs); 0 if there is none. */
+int urs_cg_enter_v2(struct urs_cgroup *cg, pid_t pid, struct urs_err *err);
+
+/* A new O_DIRECTORY|O_CLOEXEC fd of the v2 cgroup for clone3(CLONE_INTO_CGROUP)
+ * (unified and hybrid hosts; -ENOENT when the cgroup has no v2 hierarchy). */
 int urs_cg_open_v2(struct urs_cgroup *cg, struct urs_err *err);
+
+/* Is @pid (a process) in the v2 cgroup? false when unknown. */
+bool urs_cg_v2_has(struct urs_cgroup *cg, pid_t pid);
 
 /*
  * Resources, with runc's conventions: 0 means "not set" for every number

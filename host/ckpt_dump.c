@@ -10,6 +10,7 @@
  * for the tree; the other threads of a process each get a thread record.
  */
 #include "host/ckpt_dump.h"
+#include "host/ckpt_trace.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -2415,6 +2416,7 @@ int ckpt_dump(pid_t pid, const char *dir, const struct ckpt_dump_opts *opts,
 		goto out;
 	}
 	r = c.freezer ? seize_frozen(&c, pid, err) : seize_tree(&c, pid, err);
+	ckpt_trace("dump: seized");
 	if (r)
 		goto out;
 	c.img.ntasks = c.nseized;
@@ -2436,6 +2438,7 @@ int ckpt_dump(pid_t pid, const char *dir, const struct ckpt_dump_opts *opts,
 					strerror(-r));
 	if (r)
 		goto out;
+	ckpt_trace("dump: status and fds listed");
 	r = ckpt_pages_open(&c.pw, c.dirfd, err);
 	if (r)
 		goto out;
@@ -2446,11 +2449,14 @@ int ckpt_dump(pid_t pid, const char *dir, const struct ckpt_dump_opts *opts,
 	}
 	if (r)
 		goto out;
+	ckpt_trace("dump: tasks dumped");
 	c.img.pages_len = c.pw.off;
 	c.img.pages_crc = c.pw.crc;
 	r = ckpt_pages_finish(&c.pw, c.img.id, err);
+	ckpt_trace("dump: pages finished");
 	if (!r)
 		r = ckpt_image_write_core(&c.img, c.dirfd, err);
+	ckpt_trace("dump: core written");
 	if (!r) {
 		struct stat st;
 		if (fstatat(c.dirfd, "core.img", &st, 0) == 0)
@@ -2484,6 +2490,7 @@ out:
 		if (c.trapped[i])
 			ckpt_detach(&c.tr[i]);
 	}
+	ckpt_trace("dump: detached");
 	if (c.freezer && c.nseized) {
 		struct urs_err e2;
 		int rf = cg_wait_frozen(c.freezer, r ? &e2 : err);

@@ -52,8 +52,26 @@ jq --arg rootfs "$work/rootfs" '.root.path = $rootfs | .root.readonly = false
 	mv "$work/b/c" "$work/b/config.json"
 
 REQ=ursa_supervisor_control_requests_total
+# cgroup placement (host/cgroup.c, "moving a process in without the kernel's
+# global migration lock"): the init in each of the sandbox's hierarchies,
+# the supervisor in each v1 one (it moved itself in); on hybrid hosts the
+# supervisor stays out of the v2 cgroup, whose freezer then stops only the
+# workload (actors/supervisor.c, join_v2_later)
+hybrid=false
+[ "$(stat -fc %T /sys/fs/cgroup/unified 2>/dev/null)" = cgroup2fs ] && hybrid=true
+placed() { # id
+	local pid sup v1i v1s v2i v2s
+	pid=$(jq -r .pid "$root/$1/state.json") sup=$(jq -r .sup_pid "$root/$1/state.json")
+	v1i=$(grep -v '^0::' "/proc/$pid/cgroup" | sort) v1s=$(grep -v '^0::' "/proc/$sup/cgroup" | sort)
+	v2i=$(sed -n 's/^0:://p' "/proc/$pid/cgroup") v2s=$(sed -n 's/^0:://p' "/proc/$sup/cgroup")
+	[[ $v2i == */$1 ]] || return 1
+	$hybrid || return 0
+	[ -n "$v1i" ] && [ "$v1i" = "$v1s" ] && ! grep -qv "/$1\$" <<<"$v1i" && [[ $v2s != */$1 ]]
+}
 # ---- checkpoint: supervisor.img and the key --------------------------------------
 (cd "$work/b" && u run -d ${P}s1 >/dev/null 2>"$work/run.err") || bad "run -d ${P}s1" "$(cat "$work/run.err")"
+check "cgroups: the init in all of the sandbox's, the supervisor in the v1 ones" \
+	'placed ${P}s1' "$(cat /proc/$(jq -r .sup_pid "$root/${P}s1/state.json")/cgroup)"
 for _ in 1 2 3 4 5 6 7 8; do u metrics ${P}s1 >/dev/null; done
 before=$(metric ${P}s1 $REQ 'request="metrics"')
 check "the metrics request counter counts ($before)" '[ "${before:-0}" -ge 9 ]'
@@ -75,6 +93,7 @@ else
 	bad "restore --detach" "$(cat "$work/rs.err")"
 fi
 check "state says running" '[ "$(status_of ${P}s1)" = running ]'
+check "cgroups after restore: the same placement" 'placed ${P}s1'
 after=$(metric ${P}s1 $REQ 'request="metrics"')
 check "the metrics request counter continues ($before before, $after after restore)" \
 	'[ -n "$after" ] && [ "$after" -ge "$before" ]'
