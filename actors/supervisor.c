@@ -1157,9 +1157,9 @@ int urs_supervisor_main(struct urs_sup_args *a)
 			r = cgv2 == -ENOENT ? 0 : cgv2; /* legacy host: no v2 */
 			cgv2 = -1;
 		}
-		if (r < 0 || (ckpt_trace("sup: cgroup entered"),
-			      r = apply_resources(&cg, res, spec->lnx ? spec->lnx : &nolnx, &err)) <
-				     0) {
+		if (r < 0 ||
+		    (ckpt_trace("sup: cgroup entered"),
+		     r = apply_resources(&cg, res, spec->lnx ? spec->lnx : &nolnx, &err)) < 0) {
 			report(a, r, 0, cgstr, err.msg);
 			return 1;
 		}

@@ -759,8 +759,8 @@ int urs_cg_enter_self_v1(struct urs_cgroup *cg, struct urs_err *err)
 			return dfd;
 		int r = write_at(dfd, "tasks", "0");
 		if (r < 0)
-			return urs_err_set(err, r, "cgroup: entering %s (tasks): %s",
-					   cg->h[h].path, strerror(-r));
+			return urs_err_set(err, r, "cgroup: entering %s (tasks): %s", cg->h[h].path,
+					   strerror(-r));
 	}
 	return 0;
 }
