@@ -80,7 +80,31 @@ int urs_exec_spawn(const struct urs_exec_opts *o, pid_t *pid, struct urs_err *er
 		close(sv[1]);
 		sv[1] = hi;
 	}
-	pid_t c1 = fork();
+	/* the helper is born in the container's v2 cgroup (CLONE_INTO_CGROUP)
+	 * and moves itself into the v1 ones: no cgroup.procs write, so no wait
+	 * for the kernel's global migration lock (host/cgroup.c) */
+	int cgfd = o->cg ? urs_cg_open_v2(o->cg, NULL) : -1;
+	pid_t c1 = -1;
+	bool into = false;
+	if (cgfd >= 0) {
+		struct clone_args ca = {.flags = CLONE_INTO_CGROUP,
+					.exit_signal = SIGCHLD,
+					.cgroup = (uint64_t) cgfd};
+		c1 = (pid_t) syscall(SYS_clone3, &ca, sizeof(ca));
+		into = c1 >= 0;
+		if (c1 < 0 && errno != EINVAL && errno != E2BIG && errno != ENOSYS &&
+		    errno != EOPNOTSUPP) {
+			int e = errno;
+			close(cgfd);
+			close(sv[0]);
+			close(sv[1]);
+			return urs_err_set(err, -e, "exec: clone3 into %s: %s",
+					   o->cg->h[URS_CG_V2].path, strerror(e));
+		}
+		close(cgfd); /* both sides */
+	}
+	if (!into)
+		c1 = fork();
 	if (c1 < 0) {
 		close(sv[0]);
 		close(sv[1]);
@@ -96,8 +120,15 @@ int urs_exec_spawn(const struct urs_exec_opts *o, pid_t *pid, struct urs_err *er
 			urs_err_set(&e, -ESRCH, "container not running");
 			child_fail(sv[1], -ESRCH, &e);
 		}
-		if (o->cg && urs_cg_enter(o->cg, getpid(), &e) < 0)
-			child_fail(sv[1], -EPERM, &e);
+		if (o->cg) {
+			int r = urs_cg_enter_self_v1(o->cg, &e);
+			if (r == -EBUSY)
+				r = urs_cg_enter(o->cg, getpid(), &e);
+			else if (r == 0 && !into)
+				r = urs_cg_enter_v2(o->cg, getpid(), &e);
+			if (r < 0)
+				child_fail(sv[1], -EPERM, &e);
+		}
 		int flags = differing_ns(o->init_pid);
 		/* one setns through the pidfd joins them all at once */
 		if (flags && setns(pfd, flags) < 0) {

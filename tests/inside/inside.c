@@ -575,6 +575,29 @@ static int cmd_pid(int argc, char **argv)
 	return 0;
 }
 
+/* cgroup.N=PATH for every line "N:CONTROLLERS:PATH" of /proc/PID/cgroup
+ * (PID: argv[1], default self), so that two processes' memberships can be
+ * compared line by line. */
+static int cmd_cgroup(int argc, char **argv)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%s/cgroup", argc > 1 ? argv[1] : "self");
+	FILE *f = fopen(path, "re");
+	if (!f) {
+		printf("cgroup=%s\n", errname(errno));
+		return 0;
+	}
+	char line[1024];
+	while (fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = 0;
+		char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+		if (c1 && c2)
+			printf("cgroup.%.*s=%s\n", (int) (c1 - line), line, c2 + 1);
+	}
+	fclose(f);
+	return 0;
+}
+
 static int cmd_sleep(int argc, char **argv)
 {
 	double s = argc > 1 ? atof(argv[1]) : 1;
@@ -669,6 +692,7 @@ static const struct {
 	{"read", cmd_read, "PATH...: read, report errno, length and head"},
 	{"stat", cmd_stat, "PATH...: type, mode, owner"},
 	{"pid", cmd_pid, "pid, ppid, cgroup"},
+	{"cgroup", cmd_cgroup, "[PID]: every line of /proc/PID/cgroup (default self)"},
 	{"sleep", cmd_sleep, "SECONDS"},
 	{"exit", cmd_exit, "N: exit with status N"},
 	{"signal-exit", cmd_signal_exit, "wait for a signal, default dispositions"},

@@ -763,6 +763,13 @@ case_exec()
 		expect_val "exec/$r: exec --cwd" "$o" cwd /tmp
 		check "exec/$r: exec --env" grep -qx 'env=UIT_X=1' "$o"
 		expect_val "exec/$r: exec leaks no fds" "$o" fds 0,1,2
+		# in every one of the init's cgroups (ursa: cloned into v2, moved
+		# itself into v1; docs/sandbox.md "Entering the cgroups")
+		timeout -k 5 30 "${RT_ARGV[@]}" exec "$id" /bin/ursa-inside cgroup </dev/null >"$o.cg" 2>&1
+		timeout -k 5 30 "${RT_ARGV[@]}" exec "$id" /bin/ursa-inside cgroup 1 </dev/null \
+			>"$o.cg1" 2>&1
+		check "exec/$r: exec runs in the init's cgroups" bash -c \
+			'grep -q "^cgroup\.0=" "$1" && diff -q "$1" "$2" >/dev/null' _ "$o.cg" "$o.cg1"
 		rt "$r" delete --force "$id" >/dev/null 2>&1
 		no_leftovers exec "$r" "$id" "$tok"
 	done
