@@ -1665,6 +1665,30 @@ static void read_own_creds(struct own_creds *o)
 	o->ok = true;
 }
 
+/* The bounding set of @pid (CapBnd in /proc/PID/status), or -errno. */
+static int task_capbnd(pid_t pid, uint64_t *bnd)
+{
+	char path[64], buf[4096];
+	snprintf(path, sizeof(path), "/proc/%d/status", (int) pid);
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	if (n <= 0)
+		return n < 0 ? -errno : -EIO;
+	buf[n] = 0;
+	char *p = strstr(buf, "\nCapBnd:\t");
+	if (!p)
+		return -EIO;
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(p + 9, &end, 16);
+	if (errno || end == p + 9)
+		return -EIO;
+	*bnd = v;
+	return 0;
+}
+
 static int restore_creds(struct rctx *c, uint32_t i, const struct own_creds *o, struct urs_err *err)
 {
 	const struct ckpt_task *t = &c->img.tasks[i];
@@ -2272,6 +2296,11 @@ int ckpt_restore_ex(const char *dir, const struct ckpt_restore_opts *opts, pid_t
 	ckpt_trace("restore: tasks created");
 	struct own_creds own;
 	read_own_creds(&own);
+	/* every task descends from the puppet and has its bounding set, which
+	 * the init already cut to the configuration's (host/init.c): only the
+	 * difference to the image's is dropped by injection */
+	if (c.puppet > 0 && own.ok && task_capbnd(c.puppet, &own.bnd) < 0)
+		read_own_creds(&own);
 	for (uint32_t i = 0; !r && i < c.img.ntasks; i++)
 		if (!c.dead[i])
 			r = rebuild_mm_fds(&c, i, err);

@@ -262,6 +262,13 @@ int urs_init_run(const struct urs_launch *L)
 				    strerror(-r));
 			return fail(L, r, &err);
 		}
+		/* the configuration's bounding set (the restore policy holds the
+		 * image's capabilities to it): dropped here once, so the restorer,
+		 * whose tasks all descend from this one, does not inject one prctl
+		 * per capability into each task (~27 x 15 us for the default
+		 * set). Effective and permitted sets stay: the restorer needs them. */
+		if ((r = urs_caps_bound(p->caps.present ? p->caps.bounding : 0, &err)) < 0)
+			return fail(L, r, &err);
 		struct sigaction dfl = {.sa_handler = SIG_DFL};
 		for (int sig = 1; sig < NSIG; sig++)
 			sigaction(sig, &dfl, NULL);
