@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/epoll.h>
 #include <sys/random.h>
 
 #include "net/internal.h"
@@ -356,9 +357,14 @@ void urs_net_fini(struct urs_net *n)
 			continue;
 		if (urs_op_busy(&fw->op))
 			urs_cancel(n->loop, &fw->op);
+		/* the forward's socket has no other owner (see struct
+		 * urs_net_fwd): its port is free when close returns */
 		if (fw->fd >= 0)
 			close(fw->fd);
 		fw->fd = -1;
+		if (fw->epfd >= 0)
+			close(fw->epfd);
+		fw->epfd = -1;
 	}
 	if (urs_timer_busy(&n->tick))
 		urs_timer_cancel(n->loop, &n->tick);
@@ -367,12 +373,8 @@ void urs_net_fini(struct urs_net *n)
 
 int urs_net_fwd_arm(struct urs_net_fwd *fw)
 {
-	struct io_uring_sqe *sqe = urs_op_sqe(&fw->op);
-	if (fw->accept)
-		io_uring_prep_multishot_accept(sqe, fw->fd, NULL, NULL,
-					       SOCK_NONBLOCK | SOCK_CLOEXEC);
-	else
-		io_uring_prep_poll_multishot(sqe, fw->fd, POLLIN);
+	io_uring_prep_poll_multishot(urs_op_sqe(&fw->op), fw->epfd >= 0 ? fw->epfd : fw->fd,
+				     POLLIN);
 	fw->op.flags |= URS_OPF_WEAK;
 	int r = urs_submit(fw->net->loop, &fw->op, fw->cb);
 	if (r == 0)
@@ -423,11 +425,18 @@ int urs_net_forward_adopt(struct urs_net *n, int proto, int fd, uint16_t sandbox
 	int fl = fcntl(fd, F_GETFL);
 	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
 		return -errno;
+	/* the op polls this, not @fd (struct urs_net_fwd) */
+	_cleanup_close_ int epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (epfd < 0)
+		return -errno;
+	if (epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &(struct epoll_event){.events = EPOLLIN}) < 0)
+		return -errno;
 	struct urs_net_fwd *fw = calloc(1, sizeof(*fw));
 	if (!fw)
 		return -ENOMEM;
 	fw->net = n;
 	fw->fd = fd;
+	fw->epfd = epfd;
 	fw->proto = (uint8_t) proto;
 	fw->idx = (uint8_t) n->n_fwds;
 	fw->sandbox_port = sandbox_port;
@@ -438,6 +447,7 @@ int urs_net_forward_adopt(struct urs_net *n, int proto, int fd, uint16_t sandbox
 		return r;
 	}
 	steal_fd(&sfd);
+	steal_fd(&epfd);
 	n->fwds[n->n_fwds++] = fw;
 	return 0;
 }

@@ -130,6 +130,7 @@ static struct urs_net_fwd *raw_get(struct urs_net *n, int family)
 	}
 	rw->net = n;
 	rw->fd = fd;
+	rw->epfd = -1;
 	rw->family = family;
 	rw->cb = raw_cb;
 	if (urs_net_fwd_arm(rw) < 0) {

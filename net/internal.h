@@ -67,16 +67,27 @@ struct urs_flow {
 	uint16_t last_win; /* last raw window from the sandbox (dup-ack detection) */
 };
 
-/* A listening socket (forward) or a raw ICMP socket: one multishot op
- * (accept for TCP forwards, poll otherwise). */
+/* A host socket bound to a forward's port (TCP: listening) or a raw ICMP
+ * socket: one multishot POLLIN op; its callback then accepts (TCP) or
+ * receives (UDP, ICMP) with plain non-blocking syscalls.
+ * A forward's op polls an epoll descriptor watching the socket, never the
+ * socket itself: an io_uring request holds a reference to the file it
+ * works on, and when the supervisor dies (SIGKILL by cgroup.kill, or exit
+ * with the request still armed) the ring is torn down later by a kernel
+ * worker, whose last fput of the file is deferred again (delayed_fput): the
+ * port stayed bound ~10 ms after the supervisor was gone, and an immediate
+ * `ursa run` or restore on the same port failed with EADDRINUSE. epoll
+ * holds no reference to the files it watches, so the descriptor table is
+ * the socket's only owner and close(2) or the process's exit frees the port
+ * at once (tests/net/fwd_rebind.sh). */
 struct urs_net_fwd {
 	struct urs_net *net;
 	struct urs_op op;
 	urs_op_cb cb;
 	int fd;
+	int epfd; /* forwards: epoll watching @fd, what the op polls; raw: -1 */
 	uint8_t proto, idx;
-	bool accept; /* multishot accept, else multishot POLLIN */
-	bool rearm;  /* its op ended with an error: re-armed on the next tick */
+	bool rearm; /* its op ended with an error: re-armed on the next tick */
 	uint16_t sandbox_port;
 	int family;
 };
@@ -132,7 +143,7 @@ int urs_net_arm_pin(struct urs_flow *f, urs_op_cb cb);
 /* First thing in every flow op callback: true if the flow is dying (and
  * freed now if that was its last op). */
 bool urs_net_flow_op_dead(struct urs_flow *f);
-/* Arm a forward's / raw socket's multishot op (fw->cb, fw->accept set). */
+/* Arm a forward's / raw socket's multishot poll (fw->cb set). */
 int urs_net_fwd_arm(struct urs_net_fwd *fw);
 /* Called by its callback for every completion: true when the op ended (no
  * more completions; re-armed now, on the next tick after an error, or

@@ -751,24 +751,32 @@ static void accept_one(struct urs_net_fwd *fw, int cfd)
 		abort_sock(f);
 }
 
+/* The listener polled readable: accept every client waiting (a poll
+ * completion comes per wakeup, so none is left behind). A failing accept
+ * (-EMFILE...) leaves clients queued: the poll is cancelled, and its end
+ * re-arms it on the next tick (urs_net_fwd_ended), not in a busy loop. */
 static void accept_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint32_t flags)
 {
-	(void) loop;
 	struct urs_net_fwd *fw = container_of(op, struct urs_net_fwd, op);
-	if (res >= 0) {
-		struct urs_net *n = fw->net;
-		if (n->closing || fw->fd < 0)
-			close(res);
-		else if (!n->accept_hook ||
-			 !n->accept_hook(n->accept_ctx, res, fw->family, fw->sandbox_port))
-			accept_one(fw, res);
+	struct urs_net *n = fw->net;
+	while (res >= 0 && !n->closing && fw->fd >= 0) {
+		int cfd = accept4(fw->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (cfd < 0) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			if (errno != EAGAIN && (flags & IORING_CQE_F_MORE))
+				urs_cancel(loop, op);
+			break;
+		}
+		if (!n->accept_hook ||
+		    !n->accept_hook(n->accept_ctx, cfd, fw->family, fw->sandbox_port))
+			accept_one(fw, cfd);
 	}
 	urs_net_fwd_ended(fw, res, flags);
 }
 
 int urs_net_tcp_fwd_start(struct urs_net_fwd *fw)
 {
-	fw->accept = true;
 	fw->cb = accept_cb;
 	return urs_net_fwd_arm(fw);
 }

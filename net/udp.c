@@ -268,7 +268,6 @@ static void fwd_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint32
 
 int urs_net_udp_fwd_start(struct urs_net_fwd *fw)
 {
-	fw->accept = false;
 	fw->cb = fwd_cb;
 	return urs_net_fwd_arm(fw);
 }

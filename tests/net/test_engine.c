@@ -1024,8 +1024,8 @@ static void test_forward_tcp6(void **state)
 	env_free(e);
 }
 
-/* accept failing with EMFILE ends the multishot accept: no busy loop of
- * re-arms, and the forward works again once descriptors are available */
+/* accept failing with EMFILE ends the forward's multishot poll: no busy
+ * loop of re-arms, and the forward works again once descriptors are available */
 static void test_forward_emfile(void **state)
 {
 	(void) state;
