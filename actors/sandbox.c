@@ -189,6 +189,10 @@ int urs_sandbox_create(const struct urs_sandbox_opts *o, pid_t *sup, struct urs_
 	urs_proc_start_time(pid, &st->sup_start);
 	st->started = o->autostart;
 	st->cgroup = rp.cgroup[0] ? strdup(rp.cgroup) : NULL;
+	st->hooks = 0;
+	for (int k = 0; k < URS_HOOK__COUNT; k++)
+		if (o->spec->hooks[k].n)
+			st->hooks |= 1 << k;
 	if (o->root) {
 		st->annotations = annotations;
 		annotations = NULL;
@@ -244,6 +248,8 @@ void urs_sandbox_hooks(const char *root, const struct urs_state *st, const struc
 		       enum urs_hook_kind kind, const char *status, void (*warn)(const char *msg))
 {
 	struct urs_spec *own = NULL;
+	if (!spec && st->hooks >= 0 && !(st->hooks & (1 << kind)))
+		return; /* the record says the spec has none: no need to load it */
 	if (!spec) {
 		char cfg[PATH_MAX];
 		urs_state_path(cfg, sizeof(cfg), root, st->id, "config.json");

@@ -123,6 +123,8 @@ int urs_state_write(const char *root, const struct urs_state *st, struct urs_err
 		json_object_set_new(o, "cgroup", json_string(st->cgroup));
 	if (st->config)
 		json_object_set_new(o, "config", json_string(st->config));
+	if (st->hooks >= 0)
+		json_object_set_new(o, "hooks", json_integer(st->hooks));
 	if (st->annotations) {
 		json_t *a = json_loads(st->annotations, 0, NULL);
 		if (a)
@@ -198,6 +200,8 @@ int urs_state_read(const char *root, const char *id, struct urs_state *st, struc
 	st->exit_status = es ? (int) json_integer_value(es) : -1;
 	st->cgroup = dup_str(o, "cgroup");
 	st->config = dup_str(o, "config");
+	json_t *hk = json_object_get(o, "hooks");
+	st->hooks = json_is_integer(hk) ? (int) json_integer_value(hk) : -1;
 	json_t *a = json_object_get(o, "annotations");
 	if (a)
 		st->annotations = json_dumps(a, JSON_COMPACT);

@@ -33,6 +33,8 @@ struct urs_state {
 	char *cgroup;	   /* urs_cg serialization, malloc'd or NULL */
 	char *annotations; /* JSON object text, malloc'd or NULL */
 	char *config;	   /* spec path the container was made from (for hooks), or NULL */
+	int hooks;	   /* bit per enum urs_hook_kind the spec has; -1 unknown (an older record):
+			    * lets delete and start skip loading the spec when it has none */
 };
 
 enum urs_status { URS_ST_CREATING, URS_ST_CREATED, URS_ST_RUNNING, URS_ST_PAUSED, URS_ST_STOPPED };
