@@ -1129,7 +1129,7 @@ int urs_supervisor_main(struct urs_sup_args *a)
 		return 1;
 	}
 	/* cgroup first: the init is cloned inside it */
-	static struct urs_cgroup cg;
+	static struct urs_cgroup cg, home; /* the sandbox's; the caller's own (v1) */
 	static char cgstr[URS_CG_STRING_MAX];
 	int cgv2 = -1; /* the v2 cgroup's directory, for CLONE_INTO_CGROUP */
 	if (!a->no_cgroup) {
@@ -1150,6 +1150,9 @@ int urs_supervisor_main(struct urs_sup_args *a)
 		/* v1: we move ourselves in ("0" to tasks: no global lock); v2: the
 		 * init is cloned into it (host/cgroup.c, "without the kernel's
 		 * global migration lock"). Not single-threaded: the old way. */
+		/* where we come from: we go back there once the init is gone */
+		if (urs_cg_home_v1(&home, &cg, NULL) < 0)
+			home.mode = 0;
 		r = urs_cg_enter_self_v1(&cg, &err);
 		if (r == -EBUSY)
 			r = urs_cg_enter(&cg, getpid(), &err);
@@ -1472,6 +1475,12 @@ int urs_supervisor_main(struct urs_sup_args *a)
 			}
 		}
 	}
+	/* The init is gone: back to the caller's v1 cgroups (no lock, as we
+	 * came), so that `ursa delete` can remove the sandbox's while we
+	 * still clean up. Threads of ours (io-wq workers) would stay behind:
+	 * then we stay too, and delete waits for our exit as before. */
+	if (home.mode)
+		urs_cg_enter_self_v1(&home, NULL);
 	if (s->net)
 		urs_netstack_stop(s->net);
 	gofer_stop(s); /* gofer volumes */

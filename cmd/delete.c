@@ -29,6 +29,20 @@ static void kill_and_wait(pid_t pid, uint64_t start, int grace_ms, int ms)
 	poll(&p, 1, ms);
 }
 
+/* Remove @cg while the supervisor finishes: a few tries within ~1 ms,
+ * stopping as soon as it has exited (urs_cg_destroy then does the rest). */
+static void rm_early(struct urs_cgroup *cg, pid_t sup, uint64_t start)
+{
+	_cleanup_close_ int fd = urs_pidfd_open_checked(sup, start);
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	for (int i = 0; i < 10 && fd >= 0; i++) {
+		if (urs_cg_destroy_now(cg))
+			return;
+		if (ppoll(&p, 1, &(struct timespec){0, 100000}, NULL) == 1)
+			return;
+	}
+}
+
 int urs_container_delete(const char *id, bool force, struct urs_err *err)
 {
 	struct urs_state st;
@@ -51,7 +65,11 @@ int urs_container_delete(const char *id, bool force, struct urs_err *err)
 			urs_cg_kill_all(&cg, SIGKILL, NULL);
 		kill_and_wait(st.pid, st.pid_start, 0, 2000);
 	}
-	/* the supervisor leaves as soon as the init is reaped */
+	/* the supervisor leaves as soon as the init is reaped, and first goes
+	 * back to its caller's v1 cgroups (actors/supervisor.c): the sandbox's
+	 * can usually go while it still cleans up */
+	if (have_cg)
+		rm_early(&cg, st.sup_pid, st.sup_start);
 	kill_and_wait(st.sup_pid, st.sup_start, 1000, 2000);
 	urs_sandbox_hooks(G.root, &st, NULL, URS_HOOK_POSTSTOP, "stopped", urs_warn);
 	if (have_cg && (r = urs_cg_destroy(&cg, err)) < 0) {

@@ -280,13 +280,15 @@ static int rm_subdirs(int dfd, int depth)
 }
 
 /* Remove a leaf cgroup and what the sandbox made below it, waiting a little
- * for exiting processes (EBUSY). */
-static int rm_leaf(const char *path)
+ * for exiting processes (EBUSY) unless @once. */
+static int rm_leaf(const char *path, bool once)
 {
 	/* the usual case first: nothing below it, nobody inside (one syscall
 	 * instead of a directory walk per hierarchy: checkpoint and delete) */
 	if (rmdir(path) == 0 || errno == ENOENT)
 		return 0;
+	if (once)
+		return -errno;
 	int64_t deadline = now_ns() + CG_RMDIR_WAIT_NS;
 	for (;;) {
 		_cleanup_close_ int fd =
@@ -304,7 +306,7 @@ static int rm_leaf(const char *path)
 }
 
 /* Remove what urs_cg_create made in one hierarchy. */
-static int destroy_one(struct urs_cgroup *cg, int h, struct urs_err *err)
+static int destroy_one(struct urs_cgroup *cg, int h, bool once, struct urs_err *err)
 {
 	struct urs_cg_dir *d = &cg->h[h];
 	if (d->fd >= 0) {
@@ -313,7 +315,7 @@ static int destroy_one(struct urs_cgroup *cg, int h, struct urs_err *err)
 	}
 	if (d->alias >= 0 || !d->path[0] || !d->created)
 		return 0;
-	int r = rm_leaf(d->path);
+	int r = rm_leaf(d->path, once);
 	if (r < 0)
 		return urs_err_set(err, r, "cgroup: removing %s: %s", d->path, strerror(-r));
 	/* Parents we made, while they are empty (another sandbox may share them). */
@@ -335,11 +337,19 @@ int urs_cg_destroy(struct urs_cgroup *cg, struct urs_err *err)
 {
 	int ret = 0;
 	for (int h = 0; h < URS_CG_NHIER; h++) {
-		int r = destroy_one(cg, h, ret ? NULL : err);
+		int r = destroy_one(cg, h, false, ret ? NULL : err);
 		if (r < 0 && !ret)
 			ret = r;
 	}
 	return ret;
+}
+
+bool urs_cg_destroy_now(struct urs_cgroup *cg)
+{
+	for (int h = 0; h < URS_CG_NHIER; h++)
+		if (destroy_one(cg, h, true, NULL) < 0)
+			return false;
+	return true;
 }
 
 /* ---- creation ---------------------------------------------------------- */
@@ -592,6 +602,55 @@ static bool applies(int mode, int h)
 	return true;
 }
 
+/* Where hierarchy @h is mounted (@ctrls: its controller list from
+ * /proc/PID/cgroup, for co-mounts like "cpu,cpuacct"); false if nowhere. */
+static bool hier_root(int mode, int h, const char *ctrls, size_t cl, char *root, size_t len)
+{
+	if (h == URS_CG_V2) {
+		snprintf(root, len, "%s", mode == URS_CG_UNIFIED ? CG_ROOT : CG_ROOT "/unified");
+		return true;
+	}
+	snprintf(root, len, CG_ROOT "/%s", hier_names[h]);
+	if (fs_is(root, CGROUP_SUPER_MAGIC))
+		return true;
+	snprintf(root, len, CG_ROOT "/%.*s", (int) cl, ctrls);
+	return fs_is(root, CGROUP_SUPER_MAGIC);
+}
+
+int urs_cg_home_v1(struct urs_cgroup *home, const struct urs_cgroup *cg, struct urs_err *err)
+{
+	cg_init(home, cg->mode);
+	char proc[8192];
+	int r = read_at(AT_FDCWD, "/proc/self/cgroup", proc, sizeof(proc));
+	if (r < 0)
+		return urs_err_set(err, r, "cgroup: reading /proc/self/cgroup: %s", strerror(-r));
+	for (int h = 0; h < URS_CG_NHIER; h++) {
+		if (h == URS_CG_V2 || !has(cg, h))
+			continue;
+		struct urs_cg_dir *d = &home->h[h];
+		d->alias = cg->h[h].alias;
+		const char *ctrls, *own;
+		size_t cl, ol;
+		long hid;
+		char root[128];
+		if (!find_line(proc, h, &hid, &ctrls, &cl, &own, &ol) ||
+		    !hier_root(cg->mode, h, ctrls, cl, root, sizeof(root)))
+			return urs_err_set(err, -ENOENT, "cgroup: not in a %s cgroup",
+					   hier_names[h]);
+		if (memmem(own, ol, "/..", 3))
+			return urs_err_set(err, -EINVAL,
+					   "cgroup: our %s cgroup is outside our namespace",
+					   hier_names[h]);
+		while (ol && own[ol - 1] == '/')
+			ol--;
+		int n = snprintf(d->path, sizeof(d->path), "%s%.*s", root, (int) ol, own);
+		if (n < 0 || (size_t) n >= sizeof(d->path))
+			return urs_err_set(err, -ENAMETOOLONG, "cgroup: %s path too long",
+					   hier_names[h]);
+	}
+	return 0;
+}
+
 int urs_cg_create(struct urs_cgroup *cg, const char *cgroups_path, const char *id, pid_t caller,
 		  struct urs_err *err)
 {
@@ -651,17 +710,8 @@ int urs_cg_create(struct urs_cgroup *cg, const char *cgroups_path, const char *i
 			continue;
 
 		char root[128];
-		if (h == URS_CG_V2) {
-			snprintf(root, sizeof(root), "%s",
-				 mode == URS_CG_UNIFIED ? CG_ROOT : CG_ROOT "/unified");
-		} else {
-			snprintf(root, sizeof(root), CG_ROOT "/%s", hier_names[h]);
-			if (!fs_is(root, CGROUP_SUPER_MAGIC)) {
-				snprintf(root, sizeof(root), CG_ROOT "/%.*s", (int) cl, ctrls);
-				if (!fs_is(root, CGROUP_SUPER_MAGIC))
-					continue;
-			}
-		}
+		if (!hier_root(mode, h, ctrls, cl, root, sizeof(root)))
+			continue;
 		/* the caller's own cgroup, without a trailing '/' */
 		while (ol && own[ol - 1] == '/')
 			ol--;

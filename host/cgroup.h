@@ -91,6 +91,10 @@ const char *urs_cg_hier_name(enum urs_cg_hier h);
 int urs_cg_create(struct urs_cgroup *cg, const char *cgroups_path, const char *id, pid_t caller,
 		  struct urs_err *err);
 
+/* The caller's own cgroups in @cg's v1 hierarchies (paths only, nothing
+ * created), to move back there with urs_cg_enter_self_v1(). */
+int urs_cg_home_v1(struct urs_cgroup *home, const struct urs_cgroup *cg, struct urs_err *err);
+
 /* Move @pid into every hierarchy (cgroup.procs: takes the kernel's global
  * migration lock, i.e. an RCU grace period when it was idle; see cgroup.c). */
 int urs_cg_enter(struct urs_cgroup *cg, pid_t pid, struct urs_err *err);
@@ -179,6 +183,9 @@ int urs_cg_kill_all(struct urs_cgroup *cg, int sig, struct urs_err *err);
  * the new parents still empty), retrying ≤ 1 s on EBUSY while processes
  * exit. Kills nothing. Idempotent. Closes cached fds. */
 int urs_cg_destroy(struct urs_cgroup *cg, struct urs_err *err);
+/* The same, one attempt per directory, no waiting: true if all are gone
+ * (else what is left stays for urs_cg_destroy). */
+bool urs_cg_destroy_now(struct urs_cgroup *cg);
 
 /* Close cached fds, leave the cgroups alone. */
 void urs_cg_close(struct urs_cgroup *cg);
