@@ -5,7 +5,7 @@
  *   gofer_serve [--ro] [--no-passthrough] [--no-readdirplus] [--no-xattr] [--sync-rw] SRC MNT
  *       mount a gofer volume of SRC on MNT (in the caller's mount namespace),
  *       print "ready" and serve until MNT is unmounted; then print the
- *       gofer's stats.
+ *       gofer's stats and the process's CPU time (user, sys seconds).
  *   gofer_serve meta DIR N
  *       metadata benchmark: create, stat and unlink N files in DIR; prints
  *       "create X/s stat Y/s unlink Z/s".
@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -140,6 +141,13 @@ int main(int argc, char **argv)
 	       st.passthrough ? "yes" : "no", (unsigned long long) st.by_op[FUSE_READ],
 	       (unsigned long long) st.by_op[FUSE_WRITE], (unsigned long long) st.grows,
 	       (unsigned long long) st.shrinks, (unsigned long long) st.drained);
+	{
+		struct rusage ru;
+		getrusage(RUSAGE_SELF, &ru);
+		printf("cpu user %.3f sys %.3f\n",
+		       (double) ru.ru_utime.tv_sec + (double) ru.ru_utime.tv_usec / 1e6,
+		       (double) ru.ru_stime.tv_sec + (double) ru.ru_stime.tv_usec / 1e6);
+	}
 	printf("by opcode:");
 	for (unsigned k = 0; k < 64; k++)
 		if (st.by_op[k])
