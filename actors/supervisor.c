@@ -799,10 +799,17 @@ static int gofer_saved_check(struct sup *s, struct urs_err *err)
  * its old st_dev) to the one the same file shows now. Their files are new:
  * any inode.
  */
+static int join_v2_now(void *ctx);
+
 static int restore_files(struct sup *s, struct ckpt_dev_map *map, uint32_t *n, struct urs_err *err)
 {
 	struct urs_sup_args *a = s->a;
-	int r = ckpt_tmpfs_restore(s->init_pid, a->restore_dir, map, SUP_DEV_MAP - 1, n, err);
+	/* the tmpfs contents we write are charged to our memory cgroup */
+	int r = ckpt_tmpfs_has_content(a->restore_dir) ? join_v2_now(NULL) : 0;
+	if (r < 0)
+		return urs_err_set(err, r, "restore: joining the sandbox's cgroup: %s",
+				   strerror(-r));
+	r = ckpt_tmpfs_restore(s->init_pid, a->restore_dir, map, SUP_DEV_MAP - 1, n, err);
 	if (r < 0)
 		return r;
 	char p[PATH_MAX + 16], line[PATH_MAX + 32];
@@ -893,7 +900,8 @@ static int late_restore(struct sup *s, struct urs_err *err)
 	lr.ro = (struct ckpt_restore_opts){.policy = a->restore_policy,
 					   .puppet = s->init_pid,
 					   .dev_map = map,
-					   .n_dev_map = nmap};
+					   .n_dev_map = nmap,
+					   .before_charged = join_v2_now};
 	lr.efd = eventfd(0, EFD_CLOEXEC);
 	if (lr.efd < 0)
 		return urs_err_set(err, -errno, "restore: eventfd: %m");
@@ -1015,32 +1023,61 @@ static __attribute__((noinline)) void release_boot_memory(void)
  * migration lock (an RCU grace period when idle; host/cgroup.c) that no
  * `ursa run` or restore should wait for: we join on a thread, once the
  * sandbox runs (until then our boot memory is charged where the caller's
- * is). Best effort: a failure leaves us where we were. Hybrid and legacy
- * hosts have the controllers in v1, entered at start; there we stay out of
- * the v2 cgroup, so its freezer (pause, checkpoint) stops the workload only.
+ * is), retrying a few times. Except before a restore writes data the
+ * kernel charges to the writer (tmpfs contents, shared memory): then we
+ * join first, synchronously (join_v2_now), or the workload's memory would
+ * be charged outside its cgroup on every restore. Hybrid and legacy hosts
+ * have the controllers in v1, entered at start; there we stay out of the
+ * v2 cgroup, so that checkpoint's freezer stops the workload only.
  */
-static char join_v2_path[URS_CG_PATH_MAX + 16];
+static struct {
+	char procs[URS_CG_PATH_MAX + 16]; /* the v2 cgroup's cgroup.procs */
+	bool needed, joined;
+} j2;
+
+static int join_v2_write(void)
+{
+	char pid[24];
+	snprintf(pid, sizeof(pid), "%d", (int) getpid());
+	int fd = open(j2.procs, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	int r = write(fd, pid, strlen(pid)) < 0 ? -errno : 0;
+	close(fd);
+	if (r == 0)
+		j2.joined = true;
+	return r;
+}
+
+/* ckpt_restore_opts.before_charged, and before tmpfs contents */
+static int join_v2_now(void *ctx)
+{
+	(void) ctx;
+	return !j2.needed || j2.joined ? 0 : join_v2_write();
+}
 
 static void *join_v2_thread(void *arg)
 {
 	(void) arg;
-	char pid[24];
-	snprintf(pid, sizeof(pid), "%d", (int) getpid());
-	int fd = open(join_v2_path, O_WRONLY | O_CLOEXEC);
-	if (fd >= 0) {
-		if (write(fd, pid, strlen(pid)) < 0) {
-			/* best effort (see above) */
-		}
-		close(fd);
-	}
+	for (int i = 0; i < 5 && join_v2_write() < 0; i++)
+		usleep(20000 << i); /* 20 ms .. 320 ms */
 	return NULL;
 }
 
-static void join_v2_later(const struct urs_cgroup *cg, bool init_placed)
+static void join_v2_setup(const struct urs_cgroup *cg, bool init_placed)
 {
-	if (!init_placed || cg->mode != URS_CG_UNIFIED || !cg->h[URS_CG_V2].path[0])
+	/* URSA_CG_JOIN_V2=1: as if unified (tests of this path on hybrid hosts) */
+	const char *force = getenv("URSA_CG_JOIN_V2");
+	j2.needed = init_placed && (cg->mode == URS_CG_UNIFIED || (force && !strcmp(force, "1"))) &&
+		    cg->h[URS_CG_V2].path[0];
+	if (j2.needed)
+		snprintf(j2.procs, sizeof(j2.procs), "%s/cgroup.procs", cg->h[URS_CG_V2].path);
+}
+
+static void join_v2_later(void)
+{
+	if (!j2.needed || j2.joined)
 		return;
-	snprintf(join_v2_path, sizeof(join_v2_path), "%s/cgroup.procs", cg->h[URS_CG_V2].path);
 	pthread_attr_t at;
 	pthread_t th;
 	if (pthread_attr_init(&at))
@@ -1048,7 +1085,7 @@ static void join_v2_later(const struct urs_cgroup *cg, bool init_placed)
 	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
 	pthread_attr_setstacksize(&at, 64 << 10);
 	if (pthread_create(&th, &at, join_v2_thread, NULL)) {
-		/* best effort (see above) */
+		/* best effort: we stay where we are */
 	}
 	pthread_attr_destroy(&at);
 }
@@ -1212,6 +1249,7 @@ int urs_supervisor_main(struct urs_sup_args *a)
 	bool into_v2;
 	s->init_pid = clone_init(a, flags, &s->pidfd, cgv2, &cg, &into_v2, &err);
 	ckpt_trace("sup: init cloned");
+	join_v2_setup(&cg, into_v2);
 	close(sv[1]);
 	if (cgv2 >= 0)
 		close(cgv2);
@@ -1289,8 +1327,10 @@ int urs_supervisor_main(struct urs_sup_args *a)
 	if (a->restore_dir && !s->late) {
 		static struct ckpt_dev_map map[SUP_DEV_MAP];
 		uint32_t nmap = 0;
-		struct ckpt_restore_opts ro = {
-			.policy = a->restore_policy, .puppet = s->init_pid, .dev_map = map};
+		struct ckpt_restore_opts ro = {.policy = a->restore_policy,
+					       .puppet = s->init_pid,
+					       .dev_map = map,
+					       .before_charged = join_v2_now};
 		pid_t restored;
 		ckpt_trace("sup: init ready, restoring");
 		if ((r = restore_files(s, map, &nmap, &err)) < 0) {
@@ -1312,7 +1352,7 @@ int urs_supervisor_main(struct urs_sup_args *a)
 	}
 	if (!s->late) {
 		report(a, 0, s->init_pid, cgstr, NULL);
-		join_v2_later(&cg, into_v2);
+		join_v2_later();
 	}
 	if (a->start_now && !s->late) {
 		/* run/do: no separate start, but not before the parent has written
@@ -1437,7 +1477,7 @@ int urs_supervisor_main(struct urs_sup_args *a)
 		}
 		gofer_import(s);
 		report(a, 0, s->init_pid, cgstr, NULL);
-		join_v2_later(&cg, into_v2);
+		join_v2_later();
 		if (a->start_now) { /* as above: the record first; the init runs already */
 			char go;
 			ssize_t n;

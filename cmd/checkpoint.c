@@ -101,7 +101,7 @@ static int save_record(const char *dir, const struct urs_state *st, struct urs_e
 /* The supervisor's answer to "checkpoint DIR" (asked at @asked): its state
  * is in DIR/supervisor.img. Closes *ctlfd (-1 after). */
 static int sup_state_wait(int *ctlfd, const struct urs_state *st, const char *work,
-			  const struct timespec *asked)
+			  const struct timespec *asked, struct urs_err *err)
 {
 	char reply[512];
 	int r = *ctlfd < 0 ? *ctlfd : urs_ctl_recv(*ctlfd, reply, sizeof(reply));
@@ -119,13 +119,10 @@ static int sup_state_wait(int *ctlfd, const struct urs_state *st, const char *wo
 				 "supervisor state: not supported by its supervisor");
 		return 0;
 	}
-	if (r < 0 || strncmp(reply, "ok", 2)) {
-		urs_error("checkpoint %s: the supervisor's state: %s", st->id,
-			  r < 0 ? strerror(-r) : reply);
-		urs_ckpt_worklog(work, "dump.log", "error: supervisor state: %s",
-				 r < 0 ? strerror(-r) : reply);
-		return r < 0 ? r : -EIO;
-	}
+	if (r < 0)
+		return urs_err_set(err, r, "the supervisor's state: %s", strerror(-r));
+	if (strncmp(reply, "ok", 2))
+		return urs_err_set(err, -EIO, "the supervisor's state: %s", reply);
 	return 0;
 }
 
@@ -244,8 +241,11 @@ int cmd_checkpoint(int argc, char **argv)
 	 * before the freeze. On hybrid hosts it stays out of the v2 cgroup
 	 * (actors/supervisor.c, join_v2_later): there it writes while we dump. */
 	bool sup_apart = freezer && cg.mode != URS_CG_UNIFIED && !urs_cg_v2_has(&cg, st.sup_pid);
-	if (!sup_apart && sup_state_wait(&ctlfd, &st, work, &ts0) < 0)
+	if ((!sup_apart || ctlfd < 0) && sup_state_wait(&ctlfd, &st, work, &ts0, &err) < 0) {
+		urs_error("checkpoint %s: %s", st.id, err.msg);
+		urs_ckpt_worklog(work, "dump.log", "error: %s", err.msg);
 		goto out;
+	}
 	struct ckpt_dump_opts dopts = {.freezer = freezer, .outside = st.sup_pid};
 	struct ckpt_dump_stats ds;
 	/* interrupted halfway, the tasks would go on with injected registers or
@@ -274,8 +274,14 @@ int cmd_checkpoint(int argc, char **argv)
 	if (r == 0 && (r = ckpt_tmpfs_save(st.pid, dir, freezer != NULL, &err)) > 0)
 		r = 0;
 	ckpt_trace("cli: tmpfs contents saved");
-	if (sup_apart && sup_state_wait(&ctlfd, &st, work, &ts0) < 0 && r == 0)
-		r = urs_err_set(&err, -EIO, "the supervisor's state could not be saved");
+	if (sup_apart && ctlfd >= 0) {
+		struct urs_err e2 = {{0}};
+		int rs = sup_state_wait(&ctlfd, &st, work, &ts0, &e2);
+		if (rs < 0 && r == 0) {
+			r = rs;
+			err = e2;
+		}
+	}
 	if (r == 0)
 		r = save_record(dir, &st, &err);
 	if (r == 0) {

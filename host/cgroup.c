@@ -863,20 +863,20 @@ int urs_cg_open_v2(struct urs_cgroup *cg, struct urs_err *err)
 
 bool urs_cg_v2_has(struct urs_cgroup *cg, pid_t pid)
 {
-	char buf[8192];
-	if (!has(cg, URS_CG_V2) || cg_fd(cg, URS_CG_V2, NULL) < 0 ||
-	    read_at(cg_fd(cg, URS_CG_V2, NULL), "cgroup.procs", buf, sizeof(buf)) < 0)
+	/* its "0::PATH" line (not the cgroup's cgroup.procs: O(1) in the
+	 * number of processes there) */
+	char p[64], buf[8192], root[128];
+	snprintf(p, sizeof(p), "/proc/%d/cgroup", (int) pid);
+	const char *ctrls, *own;
+	size_t cl, ol;
+	long hid;
+	if (!has(cg, URS_CG_V2) || read_at(AT_FDCWD, p, buf, sizeof(buf)) < 0 ||
+	    !find_line(buf, URS_CG_V2, &hid, &ctrls, &cl, &own, &ol) ||
+	    !hier_root(cg->mode, URS_CG_V2, ctrls, cl, root, sizeof(root)))
 		return false;
-	for (char *p = buf; *p;) {
-		char *end;
-		long v = strtol(p, &end, 10);
-		if (end == p)
-			break;
-		if (v == pid)
-			return true;
-		p = end;
-	}
-	return false;
+	size_t rl = strlen(root);
+	const char *mine = cg->h[URS_CG_V2].path;
+	return !strncmp(mine, root, rl) && strlen(mine + rl) == ol && !memcmp(mine + rl, own, ol);
 }
 
 /* ---- limits ------------------------------------------------------------ */

@@ -87,6 +87,8 @@ struct rctx {
 	uint32_t nlive;
 	uint64_t blob;
 	pid_t puppet; /* an existing root puppet (ckpt_restore_opts.puppet), or 0 */
+	int (*before_charged)(void *ctx); /* ckpt_restore_opts; NULL once called */
+	void *charged_ctx;
 	struct ckpt_restore_stats *st;
 	struct robj *objs; /* pipe ends and sockets created so far */
 	uint32_t nobjs;
@@ -1380,6 +1382,10 @@ static int shm_create(struct rctx *c, uint32_t i, uint32_t id)
 	if (r)
 		return r;
 	r = inj(c, i, SYS_ftruncate, (uint64_t) fd, o->r.size, 0, 0, 0, 0, NULL);
+	if (!r && c->before_charged) { /* our pwrites are charged to us */
+		r = c->before_charged(c->charged_ctx);
+		c->before_charged = NULL;
+	}
 	if (!r)
 		r = shm_fill(c, i, fd, o);
 	if (r) {
@@ -2257,7 +2263,9 @@ int ckpt_restore_ex(const char *dir, const struct ckpt_restore_opts *opts, pid_t
 	struct rctx c = {.st = stats,
 			 .puppet = opts ? opts->puppet : 0,
 			 .dev_map = opts ? opts->dev_map : NULL,
-			 .n_dev_map = opts ? opts->n_dev_map : 0};
+			 .n_dev_map = opts ? opts->n_dev_map : 0,
+			 .before_charged = opts ? opts->before_charged : NULL,
+			 .charged_ctx = opts ? opts->charged_ctx : NULL};
 	int r = ckpt_image_load(dir, &c.img, err);
 	if (r)
 		return r;

@@ -78,6 +78,13 @@ struct ckpt_restore_opts {
 	 * device; docs/gofer.md "Checkpoint and restore"). */
 	const struct ckpt_dev_map *dev_map;
 	uint32_t n_dev_map;
+	/* Called once, before the restorer writes data the kernel charges to
+	 * the WRITER's memory cgroup (shared memory objects, filled with
+	 * pwrite from here): the caller gets into the sandbox's memory cgroup
+	 * then, if it is not there already (actors/supervisor.c on unified
+	 * hosts). Failing fails the restore. NULL: nothing to do. */
+	int (*before_charged)(void *ctx);
+	void *charged_ctx;
 };
 
 /* ckpt_restore with options (opts may be NULL). Either way, an image fd of

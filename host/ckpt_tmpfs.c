@@ -171,6 +171,24 @@ static bool dir_empty(int dfd)
 	return empty;
 }
 
+bool ckpt_tmpfs_has_content(const char *dir)
+{
+	char p[PATH_MAX + 32], buf[4096];
+	snprintf(p, sizeof(p), "%s/%s", dir, CKPT_TMPFS_INDEX);
+	_cleanup_close_ int fd = open(p, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	bool bol = true;
+	ssize_t k;
+	while ((k = read(fd, buf, sizeof(buf))) > 0)
+		for (ssize_t i = 0; i < k; i++) {
+			if (bol && buf[i] != '-')
+				return true; /* "tmpfs-N.img\t...": contents */
+			bol = buf[i] == '\n';
+		}
+	return k < 0; /* unreadable: assume there are */
+}
+
 void ckpt_tmpfs_forget(const char *dir)
 {
 	/* what an index there names (the images are numbered from 0 on) */

@@ -40,6 +40,10 @@ int ckpt_tmpfs_save(pid_t pid, const char *dir, bool frozen, struct urs_err *err
 int ckpt_tmpfs_restore(pid_t pid, const char *dir, struct ckpt_dev_map *map, uint32_t max,
 		       uint32_t *n, struct urs_err *err);
 
+/* Does the image in @dir carry file contents for a tmpfs (not only empty
+ * places)? */
+bool ckpt_tmpfs_has_content(const char *dir);
+
 /* Remove the files ckpt_tmpfs_save wrote in @dir (an abandoned image). */
 void ckpt_tmpfs_forget(const char *dir);
 

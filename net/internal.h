@@ -72,7 +72,7 @@ struct urs_flow {
  * receives (UDP, ICMP) with plain non-blocking syscalls.
  * A forward's op polls an epoll descriptor watching the socket, never the
  * socket itself: an io_uring request holds a reference to the file it
- * works on, and when the supervisor dies (SIGKILL by cgroup.kill, or exit
+ * works on, and when the supervisor dies (SIGKILL, or exit
  * with the request still armed) the ring is torn down later by a kernel
  * worker, whose last fput of the file is deferred again (delayed_fput): the
  * port stayed bound ~10 ms after the supervisor was gone, and an immediate

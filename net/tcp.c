@@ -751,15 +751,25 @@ static void accept_one(struct urs_net_fwd *fw, int cfd)
 		abort_sock(f);
 }
 
-/* The listener polled readable: accept every client waiting (a poll
- * completion comes per wakeup, so none is left behind). A failing accept
- * (-EMFILE...) leaves clients queued: the poll is cancelled, and its end
- * re-arms it on the next tick (urs_net_fwd_ended), not in a busy loop. */
+/* The listener polled readable: accept the clients waiting (a poll
+ * completion comes per wakeup, not per client, so none may be left behind
+ * without a way back). A failing accept (-EMFILE...) leaves clients
+ * queued, and so does the cap (ACCEPT_BATCH per completion, so that a
+ * connection flood cannot hold the loop that also serves the tap, the
+ * timers and the control socket): the poll is cancelled, and its end
+ * re-arms it on the next tick (urs_net_fwd_ended), where a ready listener
+ * completes at once — not a busy loop. */
+#define ACCEPT_BATCH 64
 static void accept_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint32_t flags)
 {
 	struct urs_net_fwd *fw = container_of(op, struct urs_net_fwd, op);
 	struct urs_net *n = fw->net;
-	while (res >= 0 && !n->closing && fw->fd >= 0) {
+	for (int k = 0; res >= 0 && !n->closing && fw->fd >= 0; k++) {
+		if (k == ACCEPT_BATCH) {
+			if (flags & IORING_CQE_F_MORE)
+				urs_cancel(loop, op);
+			break;
+		}
 		int cfd = accept4(fw->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (cfd < 0) {
 			if (errno == EINTR || errno == ECONNABORTED)

@@ -243,7 +243,6 @@ static void fwd_datagram(struct urs_net_fwd *fw, const uint8_t *d, size_t len,
 
 static void fwd_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint32_t flags)
 {
-	(void) loop;
 	struct urs_net_fwd *fw = container_of(op, struct urs_net_fwd, op);
 	struct urs_net *n = fw->net;
 	bool closing = n->closing;
@@ -253,7 +252,8 @@ static void fwd_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint32
 	uint8_t *buf = urs_net_buf(n);
 	if (!buf)
 		return;
-	for (int i = 0; i < DRAIN; i++) {
+	int i;
+	for (i = 0; i < DRAIN; i++) {
 		struct sockaddr_in6 from;
 		socklen_t fl = sizeof(from);
 		ssize_t r = recvfrom(fw->fd, buf, URS_NET_BUF, MSG_DONTWAIT | MSG_TRUNC,
@@ -264,6 +264,11 @@ static void fwd_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint32
 			continue;
 		fwd_datagram(fw, buf, (size_t) r, &from);
 	}
+	/* more may be queued, and the poll fires per wakeup, not per datagram:
+	 * cancel it, its end re-arms it on the next tick, which completes at
+	 * once while the socket is readable (as for accept in tcp.c) */
+	if (i == DRAIN && (flags & IORING_CQE_F_MORE) && urs_op_busy(op))
+		urs_cancel(loop, op);
 }
 
 int urs_net_udp_fwd_start(struct urs_net_fwd *fw)

@@ -26,7 +26,7 @@ bad() { failed=$((failed + 1)); echo "FAIL  $1${2:+
 check() { if eval "$2"; then ok "$1"; else bad "$1" "${3:-}"; fi; }
 u() { URSA_SECCOMP_COUNT=0 "$URSA" --root "$root" "$@"; }
 cleanup() {
-	for id in ${P}s1 ${P}s2 ${P}bad1 ${P}bad2 ${P}bad3 ${P}t1; do u delete --force "$id" >/dev/null 2>&1; done
+	for id in ${P}s1 ${P}s2 ${P}bad1 ${P}bad2 ${P}bad3 ${P}t1 ${P}j; do u delete --force "$id" >/dev/null 2>&1; done
 	rm -rf "$work"
 }
 trap cleanup EXIT
@@ -109,6 +109,27 @@ ck2=$(metric ${P}s1 $REQ 'request="checkpoint"')
 check "after a second checkpoint/restore: metrics $after2 > $after, checkpoints $ck2 = 2" \
 	'[ -n "$after2" ] && [ "$after2" -gt "$after" ] && [ "${ck2:-0}" = 2 ]'
 u delete --force ${P}s1 >/dev/null 2>&1
+
+# ---- the unified hosts' way, on a hybrid one (URSA_CG_JOIN_V2=1): the supervisor
+# joins the sandbox's v2 cgroup once it runs (actors/supervisor.c, j2); checkpoint
+# then gets its state before freezing it; a restore that writes tmpfs contents
+# joins before writing them (they are charged to the writer)
+sup_v2() { [[ $(sed -n 's/^0:://p' "/proc/$(jq -r .sup_pid "$root/$1/state.json")/cgroup") == */$1 ]]; }
+if $hybrid; then
+	(cd "$work/b" && URSA_CG_JOIN_V2=1 u run -d ${P}j >/dev/null 2>"$work/j.err") ||
+		bad "run -d (URSA_CG_JOIN_V2=1)" "$(cat "$work/j.err")"
+	for _ in $(seq 40); do sup_v2 ${P}j && break; sleep 0.05; done
+	check "URSA_CG_JOIN_V2=1: the supervisor joins the v2 cgroup once running" 'sup_v2 ${P}j'
+	u exec ${P}j /bin/sh -c 'echo kept >/dev/shm/f' >/dev/null 2>&1
+	check "checkpoint with the supervisor in the frozen cgroup" \
+		'u checkpoint --image-path "$work/imgj" ${P}j 2>"$work/ckj.err"' "$(cat "$work/ckj.err" 2>/dev/null)"
+	(cd "$work/b" && URSA_CG_JOIN_V2=1 u restore --detach --image-path "$work/imgj" ${P}j \
+		>/dev/null 2>"$work/rsj.err") || bad "restore (URSA_CG_JOIN_V2=1)" "$(cat "$work/rsj.err")"
+	check "after a restore with tmpfs contents: in v2, contents back" \
+		'sup_v2 ${P}j && [ "$(u exec ${P}j /bin/sh -c "cat /dev/shm/f" 2>&1)" = kept ]'
+	u delete --force ${P}j >/dev/null 2>&1
+	check "and deleted: nothing left" 'nothing_left ${P}j'
+fi
 
 # ---- refusals leave nothing --------------------------------------------------------
 refused() { # NAME ID DIR PATTERN [ENV...]

@@ -25,6 +25,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <linux/sched.h>
+#include <pthread.h>
+#include <sys/syscall.h>
+
 #include "host/cgroup.h"
 #include "runtime/common.h"
 
@@ -418,6 +422,100 @@ static void test_apply_readback(void **state)
 	assert_all_gone(&cg);
 }
 
+static void *idle_thread(void *arg)
+{
+	(void) arg;
+	pause();
+	return NULL;
+}
+
+/* In a child: does /proc/self/cgroup's line for hierarchy @h (its
+ * "N:CTRLS:" prefix found by @name, or "0::" for v2) end with "/@id"? */
+static bool self_in(const char *name, const char *id)
+{
+	char buf[8192];
+	FILE *f = fopen("/proc/self/cgroup", "re");
+	if (!f)
+		return false;
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n")) {
+		bool v2 = !strcmp(name, "v2");
+		char *c2 = strchr(strchr(line, ':') ? strchr(line, ':') + 1 : line, ':');
+		if (!c2)
+			continue;
+		bool match = v2 ? !strncmp(line, "0::", 3) : strstr(line, name) && line[0] != '0';
+		if (!match)
+			continue;
+		size_t l = strlen(c2 + 1), il = strlen(id);
+		return l > il && c2[1 + l - il - 1] == '/' && !strcmp(c2 + 1 + l - il, id);
+	}
+	return false;
+}
+
+/* The lock-free ways in and out (host/cgroup.c): a single-threaded process
+ * moves itself into the v1 hierarchies and back to where it came from; a
+ * child cloned with CLONE_INTO_CGROUP is born in the v2 one;
+ * urs_cg_v2_has tells them apart. */
+static void test_self_migration(void **state)
+{
+	(void) state;
+	NEED();
+	struct urs_err e = {{0}};
+	char id[64];
+	mkid(id, sizeof(id), "self");
+	OK(urs_cg_create(&cg, NULL, id, 0, &e));
+	bool v1 = cg.h[URS_CG_PIDS].path[0] != 0, v2 = cg.h[URS_CG_V2].path[0] != 0;
+	pid_t p = fork();
+	assert_true(p >= 0);
+	if (p == 0) {
+		struct urs_cgroup home;
+		struct urs_err e2;
+		int bad = 0;
+		if (urs_cg_home_v1(&home, &cg, &e2) < 0 || urs_cg_enter_self_v1(&cg, &e2) < 0)
+			_exit(10);
+		if (v1 && !self_in("pids", id))
+			bad |= 1; /* moved into v1 */
+		if (v2 && (self_in("v2", id) || urs_cg_v2_has(&cg, getpid())))
+			bad |= 2; /* but not into v2 */
+		if (v2) {
+			int fd = urs_cg_open_v2(&cg, &e2);
+			struct clone_args ca = {.flags = CLONE_INTO_CGROUP,
+						.exit_signal = SIGCHLD,
+						.cgroup = (uint64_t) fd};
+			pid_t c = fd < 0 ? -1 : (pid_t) syscall(SYS_clone3, &ca, sizeof(ca));
+			if (c == 0)
+				_exit(self_in("v2", id) && (!v1 || self_in("pids", id)) ? 0 : 1);
+			int st = 0;
+			if (c < 0 || waitpid(c, &st, 0) != c || !WIFEXITED(st) ||
+			    WEXITSTATUS(st) != 0)
+				bad |= 4; /* the clone is in both */
+		}
+		if (urs_cg_enter_self_v1(&home, &e2) < 0 || (v1 && self_in("pids", id)))
+			bad |= 8; /* and back out */
+		_exit(bad);
+	}
+	int st;
+	assert_int_equal(waitpid(p, &st, 0), p);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	assert_false(urs_cg_v2_has(&cg, getpid()));
+	/* a multi-threaded caller is refused (its other threads would stay) */
+	p = fork();
+	if (p == 0) {
+		pthread_t t;
+		struct urs_err e2;
+		if (pthread_create(&t, NULL, idle_thread, NULL))
+			_exit(10);
+		_exit(urs_cg_enter_self_v1(&cg, &e2) == -EBUSY ? 0 : 1);
+	}
+	assert_int_equal(waitpid(p, &st, 0), p);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	OK(urs_cg_destroy(&cg, &e));
+}
+
 static void test_lifecycle(void **state)
 {
 	(void) state;
@@ -807,6 +905,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_create_nested, teardown),
 		cmocka_unit_test_teardown(test_apply_readback, teardown),
 		cmocka_unit_test_teardown(test_lifecycle, teardown),
+		cmocka_unit_test_teardown(test_self_migration, teardown),
 		cmocka_unit_test_teardown(test_kill_tree, teardown),
 		cmocka_unit_test_teardown(test_bad_values, teardown),
 		cmocka_unit_test_teardown(test_bad_args, teardown),
