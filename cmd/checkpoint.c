@@ -339,7 +339,7 @@ int cmd_checkpoint(int argc, char **argv)
 	if (freezer)
 		ckpt_cg2_freeze(freezer, false, NULL);
 	ckpt_trace("cli: killed and thawed");
-	if (urs_container_delete(st.id, true, &err) < 0) {
+	if (urs_container_remove(&st, true, &err) < 0) {
 		urs_error("checkpoint %s: the image is complete, but deleting the container "
 			  "failed: %s",
 			  st.id, err.msg);

@@ -41,6 +41,8 @@ int urs_seal_self_for(const struct urs_spec *spec, struct urs_err *err);
 
 /* delete's work, shared with run (cmd/delete.c) */
 int urs_container_delete(const char *id, bool force, struct urs_err *err);
+/* The same for a record already read (@rec stays the caller's). */
+int urs_container_remove(const struct urs_state *rec, bool force, struct urs_err *err);
 
 /* The writable layer of `ursa do --id ID` (cmd/do_layer.c): a tmpfs on the
  * host at ROOT/.do/ID (state root), made (@fresh: with upper/ too), saved into and

@@ -49,13 +49,21 @@ int urs_container_delete(const char *id, bool force, struct urs_err *err)
 	int r = urs_state_read(G.root, id, &st, err);
 	if (r < 0)
 		return r;
+	r = urs_container_remove(&st, force, err);
+	urs_state_clear(&st);
+	return r;
+}
+
+int urs_container_remove(const struct urs_state *rec, bool force, struct urs_err *err)
+{
+	const struct urs_state st = *rec; /* by value: fields, not ownership */
+	const char *id = st.id;
+	int r;
 	enum urs_status s = urs_container_status(&st);
-	if (s != URS_ST_STOPPED && s != URS_ST_CREATED && s != URS_ST_CREATING && !force) {
-		urs_err_set(err, -EBUSY, "cannot delete container %s that is not stopped: %s", id,
-			    urs_status_name(s));
-		urs_state_clear(&st);
-		return -EBUSY;
-	}
+	if (s != URS_ST_STOPPED && s != URS_ST_CREATED && s != URS_ST_CREATING && !force)
+		return urs_err_set(err, -EBUSY,
+				   "cannot delete container %s that is not stopped: %s", id,
+				   urs_status_name(s));
 	struct urs_cgroup cg;
 	bool have_cg = st.cgroup && urs_cg_from_string(&cg, st.cgroup, NULL) == 0;
 	if (s == URS_ST_PAUSED && have_cg)
@@ -72,14 +80,11 @@ int urs_container_delete(const char *id, bool force, struct urs_err *err)
 		rm_early(&cg, st.sup_pid, st.sup_start);
 	kill_and_wait(st.sup_pid, st.sup_start, 1000, 2000);
 	urs_sandbox_hooks(G.root, &st, NULL, URS_HOOK_POSTSTOP, "stopped", urs_warn);
-	if (have_cg && (r = urs_cg_destroy(&cg, err)) < 0) {
-		urs_state_clear(&st);
+	if (have_cg && (r = urs_cg_destroy(&cg, err)) < 0)
 		return r;
-	}
 	/* a registered `ursa do` sandbox's writable layer (cmd/do_layer.c) */
 	if (urs_do_layer_of(id, st.bundle))
 		urs_do_layer_remove(id);
-	urs_state_clear(&st);
 	return urs_state_remove(G.root, id);
 }
 
