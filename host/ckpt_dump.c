@@ -13,6 +13,7 @@
 #include "host/ckpt_trace.h"
 
 #include <dirent.h>
+#include <elf.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -32,6 +33,7 @@
 #include <sys/socket.h>
 #include <sys/ptrace.h>
 #include <sys/random.h>
+#include <sys/auxv.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -74,6 +76,15 @@ struct dumpctx {
 	struct dthread *thr[CKPT_MAX_TASKS]; /* each task's other threads */
 	uint32_t nthr[CKPT_MAX_TASKS];
 	uint32_t nthr_all; /* all tasks' (an image holds CKPT_MAX_THREADS) */
+	int rootfd;	   /* /proc/PID/root of root_pid (in_task_root), or -1 */
+	pid_t root_pid;
+	struct { /* in_task_root's last answer (fd 0-2 ask twice) */
+		pid_t pid;
+		dev_t dev;
+		ino_t ino;
+		bool in;
+		char path[PATH_MAX];
+	} root_memo;
 };
 
 /* A thread of a task other than its main one, seized like it. */
@@ -82,7 +93,11 @@ struct dthread {
 	uint8_t trapped;
 };
 
-static int read_small(const char *path, char *buf, size_t cap)
+/* Read a small file whole. @once: a /proc file the kernel makes in one
+ * piece (single_open: status, stat, fdinfo, limits, comm, personality;
+ * auxv): a read that does not fill the buffer got all of it, no second
+ * read to see the end. */
+static int read_file(const char *path, char *buf, size_t cap, bool once)
 {
 	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -94,7 +109,7 @@ static int read_small(const char *path, char *buf, size_t cap)
 			continue;
 		if (n < 0)
 			return -errno;
-		if (n == 0 || got + (size_t) n >= cap - 1) {
+		if (n == 0 || got + (size_t) n >= cap - 1 || once) {
 			got += (size_t) (n > 0 ? n : 0);
 			break;
 		}
@@ -102,6 +117,16 @@ static int read_small(const char *path, char *buf, size_t cap)
 	}
 	buf[got] = 0;
 	return (int) got;
+}
+
+static int read_small(const char *path, char *buf, size_t cap)
+{
+	return read_file(path, buf, cap, false);
+}
+
+static int read_proc1(const char *path, char *buf, size_t cap)
+{
+	return read_file(path, buf, cap, true);
 }
 
 /* Value of "Key:\t..." in a /proc status buffer, or NULL. */
@@ -139,7 +164,7 @@ static int dump_status(struct ckpt_task *t, pid_t pid, bool zombie, uint64_t *si
 {
 	char path[64], buf[8192];
 	snprintf(path, sizeof(path), "/proc/%d/status", pid);
-	int r = read_small(path, buf, sizeof(buf));
+	int r = read_proc1(path, buf, sizeof(buf));
 	if (r < 0)
 		return urs_err_set(err, r, "pid %d: reading status: %s", pid, strerror(-r));
 	long threads = status_last_num(buf, "Threads");
@@ -197,7 +222,7 @@ static int dump_stat_mm(struct ckpt_task *t, pid_t pid, struct urs_err *err)
 {
 	char path[64], buf[2048];
 	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	int r = read_small(path, buf, sizeof(buf));
+	int r = read_proc1(path, buf, sizeof(buf));
 	if (r < 0)
 		return urs_err_set(err, r, "pid %d: reading stat: %s", pid, strerror(-r));
 	char *p = strrchr(buf, ')');
@@ -316,6 +341,10 @@ static int dump_maps(struct dumpctx *c, struct ckpt_task *t, pid_t pid, struct u
 	if (!f)
 		return urs_err_set(err, -errno, "pid %d: opening maps: %m", pid);
 	char line[PATH_MAX + 256];
+	/* consecutive mappings of one file (text, data, ...): stat it once */
+	unsigned long long last_ino = 0;
+	unsigned last_maj = 0, last_min = 0;
+	struct stat last_st;
 	while (fgets(line, sizeof(line), f)) {
 		unsigned long long start, end, off, ino;
 		char perms[8];
@@ -384,9 +413,15 @@ static int dump_maps(struct dumpctx *c, struct ckpt_task *t, pid_t pid, struct u
 			char mf[96];
 			struct stat st;
 			snprintf(mf, sizeof(mf), "/proc/%d/map_files/%llx-%llx", pid, start, end);
-			if (stat(mf, &st) < 0)
+			if (ino && ino == last_ino && maj == last_maj && min == last_min)
+				st = last_st;
+			else if (stat(mf, &st) < 0)
 				return urs_err_set(err, -errno, "pid %d: mapping of %s: %m", pid,
 						   name);
+			last_st = st;
+			last_ino = ino;
+			last_maj = maj;
+			last_min = min;
 			if (!S_ISREG(st.st_mode))
 				return urs_err_set(err, -ENOTSUP,
 						   "pid %d: mapping of non-regular file %s", pid,
@@ -481,16 +516,14 @@ static int dump_span(struct dumpctx *c, struct ckpt_task *t, int memfd, uint64_t
 	return 0;
 }
 
-static int dump_pages(struct dumpctx *c, struct ckpt_task *t, pid_t pid, struct urs_err *err)
+static int dump_pages(struct dumpctx *c, struct ckpt_task *t, pid_t pid, int memfd,
+		      struct urs_err *err)
 {
 	char path[64];
 	snprintf(path, sizeof(path), "/proc/%d/pagemap", pid);
 	_cleanup_close_ int pm = open(path, O_RDONLY | O_CLOEXEC);
 	if (pm < 0)
 		return urs_err_set(err, -errno, "pid %d: opening pagemap: %m", pid);
-	_cleanup_close_ int memfd = ckpt_open_mem(pid);
-	if (memfd < 0)
-		return urs_err_set(err, memfd, "pid %d: opening mem: %s", pid, strerror(-memfd));
 	uint64_t pme[CHUNK];
 	for (uint32_t v = 0; v < t->nvmas; v++) {
 		const struct ckpt_vma_rec *m = &t->vmas[v].r;
@@ -727,7 +760,7 @@ static int scan_tree_fds(struct dumpctx *c, pid_t pid)
 		} else if (sscanf(link, "pipe:[%llu]", &ino) == 1) {
 			char info[512];
 			snprintf(what, sizeof(what), "/proc/%d/fdinfo/%s", pid, de->d_name);
-			if (read_small(what, info, sizeof(info)) < 0)
+			if (read_proc1(what, info, sizeof(info)) < 0)
 				continue;
 			const char *fl = status_field(info, "flags");
 			uint32_t flags = fl ? (uint32_t) strtoul(fl, NULL, 8) : 0;
@@ -768,18 +801,35 @@ static const char *const ok_chr[] = {"/dev/null", "/dev/zero", "/dev/full", "/de
  * links in /proc/PID/fd are in the dumper's view: a file of the host (the
  * shim's log, a redirected stdout) shows as a host path that the task's root
  * does not have, or has as another file. */
-static bool in_task_root(pid_t pid, const char *path, const struct stat *st)
+static bool in_task_root(struct dumpctx *c, pid_t pid, const char *path, const struct stat *st)
 {
-	char root[64];
-	snprintf(root, sizeof(root), "/proc/%d/root", pid);
-	_cleanup_close_ int dfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0)
-		return false;
+	if (c->root_memo.pid == pid && c->root_memo.dev == st->st_dev &&
+	    c->root_memo.ino == st->st_ino && !strcmp(c->root_memo.path, path))
+		return c->root_memo.in;
+	if (c->rootfd < 0 || c->root_pid != pid) {
+		if (c->rootfd >= 0)
+			close(c->rootfd);
+		char root[64];
+		snprintf(root, sizeof(root), "/proc/%d/root", pid);
+		c->rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		c->root_pid = pid;
+		if (c->rootfd < 0)
+			return false;
+	}
 	struct open_how how = {.flags = O_PATH | O_CLOEXEC,
 			       .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
-	_cleanup_close_ int fd = (int) syscall(SYS_openat2, dfd, path, &how, sizeof(how));
+	_cleanup_close_ int fd = (int) syscall(SYS_openat2, c->rootfd, path, &how, sizeof(how));
 	struct stat s2;
-	return fd >= 0 && fstat(fd, &s2) == 0 && s2.st_dev == st->st_dev && s2.st_ino == st->st_ino;
+	bool in = fd >= 0 && fstat(fd, &s2) == 0 && s2.st_dev == st->st_dev &&
+		  s2.st_ino == st->st_ino;
+	if (strlen(path) < sizeof(c->root_memo.path)) {
+		c->root_memo.pid = pid;
+		c->root_memo.dev = st->st_dev;
+		c->root_memo.ino = st->st_ino;
+		c->root_memo.in = in;
+		strcpy(c->root_memo.path, path);
+	}
+	return in;
 }
 
 /* Was socket @fd of @pid made in @pid's own network namespace (not the
@@ -833,7 +883,7 @@ static bool external_stdio(struct dumpctx *c, pid_t pid, int fd, const char *lin
 	if (S_ISCHR(st->st_mode) &&
 	    (major(st->st_rdev) == 136 || major(st->st_rdev) == 5 || major(st->st_rdev) == 4))
 		return true; /* pty slave, /dev/tty + ptmx, vt/ttyS */
-	return link[0] == '/' && !deleted(link) && !in_task_root(pid, link, st);
+	return link[0] == '/' && !deleted(link) && !in_task_root(c, pid, link, st);
 }
 
 /* The bytes buffered in the pipe (or FIFO) open as pid's fd, read without
@@ -1161,7 +1211,7 @@ static int dump_fds(struct dumpctx *c, uint32_t idx, struct urs_err *err)
 			}
 		}
 		snprintf(path, sizeof(path), "/proc/%d/fdinfo/%d", pid, fd);
-		int r = read_small(path, info, 65536);
+		int r = read_proc1(path, info, 65536);
 		if (r < 0)
 			return urs_err_set(err, r, "pid %d: fd %d: fdinfo: %s", pid, fd,
 					   strerror(-r));
@@ -1212,7 +1262,7 @@ static int dump_fds(struct dumpctx *c, uint32_t idx, struct urs_err *err)
 						   "pid %d: fd %d: a pipe opened read-write "
 						   "(through /proc) cannot be checkpointed yet",
 						   pid, fd);
-			if (!is_pipe && !in_task_root(pid, link, &st))
+			if (!is_pipe && !in_task_root(c, pid, link, &st))
 				return urs_err_set(err, -ENOTSUP,
 						   "pid %d: fd %d (%s) is not reachable from the "
 						   "process's root directory",
@@ -1297,7 +1347,7 @@ static int dump_fds(struct dumpctx *c, uint32_t idx, struct urs_err *err)
 					   "FIFOs, eventfd, epoll, signalfd, timerfd, unix "
 					   "socketpairs, TCP and UDP sockets)",
 					   pid, fd, link);
-		if (!in_task_root(pid, link, &st))
+		if (!in_task_root(c, pid, link, &st))
 			return urs_err_set(err, -ENOTSUP,
 					   "pid %d: fd %d (%s) is not reachable from the process's "
 					   "root directory",
@@ -1516,107 +1566,420 @@ static int dump_sock_injected(struct ckpt_task *t, struct ckpt_tracee *tr, int m
 	return 0;
 }
 
-static int dump_injected(struct ckpt_task *t, struct ckpt_tracee *tr, uint64_t sigcgt,
+/* Scratch memory in the task for the injected queries' answers. Small
+ * queries use a window of the task's own stack below its stack pointer and
+ * the 128-byte red zone (free by the ABI: a signal frame would go there),
+ * when that is a private anonymous writable mapping whose pages are present,
+ * so nothing is faulted in or grown; its bytes are saved and written back
+ * afterwards. Else (or for the large buffer of unix socket peeks) a mapping
+ * of its own: an injected mmap and munmap, two injections more. */
+#define STACK_SCRATCH 128 /* a siginfo; the largest answer is 32 bytes */
+
+struct scratch {
+	uint64_t addr, len;
+	bool on_stack;
+	uint8_t saved[STACK_SCRATCH];
+	uint64_t map_addr, map_len; /* the query blob's region (scratch in it) */
+};
+
+static bool stack_window(const struct ckpt_task *t, pid_t pid, int memfd, uint64_t rsp,
+			 struct scratch *s)
+{
+	if (rsp < 65536)
+		return false;
+	uint64_t lo = (rsp - 128 - STACK_SCRATCH) & ~15ull, hi = lo + STACK_SCRATCH;
+	bool ok = false;
+	for (uint32_t v = 0; v < t->nvmas && !ok; v++) {
+		const struct ckpt_vma_rec *m = &t->vmas[v].r;
+		ok = m->kind == CKPT_VMA_ANON && (m->prot & PROT_WRITE) && m->start <= lo &&
+		     hi <= m->end;
+	}
+	if (!ok)
+		return false;
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/pagemap", pid);
+	_cleanup_close_ int pm = open(path, O_RDONLY | O_CLOEXEC);
+	uint64_t pme[2] = {0, 0}, first = lo / CKPT_PAGE_SIZE,
+		 n = (hi - 1) / CKPT_PAGE_SIZE - first + 1;
+	if (pm < 0 || pread(pm, pme, n * 8, (off_t) (first * 8)) != (ssize_t) (n * 8))
+		return false;
+	for (uint64_t i = 0; i < n; i++)
+		if (!(pme[i] & PM_PRESENT))
+			return false;
+	if (ckpt_mem_read(memfd, lo, s->saved, STACK_SCRATCH))
+		return false;
+	s->addr = lo;
+	s->len = STACK_SCRATCH;
+	s->on_stack = true;
+	return true;
+}
+
+static int scratch_get(const struct ckpt_task *t, struct ckpt_tracee *tr, int memfd, uint64_t len,
+		       struct scratch *s)
+{
+	memset(s, 0, sizeof(*s));
+	if (len <= STACK_SCRATCH && stack_window(t, tr->pid, memfd, tr->base.rsp, s))
+		return 0;
+	len = len < 4096 ? 4096 : len;
+	long addr = 0;
+	int r = ckpt_inject(tr, SYS_mmap, 0, len, PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS, (uint64_t) -1, 0, &addr);
+	if (!r && sys_failed(addr))
+		r = (int) addr;
+	if (r)
+		return r;
+	s->addr = (uint64_t) addr;
+	s->len = len;
+	return 0;
+}
+
+static int scratch_put(struct ckpt_tracee *tr, int memfd, struct scratch *s)
+{
+	if (s->on_stack)
+		return ckpt_mem_write(memfd, s->addr, s->saved, STACK_SCRATCH);
+	uint64_t addr = s->map_len ? s->map_addr : s->addr, len = s->map_len ? s->map_len : s->len;
+	if (!len)
+		return 0;
+	long ret = 0;
+	int r = ckpt_inject(tr, SYS_munmap, addr, len, 0, 0, 0, 0, &ret);
+	return r ? r : sys_failed(ret) ? (int) ret : 0;
+}
+
+/* A SIGTRAP queued by someone else for the thread while it was stopped
+ * was merged into a single-step's trap (ckpt_inject, t->trap_foreign):
+ * the thread queues it to itself again, as it was (two-stop injection,
+ * so that no trap of ours meets it). */
+static int requeue_trap(struct ckpt_tracee *tr, int memfd, const struct scratch *s, int32_t tgid,
+			int32_t tid)
+{
+	if (!tr->trap_foreign)
+		return 0;
+	tr->trap_foreign = 0;
+	int step = tr->step;
+	tr->step = 0;
+	long ret = 0;
+	int r = ckpt_mem_write(memfd, s->addr, tr->trap_info, sizeof(tr->trap_info));
+	if (!r)
+		r = ckpt_inject(tr, SYS_rt_tgsigqueueinfo, (uint64_t) tgid, (uint64_t) tid, SIGTRAP,
+				s->addr, 0, 0, &ret);
+	tr->step = step;
+	return r ? r : sys_failed(ret) ? (int) ret : 0;
+}
+
+/* May injections into this thread single-step (one stop each)? Only if
+ * the process's SIGTRAP handler is SIG_DFL (neither caught nor ignored:
+ * the step's forced SIGTRAP would reset it) and no SIGTRAP is queued for
+ * the thread (the step's would merge into it). */
+static bool can_step(uint64_t sigcgt, const struct ckpt_siginfo *sigs, uint32_t nsigs)
+{
+	if (sigcgt & (1ull << (SIGTRAP - 1)))
+		return false;
+	for (uint32_t k = 0; k < nsigs; k++) {
+		int32_t signo;
+		memcpy(&signo, sigs[k].info, sizeof(signo));
+		if (signo == SIGTRAP && !sigs[k].shared)
+			return false;
+	}
+	return true;
+}
+
+/* ---- the query blob ----------------------------------------------------
+ * When the task allows one-stop injections (can_step), its queries run as
+ * one piece of code instead of one injection each: the dumper maps a region
+ * PROT_READ | PROT_EXEC (never writable and executable at once: fine under
+ * MDWE), writes into it code that first makes the region's data part
+ * writable (mprotect; on failure it jumps to the end), then per query moves
+ * its six arguments, runs `syscall` and stores rax in the data part, and
+ * ends in an int3: one stop for all the queries, whose answers come back in
+ * one read. Without an executable mapping (SELinux execmem, a seccomp
+ * filter refusing it) the queries are injected one by one. */
+
+#define BLOB_MAXQ     (CKPT_NSIG + 8)
+#define BLOB_QBYTES   82 /* 7 movabs + syscall + movabs to memory */
+#define BLOB_OUT      32 /* an answer's slot: struct kernel_sigaction, itimerval */
+#define BLOB_NOANSWER UINT32_MAX
+
+struct blob_q {
+	long nr;
+	uint64_t a[5]; /* rdi rsi rdx r10 r8; r9 is 0 */
+	uint32_t out;  /* answer slot written through an argument, or BLOB_NOANSWER */
+	int outarg;    /* which argument points at it */
+};
+
+static uint8_t *emit_mov(uint8_t *p, uint8_t rex, uint8_t op, uint64_t imm)
+{
+	*p++ = rex;
+	*p++ = op;
+	memcpy(p, &imm, 8);
+	return p + 8;
+}
+
+/* mov rax/rdi/rsi/rdx/r10/r8/r9, imm64; syscall; mov [res], rax (if res) */
+static uint8_t *emit_syscall(uint8_t *p, long nr, const uint64_t a[6], uint64_t res)
+{
+	static const uint8_t ops[7][2] = {{0x48, 0xb8}, {0x48, 0xbf}, {0x48, 0xbe}, {0x48, 0xba},
+					  {0x49, 0xba}, {0x49, 0xb8}, {0x49, 0xb9}};
+	p = emit_mov(p, ops[0][0], ops[0][1], (uint64_t) nr);
+	for (int i = 0; i < 6; i++)
+		p = emit_mov(p, ops[i + 1][0], ops[i + 1][1], a[i]);
+	*p++ = 0x0f;
+	*p++ = 0x05;
+	return res ? emit_mov(p, 0x48, 0xa3, res) : p;
+}
+
+/* Run the queries of dump_injected as a blob. 1: no blob here (nothing
+ * changed, inject one by one); 0: done, with *sc the scratch for the
+ * socket queries inside the region (unmapped by scratch_put); <0: error. */
+static int queries_blob(struct ckpt_task *t, struct ckpt_tracee *tr, int memfd, uint64_t sigcgt,
+			uint64_t slen, struct scratch *sc)
+{
+	struct blob_q q[BLOB_MAXQ];
+	uint32_t nq = 0, nout = 0;
+	q[nq++] = (struct blob_q){.nr = SYS_brk, .out = BLOB_NOANSWER};
+	for (unsigned s = 1; s <= CKPT_NSIG; s++)
+		if ((sigcgt & (1ull << (s - 1))) && s != SIGKILL && s != SIGSTOP)
+			q[nq++] = (struct blob_q){.nr = SYS_rt_sigaction,
+						  .a = {s, 0, 0, 8},
+						  .out = nout++,
+						  .outarg = 2};
+	for (unsigned which = 0; which < 3; which++)
+		q[nq++] = (struct blob_q){
+			.nr = SYS_getitimer, .a = {which}, .out = nout++, .outarg = 1};
+	q[nq++] = (struct blob_q){.nr = SYS_sigaltstack, .out = nout++, .outarg = 1};
+	q[nq++] = (struct blob_q){
+		.nr = SYS_prctl, .a = {PR_GET_TID_ADDRESS}, .out = nout++, .outarg = 1};
+	/* region: code pages, then data: nq results, nout answer slots, scratch */
+	uint64_t clen = ((uint64_t) (nq + 1) * BLOB_QBYTES + 16 + CKPT_PAGE_SIZE - 1) &
+			~(uint64_t) (CKPT_PAGE_SIZE - 1);
+	uint64_t ans = (uint64_t) nq * 8, sofs = ans + (uint64_t) nout * BLOB_OUT;
+	uint64_t dlen = (sofs + slen + CKPT_PAGE_SIZE - 1) & ~(uint64_t) (CKPT_PAGE_SIZE - 1);
+	long base = 0;
+	int r = ckpt_inject(tr, SYS_mmap, 0, clen + dlen, PROT_READ | PROT_EXEC,
+			    MAP_PRIVATE | MAP_ANONYMOUS, (uint64_t) -1, 0, &base);
+	if (r)
+		return r;
+	if (sys_failed(base))
+		return 1;
+	sc->map_addr = (uint64_t) base;
+	sc->map_len = clen + dlen;
+	uint64_t data = (uint64_t) base + clen;
+	_cleanup_free_ uint8_t *code = malloc(clen);
+	_cleanup_free_ uint64_t *res = malloc(sofs);
+	if (!code || !res)
+		return -ENOMEM;
+	uint8_t *p = code;
+	uint64_t a[6] = {data, dlen, PROT_READ | PROT_WRITE};
+	p = emit_syscall(p, SYS_mprotect, a, 0);
+	static const uint8_t test_jnz[] = {0x48, 0x85, 0xc0, 0x0f, 0x85};
+	memcpy(p, test_jnz, sizeof(test_jnz));
+	p += sizeof(test_jnz);
+	uint8_t *rel = p;
+	p += 4;
+	for (uint32_t i = 0; i < nq; i++) {
+		memset(a, 0, sizeof(a));
+		memcpy(a, q[i].a, sizeof(q[i].a));
+		if (q[i].out != BLOB_NOANSWER)
+			a[q[i].outarg] = data + ans + (uint64_t) q[i].out * BLOB_OUT;
+		p = emit_syscall(p, q[i].nr, a, data + (uint64_t) i * 8);
+	}
+	*p++ = 0x31; /* xor eax, eax: done */
+	*p++ = 0xc0;
+	int32_t jump = (int32_t) (p - (rel + 4));
+	memcpy(rel, &jump, 4);
+	*p++ = 0xcc; /* int3 */
+	uint64_t codelen = (uint64_t) (p - code);
+	struct user_regs_struct regs;
+	if (ckpt_mem_write(memfd, (uint64_t) base, code, codelen))
+		return 1; /* no forced writes through /proc/PID/mem */
+	r = ckpt_run_code(tr, (uint64_t) base, (uint64_t) base + codelen, &regs);
+	if (r)
+		return r;
+	if (regs.rax) /* the mprotect failed: nothing else ran */
+		return 1;
+	r = ckpt_mem_read(memfd, data, res, sofs);
+	if (r)
+		return r;
+	for (uint32_t i = 0; i < nq; i++) {
+		if (q[i].nr != SYS_brk && sys_failed((long) res[i]))
+			return (int) res[i];
+		if (q[i].nr == SYS_brk) {
+			t->r.mm.brk = res[i];
+			continue;
+		}
+		const uint8_t *o = (const uint8_t *) res + ans + (uint64_t) q[i].out * BLOB_OUT;
+		if (q[i].nr == SYS_rt_sigaction) {
+			memcpy(&t->r.sigact[q[i].a[0] - 1], o, sizeof(t->r.sigact[0]));
+		} else if (q[i].nr == SYS_getitimer) {
+			memcpy(t->r.itimer[q[i].a[0]], o, sizeof(t->r.itimer[0]));
+		} else if (q[i].nr == SYS_sigaltstack) {
+			stack_t ss;
+			memcpy(&ss, o, sizeof(ss));
+			t->r.altstack_sp = (uint64_t) (uintptr_t) ss.ss_sp;
+			t->r.altstack_size = ss.ss_size;
+			t->r.altstack_flags = (uint32_t) ss.ss_flags;
+		} else {
+			memcpy(&t->r.clear_child_tid, o, sizeof(t->r.clear_child_tid));
+		}
+	}
+	sc->addr = data + sofs;
+	sc->len = slen;
+	return 0;
+}
+
+/* Offset of the first `syscall` in our own vdso (the kernel maps the same
+ * image into every task), 0 if none; 1 until looked for. */
+static uint64_t own_vdso_syscall(void)
+{
+	static uint64_t off = 1;
+	if (off != 1)
+		return off;
+	off = 0;
+	const uint8_t *base = (const uint8_t *) (uintptr_t) getauxval(AT_SYSINFO_EHDR);
+	if (!base || memcmp(base, ELFMAG, SELFMAG))
+		return off;
+	const Elf64_Ehdr *eh = (const Elf64_Ehdr *) base;
+	uint64_t size = 0;
+	for (unsigned i = 0; i < eh->e_phnum; i++) {
+		const Elf64_Phdr *ph =
+			(const Elf64_Phdr *) (base + eh->e_phoff + (uint64_t) i * eh->e_phentsize);
+		if (ph->p_type == PT_LOAD && ph->p_vaddr + ph->p_memsz > size)
+			size = ph->p_vaddr + ph->p_memsz;
+	}
+	const uint8_t *hit = size > 2 ? memmem(base, size, "\x0f\x05", 2) : NULL;
+	if (hit)
+		off = (uint64_t) (hit - base);
+	return off;
+}
+
+/* A `syscall` instruction of the task to inject with: in its vdso, where
+ * ours has one if the bytes match (one read), else found by a scan of
+ * its vdso or a small executable mapping. */
+static int find_syscall(const struct ckpt_task *t, pid_t pid, int memfd, uint64_t *ip)
+{
+	uint64_t off = own_vdso_syscall();
+	for (uint32_t v = 0; v < t->nvmas && off; v++) {
+		const struct ckpt_vma_rec *m = &t->vmas[v].r;
+		uint8_t insn[2];
+		if (m->kind == CKPT_VMA_VDSO && m->start + off + 2 <= m->end &&
+		    !ckpt_mem_read(memfd, m->start + off, insn, 2) && insn[0] == 0x0f &&
+		    insn[1] == 0x05) {
+			*ip = m->start + off;
+			return 0;
+		}
+	}
+	int r = -ENOENT;
+	for (uint32_t v = 0; v < t->nvmas && r; v++)
+		if (t->vmas[v].r.kind == CKPT_VMA_VDSO)
+			r = ckpt_find_syscall_insn(pid, t->vmas[v].r.start, t->vmas[v].r.end, ip);
+	for (uint32_t v = 0; v < t->nvmas && r; v++)
+		if (t->vmas[v].r.prot & PROT_EXEC &&
+		    t->vmas[v].r.end - t->vmas[v].r.start <= (1u << 20))
+			r = ckpt_find_syscall_insn(pid, t->vmas[v].r.start, t->vmas[v].r.end, ip);
+	return r;
+}
+
+/* @memfd: the task's /proc/PID/mem */
+static int dump_injected(struct ckpt_task *t, struct ckpt_tracee *tr, uint64_t sigcgt, int memfd,
 			 struct urs_err *err)
 {
 	pid_t pid = tr->pid;
 	uint64_t ip = 0;
 	bool named = false; /* err already names what failed */
-	int r = -ENOENT;
-	for (uint32_t v = 0; v < t->nvmas && r; v++)
-		if (t->vmas[v].r.kind == CKPT_VMA_VDSO)
-			r = ckpt_find_syscall_insn(pid, t->vmas[v].r.start, t->vmas[v].r.end, &ip);
-	for (uint32_t v = 0; v < t->nvmas && r; v++)
-		if (t->vmas[v].r.prot & PROT_EXEC &&
-		    t->vmas[v].r.end - t->vmas[v].r.start <= (1u << 20))
-			r = ckpt_find_syscall_insn(pid, t->vmas[v].r.start, t->vmas[v].r.end, &ip);
+	int r = find_syscall(t, pid, memfd, &ip);
 	if (r)
 		return urs_err_set(err, r, "pid %d: no syscall instruction found to inject with",
 				   pid);
 	tr->syscall_ip = ip;
+	tr->step = can_step(sigcgt, t->sigs, t->nsigs);
 	/* block every signal while injecting so none is dequeued behind our back */
 	uint64_t all = ~0ull;
-	int memfd = -1;
 	if (ptrace(PTRACE_SETSIGMASK, pid, (void *) 8, &all) < 0)
 		return urs_err_set(err, -errno, "pid %d: PTRACE_SETSIGMASK: %m", pid);
 	long ret = 0;
-	r = ckpt_inject(tr, SYS_brk, 0, 0, 0, 0, 0, 0, &ret);
-	if (r)
-		goto out;
-	t->r.mm.brk = (uint64_t) ret;
-	/* the scratch page, large enough for the biggest unix queue to peek */
-	uint64_t slen = 4096;
+	/* the scratch, large enough for the biggest unix queue to peek */
+	uint64_t slen = STACK_SCRATCH;
 	for (uint32_t k = 0; k < t->nfds; k++)
 		if (t->fds[k].r.type == CKPT_FD_UNIX && !t->fds[k].r.xtask &&
 		    t->fds[k].r.dup_of == -1 &&
 		    (t->fds[k].r.data_len || t->fds[k].r.sub != SOCK_STREAM))
 			slen = PEEK_SCRATCH;
-	long scratch;
-	r = ckpt_inject(tr, SYS_mmap, 0, slen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-			(uint64_t) -1, 0, &scratch);
-	if (r)
-		goto out;
-	if (sys_failed(scratch)) {
-		r = (int) scratch;
-		goto out;
-	}
-	memfd = ckpt_open_mem(pid);
-	if (memfd < 0) {
-		r = memfd;
+	struct scratch sc;
+	memset(&sc, 0, sizeof(sc));
+	r = tr->step ? queries_blob(t, tr, memfd, sigcgt, slen, &sc) : 1;
+	if (r == 0) {
+		r = dump_sock_injected(t, tr, memfd, sc.addr, err);
+		if (r)
+			named = true;
 		goto unmap;
 	}
+	if (r < 0)
+		goto unmap;
+	if (sc.map_len) { /* a region, but no blob ran: it goes, one by one instead */
+		r = scratch_put(tr, memfd, &sc);
+		if (r)
+			goto out;
+	}
+	r = scratch_get(t, tr, memfd, slen, &sc);
+	if (r)
+		goto out;
+	uint64_t scratch = sc.addr;
+	r = ckpt_inject(tr, SYS_brk, 0, 0, 0, 0, 0, 0, &ret);
+	if (r)
+		goto unmap;
+	t->r.mm.brk = (uint64_t) ret;
 	for (unsigned s = 1; s <= CKPT_NSIG; s++) {
 		if (!(sigcgt & (1ull << (s - 1))) || s == SIGKILL || s == SIGSTOP)
 			continue;
-		r = ckpt_inject(tr, SYS_rt_sigaction, s, 0, (uint64_t) scratch, 8, 0, 0, &ret);
+		r = ckpt_inject(tr, SYS_rt_sigaction, s, 0, scratch, 8, 0, 0, &ret);
 		if (!r && sys_failed(ret))
 			r = (int) ret;
 		if (!r)
-			r = ckpt_mem_read(memfd, (uint64_t) scratch, &t->r.sigact[s - 1],
+			r = ckpt_mem_read(memfd, scratch, &t->r.sigact[s - 1],
 					  sizeof(t->r.sigact[0]));
 		if (r)
 			goto unmap;
 	}
 	for (unsigned which = 0; which < 3 && !r; which++) {
-		r = ckpt_inject(tr, SYS_getitimer, which, (uint64_t) scratch, 0, 0, 0, 0, &ret);
+		r = ckpt_inject(tr, SYS_getitimer, which, scratch, 0, 0, 0, 0, &ret);
 		if (!r && sys_failed(ret))
 			r = (int) ret;
 		if (!r)
-			r = ckpt_mem_read(memfd, (uint64_t) scratch, t->r.itimer[which],
+			r = ckpt_mem_read(memfd, scratch, t->r.itimer[which],
 					  sizeof(t->r.itimer[which]));
 	}
 	if (r)
 		goto unmap;
-	r = ckpt_inject(tr, SYS_sigaltstack, 0, (uint64_t) scratch, 0, 0, 0, 0, &ret);
+	r = ckpt_inject(tr, SYS_sigaltstack, 0, scratch, 0, 0, 0, 0, &ret);
 	if (!r && sys_failed(ret))
 		r = (int) ret;
 	if (!r) {
 		stack_t ss;
-		r = ckpt_mem_read(memfd, (uint64_t) scratch, &ss, sizeof(ss));
+		r = ckpt_mem_read(memfd, scratch, &ss, sizeof(ss));
 		t->r.altstack_sp = (uint64_t) (uintptr_t) ss.ss_sp;
 		t->r.altstack_size = ss.ss_size;
 		t->r.altstack_flags = (uint32_t) ss.ss_flags;
 	}
 	if (!r) { /* clear_child_tid, as set_tid_address(2) or CLONE_CHILD_CLEARTID left it */
-		r = ckpt_inject(tr, SYS_prctl, PR_GET_TID_ADDRESS, (uint64_t) scratch, 0, 0, 0, 0,
-				&ret);
+		r = ckpt_inject(tr, SYS_prctl, PR_GET_TID_ADDRESS, scratch, 0, 0, 0, 0, &ret);
 		if (!r && sys_failed(ret))
 			r = (int) ret;
 		if (!r)
-			r = ckpt_mem_read(memfd, (uint64_t) scratch, &t->r.clear_child_tid,
+			r = ckpt_mem_read(memfd, scratch, &t->r.clear_child_tid,
 					  sizeof(t->r.clear_child_tid));
 	}
 	if (!r)
-		r = dump_sock_injected(t, tr, memfd, (uint64_t) scratch, err);
+		r = dump_sock_injected(t, tr, memfd, scratch, err);
 	if (r)
 		named = true;
 unmap:;
-	int r2 = ckpt_inject(tr, SYS_munmap, (uint64_t) scratch, slen, 0, 0, 0, 0, &ret);
+	int r2 = requeue_trap(tr, memfd, &sc, t->r.nspid, t->r.nspid);
+	if (!r)
+		r = r2;
+	r2 = scratch_put(tr, memfd, &sc);
 	if (!r)
 		r = r2;
 out:
-	if (memfd >= 0)
-		close(memfd);
+	tr->step = 0;
 	if (ptrace(PTRACE_SETSIGMASK, pid, (void *) 8, &t->r.sigmask) < 0 && !r)
 		r = -errno;
 	if (ckpt_set_regs(pid, &tr->base) < 0 && !r)
@@ -1772,7 +2135,7 @@ static int dump_limits(struct ckpt_task *t, pid_t pid, struct urs_err *err)
 {
 	char path[64], buf[4096];
 	snprintf(path, sizeof(path), "/proc/%d/limits", pid);
-	int r = read_small(path, buf, sizeof(buf));
+	int r = read_proc1(path, buf, sizeof(buf));
 	if (r < 0)
 		return urs_err_set(err, r, "pid %d: reading limits: %s", pid, strerror(-r));
 	char *line = strchr(buf, '\n'); /* skip the header */
@@ -1884,9 +2247,9 @@ static int dump_thread(struct dumpctx *c, uint32_t idx, uint32_t k, struct urs_e
 	if (!a || !b)
 		return -ENOMEM;
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", pid, pid);
-	int r = read_small(path, a, 8192);
+	int r = read_proc1(path, a, 8192);
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", pid, tid);
-	int r2 = read_small(path, b, 8192);
+	int r2 = read_proc1(path, b, 8192);
 	if (r < 0 || r2 < 0)
 		return urs_err_set(err, r < 0 ? r : r2, "pid %d: thread %d: reading status", pid,
 				   tid);
@@ -1938,7 +2301,7 @@ static int dump_thread(struct dumpctx *c, uint32_t idx, uint32_t k, struct urs_e
 		th->r.robust_len = rlen;
 	}
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", pid, tid);
-	if (read_small(path, tbuf, sizeof(tbuf)) > 0) {
+	if (read_proc1(path, tbuf, sizeof(tbuf)) > 0) {
 		tbuf[strcspn(tbuf, "\n")] = 0;
 		snprintf(th->r.comm, sizeof(th->r.comm), "%s", tbuf);
 	}
@@ -1958,47 +2321,49 @@ static int dump_thread(struct dumpctx *c, uint32_t idx, uint32_t k, struct urs_e
 
 /* sigaltstack and clear_child_tid of each other thread, by syscalls
  * injected into it (a scratch page of its own, every signal blocked). */
-static int dump_thread_injected(struct dumpctx *c, uint32_t idx, uint32_t k, struct urs_err *err)
+static int dump_thread_injected(struct dumpctx *c, uint32_t idx, uint32_t k, int memfd,
+				struct urs_err *err)
 {
-	struct ckpt_thread *th = &c->img.tasks[idx].threads[k];
+	struct ckpt_task *t = &c->img.tasks[idx];
+	struct ckpt_thread *th = &t->threads[k];
 	struct ckpt_tracee *tr = &c->thr[idx][k].tr;
 	pid_t tid = tr->pid;
 	tr->syscall_ip = c->tr[idx].syscall_ip;
+	tr->step = can_step(c->sigcgt[idx], th->sigs, th->r.nsigs);
 	uint64_t all = ~0ull;
 	if (ptrace(PTRACE_SETSIGMASK, tid, (void *) 8, &all) < 0)
 		return urs_err_set(err, -errno, "thread %d: PTRACE_SETSIGMASK: %m", tid);
-	long scratch = 0, ret = 0;
-	int r = ckpt_inject(tr, SYS_mmap, 0, 4096, PROT_READ | PROT_WRITE,
-			    MAP_PRIVATE | MAP_ANONYMOUS, (uint64_t) -1, 0, &scratch);
-	if (!r && sys_failed(scratch))
-		r = (int) scratch;
-	_cleanup_close_ int memfd = r ? -1 : ckpt_open_mem(tid);
-	if (!r && memfd < 0)
-		r = memfd;
+	long ret = 0;
+	struct scratch sc;
+	int r = scratch_get(t, tr, memfd, STACK_SCRATCH, &sc);
+	uint64_t scratch = sc.addr;
 	if (!r)
-		r = ckpt_inject(tr, SYS_sigaltstack, 0, (uint64_t) scratch, 0, 0, 0, 0, &ret);
+		r = ckpt_inject(tr, SYS_sigaltstack, 0, scratch, 0, 0, 0, 0, &ret);
 	if (!r && sys_failed(ret))
 		r = (int) ret;
 	if (!r) {
 		stack_t ss;
-		r = ckpt_mem_read(memfd, (uint64_t) scratch, &ss, sizeof(ss));
+		r = ckpt_mem_read(memfd, scratch, &ss, sizeof(ss));
 		th->r.altstack_sp = (uint64_t) (uintptr_t) ss.ss_sp;
 		th->r.altstack_size = ss.ss_size;
 		th->r.altstack_flags = (uint32_t) ss.ss_flags;
 	}
 	if (!r)
-		r = ckpt_inject(tr, SYS_prctl, PR_GET_TID_ADDRESS, (uint64_t) scratch, 0, 0, 0, 0,
-				&ret);
+		r = ckpt_inject(tr, SYS_prctl, PR_GET_TID_ADDRESS, scratch, 0, 0, 0, 0, &ret);
 	if (!r && sys_failed(ret))
 		r = (int) ret;
 	if (!r)
-		r = ckpt_mem_read(memfd, (uint64_t) scratch, &th->r.clear_child_tid,
+		r = ckpt_mem_read(memfd, scratch, &th->r.clear_child_tid,
 				  sizeof(th->r.clear_child_tid));
-	if (scratch > 0 && !sys_failed(scratch)) {
-		int r2 = ckpt_inject(tr, SYS_munmap, (uint64_t) scratch, 4096, 0, 0, 0, 0, &ret);
+	if (sc.len) {
+		int r2 = requeue_trap(tr, memfd, &sc, t->r.nspid, th->r.tid);
+		if (!r)
+			r = r2;
+		r2 = scratch_put(tr, memfd, &sc);
 		if (!r)
 			r = r2;
 	}
+	tr->step = 0;
 	if (ptrace(PTRACE_SETSIGMASK, tid, (void *) 8, &th->r.sigmask) < 0 && !r)
 		r = -errno;
 	if (ckpt_set_regs(tid, &tr->base) < 0 && !r)
@@ -2009,7 +2374,8 @@ static int dump_thread_injected(struct dumpctx *c, uint32_t idx, uint32_t k, str
 	return 0;
 }
 
-static int dump_threads(struct dumpctx *c, uint32_t idx, struct urs_err *err)
+/* @memfd: the process's /proc/PID/mem (one mm for all its threads) */
+static int dump_threads(struct dumpctx *c, uint32_t idx, int memfd, struct urs_err *err)
 {
 	struct ckpt_task *t = &c->img.tasks[idx];
 	if (!c->nthr[idx])
@@ -2020,7 +2386,7 @@ static int dump_threads(struct dumpctx *c, uint32_t idx, struct urs_err *err)
 	for (uint32_t k = 0; k < t->nthreads; k++) {
 		int r = dump_thread(c, idx, k, err);
 		if (!r)
-			r = dump_thread_injected(c, idx, k, err);
+			r = dump_thread_injected(c, idx, k, memfd, err);
 		if (r)
 			return r;
 	}
@@ -2079,9 +2445,12 @@ static int dump_task(struct dumpctx *c, uint32_t idx, struct urs_err *err)
 	r = dump_stat_mm(t, pid, err);
 	if (r)
 		return r;
-	r = dump_injected(t, tr, sigcgt, err);
+	_cleanup_close_ int memfd = ckpt_open_mem(pid);
+	if (memfd < 0)
+		return urs_err_set(err, memfd, "pid %d: opening mem: %s", pid, strerror(-memfd));
+	r = dump_injected(t, tr, sigcgt, memfd, err);
 	if (!r)
-		r = dump_threads(c, idx, err);
+		r = dump_threads(c, idx, memfd, err);
 	if (r)
 		return r;
 	r = dump_limits(t, pid, err);
@@ -2089,16 +2458,16 @@ static int dump_task(struct dumpctx *c, uint32_t idx, struct urs_err *err)
 		return r;
 	char path[64], buf[64];
 	snprintf(path, sizeof(path), "/proc/%d/comm", pid);
-	if (read_small(path, buf, sizeof(buf)) > 0) {
+	if (read_proc1(path, buf, sizeof(buf)) > 0) {
 		buf[strcspn(buf, "\n")] = 0;
 		snprintf(t->r.comm, sizeof(t->r.comm), "%s", buf);
 	}
 	snprintf(path, sizeof(path), "/proc/%d/personality", pid);
-	if (read_small(path, buf, sizeof(buf)) > 0)
+	if (read_proc1(path, buf, sizeof(buf)) > 0)
 		t->r.personality = (uint32_t) strtoul(buf, NULL, 16);
 	_cleanup_free_ uint8_t *auxv = malloc(CKPT_MAX_AUXV);
 	snprintf(path, sizeof(path), "/proc/%d/auxv", pid);
-	int an = auxv ? read_small(path, (char *) auxv, CKPT_MAX_AUXV) : -ENOMEM;
+	int an = auxv ? read_proc1(path, (char *) auxv, CKPT_MAX_AUXV) : -ENOMEM;
 	if (an < 0)
 		return urs_err_set(err, an, "pid %d: reading auxv: %s", pid, strerror(-an));
 	t->auxv_len = (uint32_t) an & ~15u;
@@ -2112,7 +2481,7 @@ static int dump_task(struct dumpctx *c, uint32_t idx, struct urs_err *err)
 		free(t->exe);
 		t->exe = NULL;
 	}
-	return dump_pages(c, t, pid, err);
+	return dump_pages(c, t, pid, memfd, err);
 }
 
 /* ---- tree ---------------------------------------------------------------- */
@@ -2122,7 +2491,7 @@ static bool is_zombie(pid_t pid, int32_t *status)
 {
 	char path[64], buf[2048];
 	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	if (read_small(path, buf, sizeof(buf)) <= 0)
+	if (read_proc1(path, buf, sizeof(buf)) <= 0)
 		return false;
 	char *p = strrchr(buf, ')');
 	if (!p || p[1] != ' ' || p[2] != 'Z')
@@ -2227,10 +2596,12 @@ static int seize_tree(struct dumpctx *c, pid_t root, struct urs_err *err)
 
 /* ---- frozen cgroups ----------------------------------------------------------
  * A task frozen by the cgroup v2 freezer does not enter a ptrace stop until it
- * is thawed. So: with the cgroup frozen, walk and check the whole tree (it
- * cannot change), seize + interrupt every task, thaw, and wait for each to
- * trap — the pending trap comes before any user instruction. Before the
- * detach the cgroup is frozen again, so afterwards it is exactly as found. */
+ * is thawed. So, for a cgroup frozen already: walk and check the whole tree
+ * (it cannot change), seize + interrupt every task, thaw, and wait for each
+ * to trap — the pending trap comes before any user instruction. A running
+ * cgroup's tree is seized as without a freezer (seize_tree), then checked to
+ * be all the cgroup holds. Before the detach the cgroup is frozen, so the
+ * tasks run no further than the image until the caller thaws or kills them. */
 
 static int cg_write_freeze(const char *cg, int v, struct urs_err *err)
 {
@@ -2294,8 +2665,65 @@ static int in_pidlist(pid_t pid, const pid_t *l, uint32_t n)
 	return 0;
 }
 
+/* Is the cgroup frozen or freezing already (its own cgroup.freeze, or an
+ * ancestor's as cgroup.events says)? */
+static bool cg_frozen_already(const char *cg)
+{
+	char path[PATH_MAX], buf[256];
+	snprintf(path, sizeof(path), "%s/cgroup.freeze", cg);
+	if (read_small(path, buf, sizeof(buf)) <= 0 || buf[0] != '0')
+		return true;
+	snprintf(path, sizeof(path), "%s/cgroup.events", cg);
+	return read_small(path, buf, sizeof(buf)) <= 0 || strstr(buf, "frozen 1");
+}
+
+/* Every process of the cgroup is one of the tree (or the one allowed
+ * outside it). */
+static int cg_only_tree(struct dumpctx *c, const pid_t *pids, uint32_t n, pid_t root,
+			struct urs_err *err)
+{
+	char path[PATH_MAX], buf[8192];
+	snprintf(path, sizeof(path), "%s/cgroup.procs", c->freezer);
+	int r = read_small(path, buf, sizeof(buf));
+	if (r < 0)
+		return urs_err_set(err, r, "checkpoint: reading %s: %s", path, strerror(-r));
+	for (char *p = buf; *p;) {
+		char *end;
+		long v = strtol(p, &end, 10);
+		if (end == p)
+			break;
+		p = end;
+		if (!in_pidlist((pid_t) v, pids, n) && (pid_t) v != c->outside)
+			return urs_err_set(
+				err, -ENOTSUP,
+				"pid %ld is in the sandbox's cgroup but not a descendant of "
+				"pid %d: it would run while the tree is dumped",
+				v, root);
+	}
+	return 0;
+}
+
 static int seize_frozen(struct dumpctx *c, pid_t root, struct urs_err *err)
 {
+	if (!cg_frozen_already(c->freezer)) {
+		/* running: stop the tree with ptrace (a stopped parent forks no
+		 * more children, so the walk is complete), then check that the
+		 * cgroup holds nothing else. The tasks trap at once; freezing
+		 * first would wait for each to enter the freezer, then thaw
+		 * them for the traps: two wake-ups of every task instead of
+		 * one. The end is the same: frozen again, then detached. */
+		int r = seize_tree(c, root, err);
+		if (r)
+			return r;
+		pid_t *pids = malloc(c->nseized * sizeof(pid_t));
+		if (!pids)
+			return -ENOMEM;
+		for (uint32_t i = 0; i < c->nseized; i++)
+			pids[i] = c->tr[i].pid;
+		r = cg_only_tree(c, pids, c->nseized, root, err);
+		free(pids);
+		return r;
+	}
 	int r = cg_write_freeze(c->freezer, 1, err);
 	if (!r)
 		r = cg_wait_frozen(c->freezer, err);
@@ -2325,24 +2753,9 @@ static int seize_frozen(struct dumpctx *c, pid_t root, struct urs_err *err)
 			pids[n++] = kids[j];
 		}
 	}
-	char path[PATH_MAX], buf[8192];
-	snprintf(path, sizeof(path), "%s/cgroup.procs", c->freezer);
-	r = read_small(path, buf, sizeof(buf));
-	if (r < 0)
-		return urs_err_set(err, r, "checkpoint: reading %s: %s", path, strerror(-r));
-	for (char *p = buf; *p;) {
-		char *end;
-		long v = strtol(p, &end, 10);
-		if (end == p)
-			break;
-		p = end;
-		if (!in_pidlist((pid_t) v, pids, n) && (pid_t) v != c->outside)
-			return urs_err_set(
-				err, -ENOTSUP,
-				"pid %ld is in the frozen cgroup but not a descendant of "
-				"pid %d: it would run while the tree is dumped",
-				v, root);
-	}
+	r = cg_only_tree(c, pids, n, root, err);
+	if (r)
+		return r;
 	for (uint32_t i = 0; i < n; i++) {
 		int32_t status;
 		if (i && is_zombie(pids[i], &status)) {
@@ -2396,7 +2809,7 @@ int ckpt_dump(pid_t pid, const char *dir, const struct ckpt_dump_opts *opts,
 		stats = &dummy;
 	memset(stats, 0, sizeof(*stats));
 	double t0 = now_ms();
-	struct dumpctx c = {.st = stats, .dirfd = -1};
+	struct dumpctx c = {.st = stats, .dirfd = -1, .rootfd = -1};
 	c.pw.fd = -1;
 	int r;
 	c.dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -2508,5 +2921,7 @@ out:
 	ckpt_image_free(&c.img);
 	if (c.dirfd >= 0)
 		close(c.dirfd);
+	if (c.rootfd >= 0)
+		close(c.rootfd);
 	return r;
 }

@@ -130,12 +130,104 @@ int ckpt_wait_new_child(struct ckpt_tracee *t, pid_t pid, struct urs_err *err)
 int ckpt_detach(struct ckpt_tracee *t)
 {
 	int r = ckpt_set_regs(t->pid, &t->base);
+	if (t->sig_stop && t->stopped_sig) {
+		/* a signal-delivery stop delivers the detach's signal at once,
+		 * with this siginfo (else a made-up SI_USER one) */
+		uint8_t info[128];
+		memcpy(info, t->stopped_info, sizeof(info));
+		memcpy(info, &t->stopped_sig, sizeof(int)); /* si_signo */
+		ptrace(PTRACE_SETSIGINFO, t->pid, 0, info);
+	}
 	/* resuming a group-stopped tracee (to inject) ends its stop: queue a new
 	 * SIGSTOP before letting go; it is taken before any user instruction runs */
 	if (t->group_stopped)
 		kill(t->pid, SIGSTOP);
 	if (ptrace(PTRACE_DETACH, t->pid, 0, (void *) (long) t->stopped_sig) < 0 && !r)
 		r = -errno;
+	return r;
+}
+
+/* A SIGTRAP delivery stop of ours (a single step or an int3): a siginfo
+ * from a process (si_code <= 0) is someone else's SIGTRAP merged into it,
+ * kept for the caller. Then SIGTRAP is blocked again (the forced one
+ * unblocked it), so that one queued meanwhile stays queued. */
+static int took_trap(struct ckpt_tracee *t)
+{
+	siginfo_t si;
+	if (ptrace(PTRACE_GETSIGINFO, t->pid, 0, &si) < 0)
+		return -errno;
+	if (si.si_code <= 0 && !t->trap_foreign) {
+		memset(t->trap_info, 0, sizeof(t->trap_info));
+		memcpy(t->trap_info, &si,
+		       sizeof(si) < sizeof(t->trap_info) ? sizeof(si) : sizeof(t->trap_info));
+		t->trap_foreign = 1;
+	}
+	uint64_t all = ~0ull;
+	if (ptrace(PTRACE_SETSIGMASK, t->pid, (void *) 8, &all) < 0)
+		return -errno;
+	t->in_syscall_stop = 0;
+	t->sig_stop = 1;
+	return 0;
+}
+
+int ckpt_run_code(struct ckpt_tracee *t, uint64_t entry, uint64_t stop_ip,
+		  struct user_regs_struct *regs)
+{
+	*regs = t->base;
+	regs->rip = entry;
+	regs->orig_rax = (uint64_t) -1;
+	int r = ckpt_set_regs(t->pid, regs);
+	if (r)
+		return r;
+	for (int resumes = 0;; resumes++) {
+		if (resumes == 256)
+			return -EFAULT;
+		if (ptrace(PTRACE_CONT, t->pid, 0, 0) < 0)
+			return -errno;
+		int st = 0;
+		r = wait_stop(t->pid, &st);
+		if (r)
+			return r;
+		if (WSTOPSIG(st) != SIGTRAP || (st >> 16))
+			continue;
+		r = ckpt_get_regs(t->pid, regs);
+		if (r)
+			return r;
+		if (regs->rip == stop_ip)
+			break;
+	}
+	return took_trap(t);
+}
+
+/* The single-step half of ckpt_inject (registers already set): the kernel
+ * reports a step over `syscall` at the syscall's exit, before any user
+ * instruction, as a forced SIGTRAP (si_code TRAP_BRKPT): one stop. Other
+ * stops on the way (events, a forced SIGSYS) are resumed, suppressing the
+ * signal as in the two-stop mode. A SIGTRAP someone queued for this thread
+ * while it was blocked takes the trap's place (the kernel merges them):
+ * its siginfo is kept in t->trap_info for the caller to queue again. */
+static int inject_step(struct ckpt_tracee *t, long *ret)
+{
+	struct user_regs_struct regs;
+	for (int resumes = 0;; resumes++) {
+		if (resumes == 256)
+			return -EFAULT;
+		if (ptrace(PTRACE_SINGLESTEP, t->pid, 0, 0) < 0)
+			return -errno;
+		int st = 0, r = wait_stop(t->pid, &st);
+		if (r)
+			return r;
+		if (WSTOPSIG(st) != SIGTRAP || (st >> 16))
+			continue;
+		r = ckpt_get_regs(t->pid, &regs);
+		if (r)
+			return r;
+		if (regs.rip != t->syscall_ip + 2)
+			return -EFAULT; /* stepped somewhere else: not over our syscall */
+		break;
+	}
+	int r = took_trap(t);
+	*ret = (long) regs.rax;
 	return r;
 }
 
@@ -155,6 +247,8 @@ int ckpt_inject(struct ckpt_tracee *t, long nr, uint64_t a1, uint64_t a2, uint64
 	int r = ckpt_set_regs(t->pid, &regs);
 	if (r)
 		return r;
+	if (t->step)
+		return inject_step(t, ret);
 	if (t->trap_after) {
 		/* run to the int3 after the syscall: one stop. Event stops (a
 		 * traced fork) and other signals on the way: go on, suppressing
@@ -179,6 +273,7 @@ int ckpt_inject(struct ckpt_tracee *t, long nr, uint64_t a1, uint64_t a2, uint64
 				break;
 		}
 		t->in_syscall_stop = 0;
+		t->sig_stop = 1;
 		*ret = (long) regs.rax;
 		return 0;
 	}
@@ -200,6 +295,7 @@ int ckpt_inject(struct ckpt_tracee *t, long nr, uint64_t a1, uint64_t a2, uint64
 		 * suppress it, the task must never see it. */
 	}
 	t->in_syscall_stop = 1;
+	t->sig_stop = 0;
 	r = ckpt_get_regs(t->pid, &regs);
 	if (r)
 		return r;

@@ -7,7 +7,11 @@
  * exactly where it was (it keeps answering on its pipe afterwards). One-stop
  * injection (trap_after: `syscall; int3` written into the child, as the
  * restorer's blob) gives the same answers, mixes with two-stop injection,
- * and leaves the child as it was.
+ * and leaves the child as it was. Single-step injection (step, the
+ * dumper's one-stop mode) too, with every signal blocked: the mask is
+ * blocked again after each stop, nothing stays queued, and a SIGTRAP
+ * someone sent the stopped child is reported (trap_foreign) with its
+ * siginfo rather than lost.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -20,6 +24,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/ptrace.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -178,6 +183,63 @@ static void test_inject_trap(void **state)
 	assert_int_equal(ping('p'), 'q');
 }
 
+static uint64_t sigmask_of(pid_t pid)
+{
+	uint64_t m = 0;
+	assert_true(ptrace(PTRACE_GETSIGMASK, pid, (void *) 8, &m) == 0);
+	return m;
+}
+
+static void test_inject_step(void **state)
+{
+	(void) state;
+	assert_int_equal(ping('e'), 'f');
+	struct ckpt_tracee t;
+	struct urs_err err = {{0}};
+	assert_int_equal(ckpt_seize(&t, child, 0, &err), 0);
+	uint64_t s, e;
+	find_vdso(child, &s, &e);
+	assert_int_equal(ckpt_find_syscall_insn(child, s, e, &t.syscall_ip), 0);
+	uint64_t old = sigmask_of(child), all = ~0ull;
+	assert_true(ptrace(PTRACE_SETSIGMASK, child, (void *) 8, &all) == 0);
+	t.step = 1;
+	long ret;
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(ckpt_inject(&t, SYS_getpid, 0, 0, 0, 0, 0, 0, &ret), 0);
+		assert_int_equal(ret, child);
+		assert_int_equal(t.sig_stop, 1);
+		/* the forced SIGTRAP unblocked SIGTRAP; ckpt_inject blocked it again */
+		assert_true(sigmask_of(child) & (1ull << (SIGTRAP - 1)));
+	}
+	assert_int_equal(ckpt_inject(&t, SYS_close, 9999, 0, 0, 0, 0, 0, &ret), 0);
+	assert_int_equal(ret, -EBADF);
+	/* mixes with two-stop injection */
+	t.step = 0;
+	assert_int_equal(ckpt_inject(&t, SYS_getppid, 0, 0, 0, 0, 0, 0, &ret), 0);
+	assert_int_equal(ret, getpid());
+	assert_int_equal(t.sig_stop, 0);
+	t.step = 1;
+	/* a SIGTRAP sent to the stopped thread merges into the next step's */
+	assert_int_equal(t.trap_foreign, 0);
+	assert_int_equal(syscall(SYS_tgkill, child, child, SIGTRAP), 0);
+	assert_int_equal(ckpt_inject(&t, SYS_getpid, 0, 0, 0, 0, 0, 0, &ret), 0);
+	assert_int_equal(ret, child);
+	assert_int_equal(t.trap_foreign, 1);
+	siginfo_t si;
+	memcpy(&si, t.trap_info, sizeof(si));
+	assert_int_equal(si.si_signo, SIGTRAP);
+	assert_int_equal(si.si_code, SI_TKILL);
+	assert_int_equal(si.si_pid, getpid());
+	/* nothing queued: neither the step's SIGTRAP nor the merged one */
+	struct __ptrace_peeksiginfo_args a = {.off = 0, .flags = 0, .nr = 1};
+	uint8_t buf[128];
+	assert_int_equal(ptrace(PTRACE_PEEKSIGINFO, child, &a, buf), 0);
+	assert_true(ptrace(PTRACE_SETSIGMASK, child, (void *) 8, &old) == 0);
+	t.step = 0;
+	assert_int_equal(ckpt_detach(&t), 0);
+	assert_int_equal(ping('r'), 's');
+}
+
 static void test_seize_errors(void **state)
 {
 	(void) state;
@@ -194,6 +256,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_inject),
 		cmocka_unit_test(test_inject_trap),
+		cmocka_unit_test(test_inject_step),
 		cmocka_unit_test(test_seize_errors),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
