@@ -2,10 +2,12 @@
  * tests/gofer/gofer_serve.c — a standalone gofer for benchmarks and manual
  * testing (not the product: the product's gofer lives in the supervisor).
  *
- *   gofer_serve [--ro] [--no-passthrough] [--no-readdirplus] [--no-xattr] [--sync-rw] SRC MNT
+ *   gofer_serve [--ro] [--no-passthrough] [--no-readdirplus] [--no-xattr] [--sync-rw]
+ *               [--trace] SRC MNT
  *       mount a gofer volume of SRC on MNT (in the caller's mount namespace),
  *       print "ready" and serve until MNT is unmounted; then print the
- *       gofer's stats and the process's CPU time (user, sys seconds).
+ *       gofer's stats (with FUSE over io_uring: the requests through it) and
+ *       the process's CPU time (user, sys seconds).
  *   gofer_serve meta DIR N
  *       metadata benchmark: create, stat and unlink N files in DIR; prints
  *       "create X/s stat Y/s unlink Z/s".
@@ -104,7 +106,8 @@ int main(int argc, char **argv)
 	}
 	if (argc - i != 2) {
 		fprintf(stderr, "usage: gofer_serve [--ro] [--no-passthrough] "
-				"[--no-readdirplus] [--no-xattr] [--sync-rw] SRC MNT | "
+				"[--no-readdirplus] [--no-xattr] [--sync-rw] "
+				"[--trace] SRC MNT | "
 				"gofer_serve meta DIR N\n");
 		return 2;
 	}
@@ -148,6 +151,8 @@ int main(int argc, char **argv)
 		       (double) ru.ru_utime.tv_sec + (double) ru.ru_utime.tv_usec / 1e6,
 		       (double) ru.ru_stime.tv_sec + (double) ru.ru_stime.tv_usec / 1e6);
 	}
+	if (st.uring)
+		printf("uring requests %llu\n", (unsigned long long) st.uring_requests);
 	printf("by opcode:");
 	for (unsigned k = 0; k < 64; k++)
 		if (st.by_op[k])
