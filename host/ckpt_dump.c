@@ -801,11 +801,10 @@ static const char *const ok_chr[] = {"/dev/null", "/dev/zero", "/dev/full", "/de
  * links in /proc/PID/fd are in the dumper's view: a file of the host (the
  * shim's log, a redirected stdout) shows as a host path that the task's root
  * does not have, or has as another file. */
-static bool in_task_root(struct dumpctx *c, pid_t pid, const char *path, const struct stat *st)
+/* An O_PATH fd of @path resolved inside @pid's root (its root dir fd kept
+ * in @c for the next call on the same task), or -1. */
+static int open_in_task_root(struct dumpctx *c, pid_t pid, const char *path)
 {
-	if (c->root_memo.pid == pid && c->root_memo.dev == st->st_dev &&
-	    c->root_memo.ino == st->st_ino && !strcmp(c->root_memo.path, path))
-		return c->root_memo.in;
 	if (c->rootfd < 0 || c->root_pid != pid) {
 		if (c->rootfd >= 0)
 			close(c->rootfd);
@@ -814,11 +813,19 @@ static bool in_task_root(struct dumpctx *c, pid_t pid, const char *path, const s
 		c->rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 		c->root_pid = pid;
 		if (c->rootfd < 0)
-			return false;
+			return -1;
 	}
 	struct open_how how = {.flags = O_PATH | O_CLOEXEC,
 			       .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
-	_cleanup_close_ int fd = (int) syscall(SYS_openat2, c->rootfd, path, &how, sizeof(how));
+	return (int) syscall(SYS_openat2, c->rootfd, path, &how, sizeof(how));
+}
+
+static bool in_task_root(struct dumpctx *c, pid_t pid, const char *path, const struct stat *st)
+{
+	if (c->root_memo.pid == pid && c->root_memo.dev == st->st_dev &&
+	    c->root_memo.ino == st->st_ino && !strcmp(c->root_memo.path, path))
+		return c->root_memo.in;
+	_cleanup_close_ int fd = open_in_task_root(c, pid, path);
 	struct stat s2;
 	bool in = fd >= 0 && fstat(fd, &s2) == 0 && s2.st_dev == st->st_dev &&
 		  s2.st_ino == st->st_ino;
@@ -830,6 +837,22 @@ static bool in_task_root(struct dumpctx *c, pid_t pid, const char *path, const s
 		strcpy(c->root_memo.path, path);
 	}
 	return in;
+}
+
+/* A character device of the null/zero/random kind is the device, not its
+ * node: @path (the host's /dev/null, say, which a shell saved to fd 10
+ * while redirecting stdout) is as good as the node of the same name and
+ * the same device number in the task's root, which the restore opens. */
+static bool chr_in_task_root(struct dumpctx *c, pid_t pid, const char *path, const struct stat *st)
+{
+	bool known = false;
+	for (size_t k = 0; k < URS_ARRAY_SIZE(ok_chr); k++)
+		known |= !strcmp(path, ok_chr[k]);
+	if (!S_ISCHR(st->st_mode) || !known)
+		return false;
+	_cleanup_close_ int fd = open_in_task_root(c, pid, path);
+	struct stat s2;
+	return fd >= 0 && fstat(fd, &s2) == 0 && S_ISCHR(s2.st_mode) && s2.st_rdev == st->st_rdev;
 }
 
 /* Was socket @fd of @pid made in @pid's own network namespace (not the
@@ -1347,7 +1370,7 @@ static int dump_fds(struct dumpctx *c, uint32_t idx, struct urs_err *err)
 					   "FIFOs, eventfd, epoll, signalfd, timerfd, unix "
 					   "socketpairs, TCP and UDP sockets)",
 					   pid, fd, link);
-		if (!in_task_root(c, pid, link, &st))
+		if (!in_task_root(c, pid, link, &st) && !chr_in_task_root(c, pid, link, &st))
 			return urs_err_set(err, -ENOTSUP,
 					   "pid %d: fd %d (%s) is not reachable from the process's "
 					   "root directory",

@@ -26,7 +26,7 @@ bad() { failed=$((failed + 1)); echo "FAIL  $1${2:+
 check() { if eval "$2"; then ok "$1"; else bad "$1" "${3:-}"; fi; }
 u() { URSA_SECCOMP_COUNT=0 "$URSA" --root "$root" "$@"; }
 cleanup() {
-	for id in ${P}s1 ${P}s2 ${P}bad1 ${P}bad2 ${P}bad3 ${P}t1 ${P}j; do u delete --force "$id" >/dev/null 2>&1; done
+	for id in ${P}s1 ${P}s2 ${P}bad1 ${P}bad2 ${P}bad3 ${P}t1 ${P}j ${P}n; do u delete --force "$id" >/dev/null 2>&1; done
 	rm -rf "$work"
 }
 trap cleanup EXIT
@@ -109,6 +109,20 @@ ck2=$(metric ${P}s1 $REQ 'request="checkpoint"')
 check "after a second checkpoint/restore: metrics $after2 > $after, checkpoints $ck2 = 2" \
 	'[ -n "$after2" ] && [ "$after2" -gt "$after" ] && [ "${ck2:-0}" = 2 ]'
 u delete --force ${P}s1 >/dev/null 2>&1
+
+# ---- a character device of the host's (/dev/null, handed in as fd 3: what a
+# shell's saved stdout looks like mid-redirection) is the same device as the
+# sandbox's /dev/null: saved and restored as that (host/ckpt_dump.c,
+# chr_in_task_root)
+(cd "$work/b" && u run -d --preserve-fds 1 ${P}n </dev/null >/dev/null 2>"$work/n.err" 3>/dev/null) ||
+	bad "run -d --preserve-fds 1" "$(cat "$work/n.err")"
+check "fd 3 = the host's /dev/null: checkpoint" \
+	'u checkpoint --image-path "$work/imgn" ${P}n 2>"$work/ckn.err"' "$(cat "$work/ckn.err" 2>/dev/null)"
+(cd "$work/b" && u restore --detach --image-path "$work/imgn" ${P}n </dev/null >/dev/null 2>"$work/rsn.err") ||
+	bad "restore (fd 3 /dev/null)" "$(cat "$work/rsn.err")"
+check "restored fd 3 is /dev/null (the sandbox's)" \
+	'[ "$(readlink "/proc/$(jq -r .pid "$root/${P}n/state.json")/fd/3")" = /dev/null ]'
+u delete --force ${P}n >/dev/null 2>&1
 
 # ---- the unified hosts' way, on a hybrid one (URSA_CG_JOIN_V2=1): the supervisor
 # joins the sandbox's v2 cgroup once it runs (actors/supervisor.c, j2); checkpoint
