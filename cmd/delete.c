@@ -35,10 +35,10 @@ static void rm_early(struct urs_cgroup *cg, pid_t sup, uint64_t start)
 {
 	_cleanup_close_ int fd = urs_pidfd_open_checked(sup, start);
 	struct pollfd p = {.fd = fd, .events = POLLIN};
-	for (int i = 0; i < 10 && fd >= 0; i++) {
+	for (int i = 0; i < 20 && fd >= 0; i++) {
 		if (urs_cg_destroy_now(cg))
 			return;
-		if (ppoll(&p, 1, &(struct timespec){0, 100000}, NULL) == 1)
+		if (ppoll(&p, 1, &(struct timespec){0, 50000}, NULL) == 1)
 			return;
 	}
 }

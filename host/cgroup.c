@@ -346,10 +346,10 @@ int urs_cg_destroy(struct urs_cgroup *cg, struct urs_err *err)
 
 bool urs_cg_destroy_now(struct urs_cgroup *cg)
 {
+	bool all = true; /* each on its own: the v2 one may go before the v1 ones */
 	for (int h = 0; h < URS_CG_NHIER; h++)
-		if (destroy_one(cg, h, true, NULL) < 0)
-			return false;
-	return true;
+		all &= destroy_one(cg, h, true, NULL) == 0;
+	return all;
 }
 
 /* ---- creation ---------------------------------------------------------- */
