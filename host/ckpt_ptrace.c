@@ -6,6 +6,7 @@
 
 #include <elf.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -170,6 +171,33 @@ static int took_trap(struct ckpt_tracee *t)
 	return 0;
 }
 
+/* Resume @t with @req (PTRACE_CONT or PTRACE_SINGLESTEP) until it stops
+ * with a plain SIGTRAP at @ip (registers in *regs). Other stops on the way
+ * (events, other signals) are resumed, suppressing the signal; a SIGTRAP
+ * elsewhere is resumed too unless @exact (a single step must land on @ip).
+ * Bounded: a task that cannot get there (its page gone: a fault,
+ * suppressed, faults again) is an error, not a loop. */
+static int resume_to(struct ckpt_tracee *t, int req, uint64_t ip, bool exact,
+		     struct user_regs_struct *regs)
+{
+	for (int resumes = 0; resumes < 256; resumes++) {
+		if (ptrace(req, t->pid, 0, 0) < 0)
+			return -errno;
+		int st = 0, r = wait_stop(t->pid, &st);
+		if (r)
+			return r;
+		if (WSTOPSIG(st) != SIGTRAP || (st >> 16))
+			continue;
+		if ((r = ckpt_get_regs(t->pid, regs)))
+			return r;
+		if (regs->rip == ip)
+			return 0;
+		if (exact)
+			return -EFAULT;
+	}
+	return -EFAULT;
+}
+
 int ckpt_run_code(struct ckpt_tracee *t, uint64_t entry, uint64_t stop_ip,
 		  struct user_regs_struct *regs)
 {
@@ -177,26 +205,9 @@ int ckpt_run_code(struct ckpt_tracee *t, uint64_t entry, uint64_t stop_ip,
 	regs->rip = entry;
 	regs->orig_rax = (uint64_t) -1;
 	int r = ckpt_set_regs(t->pid, regs);
-	if (r)
-		return r;
-	for (int resumes = 0;; resumes++) {
-		if (resumes == 256)
-			return -EFAULT;
-		if (ptrace(PTRACE_CONT, t->pid, 0, 0) < 0)
-			return -errno;
-		int st = 0;
-		r = wait_stop(t->pid, &st);
-		if (r)
-			return r;
-		if (WSTOPSIG(st) != SIGTRAP || (st >> 16))
-			continue;
-		r = ckpt_get_regs(t->pid, regs);
-		if (r)
-			return r;
-		if (regs->rip == stop_ip)
-			break;
-	}
-	return took_trap(t);
+	if (!r)
+		r = resume_to(t, PTRACE_CONT, stop_ip, false, regs);
+	return r ? r : took_trap(t);
 }
 
 /* The single-step half of ckpt_inject (registers already set): the kernel
@@ -209,24 +220,11 @@ int ckpt_run_code(struct ckpt_tracee *t, uint64_t entry, uint64_t stop_ip,
 static int inject_step(struct ckpt_tracee *t, long *ret)
 {
 	struct user_regs_struct regs;
-	for (int resumes = 0;; resumes++) {
-		if (resumes == 256)
-			return -EFAULT;
-		if (ptrace(PTRACE_SINGLESTEP, t->pid, 0, 0) < 0)
-			return -errno;
-		int st = 0, r = wait_stop(t->pid, &st);
-		if (r)
-			return r;
-		if (WSTOPSIG(st) != SIGTRAP || (st >> 16))
-			continue;
-		r = ckpt_get_regs(t->pid, &regs);
-		if (r)
-			return r;
-		if (regs.rip != t->syscall_ip + 2)
-			return -EFAULT; /* stepped somewhere else: not over our syscall */
-		break;
-	}
-	int r = took_trap(t);
+	/* stepped somewhere else: not over our syscall (-EFAULT) */
+	int r = resume_to(t, PTRACE_SINGLESTEP, t->syscall_ip + 2, true, &regs);
+	if (r)
+		return r;
+	r = took_trap(t);
 	*ret = (long) regs.rax;
 	return r;
 }
@@ -250,28 +248,10 @@ int ckpt_inject(struct ckpt_tracee *t, long nr, uint64_t a1, uint64_t a2, uint64
 	if (t->step)
 		return inject_step(t, ret);
 	if (t->trap_after) {
-		/* run to the int3 after the syscall: one stop. Event stops (a
-		 * traced fork) and other signals on the way: go on, suppressing
-		 * the signal as below. Bounded: a task that cannot reach the int3
-		 * (its page gone: a fault, suppressed, faults again) is an error,
-		 * not a loop. */
-		for (int resumes = 0;; resumes++) {
-			if (resumes == 256)
-				return -EFAULT;
-			if (ptrace(PTRACE_CONT, t->pid, 0, 0) < 0)
-				return -errno;
-			int st = 0;
-			r = wait_stop(t->pid, &st);
-			if (r)
-				return r;
-			if (WSTOPSIG(st) != SIGTRAP || (st >> 16))
-				continue;
-			r = ckpt_get_regs(t->pid, &regs);
-			if (r)
-				return r;
-			if (regs.rip == t->syscall_ip + 3)
-				break;
-		}
+		/* run to the int3 after the syscall: one stop (resume_to) */
+		r = resume_to(t, PTRACE_CONT, t->syscall_ip + 3, false, &regs);
+		if (r)
+			return r;
 		t->in_syscall_stop = 0;
 		t->sig_stop = 1;
 		*ret = (long) regs.rax;
