@@ -20,6 +20,8 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <poll.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <netdb.h>
 #include <signal.h>
@@ -29,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/epoll.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -538,6 +541,8 @@ struct ms {
 	struct urs_loop loop;
 	const struct urs_ms_opts *o;
 	int lfd, sfd;
+	int efd;	/* epoll watching lfd: what accept_op polls (see accept_arm) */
+	bool rearm_now; /* accept_op cancelled at ACCEPT_BATCH: re-arm at once */
 	struct urs_op accept_op, sig_op;
 	struct urs_timer accept_retry;
 	struct signalfd_siginfo si;
@@ -856,36 +861,62 @@ static void accept_retry_cb(struct urs_loop *loop, struct urs_timer *t, int res)
 		accept_arm(ms);
 }
 
+/* The listener polled readable (through ms->efd): accept the clients
+ * waiting, at most ACCEPT_BATCH per completion so that a connection flood
+ * cannot hold the loop; the poll is then cancelled and re-armed at once
+ * (a ready listener completes it again right away). */
+#define ACCEPT_BATCH 64
 static void accept_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint32_t flags)
 {
 	struct ms *ms = container_of(op, struct ms, accept_op);
-	if (res >= 0) {
-		if (ms->stopping || ms->nconns >= ms->o->max_clients) {
+	for (int k = 0; res >= 0 && !ms->stopping; k++) {
+		if (k == ACCEPT_BATCH) {
+			if (flags & IORING_CQE_F_MORE) {
+				ms->rearm_now = true;
+				urs_cancel(loop, op);
+			}
+			break;
+		}
+		int fd = accept4(ms->lfd, NULL, NULL, SOCK_CLOEXEC);
+		if (fd < 0) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			if (errno != EAGAIN && (flags & IORING_CQE_F_MORE))
+				urs_cancel(loop, op); /* EMFILE and friends: retried later */
+			break;
+		}
+		if (ms->nconns >= ms->o->max_clients) {
 			/* shed load without holding anything: one non-blocking
 			 * send of a fixed answer, then close */
 			static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\n"
 						   "Content-Length: 0\r\nRetry-After: 1\r\n"
 						   "Connection: close\r\n\r\n";
-			send(res, busy, sizeof(busy) - 1, MSG_DONTWAIT | MSG_NOSIGNAL);
-			close(res);
+			send(fd, busy, sizeof(busy) - 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+			close(fd);
 			urs_metric_add(&m_rejected, 0, 1);
 			urs_metric_add(&m_requests, S_503, 1);
 		} else {
-			conn_open(ms, res);
+			conn_open(ms, fd);
 		}
 	}
 	if (!(flags & IORING_CQE_F_MORE) && !ms->stopping) {
-		if (res < 0) /* EMFILE and friends: do not spin */
+		bool now = ms->rearm_now && res == -ECANCELED;
+		ms->rearm_now = false;
+		if (res < 0 && !now) /* EMFILE and friends: do not spin */
 			urs_timer_start(loop, &ms->accept_retry, ACCEPT_RETRY, 0, accept_retry_cb);
 		else
 			accept_arm(ms);
 	}
 }
 
+/* The listener is polled through an epoll fd, never by an io_uring accept:
+ * an io_uring request holds a reference to the file it works on, and after
+ * a SIGKILL the ring's deferred teardown kept the port bound ~10 ms, so a
+ * server restarted at once failed with EADDRINUSE (net/internal.h has the
+ * same rule for port forwards). */
 static void accept_arm(struct ms *ms)
 {
-	io_uring_prep_multishot_accept(urs_op_sqe(&ms->accept_op), ms->lfd, NULL, NULL,
-				       SOCK_CLOEXEC);
+	io_uring_prep_poll_multishot(urs_op_sqe(&ms->accept_op), ms->efd, POLLIN);
 	urs_submit(&ms->loop, &ms->accept_op, accept_cb);
 }
 
@@ -1366,7 +1397,7 @@ int urs_metric_server_run(const struct urs_ms_opts *opts, struct urs_err *err)
 	if (!ms)
 		return urs_err_set(err, -ENOMEM, "metric-server: out of memory");
 	ms->o = &o;
-	ms->sfd = -1;
+	ms->sfd = ms->efd = -1;
 	char shown[300], upath[sizeof(((struct sockaddr_un *) 0)->sun_path)];
 	ms->lfd = ms_listen(o.listen, shown, sizeof(shown), upath, sizeof(upath));
 	if (ms->lfd < 0) {
@@ -1381,10 +1412,19 @@ int urs_metric_server_run(const struct urs_ms_opts *opts, struct urs_err *err)
 	sigaddset(&set, SIGTERM);
 	sigprocmask(SIG_BLOCK, &set, &old);
 	ms->sfd = signalfd(-1, &set, SFD_CLOEXEC);
-	int r = ms->sfd < 0 ? -errno : urs_loop_init(&ms->loop, NULL);
+	int fl = fcntl(ms->lfd, F_GETFL);
+	ms->efd = epoll_create1(EPOLL_CLOEXEC);
+	int r = ms->sfd < 0 || ms->efd < 0 || fl < 0 ||
+				fcntl(ms->lfd, F_SETFL, fl | O_NONBLOCK) < 0 ||
+				epoll_ctl(ms->efd, EPOLL_CTL_ADD, ms->lfd,
+					  &(struct epoll_event){.events = EPOLLIN}) < 0
+			? -errno
+			: urs_loop_init(&ms->loop, NULL);
 	if (r < 0) {
 		if (ms->sfd >= 0)
 			close(ms->sfd);
+		if (ms->efd >= 0)
+			close(ms->efd);
 		close(ms->lfd);
 		if (upath[0])
 			unlink(upath);
@@ -1405,6 +1445,7 @@ int urs_metric_server_run(const struct urs_ms_opts *opts, struct urs_err *err)
 	 * until nothing was left), so their memory is ours again */
 	urs_loop_fini(&ms->loop);
 	close(ms->sfd);
+	close(ms->efd);
 	close(ms->lfd);
 	if (upath[0])
 		unlink(upath);

@@ -150,6 +150,16 @@ extra=$(jq -cn --argjson pid "$unix_pid" --argjson ht "$HT" --argjson ct "$CT" \
 	'{pid: $pid, header_timeout: ($ht / 1000), client_timeout: ($ct / 1000), max_clients: 8}')
 phase serve "$(cfg "$unix_addr" '["ms1","ms2","ms3"]' '["ms4"]' "$extra")"
 
+# SIGKILL, then a new server on the same port at once: the port is free (the
+# listener is polled through epoll, so no io_uring request keeps it bound)
+start_server kill1 127.0.0.1:0
+port=${SRV_ADDR##*:}
+kill -KILL "$SRV_PID" && wait "$SRV_PID" 2>/dev/null
+start_server kill2 "127.0.0.1:$port"
+[ "$SRV_ADDR" = "127.0.0.1:$port" ] && ok "restarted on port $port right after SIGKILL" ||
+	fail "restarted on port $port right after SIGKILL" "$SRV_ADDR"
+kill -KILL "$SRV_PID" && wait "$SRV_PID" 2>/dev/null
+
 # clean shutdown: SIGTERM with a client connected, exit 0, socket removed
 exec 7<>/dev/tcp/127.0.0.1/"${tcp_addr##*:}"
 exited() { ! kill -0 "$1" 2>/dev/null || grep -q '^State:.*Z' "/proc/$1/status" 2>/dev/null; }
