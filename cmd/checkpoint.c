@@ -343,6 +343,10 @@ int cmd_checkpoint(int argc, char **argv)
 		ckpt_cg2_freeze(freezer, false, NULL);
 	ckpt_trace("cli: killed and thawed");
 	if (urs_container_remove(&st, true, &err) < 0) {
+		/* a cgroup left behind must not stay frozen: a later sandbox
+		 * with the same cgroupsPath would reuse it */
+		if (freezer && sup_apart)
+			ckpt_cg2_freeze(freezer, false, NULL);
 		urs_error("checkpoint %s: the image is complete, but deleting the container "
 			  "failed: %s",
 			  st.id, err.msg);

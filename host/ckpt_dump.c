@@ -1626,8 +1626,11 @@ static bool stack_window(const struct ckpt_task *t, pid_t pid, int memfd, uint64
 		 n = (hi - 1) / CKPT_PAGE_SIZE - first + 1;
 	if (pm < 0 || pread(pm, pme, n * 8, (off_t) (first * 8)) != (ssize_t) (n * 8))
 		return false;
+	/* present, and not write-protected by a userfaultfd (bit 57): the
+	 * injected call writing there would block in the fault handler, a
+	 * stopped task of the tree, forever */
 	for (uint64_t i = 0; i < n; i++)
-		if (!(pme[i] & PM_PRESENT))
+		if (!(pme[i] & PM_PRESENT) || (pme[i] & (1ull << 57)))
 			return false;
 	if (ckpt_mem_read(memfd, lo, s->saved, STACK_SCRATCH))
 		return false;
@@ -1675,8 +1678,8 @@ static int scratch_put(struct ckpt_tracee *tr, int memfd, struct scratch *s)
 static int requeue_trap(struct ckpt_tracee *tr, int memfd, const struct scratch *s, int32_t tgid,
 			int32_t tid)
 {
-	if (!tr->trap_foreign)
-		return 0;
+	if (!tr->trap_foreign || !s->addr)
+		return 0; /* (no scratch: an error path, the dump fails anyway) */
 	tr->trap_foreign = 0;
 	int step = tr->step;
 	tr->step = 0;
@@ -1995,6 +1998,9 @@ static int dump_injected(struct ckpt_task *t, struct ckpt_tracee *tr, uint64_t s
 	if (r)
 		named = true;
 unmap:;
+	/* from here two stops each: a step's forced trap would unblock
+	 * SIGTRAP and take the re-queued one's place (it would be lost) */
+	tr->step = 0;
 	int r2 = requeue_trap(tr, memfd, &sc, t->r.nspid, t->r.nspid);
 	if (!r)
 		r = r2;
@@ -2379,6 +2385,7 @@ static int dump_thread_injected(struct dumpctx *c, uint32_t idx, uint32_t k, int
 		r = ckpt_mem_read(memfd, scratch, &th->r.clear_child_tid,
 				  sizeof(th->r.clear_child_tid));
 	if (sc.len) {
+		tr->step = 0; /* two stops from here (see dump_injected) */
 		int r2 = requeue_trap(tr, memfd, &sc, t->r.nspid, th->r.tid);
 		if (!r)
 			r = r2;
@@ -2688,18 +2695,6 @@ static int in_pidlist(pid_t pid, const pid_t *l, uint32_t n)
 	return 0;
 }
 
-/* Is the cgroup frozen or freezing already (its own cgroup.freeze, or an
- * ancestor's as cgroup.events says)? */
-static bool cg_frozen_already(const char *cg)
-{
-	char path[PATH_MAX], buf[256];
-	snprintf(path, sizeof(path), "%s/cgroup.freeze", cg);
-	if (read_small(path, buf, sizeof(buf)) <= 0 || buf[0] != '0')
-		return true;
-	snprintf(path, sizeof(path), "%s/cgroup.events", cg);
-	return read_small(path, buf, sizeof(buf)) <= 0 || strstr(buf, "frozen 1");
-}
-
 /* Every process of the cgroup is one of the tree (or the one allowed
  * outside it). */
 static int cg_only_tree(struct dumpctx *c, const pid_t *pids, uint32_t n, pid_t root,
@@ -2728,25 +2723,6 @@ static int cg_only_tree(struct dumpctx *c, const pid_t *pids, uint32_t n, pid_t 
 
 static int seize_frozen(struct dumpctx *c, pid_t root, struct urs_err *err)
 {
-	if (!cg_frozen_already(c->freezer)) {
-		/* running: stop the tree with ptrace (a stopped parent forks no
-		 * more children, so the walk is complete), then check that the
-		 * cgroup holds nothing else. The tasks trap at once; freezing
-		 * first would wait for each to enter the freezer, then thaw
-		 * them for the traps: two wake-ups of every task instead of
-		 * one. The end is the same: frozen again, then detached. */
-		int r = seize_tree(c, root, err);
-		if (r)
-			return r;
-		pid_t *pids = malloc(c->nseized * sizeof(pid_t));
-		if (!pids)
-			return -ENOMEM;
-		for (uint32_t i = 0; i < c->nseized; i++)
-			pids[i] = c->tr[i].pid;
-		r = cg_only_tree(c, pids, c->nseized, root, err);
-		free(pids);
-		return r;
-	}
 	int r = cg_write_freeze(c->freezer, 1, err);
 	if (!r)
 		r = cg_wait_frozen(c->freezer, err);
