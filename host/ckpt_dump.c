@@ -2721,8 +2721,61 @@ static int cg_only_tree(struct dumpctx *c, const pid_t *pids, uint32_t n, pid_t 
 	return 0;
 }
 
+/* Is the cgroup frozen or freezing already (its own cgroup.freeze, or an
+ * ancestor's as cgroup.events says)? */
+static bool cg_frozen_already(const char *cg)
+{
+	char path[PATH_MAX], buf[256];
+	snprintf(path, sizeof(path), "%s/cgroup.freeze", cg);
+	if (read_small(path, buf, sizeof(buf)) <= 0 || buf[0] != '0')
+		return true;
+	snprintf(path, sizeof(path), "%s/cgroup.events", cg);
+	return read_small(path, buf, sizeof(buf)) <= 0 || strstr(buf, "frozen 1");
+}
+
+/* Let go of every task and thread seize_tree took (they run on), for a
+ * fresh start the freezer's way. */
+static void unseize_all(struct dumpctx *c)
+{
+	for (uint32_t i = c->nseized; i-- > 0;) {
+		for (uint32_t k = 0; k < c->nthr[i]; k++)
+			if (c->thr[i][k].trapped)
+				ckpt_detach(&c->thr[i][k].tr);
+		if (c->trapped[i])
+			ckpt_detach(&c->tr[i]);
+		c->nthr[i] = 0;
+		c->trapped[i] = 0;
+		memset(&c->tr[i], 0, sizeof(c->tr[i]));
+		memset(&c->img.tasks[i], 0, sizeof(c->img.tasks[i]));
+	}
+	c->nthr_all = 0;
+	c->nseized = 0;
+}
+
 static int seize_frozen(struct dumpctx *c, pid_t root, struct urs_err *err)
 {
+	if (!cg_frozen_already(c->freezer)) {
+		/* running: stop the tree with ptrace first (a stopped parent forks
+		 * no more children, so the walk is complete), then check that the
+		 * cgroup holds nothing else: one wake-up per task, where
+		 * freezing first takes two (into the freezer, then thawed for the
+		 * trap). A task that changes under the walk (a child gone between
+		 * its listing and its seize: a forking workload) fails it: then
+		 * everything is let go and the freezer's way below is taken. */
+		struct urs_err e2 = {{0}};
+		int r = seize_tree(c, root, &e2);
+		if (r == 0) {
+			pid_t *pids = malloc(c->nseized * sizeof(pid_t));
+			if (!pids)
+				return -ENOMEM;
+			for (uint32_t i = 0; i < c->nseized; i++)
+				pids[i] = c->tr[i].pid;
+			r = cg_only_tree(c, pids, c->nseized, root, err);
+			free(pids);
+			return r;
+		}
+		unseize_all(c);
+	}
 	int r = cg_write_freeze(c->freezer, 1, err);
 	if (!r)
 		r = cg_wait_frozen(c->freezer, err);
