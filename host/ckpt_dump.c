@@ -2259,6 +2259,46 @@ static bool same_status(const char *a, const char *b)
 	return true;
 }
 
+/* What every thread has of its own, read while it is stopped: extended FPU
+ * state (malloc'd), signal mask, rseq and robust-list registrations. */
+struct cpu_state {
+	uint8_t *xsave;
+	uint32_t xsave_len, rseq_len, rseq_sig;
+	uint64_t sigmask, rseq_ptr, robust_head, robust_len;
+};
+
+static int read_cpu_state(pid_t tid, struct cpu_state *cs, struct urs_err *err)
+{
+	memset(cs, 0, sizeof(*cs));
+	uint32_t xlen = CKPT_MAX_XSAVE;
+	if (!(cs->xsave = malloc(xlen)))
+		return -ENOMEM;
+	int r = ckpt_get_xsave(tid, cs->xsave, &xlen);
+	if (r == 0 && ptrace(PTRACE_GETSIGMASK, tid, (void *) 8, &cs->sigmask) < 0)
+		r = urs_err_set(err, -errno, "task %d: PTRACE_GETSIGMASK: %m", tid);
+	else if (r)
+		urs_err_set(err, r, "task %d: reading FPU state: %s", tid, strerror(-r));
+	if (r) {
+		free(cs->xsave);
+		cs->xsave = NULL;
+		return r;
+	}
+	cs->xsave_len = xlen;
+	struct __ptrace_rseq_configuration rc = {0};
+	if (ptrace(PTRACE_GET_RSEQ_CONFIGURATION, tid, (void *) sizeof(rc), &rc) > 0) {
+		cs->rseq_ptr = rc.rseq_abi_pointer;
+		cs->rseq_len = rc.rseq_abi_size;
+		cs->rseq_sig = rc.signature;
+	}
+	void *rhead = NULL;
+	size_t rlen = 0;
+	if (syscall(SYS_get_robust_list, tid, &rhead, &rlen) == 0) {
+		cs->robust_head = (uint64_t) (uintptr_t) rhead;
+		cs->robust_len = rlen;
+	}
+	return 0;
+}
+
 static int dump_thread(struct dumpctx *c, uint32_t idx, uint32_t k, struct urs_err *err)
 {
 	struct ckpt_task *t = &c->img.tasks[idx];
@@ -2306,29 +2346,18 @@ static int dump_thread(struct dumpctx *c, uint32_t idx, uint32_t k, struct urs_e
 				   "thread (multi-threaded process)",
 				   pid, tid);
 	th->r.regs = tr->base;
-	uint32_t xlen = CKPT_MAX_XSAVE;
-	if (!(th->xsave = malloc(xlen)))
-		return -ENOMEM;
-	r = ckpt_get_xsave(tid, th->xsave, &xlen);
+	struct cpu_state cs;
+	r = read_cpu_state(tid, &cs, err);
 	if (r)
-		return urs_err_set(err, r, "pid %d: thread %d: reading FPU state: %s", pid, tid,
-				   strerror(-r));
-	th->r.xsave_len = xlen;
-	if (ptrace(PTRACE_GETSIGMASK, tid, (void *) 8, &th->r.sigmask) < 0)
-		return urs_err_set(err, -errno, "pid %d: thread %d: PTRACE_GETSIGMASK: %m", pid,
-				   tid);
-	struct __ptrace_rseq_configuration rc = {0};
-	if (ptrace(PTRACE_GET_RSEQ_CONFIGURATION, tid, (void *) sizeof(rc), &rc) > 0) {
-		th->r.rseq_ptr = rc.rseq_abi_pointer;
-		th->r.rseq_len = rc.rseq_abi_size;
-		th->r.rseq_sig = rc.signature;
-	}
-	void *rhead = NULL;
-	size_t rlen = 0;
-	if (syscall(SYS_get_robust_list, tid, &rhead, &rlen) == 0) {
-		th->r.robust_head = (uint64_t) (uintptr_t) rhead;
-		th->r.robust_len = rlen;
-	}
+		return r;
+	th->xsave = cs.xsave;
+	th->r.xsave_len = cs.xsave_len;
+	th->r.sigmask = cs.sigmask;
+	th->r.rseq_ptr = cs.rseq_ptr;
+	th->r.rseq_len = cs.rseq_len;
+	th->r.rseq_sig = cs.rseq_sig;
+	th->r.robust_head = cs.robust_head;
+	th->r.robust_len = cs.robust_len;
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", pid, tid);
 	if (read_proc1(path, tbuf, sizeof(tbuf)) > 0) {
 		tbuf[strcspn(tbuf, "\n")] = 0;
@@ -2434,27 +2463,18 @@ static int dump_task(struct dumpctx *c, uint32_t idx, struct urs_err *err)
 	uint64_t sigcgt = c->sigcgt[idx];
 	int r;
 	t->r.regs = tr->base;
-	uint32_t xlen = CKPT_MAX_XSAVE;
-	if (!(t->xsave = malloc(xlen)))
-		return -ENOMEM;
-	r = ckpt_get_xsave(pid, t->xsave, &xlen);
+	struct cpu_state cs;
+	r = read_cpu_state(pid, &cs, err);
 	if (r)
-		return urs_err_set(err, r, "pid %d: reading FPU state: %s", pid, strerror(-r));
-	t->xsave_len = xlen;
-	if (ptrace(PTRACE_GETSIGMASK, pid, (void *) 8, &t->r.sigmask) < 0)
-		return urs_err_set(err, -errno, "pid %d: PTRACE_GETSIGMASK: %m", pid);
-	struct __ptrace_rseq_configuration rc = {0};
-	if (ptrace(PTRACE_GET_RSEQ_CONFIGURATION, pid, (void *) sizeof(rc), &rc) > 0) {
-		t->r.rseq_ptr = rc.rseq_abi_pointer;
-		t->r.rseq_len = rc.rseq_abi_size;
-		t->r.rseq_sig = rc.signature;
-	}
-	void *rhead = NULL;
-	size_t rlen = 0;
-	if (syscall(SYS_get_robust_list, pid, &rhead, &rlen) == 0) {
-		t->r.robust_head = (uint64_t) (uintptr_t) rhead;
-		t->r.robust_len = rlen;
-	}
+		return r;
+	t->xsave = cs.xsave;
+	t->xsave_len = cs.xsave_len;
+	t->r.sigmask = cs.sigmask;
+	t->r.rseq_ptr = cs.rseq_ptr;
+	t->r.rseq_len = cs.rseq_len;
+	t->r.rseq_sig = cs.rseq_sig;
+	t->r.robust_head = cs.robust_head;
+	t->r.robust_len = cs.robust_len;
 	char tpath[64], tbuf[64];
 	snprintf(tpath, sizeof(tpath), "/proc/%d/timers", pid);
 	if (read_small(tpath, tbuf, sizeof(tbuf)) > 0)
