@@ -89,16 +89,22 @@ static void find_vdso(pid_t pid, uint64_t *s, uint64_t *e)
 	assert_true(*e > *s);
 }
 
+/* Seize the child and point injections at its vdso's `syscall`. */
+static void seize_child(struct ckpt_tracee *t)
+{
+	struct urs_err err = {{0}};
+	assert_int_equal(ckpt_seize(t, child, 0, &err), 0);
+	uint64_t s, e;
+	find_vdso(child, &s, &e);
+	assert_int_equal(ckpt_find_syscall_insn(child, s, e, &t->syscall_ip), 0);
+}
+
 static void test_inject(void **state)
 {
 	(void) state;
 	assert_int_equal(ping('a'), 'b');
 	struct ckpt_tracee t;
-	struct urs_err err = {{0}};
-	assert_int_equal(ckpt_seize(&t, child, 0, &err), 0);
-	uint64_t s, e;
-	find_vdso(child, &s, &e);
-	assert_int_equal(ckpt_find_syscall_insn(child, s, e, &t.syscall_ip), 0);
+	seize_child(&t);
 	long ret;
 	assert_int_equal(ckpt_inject(&t, SYS_getpid, 0, 0, 0, 0, 0, 0, &ret), 0);
 	assert_int_equal(ret, child);
@@ -141,11 +147,7 @@ static void test_inject_trap(void **state)
 	(void) state;
 	assert_int_equal(ping('c'), 'd');
 	struct ckpt_tracee t;
-	struct urs_err err = {{0}};
-	assert_int_equal(ckpt_seize(&t, child, 0, &err), 0);
-	uint64_t s, e;
-	find_vdso(child, &s, &e);
-	assert_int_equal(ckpt_find_syscall_insn(child, s, e, &t.syscall_ip), 0);
+	seize_child(&t);
 	uint64_t vdso_ip = t.syscall_ip;
 	long blob, ret;
 	assert_int_equal(ckpt_inject(&t, SYS_mmap, 0, 4096, PROT_READ | PROT_WRITE,
@@ -195,11 +197,7 @@ static void test_inject_step(void **state)
 	(void) state;
 	assert_int_equal(ping('e'), 'f');
 	struct ckpt_tracee t;
-	struct urs_err err = {{0}};
-	assert_int_equal(ckpt_seize(&t, child, 0, &err), 0);
-	uint64_t s, e;
-	find_vdso(child, &s, &e);
-	assert_int_equal(ckpt_find_syscall_insn(child, s, e, &t.syscall_ip), 0);
+	seize_child(&t);
 	uint64_t old = sigmask_of(child), all = ~0ull;
 	assert_true(ptrace(PTRACE_SETSIGMASK, child, (void *) 8, &all) == 0);
 	t.step = 1;
