@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "actors/gofer.h"
+#include "actors/gofer_thread.h"
 #include "actors/metrics.h"
 #include "actors/netstack.h"
 #include "host/spec.h"
@@ -454,6 +455,35 @@ static uint8_t *slurp(const char *path, uint32_t *len)
 	return p;
 }
 
+/* The gofer volumes' part of the state (their thread's lock held). */
+static int save_gofers(const struct urs_ckpt_src *src, struct sst_root *st, struct urs_err *err)
+{
+	uint32_t nv = 0;
+	for (int i = 0; src->gofers && i < URS_GOFER_MAX; i++)
+		nv += src->gofers[i] != NULL;
+	if (nv && !(st->volumes = calloc(nv, sizeof(*st->volumes))))
+		return urs_err_set(err, -ENOMEM, "out of memory");
+	for (int i = 0; src->gofers && i < URS_GOFER_MAX; i++) {
+		if (!src->gofers[i])
+			continue;
+		struct sst_volume *v = &st->volumes[st->volumes_len++];
+		struct urs_gofer_state gs;
+		int r = urs_gofer_state_export(src->gofers[i], &gs);
+		if (r == 0)
+			r = urs_gofer_state_to_sst(&gs, v);
+		urs_gofer_state_free(&gs);
+		if (r < 0)
+			return urs_err_set(err, r, "saving gofer volume %s: %s", src->gofer_dest[i],
+					   strerror(-r));
+		v->destination = (char *) src->gofer_dest[i];
+		v->host_path = (char *) src->gofer_src[i];
+		v->fuse_dev = src->init_pid > 0
+				      ? urs_gofer_mount_dev(src->init_pid, src->gofer_dest[i])
+				      : 0;
+	}
+	return 0;
+}
+
 static int gather(const struct urs_ckpt_src *src, struct sst_root *st, struct urs_err *err)
 {
 	struct gather g = {.st = st};
@@ -516,31 +546,14 @@ static int gather(const struct urs_ckpt_src *src, struct sst_root *st, struct ur
 			return urs_err_set(err, r, "saving the netstack: %s", strerror(-r));
 	}
 	/* gofer volumes (actors/gofer_state.c): identity, mode, quotas, the
-	 * live inode table; we run on their loop's thread */
-	uint32_t nv = 0;
-	for (int i = 0; src->gofers && i < URS_GOFER_MAX; i++)
-		nv += src->gofers[i] != NULL;
-	if (nv && !(st->volumes = calloc(nv, sizeof(*st->volumes))))
-		return urs_err_set(err, -ENOMEM, "out of memory");
-	for (int i = 0; src->gofers && i < URS_GOFER_MAX; i++) {
-		if (!src->gofers[i])
-			continue;
-		struct sst_volume *v = &st->volumes[st->volumes_len++];
-		struct urs_gofer_state gs;
-		r = urs_gofer_state_export(src->gofers[i], &gs);
-		if (r == 0)
-			r = urs_gofer_state_to_sst(&gs, v);
-		urs_gofer_state_free(&gs);
-		if (r < 0)
-			return urs_err_set(err, r, "saving gofer volume %s: %s", src->gofer_dest[i],
-					   strerror(-r));
-		v->destination = (char *) src->gofer_dest[i];
-		v->host_path = (char *) src->gofer_src[i];
-		v->fuse_dev = src->init_pid > 0
-				      ? urs_gofer_mount_dev(src->init_pid, src->gofer_dest[i])
-				      : 0;
-	}
-	return 0;
+	 * live inode table; read under their thread's lock */
+	struct urs_gofer_thread *gt = src->gofer_thread ? *src->gofer_thread : NULL;
+	if (gt)
+		urs_gofer_thread_lock(gt);
+	r = save_gofers(src, st, err);
+	if (gt)
+		urs_gofer_thread_unlock(gt);
+	return r;
 }
 
 /* ---- the actor ---- */

@@ -88,6 +88,8 @@ struct urs_ckpt_src {
 	/* gofer volumes (docs/gofer.md "Checkpoint and restore"): URS_GOFER_MAX
 	 * slots each, NULL = none; the init's pid for their FUSE devices */
 	struct urs_gofer *const *gofers;
+	/* the thread they run on (actors/gofer_thread.h): read under its lock */
+	struct urs_gofer_thread *const *gofer_thread;
 	const char *const *gofer_dest, *const *gofer_src;
 	int init_pid;
 };

@@ -290,6 +290,8 @@ static void serve(struct gofer_uring *u, struct gofer_uent *e)
 	memcpy(&h, e->hdr->in_out, sizeof(h));
 	uint32_t psz = e->hdr->ring_ent_in_out.payload_sz;
 	e->commit_id = e->hdr->ring_ent_in_out.commit_id;
+	if (g->o.req_cpu)
+		g->o.req_cpu(g->o.req_cpu_arg, e->qid);
 	e->replied = false;
 	e->touched = true;
 	unsigned char *pay = e->slot.buf;
@@ -533,6 +535,13 @@ bool gofer_uring_busy(const struct urs_gofer *g)
 		if (u->ents[k].state == GU_ASYNC)
 			return true;
 	return false;
+}
+
+bool urs_gofer_pending(const struct urs_gofer *g)
+{
+	const struct gofer_uring *u = g->u;
+	return u && u->ring_ok &&
+	       (__atomic_load_n(u->ring.sq.kflags, __ATOMIC_RELAXED) & IORING_SQ_TASKRUN);
 }
 
 void gofer_uring_free(struct urs_gofer *g)

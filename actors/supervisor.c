@@ -33,6 +33,7 @@
 
 #include "actors/checkpointer.h"
 #include "actors/gofer.h"
+#include "actors/gofer_thread.h"
 #include "actors/metrics.h"
 #include "actors/netstack.h"
 #include "host/cgroup.h"
@@ -72,6 +73,7 @@ struct sup {
 	struct urs_netstack *net;
 	struct urs_op pid_op, accept_op, sig_op;
 	struct urs_gofer *gofer[URS_GOFER_MAX]; /* mediated volumes (docs/gofer.md) */
+	struct urs_gofer_thread *gt;		/* their thread: look at them under its lock */
 	struct urs_gofer_budget gofer_fds;	/* their shared fd caps (docs/gofer.md "Inodes") */
 	struct signalfd_siginfo si;
 	/* checkpoint: the actor writing our state (actors/checkpointer.h), and
@@ -658,64 +660,53 @@ static void gofer_close_fds(struct urs_launch *L)
 #define GOFER_FDS_OPEN	 96u
 #define GOFER_FDS_PINNED 64u
 
-/* On the loop, READY given: serve each volume. A volume that cannot be
- * served would hang every access to it: the sandbox is stopped instead. */
+/* READY given: serve each volume, on the gofer thread (actors/
+ * gofer_thread.h). A volume that cannot be served would hang every access
+ * to it: the sandbox is stopped instead. */
 static int gofer_start(struct sup *s)
 {
 	struct urs_launch *L = &s->a->launch;
+	if (!L->n_gofer)
+		return 0;
 	/* the supervisor's fd table stays small whatever the sandbox does:
 	 * open files and pinned inodes share caps, the fd caches split 64 */
 	s->gofer_fds = (struct urs_gofer_budget){.max_open = GOFER_FDS_OPEN,
 						 .max_pinned = GOFER_FDS_PINNED};
-	uint32_t cache = L->n_gofer ? GOFER_FDS_CACHE / (uint32_t) L->n_gofer : 0;
+	uint32_t cache = GOFER_FDS_CACHE / (uint32_t) L->n_gofer;
+	struct urs_gofer_vol v[URS_GOFER_MAX];
+	const char *dest[URS_GOFER_MAX];
 	for (int i = 0, k = 0; i < L->n_gofer; i++) {
 		while (!s->a->launch.spec->mounts[k].gofer)
 			k++;
 		const struct urs_mount *m = &s->a->launch.spec->mounts[k++];
-		struct urs_gofer_opts go = {.rdonly = (m->flags & MS_RDONLY) != 0,
-					    .weak = true,
-					    .quota_bytes = m->gofer_quota_bytes,
-					    .quota_inodes = m->gofer_quota_inodes,
-					    .fd_cache = cache < 4 ? 4 : cache,
-					    .budget = &s->gofer_fds};
+		v[i] = (struct urs_gofer_vol){.fuse_fd = L->gofer_fuse[i],
+					      .root_fd = L->gofer_dir[i],
+					      .opts = {.rdonly = (m->flags & MS_RDONLY) != 0,
+						       .quota_bytes = m->gofer_quota_bytes,
+						       .quota_inodes = m->gofer_quota_inodes,
+						       .fd_cache = cache < 4 ? 4 : cache,
+						       .budget = &s->gofer_fds}};
+		dest[i] = m->destination;
 		s->gdest[i] = m->destination; /* checkpoint/restore */
 		s->gsrc[i] = m->source;
-		int r = urs_gofer_start(&s->loop, L->gofer_fuse[i], L->gofer_dir[i], &go,
-					&s->gofer[i]);
-		L->gofer_fuse[i] = -1;	/* the gofer's (closed by it, even on failure) */
-		close(L->gofer_dir[i]); /* the gofer keeps its own copy */
-		L->gofer_dir[i] = -1;
-		if (r < 0) {
-			fprintf(stderr, "ursa: gofer volume %s: %s\n", m->destination,
-				strerror(-r));
-			gofer_close_fds(L); /* the rest: aborted connections */
-			return r;
-		}
+		L->gofer_fuse[i] = -1; /* the gofer's (closed by it, even on failure) */
 	}
-	return 0;
+	int failed;
+	int r = urs_gofer_thread_start(v, L->n_gofer, s->gofer, &s->gt, &failed);
+	for (int i = 0; i < L->n_gofer; i++) { /* the roots: the gofers keep copies */
+		close(L->gofer_dir[i]);
+		L->gofer_dir[i] = -1;
+	}
+	if (r < 0)
+		fprintf(stderr, "ursa: gofer volume%s%s: %s\n", failed >= 0 ? " " : "s",
+			failed >= 0 ? dest[failed] : "", strerror(-r));
+	return r;
 }
 
 static void gofer_stop(struct sup *s)
 {
-	bool busy = false;
-	for (int i = 0; i < URS_GOFER_MAX; i++)
-		if (s->gofer[i]) {
-			urs_gofer_stop(s->gofer[i]);
-			busy = true;
-		}
-	/* cancelled reads complete on the loop: bounded, the process exits next */
-	for (int n = 0; busy && n < 1000; n++) {
-		busy = false;
-		for (int i = 0; i < URS_GOFER_MAX; i++)
-			busy |= s->gofer[i] && !urs_gofer_done(s->gofer[i]);
-		if (busy && urs_loop_run_once(&s->loop, true) < 0)
-			break;
-	}
-	for (int i = 0; i < URS_GOFER_MAX; i++) {
-		if (s->gofer[i] && urs_gofer_done(s->gofer[i]))
-			urs_gofer_free(s->gofer[i]);
-		s->gofer[i] = NULL; /* else left to the exit */
-	}
+	urs_gofer_thread_stop(s->gt, s->gofer);
+	s->gt = NULL;
 }
 
 /* The volumes in the order of s->gofer[]: their destinations label them. */
@@ -731,7 +722,11 @@ static int gofer_metrics(struct sup *s, char *buf, int n, size_t len)
 		return n;
 	char labels[160];
 	snprintf(labels, sizeof(labels), "sandbox=\"%s\"", s->a->id);
+	if (s->gt)
+		urs_gofer_thread_lock(s->gt);
 	int m = urs_gofer_metrics_render(s->gofer, vols, nv, labels, buf + n, len - (size_t) n);
+	if (s->gt)
+		urs_gofer_thread_unlock(s->gt);
 	return m < 0 ? m : n + m;
 }
 
@@ -927,6 +922,8 @@ static int late_restore(struct sup *s, struct urs_err *err)
  * accounting goes on from the host's usage, a difference is said). */
 static void gofer_import(struct sup *s)
 {
+	if (s->gt)
+		urs_gofer_thread_lock(s->gt);
 	for (int i = 0; i < URS_GOFER_MAX; i++) {
 		if (!s->gofer[i] || !s->gdest[i] || !s->gsaved_any)
 			continue;
@@ -935,6 +932,8 @@ static void gofer_import(struct sup *s)
 		if (r < 0 || msg[0])
 			fprintf(stderr, "ursa: restore: gofer volume %s: %s\n", s->gdest[i], msg);
 	}
+	if (s->gt)
+		urs_gofer_thread_unlock(s->gt);
 	for (int i = 0; i < URS_GOFER_MAX; i++)
 		urs_gofer_state_free(&s->gsaved[i]);
 }
@@ -1452,6 +1451,7 @@ int urs_supervisor_main(struct urs_sup_args *a)
 					    .engine_ctx = s,
 					    .loop = &s->loop,
 					    .gofers = s->gofer,
+					    .gofer_thread = &s->gt,
 					    .gofer_dest = s->gdest,
 					    .gofer_src = s->gsrc,
 					    .init_pid = s->init_pid};
@@ -1515,15 +1515,17 @@ int urs_supervisor_main(struct urs_sup_args *a)
 			}
 		}
 	}
-	/* The init is gone: back to the caller's v1 cgroups (no lock, as we
-	 * came), so that `ursa delete` can remove the sandbox's while we
-	 * still clean up. Threads of ours (io-wq workers) would stay behind:
-	 * then we stay too, and delete waits for our exit as before. */
+	/* The init is gone, and with its mount namespace the gofer volumes'
+	 * connections: their thread ends first, then back to the caller's v1
+	 * cgroups (no lock, as we came), so that `ursa delete` can remove the
+	 * sandbox's while we still clean up. Threads of ours (io-wq workers)
+	 * would stay behind: then we stay too, and delete waits for our exit
+	 * as before. */
+	gofer_stop(s); /* gofer volumes */
 	if (home.mode)
 		urs_cg_enter_self_v1(&home, NULL);
 	if (s->net)
 		urs_netstack_stop(s->net);
-	gofer_stop(s); /* gofer volumes */
 	urs_loop_fini(&s->loop);
 done:
 	if (a->state_dir) {

@@ -433,7 +433,11 @@ int urs_loop_run_once(struct urs_loop *loop, bool wait)
 	bool block = wait && loop->live && !has_work(loop) && !io_uring_cq_ready(&loop->ring) &&
 		     !loop->stop;
 	if (block) {
+		if (loop->block_hook)
+			loop->block_hook(loop->block_arg, true);
 		r = io_uring_submit_and_wait(&loop->ring, 1);
+		if (loop->block_hook)
+			loop->block_hook(loop->block_arg, false);
 		loop->pending_sqes = 0;
 		account_enter(loop, r);
 	} else if (loop->pending_sqes || needs_enter(loop)) {

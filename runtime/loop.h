@@ -103,6 +103,11 @@ struct urs_loop {
 	uint64_t efd_val;
 	struct urs_op efd_op;
 	struct urs_loop_stats stats;
+	/* Called with true right before the loop blocks in io_uring_enter and
+	 * with false right after (urs_loop_set_block_hook): a loop whose
+	 * state other threads may look at under a lock releases it there. */
+	void (*block_hook)(void *arg, bool blocking);
+	void *block_arg;
 };
 
 int urs_loop_init(struct urs_loop *loop, const struct urs_loop_opts *opts);
@@ -123,6 +128,13 @@ static inline struct urs_loop *urs_loop_current(void)
 int urs_loop_run(struct urs_loop *loop);
 /* One turn: run ready actors, submit, reap; wait for one completion if @wait. */
 int urs_loop_run_once(struct urs_loop *loop, bool wait);
+
+static inline void urs_loop_set_block_hook(struct urs_loop *loop,
+					   void (*hook)(void *arg, bool blocking), void *arg)
+{
+	loop->block_hook = hook;
+	loop->block_arg = arg;
+}
 void urs_loop_stop(struct urs_loop *loop);
 
 /* Keep urs_loop_run() alive while something outside the ring (e.g. a peer

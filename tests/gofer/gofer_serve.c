@@ -5,8 +5,10 @@
  *   gofer_serve [--ro] [--no-passthrough] [--no-readdirplus] [--no-xattr] [--sync-rw]
  *               [--trace] SRC MNT
  *       mount a gofer volume of SRC on MNT (in the caller's mount namespace),
+ *       served on a gofer thread as in the supervisor (actors/gofer_thread.c),
  *       print "ready" and serve until MNT is unmounted; then print the
- *       gofer's stats (with FUSE over io_uring: the requests through it) and
+ *       gofer thread's placement counters, the gofer's stats (with FUSE over
+ *       io_uring: the requests through it) and
  *       the process's CPU time (user, sys seconds).
  *   gofer_serve meta DIR N
  *       metadata benchmark: create, stat and unlink N files in DIR; prints
@@ -23,9 +25,8 @@
 #include <unistd.h>
 
 #include "actors/gofer.h"
+#include "actors/gofer_thread.h"
 #include "host/fuse_mount.h"
-#include "runtime/loop.h"
-#include "runtime/timer.h"
 
 static double now(void)
 {
@@ -72,14 +73,6 @@ static int meta(const char *dir, int n)
 
 static struct urs_gofer *g;
 
-static void tick_cb(struct urs_loop *loop, struct urs_timer *t, int res)
-{
-	if (res == 0 && urs_gofer_done(g)) {
-		urs_timer_cancel(loop, t);
-		urs_loop_stop(loop);
-	}
-}
-
 int main(int argc, char **argv)
 {
 	if (argc == 4 && !strcmp(argv[1], "meta"))
@@ -122,20 +115,29 @@ int main(int argc, char **argv)
 		fprintf(stderr, "mount %s: %s\n", argv[i + 1], strerror(-fd));
 		return 1;
 	}
-	struct urs_loop loop;
-	int r = urs_loop_init(&loop, NULL);
-	if (r == 0)
-		r = urs_gofer_start(&loop, fd, rfd, &o, &g);
+	/* served as in the supervisor: on a gofer thread of its own */
+	struct urs_gofer_vol v = {.fuse_fd = fd, .root_fd = rfd, .opts = o};
+	struct urs_gofer_thread *gt;
+	int failed;
+	int r = urs_gofer_thread_start(&v, 1, &g, &gt, &failed);
 	close(rfd);
 	if (r < 0) {
 		fprintf(stderr, "gofer: %s\n", strerror(-r));
 		return 1;
 	}
-	struct urs_timer tick = {0};
-	urs_timer_start(&loop, &tick, 100000000ull, 100000000ull, tick_cb);
 	printf("ready\n");
 	fflush(stdout);
-	urs_loop_run(&loop);
+	while (!urs_gofer_thread_done(gt)) {
+		struct timespec ts = {0, 100000000};
+		nanosleep(&ts, NULL);
+	}
+	struct urs_gofer_thread_stats ts;
+	urs_gofer_thread_stats(gt, &ts);
+	printf("colocate %s follows %llu idles %llu starved %llu rests %llu\n",
+	       ts.colocate ? "yes" : "no", (unsigned long long) ts.follows,
+	       (unsigned long long) ts.idles, (unsigned long long) ts.starved,
+	       (unsigned long long) ts.rests);
+	urs_gofer_thread_lock(gt);
 	struct urs_gofer_stats st;
 	urs_gofer_get_stats(g, &st);
 	printf("requests %llu errors %llu passthrough %s reads %llu writes %llu grows %llu "
@@ -158,7 +160,7 @@ int main(int argc, char **argv)
 		if (st.by_op[k])
 			printf(" %u:%llu", k, (unsigned long long) st.by_op[k]);
 	printf("\n");
-	urs_gofer_free(g);
-	urs_loop_fini(&loop);
+	urs_gofer_thread_unlock(gt);
+	urs_gofer_thread_stop(gt, &g);
 	return 0;
 }

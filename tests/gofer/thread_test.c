@@ -1,0 +1,337 @@
+/*
+ * tests/gofer/thread_test.c — the gofer thread and its placement next to
+ * the requester (actors/gofer_thread.c). As root, with the fuse module's
+ * enable_uring parameter on for the test (old value restored at exit), in
+ * a private mount namespace on a private tmpfs, one volume served by
+ * urs_gofer_thread_start():
+ *   - a burst of creates/stats/unlinks from a child: the thread followed
+ *     the requester and was SCHED_IDLE on one CPU while it did (sampled
+ *     from outside, /proc), the files are right on the host;
+ *   - 20 ms after the burst it is SCHED_OTHER on its old CPUs again;
+ *   - starvation: the requester pinned to a CPU with a busy normal-class
+ *     hog: 300 creates finish in bounded time (the watchdog took the
+ *     thread out of SCHED_IDLE: counted), where a SCHED_IDLE thread pinned
+ *     behind the hog would get a sliver of that CPU;
+ *   - lock/stats while serving; stop while still mounted (cancelled reads,
+ *     threads joined, no thread left); with URSA_GOFER_COLOCATE=0 no
+ *     following at all.
+ * Exit 77 (skip) without root, /dev/fuse, a writable enable_uring or 2 CPUs.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "actors/gofer.h"
+#include "actors/gofer_thread.h"
+#include "host/fuse_mount.h"
+
+#define PARAM "/sys/module/fuse/parameters/enable_uring"
+
+static char old_param;
+static pid_t main_pid;
+static int failures, ntest;
+static char base[256], src[300], mnt[300];
+
+static bool param_set(char v)
+{
+	int fd = open(PARAM, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	bool ok = write(fd, &v, 1) == 1;
+	close(fd);
+	return ok;
+}
+
+static void restore_param(void)
+{
+	if (getpid() == main_pid && old_param)
+		param_set(old_param);
+}
+
+static void die(const char *what)
+{
+	fprintf(stderr, "thread_test: %s: %s\n", what, strerror(errno));
+	exit(1);
+}
+
+static void report(bool ok, const char *fmt, ...)
+{
+	ntest++;
+	char what[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	printf("%s %d - %s\n", ok ? "ok" : "not ok", ntest, what);
+	if (!ok)
+		failures++;
+}
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
+}
+
+/* Policy and allowed-CPU count of thread @tid of this process. */
+static void thread_sched(int tid, int *policy, int *ncpus)
+{
+	*policy = sched_getscheduler(tid);
+	cpu_set_t cs;
+	*ncpus = sched_getaffinity(tid, sizeof(cs), &cs) == 0 ? CPU_COUNT(&cs) : -1;
+}
+
+/* Child: create, stat and unlink @n files named PFX%d in @dir (on @cpu if
+ * >= 0); exit 0 when all succeeded. */
+static pid_t requester(const char *dir, const char *pfx, int n, int cpu)
+{
+	pid_t p = fork();
+	if (p < 0)
+		die("fork");
+	if (p)
+		return p;
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (cpu >= 0) {
+		cpu_set_t cs;
+		CPU_ZERO(&cs);
+		CPU_SET(cpu, &cs);
+		if (sched_setaffinity(0, sizeof(cs), &cs) < 0)
+			_exit(3);
+	}
+	char path[512];
+	struct stat st;
+	for (int k = 0; k < n; k++) {
+		snprintf(path, sizeof(path), "%s/%s%d", dir, pfx, k);
+		int fd = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
+		if (fd < 0 || close(fd) < 0 || stat(path, &st) < 0)
+			_exit(1);
+	}
+	for (int k = 0; k < n; k++) {
+		snprintf(path, sizeof(path), "%s/%s%d", dir, pfx, k);
+		if (unlink(path) < 0)
+			_exit(2);
+	}
+	_exit(0);
+}
+
+static pid_t hog(int cpu)
+{
+	pid_t p = fork();
+	if (p < 0)
+		die("fork");
+	if (p)
+		return p;
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	cpu_set_t cs;
+	CPU_ZERO(&cs);
+	CPU_SET(cpu, &cs);
+	sched_setaffinity(0, sizeof(cs), &cs);
+	for (volatile unsigned long x = 0;; x++)
+		;
+}
+
+static int wait_rc(pid_t p)
+{
+	int st;
+	if (waitpid(p, &st, 0) != p)
+		return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static int count_threads(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	int n = 0;
+	for (struct dirent *e; d && (e = readdir(d));)
+		n += e->d_name[0] != '.';
+	if (d)
+		closedir(d);
+	return n;
+}
+
+static struct urs_gofer_thread *serve(struct urs_gofer **g)
+{
+	struct urs_fuse_mount_opts mo = {0};
+	int fd = urs_fuse_mount(mnt, &mo);
+	if (fd < 0) {
+		errno = -fd;
+		die("fuse mount");
+	}
+	int rfd = open(src, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (rfd < 0)
+		die("open src");
+	struct urs_gofer_vol v = {.fuse_fd = fd, .root_fd = rfd};
+	struct urs_gofer_thread *gt;
+	int failed;
+	int r = urs_gofer_thread_start(&v, 1, g, &gt, &failed);
+	close(rfd);
+	if (r < 0) {
+		errno = -r;
+		die("urs_gofer_thread_start");
+	}
+	return gt;
+}
+
+static void unserve(struct urs_gofer_thread *gt, struct urs_gofer **g)
+{
+	umount2(mnt, MNT_DETACH);
+	for (int k = 0; k < 200 && !urs_gofer_thread_done(gt); k++)
+		usleep(10000);
+	urs_gofer_thread_stop(gt, g);
+}
+
+int main(void)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	main_pid = getpid();
+	if (geteuid() != 0 || access("/dev/fuse", R_OK | W_OK) < 0) {
+		printf("1..0 # SKIP needs root and /dev/fuse\n");
+		return 77;
+	}
+	cpu_set_t all;
+	if (sched_getaffinity(0, sizeof(all), &all) < 0 || CPU_COUNT(&all) < 2) {
+		printf("1..0 # SKIP needs 2 CPUs\n");
+		return 77;
+	}
+	int pfd = open(PARAM, O_RDONLY | O_CLOEXEC);
+	if (pfd < 0 || read(pfd, &old_param, 1) != 1) {
+		printf("1..0 # SKIP no %s (kernel without FUSE over io_uring)\n", PARAM);
+		return 77;
+	}
+	close(pfd);
+	atexit(restore_param);
+	if (!param_set('1')) {
+		old_param = 0;
+		printf("1..0 # SKIP cannot set %s: %s\n", PARAM, strerror(errno));
+		return 77;
+	}
+	if (unshare(CLONE_NEWNS) < 0)
+		die("unshare");
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		die("make / private");
+	snprintf(base, sizeof(base), "/tmp/ursa-gthread-test-XXXXXX");
+	if (!mkdtemp(base))
+		die("mkdtemp");
+	if (mount("tmpfs", base, "tmpfs", 0, "size=256m,mode=0755") < 0)
+		die("tmpfs");
+	snprintf(src, sizeof(src), "%s/src", base);
+	snprintf(mnt, sizeof(mnt), "%s/mnt", base);
+	if (mkdir(src, 0755) < 0 || mkdir(mnt, 0755) < 0)
+		die("mkdir");
+	int threads0 = count_threads();
+
+	/* 1. a burst: following, SCHED_IDLE on one CPU while it lasts */
+	struct urs_gofer *g = NULL;
+	struct urs_gofer_thread *gt = serve(&g);
+	int tid = urs_gofer_thread_tid(gt);
+	struct urs_gofer_thread_stats ts;
+	urs_gofer_thread_stats(gt, &ts);
+	report(ts.colocate, "placement is possible here (CAP_SYS_NICE, io_uring)");
+	pid_t rq = requester(mnt, "f", 3000, -1);
+	int idle_seen = 0, one_cpu_seen = 0, samples = 0;
+	for (;;) {
+		int st;
+		if (waitpid(rq, &st, WNOHANG) == rq) {
+			report(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+			       "3000 creates, stats and unlinks through the volume (status %d)",
+			       st);
+			break;
+		}
+		int pol, n;
+		thread_sched(tid, &pol, &n);
+		samples++;
+		idle_seen += pol == SCHED_IDLE;
+		one_cpu_seen += pol == SCHED_IDLE && n == 1;
+		usleep(2000);
+	}
+	urs_gofer_thread_stats(gt, &ts);
+	report(ts.follows >= 1 && ts.idles >= 1, "the thread followed the requester (%llu follows)",
+	       (unsigned long long) ts.follows);
+	report(one_cpu_seen > 0,
+	       "seen SCHED_IDLE on a single CPU during the burst (%d of %d samples, %d idle)",
+	       one_cpu_seen, samples, idle_seen);
+	DIR *d = opendir(src);
+	int left = 0;
+	for (struct dirent *e; d && (e = readdir(d));)
+		left += e->d_name[0] != '.';
+	if (d)
+		closedir(d);
+	report(d && left == 0, "the host directory is empty again (%d left)", left);
+
+	/* 2. rest: back to SCHED_OTHER on every CPU */
+	usleep(100000);
+	int pol, n;
+	thread_sched(tid, &pol, &n);
+	urs_gofer_thread_stats(gt, &ts);
+	report(pol == SCHED_OTHER && n == CPU_COUNT(&all) && ts.rests >= 1,
+	       "100 ms after the burst: SCHED_OTHER on %d CPUs (policy %d, %llu rests)", n, pol,
+	       (unsigned long long) ts.rests);
+
+	/* 3. starvation: the requester shares its CPU with a busy task */
+	int cpu = -1;
+	for (int c = 0; c < CPU_SETSIZE && cpu < 0; c++)
+		if (CPU_ISSET(c, &all))
+			cpu = c;
+	pid_t h = hog(cpu);
+	usleep(20000);
+	double t0 = now();
+	rq = requester(mnt, "s", 300, cpu);
+	int rc = wait_rc(rq);
+	double dt = now() - t0;
+	kill(h, SIGKILL);
+	wait_rc(h);
+	urs_gofer_thread_stats(gt, &ts);
+	report(rc == 0 && dt < 1.0,
+	       "300 creates/stats/unlinks next to a busy task: rc %d in %.2f s (bound 1 s; 2.1 s "
+	       "here without the watchdog)",
+	       rc, dt);
+	report(ts.starved >= 1, "the watchdog saw the starvation and ended it (%llu times)",
+	       (unsigned long long) ts.starved);
+
+	/* 4. the lock while serving; stop while still mounted */
+	rq = requester(mnt, "l", 500, -1);
+	int locked = 0;
+	while (waitpid(rq, NULL, WNOHANG) != rq) {
+		urs_gofer_thread_lock(gt);
+		struct urs_gofer_stats gs;
+		urs_gofer_get_stats(g, &gs);
+		urs_gofer_thread_unlock(gt);
+		locked++;
+		usleep(1000);
+	}
+	report(locked > 0, "stats read under the lock while serving (%d times)", locked);
+	urs_gofer_thread_stop(gt, &g);
+	report(g == NULL && count_threads() == threads0,
+	       "stopped while mounted: gofer cleared, no thread left (%d threads, %d before)",
+	       count_threads(), threads0);
+	umount2(mnt, MNT_DETACH);
+
+	/* 5. the opt-out */
+	setenv("URSA_GOFER_COLOCATE", "0", 1);
+	gt = serve(&g);
+	rq = requester(mnt, "o", 500, -1);
+	rc = wait_rc(rq);
+	urs_gofer_thread_stats(gt, &ts);
+	report(rc == 0 && !ts.colocate && ts.follows == 0,
+	       "URSA_GOFER_COLOCATE=0: served (rc %d), never followed", rc);
+	unserve(gt, &g);
+	unsetenv("URSA_GOFER_COLOCATE");
+
+	umount2(base, MNT_DETACH);
+	rmdir(base);
+	printf("1..%d\n", ntest);
+	return failures ? 1 : 0;
+}
