@@ -455,8 +455,10 @@ static uint8_t *slurp(const char *path, uint32_t *len)
 	return p;
 }
 
-/* The gofer volumes' part of the state (their thread's lock held). */
-static int save_gofers(const struct urs_ckpt_src *src, struct sst_root *st, struct urs_err *err)
+/* The gofer volumes' part of the state (their thread's lock held; @dev:
+ * each volume's FUSE st_dev, read from /proc before taking it). */
+static int save_gofers(const struct urs_ckpt_src *src, struct sst_root *st, const uint64_t *dev,
+		       struct urs_err *err)
 {
 	uint32_t nv = 0;
 	for (int i = 0; src->gofers && i < URS_GOFER_MAX; i++)
@@ -477,9 +479,7 @@ static int save_gofers(const struct urs_ckpt_src *src, struct sst_root *st, stru
 					   strerror(-r));
 		v->destination = (char *) src->gofer_dest[i];
 		v->host_path = (char *) src->gofer_src[i];
-		v->fuse_dev = src->init_pid > 0
-				      ? urs_gofer_mount_dev(src->init_pid, src->gofer_dest[i])
-				      : 0;
+		v->fuse_dev = dev[i];
 	}
 	return 0;
 }
@@ -547,10 +547,14 @@ static int gather(const struct urs_ckpt_src *src, struct sst_root *st, struct ur
 	}
 	/* gofer volumes (actors/gofer_state.c): identity, mode, quotas, the
 	 * live inode table; read under their thread's lock */
+	uint64_t dev[URS_GOFER_MAX] = {0};
+	for (int i = 0; src->gofers && src->init_pid > 0 && i < URS_GOFER_MAX; i++)
+		if (src->gofer_dest[i])
+			dev[i] = urs_gofer_mount_dev(src->init_pid, src->gofer_dest[i]);
 	struct urs_gofer_thread *gt = src->gofer_thread ? *src->gofer_thread : NULL;
 	if (gt)
 		urs_gofer_thread_lock(gt);
-	r = save_gofers(src, st, err);
+	r = save_gofers(src, st, dev, err);
 	if (gt)
 		urs_gofer_thread_unlock(gt);
 	return r;

@@ -79,6 +79,8 @@ struct urs_gofer_opts {
 	 * issued on (the kernel queues a request on its CPU's queue), e.g. to
 	 * serve it next to the requester (actors/gofer_thread.c); or NULL */
 	void (*req_cpu)(void *arg, unsigned cpu);
+	/* ... and right before replies to them go to the kernel (or NULL) */
+	void (*req_replied)(void *arg);
 	void *req_cpu_arg;
 };
 
@@ -146,14 +148,6 @@ void urs_gofer_get_stats(const struct urs_gofer *g, struct urs_gofer_stats *st);
  */
 int urs_gofer_metrics_render(struct urs_gofer *const *g, const char *const *volumes, uint32_t n,
 			     const char *const_labels, char *buf, size_t len);
-
-/*
- * True while requests have reached the gofer's FUSE-over-io_uring ring but
- * wait for its thread to take them (the ring's IORING_SQ_TASKRUN flag).
- * The one call that may come from another thread (a watchdog): it reads a
- * flag the kernel shares with us, nothing of the gofer's own state.
- */
-bool urs_gofer_pending(const struct urs_gofer *g);
 
 /* Bytes of heap and touched buffer memory the gofer holds right now (approx). */
 size_t urs_gofer_mem(const struct urs_gofer *g);

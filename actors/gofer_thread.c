@@ -13,6 +13,7 @@
  */
 #include "actors/gofer_thread.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/capability.h>
@@ -24,6 +25,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -31,16 +33,22 @@
 #include "host/spec.h"
 #include "runtime/common.h"
 #include "runtime/loop.h"
+#include "runtime/timer.h"
 
-#define GT_TICK_NS     2000000ull    /* watchdog period while following */
-#define GT_STARVE_NS   1000000ull    /* run-queue wait in one tick that means starved */
-#define GT_REST_TICKS  10	     /* ticks without a request: stop following */
-#define GT_COOLDOWN_NS 1000000000ull /* no following after a starvation */
-#define GT_STACK       (1u << 20)    /* the gofer thread's stack (touched: a few pages) */
-#define GT_WD_STACK    (64u << 10)
-#define GT_STOP_TURNS  1000 /* loop turns for cancelled reads to complete at stop */
+#define GT_TICK_NS	2000000ull    /* watchdog period while following */
+#define GT_STARVE_NS	1000000ull    /* run-queue wait in one tick ... */
+#define GT_STARVE_REQS	8	      /* ... with fewer requests served: starved */
+#define GT_REST_TICKS	10	      /* ticks without a request: stop following */
+#define GT_COOLDOWN_NS	1000000000ull /* no following after a starvation */
+#define GT_STACK	(1u << 20)    /* the gofer thread's stack (touched: a few pages) */
+#define GT_WD_STACK	(64u << 10)
+#define GT_STOP_NS	2000000000ull /* at most this for cancelled reads to complete */
+#define GT_STOP_TICK_NS 10000000ull
 
-enum { GT_OFF, GT_SERVE, GT_IDLE, GT_STARVED };
+/* mode: OFF never follows; SERVE/STARVED: SCHED_OTHER on the old mask
+ * (STARVED: not before cooldown_until); IDLE: following, SCHED_IDLE, pinned
+ * to cpu; REVERTING: the watchdog is taking it back (holds sm). */
+enum { GT_OFF, GT_SERVE, GT_IDLE, GT_STARVED, GT_REVERTING };
 
 struct urs_gofer_thread {
 	pthread_mutex_t mu;
@@ -56,6 +64,7 @@ struct urs_gofer_thread {
 	int stop_efd;
 	uint64_t stop_val;
 	struct urs_op stop_op;
+	struct urs_timer stop_tick;
 	int tid;
 	cpu_set_t orig; /* the thread's CPU mask before any following */
 
@@ -63,12 +72,15 @@ struct urs_gofer_thread {
 	pthread_mutex_t sm;
 	pthread_cond_t wd_cv;
 	pthread_t wd;
+	int wd_tid;
 	bool wd_running, wd_quit;
 	_Atomic int mode, cpu;
-	_Atomic uint64_t reqs, turns; /* requests seen; times the thread woke */
-	int last_cpu;		      /* gofer thread only: the previous request's CPU */
+	_Atomic uint64_t reqs;
+	_Atomic bool in_req; /* a request taken, its reply not sent yet */
+	_Atomic uint64_t follows, idles;
+	int last_cpu; /* gofer thread only: the previous request's CPU */
 	uint64_t cooldown_until;
-	struct urs_gofer_thread_stats st; /* under sm */
+	struct urs_gofer_thread_stats st; /* under sm: starved, rests, colocate */
 };
 
 static uint64_t now_ns(void)
@@ -89,85 +101,184 @@ static bool can_renice(void)
 	return d[CAP_SYS_NICE / 32].effective & (1u << (CAP_SYS_NICE % 32));
 }
 
-static bool colocate_allowed(void)
-{
-	const char *e = getenv("URSA_GOFER_COLOCATE");
-	return !(e && !strcmp(e, "0")) && can_renice();
-}
-
-/* ---- the watchdog ---- */
-
-/* Time @tid has spent runnable but waiting for a CPU (ns), or 0. */
-static uint64_t run_delay(int fd)
+/* Time a thread has spent runnable but waiting for a CPU (ns), or -1. */
+static int64_t run_delay(int fd)
 {
 	char buf[96];
 	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
 	if (n <= 0)
-		return 0;
+		return -1;
 	buf[n] = 0;
 	unsigned long long run, delay;
-	return sscanf(buf, "%llu %llu", &run, &delay) == 2 ? delay : 0;
+	return sscanf(buf, "%llu %llu", &run, &delay) == 2 ? (int64_t) delay : -1;
 }
 
-/* Requests (or completions of host I/O) wait for the gofer thread. */
-static bool work_waiting(struct urs_gofer_thread *gt)
+static int open_schedstat(int tid)
 {
-	if (__atomic_load_n(gt->loop.ring.sq.kflags, __ATOMIC_RELAXED) & IORING_SQ_TASKRUN)
-		return true;
-	for (int i = 0; i < gt->n; i++)
-		if (gt->g[i] && urs_gofer_pending(gt->g[i]))
-			return true;
-	return false;
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/self/task/%d/schedstat", tid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0 && run_delay(fd) < 0) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
 }
 
-/* Under sm: the gofer thread back to SCHED_OTHER on its old CPUs. */
-static void unfollow(struct urs_gofer_thread *gt, int mode)
+/* Following needs: not opted out, CAP_SYS_NICE, and schedstat (the
+ * watchdog tells a starved thread from a sleeping one by its run delay). */
+static bool colocate_allowed(int tid)
+{
+	const char *e = getenv("URSA_GOFER_COLOCATE");
+	if ((e && !strcmp(e, "0")) || !can_renice())
+		return false;
+	int fd = open_schedstat(tid);
+	if (fd < 0)
+		return false;
+	close(fd);
+	return true;
+}
+
+static int num_threads(int fd)
+{
+	char buf[1024];
+	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	const char *p = strrchr(buf, ')'); /* comm may hold spaces */
+	int field = 2, v = -1;
+	for (; p && *p && field < 20; p++)
+		if (*p == ' ')
+			field++;
+	if (p && field == 20)
+		v = atoi(p);
+	return v;
+}
+
+static int back_to_other(struct urs_gofer_thread *gt, int tid);
+
+/* io_uring's worker threads for the gofer thread (iou-wrk-TID) start with
+ * its policy and CPU mask: those born while it followed are put back to
+ * SCHED_OTHER on its old mask (IORING_REGISTER_IOWQ_AFF does not reach
+ * workers already made or, on 6.18, new ones: measured). */
+static void fix_workers(struct urs_gofer_thread *gt)
+{
+	DIR *d = opendir("/proc/self/task");
+	if (!d)
+		return;
+	char want[32];
+	int wl = snprintf(want, sizeof(want), "iou-wrk-%d\n", gt->tid);
+	for (struct dirent *e; (e = readdir(d));) {
+		int tid = atoi(e->d_name);
+		if (tid <= 0 || tid == gt->tid)
+			continue;
+		char path[64], comm[32] = "";
+		snprintf(path, sizeof(path), "/proc/self/task/%d/comm", tid);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		ssize_t n = read(fd, comm, sizeof(comm) - 1);
+		close(fd);
+		if (n != wl || memcmp(comm, want, (size_t) wl))
+			continue;
+		cpu_set_t cs;
+		if (sched_getscheduler(tid) != SCHED_OTHER ||
+		    sched_getaffinity(tid, sizeof(cs), &cs) < 0 || !CPU_EQUAL(&cs, &gt->orig))
+			back_to_other(gt, tid);
+	}
+	closedir(d);
+}
+
+static void all_cpus(cpu_set_t *cs)
+{
+	CPU_ZERO(cs);
+	for (int c = 0; c < CPU_SETSIZE; c++)
+		CPU_SET(c, cs);
+}
+
+/* Thread @tid (0: the caller) back to SCHED_OTHER on the old mask (or on
+ * every CPU the cpuset allows, if the old mask is not possible any more). */
+static int back_to_other(struct urs_gofer_thread *gt, int tid)
 {
 	struct sched_param p = {0};
-	if (sched_setscheduler(gt->tid, SCHED_OTHER, &p) < 0 ||
-	    sched_setaffinity(gt->tid, sizeof(gt->orig), &gt->orig) < 0) {
-		fprintf(stderr, "ursa: gofer: leaving SCHED_IDLE: %s\n", strerror(errno));
+	int r = sched_setscheduler(tid, SCHED_OTHER, &p) < 0 ? -errno : 0;
+	if (sched_setaffinity(tid, sizeof(gt->orig), &gt->orig) < 0) {
+		cpu_set_t cs;
+		all_cpus(&cs);
+		if (sched_setaffinity(tid, sizeof(cs), &cs) < 0 && !r)
+			r = -errno;
+	}
+	return r;
+}
+
+/* ---- the watchdog ---- */
+
+/* Work waits for the gofer thread: a request it took and has not answered,
+ * or completions queued for its loop's ring (requests over io_uring reach
+ * that ring too, through the eventfd the FUSE rings signal). */
+static bool work_waiting(struct urs_gofer_thread *gt)
+{
+	return atomic_load(&gt->in_req) ||
+	       (__atomic_load_n(gt->loop.ring.sq.kflags, __ATOMIC_RELAXED) & IORING_SQ_TASKRUN);
+}
+
+/* Under sm: the gofer thread back to SCHED_OTHER, then @mode. */
+static void unfollow(struct urs_gofer_thread *gt, int mode)
+{
+	atomic_store(&gt->mode, GT_REVERTING);
+	int r = back_to_other(gt, gt->tid);
+	fix_workers(gt);
+	if (r < 0) {
+		fprintf(stderr, "ursa: gofer: leaving SCHED_IDLE: %s\n", strerror(-r));
 		mode = GT_OFF;
 	}
 	atomic_store(&gt->cpu, -1);
 	atomic_store(&gt->mode, mode);
-	gt->st.cpu = -1;
 }
 
 static void *wd_main(void *arg)
 {
 	struct urs_gofer_thread *gt = arg;
 	prctl(PR_SET_NAME, "ursa-gofer-wd", 0, 0, 0);
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/self/task/%d/schedstat", gt->tid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = open_schedstat(gt->tid);
+	int sfd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
 	pthread_mutex_lock(&gt->sm);
+	gt->wd_tid = (int) syscall(SYS_gettid);
 	for (;;) {
 		while (!gt->wd_quit && atomic_load(&gt->mode) != GT_IDLE)
 			pthread_cond_wait(&gt->wd_cv, &gt->sm);
 		if (gt->wd_quit)
 			break;
-		uint64_t d0 = fd >= 0 ? run_delay(fd) : 0, r0 = atomic_load(&gt->reqs);
-		uint64_t t0 = atomic_load(&gt->turns);
-		bool waiting0 = false;
-		int quiet = 0;
+		int64_t d0 = fd >= 0 ? run_delay(fd) : -1;
+		uint64_t r0 = atomic_load(&gt->reqs);
+		int nthr0 = num_threads(sfd), quiet = 0;
+		fix_workers(gt);
 		while (!gt->wd_quit && atomic_load(&gt->mode) == GT_IDLE) {
 			pthread_mutex_unlock(&gt->sm);
 			struct timespec ts = {0, (long) GT_TICK_NS};
 			nanosleep(&ts, NULL);
-			uint64_t d1 = fd >= 0 ? run_delay(fd) : 0, r1 = atomic_load(&gt->reqs);
-			uint64_t t1 = atomic_load(&gt->turns);
+			int64_t d1 = fd >= 0 ? run_delay(fd) : -1;
+			uint64_t r1 = atomic_load(&gt->reqs);
+			int nthr = num_threads(sfd);
 			pthread_mutex_lock(&gt->sm);
 			if (gt->wd_quit || atomic_load(&gt->mode) != GT_IDLE)
 				break;
-			/* Starved: work was waiting a tick ago and still is, the
-			 * thread has not run since, and it spent most of the tick
-			 * on a run queue (without schedstat, no CONFIG_SCHED_INFO,
-			 * the first two suffice). Work waiting for a moment is the
-			 * normal case: the requester has just queued a request and
-			 * runs on until it sleeps, with the gofer runnable behind. */
-			bool waiting = work_waiting(gt);
-			if (waiting && waiting0 && t1 == t0 && (fd < 0 || d1 - d0 > GT_STARVE_NS)) {
+			if (nthr != nthr0) { /* perhaps a new io_uring worker */
+				fix_workers(gt);
+				nthr0 = nthr;
+			}
+			/* Starved: work waits for it (a request taken and not
+			 * answered, or requests/completions queued for its loop),
+			 * it waited for a CPU for most of the tick (run delay grew
+			 * by > 1 ms) and served almost nothing. A gofer sharing its
+			 * CPU with a busy requester waits as long, but serves
+			 * dozens of requests a tick; one preempted after its reply
+			 * while the requester computes waits too, with no work;
+			 * sleeping in io_uring_enter() adds no run delay. Without
+			 * a readable schedstat (gone?) the first two suffice. */
+			if (r1 - r0 < GT_STARVE_REQS && work_waiting(gt) &&
+			    (d0 < 0 || d1 < 0 || d1 - d0 > (int64_t) GT_STARVE_NS)) {
 				unfollow(gt, GT_STARVED);
 				gt->cooldown_until = now_ns() + GT_COOLDOWN_NS;
 				gt->st.starved++;
@@ -181,37 +292,82 @@ static void *wd_main(void *arg)
 			}
 			d0 = d1;
 			r0 = r1;
-			t0 = t1;
-			waiting0 = waiting;
 		}
 	}
 	pthread_mutex_unlock(&gt->sm);
 	if (fd >= 0)
 		close(fd);
+	if (sfd >= 0)
+		close(sfd);
 	return NULL;
 }
 
 /* ---- following (on the gofer thread) ---- */
 
+/* The gofer thread itself back to SCHED_OTHER after a move it made raced
+ * with the watchdog taking it back (mode no longer IDLE afterwards). */
+static void undo_follow(struct urs_gofer_thread *gt)
+{
+	if (back_to_other(gt, 0) < 0) {
+		fprintf(stderr, "ursa: gofer: leaving SCHED_IDLE: %s\n", strerror(errno));
+		atomic_store(&gt->mode, GT_OFF);
+	}
+}
+
+/* Pin the calling (gofer) thread to @cpu; with @idle also SCHED_IDLE. */
+static int pin(int cpu, bool idle)
+{
+	cpu_set_t one;
+	CPU_ZERO(&one);
+	CPU_SET(cpu, &one);
+	if (sched_setaffinity(0, sizeof(one), &one) < 0)
+		return -errno;
+	struct sched_param p = {0};
+	if (idle && sched_setscheduler(0, SCHED_IDLE, &p) < 0)
+		return -errno;
+	return 0;
+}
+
+/*
+ * Called for every FUSE-over-io_uring request with its queue's CPU. The
+ * thread takes sm only while it is SCHED_OTHER (mode SERVE/STARVED, or
+ * after waiting for the watchdog to finish REVERTING), so a starved
+ * SCHED_IDLE thread never holds what the watchdog needs; its own moves
+ * are published before they are made and checked after (see unfollow).
+ */
+static void req_replied(void *arg)
+{
+	struct urs_gofer_thread *gt = arg;
+	atomic_store_explicit(&gt->in_req, false, memory_order_relaxed);
+}
+
 static void req_cpu(void *arg, unsigned cpu)
 {
 	struct urs_gofer_thread *gt = arg;
 	atomic_fetch_add_explicit(&gt->reqs, 1, memory_order_relaxed);
-	int mode = atomic_load_explicit(&gt->mode, memory_order_relaxed);
-	if (mode == GT_OFF ||
-	    (mode == GT_IDLE && (int) cpu == atomic_load_explicit(&gt->cpu, memory_order_relaxed)))
+	atomic_store_explicit(&gt->in_req, true, memory_order_relaxed);
+	int mode = atomic_load(&gt->mode);
+	if (mode == GT_OFF || (mode == GT_IDLE && (int) cpu == atomic_load(&gt->cpu)))
 		return;
 	if ((int) cpu != gt->last_cpu) { /* two requests in a row from it */
 		gt->last_cpu = (int) cpu;
 		return;
 	}
 	if (cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &gt->orig))
-		return; /* not ours to run on (cpuset) */
-	pthread_mutex_lock(&gt->sm);
+		return;	       /* not ours to run on (cpuset) */
+	if (mode == GT_IDLE) { /* already SCHED_IDLE: just move */
+		atomic_store(&gt->cpu, (int) cpu);
+		if (pin((int) cpu, false) < 0 || atomic_load(&gt->mode) != GT_IDLE)
+			undo_follow(gt);
+		else
+			atomic_fetch_add(&gt->follows, 1);
+		return;
+	}
+	pthread_mutex_lock(&gt->sm); /* REVERTING: waits for the watchdog */
 	mode = atomic_load(&gt->mode);
-	if (mode == GT_OFF || (mode == GT_STARVED && now_ns() < gt->cooldown_until))
-		goto out;
-	if (!gt->wd_running) {
+	bool go = !(mode == GT_OFF || mode == GT_IDLE ||
+		    (mode == GT_STARVED && now_ns() < gt->cooldown_until));
+	if (go && !gt->wd_running) {
 		pthread_attr_t at;
 		pthread_attr_init(&at);
 		pthread_attr_setstacksize(&at, GT_WD_STACK);
@@ -219,33 +375,25 @@ static void req_cpu(void *arg, unsigned cpu)
 		pthread_attr_destroy(&at);
 		if (e) { /* no watchdog, no SCHED_IDLE */
 			atomic_store(&gt->mode, GT_OFF);
-			goto out;
+			go = false;
+		} else {
+			gt->wd_running = true;
 		}
-		gt->wd_running = true;
 	}
-	cpu_set_t one;
-	CPU_ZERO(&one);
-	CPU_SET(cpu, &one);
-	if (sched_setaffinity(0, sizeof(one), &one) < 0) {
-		atomic_store(&gt->mode, GT_OFF);
-		goto out;
+	if (go) {
+		atomic_store(&gt->cpu, (int) cpu);
+		atomic_store(&gt->mode, GT_IDLE);
+		pthread_cond_signal(&gt->wd_cv);
 	}
-	if (mode != GT_IDLE) {
-		struct sched_param p = {0};
-		if (sched_setscheduler(0, SCHED_IDLE, &p) < 0) {
-			sched_setaffinity(0, sizeof(gt->orig), &gt->orig);
-			atomic_store(&gt->mode, GT_OFF);
-			goto out;
-		}
-		gt->st.idles++;
-	}
-	gt->st.follows++;
-	gt->st.cpu = (int) cpu;
-	atomic_store(&gt->cpu, (int) cpu);
-	atomic_store(&gt->mode, GT_IDLE);
-	pthread_cond_signal(&gt->wd_cv);
-out:
 	pthread_mutex_unlock(&gt->sm);
+	if (!go)
+		return;
+	if (pin((int) cpu, true) < 0 || atomic_load(&gt->mode) != GT_IDLE) {
+		undo_follow(gt);
+		return;
+	}
+	atomic_fetch_add(&gt->follows, 1);
+	atomic_fetch_add(&gt->idles, 1);
 }
 
 /* ---- the gofer thread ---- */
@@ -253,12 +401,10 @@ out:
 static void block_hook(void *arg, bool blocking)
 {
 	struct urs_gofer_thread *gt = arg;
-	if (blocking) {
+	if (blocking)
 		pthread_mutex_unlock(&gt->mu);
-	} else {
+	else
 		pthread_mutex_lock(&gt->mu);
-		atomic_fetch_add_explicit(&gt->turns, 1, memory_order_relaxed);
-	}
 }
 
 static void stop_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint32_t flags)
@@ -270,24 +416,53 @@ static void stop_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint3
 	gt->stopping = true;
 }
 
-/* On the gofer thread, mu held: the watchdog joined, every gofer stopped
- * and (once its cancelled reads completed) freed, the loop closed. */
+static void stop_tick_cb(struct urs_loop *loop, struct urs_timer *t, int res)
+{
+	(void) loop;
+	(void) t;
+	(void) res; /* only wakes the loop while winding down */
+}
+
+/* Wait (bounded) until thread @tid of ours is really gone: pthread_join()
+ * returns before the kernel has taken it out of the thread group, and a
+ * v1 self-migration right after would still count it. */
+static void wait_gone(int tid)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/self/task/%d", tid);
+	struct stat st;
+	for (int k = 0; tid > 0 && k < 200 && stat(path, &st) == 0; k++)
+		usleep(500);
+}
+
+/* On the gofer thread, mu held: the watchdog joined, the thread back to
+ * SCHED_OTHER, every gofer stopped and (once its cancelled reads completed,
+ * within GT_STOP_NS) freed, the loop closed. */
 static void wind_down(struct urs_gofer_thread *gt)
 {
 	pthread_mutex_lock(&gt->sm);
 	gt->wd_quit = true;
 	pthread_cond_signal(&gt->wd_cv);
 	pthread_mutex_unlock(&gt->sm);
-	if (gt->wd_running)
+	if (gt->wd_running) {
 		pthread_join(gt->wd, NULL);
+		wait_gone(gt->wd_tid);
+	}
 	gt->wd_running = false;
+	if (atomic_load(&gt->mode) != GT_OFF)
+		back_to_other(gt, 0);
+	atomic_store(&gt->mode, GT_OFF);
 	bool busy = false;
 	for (int i = 0; i < gt->n; i++)
 		if (gt->g[i]) {
 			urs_gofer_stop(gt->g[i]);
 			busy = true;
 		}
-	for (int k = 0; busy && gt->loop_ok && k < GT_STOP_TURNS; k++) {
+	if (busy && gt->loop_ok) /* so that a stuck host operation cannot hold us */
+		urs_timer_start(&gt->loop, &gt->stop_tick, GT_STOP_TICK_NS, GT_STOP_TICK_NS,
+				stop_tick_cb);
+	uint64_t until = now_ns() + GT_STOP_NS;
+	while (busy && gt->loop_ok && now_ns() < until) {
 		busy = false;
 		for (int i = 0; i < gt->n; i++)
 			busy |= gt->g[i] && !urs_gofer_done(gt->g[i]);
@@ -300,6 +475,8 @@ static void wind_down(struct urs_gofer_thread *gt)
 		gt->g[i] = NULL; /* else left to the process's exit */
 	}
 	if (gt->loop_ok) {
+		if (urs_timer_busy(&gt->stop_tick))
+			urs_timer_cancel(&gt->loop, &gt->stop_tick);
 		urs_loop_set_block_hook(&gt->loop, NULL, NULL);
 		urs_loop_fini(&gt->loop);
 	}
@@ -313,9 +490,7 @@ static void *gt_main(void *arg)
 	gt->tid = (int) syscall(SYS_gettid);
 	pthread_mutex_lock(&gt->mu);
 	bool colocate =
-		colocate_allowed() && sched_getaffinity(0, sizeof(gt->orig), &gt->orig) == 0;
-	atomic_store(&gt->mode, colocate ? GT_SERVE : GT_OFF);
-	gt->st.colocate = colocate;
+		colocate_allowed(gt->tid) && sched_getaffinity(0, sizeof(gt->orig), &gt->orig) == 0;
 	int r = urs_loop_init(&gt->loop, NULL), i = 0;
 	if (r == 0) {
 		gt->loop_ok = true;
@@ -323,11 +498,16 @@ static void *gt_main(void *arg)
 		io_uring_prep_read(urs_op_sqe(&gt->stop_op), gt->stop_efd, &gt->stop_val,
 				   sizeof(gt->stop_val), 0);
 		r = urs_submit(&gt->loop, &gt->stop_op, stop_cb);
+		if (r == 0)
+			r = urs_loop_flush(&gt->loop);
 	}
+	atomic_store(&gt->mode, colocate ? GT_SERVE : GT_OFF);
+	gt->st.colocate = colocate;
 	for (; r == 0 && i < gt->n; i++) {
 		struct urs_gofer_opts o = gt->v[i].opts;
 		o.weak = false; /* the stop request ends this loop, not idleness */
 		o.req_cpu = colocate ? req_cpu : NULL;
+		o.req_replied = colocate ? req_replied : NULL;
 		o.req_cpu_arg = gt;
 		r = urs_gofer_start(&gt->loop, gt->v[i].fuse_fd, gt->v[i].root_fd, &o, &gt->g[i]);
 		if (r < 0)
@@ -347,8 +527,19 @@ static void *gt_main(void *arg)
 	gt->started = 1;
 	pthread_cond_broadcast(&gt->started_cv);
 	while (!gt->stopping)
-		if (urs_loop_run_once(&gt->loop, true) < 0)
+		if ((r = urs_loop_run_once(&gt->loop, true)) < 0)
 			break;
+	if (!gt->stopping) {
+		/* the loop failed: the volumes stop being served (accesses
+		 * fail once the connection is aborted at stop), but the gofers
+		 * stay allocated for other threads' pointers until the stop */
+		fprintf(stderr, "ursa: gofer thread: loop: %s\n", strerror(-r));
+		pthread_mutex_unlock(&gt->mu);
+		uint64_t v;
+		while (read(gt->stop_efd, &v, sizeof(v)) < 0 && errno == EINTR)
+			;
+		pthread_mutex_lock(&gt->mu);
+	}
 	wind_down(gt);
 	pthread_mutex_unlock(&gt->mu);
 	return NULL;
@@ -377,7 +568,6 @@ int urs_gofer_thread_start(const struct urs_gofer_vol *v, int n, struct urs_gofe
 	pthread_cond_init(&gt->started_cv, NULL);
 	pthread_cond_init(&gt->wd_cv, NULL);
 	atomic_init(&gt->cpu, -1);
-	gt->st.cpu = -1;
 	gt->last_cpu = -1;
 	gt->v = v;
 	gt->n = n;
@@ -389,6 +579,9 @@ int urs_gofer_thread_start(const struct urs_gofer_vol *v, int n, struct urs_gofe
 	pthread_attr_destroy(&at);
 	if (e) {
 		r = -e;
+		for (int i = 0; i < n; i++) /* never reached the thread */
+			if (v[i].fuse_fd >= 0)
+				close(v[i].fuse_fd);
 		goto fail_sync;
 	}
 	pthread_mutex_lock(&gt->mu);
@@ -402,6 +595,7 @@ int urs_gofer_thread_start(const struct urs_gofer_vol *v, int n, struct urs_gofe
 	pthread_mutex_unlock(&gt->mu);
 	if (r < 0) {
 		pthread_join(gt->th, NULL);
+		wait_gone(gt->tid);
 		goto fail_sync;
 	}
 	*out = gt;
@@ -449,6 +643,9 @@ void urs_gofer_thread_stats(struct urs_gofer_thread *gt, struct urs_gofer_thread
 	pthread_mutex_lock(&gt->sm);
 	*st = gt->st;
 	pthread_mutex_unlock(&gt->sm);
+	st->follows = atomic_load(&gt->follows);
+	st->idles = atomic_load(&gt->idles);
+	st->cpu = atomic_load(&gt->mode) == GT_IDLE ? atomic_load(&gt->cpu) : -1;
 }
 
 int urs_gofer_thread_tid(const struct urs_gofer_thread *gt)
@@ -464,6 +661,7 @@ void urs_gofer_thread_stop(struct urs_gofer_thread *gt, struct urs_gofer **gofer
 	if (write(gt->stop_efd, &one, sizeof(one)) != sizeof(one))
 		fprintf(stderr, "ursa: gofer: stop: %s\n", strerror(errno)); /* cannot happen */
 	pthread_join(gt->th, NULL);
+	wait_gone(gt->tid);
 	for (int i = 0; gofers && i < gt->n; i++)
 		gofers[i] = NULL;
 	pthread_cond_destroy(&gt->wd_cv);

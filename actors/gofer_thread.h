@@ -23,13 +23,16 @@
  * SCHED_IDLE has a price: a thread of that class gets almost nothing of a
  * CPU a normal task wants. A watchdog thread (normal class; started at the
  * first follow, asleep when nothing follows) looks every 2 ms while the
- * gofer follows: if requests wait for the gofer (its ring's TASKRUN flag)
- * while it waited more than 1 ms on a run queue, it is starved: it goes
- * back to SCHED_OTHER and its old CPU mask at once and does not follow for
- * a second; after 20 ms without a request it goes back too, so that it
- * never sleeps for long as SCHED_IDLE. Without FUSE over io_uring, or
- * without CAP_SYS_NICE (to leave SCHED_IDLE again), or with
- * URSA_GOFER_COLOCATE=0, the thread just serves.
+ * gofer follows: if work waited for the thread (a request not answered
+ * yet, or completions queued for its ring), it served almost nothing and
+ * its run-queue wait (schedstat) grew by more than 1 ms, it is starved:
+ * it goes back to SCHED_OTHER and its old CPU mask at once and
+ * does not follow for a second; after 20 ms without a request it goes back
+ * too, so that it never sleeps for long as SCHED_IDLE. io_uring's worker
+ * threads born while it followed (they inherit policy and mask) are put
+ * back to SCHED_OTHER on the old mask by the watchdog. Without
+ * FUSE over io_uring, without CAP_SYS_NICE (to leave SCHED_IDLE again) or
+ * schedstat, or with URSA_GOFER_COLOCATE=0, the thread just serves.
  *
  * Other threads look at the gofers (metrics, checkpoint, restore) only
  * between urs_gofer_thread_lock() and _unlock(); the gofer thread holds

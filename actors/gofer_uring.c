@@ -376,6 +376,8 @@ static void pump(struct gofer_uring *u, bool getevents)
 	u->in_pump = true;
 	for (int round = 0; round < 64; round++) {
 		int r = 0;
+		if (u->pending && u->g->o.req_replied)
+			u->g->o.req_replied(u->g->o.req_cpu_arg);
 		if (getevents)
 			r = io_uring_submit_and_get_events(&u->ring);
 		else if (u->pending)
@@ -399,6 +401,8 @@ static void pump(struct gofer_uring *u, bool getevents)
 		if (!n && !u->pending)
 			break;
 	}
+	if (u->pending && u->g->o.req_replied)
+		u->g->o.req_replied(u->g->o.req_cpu_arg);
 	if (u->pending && io_uring_submit(&u->ring) >= 0)
 		u->pending = 0;
 	u->in_pump = false;
@@ -535,13 +539,6 @@ bool gofer_uring_busy(const struct urs_gofer *g)
 		if (u->ents[k].state == GU_ASYNC)
 			return true;
 	return false;
-}
-
-bool urs_gofer_pending(const struct urs_gofer *g)
-{
-	const struct gofer_uring *u = g->u;
-	return u && u->ring_ok &&
-	       (__atomic_load_n(u->ring.sq.kflags, __ATOMIC_RELAXED) & IORING_SQ_TASKRUN);
 }
 
 void gofer_uring_free(struct urs_gofer *g)
