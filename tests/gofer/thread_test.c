@@ -39,48 +39,11 @@
 #include "actors/gofer.h"
 #include "actors/gofer_thread.h"
 #include "host/fuse_mount.h"
+#include "tests/gofer/tap.h"
 
-#define PARAM "/sys/module/fuse/parameters/enable_uring"
+#define DIE(what) tap_die("thread_test", what)
 
-static char old_param;
-static pid_t main_pid;
-static int failures, ntest;
 static char base[256], src[300], mnt[300];
-
-static bool param_set(char v)
-{
-	int fd = open(PARAM, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return false;
-	bool ok = write(fd, &v, 1) == 1;
-	close(fd);
-	return ok;
-}
-
-static void restore_param(void)
-{
-	if (getpid() == main_pid && old_param)
-		param_set(old_param);
-}
-
-static void die(const char *what)
-{
-	fprintf(stderr, "thread_test: %s: %s\n", what, strerror(errno));
-	exit(1);
-}
-
-static void report(bool ok, const char *fmt, ...)
-{
-	ntest++;
-	char what[512];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(what, sizeof(what), fmt, ap);
-	va_end(ap);
-	printf("%s %d - %s\n", ok ? "ok" : "not ok", ntest, what);
-	if (!ok)
-		failures++;
-}
 
 static double now(void)
 {
@@ -103,7 +66,7 @@ static pid_t requester(const char *dir, const char *pfx, int n, int cpu)
 {
 	pid_t p = fork();
 	if (p < 0)
-		die("fork");
+		DIE("fork");
 	if (p)
 		return p;
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -134,7 +97,7 @@ static pid_t hog(int cpu)
 {
 	pid_t p = fork();
 	if (p < 0)
-		die("fork");
+		DIE("fork");
 	if (p)
 		return p;
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -171,11 +134,11 @@ static struct urs_gofer_thread *serve_opts(struct urs_gofer **g, const struct ur
 	int fd = urs_fuse_mount(mnt, &mo);
 	if (fd < 0) {
 		errno = -fd;
-		die("fuse mount");
+		DIE("fuse mount");
 	}
 	int rfd = open(src, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (rfd < 0)
-		die("open src");
+		DIE("open src");
 	struct urs_gofer_vol v = {.fuse_fd = fd, .root_fd = rfd, .opts = *o};
 	struct urs_gofer_thread *gt;
 	int failed;
@@ -183,7 +146,7 @@ static struct urs_gofer_thread *serve_opts(struct urs_gofer **g, const struct ur
 	close(rfd);
 	if (r < 0) {
 		errno = -r;
-		die("urs_gofer_thread_start");
+		DIE("urs_gofer_thread_start");
 	}
 	return gt;
 }
@@ -200,7 +163,7 @@ static pid_t syncer(const char *dir, int ms)
 {
 	pid_t p = fork();
 	if (p < 0)
-		die("fork");
+		DIE("fork");
 	if (p)
 		return p;
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -223,7 +186,7 @@ static pid_t timed_creates(const char *dir, int ms, int wfd)
 {
 	pid_t p = fork();
 	if (p < 0)
-		die("fork");
+		DIE("fork");
 	if (p)
 		return p;
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -283,7 +246,6 @@ static void unserve(struct urs_gofer_thread *gt, struct urs_gofer **g)
 int main(void)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	main_pid = getpid();
 	if (geteuid() != 0 || access("/dev/fuse", R_OK | W_OK) < 0) {
 		printf("1..0 # SKIP needs root and /dev/fuse\n");
 		return 77;
@@ -293,31 +255,21 @@ int main(void)
 		printf("1..0 # SKIP needs 2 CPUs\n");
 		return 77;
 	}
-	int pfd = open(PARAM, O_RDONLY | O_CLOEXEC);
-	if (pfd < 0 || read(pfd, &old_param, 1) != 1) {
-		printf("1..0 # SKIP no %s (kernel without FUSE over io_uring)\n", PARAM);
+	if (!tap_uring_param('1'))
 		return 77;
-	}
-	close(pfd);
-	atexit(restore_param);
-	if (!param_set('1')) {
-		old_param = 0;
-		printf("1..0 # SKIP cannot set %s: %s\n", PARAM, strerror(errno));
-		return 77;
-	}
 	if (unshare(CLONE_NEWNS) < 0)
-		die("unshare");
+		DIE("unshare");
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
-		die("make / private");
+		DIE("make / private");
 	snprintf(base, sizeof(base), "/tmp/ursa-gthread-test-XXXXXX");
 	if (!mkdtemp(base))
-		die("mkdtemp");
+		DIE("mkdtemp");
 	if (mount("tmpfs", base, "tmpfs", 0, "size=256m,mode=0755") < 0)
-		die("tmpfs");
+		DIE("tmpfs");
 	snprintf(src, sizeof(src), "%s/src", base);
 	snprintf(mnt, sizeof(mnt), "%s/mnt", base);
 	if (mkdir(src, 0755) < 0 || mkdir(mnt, 0755) < 0)
-		die("mkdir");
+		DIE("mkdir");
 	int threads0 = count_threads();
 
 	/* 1. a burst: following, SCHED_IDLE on one CPU while it lasts */
@@ -326,15 +278,15 @@ int main(void)
 	int tid = urs_gofer_thread_tid(gt);
 	struct urs_gofer_thread_stats ts;
 	urs_gofer_thread_stats(gt, &ts);
-	report(ts.colocate, "placement is possible here (CAP_SYS_NICE, io_uring)");
+	tap_report(ts.colocate, "placement is possible here (CAP_SYS_NICE, io_uring)");
 	pid_t rq = requester(mnt, "f", 3000, -1);
 	int idle_seen = 0, one_cpu_seen = 0, samples = 0;
 	for (;;) {
 		int st;
 		if (waitpid(rq, &st, WNOHANG) == rq) {
-			report(WIFEXITED(st) && WEXITSTATUS(st) == 0,
-			       "3000 creates, stats and unlinks through the volume (status %d)",
-			       st);
+			tap_report(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+				   "3000 creates, stats and unlinks through the volume (status %d)",
+				   st);
 			break;
 		}
 		int pol, n;
@@ -345,27 +297,28 @@ int main(void)
 		usleep(2000);
 	}
 	urs_gofer_thread_stats(gt, &ts);
-	report(ts.follows >= 1 && ts.idles >= 1, "the thread followed the requester (%llu follows)",
-	       (unsigned long long) ts.follows);
-	report(one_cpu_seen > 0,
-	       "seen SCHED_IDLE on a single CPU during the burst (%d of %d samples, %d idle)",
-	       one_cpu_seen, samples, idle_seen);
+	tap_report(ts.follows >= 1 && ts.idles >= 1,
+		   "the thread followed the requester (%llu follows)",
+		   (unsigned long long) ts.follows);
+	tap_report(one_cpu_seen > 0,
+		   "seen SCHED_IDLE on a single CPU during the burst (%d of %d samples, %d idle)",
+		   one_cpu_seen, samples, idle_seen);
 	DIR *d = opendir(src);
 	int left = 0;
 	for (struct dirent *e; d && (e = readdir(d));)
 		left += e->d_name[0] != '.';
 	if (d)
 		closedir(d);
-	report(d && left == 0, "the host directory is empty again (%d left)", left);
+	tap_report(d && left == 0, "the host directory is empty again (%d left)", left);
 
 	/* 2. rest: back to SCHED_OTHER on every CPU */
 	usleep(100000);
 	int pol, n;
 	thread_sched(tid, &pol, &n);
 	urs_gofer_thread_stats(gt, &ts);
-	report(pol == SCHED_OTHER && n == CPU_COUNT(&all) && ts.rests >= 1,
-	       "100 ms after the burst: SCHED_OTHER on %d CPUs (policy %d, %llu rests)", n, pol,
-	       (unsigned long long) ts.rests);
+	tap_report(pol == SCHED_OTHER && n == CPU_COUNT(&all) && ts.rests >= 1,
+		   "100 ms after the burst: SCHED_OTHER on %d CPUs (policy %d, %llu rests)", n, pol,
+		   (unsigned long long) ts.rests);
 
 	/* 3. starvation: the requester shares its CPU with a busy task (after
 	 * any earlier starvation's 1 s without following) */
@@ -385,20 +338,20 @@ int main(void)
 	kill(h, SIGKILL);
 	wait_rc(h);
 	urs_gofer_thread_stats(gt, &ts);
-	report(rc == 0 && dt < 2.5,
-	       "600 creates/stats/unlinks next to a busy task: rc %d in %.2f s (bound 2.5 s; "
-	       "8-10 s here without the watchdog)",
-	       rc, dt);
-	report(ts.follows > follows0 && ts.starved > starved0,
-	       "it followed the requester there and the watchdog ended the starvation "
-	       "(%llu follows, %llu starvations)",
-	       (unsigned long long) (ts.follows - follows0),
-	       (unsigned long long) (ts.starved - starved0));
+	tap_report(rc == 0 && dt < 2.5,
+		   "600 creates/stats/unlinks next to a busy task: rc %d in %.2f s (bound 2.5 s; "
+		   "8-10 s here without the watchdog)",
+		   rc, dt);
+	tap_report(ts.follows > follows0 && ts.starved > starved0,
+		   "it followed the requester there and the watchdog ended the starvation "
+		   "(%llu follows, %llu starvations)",
+		   (unsigned long long) (ts.follows - follows0),
+		   (unsigned long long) (ts.starved - starved0));
 
 	/* 4. the lock excludes serving: held 150 ms while a requester creates */
 	int pfd2[2];
 	if (pipe(pfd2) < 0)
-		die("pipe");
+		DIE("pipe");
 	rq = timed_creates(mnt, 400, pfd2[1]);
 	usleep(100000);
 	urs_gofer_thread_lock(gt);
@@ -413,15 +366,15 @@ int main(void)
 		worst = -1;
 	close(pfd2[0]);
 	close(pfd2[1]);
-	report(rc == 0 && worst >= 120 && gs1.requests == gs0.requests,
-	       "while another thread held the lock for 150 ms nothing was served (%llu "
-	       "requests; slowest create+unlink %d ms, rc %d)",
-	       (unsigned long long) (gs1.requests - gs0.requests), worst, rc);
+	tap_report(rc == 0 && worst >= 120 && gs1.requests == gs0.requests,
+		   "while another thread held the lock for 150 ms nothing was served (%llu "
+		   "requests; slowest create+unlink %d ms, rc %d)",
+		   (unsigned long long) (gs1.requests - gs0.requests), worst, rc);
 	/* stop while still mounted */
 	urs_gofer_thread_stop(gt, &g);
-	report(g == NULL && count_threads() == threads0,
-	       "stopped while mounted: gofer cleared, no thread left (%d threads, %d before)",
-	       count_threads(), threads0);
+	tap_report(g == NULL && count_threads() == threads0,
+		   "stopped while mounted: gofer cleared, no thread left (%d threads, %d before)",
+		   count_threads(), threads0);
 	umount2(mnt, MNT_DETACH);
 
 	/* 5. the opt-out */
@@ -430,8 +383,8 @@ int main(void)
 	rq = requester(mnt, "o", 500, -1);
 	rc = wait_rc(rq);
 	urs_gofer_thread_stats(gt, &ts);
-	report(rc == 0 && !ts.colocate && ts.follows == 0,
-	       "URSA_GOFER_COLOCATE=0: served (rc %d), never followed", rc);
+	tap_report(rc == 0 && !ts.colocate && ts.follows == 0,
+		   "URSA_GOFER_COLOCATE=0: served (rc %d), never followed", rc);
 	unserve(gt, &g);
 	unsetenv("URSA_GOFER_COLOCATE");
 
@@ -449,11 +402,11 @@ int main(void)
 	usleep(50000);
 	workers(&all, &nw, &widle, &wpinned);
 	urs_gofer_thread_stats(gt, &ts);
-	report(WIFEXITED(rc) && WEXITSTATUS(rc) == 0 && ts.follows >= 1 && nw > 0 && widle == 0 &&
-		       wpinned == 0,
-	       "write+fsync while following: %d io_uring workers, none SCHED_IDLE (%d "
-	       "samples saw one, fixed within a tick) or pinned (%d)",
-	       nw, seen_idle, wpinned);
+	tap_report(WIFEXITED(rc) && WEXITSTATUS(rc) == 0 && ts.follows >= 1 && nw > 0 &&
+			   widle == 0 && wpinned == 0,
+		   "write+fsync while following: %d io_uring workers, none SCHED_IDLE (%d "
+		   "samples saw one, fixed within a tick) or pinned (%d)",
+		   nw, seen_idle, wpinned);
 	unserve(gt, &g);
 
 	/* 7. a volume that cannot start: fuse fd closed, no thread left */
@@ -462,14 +415,13 @@ int main(void)
 	struct urs_gofer_thread *bgt = NULL;
 	int failed = -2;
 	int r = urs_gofer_thread_start(&bad, 1, &g, &bgt, &failed);
-	report(r < 0 && !bgt && failed == 0 && fcntl(ffd, F_GETFD) < 0 &&
-		       count_threads() == threads0,
-	       "a volume that cannot start: %s, volume %d, its fuse fd closed, no thread "
-	       "left",
-	       strerror(-r), failed);
+	tap_report(r < 0 && !bgt && failed == 0 && fcntl(ffd, F_GETFD) < 0 &&
+			   count_threads() == threads0,
+		   "a volume that cannot start: %s, volume %d, its fuse fd closed, no thread "
+		   "left",
+		   strerror(-r), failed);
 
 	umount2(base, MNT_DETACH);
 	rmdir(base);
-	printf("1..%d\n", ntest);
-	return failures ? 1 : 0;
+	return tap_done();
 }

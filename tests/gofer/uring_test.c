@@ -28,11 +28,12 @@
 
 #include "actors/gofer.h"
 #include "host/fuse_mount.h"
+#include "tests/gofer/tap.h"
+
+#define DIE(what) tap_die("uring_test", what)
 #include "runtime/loop.h"
 #include "runtime/timer.h"
 #include "tests/gofer/conformance.h"
-
-#define PARAM "/sys/module/fuse/parameters/enable_uring"
 
 struct shared {
 	struct urs_gofer_stats st;
@@ -50,44 +51,6 @@ struct vol {
 };
 
 static char base[256];
-static char old_param = 0;
-static pid_t main_pid;
-static int failures, ntest;
-
-static bool param_set(char v)
-{
-	int fd = open(PARAM, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return false;
-	bool ok = write(fd, &v, 1) == 1;
-	close(fd);
-	return ok;
-}
-
-static void restore_param(void)
-{
-	if (getpid() == main_pid && old_param)
-		param_set(old_param);
-}
-
-static void die(const char *what)
-{
-	fprintf(stderr, "uring_test: %s: %s\n", what, strerror(errno));
-	exit(1);
-}
-
-static void report(bool ok, const char *fmt, ...)
-{
-	ntest++;
-	char what[512];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(what, sizeof(what), fmt, ap);
-	va_end(ap);
-	printf("%s %d - %s\n", ok ? "ok" : "not ok", ntest, what);
-	if (!ok)
-		failures++;
-}
 
 /* ---- one gofer server per volume, in a child ---- */
 
@@ -140,33 +103,33 @@ static void vol_up(struct vol *v)
 	snprintf(v->src, sizeof(v->src), "%s/src-%s", base, v->name);
 	snprintf(v->mnt, sizeof(v->mnt), "%s/mnt-%s", base, v->name);
 	if (mkdir(v->src, 0755) < 0 || mkdir(v->mnt, 0755) < 0)
-		die("mkdir");
+		DIE("mkdir");
 	v->sh = mmap(NULL, sizeof(*v->sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1,
 		     0);
 	if (v->sh == MAP_FAILED)
-		die("mmap");
+		DIE("mmap");
 	if (!v->gofer) {
 		if (mount(v->src, v->mnt, NULL, MS_BIND, NULL) < 0)
-			die("bind mount");
+			DIE("bind mount");
 		return;
 	}
 	struct urs_fuse_mount_opts mo = {.max_read = v->o.max_write};
 	int fd = urs_fuse_mount(v->mnt, &mo);
 	if (fd < 0) {
 		errno = -fd;
-		die("urs_fuse_mount");
+		DIE("urs_fuse_mount");
 	}
 	v->o.trace = getenv("GOFER_TRACE") && !strcmp(getenv("GOFER_TRACE"), v->name);
 	v->server = fork();
 	if (v->server < 0)
-		die("fork");
+		DIE("fork");
 	if (v->server == 0)
 		serve(fd, v);
 	close(fd);
 	struct stat st; /* the first access waits for INIT (and, with io_uring,
 			 * for every queue's first entry) */
 	if (stat(v->mnt, &st) < 0)
-		die("stat of the new mount");
+		DIE("stat of the new mount");
 	if (v->sh->started != 1) {
 		fprintf(stderr, "gofer server %s did not start: %d\n", v->name, v->sh->started);
 		exit(1);
@@ -182,13 +145,13 @@ static void vol_down(struct vol *v)
 	for (int k = 0; k < 1000; k++) {
 		int ws;
 		if (waitpid(v->server, &ws, WNOHANG) == v->server) {
-			report(WIFEXITED(ws) && WEXITSTATUS(ws) == 0,
-			       "%s: server exited cleanly after unmount", v->name);
+			tap_report(WIFEXITED(ws) && WEXITSTATUS(ws) == 0,
+				   "%s: server exited cleanly after unmount", v->name);
 			return;
 		}
 		usleep(10000);
 	}
-	report(false, "%s: server exited after unmount", v->name);
+	tap_report(false, "%s: server exited after unmount", v->name);
 	kill(v->server, SIGKILL);
 	waitpid(v->server, NULL, 0);
 }
@@ -223,8 +186,8 @@ static void compare(const char *name, test_fn fn, const struct vol *oracle, stru
 	char *o = run_on(oracle, name, fn, &hard);
 	for (int k = 0; k < ng; k++) {
 		char *g = run_on(gofers[k], name, fn, &hard);
-		report(!strcmp(o, g) && !hard, "%s on %s matches the oracle", name,
-		       gofers[k]->name);
+		tap_report(!strcmp(o, g) && !hard, "%s on %s matches the oracle", name,
+			   gofers[k]->name);
 		if (getenv("GOFER_TEST_VERBOSE") && strcmp(o, g))
 			fprintf(stderr, "---- oracle ----\n%s---- %s ----\n%s", o, gofers[k]->name,
 				g);
@@ -287,34 +250,23 @@ static int possible_cpus(void)
 int main(void)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	main_pid = getpid();
 	if (geteuid() != 0 || access("/dev/fuse", R_OK | W_OK) < 0) {
 		printf("1..0 # SKIP needs root and /dev/fuse\n");
 		return 77;
 	}
-	int pfd = open(PARAM, O_RDONLY | O_CLOEXEC);
-	if (pfd < 0 || read(pfd, &old_param, 1) != 1) {
-		printf("1..0 # SKIP no %s (kernel without FUSE over io_uring)\n", PARAM);
+	if (!tap_uring_param('1'))
 		return 77;
-	}
-	close(pfd);
-	atexit(restore_param);
-	if (!param_set('1')) {
-		old_param = 0;
-		printf("1..0 # SKIP cannot set %s: %s\n", PARAM, strerror(errno));
-		return 77;
-	}
 	struct rlimit rl = {65536, 65536};
 	setrlimit(RLIMIT_NOFILE, &rl);
 	if (unshare(CLONE_NEWNS) < 0)
-		die("unshare");
+		DIE("unshare");
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
-		die("make / private");
+		DIE("make / private");
 	snprintf(base, sizeof(base), "/tmp/ursa-uring-test-XXXXXX");
 	if (!mkdtemp(base))
-		die("mkdtemp");
+		DIE("mkdtemp");
 	if (mount("tmpfs", base, "tmpfs", 0, "size=2g,mode=0755") < 0)
-		die("tmpfs");
+		DIE("tmpfs");
 
 	struct vol oracle = {.name = "oracle"};
 	struct vol pt = {.name = "uring-pt", .gofer = true, .o = {.idle_ns = 200000000ull}};
@@ -349,20 +301,20 @@ int main(void)
 		 * /dev/fuse) come through the ring */
 		uint64_t classic = s->by_op[FUSE_INIT] + s->by_op[FUSE_FORGET] +
 				   s->by_op[FUSE_BATCH_FORGET] + s->by_op[FUSE_INTERRUPT];
-		report(s->uring && s->uring_requests > 1000 &&
-			       s->uring_requests + classic == s->requests,
-		       "%s: negotiated FUSE over io_uring, every request but INIT/FORGET/"
-		       "INTERRUPT came through it",
-		       v->name);
-		report(s->uring_queues == (uint32_t) nq && s->uring_entries >= (uint32_t) nq,
-		       "%s: one queue per possible CPU (%d), each with an entry", v->name, nq);
+		tap_report(s->uring && s->uring_requests > 1000 &&
+				   s->uring_requests + classic == s->requests,
+			   "%s: negotiated FUSE over io_uring, every request but INIT/FORGET/"
+			   "INTERRUPT came through it",
+			   v->name);
+		tap_report(s->uring_queues == (uint32_t) nq && s->uring_entries >= (uint32_t) nq,
+			   "%s: one queue per possible CPU (%d), each with an entry", v->name, nq);
 	}
-	report(io.sh->st.by_op[FUSE_READ] > 0 && io.sh->st.by_op[FUSE_WRITE] > 0 &&
-		       io.sh->st.by_op[FUSE_READDIR] > 0,
-	       "uring-io: READ, WRITE and READDIR answered through io_uring");
-	report(!off.sh->st.uring && off.sh->st.uring_requests == 0 && off.sh->st.requests > 10,
-	       "uring-off: no_uring keeps the classic /dev/fuse protocol (%llu requests)",
-	       (unsigned long long) off.sh->st.requests);
+	tap_report(io.sh->st.by_op[FUSE_READ] > 0 && io.sh->st.by_op[FUSE_WRITE] > 0 &&
+			   io.sh->st.by_op[FUSE_READDIR] > 0,
+		   "uring-io: READ, WRITE and READDIR answered through io_uring");
+	tap_report(!off.sh->st.uring && off.sh->st.uring_requests == 0 && off.sh->st.requests > 10,
+		   "uring-off: no_uring keeps the classic /dev/fuse protocol (%llu requests)",
+		   (unsigned long long) off.sh->st.requests);
 
 	/* growth under load (the concurrent tests of the suite, then a burst
 	 * from 6 processes), bounded by max_bufs (8) / queues per queue */
@@ -377,10 +329,10 @@ int main(void)
 		uint32_t bound = (uint32_t) nq * (8 / (uint32_t) nq ? 8 / (uint32_t) nq : 1);
 		printf("# uring-io burst: entries %u -> %u (bound %u), grows %llu\n", before,
 		       s->uring_entries, bound, (unsigned long long) s->uring_grows);
-		report(s->uring_grows > 0 && s->uring_entries > (uint32_t) nq &&
-			       s->uring_entries <= bound,
-		       "uring-io: entries grew under load (the suite, a 6-process burst), "
-		       "within max_bufs / queues per queue");
+		tap_report(s->uring_grows > 0 && s->uring_entries > (uint32_t) nq &&
+				   s->uring_entries <= bound,
+			   "uring-io: entries grew under load (the suite, a 6-process burst), "
+			   "within max_bufs / queues per queue");
 	}
 
 	/* idle: payload pages of the entries waiting in the kernel returned */
@@ -391,20 +343,20 @@ int main(void)
 			break;
 	}
 	printf("# idle memory: uring-pt %zu bytes, uring-io %zu bytes\n", pt.sh->mem, io.sh->mem);
-	report(pt.sh->mem <= 64 * 1024 && io.sh->mem <= 64 * 1024,
-	       "idle io_uring volumes hold <= 64 KiB (entries' payload pages returned)");
+	tap_report(pt.sh->mem <= 64 * 1024 && io.sh->mem <= 64 * 1024,
+		   "idle io_uring volumes hold <= 64 KiB (entries' payload pages returned)");
 
 	/* the parameter off: a new connection uses the classic protocol */
-	if (!param_set('0'))
-		die("enable_uring=0");
+	if (!tap_uring_param('0'))
+		DIE("enable_uring=0");
 	struct vol cl = {.name = "classic", .gofer = true};
 	vol_up(&cl);
 	compare("file_basic_classic", ctests[0].fn, &oracle, (struct vol *[]){&cl}, 1);
 	compare("dirs_classic", ctests[4].fn, &oracle, (struct vol *[]){&cl}, 1);
 	settle();
-	report(!cl.sh->st.uring && cl.sh->st.uring_requests == 0 && cl.sh->st.requests > 10,
-	       "enable_uring=0: not offered, classic /dev/fuse (%llu requests)",
-	       (unsigned long long) cl.sh->st.requests);
+	tap_report(!cl.sh->st.uring && cl.sh->st.uring_requests == 0 && cl.sh->st.requests > 10,
+		   "enable_uring=0: not offered, classic /dev/fuse (%llu requests)",
+		   (unsigned long long) cl.sh->st.requests);
 	/* the io_uring connections keep working with the parameter off */
 	compare("rename_after", ctests[6].fn, &oracle, (struct vol *[]){&io}, 1);
 
@@ -415,6 +367,5 @@ int main(void)
 	vol_down(&oracle);
 	umount2(base, MNT_DETACH);
 	rmdir(base);
-	printf("1..%d\n", ntest);
-	return failures ? 1 : 0;
+	return tap_done();
 }
