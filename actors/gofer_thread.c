@@ -328,6 +328,13 @@ static int pin(int cpu, bool idle)
 	return 0;
 }
 
+/* Right before replies to requests go to the kernel (see req_cpu). */
+static void req_replied(void *arg)
+{
+	struct urs_gofer_thread *gt = arg;
+	atomic_store_explicit(&gt->in_req, false, memory_order_relaxed);
+}
+
 /*
  * Called for every FUSE-over-io_uring request with its queue's CPU. The
  * thread takes sm only while it is SCHED_OTHER (mode SERVE/STARVED, or
@@ -335,12 +342,6 @@ static int pin(int cpu, bool idle)
  * SCHED_IDLE thread never holds what the watchdog needs; its own moves
  * are published before they are made and checked after (see unfollow).
  */
-static void req_replied(void *arg)
-{
-	struct urs_gofer_thread *gt = arg;
-	atomic_store_explicit(&gt->in_req, false, memory_order_relaxed);
-}
-
 static void req_cpu(void *arg, unsigned cpu)
 {
 	struct urs_gofer_thread *gt = arg;
@@ -357,10 +358,14 @@ static void req_cpu(void *arg, unsigned cpu)
 		return;	       /* not ours to run on (cpuset) */
 	if (mode == GT_IDLE) { /* already SCHED_IDLE: just move */
 		atomic_store(&gt->cpu, (int) cpu);
-		if (pin((int) cpu, false) < 0 || atomic_load(&gt->mode) != GT_IDLE)
+		if (pin((int) cpu, false) < 0) {
 			undo_follow(gt);
-		else
+			atomic_store(&gt->mode, GT_OFF); /* cannot: stop trying */
+		} else if (atomic_load(&gt->mode) != GT_IDLE) {
+			undo_follow(gt); /* the watchdog took it back meanwhile */
+		} else {
 			atomic_fetch_add(&gt->follows, 1);
+		}
 		return;
 	}
 	pthread_mutex_lock(&gt->sm); /* REVERTING: waits for the watchdog */
@@ -388,8 +393,13 @@ static void req_cpu(void *arg, unsigned cpu)
 	pthread_mutex_unlock(&gt->sm);
 	if (!go)
 		return;
-	if (pin((int) cpu, true) < 0 || atomic_load(&gt->mode) != GT_IDLE) {
+	if (pin((int) cpu, true) < 0) {
 		undo_follow(gt);
+		atomic_store(&gt->mode, GT_OFF); /* cannot: stop trying */
+		return;
+	}
+	if (atomic_load(&gt->mode) != GT_IDLE) {
+		undo_follow(gt); /* the watchdog took it back meanwhile */
 		return;
 	}
 	atomic_fetch_add(&gt->follows, 1);
