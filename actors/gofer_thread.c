@@ -101,14 +101,22 @@ static bool can_renice(void)
 	return d[CAP_SYS_NICE / 32].effective & (1u << (CAP_SYS_NICE % 32));
 }
 
+/* The whole of a small /proc file at @fd, NUL-terminated: its length, or -1. */
+static ssize_t read_proc(int fd, char *buf, size_t len)
+{
+	ssize_t n = pread(fd, buf, len - 1, 0);
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	return n;
+}
+
 /* Time a thread has spent runnable but waiting for a CPU (ns), or -1. */
 static int64_t run_delay(int fd)
 {
 	char buf[96];
-	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
-	if (n <= 0)
+	if (read_proc(fd, buf, sizeof(buf)) < 0)
 		return -1;
-	buf[n] = 0;
 	unsigned long long run, delay;
 	return sscanf(buf, "%llu %llu", &run, &delay) == 2 ? (int64_t) delay : -1;
 }
@@ -142,10 +150,8 @@ static bool colocate_allowed(int tid)
 static int num_threads(int fd)
 {
 	char buf[1024];
-	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
-	if (n <= 0)
+	if (read_proc(fd, buf, sizeof(buf)) < 0)
 		return -1;
-	buf[n] = 0;
 	const char *p = strrchr(buf, ')'); /* comm may hold spaces */
 	int field = 2, v = -1;
 	for (; p && *p && field < 20; p++)
@@ -178,7 +184,7 @@ static void fix_workers(struct urs_gofer_thread *gt)
 		int fd = open(path, O_RDONLY | O_CLOEXEC);
 		if (fd < 0)
 			continue;
-		ssize_t n = read(fd, comm, sizeof(comm) - 1);
+		ssize_t n = read_proc(fd, comm, sizeof(comm));
 		close(fd);
 		if (n != wl || memcmp(comm, want, (size_t) wl))
 			continue;

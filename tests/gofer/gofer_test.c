@@ -36,6 +36,7 @@
 
 #include "actors/gofer.h"
 #include "host/fuse_mount.h"
+#include "tests/gofer/tap.h"
 #include "runtime/loop.h"
 #include "runtime/timer.h"
 #include "tests/gofer/conformance.h"
@@ -60,7 +61,6 @@ struct vol {
 };
 
 static char base[256];
-static int failures;
 
 static void die(const char *what)
 {
@@ -187,14 +187,14 @@ static void vol_down(struct vol *v)
 			if (!WIFEXITED(ws) || WEXITSTATUS(ws) != 0) {
 				fprintf(stderr, "FAIL gofer server %s exited with %d\n", v->name,
 					ws);
-				failures++;
+				tap_failures++;
 			}
 			return;
 		}
 		usleep(10000);
 	}
 	fprintf(stderr, "FAIL gofer server %s did not exit after unmount\n", v->name);
-	failures++;
+	tap_failures++;
 	kill(v->server, SIGKILL);
 	waitpid(v->server, NULL, 0);
 }
@@ -235,22 +235,6 @@ static void first_diff(const char *a, const char *b)
 		line, a, b);
 }
 
-static int ntest;
-
-static void report(bool ok, const char *fmt, ...)
-{
-	ntest++;
-	char what[512];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(what, sizeof(what), fmt, ap);
-	va_end(ap);
-	printf("%s %d - %s\n", ok ? "ok" : "not ok", ntest, what);
-	fflush(stdout);
-	if (!ok)
-		failures++;
-}
-
 static void compare(const char *name, test_fn fn, const struct vol *oracle, struct vol **gofers,
 		    int ng)
 {
@@ -262,7 +246,7 @@ static void compare(const char *name, test_fn fn, const struct vol *oracle, stru
 		char what[256];
 		snprintf(what, sizeof(what), "%s on %s matches the oracle (%zu transcript bytes)",
 			 name, gofers[k]->name, strlen(o));
-		report(same && !hard, "%s", what);
+		tap_report(same && !hard, "%s", what);
 		if (!same)
 			first_diff(o, g);
 		if (getenv("GOFER_TEST_VERBOSE"))
@@ -444,24 +428,25 @@ static void security_tests(struct vol *sec, struct vol *oracle)
 	ok &= symlink("../outside", p) == 0;
 	snprintf(p, sizeof(p), "%s/hostabs", sec->src);
 	ok &= symlink(outside, p) == 0;
-	report(ok, "escape setup: symlinks out of the volume created");
+	tap_report(ok, "escape setup: symlinks out of the volume created");
 
 	int r = in_chroot(sec->mnt, chroot_escapes, NULL);
-	report(r == 0, "escape: absolute/relative symlinks and .. chains stay inside the volume");
+	tap_report(r == 0,
+		   "escape: absolute/relative symlinks and .. chains stay inside the volume");
 	snprintf(p, sizeof(p), "%s/created-from-sandbox", outside);
 	snprintf(q, sizeof(q), "%s/dir-from-sandbox", outside);
-	report(access(p, F_OK) < 0 && access(q, F_OK) < 0,
-	       "escape: nothing created outside through planted links");
+	tap_report(access(p, F_OK) < 0 && access(q, F_OK) < 0,
+		   "escape: nothing created outside through planted links");
 	snprintf(p, sizeof(p), "%s/secret", outside);
-	report(contains_outside(p), "escape: the outside file is intact");
+	tap_report(contains_outside(p), "escape: the outside file is intact");
 
 	/* the gofer returns symlinks as symlinks */
 	char buf[256] = {0};
 	snprintf(p, sizeof(p), "%s/hostrel", sec->mnt);
 	struct stat st;
-	report(lstat(p, &st) == 0 && S_ISLNK(st.st_mode) && readlink(p, buf, sizeof(buf)) > 0 &&
-		       !strcmp(buf, "../outside"),
-	       "symlinks are served as symlinks (lstat S_IFLNK, readlink verbatim)");
+	tap_report(lstat(p, &st) == 0 && S_ISLNK(st.st_mode) && readlink(p, buf, sizeof(buf)) > 0 &&
+			   !strcmp(buf, "../outside"),
+		   "symlinks are served as symlinks (lstat S_IFLNK, readlink verbatim)");
 
 	/* rename races: a directory swapped with a symlink out, on the host
 	 * side (stronger than the sandbox can do) and through the mount */
@@ -502,17 +487,17 @@ static void security_tests(struct vol *sec, struct vol *oracle)
 		kill(swappers[k], SIGKILL);
 		waitpid(swappers[k], NULL, 0);
 	}
-	report(ok && r == 0, "escape: rename race (dir <-> symlink out) never reaches outside");
+	tap_report(ok && r == 0, "escape: rename race (dir <-> symlink out) never reaches outside");
 	snprintf(p, sizeof(p), "%s/new", outside);
-	report(access(p, F_OK) < 0, "escape: rename race created nothing outside");
+	tap_report(access(p, F_OK) < 0, "escape: rename race created nothing outside");
 
 	/* hard links to outside files */
 	snprintf(p, sizeof(p), "%s/secret", outside);
 	snprintf(q, sizeof(q), "%s/hl", sec->mnt);
 	errno = 0;
 	int lr = link(p, q);
-	report(lr < 0 && errno == EXDEV, "hard link to an outside file: EXDEV");
-	report(stat(p, &st) == 0 && st.st_nlink == 1, "outside file still has one link");
+	tap_report(lr < 0 && errno == EXDEV, "hard link to an outside file: EXDEV");
+	tap_report(stat(p, &st) == 0 && st.st_nlink == 1, "outside file still has one link");
 
 	/* device nodes and whiteouts */
 	snprintf(p, sizeof(p), "%s/null", sec->mnt);
@@ -523,7 +508,7 @@ static void security_tests(struct vol *sec, struct vol *oracle)
 	errno = 0;
 	int m2 = mknod(p, S_IFBLK | 0666, makedev(7, 0));
 	int e2 = errno;
-	report(m1 < 0 && e1 == EPERM && m2 < 0 && e2 == EPERM, "mknod of devices: EPERM");
+	tap_report(m1 < 0 && e1 == EPERM && m2 < 0 && e2 == EPERM, "mknod of devices: EPERM");
 	snprintf(p, sizeof(p), "%s/wsrc", sec->mnt);
 	fd = open(p, O_CREAT | O_WRONLY, 0644);
 	if (fd >= 0)
@@ -532,10 +517,10 @@ static void security_tests(struct vol *sec, struct vol *oracle)
 	errno = 0;
 	int wr = (int) syscall(SYS_renameat2, AT_FDCWD, p, AT_FDCWD, q, RENAME_WHITEOUT);
 	int we = errno;
-	report(fd >= 0 && wr < 0 && (we == EPERM || we == EINVAL) && access(p, F_OK) == 0,
-	       "rename with RENAME_WHITEOUT refused (%s), source kept", strerrorname_np(we));
+	tap_report(fd >= 0 && wr < 0 && (we == EPERM || we == EINVAL) && access(p, F_OK) == 0,
+		   "rename with RENAME_WHITEOUT refused (%s), source kept", strerrorname_np(we));
 	snprintf(p, sizeof(p), "%s/null", sec->src);
-	report(access(p, F_OK) < 0, "no device node on the host");
+	tap_report(access(p, F_OK) < 0, "no device node on the host");
 
 	/* setuid/setgid */
 	snprintf(p, sizeof(p), "%s/suid", sec->mnt);
@@ -543,19 +528,19 @@ static void security_tests(struct vol *sec, struct vol *oracle)
 	if (fd >= 0)
 		close(fd);
 	snprintf(q, sizeof(q), "%s/suid", sec->src);
-	report(stat(q, &st) == 0 && !(st.st_mode & (S_ISUID | S_ISGID)),
-	       "create with setuid/setgid: bits stripped on the host");
+	tap_report(stat(q, &st) == 0 && !(st.st_mode & (S_ISUID | S_ISGID)),
+		   "create with setuid/setgid: bits stripped on the host");
 	int cr = chmod(p, 06755);
-	report(cr == 0 && stat(q, &st) == 0 && !(st.st_mode & (S_ISUID | S_ISGID)) &&
-		       (st.st_mode & 0777) == 0755,
-	       "chmod setuid/setgid: bits stripped, the rest kept");
+	tap_report(cr == 0 && stat(q, &st) == 0 && !(st.st_mode & (S_ISUID | S_ISGID)) &&
+			   (st.st_mode & 0777) == 0755,
+		   "chmod setuid/setgid: bits stripped, the rest kept");
 	snprintf(p, sizeof(p), "%s/sfifo", sec->mnt);
 	mknod(p, S_IFIFO | 04644, 0);
 	snprintf(q, sizeof(q), "%s/sfifo", sec->src);
-	report(stat(q, &st) == 0 && !(st.st_mode & S_ISUID), "mknod setuid: stripped");
+	tap_report(stat(q, &st) == 0 && !(st.st_mode & S_ISUID), "mknod setuid: stripped");
 	struct statvfs sv;
-	report(statvfs(sec->mnt, &sv) == 0 && (sv.f_flag & ST_NOSUID) && (sv.f_flag & ST_NODEV),
-	       "the volume is mounted nosuid,nodev");
+	tap_report(statvfs(sec->mnt, &sv) == 0 && (sv.f_flag & ST_NOSUID) && (sv.f_flag & ST_NODEV),
+		   "the volume is mounted nosuid,nodev");
 
 	/* xattrs: user.* only */
 	snprintf(p, sizeof(p), "%s/d/secret", sec->mnt);
@@ -568,9 +553,9 @@ static void security_tests(struct vol *sec, struct vol *oracle)
 	uint32_t cap[5] = {0x02000001u, 1u << 21, 0, 0, 0};
 	int x2 = setxattr(p, "security.capability", cap, sizeof(cap), 0);
 	int ex2 = errno;
-	report(x1 < 0 && ex1 == EOPNOTSUPP && x2 < 0 && ex2 == EOPNOTSUPP,
-	       "setxattr outside user.* (trusted.*, security.capability): EOPNOTSUPP (%s, %s)",
-	       strerrorname_np(ex1), strerrorname_np(ex2));
+	tap_report(x1 < 0 && ex1 == EOPNOTSUPP && x2 < 0 && ex2 == EOPNOTSUPP,
+		   "setxattr outside user.* (trusted.*, security.capability): EOPNOTSUPP (%s, %s)",
+		   strerrorname_np(ex1), strerrorname_np(ex2));
 	int hx = setxattr(q, "trusted.hidden", "h", 1, 0);
 	char lb[512];
 	ssize_t ln = listxattr(p, lb, sizeof(lb));
@@ -579,8 +564,8 @@ static void security_tests(struct vol *sec, struct vol *oracle)
 		leak |= strncmp(lb + o, "user.", 5) != 0;
 	errno = 0;
 	ssize_t gx = getxattr(p, "trusted.hidden", lb, sizeof(lb));
-	report(hx == 0 && ln >= 0 && !leak && gx < 0 && errno == ENODATA,
-	       "host trusted.* xattrs are invisible (list and get)");
+	tap_report(hx == 0 && ln >= 0 && !leak && gx < 0 && errno == ENODATA,
+		   "host trusted.* xattrs are invisible (list and get)");
 
 	(void) oracle;
 }
@@ -641,12 +626,12 @@ static void quota_tests(struct vol *q)
 	int ok = statvfs(q->mnt, &sv);
 	uint64_t total = (uint64_t) sv.f_blocks * sv.f_frsize,
 		 avail = (uint64_t) sv.f_bavail * sv.f_frsize;
-	report(ok == 0 && total <= Q_BYTES && total + sv.f_frsize > Q_BYTES &&
-		       avail <= Q_BYTES - Q_PRE && avail + sv.f_frsize > Q_BYTES - Q_PRE &&
-		       sv.f_files == Q_INODES && sv.f_ffree == Q_INODES - 2,
-	       "quota: statfs shows the quota (%llu of %u bytes free, %llu of %llu inodes)",
-	       (unsigned long long) avail, Q_BYTES, (unsigned long long) sv.f_ffree,
-	       (unsigned long long) sv.f_files);
+	tap_report(ok == 0 && total <= Q_BYTES && total + sv.f_frsize > Q_BYTES &&
+			   avail <= Q_BYTES - Q_PRE && avail + sv.f_frsize > Q_BYTES - Q_PRE &&
+			   sv.f_files == Q_INODES && sv.f_ffree == Q_INODES - 2,
+		   "quota: statfs shows the quota (%llu of %u bytes free, %llu of %llu inodes)",
+		   (unsigned long long) avail, Q_BYTES, (unsigned long long) sv.f_ffree,
+		   (unsigned long long) sv.f_files);
 
 	/* bytes: write 64 KiB at a time until it fails */
 	static char chunk[64 << 10];
@@ -665,10 +650,10 @@ static void quota_tests(struct vol *q)
 	}
 	uint64_t hb, he;
 	host_usage(q->src, &hb, &he);
-	report(werr == EDQUOT && wrote <= Q_BYTES - Q_PRE && hb <= Q_BYTES,
-	       "quota: a write beyond the quota fails with EDQUOT (%s after %llu bytes); "
-	       "%llu bytes on the host",
-	       strerrorname_np(werr), (unsigned long long) wrote, (unsigned long long) hb);
+	tap_report(werr == EDQUOT && wrote <= Q_BYTES - Q_PRE && hb <= Q_BYTES,
+		   "quota: a write beyond the quota fails with EDQUOT (%s after %llu bytes); "
+		   "%llu bytes on the host",
+		   strerrorname_np(werr), (unsigned long long) wrote, (unsigned long long) hb);
 	errno = 0;
 	int tr = fd >= 0 ? ftruncate(fd, 4 << 20) : -1;
 	int terr = errno;
@@ -677,10 +662,11 @@ static void quota_tests(struct vol *q)
 	int ferr = errno;
 	struct stat st;
 	snprintf(p, sizeof(p), "%s/big", q->src);
-	report(tr < 0 && terr == EDQUOT && fa < 0 && ferr == EDQUOT && stat(p, &st) == 0 &&
-		       (uint64_t) st.st_size == wrote,
-	       "quota: growing truncate (%s) and fallocate (%s) fail, the host file is unchanged",
-	       strerrorname_np(terr), strerrorname_np(ferr));
+	tap_report(
+		tr < 0 && terr == EDQUOT && fa < 0 && ferr == EDQUOT && stat(p, &st) == 0 &&
+			(uint64_t) st.st_size == wrote,
+		"quota: growing truncate (%s) and fallocate (%s) fail, the host file is unchanged",
+		strerrorname_np(terr), strerrorname_np(ferr));
 	if (fd >= 0)
 		close(fd);
 
@@ -702,9 +688,9 @@ static void quota_tests(struct vol *q)
 	}
 	if (fd >= 0)
 		close(fd);
-	report(w1 == (ssize_t) sizeof(chunk) && ul == 0 && again == 10 * sizeof(chunk),
-	       "quota: space freed by O_TRUNC and unlink can be used again (%llu bytes)",
-	       (unsigned long long) again);
+	tap_report(w1 == (ssize_t) sizeof(chunk) && ul == 0 && again == 10 * sizeof(chunk),
+		   "quota: space freed by O_TRUNC and unlink can be used again (%llu bytes)",
+		   (unsigned long long) again);
 
 	/* inodes: pre (2) + after (1) used; create until it fails */
 	int made = 0, cerr = 0;
@@ -723,17 +709,17 @@ static void quota_tests(struct vol *q)
 	int md = mkdir(p, 0755);
 	int merr = errno;
 	host_usage(q->src, &hb, &he);
-	report(cerr == EDQUOT && made == (int) Q_INODES - 3 && md < 0 && merr == EDQUOT &&
-		       he == Q_INODES,
-	       "quota: creates beyond %u inodes fail with EDQUOT (%d made, then %s; mkdir %s); "
-	       "%llu entries on the host",
-	       Q_INODES, made, strerrorname_np(cerr), strerrorname_np(merr),
-	       (unsigned long long) he);
+	tap_report(cerr == EDQUOT && made == (int) Q_INODES - 3 && md < 0 && merr == EDQUOT &&
+			   he == Q_INODES,
+		   "quota: creates beyond %u inodes fail with EDQUOT (%d made, then %s; mkdir %s); "
+		   "%llu entries on the host",
+		   Q_INODES, made, strerrorname_np(cerr), strerrorname_np(merr),
+		   (unsigned long long) he);
 	snprintf(p, sizeof(p), "%s/n00", q->mnt);
 	int u2 = unlink(p);
 	snprintf(p, sizeof(p), "%s/dir-ok", q->mnt);
-	report(u2 == 0 && mkdir(p, 0755) == 0, "quota: an unlinked inode can be used again");
-	report(!q->sh->st.passthrough, "quota: a byte quota serves data through the gofer");
+	tap_report(u2 == 0 && mkdir(p, 0755) == 0, "quota: an unlinked inode can be used again");
+	tap_report(!q->sh->st.passthrough, "quota: a byte quota serves data through the gofer");
 }
 
 static void drop_caches(void)
@@ -754,7 +740,7 @@ int main(void)
 		printf("1..0 # SKIP needs root and /dev/fuse\n");
 		return 77;
 	}
-	failures += gofer_raw_tests();
+	tap_failures += gofer_raw_tests();
 	struct rlimit rl = {65536, 65536};
 	setrlimit(RLIMIT_NOFILE, &rl);
 	if (unshare(CLONE_NEWNS) < 0)
@@ -842,9 +828,9 @@ int main(void)
 	       tiny.name, (unsigned long long) tiny.sh->st.fd_reopens,
 	       (unsigned long long) tiny.sh->st.fd_evictions, tiny.sh->st.fds, noh.name,
 	       noh.sh->st.fds);
-	report(tiny.sh->st.fd_reopens >= 20 && tiny.sh->st.fds <= 2 + 2,
-	       "a cache of 2 fds: the suite ran on inodes reopened from their handles");
-	report(noh.sh->st.fd_reopens == 0, "without handles nothing is reopened");
+	tap_report(tiny.sh->st.fd_reopens >= 20 && tiny.sh->st.fds <= 2 + 2,
+		   "a cache of 2 fds: the suite ran on inodes reopened from their handles");
+	tap_report(noh.sh->st.fd_reopens == 0, "without handles nothing is reopened");
 
 	/* after eviction (a cache of 2, 20 other lookups since): RENAME across
 	 * directories, LINK and UNLINK on inodes reopened from their handles */
@@ -888,10 +874,11 @@ int main(void)
 		wait_stats(&tiny, 1);
 		usleep(50000);
 		uint64_t r1 = tiny.sh->st.fd_reopens;
-		report(wrote && rn == 0 && ln == 0 && ul == 0 && sr == 0 && hs.st_nlink == 1 &&
-			       got == 4 && !memcmp(buf, "data", 4) && g_gone && f_gone && r1 > r0,
-		       "after eviction: rename, link, unlink right on the host (%llu reopens)",
-		       (unsigned long long) (r1 - r0));
+		tap_report(wrote && rn == 0 && ln == 0 && ul == 0 && sr == 0 && hs.st_nlink == 1 &&
+				   got == 4 && !memcmp(buf, "data", 4) && g_gone && f_gone &&
+				   r1 > r0,
+			   "after eviction: rename, link, unlink right on the host (%llu reopens)",
+			   (unsigned long long) (r1 - r0));
 	}
 
 	/* read-only volumes: the same source through all three */
@@ -945,10 +932,10 @@ int main(void)
 				usleep(10000);
 		}
 		wait_stats(&lim, 1);
-		report(opened == 8 && fds[8] < 0 && e9 == ENFILE && again >= 0 &&
-			       lim.sh->st.open_refused >= 1,
-		       "max_open 8: 8 opens, the 9th %s, after a close it opens (%llu refused)",
-		       strerrorname_np(e9), (unsigned long long) lim.sh->st.open_refused);
+		tap_report(opened == 8 && fds[8] < 0 && e9 == ENFILE && again >= 0 &&
+				   lim.sh->st.open_refused >= 1,
+			   "max_open 8: 8 opens, the 9th %s, after a close it opens (%llu refused)",
+			   strerrorname_np(e9), (unsigned long long) lim.sh->st.open_refused);
 		for (int k = 1; k < 9; k++)
 			if (fds[k] >= 0)
 				close(fds[k]);
@@ -980,10 +967,10 @@ int main(void)
 			if (fds[k] >= 0)
 				close(fds[k]);
 		wait_stats(&lim, 1);
-		report(!lim.sh->st.passthrough || (opened == 40 && during - before <= 8 &&
-						   lim.sh->st.open_refused == 0),
-		       "passthrough: 40 open files past max_open 8, server fds %d -> %d", before,
-		       during);
+		tap_report(!lim.sh->st.passthrough || (opened == 40 && during - before <= 8 &&
+						       lim.sh->st.open_refused == 0),
+			   "passthrough: 40 open files past max_open 8, server fds %d -> %d",
+			   before, during);
 		vol_down(&lim);
 	}
 
@@ -992,18 +979,19 @@ int main(void)
 	usleep(100000);
 	printf("# passthrough on %s: %s\n", pt.name, pt.sh->st.passthrough ? "yes" : "no");
 	if (pt.sh->st.passthrough) {
-		report(pt.sh->st.by_op[FUSE_READ] == 0 && pt.sh->st.by_op[FUSE_WRITE] == 0,
-		       "passthrough: file data never crossed the gofer");
+		tap_report(pt.sh->st.by_op[FUSE_READ] == 0 && pt.sh->st.by_op[FUSE_WRITE] == 0,
+			   "passthrough: file data never crossed the gofer");
 	} else {
 		printf("# passthrough unavailable: data went through the gofer\n");
 	}
-	report(io.sh->st.by_op[FUSE_READ] > 0 && io.sh->st.by_op[FUSE_WRITE] > 0 &&
-		       io.sh->st.by_op[FUSE_READDIR] > 0 && io.sh->st.by_op[FUSE_READDIRPLUS] == 0,
-	       "gofer-io served READ, WRITE and READDIR itself");
-	report(pt.sh->st.by_op[FUSE_READDIRPLUS] > 0, "gofer-pt served READDIRPLUS");
-	report(!nocap.sh->st.passthrough && nocap.sh->st.by_op[FUSE_READ] > 0 &&
-		       nocap.sh->st.by_op[FUSE_WRITE] > 0,
-	       "without CAP_SYS_ADMIN the backing ioctl fails and data goes through the gofer");
+	tap_report(io.sh->st.by_op[FUSE_READ] > 0 && io.sh->st.by_op[FUSE_WRITE] > 0 &&
+			   io.sh->st.by_op[FUSE_READDIR] > 0 &&
+			   io.sh->st.by_op[FUSE_READDIRPLUS] == 0,
+		   "gofer-io served READ, WRITE and READDIR itself");
+	tap_report(pt.sh->st.by_op[FUSE_READDIRPLUS] > 0, "gofer-pt served READDIRPLUS");
+	tap_report(!nocap.sh->st.passthrough && nocap.sh->st.by_op[FUSE_READ] > 0 &&
+			   nocap.sh->st.by_op[FUSE_WRITE] > 0,
+		   "without CAP_SYS_ADMIN the backing ioctl fails and data goes through the gofer");
 
 	/* no_xattr: ENOSYS once, then the kernel stops asking, also for the
 	 * security.capability check before each write */
@@ -1022,9 +1010,9 @@ int main(void)
 		wait_stats(&nx, 1);
 		usleep(100000);
 		uint64_t gx = nx.sh->st.by_op[FUSE_GETXATTR];
-		report(wrote == 100 && gx <= 1 && sx < 0 && ex == EOPNOTSUPP,
-		       "no_xattr: 100 writes cost %llu GETXATTR, setxattr %s",
-		       (unsigned long long) gx, strerrorname_np(ex));
+		tap_report(wrote == 100 && gx <= 1 && sx < 0 && ex == EOPNOTSUPP,
+			   "no_xattr: 100 writes cost %llu GETXATTR, setxattr %s",
+			   (unsigned long long) gx, strerrorname_np(ex));
 		printf("# gofer-pt (xattrs on) answered %llu GETXATTR during the suite\n",
 		       (unsigned long long) pt.sh->st.by_op[FUSE_GETXATTR]);
 	}
@@ -1048,8 +1036,8 @@ int main(void)
 				close(wfd);
 			usleep(100000);
 			uint64_t gx = kv[k]->sh->st.by_op[FUSE_GETXATTR] - gx0;
-			report(wrote == 100 && gx <= 2, "%s: 100 writes cost %llu GETXATTR",
-			       kv[k]->name, (unsigned long long) gx);
+			tap_report(wrote == 100 && gx <= 2, "%s: 100 writes cost %llu GETXATTR",
+				   kv[k]->name, (unsigned long long) gx);
 			const char *names[] = {"kp-write", "kp-trunc", "kp-otrunc"};
 			for (int t = 0; t < 3; t++) {
 				snprintf(h, sizeof(h), "%s/%s", kv[k]->src, names[t]);
@@ -1078,15 +1066,16 @@ int main(void)
 				waitpid(c, &ws, 0);
 				struct stat hs;
 				int sr = stat(h, &hs);
-				report(WIFEXITED(ws) && WEXITSTATUS(ws) == 0 && sr == 0 &&
-					       !(hs.st_mode & (S_ISUID | S_ISGID)),
-				       "%s: an unprivileged %s clears setuid/setgid on the host "
-				       "(status %d, mode %o)",
-				       kv[k]->name,
-				       t == 0	? "write"
-				       : t == 1 ? "truncate"
-						: "open O_TRUNC",
-				       ws, (unsigned) hs.st_mode & 07777);
+				tap_report(
+					WIFEXITED(ws) && WEXITSTATUS(ws) == 0 && sr == 0 &&
+						!(hs.st_mode & (S_ISUID | S_ISGID)),
+					"%s: an unprivileged %s clears setuid/setgid on the host "
+					"(status %d, mode %o)",
+					kv[k]->name,
+					t == 0	 ? "write"
+					: t == 1 ? "truncate"
+						 : "open O_TRUNC",
+					ws, (unsigned) hs.st_mode & 07777);
 			}
 		}
 	}
@@ -1099,7 +1088,8 @@ int main(void)
 	for (int k = 0; k < 500 && (after = pt.sh->st.inodes) >= 64; k++) /* <= 5 s */
 		usleep(10000);
 	printf("# gofer-pt inode table: %u before drop_caches, %u after\n", before, after);
-	report(after < 64, "FORGET frees inode entries (table bounded by what the kernel holds)");
+	tap_report(after < 64,
+		   "FORGET frees inode entries (table bounded by what the kernel holds)");
 
 	/* idle: shrunk back to one buffer, memory returned (idle_ns is 200 ms:
 	 * two quiet periods; up to 10 s on a loaded machine) */
@@ -1118,10 +1108,10 @@ int main(void)
 	printf("# gofer-io: %llu requests, grows %llu, shrinks %llu, idle memory %zu bytes\n",
 	       (unsigned long long) io.sh->st.requests, (unsigned long long) io.sh->st.grows,
 	       (unsigned long long) io.sh->st.shrinks, io.sh->mem);
-	report(pt.sh->st.bufs_active == 1 && io.sh->st.bufs_active == 1,
-	       "idle volumes are back to one request buffer");
-	report(pt.sh->mem <= 64 * 1024 && io.sh->mem <= 64 * 1024,
-	       "idle gofer memory <= 64 KiB per volume (table + touched buffer pages)");
+	tap_report(pt.sh->st.bufs_active == 1 && io.sh->st.bufs_active == 1,
+		   "idle volumes are back to one request buffer");
+	tap_report(pt.sh->mem <= 64 * 1024 && io.sh->mem <= 64 * 1024,
+		   "idle gofer memory <= 64 KiB per volume (table + touched buffer pages)");
 
 	vol_down(&noh);
 	vol_down(&tiny);
@@ -1134,9 +1124,8 @@ int main(void)
 	vol_down(&io);
 	vol_down(&pt);
 	vol_down(&oracle);
-	report(true, "servers exited after unmount");
+	tap_report(true, "servers exited after unmount");
 	umount2(base, MNT_DETACH);
 	rmdir(base);
-	printf("1..%d\n", ntest);
-	return failures ? 1 : 0;
+	return tap_done();
 }

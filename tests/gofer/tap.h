@@ -1,8 +1,8 @@
 /*
- * tests/gofer/tap.h — what the gofer's root tests share (uring_test.c,
- * thread_test.c): TAP-style "ok N - what" lines, a fatal error, and the
- * fuse module's enable_uring parameter set for the test's duration (the
- * old value restored at exit by the process that set it).
+ * tests/gofer/tap.h — what the gofer's root tests share (gofer_test.c,
+ * uring_test.c, thread_test.c): TAP-style "ok N - what" lines, a fatal
+ * error, and the fuse module's enable_uring parameter set for the test's
+ * duration (the old value restored at exit by the process that set it).
  */
 #ifndef URSA_TESTS_GOFER_TAP_H
 #define URSA_TESTS_GOFER_TAP_H

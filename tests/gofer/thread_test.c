@@ -52,6 +52,17 @@ static double now(void)
 	return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
 }
 
+/* fork(): the pid in the parent; 0 in the child, which dies with us. */
+static pid_t child(void)
+{
+	pid_t p = fork();
+	if (p < 0)
+		DIE("fork");
+	if (p == 0)
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+	return p;
+}
+
 /* Policy and allowed-CPU count of thread @tid of this process. */
 static void thread_sched(int tid, int *policy, int *ncpus)
 {
@@ -64,12 +75,9 @@ static void thread_sched(int tid, int *policy, int *ncpus)
  * >= 0); exit 0 when all succeeded. */
 static pid_t requester(const char *dir, const char *pfx, int n, int cpu)
 {
-	pid_t p = fork();
-	if (p < 0)
-		DIE("fork");
+	pid_t p = child();
 	if (p)
 		return p;
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (cpu >= 0) {
 		cpu_set_t cs;
 		CPU_ZERO(&cs);
@@ -95,12 +103,9 @@ static pid_t requester(const char *dir, const char *pfx, int n, int cpu)
 
 static pid_t hog(int cpu)
 {
-	pid_t p = fork();
-	if (p < 0)
-		DIE("fork");
+	pid_t p = child();
 	if (p)
 		return p;
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	cpu_set_t cs;
 	CPU_ZERO(&cs);
 	CPU_SET(cpu, &cs);
@@ -161,12 +166,9 @@ static struct urs_gofer_thread *serve(struct urs_gofer **g)
  * io_uring's workers when the gofer serves data itself). */
 static pid_t syncer(const char *dir, int ms)
 {
-	pid_t p = fork();
-	if (p < 0)
-		DIE("fork");
+	pid_t p = child();
 	if (p)
 		return p;
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	char path[512];
 	snprintf(path, sizeof(path), "%s/sync", dir);
 	int fd = open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
@@ -184,12 +186,9 @@ static pid_t syncer(const char *dir, int ms)
  * pair (ms) through @wfd. */
 static pid_t timed_creates(const char *dir, int ms, int wfd)
 {
-	pid_t p = fork();
-	if (p < 0)
-		DIE("fork");
+	pid_t p = child();
 	if (p)
 		return p;
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	char path[512];
 	double end = now() + ms / 1000.0, worst = 0;
 	for (int k = 0; now() < end; k++) {
