@@ -658,6 +658,7 @@ void urs_gofer_thread_stats(struct urs_gofer_thread *gt, struct urs_gofer_thread
 {
 	pthread_mutex_lock(&gt->sm);
 	*st = gt->st;
+	st->cooling = atomic_load(&gt->mode) == GT_STARVED && now_ns() < gt->cooldown_until;
 	pthread_mutex_unlock(&gt->sm);
 	st->follows = atomic_load(&gt->follows);
 	st->idles = atomic_load(&gt->idles);

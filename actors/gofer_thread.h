@@ -63,6 +63,7 @@ struct urs_gofer_thread_stats {
 	uint64_t rests;	  /* watchdog: 20 ms without a request, back to SCHED_OTHER */
 	int cpu;	  /* CPU followed now, or -1 */
 	bool colocate;	  /* following is possible and allowed */
+	bool cooling;	  /* in the 1 s after a starvation: no following yet */
 };
 
 /*
