@@ -252,9 +252,10 @@ static struct urs_gofer_thread *serve(struct urs_gofer **g)
 	return serve_opts(g, &o);
 }
 
-/* Child: write+fsync one file for @ms milliseconds (fsync goes to
- * io_uring's workers when the gofer serves data itself). */
-static pid_t syncer(const char *dir, int ms)
+/* Child: write+fsync one file, counting the fsyncs in sh->ops, until
+ * sh->stop (fsync goes to io_uring's workers when the gofer serves data
+ * itself). */
+static pid_t syncer(const char *dir)
 {
 	pid_t p = child();
 	if (p)
@@ -264,19 +265,23 @@ static pid_t syncer(const char *dir, int ms)
 	int fd = open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
 	if (fd < 0)
 		_exit(1);
-	double end = now() + ms / 1000.0;
-	while (now() < end)
+	while (!atomic_load(&sh->stop)) {
 		if (pwrite(fd, "0123456789", 10, 0) != 10 || fsync(fd) < 0)
 			_exit(2);
+		atomic_fetch_add(&sh->ops, 1);
+	}
 	close(fd);
 	_exit(unlink(path) < 0 ? 3 : 0);
 }
 
 /* io_uring workers (iou-wrk-*) of this process: how many, how many of
  * them SCHED_IDLE or not allowed on every CPU of @all. */
+static char wdesc[512]; /* "tid:comm:policy:cpus" of each, for a failure's line */
+
 static void workers(const cpu_set_t *all, int *n, int *idle, int *pinned)
 {
 	*n = *idle = *pinned = 0;
+	wdesc[0] = 0;
 	DIR *d = opendir("/proc/self/task");
 	for (struct dirent *e; d && (e = readdir(d));) {
 		int tid = atoi(e->d_name);
@@ -292,6 +297,9 @@ static void workers(const cpu_set_t *all, int *n, int *idle, int *pinned)
 		int pol, cpus;
 		thread_sched(tid, &pol, &cpus);
 		(*n)++;
+		comm[strcspn(comm, "\n")] = 0;
+		size_t l = strlen(wdesc);
+		snprintf(wdesc + l, sizeof(wdesc) - l, " %d:%s:%d:%d", tid, comm, pol, cpus);
 		*idle += pol == SCHED_IDLE;
 		*pinned += cpus != CPU_COUNT(all);
 	}
@@ -338,15 +346,17 @@ int main(void)
 	if (mkdir(src, 0755) < 0 || mkdir(mnt, 0755) < 0)
 		DIE("mkdir");
 	int threads0 = count_threads();
+	struct urs_gofer *g = NULL;
+	struct urs_gofer_thread *gt;
+	struct urs_gofer_thread_stats ts;
+	int rc, tid, nt;
 
 	/* 1. a burst: following, SCHED_IDLE on one CPU while it lasts. The
 	 * requester goes on until that is seen (or the deadline), at least
 	 * 3000 files: the thread is SCHED_IDLE for as long as requests come
 	 * from one CPU (after a starvation, again 1 s later). */
-	struct urs_gofer *g = NULL;
-	struct urs_gofer_thread *gt = serve(&g);
-	int tid = urs_gofer_thread_tid(gt);
-	struct urs_gofer_thread_stats ts;
+	gt = serve(&g);
+	tid = urs_gofer_thread_tid(gt);
 	urs_gofer_thread_stats(gt, &ts);
 	tap_report(ts.colocate, "placement is possible here (CAP_SYS_NICE, io_uring)");
 	pid_t rq = start_requester("f", 3000, -1, false);
@@ -359,7 +369,7 @@ int main(void)
 			sleep_ms(1);
 	}
 	atomic_store(&sh->stop, true);
-	int rc = wait_rc(rq);
+	rc = wait_rc(rq);
 	long made = atomic_load(&sh->ops);
 	tap_report(rc == 0 && made >= 3000,
 		   "%ld creates and stats, then unlinks, through the volume (rc %d)", made, rc);
@@ -468,7 +478,7 @@ int main(void)
 		   rc, (long) atomic_load(&sh->ops));
 	/* stop while still mounted */
 	urs_gofer_thread_stop(gt, &g);
-	int nt = threads_back_to(threads0);
+	nt = threads_back_to(threads0);
 	tap_report(g == NULL && nt == threads0,
 		   "stopped while mounted: gofer cleared, no thread left (%d threads, %d before)",
 		   nt, threads0);
@@ -486,17 +496,29 @@ int main(void)
 	unsetenv("URSA_GOFER_COLOCATE");
 
 	/* 6. io_uring workers born while following: SCHED_OTHER, every CPU
-	 * (the watchdog fixes them within a tick, and when it stops following) */
+	 * (the watchdog fixes them within a tick, and when it stops following).
+	 * The syncer goes on until the thread followed it and 100 fsyncs more. */
 	struct urs_gofer_opts io = {.no_passthrough = true};
 	gt = serve_opts(&g, &io);
+	tid = urs_gofer_thread_tid(gt);
 	tap_report(wait_not_cooling(gt), "a new gofer thread: no cooldown");
-	rq = syncer(mnt, 300);
+	atomic_store(&sh->ops, 0);
+	atomic_store(&sh->stop, false);
+	rq = syncer(mnt);
 	int nw = 0, widle = 0, wpinned = 0, seen_idle = 0;
-	while (waitpid(rq, &rc, WNOHANG) != rq) {
-		sleep_ms(5);
+	long until_ops = -1;
+	for (double end = now() + WAIT_S; now() < end; sleep_ms(2)) {
 		workers(&all, &nw, &widle, &wpinned);
 		seen_idle += widle;
+		urs_gofer_thread_stats(gt, &ts);
+		if (until_ops < 0 && ts.follows >= 1)
+			until_ops = atomic_load(&sh->ops) + 100;
+		if ((until_ops >= 0 && atomic_load(&sh->ops) >= until_ops) ||
+		    waitpid(rq, &rc, WNOHANG) == rq)
+			break;
 	}
+	atomic_store(&sh->stop, true);
+	rc = wait_rc(rq);
 	bool clean = false;
 	for (double end = now() + WAIT_S; !clean && now() < end;) {
 		workers(&all, &nw, &widle, &wpinned);
@@ -505,10 +527,12 @@ int main(void)
 			sleep_ms(1);
 	}
 	urs_gofer_thread_stats(gt, &ts);
-	tap_report(WIFEXITED(rc) && WEXITSTATUS(rc) == 0 && ts.follows >= 1 && clean,
-		   "write+fsync while following (%llu follows): %d io_uring workers, none "
-		   "SCHED_IDLE (%d samples saw one, fixed) or pinned (%d)",
-		   (unsigned long long) ts.follows, nw, seen_idle, wpinned);
+	tap_report(rc == 0 && ts.follows >= 1 && clean,
+		   "%ld write+fsync (rc %d) while following (%llu follows): %d io_uring workers, "
+		   "none SCHED_IDLE (%d now; %d samples saw one) or pinned (%d now; "
+		   "tid:comm:policy:cpus%s; gofer thread %d)",
+		   (long) atomic_load(&sh->ops), rc, (unsigned long long) ts.follows, nw, widle,
+		   seen_idle, wpinned, wdesc, tid);
 	unserve(gt, &g);
 
 	/* 7. a volume that cannot start: fuse fd closed, no thread left */
