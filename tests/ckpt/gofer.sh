@@ -20,6 +20,8 @@
 #     the restorer (after the volumes serve), leaving nothing
 #   - a file unlinked while open on a gofer volume: checkpoint refused naming
 #     the pid, the fd and the path; the sandbox keeps running
+# No fixed sleeps: every wait polls its condition (lines written, an fd
+# open) for up to WAIT=30 s, far above the milliseconds it takes.
 # Needs root (namespaces, cgroups, ptrace, FUSE). Env: URSA.
 set -u
 P=cg$$-
@@ -49,6 +51,16 @@ status_of() { u state "$1" 2>/dev/null | jq -r .status; }
 # one gapless sequence 0..N, N >= $2
 gapless() { awk -v min="$2" 'BEGIN { n = 0 } $0 != n { exit 1 } { n++ } END { exit !(n > min) }' "$1"; }
 inside() { u exec "$1" /bin/sh -c "$2" 2>&1; }
+lines() { if [ -f "$1" ]; then wc -l <"$1"; else echo 0; fi; }
+# poll COND (eval'd) every 50 ms until true; false after $WAIT s
+WAIT=30
+poll() {
+	local end=$((SECONDS + WAIT))
+	until eval "$1"; do
+		[ $SECONDS -ge $end ] && return 1
+		sleep 0.05
+	done
+}
 
 mkdir -p "$work/rootfs/bin" "$work/rootfs/proc" "$work/rootfs/dev" "$work/rootfs/sys" \
 	"$work/rootfs/tmp" "$work/rootfs/data" "$work/rootfs/q" "$work/b" "$work/b2" \
@@ -70,7 +82,7 @@ jq --arg rootfs "$work/rootfs" --arg vol "$work/vol" --arg q "$work/qvol" --arg 
 
 # ---- run, state before ---------------------------------------------------------------
 (cd "$work/b" && u run -d ${P}a >/dev/null 2>"$work/run.err") || bad "run -d" "$(cat "$work/run.err")"
-sleep 0.5
+check "the workload writes /data/log" 'poll "[ \$(lines \"\$work/vol/log\") -ge 2 ]"'
 ino_before=$(inside ${P}a 'stat -c %i /data/log')
 host_ino=$(stat -c %i "$work/vol/log" 2>/dev/null)
 check "st_ino inside is the host's ($ino_before, host $host_ino)" \
@@ -83,15 +95,17 @@ if u checkpoint --image-path "$work/img" ${P}a 2>"$work/ck.err"; then ok "checkp
 	bad "checkpoint" "$(cat "$work/ck.err")"; fi
 check "the container is gone" '! u state ${P}a >/dev/null 2>&1'
 n_ck=$(wc -l <"$work/vol/log")
-sleep 0.3
-check "nothing writes while checkpointed ($n_ck lines)" '[ "$(wc -l <"$work/vol/log")" = "$n_ck" ]'
+# no writer is left: no process in the sandbox's cgroups (nor any cgroup dir)
+check "no process of the sandbox left after the checkpoint: nothing can write" "nothing_left ${P}a"
+check "nothing written between the checkpoint and the restore ($n_ck lines)" \
+	'[ "$(lines "$work/vol/log")" = "$n_ck" ]'
 if (cd "$work/b" && u restore --detach --image-path "$work/img" ${P}a >/dev/null 2>"$work/rs.err"); then
 	ok "restore --detach"
 else
 	bad "restore --detach" "$(cat "$work/rs.err")"
 fi
 check "state says running" '[ "$(status_of ${P}a)" = running ]'
-sleep 0.5
+poll '[ "$(lines "$work/vol/log")" -gt $((n_ck + 3)) ] && [ "$(lines "$work/vol/pos")" -gt $((n_ck + 3)) ]'
 check "log: one gapless sequence past the checkpoint ($n_ck -> $(wc -l <"$work/vol/log") lines)" \
 	'gapless "$work/vol/log" $((n_ck + 3))' "$(head -c 300 "$work/vol/log" | tr '\n' ' ')"
 check "pos (tracked offset): the same gapless sequence, nothing overwritten" \
@@ -136,7 +150,7 @@ if (cd "$work/b" && u restore --detach --image-path "$work/img2" ${P}a >/dev/nul
 else
 	bad "with the directory back, the same image restores" "$(cat "$work/rs3.err")"
 fi
-sleep 0.4
+poll '[ "$(lines "$work/vol/log")" -gt $((n_ck2 + 2)) ]'
 check "log still one gapless sequence ($n_ck2 -> $(wc -l <"$work/vol/log") lines)" \
 	'gapless "$work/vol/log" $((n_ck2 + 2))'
 u delete --force ${P}a >/dev/null 2>&1
@@ -145,7 +159,8 @@ u delete --force ${P}a >/dev/null 2>&1
 jq '.process.args = ["/bin/sh", "-c", "cd /data && exec 7>gone && rm gone && while :; do sleep 1; done"]' \
 	"$work/b/config.json" >"$work/b2/config.json"
 (cd "$work/b2" && u run -d ${P}u >/dev/null 2>"$work/u.err") || bad "run -d ${P}u" "$(cat "$work/u.err")"
-sleep 0.3
+check "the workload holds fd 7 on the unlinked /data/gone" \
+	'poll "inside ${P}u \"readlink /proc/1/fd/7\" | grep -q \"/data/gone (deleted)\""'
 u checkpoint --image-path "$work/img3" ${P}u >/dev/null 2>"$work/u.err"
 rc=$?
 check "checkpoint refuses a file unlinked while open, naming pid, fd and path" \
