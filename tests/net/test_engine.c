@@ -39,6 +39,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "net/frame.h"
@@ -110,14 +111,59 @@ static void env_start(struct env *e)
 	assert_int_equal(urs_net_init(&e->net, &e->loop, &e->cfg, tx_cb, e), 0);
 }
 
+/* Polls armed in the loop's ring (the PollList of its fdinfo): where the
+ * engine's weak ops (multishot polls, POLLOUT polls, connects waiting
+ * for the socket) are while in flight; -1 if unreadable. */
+static int ring_polls(const struct urs_loop *loop)
+{
+	char path[64], line[256];
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", loop->ring.ring_fd);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return -1;
+	int n = -1;
+	while (fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, "PollList:", 9))
+			n = 0;
+		else if (n >= 0 && !strncmp(line, "  op=", 5))
+			n++;
+		else if (n >= 0)
+			break;
+	}
+	fclose(f);
+	return n;
+}
+
+/* Nothing of the engine left in the loop: no poll armed but the loop's
+ * own eventfd read, no cancellation or submission queued, no deferred
+ * completion work (IORING_SQ_TASKRUN) or completion unreaped. */
+static bool loop_drained(struct urs_loop *loop)
+{
+	unsigned kf = IO_URING_READ_ONCE(*loop->ring.sq.kflags);
+	int polls = ring_polls(loop);
+	return polls >= 0 && polls <= (urs_op_busy(&loop->efd_op) ? 1 : 0) && !loop->cancels.head &&
+	       !loop->overflow.head && !loop->pending_sqes && !(kf & IORING_SQ_TASKRUN) &&
+	       !io_uring_cq_ready(&loop->ring);
+}
+
 static void env_free(struct env *e)
 {
 	urs_net_fini(e->net);
-	urs_loop_run(&e->loop);	       /* until the tick timer's final callback */
-	for (int i = 0; i < 50; i++) { /* cancellations of weak ops */
+	urs_loop_run(&e->loop); /* until the tick timer's final callback */
+	/* the cancelled weak ops' final completions (the engine is freed
+	 * with the last): turns until none is left (usually none is after
+	 * the run), within a deadline far above that */
+	struct timespec t0, t;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (t = t0; !loop_drained(&e->loop) && t.tv_sec - t0.tv_sec < 20;) {
 		urs_loop_run_once(&e->loop, false);
-		usleep(1000);
+		if (!loop_drained(&e->loop))
+			usleep(1000);
+		clock_gettime(CLOCK_MONOTONIC, &t);
 	}
+	if (!loop_drained(&e->loop))
+		fail_msg("weak ops still in flight after urs_net_fini (%d polls armed)",
+			 ring_polls(&e->loop));
 	urs_loop_fini(&e->loop);
 	while (e->head != e->tail)
 		free(e->f[e->head++ % CAPMAX]);
