@@ -172,6 +172,9 @@ int urs_sandbox_create(const struct urs_sandbox_opts *o, pid_t *sup, struct urs_
 		close(rep[0]);
 		kill(pid, SIGKILL);
 		waitpid(pid, NULL, 0);
+		/* the init is our child (CLONE_PARENT), killed and dead by now */
+		if (n == (ssize_t) sizeof(rp) && rp.init_pid > 0)
+			waitpid(rp.init_pid, NULL, 0);
 		urs_sandbox_cgroup_remove(n == (ssize_t) sizeof(rp) ? rp.cgroup : NULL);
 		goto fail_dir;
 	}
@@ -206,7 +209,9 @@ int urs_sandbox_create(const struct urs_sandbox_opts *o, pid_t *sup, struct urs_
 			goto fail_kill;
 		}
 	}
-	if (o->pid_file && (r = urs_write_pid_file(o->pid_file, pid, err)) < 0)
+	/* the container's init, as runc writes it: clients enter the container
+	 * through /proc/PID/ns and /proc/PID/root */
+	if (o->pid_file && (r = urs_write_pid_file(o->pid_file, st->pid, err)) < 0)
 		goto fail_kill;
 	if (o->autostart && send(rep[0], "s", 1, MSG_NOSIGNAL) != 1) {
 		r = urs_err_set(err, -EPIPE, "the supervisor died before the start");
@@ -218,9 +223,10 @@ int urs_sandbox_create(const struct urs_sandbox_opts *o, pid_t *sup, struct urs_
 
 fail_kill:
 	close(rep[0]);
-	kill(st->pid, SIGKILL);
+	kill(st->pid, SIGKILL); /* our child (CLONE_PARENT), not reaped: still it */
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
+	waitpid(st->pid, NULL, 0);
 	urs_sandbox_cgroup_remove(st->cgroup);
 	urs_state_clear(st);
 fail_dir:

@@ -49,7 +49,9 @@ struct urs_sandbox_opts {
 /*
  * Fork the supervisor and wait until the init is READY (or running, with
  * autostart). On success the record is written (unless root is NULL) and
- * *sup is the supervisor's pid (our child). On failure nothing is left.
+ * *sup is the supervisor's pid (our child); the init, st->pid, is our
+ * child too (the supervisor clones it with CLONE_PARENT), to be reaped by
+ * us or, once we exit, by our subreaper. On failure nothing is left.
  */
 int urs_sandbox_create(const struct urs_sandbox_opts *o, pid_t *sup, struct urs_state *st,
 		       struct urs_err *err);

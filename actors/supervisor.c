@@ -155,19 +155,40 @@ static int exit_code(int status)
 
 /* ---- the init's exit ---- */
 
+/* Has the init ended? Then its status is in s->status. It is not our child
+ * (CLONE_PARENT): its reaper gets the status; we read it from its pidfd. */
+static bool init_ended(struct sup *s)
+{
+	int st;
+	int r = urs_pidfd_exit_status(s->pidfd, s->init_pid, &st);
+	if (r == -EAGAIN)
+		return false;
+	s->status = r < 0 ? 255 << 8 : st; /* gone, status unknown: 255 */
+	s->exited = true;
+	return true;
+}
+
+/* The init killed during setup, and dead (not reaped: its reaper does
+ * that) before we report, so that its cgroups can go. */
+static void kill_init(struct sup *s)
+{
+	if (s->pidfd < 0)
+		return;
+	urs_pidfd_signal(s->pidfd, SIGKILL);
+	struct pollfd p = {.fd = s->pidfd, .events = POLLIN};
+	while (poll(&p, 1, -1) < 0 && errno == EINTR)
+		;
+}
+
 static void pid_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint32_t flags)
 {
 	(void) op;
 	(void) flags;
 	struct sup *s = container_of(loop, struct sup, loop);
-	int st;
 	if (res < 0 && res != -ECANCELED)
 		return;
-	if (waitpid(s->init_pid, &st, WNOHANG) == s->init_pid) {
-		s->status = st;
-		s->exited = true;
+	if (init_ended(s))
 		urs_loop_stop(loop);
-	}
 }
 
 /* ---- forwarded signals ---- */
@@ -1089,18 +1110,47 @@ static void join_v2_later(void)
 	pthread_attr_destroy(&at);
 }
 
+/* The supervisor is none of the container's tasks (runc's count, which
+ * podman's --pids-limit and stats assume): on hosts with a v1 pids cgroup
+ * it leaves that one for its caller's once the init is born there (a
+ * self-migration: no global lock), and only then is the limit written, so
+ * that pids.max 1 holds the init alone. Its memory stays charged to the
+ * sandbox (docs/sandbox.md). Unified hosts: the limit was written with the
+ * rest, and the supervisor joins the sandbox's v2 cgroup later. */
+static int pids_leave(struct urs_cgroup *cg, struct urs_cgroup *home, const struct urs_spec *spec,
+		      struct urs_err *err)
+{
+	if (cg->mode == URS_CG_UNIFIED || !cg->h[URS_CG_PIDS].path[0])
+		return 0;
+	if (home->mode && home->h[URS_CG_PIDS].path[0] && cg->h[URS_CG_PIDS].alias < 0) {
+		int r = urs_cg_enter_self_v1_only(home, 1u << URS_CG_PIDS, err);
+		if (r < 0 && r != -EBUSY) /* several threads: we entered the old way */
+			return r;
+	}
+	const struct urs_resources *res =
+		spec->lnx && spec->lnx->has_resources ? &spec->lnx->resources : NULL;
+	if (!res || !res->pids.has_limit)
+		return 0;
+	struct urs_cg_resources r = URS_CG_RESOURCES_INIT;
+	r.pids_limit = res->pids.limit ? res->pids.limit : -1;
+	return urs_cg_apply(cg, &r, err);
+}
+
 /* The init, born in the v2 cgroup @cgfd (>= 0: CLONE_INTO_CGROUP, which
  * needs no global migration lock; host/cgroup.c). Where the kernel refuses
  * the flag we join the v2 cgroup ourselves (the slow way) and clone
- * without it. */
+ * without it. CLONE_PARENT: the init is our caller's child, not ours (the
+ * `ursa` command that forked us; once it exits, its subreaper's: the shim,
+ * conmon), which reaps it and gets its status, as with runc. We watch it
+ * through its pidfd (docs/sandbox.md, "Processes"). */
 static pid_t clone_init(struct urs_sup_args *a, uint64_t flags, int *pidfd, int cgfd,
 			struct urs_cgroup *cg, bool *into, struct urs_err *err)
 {
 	*into = cgfd >= 0;
 	struct clone_args ca = {
-		.flags = flags | CLONE_PIDFD | (cgfd >= 0 ? CLONE_INTO_CGROUP : 0),
+		.flags = flags | CLONE_PIDFD | CLONE_PARENT | (cgfd >= 0 ? CLONE_INTO_CGROUP : 0),
 		.pidfd = (uint64_t) (uintptr_t) pidfd,
-		.exit_signal = SIGCHLD,
+		.exit_signal = 0, /* CLONE_PARENT: our own exit signal (SIGCHLD) */
 		.cgroup = cgfd >= 0 ? (uint64_t) cgfd : 0,
 	};
 	pid_t pid = (pid_t) syscall(SYS_clone3, &ca, sizeof(ca));
@@ -1196,9 +1246,12 @@ int urs_supervisor_main(struct urs_sup_args *a)
 			r = cgv2 == -ENOENT ? 0 : cgv2; /* legacy host: no v2 */
 			cgv2 = -1;
 		}
+		/* pids.max once we left (pids_leave): it counts the container alone */
+		struct urs_resources now = *res;
+		now.pids.has_limit = now.pids.has_limit && cg.mode == URS_CG_UNIFIED;
 		if (r < 0 ||
 		    (ckpt_trace("sup: cgroup entered"),
-		     r = apply_resources(&cg, res, spec->lnx ? spec->lnx : &nolnx, &err)) < 0) {
+		     r = apply_resources(&cg, &now, spec->lnx ? spec->lnx : &nolnx, &err)) < 0) {
 			report(a, r, 0, cgstr, err.msg);
 			return 1;
 		}
@@ -1245,6 +1298,7 @@ int urs_supervisor_main(struct urs_sup_args *a)
 	a->launch.wait_go = (a->launch.new_ns & (1u << URS_NS_USER)) || early_hooks ||
 			    spec->hooks[URS_HOOK_CREATE_CONTAINER].n ||
 			    spec->hooks[URS_HOOK_START_CONTAINER].n;
+	a->launch.leash = !a->state_dir; /* `ursa do`: dies with its command */
 	bool into_v2;
 	s->init_pid = clone_init(a, flags, &s->pidfd, cgv2, &cg, &into_v2, &err);
 	ckpt_trace("sup: init cloned");
@@ -1259,6 +1313,10 @@ int urs_supervisor_main(struct urs_sup_args *a)
 		snprintf(msg, sizeof(msg), "cloning the container's init (namespaces %#llx): %s",
 			 (unsigned long long) flags, err.msg);
 		goto fail_msg;
+	}
+	if (!a->no_cgroup && (r = pids_leave(&cg, &home, spec, &err)) < 0) {
+		snprintf(msg, sizeof(msg), "%s", err.msg);
+		goto fail_kill;
 	}
 	if (a->launch.new_ns & (1u << URS_NS_USER)) {
 		const struct urs_linux *l = spec->lnx;
@@ -1423,9 +1481,9 @@ int urs_supervisor_main(struct urs_sup_args *a)
 		/* no loop: still be a correct parent */
 		urs_sup_seccomp_take(-1, NULL); /* nobody answers: denied calls get ENOSYS */
 		gofer_close_fds(&a->launch);	/* gofer volumes: unserved, accesses fail */
-		int st;
-		waitpid(s->init_pid, &st, 0);
-		s->status = st;
+		struct pollfd p = {.fd = s->pidfd, .events = POLLIN};
+		while (!init_ended(s))
+			poll(&p, 1, -1);
 		goto done;
 	}
 	if (s->tapfd >= 0) {
@@ -1435,7 +1493,7 @@ int urs_supervisor_main(struct urs_sup_args *a)
 		s->tapfd = -1;
 		if (r < 0) {
 			fprintf(stderr, "ursa: %s\n", err.msg);
-			kill(s->init_pid, SIGKILL);
+			urs_pidfd_signal(s->pidfd, SIGKILL);
 		}
 	}
 	if (s->saved.root) { /* restored: the netstack's tables and counters */
@@ -1460,15 +1518,14 @@ int urs_supervisor_main(struct urs_sup_args *a)
 		/* unanswered, denied syscalls would fail with ENOSYS instead of
 		 * the profile's errno: do not run the workload like that */
 		fprintf(stderr, "ursa: counting seccomp denials: %s\n", strerror(-r));
-		kill(s->init_pid, SIGKILL);
+		urs_pidfd_signal(s->pidfd, SIGKILL);
 	}
 	if (gofer_start(s) < 0) /* gofer volumes: unserved, every access would hang */
-		kill(s->init_pid, SIGKILL);
+		urs_pidfd_signal(s->pidfd, SIGKILL);
 	if (s->late) { /* ursa restore with gofer volumes: now they serve */
 		if ((r = late_restore(s, &err)) < 0) {
-			kill(s->init_pid, SIGKILL);
-			waitpid(s->init_pid, NULL, 0);
-			report(a, r, 0, cgstr, err.msg);
+			kill_init(s);
+			report(a, r, s->init_pid, cgstr, err.msg);
 			if (s->net)
 				urs_netstack_stop(s->net);
 			gofer_stop(s);
@@ -1504,15 +1561,10 @@ int urs_supervisor_main(struct urs_sup_args *a)
 	while (!s->exited) {
 		if ((r = urs_loop_run(&s->loop)) < 0)
 			break;
-		if (!s->exited) { /* woken without an exit: look again */
-			int st;
-			if (waitpid(s->init_pid, &st, WNOHANG) == s->init_pid) {
-				s->status = st;
-				s->exited = true;
-			} else if (!urs_op_busy(&s->pid_op)) {
-				io_uring_prep_poll_add(urs_op_sqe(&s->pid_op), s->pidfd, POLLIN);
-				urs_submit(&s->loop, &s->pid_op, pid_cb);
-			}
+		if (!s->exited && !init_ended(s) && !urs_op_busy(&s->pid_op)) {
+			/* woken without an exit: watch again */
+			io_uring_prep_poll_add(urs_op_sqe(&s->pid_op), s->pidfd, POLLIN);
+			urs_submit(&s->loop, &s->pid_op, pid_cb);
 		}
 	}
 	/* The init is gone, and with its mount namespace the gofer volumes'
@@ -1547,9 +1599,8 @@ fail_kill:
 		close(s->tapfd);
 	if (a->net)
 		urs_netfwd_close(a->net);
-	kill(s->init_pid, SIGKILL);
-	waitpid(s->init_pid, NULL, 0);
-	report(a, r, 0, cgstr, msg);
+	kill_init(s);
+	report(a, r, s->init_pid, cgstr, msg); /* the caller reaps it */
 	return 1;
 fail_errno:
 	snprintf(msg, sizeof(msg), "supervisor setup: %s", strerror(-r));

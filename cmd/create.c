@@ -145,7 +145,7 @@ int urs_create_parse(const char *cmd, int argc, char **argv, struct urs_create_a
 {
 	const struct urs_opt opts[] = {
 		{"bundle", 'b', URS_OPT_STR, &c->bundle, "bundle directory (default: .)"},
-		{"pid-file", 0, URS_OPT_STR, &c->pid_file, "write the supervisor's pid here"},
+		{"pid-file", 0, URS_OPT_STR, &c->pid_file, "write the container init's pid here"},
 		{"console-socket", 0, URS_OPT_STR, &c->console_socket,
 		 "AF_UNIX socket that receives the pty master"},
 		{"no-pivot", 0, URS_OPT_FLAG, &c->no_pivot,

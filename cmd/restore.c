@@ -6,8 +6,8 @@
  * exec'ing the process, stops once the root is built and the supervisor
  * turns it into the checkpointed process tree (ckpt_restore_ex with the init
  * as the puppet, actors/supervisor.c). So the restored sandbox is an
- * ordinary one: the supervisor is the pid-file process, and state, kill,
- * delete work on it. The image is untrusted: its credentials, no_new_privs
+ * ordinary one: its init is the pid-file process (our child, as runc's
+ * is), and state, kill, delete work on it. The image is untrusted: its credentials, no_new_privs
  * and seccomp filter are checked against config.json first, and any failure
  * leaves nothing (no record, no cgroup, no process).
  * Without --bundle: the current directory if it has a config.json, else the
@@ -87,7 +87,7 @@ int cmd_restore(int argc, char **argv)
 		{"work-path", 0, URS_OPT_STR, &work, "directory for restore.log"},
 		{"bundle", 'b', URS_OPT_STR, &c.bundle, "bundle directory"},
 		{"detach", 'd', URS_OPT_FLAG, &c.detach, "do not wait for the container"},
-		{"pid-file", 0, URS_OPT_STR, &c.pid_file, "write the supervisor's pid here"},
+		{"pid-file", 0, URS_OPT_STR, &c.pid_file, "write the container init's pid here"},
 		{"console-socket", 0, URS_OPT_STR, &c.console_socket,
 		 "AF_UNIX socket that receives the pty master (the new stdio)"},
 		{"no-pivot", 0, URS_OPT_FLAG, &c.no_pivot,

@@ -3,6 +3,7 @@
  * container, forward signals to it, delete it and exit with its status.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -23,6 +24,19 @@ static void forward(int sig)
 
 int urs_wait_forwarding(pid_t sup, pid_t init);
 
+static int wait_code(int st)
+{
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/*
+ * Forward signals to @init and wait for it and for @sup (the same pid for
+ * `ursa exec`'s process). The init is our child (the supervisor clones it
+ * with CLONE_PARENT), so its status comes to us as runc's would; if the
+ * supervisor dies while the init still runs, the sandbox has lost its
+ * network and volumes: the init is killed and the failure said. An init
+ * that is not ours (ECHILD) is reported by the supervisor's status.
+ */
 int urs_wait_forwarding(pid_t sup, pid_t init)
 {
 	static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH};
@@ -30,15 +44,44 @@ int urs_wait_forwarding(pid_t sup, pid_t init)
 	fwd_pid = init;
 	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
 		sigaction(sigs[i], &sa, NULL);
-	int st;
-	pid_t r;
-	while ((r = waitpid(sup, &st, 0)) < 0 && errno == EINTR)
-		;
-	if (r < 0) { /* not our child (any more): nothing to report but failure */
-		urs_error("waiting for pid %d: %s", (int) sup, strerror(errno));
-		return 255;
+	int st, code = -1, sup_code = -1;
+	bool init_done = false, sup_done = false;
+	while (!init_done || !sup_done) {
+		pid_t r = waitpid(init_done ? sup : -1, &st, 0);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) { /* neither is our child (any more) */
+			if (sup_done || errno != ECHILD || init_done)
+				break;
+			urs_error("waiting for pid %d: %s", (int) sup, strerror(errno));
+			return 255;
+		}
+		if (r == init) {
+			init_done = true;
+			code = wait_code(st);
+		}
+		if (r == sup) {
+			sup_done = true;
+			sup_code = wait_code(st);
+			if (init_done)
+				break;
+			int ist;
+			pid_t w = waitpid(init, &ist, WNOHANG);
+			if (w == init) {
+				init_done = true;
+				code = wait_code(ist);
+			} else if (w < 0) { /* not ours: the supervisor said how it ended */
+				break;
+			} else if (WIFSIGNALED(st)) {
+				urs_error(
+					"the sandbox's supervisor (pid %d) died of signal %d (%s): "
+					"stopping its container",
+					(int) sup, WTERMSIG(st), sigabbrev_np(WTERMSIG(st)));
+				kill(init, SIGKILL); /* our unreaped child: still it */
+			}
+		}
 	}
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	return code >= 0 ? code : sup_code >= 0 ? sup_code : 255;
 }
 
 int cmd_run(int argc, char **argv)

@@ -794,6 +794,11 @@ static int own_threads(void)
 
 int urs_cg_enter_self_v1(struct urs_cgroup *cg, struct urs_err *err)
 {
+	return urs_cg_enter_self_v1_only(cg, ~0u, err);
+}
+
+int urs_cg_enter_self_v1_only(struct urs_cgroup *cg, unsigned hiers, struct urs_err *err)
+{
 	int n = own_threads();
 	if (n < 0)
 		return urs_err_set(err, n, "cgroup: counting our threads: %s", strerror(-n));
@@ -802,7 +807,7 @@ int urs_cg_enter_self_v1(struct urs_cgroup *cg, struct urs_err *err)
 				   "cgroup: %d threads: a self-migration would leave %d behind", n,
 				   n - 1);
 	for (int h = 0; h < URS_CG_NHIER; h++) {
-		if (h == URS_CG_V2 || !has(cg, h) || cg->h[h].alias >= 0)
+		if (h == URS_CG_V2 || !has(cg, h) || cg->h[h].alias >= 0 || !(hiers & (1u << h)))
 			continue;
 		int dfd = cg_fd(cg, h, err);
 		if (dfd < 0)

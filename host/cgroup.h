@@ -105,6 +105,9 @@ int urs_cg_enter(struct urs_cgroup *cg, pid_t pid, struct urs_err *err);
  * nothing moved). The v2 hierarchy is left out: children go there with
  * clone3(CLONE_INTO_CGROUP, urs_cg_open_v2()), or urs_cg_enter_v2(). */
 int urs_cg_enter_self_v1(struct urs_cgroup *cg, struct urs_err *err);
+/* The same for the hierarchies in @hiers only (bit 1 << enum urs_cg_hier;
+ * one co-mounted with an earlier one moves with it). */
+int urs_cg_enter_self_v1_only(struct urs_cgroup *cg, unsigned hiers, struct urs_err *err);
 
 /* Move @pid into the v2 hierarchy only (cgroup.procs); 0 if there is none. */
 int urs_cg_enter_v2(struct urs_cgroup *cg, pid_t pid, struct urs_err *err);

@@ -144,6 +144,16 @@ static int after_pivot(void *ctx, struct urs_err *err)
 	return apply_sysctl(hook_spec->lnx, err);
 }
 
+/* Right before READY: no more parent-death signal (urs_launch.leash). If
+ * the command died meanwhile, the supervisor cannot report READY to it and
+ * kills us. (getppid() cannot tell: it is 0 in a new pid namespace.) */
+static int unleash(const struct urs_launch *L)
+{
+	if (!L->leash && prctl(PR_SET_PDEATHSIG, 0, 0, 0, 0) < 0)
+		return -errno;
+	return 0;
+}
+
 int urs_init_run(const struct urs_launch *L)
 {
 	struct urs_err err = {{0}};
@@ -274,6 +284,8 @@ int urs_init_run(const struct urs_launch *L)
 			sigaction(sig, &dfl, NULL);
 		stack_t ss = {.ss_flags = SS_DISABLE};
 		sigaltstack(&ss, NULL);
+		if ((r = unleash(L)) < 0)
+			return r;
 		urs_sync_send(L->sync_fd, URS_SYNC_READY, 0, NULL);
 		urs_sync_recv(L->sync_fd, &m);
 		return -EPIPE; /* not restored: the supervisor is gone or gave up */
@@ -291,6 +303,8 @@ int urs_init_run(const struct urs_launch *L)
 	if (L->seccomp_notify && notify_fd < 0 &&
 	    (r = urs_process_seccomp_late(p, L->seccomp, load_notify, &err)) < 0)
 		return fail(L, r, &err);
+	if ((r = unleash(L)) < 0)
+		return r;
 	urs_sync_send_fd(L->sync_fd, URS_SYNC_READY, notify_fd);
 	if (notify_fd >= 0)
 		close(notify_fd);

@@ -59,8 +59,14 @@ struct urs_launch {
 	 * loaded before READY, and its listener fd travels with READY */
 	bool seccomp_notify;
 	int (*load_seccomp_notify)(void *filter, int *listener, struct urs_err *err);
-	uint32_t new_ns;    /* 1 << enum urs_ns_type for namespaces created by clone */
-	bool wait_go;	    /* a user namespace or hooks: wait for GO before setup */
+	uint32_t new_ns; /* 1 << enum urs_ns_type for namespaces created by clone */
+	bool wait_go;	 /* a user namespace or hooks: wait for GO before setup */
+	/* The init is the `ursa` command's child (the supervisor clones it with
+	 * CLONE_PARENT). It dies with that command during setup (parent-death
+	 * signal); with @leash for its whole life (`ursa do`: nothing else
+	 * could find or stop it), else it lets go right before READY, so that
+	 * it outlives `ursa create`. */
+	bool leash;
 	const char *cgroup; /* the sandbox's cgroups (urs_cg_to_string) or NULL */
 	/* `ursa restore` (host/ckpt_restore.h): build the root and the console,
 	 * then, instead of the process's identity, seccomp and exec, reset the

@@ -7,6 +7,8 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -42,24 +44,29 @@ static int stat_fields(pid_t pid, char *buf, size_t len, char **after)
 	return 0;
 }
 
-int urs_proc_start_time(pid_t pid, uint64_t *ticks)
+/* Field @field (>= 3) of /proc/@pid/stat as a number. */
+static int stat_field(pid_t pid, int field, unsigned long long *v)
 {
 	char buf[1024], *p = NULL;
 	int r = stat_fields(pid, buf, sizeof(buf), &p);
 	if (r < 0)
 		return r;
-	/* p is field 3; start time is field 22: skip 19 fields */
-	for (int i = 3; i < 22; i++) {
+	for (int i = 3; i < field; i++) {
 		p = strchr(p, ' ');
 		if (!p)
 			return -EINVAL;
 		p++;
 	}
+	return sscanf(p, "%llu", v) == 1 ? 0 : -EINVAL;
+}
+
+int urs_proc_start_time(pid_t pid, uint64_t *ticks)
+{
 	unsigned long long v;
-	if (sscanf(p, "%llu", &v) != 1)
-		return -EINVAL;
-	*ticks = v;
-	return 0;
+	int r = stat_field(pid, 22, &v); /* starttime */
+	if (r == 0)
+		*ticks = v;
+	return r;
 }
 
 int urs_proc_state(pid_t pid)
@@ -92,4 +99,48 @@ bool urs_proc_alive(pid_t pid, uint64_t ticks)
 		return false;
 	int st = urs_proc_state(pid);
 	return st > 0 && st != 'Z' && st != 'X';
+}
+
+/* PIDFD_GET_INFO (Linux 6.13; its exit code since 6.15), declared here:
+ * glibc 2.36's and Debian 12's kernel headers lack it. */
+struct urs_pidfd_info {
+	uint64_t mask, cgroupid;
+	uint32_t pid, tgid, ppid, ruid, rgid, euid, egid, suid, sgid, fsuid, fsgid;
+	int32_t exit_code;
+	uint32_t coredump_mask, spare;
+};
+#define URS_PIDFD_GET_INFO  _IOWR(0xFF, 11, struct urs_pidfd_info)
+#define URS_PIDFD_INFO_EXIT (1ull << 3)
+
+/* The exit status pidfs recorded when @pidfd's process was reaped. */
+static int reaped_status(int pidfd, int *status)
+{
+	struct urs_pidfd_info i = {.mask = URS_PIDFD_INFO_EXIT};
+	if (ioctl(pidfd, URS_PIDFD_GET_INFO, &i) < 0)
+		return -errno;
+	if (!(i.mask & URS_PIDFD_INFO_EXIT))
+		return -EAGAIN;
+	*status = i.exit_code;
+	return 0;
+}
+
+int urs_pidfd_exit_status(int pidfd, pid_t pid, int *status)
+{
+	struct pollfd p = {.fd = pidfd, .events = POLLIN};
+	if (poll(&p, 1, 0) < 0)
+		return -errno;
+	if (!(p.revents & (POLLIN | POLLHUP)))
+		return -EAGAIN; /* running */
+	if (reaped_status(pidfd, status) == 0)
+		return 0;
+	/* a zombie nobody reaped yet: its exit code (field 52), read while
+	 * the pidfd shows it unreaped, so the pid was still that process */
+	unsigned long long code;
+	int r = stat_field(pid, 52, &code);
+	if (reaped_status(pidfd, status) == 0)
+		return 0; /* reaped meanwhile */
+	if (r < 0)
+		return r == -ESRCH ? -ECHILD : r;
+	*status = (int) code;
+	return 0;
 }

@@ -26,6 +26,21 @@ bool urs_proc_alive(pid_t pid, uint64_t ticks);
 /* Signal through a pidfd. */
 int urs_pidfd_signal(int pidfd, int sig);
 
+/**
+ * urs_pidfd_exit_status() - how a process that need not be our child ended
+ * @pidfd: a pidfd of it, opened while it lived
+ * @pid: its pid (for /proc while it is an unreaped zombie)
+ * @status: set to its wait status (as waitpid() reports it)
+ *
+ * After the reaper (its parent, or a subreaper) waited for it, the kernel's
+ * record on the pidfd (PIDFD_INFO_EXIT, Linux >= 6.15); before that, the
+ * zombie's exit code from /proc/@pid/stat.
+ *
+ * Return: 0; -EAGAIN while it runs; -ECHILD if neither can be read (reaped
+ * on a kernel without the record).
+ */
+int urs_pidfd_exit_status(int pidfd, pid_t pid, int *status);
+
 /* Raw syscalls glibc 2.36 may lack wrappers for. */
 int urs_pidfd_open(pid_t pid, unsigned flags);
 

@@ -3,7 +3,7 @@
 # real sandbox (busybox rootfs + the static counter, tests/ckpt/counter.c):
 #   - run -d with stdout to a host file; checkpoint; the container is gone
 #     (state, list, process); restore --detach: state is running, its init is
-#     the child of the pid-file process (the new supervisor), the counter goes
+#     the pid-file process (in the container's namespaces), the counter goes
 #     on from the saved value in both its outputs (host stdout file, replaced
 #     stdio; file in the rootfs, reopened at its offset) with no gap and no
 #     duplicate, its xmm8-carried value intact; kill and delete work and
@@ -115,10 +115,14 @@ else
 fi
 check "state says running" '[ "$(status_of ${P}c1)" = running ]' "$(u state ${P}c1 2>&1)"
 rpid=$(pid_of ${P}c1)
-sup=$(cat "$work/pid" 2>/dev/null)
-check "the init is a child of the pid-file process (its supervisor)" \
-	'[ -n "$sup" ] && [ "$(awk "/^PPid:/{print \$2}" /proc/$rpid/status 2>/dev/null)" = "$sup" ]' \
-	"init $rpid, pid file $sup"
+pf=$(cat "$work/pid" 2>/dev/null)
+check "the pid file names the restored init (as runc's does)" \
+	'[ -n "$pf" ] && [ "$pf" = "$rpid" ]' "init $rpid, pid file $pf"
+check "its root and namespaces are the container's, not the host's" \
+	'[ "$(readlink /proc/$pf/ns/pid)" != "$(readlink /proc/self/ns/pid)" ] &&
+	 [ "$(readlink /proc/$pf/ns/mnt)" != "$(readlink /proc/self/ns/mnt)" ]' \
+	"$(readlink /proc/$pf/ns/pid /proc/$pf/ns/mnt 2>&1)"
+sup=$(jq -r .sup_pid "$root/${P}c1/state.json" 2>/dev/null)
 check "oomScoreAdj applies to the restored init" '[ "$(cat /proc/$rpid/oom_score_adj 2>/dev/null)" = 123 ]'
 check "the init is pid 1 of its own pid namespace" \
 	'[ "$(awk "/^NSpid:/{print \$NF}" /proc/$rpid/status 2>/dev/null)" = 1 ]'

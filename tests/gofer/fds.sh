@@ -82,13 +82,12 @@ bundle() { # DIR SCRIPT SRC:DEST...
 		| .process.args = ["sh", "-c", $script]' \
 		"$work/spec/config.json" > "$dir/config.json"
 }
-# the supervisor of sandbox $1: the process holding /dev/fuse whose child is
-# the sandbox's init
+# the supervisor of sandbox $1: the process of its record holding /dev/fuse
+# (beside the init, which is the CLI's child)
 supervisor() {
-	local init p f
-	init=$("$URSA" --root "$root" state "$1" 2>/dev/null | jq -r .pid)
-	p=$(ps -o ppid= -p "${init:-0}" 2>/dev/null | tr -d ' ')
-	[ -n "$p" ] || return
+	local p f
+	p=$(jq -r .sup_pid "$root/$1/state.json" 2>/dev/null)
+	[ -n "$p" ] && [ -d "/proc/$p" ] || return
 	for f in "/proc/$p/fd/"*; do readlink "$f"; done 2>/dev/null | grep -qx /dev/fuse && echo "$p"
 }
 wait_file() { for _ in $(seq 600); do [ -e "$1" ] && return 0; sleep 0.1; done; return 1; }

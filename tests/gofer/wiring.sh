@@ -188,14 +188,16 @@ $T "$URSA" "do" --network none -v "$vol:/vol:gofer" -- sh -c \
 	for i in $(seq 600); do [ -e /vol/.hold ] || break; sleep 0.1; done' &
 do_pid=$!
 for _ in $(seq 300); do [ -e "$vol/.ready" ] && break; sleep 0.1; done
-cli=$(pgrep -P $do_pid | head -1) # timeout -> ursa do -> supervisor -> init
+cli=$(pgrep -P $do_pid | head -1) # timeout -> ursa do -> supervisor, init
 # the supervisor: the child of `ursa do` holding /dev/fuse (not "the first child":
 # under load the CLI may still have a short-lived helper child)
 sup=
 for p in ${cli:+$(pgrep -P "$cli")}; do
 	for f in "/proc/$p/fd/"*; do readlink "$f"; done 2>/dev/null | grep -qx /dev/fuse && sup=$p
 done
-init=${sup:+$(pgrep -P "$sup" | head -1)}
+# the init: the CLI's other child (the supervisor clones it with CLONE_PARENT)
+init=
+for p in ${sup:+$(pgrep -P "$cli")}; do [ "$p" != "$sup" ] && init=$p; done
 dev=$(cat "$vol/.dev" 2>/dev/null)
 # FUSE connections, seen through a fusectl mounted in a private namespace
 conns() { unshare -m sh -c 'mount -t fusectl fusectl /sys/fs/fuse/connections &&

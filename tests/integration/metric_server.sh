@@ -84,10 +84,8 @@ for id in "${ids[@]}"; do
 		finish
 	fi
 done
-sup_pid() { # the supervisor: the parent of the container's init
-	local init
-	init=$("$URSA" --root "$root" state "$1" | jq -r .pid)
-	awk '/^PPid:/ {print $2}' "/proc/$init/status"
+sup_pid() { # the supervisor: in the record (the init is the CLI's child, beside it)
+	jq -r .sup_pid "$root/$1/state.json"
 }
 # fakes: hang0 never accepts, close0 hangs up after the request, junk0 answers garbage
 for f in hang:hang0 close:close0 junk:junk0; do

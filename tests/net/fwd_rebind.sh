@@ -93,8 +93,9 @@ gone_or_zombie() {
 left=0
 for i in 1 2 3 4 5; do
 	pid=$(u state $last 2>/dev/null | jq -r .pid)
-	sup=$(cut -d' ' -f4 /proc/$pid/stat 2>/dev/null)
-	[ -n "$sup" ] && [ "$sup" -gt 1 ] || { bad "the supervisor of $last" "init $pid"; break; }
+	sup=$(jq -r .sup_pid "$root/$last/state.json" 2>/dev/null) # beside the init
+	[ -n "$sup" ] && [ "$sup" -gt 1 ] && [ -d "/proc/$sup" ] ||
+		{ bad "the supervisor of $last" "init $pid"; break; }
 	kill -KILL "$sup"
 	wait_for 5 gone_or_zombie "$sup"
 	listening && left=$((left + 1))
