@@ -31,6 +31,31 @@ int urs_seal_self_for(const struct urs_spec *spec, struct urs_err *err)
 			   strerror(-r));
 }
 
+/* The sandbox NIC needs a network namespace of the sandbox's own, and port
+ * forwards and network settings need the NIC: refused, never dropped. */
+static int net_check(const struct urs_spec *spec, const struct urs_netopts *net,
+		     const char *needs_nic, struct urs_err *err)
+{
+	bool own = false;
+	for (size_t i = 0; spec->lnx && i < spec->lnx->n_namespaces; i++)
+		own |= spec->lnx->namespaces[i].type == URS_NS_NETWORK &&
+		       !spec->lnx->namespaces[i].path;
+	if (net->mode == URS_NET_SANDBOX && !own)
+		return urs_err_set(
+			err, -EINVAL,
+			"config.json: annotations[\"%s\"] = \"sandbox\" needs a new network "
+			"namespace (a \"network\" entry without a path in "
+			"linux.namespaces)",
+			URS_ANN_NETWORK);
+	if (needs_nic && net->mode != URS_NET_SANDBOX)
+		return urs_err_set(
+			err, -EINVAL,
+			"config.json: annotations[\"%s\"]: applies to the sandbox NIC only; "
+			"add annotations[\"%s\"] = \"sandbox\"",
+			needs_nic, URS_ANN_NETWORK);
+	return 0;
+}
+
 int urs_bundle_prepare(struct urs_create_args *c, struct urs_sandbox_opts *o, struct urs_err *err)
 {
 	char cfg[PATH_MAX];
@@ -85,19 +110,25 @@ int urs_bundle_prepare(struct urs_create_args *c, struct urs_sandbox_opts *o, st
 				return r;
 		}
 	}
-	/* networking: a new net namespace gets the sandbox NIC unless the
-	 * annotations say otherwise (docs/network.md) */
+	/* networking: what the spec says, as with runc (a new net namespace
+	 * has loopback only), unless the annotations ask for the sandbox NIC
+	 * (docs/network.md) */
 	urs_netopts_default(&c->net);
+	c->net.mode = URS_NET_NONE;
+	const char *needs_nic = NULL; /* an annotation that only the NIC can honour */
 	for (size_t i = 0; i < c->spec->n_annotations; i++) {
 		const struct urs_kv *kv = &c->spec->annotations[i];
 		r = 0;
-		if (!strcmp(kv->key, URS_ANN_NETWORK))
+		if (!strcmp(kv->key, URS_ANN_NETWORK)) {
 			r = urs_netopts_mode(&c->net, kv->value, err);
-		else if (!strcmp(kv->key, URS_ANN_PORTS))
+		} else if (!strcmp(kv->key, URS_ANN_PORTS)) {
 			r = urs_netopts_forwards(&c->net, kv->value, err);
-		else if (!strncmp(kv->key, URS_ANN_NET_PREFIX, strlen(URS_ANN_NET_PREFIX)))
+			needs_nic = kv->key;
+		} else if (!strncmp(kv->key, URS_ANN_NET_PREFIX, strlen(URS_ANN_NET_PREFIX))) {
 			r = urs_netopts_set(&c->net, kv->key + strlen(URS_ANN_NET_PREFIX),
 					    kv->value, err);
+			needs_nic = kv->key;
+		}
 		if (r < 0) {
 			char why[sizeof(err->msg)];
 			snprintf(why, sizeof(why), "%s", err->msg);
@@ -105,6 +136,8 @@ int urs_bundle_prepare(struct urs_create_args *c, struct urs_sandbox_opts *o, st
 					   why);
 		}
 	}
+	if ((r = net_check(c->spec, &c->net, needs_nic, err)) < 0)
+		return r;
 	*o = (struct urs_sandbox_opts){
 		.root = G.root,
 		.id = c->id,

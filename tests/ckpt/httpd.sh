@@ -64,7 +64,7 @@ port2=$(free_port $((port1 + 1)))
 mk_bundle() { # DIR PORT
 	jq --arg rootfs "$work/rootfs" --arg ports "127.0.0.1:$2:80" '.root.path = $rootfs | .root.readonly = false
 		| .process.terminal = false | .process.args = ["/bin/busybox", "httpd", "-f", "-p", "80", "-h", "/www"]
-		| .annotations = {"run.ursa.ports": $ports}' "$work/b/config.json" >"$1/c" && mv "$1/c" "$1/config.json"
+		| .annotations = {"run.ursa.network": "sandbox", "run.ursa.ports": $ports}' "$work/b/config.json" >"$1/c" && mv "$1/c" "$1/config.json"
 }
 mk_bundle "$work/b2" $port2
 mk_bundle "$work/b" $port1

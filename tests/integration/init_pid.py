@@ -8,6 +8,9 @@ containerd's shim and conmon are:
     root (a marker file only the rootfs has) and whose pid, mount, net, uts
     and ipc namespaces are not the caller's; `nsenter -t PID -a` lands inside
     (it sees the marker and the spec's hostname); `state` reports that pid;
+  - a new network namespace has loopback only, as runc gives it; ursa's NIC
+    only with the annotation run.ursa.network=sandbox; a port forward without
+    the NIC, or the NIC without a network namespace of its own, is refused;
   - with a pids limit of 1 the container's init alone fills it (pids.current
     is 1: the supervisor is not counted);
   - the init is reparented to the caller and reaped by it, with its status:
@@ -198,6 +201,56 @@ def pids_check(rt, bundle, cid, work):
     no_leftovers(rt, cid, [pid])
 
 
+def ifaces(pid):
+    with open(f"/proc/{pid}/net/dev") as f:
+        return sorted(line.split(":")[0].strip() for line in f.readlines()[2:])
+
+
+def edit_bundle(bundle, fn):
+    p = os.path.join(bundle, "config.json")
+    with open(p) as f:
+        cfg = json.load(f)
+    fn(cfg)
+    with open(p, "w") as f:
+        json.dump(cfg, f)
+
+
+def network_checks(rt, bundle, cid, work):
+    """A new network namespace has loopback only, as runc gives it; ursa's
+    NIC only when the annotation asks; what cannot apply is refused."""
+    pid = create_started(rt, bundle, cid, os.path.join(work, cid + ".pid"))
+    got = ifaces(pid)
+    report(got == ["lo"], f"{rt.name}: a new network namespace has loopback only ({got})")
+    rt.run("delete", "--force", cid)
+    reap(pid)
+    if rt.name != "ursa":
+        return
+    edit_bundle(bundle, lambda c: c.setdefault("annotations", {}).update(
+        {"run.ursa.network": "sandbox"}))
+    pid = create_started(rt, bundle, cid, os.path.join(work, cid + ".pid"))
+    got = ifaces(pid)
+    report(got == ["eth0", "lo"], f"{rt.name}: run.ursa.network=sandbox adds the NIC ({got})")
+    rt.run("delete", "--force", cid)
+    reap(pid)
+    edit_bundle(bundle, lambda c: c["annotations"].update({"run.ursa.network": "none",
+                                                           "run.ursa.ports": "18080:80"}))
+    p = rt.run("create", "--bundle", bundle, cid)
+    report(p.returncode != 0 and "run.ursa.ports" in p.stderr and
+           not os.path.exists(os.path.join(rt.root, cid)),
+           f"{rt.name}: a port forward without the NIC is refused, naming it",
+           p.stderr.strip())
+    edit_bundle(bundle, lambda c: (c["annotations"].update({"run.ursa.network": "sandbox"}),
+                                   c["annotations"].pop("run.ursa.ports"),
+                                   c["linux"].update(namespaces=[
+                                       n for n in c["linux"]["namespaces"]
+                                       if n["type"] != "network"])))
+    p = rt.run("create", "--bundle", bundle, cid)
+    report(p.returncode != 0 and "new network namespace" in p.stderr and
+           not os.path.exists(os.path.join(rt.root, cid)),
+           f"{rt.name}: the NIC without a network namespace of its own is refused",
+           p.stderr.strip())
+
+
 def supervisor_kills(rt, bundle, work, tag):
     """ursa only: SIGKILL of the supervisor, then of the init; and of both."""
     for both in (False, True):
@@ -248,6 +301,8 @@ def main():
             ns_checks(rt, make_bundle(work, rt.name, token), f"ip{tag}-{rt.name}", token, work)
             pids_check(rt, make_bundle(work, rt.name + "-pids", token, pids_limit=1),
                        f"ip{tag}-{rt.name}-pids", work)
+            network_checks(rt, make_bundle(work, rt.name + "-net", token),
+                           f"ip{tag}-{rt.name}-net", work)
         supervisor_kills(runtimes[0], make_bundle(work, "ursa-sup", "s" + tag), work, tag)
     finally:
         for rt in runtimes:

@@ -17,7 +17,8 @@ mkdir -p "$work/rootfs/bin" "$work/b" "$work/rootfs/proc" "$work/rootfs/dev" "$w
 cp /bin/busybox "$work/rootfs/bin/" && ln -s busybox "$work/rootfs/bin/sleep"
 (cd "$work/b" && "$URSA" spec) || exit 1
 jq --arg rootfs "$work/rootfs" '.root.path = $rootfs | .process.terminal = false
-	| .process.args = ["sleep", "1000"]' "$work/b/config.json" > "$work/b/c" &&
+	| .process.args = ["sleep", "1000"]
+	| .annotations["run.ursa.network"] = "sandbox"' "$work/b/config.json" > "$work/b/c" &&
 	mv "$work/b/c" "$work/b/config.json"
 (cd "$work/b" && "$URSA" --root "$root" run -d m1) || { echo "0 passed, 1 failed"; exit 1; }
 "$URSA" --root "$root" metrics m1 > "$work/one" 2>&1

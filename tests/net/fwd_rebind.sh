@@ -54,7 +54,7 @@ done
 jq --arg rootfs "$work/rootfs" --arg ports "127.0.0.1:$port:80" '.root.path = $rootfs
 	| .root.readonly = false | .process.terminal = false
 	| .process.args = ["/bin/busybox", "httpd", "-f", "-p", "80", "-h", "/www"]
-	| .annotations = {"run.ursa.ports": $ports}' "$work/b/config.json" >"$work/c" &&
+	| .annotations = {"run.ursa.network": "sandbox", "run.ursa.ports": $ports}' "$work/b/config.json" >"$work/c" &&
 	mv "$work/c" "$work/b/config.json"
 run() { # ID
 	ids="$ids $1"
