@@ -6,7 +6,9 @@
  * profile and capability set; a cgroup only when --memory/--pids-limit ask
  * for limits. No bundle: the config is built here as
  * config.json text and goes through the same parser and launcher as
- * `ursa run`. Exit status is CMD's.
+ * `ursa run`. CMD is not pid 1: a minimal init forks it, forwards signals
+ * and reaps (host/init.c), so it ends on SIGINT/SIGTERM/SIGHUP as on the
+ * host. Exit status is CMD's, 128 + N when it died of signal N.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -22,6 +24,7 @@
 
 #include "cmd/cli.h"
 #include "cmd/cmd.h"
+#include "host/init.h"
 #include "host/seccomp_bpf.h"
 #include "runtime/common.h"
 
@@ -82,12 +85,16 @@ static const char *const readonly[] = {
 	"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger", NULL,
 };
 
-/* The network settings as the run.ursa.* annotations a bundle would carry
- * (docs/network.md): what `ursa restore` of a registered sandbox reads. */
-static json_t *net_annotations(const char *network, const struct urs_strlist *ports,
-			       const struct urs_strlist *netset)
+/* The run.ursa.* annotations: the minimal init, and the network settings
+ * as a bundle would carry them (docs/network.md): what `ursa restore` of a
+ * registered sandbox reads. */
+static json_t *annotations(bool mini_init, const char *network, const struct urs_strlist *ports,
+			   const struct urs_strlist *netset)
 {
 	json_t *a = json_object();
+	/* CMD is not pid 1: a minimal init forwards signals to it (host/init.h) */
+	if (mini_init)
+		json_object_set_new(a, URS_ANN_INIT, json_string("minimal"));
 	if (strcmp(network, "host"))
 		json_object_set_new(a, "run.ursa.network", json_string(network));
 	if (ports->n) {
@@ -110,7 +117,7 @@ static json_t *net_annotations(const char *network, const struct urs_strlist *po
 	return a;
 }
 
-static char *build_config(const char *network, const char *resolv, const char *cwd,
+static char *build_config(bool mini_init, const char *network, const char *resolv, const char *cwd,
 			  const struct urs_strlist *envs, const struct urs_strlist *vols,
 			  const struct urs_strlist *ports, const struct urs_strlist *netset,
 			  long long memory, int pids, char **args, int nargs, struct urs_err *err)
@@ -236,7 +243,7 @@ static char *build_config(const char *network, const char *resolv, const char *c
 		"{s:s, s:{s:s, s:b}, s:o, s:s, s:o, s:{s:o, s:o, s:o}, s:o}", "ociVersion", "1.0.2",
 		"root", "path", "/", "readonly", 0, "process", proc, "hostname", "ursa", "mounts",
 		mounts, "linux", "namespaces", ns, "maskedPaths", strs(masked), "readonlyPaths",
-		strs(readonly), "annotations", net_annotations(network, ports, netset));
+		strs(readonly), "annotations", annotations(mini_init, network, ports, netset));
 	if (memory > 0 || pids > 0) {
 		json_t *res = json_object();
 		if (memory > 0)
@@ -305,6 +312,40 @@ static int write_resolv(const struct urs_netopts *o, const char *dir, char *path
 	}
 	return 0;
 #endif
+}
+
+/* The minimal init is a fork of ursa: a restore maps the ursa binary from
+ * its host path inside the sandbox. A registered (checkpointable) sandbox
+ * gets it only where the sandbox sees that path: on the host's root file
+ * system (the overlay shows nothing mounted on it), not below its own fresh
+ * mounts or a volume. Else CMD is pid 1, as before, and we say so. */
+static bool mini_init(const char *reg_id, const struct urs_strlist *vols)
+{
+	if (!reg_id)
+		return true;
+	static const char *const fresh[] = {"/tmp/", "/dev/", "/proc/", "/sys/"};
+	char exe[PATH_MAX] = "/proc/self/exe";
+	struct stat se, sr;
+	bool seen = realpath("/proc/self/exe", exe) && stat(exe, &se) == 0 && stat("/", &sr) == 0 &&
+		    se.st_dev == sr.st_dev;
+	for (size_t k = 0; seen && k < URS_ARRAY_SIZE(fresh); k++)
+		seen = strncmp(exe, fresh[k], strlen(fresh[k])) != 0;
+	for (int k = 0; seen && k < vols->n; k++) {
+		const char *d = strchr(vols->v[k], ':'), *e = d ? strchr(d + 1, ':') : NULL;
+		size_t n = d ? (e ? (size_t) (e - d - 1) : strlen(d + 1)) : 0;
+		seen = !(n && !strncmp(exe, d + 1, n) && (exe[n] == '/' || n == 1));
+	}
+	if (!seen) {
+		char msg[PATH_MAX + 300];
+		snprintf(msg, sizeof(msg),
+			 "do --id: the sandbox cannot see the ursa binary %s (not on the "
+			 "host's root file system, or below /tmp, /dev or a volume), which "
+			 "restoring the minimal init needs: the command is pid 1 instead (it "
+			 "ignores signals it has no handler for)",
+			 exe);
+		urs_warn(msg);
+	}
+	return seen;
 }
 
 int cmd_do(int argc, char **argv)
@@ -441,8 +482,9 @@ int cmd_do(int argc, char **argv)
 		urs_error("do: writing the sandbox's resolv.conf: %s", strerror(-r));
 		goto out;
 	}
-	char *json = build_config(network, *resolv ? resolv : NULL, cwd, &envs, &vols, &ports,
-				  &netset, mem, pids, argv + i, argc - i, &err);
+	char *json =
+		build_config(mini_init(reg_id, &vols), network, *resolv ? resolv : NULL, cwd, &envs,
+			     &vols, &ports, &netset, mem, pids, argv + i, argc - i, &err);
 	if (!json) {
 		urs_error("%s", err.msg);
 		goto out;

@@ -1,6 +1,8 @@
 /*
  * host/init.c — see init.h. Runs in the container's first process between
  * clone and execve; it is single-threaded and allocates nothing it frees.
+ * Also the minimal init of `ursa do` (URS_ANN_INIT): this process forks the
+ * command and stays pid 1, forwarding signals and reaping.
  */
 #include "host/init.h"
 
@@ -21,7 +23,9 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <termios.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "host/caps.h"
@@ -152,6 +156,148 @@ static int unleash(const struct urs_launch *L)
 	if (!L->leash && prctl(PR_SET_PDEATHSIG, 0, 0, 0, 0) < 0)
 		return -errno;
 	return 0;
+}
+
+/* ---- the minimal init (`ursa do`) ----------------------------------------
+ * pid 1 of a pid namespace ignores every signal it has no handler for, so a
+ * command that is pid 1 does not end on SIGTERM/SIGINT/SIGHUP as on the
+ * host, and cannot die of a signal at all. With URS_ANN_INIT the init forks
+ * the command instead of becoming it, and stays: non-dumpable, holding no
+ * fd, under the same seccomp filter, credentials and capabilities. Its
+ * handlers do all the work (async-signal-safe calls only), so nothing is
+ * lost between a check and a sleep: a forwarded signal is kill()ed on to
+ * the command, SIGCHLD reaps every child and ends the init with the
+ * command's code, or 128 + N when it died of signal N. Plain sigaction
+ * handlers and a nanosleep: what the checkpoint dumper saves and restores
+ * (a restored nanosleep returns EINTR, so the loop runs again at once). */
+
+static volatile pid_t mi_cmd;	     /* the command (its process group too) */
+static volatile sig_atomic_t mi_tty; /* its stdin is a terminal */
+
+/* On a terminal, the signals a terminal sends to its foreground process
+ * group go to the command's group (Ctrl-C reaches a whole pipeline, as on
+ * the host); the others, and every signal without a terminal, to the
+ * command alone (as `kill PID` on the host). */
+static bool mi_group_sig(int sig)
+{
+	return mi_tty && (sig == SIGINT || sig == SIGQUIT || sig == SIGHUP || sig == SIGWINCH ||
+			  sig == SIGTSTP || sig == SIGCONT);
+}
+
+static void mi_forward(int sig)
+{
+	int e = errno;
+	pid_t c = mi_cmd;
+	if (c > 0 && (!mi_group_sig(sig) || kill(-c, sig) < 0 || getpgid(c) != c))
+		kill(c, sig);
+	errno = e;
+}
+
+static void mi_reap(int sig)
+{
+	(void) sig;
+	int e = errno, st;
+	pid_t p;
+	while ((p = waitpid(-1, &st, WNOHANG)) > 0)
+		if (p == mi_cmd)
+			_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+	errno = e;
+}
+
+/* Signals the init keeps as they are: uncatchable, its own faults (and the
+ * checkpoint's SIGTRAP), the terminal's background-job stops. */
+static bool mi_own_sig(int sig)
+{
+	return sig == SIGKILL || sig == SIGSTOP || sig == SIGCHLD || sig == SIGSEGV ||
+	       sig == SIGBUS || sig == SIGILL || sig == SIGFPE || sig == SIGABRT ||
+	       sig == SIGTRAP || sig == SIGSYS || sig == SIGTTIN || sig == SIGTTOU;
+}
+
+static _Noreturn void mi_loop(void)
+{
+	struct sigaction sa = {.sa_handler = mi_forward};
+	sigfillset(&sa.sa_mask); /* handlers never nest */
+	for (int sig = 1; sig < NSIG; sig++)
+		if (!mi_own_sig(sig))
+			sigaction(sig, &sa, NULL); /* glibc's own (32, 33) are refused */
+	sa.sa_handler = mi_reap;
+	sa.sa_flags = SA_NOCLDSTOP;
+	sigaction(SIGCHLD, &sa, NULL);
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	for (;;) {
+		/* again after every wake-up: a restore may have set it */
+		prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+		sigset_t chld;
+		sigemptyset(&chld);
+		sigaddset(&chld, SIGCHLD);
+		sigprocmask(SIG_BLOCK, &chld, NULL);
+		mi_reap(SIGCHLD); /* a SIGCHLD merged or lost across a checkpoint */
+		sigprocmask(SIG_UNBLOCK, &chld, NULL);
+		struct timespec t = {.tv_sec = 1 << 30};
+		nanosleep(&t, NULL);
+	}
+}
+
+/* The command, forked: its own process group (the foreground one when
+ * stdin is our controlling terminal), the signal mask and dispositions the
+ * init had, then execve. */
+static _Noreturn void mi_child(const struct urs_launch *L, const char *exe, const sigset_t *mask)
+{
+	struct urs_err err = {{0}};
+	setpgid(0, 0);
+	if (mi_tty && tcgetsid(0) == getsid(0))
+		tcsetpgrp(0, getpid()); /* SIGTTOU is blocked */
+	sigprocmask(SIG_SETMASK, mask, NULL);
+	int r = urs_process_execve(L->spec->process, exe, &err);
+	dprintf(2, "ursa: %s\n", err.msg);
+	fail(L, r, &err);
+	_exit(127);
+}
+
+/* Fork the command and become its init; returns only on failure. */
+static int mini_init(const struct urs_launch *L, const char *exe, struct urs_err *err)
+{
+	const struct urs_process *p = L->spec->process;
+	int r;
+	/* the filter first: the init is confined as the command is */
+	if (!L->seccomp_notify &&
+	    (r = urs_process_seccomp_late(p, L->seccomp, L->load_seccomp, err)) < 0)
+		return r;
+	sigset_t all, old;
+	sigfillset(&all);
+	sigprocmask(SIG_SETMASK, &all, &old); /* until the handlers are in place */
+	mi_tty = isatty(0);
+	pid_t pid = fork();
+	if (pid < 0) {
+		r = urs_err_set(err, -errno, "fork (the minimal init's command): %m");
+		sigprocmask(SIG_SETMASK, &old, NULL);
+		return r;
+	}
+	if (pid == 0)
+		mi_child(L, exe, &old);
+	mi_cmd = pid;
+	prctl(PR_SET_NAME, "ursa-init", 0, 0, 0);
+	/* the command has its fds: the init keeps none, nor a cwd */
+	if (syscall(SYS_close_range, 0u, ~0u, 0u) < 0) {
+		struct rlimit rl = {.rlim_cur = 1024};
+		getrlimit(RLIMIT_NOFILE, &rl);
+		for (rlim_t fd = 0; fd < rl.rlim_cur && fd < (1u << 20); fd++)
+			close((int) fd);
+	}
+	if (chdir("/") < 0) {
+		/* nothing to do about it */
+	}
+	mi_loop();
+}
+
+static bool want_mini_init(const struct urs_spec *spec)
+{
+	for (size_t i = 0; i < spec->n_annotations; i++)
+		if (!strcmp(spec->annotations[i].key, URS_ANN_INIT))
+			return !strcmp(spec->annotations[i].value, "minimal");
+	return false;
 }
 
 int urs_init_run(const struct urs_launch *L)
@@ -315,8 +461,11 @@ int urs_init_run(const struct urs_launch *L)
 		dprintf(2, "ursa: %s\n", err.msg);
 		return r;
 	}
-	r = L->seccomp_notify ? urs_process_execve(p, exe, &err)
-			      : urs_process_exec(p, exe, L->seccomp, L->load_seccomp, &err);
+	if (want_mini_init(spec))
+		r = mini_init(L, exe, &err);
+	else
+		r = L->seccomp_notify ? urs_process_execve(p, exe, &err)
+				      : urs_process_exec(p, exe, L->seccomp, L->load_seccomp, &err);
 	dprintf(2, "ursa: %s\n", err.msg);
 	return fail(L, r, &err);
 }

@@ -8,6 +8,12 @@
  * failure is reported back as an ERROR message with the field it concerns,
  * so `ursa create` can print it and clean up.
  *
+ * With the annotation URS_ANN_INIT = "minimal" (set by `ursa do`, opt-in
+ * for bundles) the init does not become the process: it forks it and stays
+ * pid 1, a minimal init as `docker run --init` has, that forwards signals,
+ * reaps, and exits with the process's code or 128 + N when it died of
+ * signal N (a command that is pid 1 ignores signals it has no handler for).
+ *
  * Sync protocol (SOCK_SEQPACKET, one struct per message):
  *   supervisor -> init: GO (id maps written, prestart/createRuntime hooks
  *                       done; carries the state JSON), START
@@ -22,6 +28,8 @@
 
 #include "host/err.h"
 #include "host/spec.h"
+
+#define URS_ANN_INIT "run.ursa.init"
 
 enum urs_sync_type {
 	URS_SYNC_GO = 1,

@@ -656,6 +656,205 @@ case_do()
 	rm -f "/tmp/$TOKEN-host-tmp"
 }
 
+# ---- ursa do: signals and exit statuses (the host is the oracle) ---------------------
+# The command is not pid 1 (which ignores signals it has no handler for): a
+# minimal init forwards signals to it and exits with its status
+# (host/init.c), so `ursa do CMD` ends as CMD run on the host does.
+
+DO_SEQ=0
+# do_dur: a unique sleep duration, so `pgrep -f "^sleep $dur$"` finds the one
+# sleep process (not the `ursa do sleep ...` command lines around it).
+do_dur()
+{
+	DO_SEQ=$((DO_SEQ + 1))
+	echo "1000.$$$DO_SEQ"
+}
+
+# do_sig_status SIGNAL DUR CMD...: start CMD in the background with SIGINT
+# and SIGQUIT at their defaults (as a job of an interactive shell, not
+# ignored as in a script's background job), wait until its `sleep DUR` runs,
+# send SIGNAL to CMD's own pid (ursa do, or the host command), wait for it to
+# end (at most 20 s: "timeout", then it is killed) and print its status.
+do_sig_status()
+{
+	local sig=$1 dur=$2 pid rc
+	shift 2
+	env --default-signal=INT,QUIT "$@" </dev/null >/dev/null 2>&1 &
+	pid=$!
+	if ! poll 15 pgrep -f "^sleep $dur\$"; then
+		kill -9 "$pid" 2>/dev/null
+		wait "$pid" 2>/dev/null
+		echo "never started"
+		return
+	fi
+	kill -"$sig" "$pid"
+	if ! poll 20 pid_gone "$pid"; then
+		kill -9 "$pid" 2>/dev/null
+		wait "$pid" 2>/dev/null
+		echo timeout
+		return
+	fi
+	wait "$pid"
+	rc=$?
+	pkill -KILL -f "^sleep $dur\$" 2>/dev/null # the host's orphans (a trap case)
+	echo "$rc"
+}
+
+# do_vs_host NAME SIGNAL WANT SH-SCRIPT: SH-SCRIPT (running `sleep DUR`, DUR
+# substituted) under `ursa do` and on the host, each sent SIGNAL: both end
+# with status WANT, and nothing of the sandbox is left.
+do_vs_host()
+{
+	local name=$1 sig=$2 want=$3 script=$4 dur host got
+	dur=$(do_dur)
+	host=$(do_sig_status "$sig" "$dur" sh -c "${script//DUR/$dur}")
+	dur=$(do_dur)
+	got=$(do_sig_status "$sig" "$dur" "$URSA" do -- sh -c "${script//DUR/$dur}")
+	check "do_signals/host: $name, SIG$sig: status $want" eq status "$host" "$want"
+	check "do_signals/ursa: $name, SIG$sig to ursa do: status $want" eq status "$got" "$want"
+	check "do_signals/ursa: $name, SIG$sig: no process left" poll 5 no_process "^sleep $dur\$"
+}
+
+case_do_signals()
+{
+	local o=$WORK/out/do_signals sig n dur rc pid init
+	if ! env --default-signal=INT true 2>/dev/null; then
+		skip "do_signals/ursa: signal cases" "env --default-signal missing (coreutils < 8.31)"
+		return
+	fi
+	for sig in TERM INT HUP; do
+		case $sig in TERM) n=15 ;; INT) n=2 ;; HUP) n=1 ;; esac
+		do_vs_host "sleep" "$sig" $((128 + n)) 'exec sleep DUR'
+	done
+	do_vs_host "sh waiting for a child" TERM 143 'sleep DUR; echo not reached'
+	do_vs_host "sh trapping TERM (the command alone gets it)" TERM 7 \
+		'trap "exit 7" TERM; sleep DUR & wait'
+	for n in 'kill -9 $$:137' 'exit 3:3' 'exit 0:0' 'kill -TERM $$:143'; do
+		# (in a shell of its own: no "Killed" line from this one)
+		rc=$(bash -c 'sh -c "$1"; echo $?' _ "${n%:*}" 2>/dev/null)
+		check "do_signals/host: sh -c '${n%:*}': status ${n##*:}" eq rc "$rc" "${n##*:}"
+		timeout -k 5 30 "$URSA" do -- sh -c "${n%:*}" </dev/null >/dev/null 2>&1
+		rc=$?
+		check "do_signals/ursa: ursa do sh -c '${n%:*}': status ${n##*:}" eq rc "$rc" "${n##*:}"
+	done
+
+	# the init: pid 1, named, no fd, confined as the command, non-dumpable
+	timeout -k 5 30 "$URSA" do -- sh -c 'echo pid=$$ ppid=$PPID; echo comm1=$(cat /proc/1/comm)
+		cat /proc/1/exe >/dev/null 2>&1 && echo exe1=readable || echo exe1=denied
+		grep -E "^(NoNewPrivs|Seccomp|CapEff):" /proc/1/status | tr -d "\t" | sed "s/:/1=/"' \
+		</dev/null >"$o" 2>"$o.err"
+	check "do_signals/ursa: the command is not pid 1, the init is its parent" \
+		grep -qE '^pid=[0-9]+ ppid=1$' "$o"
+	expect_val "do_signals/ursa: pid 1 is ursa's minimal init" "$o" comm1 ursa-init
+	expect_val "do_signals/ursa: the command cannot open /proc/1/exe (non-dumpable init)" \
+		"$o" exe1 denied
+	expect_val "do_signals/ursa: the init has no_new_privs" "$o" NoNewPrivs1 1
+	expect_val "do_signals/ursa: the init is under the seccomp filter" "$o" Seccomp1 2
+	expect_val "do_signals/ursa: the init has the command's capabilities" "$o" CapEff1 \
+		00000000a00425fb
+	dur=$(do_dur)
+	"$URSA" do -- sleep "$dur" </dev/null >/dev/null 2>&1 &
+	pid=$!
+	poll 15 pgrep -f "^sleep $dur\$"
+	init=$(ps -o ppid= -p "$(pgrep -f "^sleep $dur\$")" | tr -d ' ')
+	check "do_signals/ursa: the init holds no fd" eq fds \
+		"$(ls "/proc/$init/fd" 2>&1 | wc -l)" 0
+	kill -TERM "$pid"
+	poll 20 pid_gone "$pid"
+	wait "$pid"
+	check "do_signals/ursa: ... and SIGTERM ends it: 143" eq rc "$?" 143
+
+	# a registered sandbox: `ursa kill ID TERM` reaches the command
+	local id
+	id=$(new_id dosig)
+	dur=$(do_dur)
+	"$URSA" --root "$(rt_root ursa)" do --id "$id" -- sleep "$dur" </dev/null >/dev/null 2>"$o.id.err" &
+	pid=$!
+	poll 15 pgrep -f "^sleep $dur\$"
+	rt ursa kill "$id" TERM
+	if poll 20 pid_gone "$pid"; then
+		wait "$pid"
+		rc=$?
+	else
+		kill -9 "$pid"
+		rc=timeout
+	fi
+	check "do_signals/ursa: ursa kill ID TERM of ursa do --id: status 143" eq rc "$rc" 143
+	no_leftovers do_signals ursa "$id" "^sleep $dur\$"
+	# a registered sandbox that could not restore the init (the binary is
+	# below /tmp, which the sandbox does not see): no minimal init, a warning
+	cp "$URSA" "$WORK/ursa-copy"
+	id=$(new_id dosig)
+	"$WORK/ursa-copy" --root "$(rt_root ursa)" do --id "$id" -- cat /proc/1/comm \
+		</dev/null >"$o.copy" 2>"$o.copy.err"
+	check "do_signals/ursa: do --id with a binary the sandbox cannot see: warned, CMD is pid 1" \
+		bash -c 'grep -qx cat "$1" && grep -q "cannot see the ursa binary" "$2"' \
+		_ "$o.copy" "$o.copy.err"
+
+	do_signals_tty
+}
+
+# Interactive: on a terminal, ^C and ^\ reach the command's whole process
+# group (a pipeline ends as on the host).
+do_signals_tty()
+{
+	local pty=$HERE/pty_intr.py c name script key want host got dur
+	if ! command -v python3 >/dev/null; then
+		skip "do_signals/ursa: terminal cases" "no python3"
+		return
+	fi
+	for c in '^C#exec sleep DUR#130' '^C#sleep DUR | cat; echo after#130' \
+		'^\#exec sleep DUR#131'; do
+		IFS='#' read -r name script want <<<"$c"
+		key=$'\x03'
+		[ "$name" = '^\' ] && key=$'\x1c'
+		dur=$(do_dur)
+		host=$("$pty" 20 "^sleep $dur\$" --key "$key" -- sh -c "${script//DUR/$dur}" 2>&1)
+		dur=$(do_dur)
+		got=$("$pty" 20 "^sleep $dur\$" --key "$key" -- "$URSA" do -- sh -c \
+			"${script//DUR/$dur}" 2>&1)
+		check "do_signals/host: $name on a terminal, sh -c '$script': status $want" \
+			eq status "$host" "$want"
+		check "do_signals/ursa: $name on a terminal, ursa do sh -c '$script': status $want" \
+			eq status "$got" "$want"
+		check "do_signals/ursa: $name on a terminal: no process left" \
+			poll 5 no_process "^sleep $dur\$"
+	done
+}
+
+# ---- global options ---------------------------------------------------------------------
+
+case_cli()
+{
+	local r v rc o=$WORK/out/cli
+	for r in "${RUNTIMES[@]}"; do
+		for v in true false auto; do
+			rt "$r" --rootless "$v" list >/dev/null 2>"$o.$r.err"
+			rc=$?
+			check "cli/$r: --rootless $v is accepted" eq rc "$rc" 0
+		done
+		rt "$r" --rootless=true list >/dev/null 2>&1
+		check "cli/$r: --rootless=true is accepted" eq rc "$?" 0
+	done
+	"$URSA" --rootless bogus list >/dev/null 2>"$o.bad"
+	rc=$?
+	check "cli/ursa: --rootless bogus is refused, naming the option" bash -c \
+		'[ "$1" != 0 ] && grep -q -- "--rootless bogus" "$2"' _ "$rc" "$o.bad"
+	# --rootless used to overwrite --log-format
+	rm -f "$o.log"
+	"$URSA" --log "$o.log" --log-format json --rootless true state "$TOKEN-none" >/dev/null 2>&1
+	check "cli/ursa: --rootless leaves --log-format json alone" \
+		jq -e '.level == "error"' "$o.log"
+	"$URSA" --log-format xml list >/dev/null 2>"$o.fmt"
+	rc=$?
+	check "cli/ursa: --log-format xml is refused" bash -c \
+		'[ "$1" != 0 ] && grep -q "log-format" "$2"' _ "$rc" "$o.fmt"
+	if [ -n "$RUNC" ]; then
+		"$RUNC" --log-format xml list >/dev/null 2>&1
+		check "cli/runc: --log-format xml is refused" nonzero rc "$?"
+	fi
+}
+
 # ---- bad config.json --------------------------------------------------------------------
 
 # badconfig NAME FILTER FIELD-REGEX: create must fail naming the field, and
