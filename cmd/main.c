@@ -1,8 +1,10 @@
 /*
  * cmd/main.c — `ursa`: global flags and dispatch to one command per file.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "cmd/cli.h"
 #include "cmd/cmd.h"
@@ -34,17 +36,35 @@ static const struct urs_cmd cmds[] = {
 	{"demo", cmd_demo, "run the actor runtime on this machine and report what it did"},
 };
 
+/* runc's --rootless: true, false or auto (default; strconv.ParseBool's
+ * spellings, "auto" in any case). ursa needs no rootless cgroup manager, so
+ * the value is only checked. 1/0/-1 (auto), -EINVAL if it is none of them. */
+static int parse_rootless(const char *v)
+{
+	static const char *const yes[] = {"1", "t", "T", "true", "TRUE", "True"};
+	static const char *const no[] = {"0", "f", "F", "false", "FALSE", "False"};
+	if (!*v || !strcasecmp(v, "auto"))
+		return -1;
+	for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
+		if (!strcmp(v, yes[i]))
+			return 1;
+		if (!strcmp(v, no[i]))
+			return 0;
+	}
+	return -EINVAL;
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: ursa [--root DIR] [--log FILE] [--log-format text|json] [--debug] "
-		   "COMMAND [ARGS...]\n\ncommands:\n");
+		   "[--rootless true|false|auto] COMMAND [ARGS...]\n\ncommands:\n");
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
 		fprintf(f, "  %-10s %s\n", cmds[i].name, cmds[i].summary);
 }
 
 int main(int argc, char **argv)
 {
-	const char *log_format = "text";
+	const char *log_format = "text", *rootless = "auto";
 	bool version = false, help = false;
 	G.argv = argv;
 	const struct urs_opt global[] = {
@@ -56,7 +76,8 @@ int main(int argc, char **argv)
 		 "accepted; cgroupfs is used"},
 		{"profile", 0, URS_OPT_FLAG, &G.profile, "per-actor profiling"},
 		{"version", 'v', URS_OPT_FLAG, &version, "print the version"},
-		{"rootless", 0, URS_OPT_STR, &log_format, "(accepted for runc compatibility)"},
+		{"rootless", 0, URS_OPT_STR, &rootless,
+		 "true, false or auto (accepted for runc compatibility)"},
 		{NULL, 0, 0, NULL, NULL},
 	};
 	/* global options come before the command */
@@ -75,8 +96,15 @@ int main(int argc, char **argv)
 			break;
 		i += n - 1;
 	}
-	if (strcmp(log_format, "json") == 0)
-		G.log_json = true;
+	if (strcmp(log_format, "text") && strcmp(log_format, "json")) {
+		urs_error("--log-format %s: expected text or json", log_format);
+		return 2;
+	}
+	G.log_json = !strcmp(log_format, "json");
+	if (parse_rootless(rootless) == -EINVAL) {
+		urs_error("--rootless %s: expected true, false or auto", rootless);
+		return 2;
+	}
 	if (version) {
 		printf("ursa version %s\nspec: 1.0.2\n", URSA_VERSION);
 		return 0;
