@@ -159,7 +159,7 @@ static void set_peek_off(struct urs_flow *f)
 
 static void tx_data(struct urs_flow *f);
 static void want_out(struct urs_flow *f);
-static void update_wnd(struct urs_flow *f);
+static void update_wnd(struct urs_flow *f, bool polled_out);
 
 static void rewind_send(struct urs_flow *f)
 {
@@ -302,7 +302,9 @@ static void pout_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint3
 		return;
 	}
 	f->tfl &= ~(uint32_t) T_WANT_OUT;
-	update_wnd(f);
+	update_wnd(f, true);
+	if (f->tfl & T_WANT_OUT)
+		return; /* still closed (see update_wnd): the sandbox knows, no ACK */
 	/* a window update; if segments were refused while the window was
 	 * closed, duplicate ACKs too so the sandbox retransmits now instead
 	 * of at its retransmission timeout (only then: with nothing lost they
@@ -391,8 +393,20 @@ static void ack_in(struct urs_flow *f, const struct urs_pkt *p, uint32_t now)
  * so the sandbox sends what the kernel will take instead of having the
  * excess dropped (2 syscalls per data segment; segments are up to 64 KiB).
  * Memory accounting counts more than payload: use 3/4 of the buffer. An
- * almost full socket closes the window until POLLOUT. */
-static void update_wnd(struct urs_flow *f)
+ * almost full socket closes the window until POLLOUT.
+ *
+ * "Almost full" is less than a segment free (silly window avoidance), but
+ * never more than a twelfth of the buffer: the kernel reports POLLOUT once
+ * its queue (truesize, at least the SIOCOUTQ bytes) is at most 2/3 of
+ * SO_SNDBUF, which leaves at least 3/4 - 2/3 = 1/12 of it by our measure. A
+ * threshold above that may never be met: a socket toward a 1500-byte path
+ * starts with SO_SNDBUF ~69 KiB (3/4: 51840 bytes) while the sandbox's MSS
+ * is 65480, and the window stayed closed for good — each POLLOUT completed
+ * at once, re-armed itself and sent one more zero-window ACK (a busy loop
+ * and an ACK storm; iperf3's control connection hung after its first
+ * bytes). After a POLLOUT (@polled_out) whatever is free opens the window,
+ * so a poll can never complete without progress. */
+static void update_wnd(struct urs_flow *f, bool polled_out)
 {
 	int sb = 0, q = 0;
 	socklen_t l = sizeof(sb);
@@ -402,8 +416,10 @@ static void update_wnd(struct urs_flow *f)
 		return;
 	}
 	int64_t space = (int64_t) sb * 3 / 4 - q;
-	uint32_t min = (uint32_t) f->mss < 4096u ? 4096u : f->mss;
-	if (space < (int64_t) min) {
+	int64_t min = (uint32_t) f->mss < 4096u ? 4096 : f->mss;
+	if (min > sb / 12)
+		min = sb / 12;
+	if (space < min && !(polled_out && space > 0)) {
 		want_out(f);
 		return;
 	}
@@ -453,7 +469,7 @@ static void data_in(struct urs_flow *f, const struct urs_pkt *p)
 			want_out(f);
 			fin = false;
 		} else {
-			update_wnd(f);
+			update_wnd(f, false);
 		}
 	}
 	if (fin) {

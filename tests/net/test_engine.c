@@ -14,6 +14,8 @@
  * data and EOF queued together; RST both ways (and an out-of-window RST
  * ignored); a refused port; fast retransmission after duplicate ACKs and
  * the retransmission timer; a full host socket (zero window, window update);
+ * a host socket whose send buffer is smaller than 4/3 of the sandbox's
+ * MSS (the window stays open, no ACK storm: issue #18);
  * UDP echo; DNS over UDP and TCP forwarded to a fake resolver; UDP over
  * IPv6 and USO frames split (tiny gso_size refused); the policy refusing
  * loopback, v4-mapped, metadata, link-local and the host's own addresses;
@@ -34,6 +36,7 @@
 #include <ifaddrs.h>
 #include <linux/virtio_net.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
@@ -265,6 +268,7 @@ struct sbc {
 	uint16_t lport, rport;
 	uint32_t snd_nxt, snd_una, rcv_nxt;
 	uint32_t wnd;
+	uint16_t mss; /* offered on our SYN (sbc_init: 1460) */
 	uint8_t ws;
 	bool syn, fin, rst, ack_due;
 	uint8_t *rx;
@@ -281,12 +285,14 @@ static void sbc_init(struct sbc *c, struct env *e, const char *addr, uint16_t lp
 	c->lport = lport;
 	c->rport = rport;
 	c->snd_nxt = c->snd_una = 1000000;
+	c->mss = 1460;
 }
 
 static void sbc_send(struct sbc *c, uint8_t flags, const void *data, size_t len)
 {
 	static uint8_t l4[70000];
-	const uint8_t opt[8] = {2, 4, 0x05, 0xb4, 1, 3, 3, 7}; /* MSS 1460, WS 7 */
+	/* MSS c->mss, window scale 7 */
+	const uint8_t opt[8] = {2, 4, (uint8_t) (c->mss >> 8), (uint8_t) c->mss, 1, 3, 3, 7};
 	bool syn = flags & 0x02;
 	size_t ll = tcp_l4(l4, c->lport, c->rport, c->snd_nxt, c->rcv_nxt, flags,
 			   syn ? 65535 : (uint16_t) ((4u << 20) >> 7), opt, syn ? 8 : 0, data, len);
@@ -388,11 +394,10 @@ static uint16_t free_port(int type)
 	return port;
 }
 
-/* handshake to 127.0.0.1:@port; returns the accepted server socket */
-static int connect_sb_to(struct env *e, struct sbc *c, const char *addr, int ls, uint16_t port,
-			 uint16_t lport)
+/* handshake of @c (initialized) with listener @ls; returns the accepted
+ * server socket */
+static int sbc_handshake(struct env *e, struct sbc *c, int ls)
 {
-	sbc_init(c, e, addr, lport, port);
 	sbc_send(c, URS_TCP_SYN, NULL, 0);
 	PUMP_UNTIL(e, (sbc_process(c, NULL), c->syn || c->rst));
 	assert_false(c->rst);
@@ -402,6 +407,14 @@ static int connect_sb_to(struct env *e, struct sbc *c, const char *addr, int ls,
 	int s = -1;
 	PUMP_UNTIL(e, (s = accept4(ls, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0);
 	return s;
+}
+
+/* handshake to @addr:@port; returns the accepted server socket */
+static int connect_sb_to(struct env *e, struct sbc *c, const char *addr, int ls, uint16_t port,
+			 uint16_t lport)
+{
+	sbc_init(c, e, addr, lport, port);
+	return sbc_handshake(e, c, ls);
 }
 
 static int connect_sb(struct env *e, struct sbc *c, int ls, uint16_t port, uint16_t lport)
@@ -1345,6 +1358,125 @@ static void test_tcp_host_full(void **state)
 	env_free(e);
 }
 
+/* Pump @turns loop turns (each waits up to ~1 ms for a completion) and
+ * feed @c what comes; returns the frames the engine sent meanwhile. */
+static unsigned pump_count(struct env *e, struct sbc *c, unsigned turns)
+{
+	unsigned before = e->tail;
+	while (turns--) {
+		pump(e);
+		sbc_process(c, NULL);
+	}
+	return e->tail - before;
+}
+
+/* Issue #18: a sandbox with the tap's MSS (65480, MTU 65520) talking to a
+ * host socket whose path has a small MSS. The kernel sizes that socket's
+ * send buffer from its own MSS (~69 KiB toward a 1500-byte path: here the
+ * listener's TCP_MAXSEG does it on loopback), 3/4 of which is less than one
+ * of the sandbox's segments: the engine closed the window after the
+ * sandbox's first bytes and never opened it again (every POLLOUT re-armed
+ * itself at once and sent another zero-window ACK: iperf3's control
+ * connection hung, with MSS 32767 = half the SYN-ACK's window, the largest
+ * the sandbox ever saw). Now: the window stays open, a full socket closes
+ * it and its draining reopens it, and nothing is sent while idle. */
+static void test_tcp_small_sndbuf(void **state)
+{
+	(void) state;
+	struct env *e = env_new(true, true);
+	env_start(e);
+	uint16_t port;
+	int ls = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	assert_true(ls >= 0);
+	int seg = 1400;
+	assert_int_equal(setsockopt(ls, IPPROTO_TCP, TCP_MAXSEG, &seg, sizeof(seg)), 0);
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t al = sizeof(a);
+	assert_int_equal(bind(ls, (struct sockaddr *) &a, sizeof(a)), 0);
+	assert_int_equal(listen(ls, 4), 0);
+	assert_int_equal(getsockname(ls, (struct sockaddr *) &a, &al), 0);
+	port = ntohs(a.sin_port);
+	struct sbc c;
+	sbc_init(&c, e, "127.0.0.1", 40030, port);
+	c.mss = 65480;
+	int s = sbc_handshake(e, &c, ls);
+	int small = 65536;
+	setsockopt(s, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+
+	/* the client's first bytes (iperf3: its cookie), the server's answer */
+	static uint8_t chunk[65536], rbuf[1 << 16];
+	for (size_t i = 0; i < sizeof(chunk); i++)
+		chunk[i] = pat(i, 5);
+	sbc_send(&c, URS_TCP_ACK | URS_TCP_PSH, chunk, 37);
+	ssize_t r = -1;
+	PUMP_UNTIL(e, (sbc_process(&c, NULL), (r = recv(s, rbuf, sizeof(rbuf), 0)) > 0));
+	assert_int_equal(r, 37);
+	assert_int_equal(send(s, "\x09", 1, 0), 1);
+	PUMP_UNTIL(e, (sbc_process(&c, NULL), c.rx_len == 1));
+	sbc_send(&c, URS_TCP_ACK, NULL, 0);
+	assert_int_equal(c.snd_una, c.snd_nxt);
+	/* the window the sandbox was left with lets it go on (the bug: 0) */
+	assert_true(c.wnd >= 4096);
+	/* and idle means silent (the bug: a zero-window ACK per POLLOUT) */
+	unsigned idle = pump_count(e, &c, 50);
+	if (idle > 2)
+		fail_msg("%u frames sent by an idle connection", idle);
+	assert_true(c.wnd >= 4096);
+
+	/* a bulk within the window: the server reads nothing, the socket fills,
+	 * the window closes; the server drains, the window opens, no storm */
+	uint32_t base = c.snd_una;
+	uint64_t t0 = urs_now_ns();
+	while (c.wnd) {
+		assert_true(urs_now_ns() - t0 < DEADLINE_NS);
+		uint32_t inflight = c.snd_nxt - c.snd_una;
+		size_t l = c.wnd > inflight ? c.wnd - inflight : 0;
+		if (l > 32768)
+			l = 32768;
+		if (l) {
+			size_t off = c.snd_nxt - base;
+			for (size_t i = 0; i < l; i++)
+				chunk[i] = pat(37 + off + i, 5);
+			sbc_send(&c, URS_TCP_ACK, chunk, l);
+		}
+		pump(e);
+		sbc_process(&c, NULL);
+		c.snd_nxt = c.snd_una; /* what was not taken is sent again */
+	}
+	size_t taken = c.snd_una - base, got = 0;
+	assert_true(taken > 0);
+	unsigned closed = pump_count(e, &c, 20);
+	if (closed > 2)
+		fail_msg("%u frames sent while the window is closed", closed);
+	t0 = urs_now_ns();
+	while (got < taken) {
+		assert_true(urs_now_ns() - t0 < DEADLINE_NS);
+		r = recv(s, rbuf, sizeof(rbuf), 0);
+		if (r > 0) {
+			for (ssize_t i = 0; i < r; i++)
+				assert_int_equal(rbuf[i], pat(37 + got + (size_t) i, 5));
+			got += (size_t) r;
+		} else {
+			pump(e);
+		}
+		sbc_process(&c, NULL);
+	}
+	PUMP_UNTIL(e, (sbc_process(&c, NULL), c.wnd > 0));
+	unsigned after = pump_count(e, &c, 20);
+	if (after > 2)
+		fail_msg("%u frames sent after the window opened", after);
+	/* data flows again */
+	uint32_t before = c.snd_una;
+	sbc_send(&c, URS_TCP_ACK | URS_TCP_PSH, "more", 4);
+	sbc_process(&c, NULL);
+	assert_int_equal(c.snd_una, before + 4);
+	PUMP_UNTIL(e, (r = recv(s, rbuf, sizeof(rbuf), 0)) == 4);
+	close(s);
+	close(ls);
+	free(c.rx);
+	env_free(e);
+}
+
 static void test_mem_init(void **state)
 {
 	(void) state;
@@ -1366,25 +1498,16 @@ static void test_mem_init(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_mem_init),
-		cmocka_unit_test(test_arp_ndp),
-		cmocka_unit_test(test_icmp_gateway),
-		cmocka_unit_test(test_icmp_echo_out),
-		cmocka_unit_test(test_tcp_bulk),
-		cmocka_unit_test(test_tcp_bulk_vnet),
-		cmocka_unit_test(test_tcp_bulk_ipv6),
-		cmocka_unit_test(test_tcp_rst_both_ways),
-		cmocka_unit_test(test_tcp_data_then_eof),
-		cmocka_unit_test(test_tcp_refused),
-		cmocka_unit_test(test_tcp_retransmit),
-		cmocka_unit_test(test_tcp_host_full),
-		cmocka_unit_test(test_policy),
-		cmocka_unit_test(test_udp_echo_dns),
-		cmocka_unit_test(test_udp6_uso),
-		cmocka_unit_test(test_udp_idle_and_limit),
-		cmocka_unit_test(test_forward_tcp),
-		cmocka_unit_test(test_forward_tcp6),
-		cmocka_unit_test(test_forward_emfile),
+		cmocka_unit_test(test_mem_init),	   cmocka_unit_test(test_arp_ndp),
+		cmocka_unit_test(test_icmp_gateway),	   cmocka_unit_test(test_icmp_echo_out),
+		cmocka_unit_test(test_tcp_bulk),	   cmocka_unit_test(test_tcp_bulk_vnet),
+		cmocka_unit_test(test_tcp_bulk_ipv6),	   cmocka_unit_test(test_tcp_rst_both_ways),
+		cmocka_unit_test(test_tcp_data_then_eof),  cmocka_unit_test(test_tcp_refused),
+		cmocka_unit_test(test_tcp_retransmit),	   cmocka_unit_test(test_tcp_host_full),
+		cmocka_unit_test(test_tcp_small_sndbuf),   cmocka_unit_test(test_policy),
+		cmocka_unit_test(test_udp_echo_dns),	   cmocka_unit_test(test_udp6_uso),
+		cmocka_unit_test(test_udp_idle_and_limit), cmocka_unit_test(test_forward_tcp),
+		cmocka_unit_test(test_forward_tcp6),	   cmocka_unit_test(test_forward_emfile),
 		cmocka_unit_test(test_forward_udp),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
