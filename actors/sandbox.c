@@ -136,6 +136,8 @@ int urs_sandbox_create(const struct urs_sandbox_opts *o, pid_t *sup, struct urs_
 			.profile = o->profile,
 			.restore_dir = o->restore_dir,
 			.restore_policy = o->restore_policy,
+			.log = o->log,
+			.log_json = o->log_json,
 		};
 		a.launch = (struct urs_launch){
 			.spec = o->spec,

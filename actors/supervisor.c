@@ -1196,6 +1196,8 @@ int urs_supervisor_main(struct urs_sup_args *a)
 	/* A container sharing our pid namespace must not reach our binary
 	 * through /proc/PID/exe, nor ptrace us: stay non-dumpable. */
 	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	if (a->state_dir) /* a fault leaves a word for `ursa state` and the log */
+		urs_sup_crash_arm(a->state_dir, a->id, a->log, a->log_json);
 
 	/* ursa restore: the image's supervisor state is verified before anything
 	 * is created (a tampered, truncated or foreign file: refused) */

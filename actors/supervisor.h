@@ -43,6 +43,8 @@ struct urs_sup_args {
 	 * READY; NULL for a normal launch */
 	const char *restore_dir;
 	const struct ckpt_policy *restore_policy;
+	const char *log; /* ursa --log (and --log-format json): where a crash is told */
+	bool log_json;
 };
 
 /* Report from the supervisor to its parent. */
@@ -58,6 +60,10 @@ struct urs_sup_report {
  * even without rules; NULL for `ursa update` (devices only if given). */
 int urs_resources_apply(struct urs_cgroup *cg, const struct urs_resources *res,
 			const struct urs_linux *created, struct urs_err *err);
+
+/* Dying of a fault (SIGSEGV, SIGABRT...): one line saying so in
+ * @state_dir/crash and appended to @log (actors/sup_crash.c). */
+void urs_sup_crash_arm(const char *state_dir, const char *id, const char *log, bool json);
 
 /* Runs in the forked supervisor; returns the process's exit status. */
 int urs_supervisor_main(struct urs_sup_args *a);

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 
 #include "host/cgroup.h"
 #include "host/proc.h"
+#include "runtime/common.h"
 
 struct urs_global G = {.root = "/run/ursa"};
 
@@ -188,6 +190,29 @@ enum urs_status urs_container_status(const struct urs_state *st)
 		}
 	}
 	return st->started ? URS_ST_RUNNING : URS_ST_CREATED;
+}
+
+bool urs_sup_gone(const struct urs_state *st, char *buf, size_t len)
+{
+	char path[PATH_MAX];
+	if (st->sup_pid <= 0 || urs_proc_alive(st->sup_pid, st->sup_start))
+		return false;
+	if (urs_state_path(path, sizeof(path), G.root, st->id, "exit") < 0 ||
+	    access(path, F_OK) == 0)
+		return false; /* it saw the init end and said so: a normal exit */
+	urs_state_path(path, sizeof(path), G.root, st->id, "crash");
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, len - 1) : -1;
+	if (n > 0) {
+		buf[n] = 0;
+		buf[strcspn(buf, "\n")] = 0;
+		return true;
+	}
+	snprintf(buf, len,
+		 "the supervisor of %s (pid %d) is gone without a word: killed (SIGKILL, or the "
+		 "OOM killer); its container has no network, volumes or metrics any more",
+		 st->id, (int) st->sup_pid);
+	return true;
 }
 
 int urs_signal_parse(const char *s)

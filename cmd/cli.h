@@ -55,6 +55,10 @@ void urs_warn(const char *msg);
 
 /* Live status of a recorded container. */
 enum urs_status urs_container_status(const struct urs_state *st);
+/* Did the container's supervisor die before its init was done with (no
+ * ROOT/ID/exit)? Then true, and @buf says how: its crash note
+ * (actors/sup_crash.c) or, without one, that it was killed. */
+bool urs_sup_gone(const struct urs_state *st, char *buf, size_t len);
 
 /* Signal name or number ("KILL", "SIGKILL", "9") -> number, or -1. */
 int urs_signal_parse(const char *s);

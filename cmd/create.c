@@ -160,6 +160,8 @@ int urs_bundle_prepare(struct urs_create_args *c, struct urs_sandbox_opts *o, st
 		.seccomp_count = c->denials,
 		.profile = G.profile,
 		.net = &c->net,
+		.log = G.log,
+		.log_json = G.log_json,
 	};
 	return 0;
 }

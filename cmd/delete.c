@@ -60,6 +60,9 @@ int urs_container_remove(const struct urs_state *rec, bool force, struct urs_err
 	const char *id = st.id;
 	int r;
 	enum urs_status s = urs_container_status(&st);
+	char why[600];
+	if (urs_sup_gone(&st, why, sizeof(why)))
+		urs_warn(why);
 	if (s != URS_ST_STOPPED && s != URS_ST_CREATED && s != URS_ST_CREATING && !force)
 		return urs_err_set(err, -EBUSY,
 				   "cannot delete container %s that is not stopped: %s", id,

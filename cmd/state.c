@@ -33,6 +33,9 @@ int cmd_state(int argc, char **argv)
 	int rc = urs_cmd_open("state", "ID", argc, argv, NULL, &st, NULL);
 	if (rc >= 0)
 		return rc;
+	char why[600];
+	if (urs_sup_gone(&st, why, sizeof(why)))
+		urs_warn(why);
 	json_t *o = urs_state_json(&st, urs_container_status(&st));
 	char *s = json_dumps(o, JSON_INDENT(2));
 	printf("%s\n", s);

@@ -17,7 +17,10 @@ containerd's shim and conmon are:
     SIGKILL of the init -> killed by signal 9; under ursa also SIGKILL of the
     supervisor alone (the init runs on: `ursa kill` still stops it, and the
     caller reaps it), and of both at once; after each, `delete --force` leaves
-    no state directory, no process and no cgroup.
+    no state directory, no process and no cgroup;
+  - a supervisor that dies says so: `state` and `delete` name the signal
+    (SIGSEGV, from its crash note) or that it was killed without a word
+    (SIGKILL), and a crash leaves an error line in the --log file.
 
 Every wait is on an event (the reaped child) or a polled condition with a
 deadline. Prints one line per check and "N passed, N failed" last; exit 1 on
@@ -251,6 +254,35 @@ def network_checks(rt, bundle, cid, work):
            p.stderr.strip())
 
 
+def crash_checks(rt, bundle, work, tag):
+    """ursa only: a supervisor that dies says so, in state/delete and --log."""
+    log = os.path.join(work, "log.json")
+    for sig, want in ((signal.SIGSEGV, "died of signal 11 (SIGSEGV)"),
+                      (signal.SIGKILL, "is gone without a word: killed (SIGKILL")):
+        cid = f"ip{tag}-crash{int(sig)}"
+        rt.run("--log", log, "--log-format", "json", "create", "--bundle", bundle, "--pid-file",
+               os.path.join(work, cid + ".pid"), cid, check=True)
+        pid = int(open(os.path.join(work, cid + ".pid")).read())
+        sup = rt.sup_pid(cid)
+        os.kill(sup, sig)
+        poll(lambda: not os.path.exists(f"/proc/{sup}") or
+             open(f"/proc/{sup}/stat").read().split(")")[-1].split()[0] == "Z")
+        st = rt.run("state", cid)
+        report(st.returncode == 0 and want in st.stderr,
+               f"{rt.name}: supervisor killed by {sig.name}: state says so", st.stderr.strip())
+        if sig == signal.SIGSEGV:
+            lines = [json.loads(x) for x in open(log) if "died of signal" in x]
+            report(any(x.get("level") == "error" and want in x.get("msg", "") for x in lines),
+                   f"{rt.name}: ... and the crash left an error line in the --log file",
+                   str(lines))
+        d = rt.run("delete", "--force", cid)
+        report(d.returncode == 0 and want in d.stderr, f"{rt.name}: ... and delete says so too",
+               d.stderr.strip())
+        reap(pid)
+        reap(sup, 5)
+        no_leftovers(rt, cid, [pid, sup])
+
+
 def supervisor_kills(rt, bundle, work, tag):
     """ursa only: SIGKILL of the supervisor, then of the init; and of both."""
     for both in (False, True):
@@ -304,6 +336,7 @@ def main():
             network_checks(rt, make_bundle(work, rt.name + "-net", token),
                            f"ip{tag}-{rt.name}-net", work)
         supervisor_kills(runtimes[0], make_bundle(work, "ursa-sup", "s" + tag), work, tag)
+        crash_checks(runtimes[0], make_bundle(work, "ursa-crash", "c" + tag), work, tag)
     finally:
         for rt in runtimes:
             p = rt.run("list", "--format", "json")
