@@ -1344,9 +1344,11 @@ int urs_supervisor_main(struct urs_sup_args *a)
 	}
 	if (a->launch.wait_go) {
 		static char json[4096];
-		if (urs_oci_state_json(json, sizeof(json), a->id, "creating", s->init_pid,
+		/* "created", as crun and the runtime-tools suite (hooks_stdin) have
+		 * it (runc 1.1 says "creating") */
+		if (urs_oci_state_json(json, sizeof(json), a->id, "created", s->init_pid,
 				       a->bundle, a->annotations) < 0)
-			urs_oci_state_json(json, sizeof(json), a->id, "creating", s->init_pid,
+			urs_oci_state_json(json, sizeof(json), a->id, "created", s->init_pid,
 					   a->bundle, NULL);
 		/* prestart (deprecated) and createRuntime: runtime namespace, after
 		 * the namespaces exist, before the init builds the root */
