@@ -867,6 +867,10 @@ static int parse_mount(struct pctx *c, json_t *o, void *dst)
 {
 	struct urs_mount *m = dst;
 	TRY(f_str(c, o, "destination", "required", &m->destination));
+	if (m->destination[0] != '/') { /* runc 1.1 warns and takes it from / */
+		push_key(c, "destination");
+		return fail(c, "\"%s\" is not an absolute path", m->destination);
+	}
 	TRY(f_str(c, o, "type", NULL, &m->type));
 	TRY(f_str(c, o, "source", NULL, &m->source));
 	TRY(f_strv(c, o, "options", NULL, &m->options, &m->n_options));
@@ -1447,6 +1451,19 @@ static int parse_seccomp(struct pctx *c, json_t *o, void *dst)
 	return 0;
 }
 
+/* Every path of a string array (linux.maskedPaths, ...) is absolute. */
+static int check_abs(struct pctx *c, const char *key, char **v, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (v[i][0] == '/')
+			continue;
+		push_key(c, key);
+		push_idx(c, i);
+		return fail(c, "\"%s\" is not an absolute path", v[i]);
+	}
+	return 0;
+}
+
 static int parse_personality(struct pctx *c, json_t *o, void *dst)
 {
 	struct urs_linux *l = dst;
@@ -1486,6 +1503,13 @@ static int parse_linux(struct pctx *c, json_t *o, void *dst)
 		push_key(c, l->n_uid_mappings ? "uidMappings" : "gidMappings");
 		return fail(c, "set, but linux.namespaces has no user namespace");
 	}
+	for (size_t i = 0; i < l->n_namespaces; i++) {
+		if (l->namespaces[i].type != URS_NS_USER || l->namespaces[i].path)
+			continue;
+		if (!l->n_uid_mappings || !l->n_gid_mappings) /* runc refuses it too */
+			return missing(c, l->n_uid_mappings ? "gidMappings" : "uidMappings",
+				       "required with a new user namespace");
+	}
 	TRY(f_objv(c, o, "devices", sizeof(struct urs_device), parse_device, (void **) &l->devices,
 		   &l->n_devices));
 	TRY(f_str(c, o, "cgroupsPath", NULL, &l->cgroups_path));
@@ -1506,9 +1530,12 @@ static int parse_linux(struct pctx *c, json_t *o, void *dst)
 	if (prop >= 0)
 		l->rootfs_propagation = propagations[prop].flags;
 	TRY(f_strv(c, o, "maskedPaths", NULL, &l->masked_paths, &l->n_masked_paths));
+	TRY(check_abs(c, "maskedPaths", l->masked_paths, l->n_masked_paths));
 	TRY(f_strv(c, o, "readonlyPaths", NULL, &l->readonly_paths, &l->n_readonly_paths));
+	TRY(check_abs(c, "readonlyPaths", l->readonly_paths, l->n_readonly_paths));
 	TRY(f_str(c, o, "mountLabel", NULL, &l->mount_label));
 	TRY(f_accept(c, o, "intelRdt", JSON_OBJECT));
+	l->has_intel_rdt = json_object_size(get(o, "intelRdt")) > 0;
 	TRY(f_obj(c, o, "personality", NULL, parse_personality, l));
 	return 0;
 }

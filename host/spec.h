@@ -287,6 +287,7 @@ struct urs_linux {
 	char **readonly_paths;
 	size_t n_readonly_paths;
 	char *mount_label;
+	bool has_intel_rdt;	  /* linux.intelRdt given, not empty (not supported) */
 	char *personality_domain; /* "LINUX" / "LINUX32" if given */
 };
 

