@@ -413,8 +413,12 @@ int urs_rootfs_setup(const struct urs_spec *spec, const struct urs_rootfs_opts *
 {
 	const struct urs_linux *l = spec->lnx;
 	unsigned long prop = l && l->rootfs_propagation ? l->rootfs_propagation : MS_SLAVE | MS_REC;
-	/* Nothing we mount may propagate back to the host. */
-	if (mount(NULL, "/", NULL, (prop & MS_SHARED) ? (MS_SLAVE | MS_REC) : prop, NULL) < 0)
+	/* Nothing we mount may propagate back to the host. Shared and
+	 * unbindable are for the container's root once it is "/" (below), as
+	 * crun and runc 1.2 do: an unbindable rootfs cannot be bound onto
+	 * itself (EINVAL), a shared / would propagate to the host. */
+	unsigned long later = prop & (MS_SHARED | MS_UNBINDABLE);
+	if (mount(NULL, "/", NULL, later ? (MS_SLAVE | MS_REC) : prop, NULL) < 0)
 		return urs_err_set(err, -errno, "making / %s: %m", "a slave mount");
 	if (mount(o->rootfs, o->rootfs, NULL, MS_BIND | MS_REC, NULL) < 0)
 		return urs_err_set(err, -errno, "root.path %s: bind onto itself: %m", o->rootfs);
@@ -458,8 +462,7 @@ int urs_rootfs_setup(const struct urs_spec *spec, const struct urs_rootfs_opts *
 	if (spec->root.readonly &&
 	    mount(NULL, "/", NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | locked_flags("/"), NULL) < 0)
 		return urs_err_set(err, -errno, "root.readonly: remounting / read-only: %m");
-	if (l && l->rootfs_propagation && (l->rootfs_propagation & MS_SHARED) &&
-	    mount(NULL, "/", NULL, l->rootfs_propagation, NULL) < 0)
+	if (later && mount(NULL, "/", NULL, prop, NULL) < 0)
 		return urs_err_set(err, -errno, "linux.rootfsPropagation: %m");
 	return 0;
 }

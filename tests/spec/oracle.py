@@ -224,6 +224,38 @@ def hooks(work, base, ursa):
         report(got.get(k) == v, f"hooks: {k} gets status {v!r}", f"got {got.get(k)!r}")
 
 
+# ---- what must work ----------------------------------------------------------------
+
+def run_out(rt, work, base, name, mut, cmd):
+    """`run` a bundle (mut applied) with `sh -c cmd`: (returncode, stdout, stderr)."""
+    cfg = copy.deepcopy(base)
+    cfg["process"]["args"] = ["sh", "-c", cmd]
+    mut(cfg)
+    b = bundle(work, f"{name}-{rt.name}", cfg)
+    cid = f"spec-{name}"
+    p = rt.run("run", "--bundle", b, cid)
+    rt.gone(cid)
+    return p.returncode, p.stdout, p.stderr.strip()
+
+
+def propagation(work, base, ursa, runc):
+    for prop, want in (("unbindable", 1), ("runbindable", None)):
+        mut = m_set(["linux", "rootfsPropagation"], prop)
+        rc, out, err = run_out(ursa, work, base, prop, mut,
+                               "awk '$5 == \"/\"' /proc/self/mountinfo; "
+                               "grep -c ' unbindable ' /proc/self/mountinfo")
+        lines = out.splitlines()
+        ok = rc == 0 and len(lines) == 2 and "unbindable" in lines[0]
+        if want is not None:
+            ok = ok and int(lines[1]) == want
+        report(ok, f"rootfsPropagation {prop}: / is unbindable inside"
+               + (" (and nothing else)" if want else " (and every mount below)"),
+               f"rc {rc}: {out!r} {err}")
+        if runc:  # runc 1.1 cannot bind the unbindable rootfs onto itself (fixed in 1.2)
+            rc, out, err = run_out(runc, work, base, prop, mut, "true")
+            print(f"note  rootfsPropagation {prop}: runc: rc {rc} {err[-160:]}")
+
+
 def main():
     global RUNC
     if os.geteuid() != 0 or not os.path.exists(BUSYBOX):
@@ -243,7 +275,8 @@ def main():
         runc = Runtime("runc", RUNC, work) if RUNC else None
         only = sys.argv[1:]
         for name, fn in (("refusals", lambda: refusals(work, base, ursa, runc)),
-                         ("hooks", lambda: hooks(work, base, ursa))):
+                         ("hooks", lambda: hooks(work, base, ursa)),
+                         ("propagation", lambda: propagation(work, base, ursa, runc))):
             if not only or name in only:
                 fn()
     print(f"{passed} passed, {failed} failed")
