@@ -535,6 +535,64 @@ int urs_resources_apply(struct urs_cgroup *cg, const struct urs_resources *res,
 		r.cpu_period = res->cpu.period;
 	r.cpus = res->cpu.cpus;
 	r.mems = res->cpu.mems;
+	/* the rest: applied, or refused naming the field (never dropped) */
+	if (res->memory.has_kernel_tcp)
+		r.mem_kernel_tcp = res->memory.kernel_tcp;
+	r.has_cpu_burst = res->cpu.has_burst;
+	r.cpu_burst = res->cpu.burst;
+	r.has_cpu_idle = res->cpu.has_idle;
+	r.cpu_idle = res->cpu.idle;
+	r.cpu_rt_runtime = res->cpu.has_rt_runtime ? res->cpu.rt_runtime : 0;
+	r.cpu_rt_period = res->cpu.has_rt_period ? res->cpu.rt_period : 0;
+	r.blkio_weight = res->block_io.has_weight ? res->block_io.weight : 0;
+	r.blkio_leaf_weight = res->block_io.has_leaf_weight ? res->block_io.leaf_weight : 0;
+	/* weightDevice twice (weight, leafWeight), then the throttle lists */
+	struct urs_cg_blkio_dev bd[256];
+	const struct urs_blkio_device *bsrc[2 + URS_CG_THR__N] = {res->block_io.weight_devices,
+								  res->block_io.weight_devices};
+	size_t bn[2 + URS_CG_THR__N] = {res->block_io.n_weight_devices,
+					res->block_io.n_weight_devices};
+	const struct urs_cg_blkio_dev **bdst[2 + URS_CG_THR__N] = {&r.blkio_weight_dev,
+								   &r.blkio_leaf_weight_dev};
+	size_t *bdn[2 + URS_CG_THR__N] = {&r.n_blkio_weight_dev, &r.n_blkio_leaf_weight_dev};
+	for (int t = 0; t < URS_CG_THR__N; t++) {
+		bsrc[2 + t] = res->block_io.throttle[t];
+		bn[2 + t] = res->block_io.n_throttle[t];
+		bdst[2 + t] = &r.blkio_throttle[t];
+		bdn[2 + t] = &r.n_blkio_throttle[t];
+	}
+	size_t nb = 0;
+	for (int l = 0; l < 2 + URS_CG_THR__N; l++) {
+		*bdst[l] = bd + nb;
+		for (size_t i = 0; i < bn[l]; i++) {
+			const struct urs_blkio_device *d = &bsrc[l][i];
+			uint64_t v = l == 0 ? d->weight : l == 1 ? d->leaf_weight : d->rate;
+			if (l < 2 && !v)
+				continue; /* a weight of 0 is "not set" (runc) */
+			if (nb == URS_ARRAY_SIZE(bd))
+				return urs_err_set(err, -E2BIG,
+						   "linux.resources.blockIO: more than %zu devices",
+						   URS_ARRAY_SIZE(bd));
+			bd[nb++] = (struct urs_cg_blkio_dev){d->major, d->minor, v};
+			(*bdn[l])++;
+		}
+	}
+	struct urs_cg_hugepage hp[16];
+	if (res->n_hugepage_limits > URS_ARRAY_SIZE(hp))
+		return urs_err_set(err, -E2BIG, "linux.resources.hugepageLimits: more than %zu",
+				   URS_ARRAY_SIZE(hp));
+	for (size_t i = 0; i < res->n_hugepage_limits; i++)
+		hp[i] = (struct urs_cg_hugepage){res->hugepage_limits[i].page_size,
+						 res->hugepage_limits[i].limit};
+	r.hugepages = hp;
+	r.n_hugepages = res->n_hugepage_limits;
+	r.has_net_classid = res->network.has_class_id;
+	r.net_classid = res->network.class_id;
+	r.n_net_prio = res->network.n_priorities;
+	r.rdma = res->has_rdma;
+	if (created && created->has_intel_rdt)
+		return urs_err_set(err, -EOPNOTSUPP,
+				   "linux.intelRdt: not supported by ursa (Intel RDT / resctrl)");
 	size_t nd = 0;
 	/* A new sandbox always gets a device policy, like runc: with no rules
 	 * in the spec, deny everything before the allow list (the v1 devices

@@ -1031,6 +1031,176 @@ static int devices_v1(struct urs_cgroup *cg, const struct urs_cg_resources *r, s
 	return 0;
 }
 
+/*
+ * Write @val to the first of @files that exists in hierarchy @h; what the
+ * host lacks (the controller, every file) is refused naming @field, the
+ * linux.resources member, never skipped.
+ */
+static int write_field(struct urs_cgroup *cg, int h, const char *const *files, size_t n,
+		       const char *val, const char *field, struct urs_err *err)
+{
+	if (!has(cg, h))
+		return urs_err_set(err, -EOPNOTSUPP,
+				   "%s: not supported on this host (no %s cgroup controller)",
+				   field, hier_names[h]);
+	int dfd = cg_fd(cg, h, err);
+	if (dfd < 0)
+		return dfd;
+	for (size_t i = 0; i < n; i++) {
+		if (faccessat(dfd, files[i], F_OK, 0) < 0)
+			continue;
+		int r = write_at(dfd, files[i], val);
+		if (r < 0)
+			return urs_err_set(err, r, "%s: writing \"%s\" to %s: %s", field, val,
+					   files[i], strerror(-r));
+		return 0;
+	}
+	return urs_err_set(err, -EOPNOTSUPP,
+			   "%s: not supported on this host (the %s cgroup has no %s%s)", field,
+			   hier_names[h], files[0], n > 1 ? " nor its alternatives" : "");
+}
+
+static int write_field_u64(struct urs_cgroup *cg, int h, const char *file, uint64_t v,
+			   const char *field, struct urs_err *err)
+{
+	char b[24];
+	snprintf(b, sizeof(b), "%" PRIu64, v);
+	return write_field(cg, h, &file, 1, b, field, err);
+}
+
+static const char *const thr_json[URS_CG_THR__N] = {
+	"throttleReadBpsDevice", "throttleWriteBpsDevice", "throttleReadIOPSDevice",
+	"throttleWriteIOPSDevice"};
+
+/* "MAJ:MIN VALUE" lines, one write each (the kernel takes one at a time) */
+static int blkio_devs_v1(struct urs_cgroup *cg, const char *const *files, size_t nf,
+			 const struct urs_cg_blkio_dev *d, size_t n, const char *json,
+			 struct urs_err *err)
+{
+	for (size_t i = 0; i < n; i++) {
+		char v[80], field[96];
+		snprintf(v, sizeof(v), "%" PRId64 ":%" PRId64 " %" PRIu64, d[i].major, d[i].minor,
+			 d[i].value);
+		snprintf(field, sizeof(field), "linux.resources.blockIO.%s[%zu]", json, i);
+		int r = write_field(cg, URS_CG_BLKIO, files, nf, v, field, err);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* runc's order and files: blkio.weight, else BFQ's blkio.bfq.weight */
+static int blkio_v1(struct urs_cgroup *cg, const struct urs_cg_resources *r, struct urs_err *err)
+{
+	static const char *const wf[] = {"blkio.weight", "blkio.bfq.weight"};
+	static const char *const wdf[] = {"blkio.weight_device", "blkio.bfq.weight_device"};
+	static const char *const lwf[] = {"blkio.leaf_weight"};
+	static const char *const lwdf[] = {"blkio.leaf_weight_device"};
+	static const char *const tf[URS_CG_THR__N][1] = {{"blkio.throttle.read_bps_device"},
+							 {"blkio.throttle.write_bps_device"},
+							 {"blkio.throttle.read_iops_device"},
+							 {"blkio.throttle.write_iops_device"}};
+	char b[24];
+	int ret;
+	if (r->blkio_weight) {
+		snprintf(b, sizeof(b), "%u", r->blkio_weight);
+		if ((ret = write_field(cg, URS_CG_BLKIO, wf, 2, b, "linux.resources.blockIO.weight",
+				       err)) < 0)
+			return ret;
+	}
+	if (r->blkio_leaf_weight) {
+		snprintf(b, sizeof(b), "%u", r->blkio_leaf_weight);
+		if ((ret = write_field(cg, URS_CG_BLKIO, lwf, 1, b,
+				       "linux.resources.blockIO.leafWeight", err)) < 0)
+			return ret;
+	}
+	if ((ret = blkio_devs_v1(cg, wdf, 2, r->blkio_weight_dev, r->n_blkio_weight_dev,
+				 "weightDevice", err)) < 0 ||
+	    (ret = blkio_devs_v1(cg, lwdf, 1, r->blkio_leaf_weight_dev, r->n_blkio_leaf_weight_dev,
+				 "weightDevice", err)) < 0)
+		return ret;
+	for (int t = 0; t < URS_CG_THR__N; t++)
+		if ((ret = blkio_devs_v1(cg, tf[t], 1, r->blkio_throttle[t], r->n_blkio_throttle[t],
+					 thr_json[t], err)) < 0)
+			return ret;
+	return 0;
+}
+
+/* What no hierarchy of ursa's can take, on any host */
+static int refuse_unsupported(const struct urs_cg_resources *r, bool v2, struct urs_err *err)
+{
+	if (r->n_hugepages && !v2)
+		return urs_err_set(err, -EOPNOTSUPP,
+				   "linux.resources.hugepageLimits: not supported on this host "
+				   "(ursa uses no v1 hugetlb cgroup hierarchy)");
+	if (r->has_net_classid)
+		return urs_err_set(err, -EOPNOTSUPP,
+				   "linux.resources.network.classID: not supported on this host "
+				   "(%s)",
+				   v2 ? "cgroup2 has no net_cls"
+				      : "ursa uses no net_cls hierarchy");
+	if (r->n_net_prio)
+		return urs_err_set(err, -EOPNOTSUPP,
+				   "linux.resources.network.priorities: not supported on this host "
+				   "(%s)",
+				   v2 ? "cgroup2 has no net_prio"
+				      : "ursa uses no net_prio hierarchy");
+	if (r->rdma)
+		return urs_err_set(
+			err, -EOPNOTSUPP,
+			"linux.resources.rdma: not supported (ursa uses no rdma cgroup)");
+	if (!v2)
+		return 0;
+	const char *f = r->mem_kernel_tcp ? "memory.kernelTCP"
+			: r->cpu_rt_runtime || r->cpu_rt_period
+				? "cpu.realtimeRuntime/realtimePeriod"
+			: r->blkio_leaf_weight || r->n_blkio_leaf_weight_dev ? "blockIO.leafWeight"
+									     : NULL;
+	if (f)
+		return urs_err_set(err, -EOPNOTSUPP,
+				   "linux.resources.%s: not supported on cgroup2 (no such limit)",
+				   f);
+	return 0;
+}
+
+/* kernelTCP, cpu burst/idle/realtime (v1) */
+static int extras_v1(struct urs_cgroup *cg, const struct urs_cg_resources *r, struct urs_err *err)
+{
+	int ret;
+	char b[24];
+	if (r->mem_kernel_tcp) {
+		snprintf(b, sizeof(b), "%" PRId64, r->mem_kernel_tcp);
+		const char *f = "memory.kmem.tcp.limit_in_bytes";
+		if ((ret = write_field(cg, URS_CG_MEMORY, &f, 1, b,
+				       "linux.resources.memory.kernelTCP", err)) < 0)
+			return ret;
+	}
+	/* runc: the period before the runtime */
+	if (r->cpu_rt_period &&
+	    (ret = write_field_u64(cg, URS_CG_CPU, "cpu.rt_period_us", r->cpu_rt_period,
+				   "linux.resources.cpu.realtimePeriod", err)) < 0)
+		return ret;
+	if (r->cpu_rt_runtime) {
+		snprintf(b, sizeof(b), "%" PRId64, r->cpu_rt_runtime);
+		const char *f = "cpu.rt_runtime_us";
+		if ((ret = write_field(cg, URS_CG_CPU, &f, 1, b,
+				       "linux.resources.cpu.realtimeRuntime", err)) < 0)
+			return ret;
+	}
+	if (r->has_cpu_burst &&
+	    (ret = write_field_u64(cg, URS_CG_CPU, "cpu.cfs_burst_us", r->cpu_burst,
+				   "linux.resources.cpu.burst", err)) < 0)
+		return ret;
+	if (r->has_cpu_idle) {
+		snprintf(b, sizeof(b), "%" PRId64, r->cpu_idle);
+		const char *f = "cpu.idle";
+		if ((ret = write_field(cg, URS_CG_CPU, &f, 1, b, "linux.resources.cpu.idle", err)) <
+		    0)
+			return ret;
+	}
+	return blkio_v1(cg, r, err);
+}
+
 static int apply_v1(struct urs_cgroup *cg, const struct urs_cg_resources *r, struct urs_err *err)
 {
 	int ret;
@@ -1049,6 +1219,8 @@ static int apply_v1(struct urs_cgroup *cg, const struct urs_cg_resources *r, str
 		return ret;
 	if ((ret = cpu_v1(cg, r, err)) < 0)
 		return ret;
+	if ((ret = extras_v1(cg, r, err)) < 0)
+		return ret;
 	if (r->pids_limit) {
 		if ((ret = need(cg, URS_CG_PIDS, "pids", err)) < 0)
 			return ret;
@@ -1060,6 +1232,77 @@ static int apply_v1(struct urs_cgroup *cg, const struct urs_cg_resources *r, str
 			return ret;
 	}
 	return devices_v1(cg, r, err);
+}
+
+/* io.* of cgroup2, as runc's fs2: io.bfq.weight when BFQ is there (the
+ * value as is), else io.weight (runc's 10..1000 -> 1..10000); io.max. */
+static int blkio_v2(struct urs_cgroup *cg, const struct urs_cg_resources *r, struct urs_err *err)
+{
+	const int h = URS_CG_V2;
+	int dfd = cg_fd(cg, h, err), ret;
+	if (dfd < 0)
+		return dfd;
+	bool bfq = faccessat(dfd, "io.bfq.weight", F_OK, 0) == 0;
+	const char *wf = bfq ? "io.bfq.weight" : "io.weight";
+	char v[96], field[96];
+	if (r->blkio_weight) {
+		uint64_t w =
+			bfq ? r->blkio_weight : 1 + ((uint64_t) r->blkio_weight - 10) * 9999 / 990;
+		if ((ret = write_field_u64(cg, h, wf, w, "linux.resources.blockIO.weight", err)) <
+		    0)
+			return ret;
+	}
+	for (size_t i = 0; i < r->n_blkio_weight_dev; i++) {
+		const struct urs_cg_blkio_dev *d = &r->blkio_weight_dev[i];
+		uint64_t w = bfq ? d->value : 1 + (d->value - 10) * 9999 / 990;
+		snprintf(v, sizeof(v), "%" PRId64 ":%" PRId64 " %" PRIu64, d->major, d->minor, w);
+		snprintf(field, sizeof(field), "linux.resources.blockIO.weightDevice[%zu]", i);
+		if ((ret = write_field(cg, h, &wf, 1, v, field, err)) < 0)
+			return ret;
+	}
+	static const char *const key[URS_CG_THR__N] = {"rbps", "wbps", "riops", "wiops"};
+	const char *mf = "io.max";
+	for (int t = 0; t < URS_CG_THR__N; t++) {
+		for (size_t i = 0; i < r->n_blkio_throttle[t]; i++) {
+			const struct urs_cg_blkio_dev *d = &r->blkio_throttle[t][i];
+			char rate[24] = "max";
+			if (d->value)
+				snprintf(rate, sizeof(rate), "%" PRIu64, d->value);
+			snprintf(v, sizeof(v), "%" PRId64 ":%" PRId64 " %s=%s", d->major, d->minor,
+				 key[t], rate);
+			snprintf(field, sizeof(field), "linux.resources.blockIO.%s[%zu]",
+				 thr_json[t], i);
+			if ((ret = write_field(cg, h, &mf, 1, v, field, err)) < 0)
+				return ret;
+		}
+	}
+	return 0;
+}
+
+/* cpu burst/idle, hugetlb, io (v2) */
+static int extras_v2(struct urs_cgroup *cg, const struct urs_cg_resources *r, struct urs_err *err)
+{
+	const int h = URS_CG_V2;
+	int ret;
+	char file[64], field[64];
+	if (r->has_cpu_burst && (ret = write_field_u64(cg, h, "cpu.max.burst", r->cpu_burst,
+						       "linux.resources.cpu.burst", err)) < 0)
+		return ret;
+	if (r->has_cpu_idle && (ret = write_field_u64(cg, h, "cpu.idle", (uint64_t) r->cpu_idle,
+						      "linux.resources.cpu.idle", err)) < 0)
+		return ret;
+	for (size_t i = 0; i < r->n_hugepages; i++) {
+		const char *ps = r->hugepages[i].page_size;
+		snprintf(field, sizeof(field), "linux.resources.hugepageLimits[%zu]", i);
+		if (!ps || !ps[0] || strspn(ps, "0123456789KMGTPBkmgtpb") != strlen(ps) ||
+		    strlen(ps) > 16)
+			return urs_err_set(err, -EINVAL, "%s.pageSize: invalid \"%s\"", field,
+					   ps ? ps : "");
+		snprintf(file, sizeof(file), "hugetlb.%s.max", ps);
+		if ((ret = write_field_u64(cg, h, file, r->hugepages[i].limit, field, err)) < 0)
+			return ret;
+	}
+	return blkio_v2(cg, r, err);
 }
 
 /* v2 number: 0 → not set (""), negative → "max". */
@@ -1133,6 +1376,8 @@ static int apply_v2(struct urs_cgroup *cg, const struct urs_cg_resources *r, str
 	if ((v = v2num(r->pids_limit, b, sizeof(b))) &&
 	    (ret = cg_write(cg, h, "pids.max", v, err)) < 0)
 		return ret;
+	if ((ret = extras_v2(cg, r, err)) < 0)
+		return ret;
 	/* devices: cgroup2 needs an eBPF program (BPF_CGROUP_DEVICE); not done here */
 	for (size_t i = 0; i < r->n_unified; i++) {
 		const char *k = r->unified[i].key;
@@ -1148,6 +1393,9 @@ static int apply_v2(struct urs_cgroup *cg, const struct urs_cg_resources *r, str
 
 int urs_cg_apply(struct urs_cgroup *cg, const struct urs_cg_resources *r, struct urs_err *err)
 {
+	int ret = refuse_unsupported(r, cg->mode == URS_CG_UNIFIED, err);
+	if (ret < 0)
+		return ret;
 	if (cg->mode == URS_CG_UNIFIED)
 		return apply_v2(cg, r, err);
 	return apply_v1(cg, r, err);

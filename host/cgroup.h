@@ -136,6 +136,21 @@ struct urs_cg_kv {
 	const char *value;
 };
 
+/* One device of linux.resources.blockIO: a weight, leaf weight or rate */
+struct urs_cg_blkio_dev {
+	int64_t major;
+	int64_t minor;
+	uint64_t value;
+};
+
+/* blockIO throttle lists, in this order */
+enum { URS_CG_THR_RBPS, URS_CG_THR_WBPS, URS_CG_THR_RIOPS, URS_CG_THR_WIOPS, URS_CG_THR__N };
+
+struct urs_cg_hugepage {
+	const char *page_size; /* "2MB", "1GB" (OCI pageSize, as in the file names) */
+	uint64_t limit;	       /* bytes */
+};
+
 struct urs_cg_resources {
 	int64_t mem_limit;	 /* bytes, -1 = unlimited */
 	int64_t mem_reservation; /* soft limit (v1) / memory.low (v2) */
@@ -152,6 +167,26 @@ struct urs_cg_resources {
 	size_t n_devices;
 	const struct urs_cg_kv *unified; /* v2 only (unified hosts), written last */
 	size_t n_unified;
+	/* Below: refused, naming the linux.resources field, where this host
+	 * cannot apply them (no controller, no such file), never dropped. */
+	int64_t mem_kernel_tcp; /* memory.kmem.tcp (v1 only), -1 = unlimited */
+	bool has_cpu_burst, has_cpu_idle;
+	uint64_t cpu_burst;	/* us */
+	int64_t cpu_idle;	/* 0 or 1 */
+	int64_t cpu_rt_runtime; /* us, v1 only */
+	uint64_t cpu_rt_period; /* us, v1 only */
+	uint16_t blkio_weight;	/* 10..1000 */
+	uint16_t blkio_leaf_weight;
+	const struct urs_cg_blkio_dev *blkio_weight_dev, *blkio_leaf_weight_dev;
+	size_t n_blkio_weight_dev, n_blkio_leaf_weight_dev;
+	const struct urs_cg_blkio_dev *blkio_throttle[URS_CG_THR__N];
+	size_t n_blkio_throttle[URS_CG_THR__N];
+	const struct urs_cg_hugepage *hugepages;
+	size_t n_hugepages;
+	bool has_net_classid; /* net_cls and net_prio: no hierarchy ursa uses */
+	uint32_t net_classid;
+	size_t n_net_prio;
+	bool rdma; /* linux.resources.rdma (not supported) */
 };
 
 /* A struct urs_cg_resources with nothing set. */

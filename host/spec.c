@@ -1342,6 +1342,43 @@ static int parse_pids(struct pctx *c, json_t *o, void *dst)
 		     &r->pids.has_limit);
 }
 
+static const char *const throttle_names[URS_THROTTLE__COUNT] = {
+	[URS_THROTTLE_READ_BPS] = "throttleReadBpsDevice",
+	[URS_THROTTLE_WRITE_BPS] = "throttleWriteBpsDevice",
+	[URS_THROTTLE_READ_IOPS] = "throttleReadIOPSDevice",
+	[URS_THROTTLE_WRITE_IOPS] = "throttleWriteIOPSDevice",
+};
+
+const char *urs_blkio_throttle_name(enum urs_blkio_throttle t)
+{
+	return (unsigned) t < URS_THROTTLE__COUNT ? throttle_names[t] : NULL;
+}
+
+static int parse_blkio_major_minor(struct pctx *c, json_t *o, struct urs_blkio_device *d)
+{
+	TRY(f_i64(c, o, "major", "required", 0, INT64_MAX, &d->major, NULL));
+	return f_i64(c, o, "minor", "required", 0, INT64_MAX, &d->minor, NULL);
+}
+
+static int parse_weight_device(struct pctx *c, json_t *o, void *dst)
+{
+	struct urs_blkio_device *d = dst;
+	uint64_t w = 0, lw = 0;
+	TRY(parse_blkio_major_minor(c, o, d));
+	TRY(f_u64(c, o, "weight", NULL, UINT16_MAX, &w, &d->has_weight));
+	TRY(f_u64(c, o, "leafWeight", NULL, UINT16_MAX, &lw, &d->has_leaf_weight));
+	d->weight = (uint16_t) w;
+	d->leaf_weight = (uint16_t) lw;
+	return 0;
+}
+
+static int parse_throttle_device(struct pctx *c, json_t *o, void *dst)
+{
+	struct urs_blkio_device *d = dst;
+	TRY(parse_blkio_major_minor(c, o, d));
+	return f_u64(c, o, "rate", "required", UINT64_MAX, &d->rate, NULL);
+}
+
 static int parse_blkio(struct pctx *c, json_t *o, void *dst)
 {
 	struct urs_resources *r = dst;
@@ -1350,12 +1387,28 @@ static int parse_blkio(struct pctx *c, json_t *o, void *dst)
 	TRY(f_u64(c, o, "leafWeight", NULL, UINT16_MAX, &lw, &r->block_io.has_leaf_weight));
 	r->block_io.weight = (uint16_t) w;
 	r->block_io.leaf_weight = (uint16_t) lw;
-	static const char *const lists[] = {"weightDevice", "throttleReadBpsDevice",
-					    "throttleWriteBpsDevice", "throttleReadIOPSDevice",
-					    "throttleWriteIOPSDevice"};
-	for (size_t i = 0; i < URS_ARRAY_SIZE(lists); i++)
-		TRY(f_accept(c, o, lists[i], JSON_ARRAY));
+	TRY(f_objv(c, o, "weightDevice", sizeof(struct urs_blkio_device), parse_weight_device,
+		   (void **) &r->block_io.weight_devices, &r->block_io.n_weight_devices));
+	for (int t = 0; t < URS_THROTTLE__COUNT; t++)
+		TRY(f_objv(c, o, throttle_names[t], sizeof(struct urs_blkio_device),
+			   parse_throttle_device, (void **) &r->block_io.throttle[t],
+			   &r->block_io.n_throttle[t]));
 	return 0;
+}
+
+static int parse_net_prio(struct pctx *c, json_t *o, void *dst)
+{
+	struct urs_net_prio *p = dst;
+	TRY(f_str(c, o, "name", "required", &p->name));
+	return f_u32(c, o, "priority", "required", &p->priority, NULL);
+}
+
+static int parse_network(struct pctx *c, json_t *o, void *dst)
+{
+	struct urs_resources *r = dst;
+	TRY(f_u32(c, o, "classID", NULL, &r->network.class_id, &r->network.has_class_id));
+	return f_objv(c, o, "priorities", sizeof(struct urs_net_prio), parse_net_prio,
+		      (void **) &r->network.priorities, &r->network.n_priorities);
 }
 
 static int parse_resources(struct pctx *c, json_t *o, void *dst)
@@ -1371,8 +1424,9 @@ static int parse_resources(struct pctx *c, json_t *o, void *dst)
 	TRY(f_obj(c, o, "blockIO", NULL, parse_blkio, r));
 	TRY(f_objv(c, o, "hugepageLimits", sizeof(struct urs_hugepage_limit), parse_hugepage,
 		   (void **) &r->hugepage_limits, &r->n_hugepage_limits));
-	TRY(f_accept(c, o, "network", JSON_OBJECT));
+	TRY(f_obj(c, o, "network", NULL, parse_network, r));
 	TRY(f_accept(c, o, "rdma", JSON_OBJECT));
+	r->has_rdma = json_object_size(get(o, "rdma")) > 0;
 	TRY(f_kv(c, o, "unified", &r->unified, &r->n_unified));
 	return 0;
 }

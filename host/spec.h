@@ -180,6 +180,29 @@ struct urs_hugepage_limit {
 	uint64_t limit;
 };
 
+/* linux.resources.blockIO weightDevice (weight, leafWeight) and the
+ * throttle*Device lists (rate) */
+struct urs_blkio_device {
+	int64_t major;
+	int64_t minor;
+	bool has_weight, has_leaf_weight;
+	uint16_t weight, leaf_weight;
+	uint64_t rate;
+};
+
+enum urs_blkio_throttle {
+	URS_THROTTLE_READ_BPS,
+	URS_THROTTLE_WRITE_BPS,
+	URS_THROTTLE_READ_IOPS,
+	URS_THROTTLE_WRITE_IOPS,
+	URS_THROTTLE__COUNT,
+};
+
+struct urs_net_prio {
+	char *name;
+	uint32_t priority;
+};
+
 struct urs_resources {
 	struct {
 		bool has_limit, has_reservation, has_swap, has_kernel, has_kernel_tcp,
@@ -205,9 +228,20 @@ struct urs_resources {
 	struct {
 		bool has_weight, has_leaf_weight;
 		uint16_t weight, leaf_weight;
+		struct urs_blkio_device *weight_devices;
+		size_t n_weight_devices;
+		struct urs_blkio_device *throttle[URS_THROTTLE__COUNT];
+		size_t n_throttle[URS_THROTTLE__COUNT];
 	} block_io;
 	struct urs_hugepage_limit *hugepage_limits;
 	size_t n_hugepage_limits;
+	struct {
+		bool has_class_id;
+		uint32_t class_id;
+		struct urs_net_prio *priorities;
+		size_t n_priorities;
+	} network;
+	bool has_rdma; /* linux.resources.rdma given, not empty */
 	struct urs_kv *unified;
 	size_t n_unified;
 };
@@ -321,6 +355,8 @@ const char *urs_spec_default_json(void);
 int urs_spec_default(struct urs_spec **out, struct urs_err *err);
 
 /* Lookups for the modules that consume the struct. */
+/* "throttleReadBpsDevice", ... (the JSON member of linux.resources.blockIO) */
+const char *urs_blkio_throttle_name(enum urs_blkio_throttle t);
 const char *urs_ns_name(enum urs_ns_type t);	 /* "pid", "network", ... */
 int urs_ns_clone_flag(enum urs_ns_type t);	 /* CLONE_NEWPID, ... */
 const char *urs_cap_name(unsigned int cap);	 /* "CAP_CHOWN", NULL if unknown */

@@ -719,6 +719,79 @@ static void test_bad_values(void **state)
 	assert_all_gone(&cg);
 }
 
+static bool has_file(int h, const char *file)
+{
+	char p[URS_CG_PATH_MAX + 64];
+	snprintf(p, sizeof(p), "%s/%s", cg.h[h].path, file);
+	return cg.h[h].path[0] && access(p, F_OK) == 0;
+}
+
+/* #17.5: blockIO, kernelTCP, cpu burst: written where runc writes them; what
+ * the host cannot take is refused naming the linux.resources field */
+static void test_apply_more(void **state)
+{
+	(void) state;
+	NEED();
+	struct urs_err e = {{0}};
+	char id[64];
+	mkid(id, sizeof(id), "more");
+	OK(urs_cg_create(&cg, NULL, id, 0, &e));
+	const struct urs_cg_blkio_dev rbps[] = {{7, 0, 1048576}}, wiops[] = {{7, 0, 100}};
+	struct urs_cg_resources r = URS_CG_RESOURCES_INIT;
+	r.blkio_throttle[URS_CG_THR_RBPS] = rbps;
+	r.n_blkio_throttle[URS_CG_THR_RBPS] = 1;
+	r.blkio_throttle[URS_CG_THR_WIOPS] = wiops;
+	r.n_blkio_throttle[URS_CG_THR_WIOPS] = 1;
+	char buf[256];
+	if (mode != URS_CG_UNIFIED && has_file(URS_CG_BLKIO, "blkio.throttle.read_bps_device")) {
+		r.has_cpu_burst = has_file(URS_CG_CPU, "cpu.cfs_burst_us");
+		r.cpu_burst = 1000;
+		r.mem_kernel_tcp =
+			has_file(URS_CG_MEMORY, "memory.kmem.tcp.limit_in_bytes") ? 1 << 24 : 0;
+		OK(urs_cg_apply(&cg, &r, &e));
+		const char *b = cg.h[URS_CG_BLKIO].path;
+		assert_file(b, "blkio.throttle.read_bps_device", "7:0 1048576");
+		assert_file(b, "blkio.throttle.write_iops_device", "7:0 100");
+		if (r.has_cpu_burst)
+			assert_file(cg.h[URS_CG_CPU].path, "cpu.cfs_burst_us", "1000");
+		if (r.mem_kernel_tcp)
+			assert_file(cg.h[URS_CG_MEMORY].path, "memory.kmem.tcp.limit_in_bytes",
+				    "16777216");
+		r = (struct urs_cg_resources) URS_CG_RESOURCES_INIT;
+		r.blkio_leaf_weight = 300; /* CFQ only: gone since Linux 5.0 */
+		if (!has_file(URS_CG_BLKIO, "blkio.leaf_weight")) {
+			assert_int_equal(urs_cg_apply(&cg, &r, &e), -EOPNOTSUPP);
+			assert_string_equal(e.msg,
+					    "linux.resources.blockIO.leafWeight: not supported "
+					    "on this host (the blkio cgroup has no "
+					    "blkio.leaf_weight)");
+		}
+	} else if (mode == URS_CG_UNIFIED && has_file(URS_CG_V2, "io.max")) {
+		OK(urs_cg_apply(&cg, &r, &e));
+		assert_true(read_file(cg.h[URS_CG_V2].path, "io.max", buf, sizeof(buf)) >= 0);
+		assert_non_null(strstr(buf, "7:0 rbps=1048576"));
+	}
+	const struct urs_cg_hugepage hp[] = {{"2MB", 1 << 21}};
+	r = (struct urs_cg_resources) URS_CG_RESOURCES_INIT;
+	r.hugepages = hp;
+	r.n_hugepages = 1;
+	if (mode != URS_CG_UNIFIED) {
+		assert_int_equal(urs_cg_apply(&cg, &r, &e), -EOPNOTSUPP);
+		assert_msg(&e, "linux.resources.hugepageLimits: not supported", NULL);
+	}
+	r = (struct urs_cg_resources) URS_CG_RESOURCES_INIT;
+	r.has_net_classid = true;
+	r.net_classid = 0x100001;
+	assert_int_equal(urs_cg_apply(&cg, &r, &e), -EOPNOTSUPP);
+	assert_msg(&e, "linux.resources.network.classID: not supported", NULL);
+	r = (struct urs_cg_resources) URS_CG_RESOURCES_INIT;
+	r.rdma = true;
+	assert_int_equal(urs_cg_apply(&cg, &r, &e), -EOPNOTSUPP);
+	assert_msg(&e, "linux.resources.rdma: not supported", NULL);
+	OK(urs_cg_destroy(&cg, &e));
+	assert_all_gone(&cg);
+}
+
 static void test_bad_args(void **state)
 {
 	(void) state;
@@ -921,6 +994,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_self_migration, teardown),
 		cmocka_unit_test_teardown(test_kill_tree, teardown),
 		cmocka_unit_test_teardown(test_bad_values, teardown),
+		cmocka_unit_test_teardown(test_apply_more, teardown),
 		cmocka_unit_test_teardown(test_bad_args, teardown),
 		cmocka_unit_test_teardown(test_existing_busy, teardown),
 		cmocka_unit_test_teardown(test_partial_create, teardown),

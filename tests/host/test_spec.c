@@ -191,6 +191,16 @@ static void test_full_config(void **state)
 	assert_string_equal(res->devices[1].access, "rw");
 	assert_true(res->block_io.has_weight);
 	assert_int_equal(res->block_io.weight, 10);
+	assert_int_equal(res->block_io.n_weight_devices, 1);
+	assert_int_equal(res->block_io.weight_devices[0].major, 8);
+	assert_int_equal(res->block_io.weight_devices[0].minor, 0);
+	assert_true(res->block_io.weight_devices[0].has_weight);
+	assert_int_equal(res->block_io.weight_devices[0].weight, 500);
+	assert_false(res->block_io.weight_devices[0].has_leaf_weight);
+	assert_int_equal(res->block_io.n_throttle[URS_THROTTLE_READ_BPS], 0);
+	assert_true(res->network.has_class_id);
+	assert_int_equal(res->network.class_id, 1048577);
+	assert_true(s->lnx->has_intel_rdt);
 	assert_int_equal(res->n_hugepage_limits, 1);
 	assert_string_equal(res->hugepage_limits[0].page_size, "2MB");
 	assert_int_equal(res->n_unified, 2);
@@ -401,6 +411,18 @@ static const struct bad {
 	 "config.json: linux.resources.memory.swappiness: 200 is out of range (max 100)"},
 	{LNX("'resources':{'memory':{'limit':'1G'}}"),
 	 "config.json: linux.resources.memory.limit: expected an integer, got string"},
+	{LNX("'resources':{'blockIO':{'throttleReadBpsDevice':[{'major':8,'minor':0}]}}"),
+	 "config.json: linux.resources.blockIO.throttleReadBpsDevice[0].rate: missing (required)"},
+	{LNX("'resources':{'blockIO':{'weightDevice':[{'minor':0,'weight':10}]}}"),
+	 "config.json: linux.resources.blockIO.weightDevice[0].major: missing (required)"},
+	{LNX("'resources':{'blockIO':{'throttleWriteIOPSDevice':[{'major':-1,'minor':0,'rate':1}]}"
+	     "}"),
+	 "config.json: linux.resources.blockIO.throttleWriteIOPSDevice[0].major: -1 is out of "
+	 "range*"},
+	{LNX("'resources':{'network':{'classID':-1}}"),
+	 "config.json: linux.resources.network.classID: expected a non-negative integer, got -1"},
+	{LNX("'resources':{'network':{'priorities':[{'priority':1}]}}"),
+	 "config.json: linux.resources.network.priorities[0].name: missing (required)"},
 	{LNX("'resources':{'pids':{}}"),
 	 "config.json: linux.resources.pids.limit: missing (required)"},
 	{LNX("'uidMappings':[{'containerID':0,'hostID':1000,'size':1}]"),
