@@ -171,8 +171,24 @@ static bool is_bind(const struct urs_mount *m)
 	return (m->flags & MS_BIND) || (m->type && !strcmp(m->type, "bind"));
 }
 
+/* linux.mountLabel on a new file system's options (SELinux hosts only, see
+ * urs_spec_check_host), as runc's label.FormatMountLabel: not for proc,
+ * sysfs and mqueue; NULL when the label does not apply. */
+static const char *with_label(const struct urs_mount *m, const char *label, char *buf, size_t len)
+{
+	static const char *const none[] = {"proc", "sysfs", "mqueue"};
+	if (!label || !label[0] || !m->type)
+		return NULL;
+	for (size_t i = 0; i < URS_ARRAY_SIZE(none); i++)
+		if (!strcmp(m->type, none[i]))
+			return NULL;
+	int n = snprintf(buf, len, "%s%scontext=\"%s\"", m->data ? m->data : "", m->data ? "," : "",
+			 label);
+	return n > 0 && (size_t) n < len ? buf : NULL;
+}
+
 static int do_mount(const struct urs_mount *m, size_t idx, int rootfd,
-		    const struct urs_rootfs_opts *o, struct urs_err *err)
+		    const struct urs_rootfs_opts *o, const char *label, struct urs_err *err)
 {
 	bool bind = is_bind(m);
 	bool src_is_dir = true;
@@ -218,7 +234,10 @@ static int do_mount(const struct urs_mount *m, size_t idx, int rootfd,
 			return urs_err_set(err, r, "mounts[%zu]: cgroup on %s: %s", idx,
 					   m->destination, e.msg);
 	} else {
-		if (mount(m->source ? m->source : type, target, type, flags, m->data) < 0) {
+		char lb[4096];
+		const char *data = with_label(m, label, lb, sizeof(lb));
+		if (mount(m->source ? m->source : type, target, type, flags,
+			  data ? data : m->data) < 0) {
 			int e = errno;
 			/* sysfs needs a netns we own; fall back to the host's, read-only */
 			if (type && !strcmp(type, "sysfs") && (e == EPERM || e == EBUSY)) {
@@ -431,7 +450,8 @@ int urs_rootfs_setup(const struct urs_spec *spec, const struct urs_rootfs_opts *
 	for (size_t i = 0; i < spec->n_mounts; i++) {
 		if (spec->mounts[i].gofer)
 			continue; /* below, last */
-		if ((r = do_mount(&spec->mounts[i], i, rootfd, o, err)) < 0)
+		if ((r = do_mount(&spec->mounts[i], i, rootfd, o, l ? l->mount_label : NULL, err)) <
+		    0)
 			return r;
 		if (!strcmp(spec->mounts[i].destination, "/dev"))
 			dev_mounted = true;

@@ -24,6 +24,7 @@
 #include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -1748,6 +1749,76 @@ int urs_spec_parse(const char *json, size_t len, struct urs_spec **out, struct u
 	return parse_text("config.json", json, len, out, err);
 }
 
+/* ---- what this host can apply (LSMs) ---- */
+
+/* AppArmor is active: its module says so (what libapparmor and runc read) */
+bool urs_host_has_apparmor(void)
+{
+	char c = 0;
+	_cleanup_close_ int fd =
+		open("/sys/module/apparmor/parameters/enabled", O_RDONLY | O_CLOEXEC);
+	return fd >= 0 && read(fd, &c, 1) == 1 && c == 'Y';
+}
+
+/* SELinux is active: selinuxfs is mounted (what go-selinux looks for) */
+bool urs_host_has_selinux(void)
+{
+	struct statfs sf;
+	return statfs("/sys/fs/selinux", &sf) == 0 && (uint32_t) sf.f_type == 0xf97cff8cu;
+}
+
+int urs_lsm_set_exec(const struct urs_process *p, struct urs_err *err)
+{
+	const char *aa = p->apparmor_profile, *se = p->selinux_label;
+	char buf[4096];
+	if (aa && aa[0]) { /* the profile for the next execve, as runc's changeOnExec */
+		int n = snprintf(buf, sizeof(buf), "exec %s", aa);
+		_cleanup_close_ int fd =
+			open("/proc/thread-self/attr/apparmor/exec", O_WRONLY | O_CLOEXEC);
+		if (fd < 0)
+			fd = open("/proc/thread-self/attr/exec", O_WRONLY | O_CLOEXEC);
+		if (fd < 0 || write(fd, buf, (size_t) n) != n)
+			return urs_err_set(err, -errno, "process.apparmorProfile \"%s\": %m", aa);
+	}
+	if (se && se[0]) {
+		_cleanup_close_ int fd = open("/proc/thread-self/attr/exec", O_WRONLY | O_CLOEXEC);
+		size_t n = strlen(se);
+		if (fd < 0 || write(fd, se, n) != (ssize_t) n)
+			return urs_err_set(err, -errno, "process.selinuxLabel \"%s\": %m", se);
+	}
+	return 0;
+}
+
+int urs_spec_check_host(const struct urs_spec *s, struct urs_err *err)
+{
+	const struct urs_process *p = s->process;
+	const char *aa = p ? p->apparmor_profile : NULL, *se = p ? p->selinux_label : NULL;
+	const char *ml = s->lnx ? s->lnx->mount_label : NULL;
+	if (aa && aa[0] && !urs_host_has_apparmor())
+		return urs_err_set(err, -EOPNOTSUPP,
+				   "config.json: process.apparmorProfile: \"%s\" requested, but "
+				   "AppArmor is not enabled on this host",
+				   aa);
+	if (se && se[0] && !urs_host_has_selinux())
+		return urs_err_set(err, -EOPNOTSUPP,
+				   "config.json: process.selinuxLabel: \"%s\" requested, but "
+				   "SELinux is not enabled on this host",
+				   se);
+	if (ml && ml[0] && !urs_host_has_selinux())
+		return urs_err_set(
+			err, -EOPNOTSUPP,
+			"config.json: linux.mountLabel: \"%s\" requested, but SELinux is "
+			"not enabled on this host",
+			ml);
+	/* the exec labels are set by urs_lsm_set_exec(), which the init does not
+	 * call yet: refused rather than dropped where the LSM is there */
+	if ((aa && aa[0]) || (se && se[0]))
+		return urs_err_set(err, -EOPNOTSUPP,
+				   "config.json: process.%s: not applied by ursa yet",
+				   aa && aa[0] ? "apparmorProfile" : "selinuxLabel");
+	return 0;
+}
+
 int urs_spec_load(const char *path, struct urs_spec **out, struct urs_err *err)
 {
 	*out = NULL;
@@ -1786,7 +1857,12 @@ int urs_spec_load(const char *path, struct urs_spec **out, struct urs_err *err)
 		if (len == cap) /* file grew under us: stop at the 64 MiB limit */
 			return urs_err_set(err, -EFBIG, "%s: changed while being read", path);
 	}
-	return parse_text(base, buf, len, out, err);
+	int r = parse_text(base, buf, len, out, err);
+	if (r == 0 && (r = urs_spec_check_host(*out, err)) < 0) {
+		urs_spec_free(*out);
+		*out = NULL;
+	}
+	return r;
 }
 
 void urs_spec_free(struct urs_spec *spec)

@@ -104,8 +104,8 @@ struct urs_process {
 	bool no_new_privileges;
 	bool has_oom_score_adj;
 	int32_t oom_score_adj;	/* -1000..1000 */
-	char *apparmor_profile; /* accepted, not enforced */
-	char *selinux_label;	/* accepted, not enforced */
+	char *apparmor_profile; /* refused where the host has no AppArmor */
+	char *selinux_label;	/* refused where the host has no SELinux */
 };
 
 /* ---- hooks ---- */
@@ -345,8 +345,18 @@ struct urs_spec {
 
 /* Parse len bytes of JSON. 0 or -EINVAL (message in err), -ENOMEM. */
 int urs_spec_parse(const char *json, size_t len, struct urs_spec **out, struct urs_err *err);
-/* Read and parse a file: also -ENOENT, -EACCES, ... from opening/reading it. */
+/* Read and parse a file (a bundle's config.json): also -ENOENT, -EACCES, ...
+ * from opening/reading it, and -EOPNOTSUPP from urs_spec_check_host(). */
 int urs_spec_load(const char *path, struct urs_spec **out, struct urs_err *err);
+/* What this host cannot apply, refused naming the field, before anything is
+ * created: process.apparmorProfile without AppArmor, process.selinuxLabel
+ * and linux.mountLabel without SELinux. 0 or -EOPNOTSUPP. */
+int urs_spec_check_host(const struct urs_spec *spec, struct urs_err *err);
+bool urs_host_has_apparmor(void);
+bool urs_host_has_selinux(void);
+/* The init, right before execve: the AppArmor profile / SELinux label of
+ * process for the next exec (/proc/thread-self/attr/...). 0 or -errno. */
+int urs_lsm_set_exec(const struct urs_process *p, struct urs_err *err);
 void urs_spec_free(struct urs_spec *spec);
 
 /* What `runc spec` writes (and so `ursa spec`): a static NUL-terminated string. */

@@ -10,10 +10,12 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "host/spec.h"
@@ -38,12 +40,24 @@ static int parse_q(const char *q, struct urs_spec **out, struct urs_err *err)
 	return r;
 }
 
+/* A file parsed as urs_spec_load() does, without its host checks (the full
+ * config asks for AppArmor and SELinux labels, which few hosts have both). */
+static int parse_file(const char *path, struct urs_spec **out, struct urs_err *err)
+{
+	FILE *f = fopen(path, "re");
+	assert_non_null(f);
+	static char buf[1 << 16];
+	size_t n = fread(buf, 1, sizeof(buf), f);
+	fclose(f);
+	return urs_spec_parse(buf, n, out, err);
+}
+
 static void test_full_config(void **state)
 {
 	(void) state;
 	struct urs_err err = {{0}};
 	_cleanup_spec_ struct urs_spec *s = NULL;
-	int r = urs_spec_load(URS_TEST_DATA "/spec_full.json", &s, &err);
+	int r = parse_file(URS_TEST_DATA "/spec_full.json", &s, &err);
 	if (r)
 		fail_msg("%s", err.msg);
 	assert_non_null(s);
@@ -524,6 +538,53 @@ static void test_load_errors(void **state)
 }
 
 /* Every truncation of the full config fails cleanly (and leaks nothing). */
+/* #17.5.6: LSM labels are refused where the host has not the LSM */
+static void test_host_support(void **state)
+{
+	(void) state;
+	static const struct {
+		const char *json, *field;
+		bool (*has)(void);
+	} cases[] = {
+		{PROC("'apparmorProfile':'docker-default'"), "process.apparmorProfile",
+		 urs_host_has_apparmor},
+		{PROC("'selinuxLabel':'system_u:system_r:container_t:s0'"), "process.selinuxLabel",
+		 urs_host_has_selinux},
+		{LNX("'mountLabel':'system_u:object_r:container_file_t:s0'"), "linux.mountLabel",
+		 urs_host_has_selinux},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct urs_err err = {{0}};
+		_cleanup_spec_ struct urs_spec *s = NULL;
+		assert_int_equal(parse_q(cases[i].json, &s, &err), 0);
+		int r = urs_spec_check_host(s, &err);
+		if (cases[i].has())
+			continue; /* applied there (or refused as not applied yet) */
+		assert_int_equal(r, -EOPNOTSUPP);
+		char want[128];
+		snprintf(want, sizeof(want), "config.json: %s: ", cases[i].field);
+		if (strncmp(err.msg, want, strlen(want)) ||
+		    !strstr(err.msg, "not enabled on this host"))
+			fail_msg("case %zu: %s", i, err.msg);
+	}
+	/* urs_spec_load() checks; an empty label asks for nothing */
+	char path[] = "/tmp/ursa-test-spec-XXXXXX";
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	const char *j = "{\"ociVersion\":\"1.0.2\",\"root\":{\"path\":\"r\"},\"process\":{"
+			"\"args\":[\"sh\"],\"cwd\":\"/\",\"apparmorProfile\":\"x\"},"
+			"\"linux\":{\"mountLabel\":\"\"}}";
+	assert_int_equal(write(fd, j, strlen(j)), (ssize_t) strlen(j));
+	close(fd);
+	struct urs_err err = {{0}};
+	struct urs_spec *s = NULL;
+	int r = urs_spec_load(path, &s, &err);
+	unlink(path);
+	assert_int_equal(r, -EOPNOTSUPP);
+	assert_null(s);
+	assert_non_null(strstr(err.msg, "process.apparmorProfile"));
+}
+
 static void test_truncations(void **state)
 {
 	(void) state;
@@ -554,6 +615,7 @@ int main(void)
 		cmocka_unit_test(test_names),
 		cmocka_unit_test(test_bad_configs),
 		cmocka_unit_test(test_load_errors),
+		cmocka_unit_test(test_host_support),
 		cmocka_unit_test(test_truncations),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

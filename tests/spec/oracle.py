@@ -174,6 +174,13 @@ REFUSE = [
      "linux.resources.blockIO.leafWeight", True),
     ("intel-rdt", m_set(["linux", "intelRdt"], {"closID": "guaranteed_group"}),
      "linux.intelRdt", False),  # runc 1.1 accepts a closID without resctrl
+    # LSMs this host has not (see docs/sandbox.md "What is refused")
+    ("apparmor", m_set(["process", "apparmorProfile"], "docker-default"),
+     "process.apparmorProfile", True),
+    ("selinux", m_set(["process", "selinuxLabel"], "system_u:system_r:container_t:s0"),
+     "process.selinuxLabel", True),
+    ("mount-label", m_set(["linux", "mountLabel"], "system_u:object_r:container_file_t:s0"),
+     "linux.mountLabel", True),
     ("masked-relative", m_set(["linux", "maskedPaths"], ["proc/kcore"]),
      'linux.maskedPaths[0]: "proc/kcore" is not an absolute path', False),  # runc: not checked
     ("readonly-relative", m_set(["linux", "readonlyPaths"], ["proc/sys"]),
