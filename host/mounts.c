@@ -437,10 +437,18 @@ int urs_rootfs_setup(const struct urs_spec *spec, const struct urs_rootfs_opts *
 	 * crun and runc 1.2 do: an unbindable rootfs cannot be bound onto
 	 * itself (EINVAL), a shared / would propagate to the host. */
 	unsigned long later = prop & (MS_SHARED | MS_UNBINDABLE);
-	if (mount(NULL, "/", NULL, later ? (MS_SLAVE | MS_REC) : prop, NULL) < 0)
+	/* No mount namespace in linux.namespaces: the host's is shared, as with
+	 * runc: the rootfs and the mounts go up in it (and stay there), the
+	 * root is entered with chroot, the host's / is left as it is (the
+	 * parser refuses masked/read-only paths, rootfsPropagation and gofer
+	 * volumes there, as runc refuses the first two). */
+	bool own_ns = urs_spec_has_ns(spec, URS_NS_MOUNT);
+	if (own_ns && mount(NULL, "/", NULL, later ? (MS_SLAVE | MS_REC) : prop, NULL) < 0)
 		return urs_err_set(err, -errno, "making / %s: %m", "a slave mount");
 	if (mount(o->rootfs, o->rootfs, NULL, MS_BIND | MS_REC, NULL) < 0)
 		return urs_err_set(err, -errno, "root.path %s: bind onto itself: %m", o->rootfs);
+	if (!own_ns && mount(NULL, o->rootfs, NULL, MS_PRIVATE | MS_REC, NULL) < 0)
+		return urs_err_set(err, -errno, "root.path %s: making it private: %m", o->rootfs);
 
 	_cleanup_close_ int rootfd = open(o->rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (rootfd < 0)
@@ -473,7 +481,9 @@ int urs_rootfs_setup(const struct urs_spec *spec, const struct urs_rootfs_opts *
 		if ((r = do_gofer_mount(&spec->mounts[i], i, rootfd, o->gofer_fuse[k++], err)) < 0)
 			return r;
 	}
-	if ((r = pivot(o->rootfs, o->no_pivot, err)) < 0)
+	if (!own_ns && (chroot(o->rootfs) < 0 || chdir("/") < 0))
+		return urs_err_set(err, -errno, "chroot into %s: %m", o->rootfs);
+	if (own_ns && (r = pivot(o->rootfs, o->no_pivot, err)) < 0)
 		return r;
 	if (o->after_pivot && (r = o->after_pivot(o->ctx, err)) < 0)
 		return r;

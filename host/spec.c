@@ -1040,6 +1040,29 @@ static int check_gofer(struct pctx *c, const struct urs_spec *s)
 	return 0;
 }
 
+/*
+ * Without a mount namespace of its own the container shares the host's:
+ * what would change mounts the host sees is refused (runc: "unable to
+ * restrict sys entries without a private MNT namespace").
+ */
+static int check_no_mount_ns(struct pctx *c, const struct urs_spec *s)
+{
+	const struct urs_linux *l = s->lnx;
+	if (l && (l->ns_mask & (1u << URS_NS_MOUNT)))
+		return 0;
+	const char *key = l && l->n_masked_paths       ? "linux.maskedPaths"
+			  : l && l->n_readonly_paths   ? "linux.readonlyPaths"
+			  : l && l->rootfs_propagation ? "linux.rootfsPropagation"
+						       : NULL;
+	for (size_t i = 0; !key && i < s->n_mounts; i++)
+		if (s->mounts[i].gofer)
+			key = "mounts";
+	if (!key)
+		return 0;
+	push_key(c, key);
+	return fail(c, "needs a mount namespace of its own (linux.namespaces has no \"mount\")");
+}
+
 /* ---- process ---- */
 
 static int parse_console(struct pctx *c, json_t *o, void *dst)
@@ -1644,6 +1667,7 @@ static int parse_top(struct pctx *c, json_t *o, struct urs_spec *s)
 		}
 	}
 	TRY(check_gofer(c, s));
+	TRY(check_no_mount_ns(c, s));
 	return 0;
 }
 

@@ -470,6 +470,17 @@ static const struct bad {
 	 "config.json: linux.readonlyPaths[0]: \"sys\" is not an absolute path"},
 	{LNX("'namespaces':[{'type':'user'}]"),
 	 "config.json: linux.uidMappings: missing (required with a new user namespace)"},
+	/* no mount namespace: the host's is shared; what would change it is refused */
+	{LNX("'namespaces':[{'type':'pid'}],'maskedPaths':['/proc/kcore']"),
+	 "config.json: linux.maskedPaths: needs a mount namespace of its own (linux.namespaces has "
+	 "no \"mount\")"},
+	{LNX("'readonlyPaths':['/proc/sys']"),
+	 "config.json: linux.readonlyPaths: needs a mount namespace of its own*"},
+	{LNX("'namespaces':[{'type':'uts'}],'rootfsPropagation':'shared'"),
+	 "config.json: linux.rootfsPropagation: needs a mount namespace of its own*"},
+	{HEAD
+	 "'mounts':[{'destination':'/v','type':'bind','source':'/tmp','options':['ursa-gofer']}]}",
+	 "config.json: mounts: needs a mount namespace of its own*"},
 	{LNX("'namespaces':[{'type':'user'}],'uidMappings':[{'containerID':0,'hostID':1,"
 	     "'size':1}]"),
 	 "config.json: linux.gidMappings: missing (required with a new user namespace)"},
@@ -523,6 +534,11 @@ static void test_bad_configs(void **state)
 			fail_msg("case %zu:\n  want: %s\n  got:  %s", i, bad[i].msg, err.msg);
 	}
 	print_message("%zu bad configs checked\n", sizeof(bad) / sizeof(bad[0]));
+	/* and without them, no mount namespace is fine */
+	struct urs_err err = {{0}};
+	_cleanup_spec_ struct urs_spec *s = NULL;
+	if (parse_q(LNX("'namespaces':[{'type':'pid'}]"), &s, &err))
+		fail_msg("%s", err.msg);
 }
 
 static void test_load_errors(void **state)

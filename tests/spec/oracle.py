@@ -181,6 +181,9 @@ REFUSE = [
      "process.selinuxLabel", True),
     ("mount-label", m_set(["linux", "mountLabel"], "system_u:object_r:container_file_t:s0"),
      "linux.mountLabel", True),
+    ("no-mountns-masked", lambda c: c["linux"].update(
+        namespaces=[n for n in c["linux"]["namespaces"] if n["type"] != "mount"]),
+     'linux.maskedPaths: needs a mount namespace of its own', True),
     ("masked-relative", m_set(["linux", "maskedPaths"], ["proc/kcore"]),
      'linux.maskedPaths[0]: "proc/kcore" is not an absolute path', False),  # runc: not checked
     ("readonly-relative", m_set(["linux", "readonlyPaths"], ["proc/sys"]),
@@ -282,6 +285,34 @@ def propagation(work, base, ursa, runc):
         if runc:  # runc 1.1 cannot bind the unbindable rootfs onto itself (fixed in 1.2)
             rc, out, err = run_out(runc, work, base, prop, mut, "true")
             print(f"note  rootfsPropagation {prop}: runc: rc {rc} {err[-160:]}")
+
+
+def no_mount_ns(work, base, ursa, runc):
+    """No mount namespace listed: the host's is shared (the spec's MUST), the
+    root entered with chroot, as runc does; the mounts stay on the host."""
+    host_ns = os.readlink("/proc/self/ns/mnt")
+    for rt in (ursa, runc) if runc else (ursa,):
+        rootfs = build_rootfs(os.path.join(work, "nomnt-" + rt.name))
+
+        def mut(c):
+            c["root"] = {"path": rootfs}
+            c["linux"]["namespaces"] = [n for n in c["linux"]["namespaces"]
+                                        if n["type"] != "mount"]
+            del c["linux"]["maskedPaths"]
+            del c["linux"]["readonlyPaths"]
+        try:
+            rc, out, err = run_out(rt, work, base, "nomnt", mut,
+                                   "readlink /proc/self/ns/mnt; ls /bin/busybox; ls /proc/1/")
+        finally:
+            subprocess.run(["umount", "-R", rootfs], stderr=subprocess.DEVNULL)
+        lines = out.splitlines()
+        if rt is ursa and "a mount namespace is required" in err:
+            print("TODO  no mount namespace: host/init.c still refuses it "
+                  "(\"linux.namespaces: a mount namespace is required\")")
+            continue
+        report(rc == 0 and lines[:2] == [host_ns, "/bin/busybox"],
+               f"no mount namespace: {rt.name} shares the host's, chrooted in the rootfs",
+               f"rc {rc}: {lines} {err[-200:]}")
 
 
 def block_device():
@@ -392,7 +423,8 @@ def main():
         for name, fn in (("refusals", lambda: refusals(work, base, ursa, runc)),
                          ("hooks", lambda: hooks(work, base, ursa)),
                          ("propagation", lambda: propagation(work, base, ursa, runc)),
-                         ("resources", lambda: resources(work, base, ursa, runc))):
+                         ("resources", lambda: resources(work, base, ursa, runc)),
+                         ("nomountns", lambda: no_mount_ns(work, base, ursa, runc))):
             if not only or name in only:
                 fn()
     print(f"{passed} passed, {failed} failed")
