@@ -536,6 +536,8 @@ int urs_resources_apply(struct urs_cgroup *cg, const struct urs_resources *res,
 	r.cpus = res->cpu.cpus;
 	r.mems = res->cpu.mems;
 	/* the rest: applied, or refused naming the field (never dropped) */
+	if (res->memory.has_kernel)
+		r.mem_kernel = res->memory.kernel;
 	if (res->memory.has_kernel_tcp)
 		r.mem_kernel_tcp = res->memory.kernel_tcp;
 	r.has_cpu_burst = res->cpu.has_burst;
@@ -548,33 +550,29 @@ int urs_resources_apply(struct urs_cgroup *cg, const struct urs_resources *res,
 	r.blkio_leaf_weight = res->block_io.has_leaf_weight ? res->block_io.leaf_weight : 0;
 	/* weightDevice twice (weight, leafWeight), then the throttle lists */
 	struct urs_cg_blkio_dev bd[256];
-	const struct urs_blkio_device *bsrc[2 + URS_CG_THR__N] = {res->block_io.weight_devices,
-								  res->block_io.weight_devices};
-	size_t bn[2 + URS_CG_THR__N] = {res->block_io.n_weight_devices,
-					res->block_io.n_weight_devices};
-	const struct urs_cg_blkio_dev **bdst[2 + URS_CG_THR__N] = {&r.blkio_weight_dev,
-								   &r.blkio_leaf_weight_dev};
-	size_t *bdn[2 + URS_CG_THR__N] = {&r.n_blkio_weight_dev, &r.n_blkio_leaf_weight_dev};
-	for (int t = 0; t < URS_CG_THR__N; t++) {
-		bsrc[2 + t] = res->block_io.throttle[t];
-		bn[2 + t] = res->block_io.n_throttle[t];
-		bdst[2 + t] = &r.blkio_throttle[t];
-		bdn[2 + t] = &r.n_blkio_throttle[t];
-	}
 	size_t nb = 0;
 	for (int l = 0; l < 2 + URS_CG_THR__N; l++) {
-		*bdst[l] = bd + nb;
-		for (size_t i = 0; i < bn[l]; i++) {
-			const struct urs_blkio_device *d = &bsrc[l][i];
-			uint64_t v = l == 0 ? d->weight : l == 1 ? d->leaf_weight : d->rate;
+		const struct urs_blkio_device *src =
+			l < 2 ? res->block_io.weight_devices : res->block_io.throttle[l - 2];
+		size_t n = l < 2 ? res->block_io.n_weight_devices : res->block_io.n_throttle[l - 2];
+		size_t *dn = l == 0   ? &r.n_blkio_weight_dev
+			     : l == 1 ? &r.n_blkio_leaf_weight_dev
+				      : &r.n_blkio_throttle[l - 2];
+		*(l == 0   ? &r.blkio_weight_dev
+		  : l == 1 ? &r.blkio_leaf_weight_dev
+			   : &r.blkio_throttle[l - 2]) = bd + nb;
+		for (size_t i = 0; i < n; i++) {
+			uint64_t v = l == 0   ? src[i].weight
+				     : l == 1 ? src[i].leaf_weight
+					      : src[i].rate;
 			if (l < 2 && !v)
 				continue; /* a weight of 0 is "not set" (runc) */
 			if (nb == URS_ARRAY_SIZE(bd))
 				return urs_err_set(err, -E2BIG,
 						   "linux.resources.blockIO: more than %zu devices",
 						   URS_ARRAY_SIZE(bd));
-			bd[nb++] = (struct urs_cg_blkio_dev){d->major, d->minor, v};
-			(*bdn[l])++;
+			bd[nb++] = (struct urs_cg_blkio_dev){src[i].major, src[i].minor, v};
+			(*dn)++;
 		}
 	}
 	struct urs_cg_hugepage hp[16];

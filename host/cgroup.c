@@ -1151,7 +1151,8 @@ static int refuse_unsupported(const struct urs_cg_resources *r, bool v2, struct 
 			"linux.resources.rdma: not supported (ursa uses no rdma cgroup)");
 	if (!v2)
 		return 0;
-	const char *f = r->mem_kernel_tcp ? "memory.kernelTCP"
+	const char *f = r->mem_kernel > 0   ? "memory.kernel"
+			: r->mem_kernel_tcp ? "memory.kernelTCP"
 			: r->cpu_rt_runtime || r->cpu_rt_period
 				? "cpu.realtimeRuntime/realtimePeriod"
 			: r->blkio_leaf_weight || r->n_blkio_leaf_weight_dev ? "blockIO.leafWeight"
@@ -1163,11 +1164,34 @@ static int refuse_unsupported(const struct urs_cg_resources *r, bool v2, struct 
 	return 0;
 }
 
-/* kernelTCP, cpu burst/idle/realtime (v1) */
+/* memory.kernel: Linux 6.1+ takes memory.kmem.limit_in_bytes and ignores it
+ * (runc 1.1 ignores the field): written, read back, refused if not kept */
+static int kmem_v1(struct urs_cgroup *cg, int64_t lim, struct urs_err *err)
+{
+	const char *f = "memory.kmem.limit_in_bytes", *field = "linux.resources.memory.kernel";
+	int ret = write_field_u64(cg, URS_CG_MEMORY, f, (uint64_t) lim, field, err);
+	if (ret < 0)
+		return ret;
+	uint64_t now = 0;
+	int dfd = cg_fd(cg, URS_CG_MEMORY, err);
+	if (dfd < 0)
+		return dfd;
+	if ((ret = read_u64_at(dfd, f, &now)) < 0)
+		return urs_err_set(err, ret, "%s: reading %s: %s", field, f, strerror(-ret));
+	if (now != ((uint64_t) lim & ~(uint64_t) 4095))
+		return urs_err_set(err, -EOPNOTSUPP,
+				   "%s: not supported on this host (the kernel ignores %s)", field,
+				   f);
+	return 0;
+}
+
+/* kernel, kernelTCP, cpu burst/idle/realtime (v1) */
 static int extras_v1(struct urs_cgroup *cg, const struct urs_cg_resources *r, struct urs_err *err)
 {
 	int ret;
 	char b[24];
+	if (r->mem_kernel > 0 && (ret = kmem_v1(cg, r->mem_kernel, err)) < 0)
+		return ret;
 	if (r->mem_kernel_tcp) {
 		snprintf(b, sizeof(b), "%" PRId64, r->mem_kernel_tcp);
 		const char *f = "memory.kmem.tcp.limit_in_bytes";

@@ -169,6 +169,7 @@ struct urs_cg_resources {
 	size_t n_unified;
 	/* Below: refused, naming the linux.resources field, where this host
 	 * cannot apply them (no controller, no such file), never dropped. */
+	int64_t mem_kernel;	/* memory.kmem (v1 only) if > 0; the kernel must keep it */
 	int64_t mem_kernel_tcp; /* memory.kmem.tcp (v1 only), -1 = unlimited */
 	bool has_cpu_burst, has_cpu_idle;
 	uint64_t cpu_burst;	/* us */

@@ -172,6 +172,8 @@ REFUSE = [
      "linux.resources.rdma", True),
     ("blkio-leaf-weight", m_set(["linux", "resources", "blockIO"], {"leafWeight": 300}),
      "linux.resources.blockIO.leafWeight", True),
+    ("memory-kernel", m_set(["linux", "resources", "memory"], {"kernel": 104857600}),
+     "linux.resources.memory.kernel", False),  # runc 1.1 ignores it (a warning)
     ("intel-rdt", m_set(["linux", "intelRdt"], {"closID": "guaranteed_group"}),
      "linux.intelRdt", False),  # runc 1.1 accepts a closID without resctrl
     # LSMs this host has not (see docs/sandbox.md "What is refused")
