@@ -1402,8 +1402,8 @@ int urs_supervisor_main(struct urs_sup_args *a)
 		static char json[4096];
 		/* "created", as crun and the runtime-tools suite (hooks_stdin) have
 		 * it (runc 1.1 says "creating") */
-		if (urs_oci_state_json(json, sizeof(json), a->id, "created", s->init_pid,
-				       a->bundle, a->annotations) < 0)
+		if (urs_oci_state_json(json, sizeof(json), a->id, "created", s->init_pid, a->bundle,
+				       a->annotations) < 0)
 			urs_oci_state_json(json, sizeof(json), a->id, "created", s->init_pid,
 					   a->bundle, NULL);
 		/* prestart (deprecated) and createRuntime: runtime namespace, after
