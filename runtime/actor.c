@@ -50,6 +50,8 @@ static int inbox_push(struct urs_loop *target, struct urs_msg *m)
 
 int urs_send_remote(struct urs_loop *cur, struct urs_actor *to, struct urs_msg *m)
 {
+	if (cur && cur->dispatching == m)
+		cur->dispatching = NULL; /* handed over: see urs_actors_run */
 	if (cur && (cur->feat & URS_FEAT_MSG_RING) && to->loop->efd < 0) {
 		m->next = NULL;
 		if (cur->outbox_tail)
@@ -79,12 +81,21 @@ uint32_t urs_actors_run(struct urs_loop *loop, uint32_t budget)
 			if (!a->mbox_head)
 				a->mbox_tail = NULL;
 			m->flags &= (uint16_t) ~URS_MSGF_QUEUED;
+			/* Sent to another loop (the inbox path hands it over at
+			 * once) or kept, m may be freed, even reused, by another
+			 * thread before the handler returns: then dispatching is
+			 * no longer m and m is not read again. Sent on locally,
+			 * it is still ours (QUEUED). */
+			struct urs_msg *outer = loop->dispatching;
+			loop->dispatching = m;
 			if (unlikely(urs_prof_actor != NULL))
 				urs_prof_actor(a, m); /* --profile: measured */
 			else
 				a->handler(a, m);
-			if (!(m->flags & (URS_MSGF_QUEUED | URS_MSGF_KEPT)))
+			if (loop->dispatching == m &&
+			    !(m->flags & (URS_MSGF_QUEUED | URS_MSGF_KEPT)))
 				urs_msg_free(m);
+			loop->dispatching = outer;
 			n++;
 		}
 		if (a->mbox_head && !(a->flags & URS_ACTOR_READY)) {

@@ -14,7 +14,9 @@
  *
  * Ownership: the handler receives the message; when it returns, the runtime
  * frees it unless the handler sent it on (urs_send) or kept it
- * (urs_msg_keep; then urs_msg_free later, from any thread).
+ * (urs_msg_keep; then urs_msg_free later, from any thread). Once sent to
+ * another loop or kept, the runtime does not read it again: the receiver
+ * may have handled and freed it before the handler returns.
  */
 #ifndef URSA_RUNTIME_ACTOR_H
 #define URSA_RUNTIME_ACTOR_H
@@ -82,10 +84,14 @@ static inline void urs_msg_free(struct urs_msg *m)
 		urs_pool_put_remote(&home->msgs, m);
 }
 
-/* Keep a message past the handler's return. */
+/* Keep a message past the handler's return (the runtime does not touch it
+ * after the handler: it may be handed to another thread and freed there). */
 static inline void urs_msg_keep(struct urs_msg *m)
 {
+	struct urs_loop *cur = urs_loop_current();
 	m->flags |= URS_MSGF_KEPT;
+	if (cur && cur->dispatching == m)
+		cur->dispatching = NULL;
 }
 
 /* Payload capacity of messages from @loop. */

@@ -94,6 +94,10 @@ struct urs_loop {
 	uint32_t pending_sqes; /* SQEs written since the last submit */
 	struct urs_op_fifo overflow, cancels;
 	struct urs_actor *ready_head, *ready_tail;
+	/* The message whose handler runs now; NULL once the handler sent it
+	 * to another loop or kept it: from then on it is not ours to look at
+	 * (the receiver may already have handled and freed it). */
+	struct urs_msg *dispatching;
 	struct urs_msg *outbox_head, *outbox_tail; /* remote sends waiting for an SQE */
 	struct urs_pool msgs;			   /* message memory */
 	struct urs_timers timers;
