@@ -194,6 +194,7 @@ int urs_sandbox_create(const struct urs_sandbox_opts *o, pid_t *sup, struct urs_
 	urs_proc_start_time(pid, &st->sup_start);
 	st->started = o->autostart;
 	st->cgroup = rp.cgroup[0] ? strdup(rp.cgroup) : NULL;
+	st->host_mnt = !urs_spec_has_ns(o->spec, URS_NS_MOUNT);
 	st->hooks = 0;
 	for (int k = 0; k < URS_HOOK__COUNT; k++)
 		if (o->spec->hooks[k].n)
@@ -215,8 +216,10 @@ int urs_sandbox_create(const struct urs_sandbox_opts *o, pid_t *sup, struct urs_
 	 * through /proc/PID/ns and /proc/PID/root */
 	if (o->pid_file && (r = urs_write_pid_file(o->pid_file, st->pid, err)) < 0)
 		goto fail_kill;
-	if (o->autostart && send(rep[0], "s", 1, MSG_NOSIGNAL) != 1) {
-		r = urs_err_set(err, -EPIPE, "the supervisor died before the start");
+	/* the record is written: the supervisor waits for this word (without
+	 * it, we died making the sandbox, and it removes what it made) */
+	if (send(rep[0], o->autostart ? "s" : "r", 1, MSG_NOSIGNAL) != 1) {
+		r = urs_err_set(err, -EPIPE, "the supervisor died before the container was ready");
 		goto fail_kill;
 	}
 	close(rep[0]);

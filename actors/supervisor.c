@@ -127,6 +127,8 @@ static void conn_idle_cb(struct urs_loop *loop, struct urs_timer *t, int res)
 	conn_release(c);
 }
 
+static void remove_made(struct urs_sup_args *a);
+
 static __attribute__((noinline)) void report(struct urs_sup_args *a, int code, pid_t pid,
 					     const char *cg, const char *msg)
 {
@@ -136,9 +138,11 @@ static __attribute__((noinline)) void report(struct urs_sup_args *a, int code, p
 	if (msg)
 		snprintf(r.msg, sizeof(r.msg), "%s", msg);
 	if (a->report_fd >= 0) {
-		send(a->report_fd, &r, sizeof(r), MSG_NOSIGNAL);
-		if (code == 0 && a->start_now)
+		ssize_t n = send(a->report_fd, &r, sizeof(r), MSG_NOSIGNAL);
+		if (code == 0)
 			return; /* kept: the parent says when its record is written */
+		if (n < 0)	/* a failure, and nobody to clean up after it */
+			remove_made(a);
 		close(a->report_fd);
 		a->report_fd = -1;
 	}
@@ -1166,6 +1170,57 @@ static void join_v2_later(void)
 	pthread_attr_destroy(&at);
 }
 
+/* READY to the `ursa` command, then its word that the record (and the pid
+ * file) is written: 0, or -EPIPE if it died before saying so. */
+static int ready_recorded(struct sup *s, const char *cgstr)
+{
+	struct urs_sup_args *a = s->a;
+	report(a, 0, s->init_pid, cgstr, NULL);
+	join_v2_later();
+	char ack;
+	ssize_t n;
+	do
+		n = recv(a->report_fd, &ack, 1, 0);
+	while (n < 0 && errno == EINTR);
+	close(a->report_fd);
+	a->report_fd = -1;
+	return n == 1 ? 0 : -EPIPE;
+}
+
+/* The sandbox's cgroups once made, and the caller's own (v1), for
+ * remove_made(). */
+static struct urs_cgroup *made_cg, *made_home;
+
+/* The `ursa` command died while it made this sandbox (killed, say): nobody
+ * has a record of it or could find it, or will remove what it made: the
+ * cgroups (we leave them first: no lock, as we came) and ROOT/ID. */
+static void remove_made(struct urs_sup_args *a)
+{
+	fprintf(stderr, "ursa: %s: the command creating it is gone: removed\n",
+		a->id ? a->id : "sandbox");
+	if (made_cg) {
+		if (made_home && made_home->mode)
+			urs_cg_enter_self_v1(made_home, NULL);
+		urs_cg_destroy(made_cg, NULL);
+	}
+	if (a->state_dir) {
+		char root[4096];
+		snprintf(root, sizeof(root), "%s", a->state_dir);
+		char *slash = strrchr(root, '/');
+		if (slash && slash != root) {
+			*slash = 0;
+			urs_state_remove(root, slash + 1);
+		}
+	}
+}
+
+/* READY was not taken: the init goes too. */
+static void abandon(struct sup *s)
+{
+	kill_init(s);
+	remove_made(s->a);
+}
+
 /* The supervisor is none of the container's tasks (runc's count, which
  * podman's --pids-limit and stats assume): on hosts with a v1 pids cgroup
  * it leaves that one for its caller's once the init is born there (a
@@ -1285,8 +1340,10 @@ int urs_supervisor_main(struct urs_sup_args *a)
 			return 1;
 		}
 		/* From here on every report carries the cgroup: the parent removes
-		 * it once we are gone (we sit inside it, so we cannot). */
+		 * it once we are gone (we sit inside it, so we cannot), or, if the
+		 * parent is gone, we do (remove_made) */
 		urs_cg_to_string(&cg, cgstr, sizeof(cgstr));
+		made_cg = &cg;
 		static const struct urs_resources none;
 		const struct urs_resources *res =
 			spec->lnx && spec->lnx->has_resources ? &spec->lnx->resources : &none;
@@ -1297,6 +1354,7 @@ int urs_supervisor_main(struct urs_sup_args *a)
 		/* where we come from: we go back there once the init is gone */
 		if (urs_cg_home_v1(&home, &cg, NULL) < 0)
 			home.mode = 0;
+		made_home = &home;
 		r = urs_cg_enter_self_v1(&cg, &err);
 		if (r == -EBUSY)
 			r = urs_cg_enter(&cg, getpid(), &err);
@@ -1467,24 +1525,17 @@ int urs_supervisor_main(struct urs_sup_args *a)
 		snprintf(msg, sizeof(msg), "control socket in %s: %s", a->state_dir, strerror(-r));
 		goto fail_kill;
 	}
-	if (!s->late) {
-		report(a, 0, s->init_pid, cgstr, NULL);
-		join_v2_later();
+	if (!s->late && (r = ready_recorded(s, cgstr)) < 0) {
+		abandon(s);
+		return 1;
 	}
 	if (a->start_now && !s->late) {
 		/* run/do: no separate start, but not before the parent has written
 		 * the record (a workload that is quick to act would otherwise be
 		 * unknown to `ursa kill` for a moment) */
-		char go;
-		ssize_t n;
-		do
-			n = recv(a->report_fd, &go, 1, 0);
-		while (n < 0 && errno == EINTR);
-		close(a->report_fd);
-		a->report_fd = -1;
-		if (n == 1 && !a->restore_dir) /* a restored init runs already */
+		if (!a->restore_dir) /* a restored init runs already */
 			urs_sync_send(s->sync_fd, URS_SYNC_START, 0, NULL);
-		close(s->sync_fd); /* no START (parent gone): the init exits */
+		close(s->sync_fd);
 		s->sync_fd = -1;
 	}
 
@@ -1593,16 +1644,15 @@ int urs_supervisor_main(struct urs_sup_args *a)
 			return 1;
 		}
 		gofer_import(s);
-		report(a, 0, s->init_pid, cgstr, NULL);
-		join_v2_later();
+		if (ready_recorded(s, cgstr) < 0) {
+			if (s->net)
+				urs_netstack_stop(s->net);
+			gofer_stop(s);
+			urs_loop_fini(&s->loop);
+			abandon(s);
+			return 1;
+		}
 		if (a->start_now) { /* as above: the record first; the init runs already */
-			char go;
-			ssize_t n;
-			do
-				n = recv(a->report_fd, &go, 1, 0);
-			while (n < 0 && errno == EINTR);
-			close(a->report_fd);
-			a->report_fd = -1;
 			close(s->sync_fd);
 			s->sync_fd = -1;
 		}

@@ -4,10 +4,12 @@
  * A created container is deleted without --force, as runc does.
  */
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <unistd.h>
 
 #include "cmd/cli.h"
@@ -47,6 +49,12 @@ int urs_container_delete(const char *id, bool force, struct urs_err *err)
 {
 	struct urs_state st;
 	int r = urs_state_read(G.root, id, &st, err);
+	char rec[PATH_MAX];
+	if (r == -EIO && force && urs_state_path(rec, sizeof(rec), G.root, id, "state.json") == 0 &&
+	    access(rec, F_OK) < 0 && errno == ENOENT)
+		/* a create that died before its record: only the directory is left
+		 * (its supervisor removes what it made: actors/supervisor.c) */
+		return urs_state_remove(G.root, id);
 	if (r < 0)
 		return r;
 	r = urs_container_remove(&st, force, err);
@@ -69,8 +77,10 @@ int urs_container_remove(const struct urs_state *rec, bool force, struct urs_err
 				   urs_status_name(s));
 	struct urs_cgroup cg;
 	bool have_cg = st.cgroup && urs_cg_from_string(&cg, st.cgroup, NULL) == 0;
-	if (s == URS_ST_PAUSED && have_cg)
-		urs_cg_freeze(&cg, false, NULL); /* a frozen task cannot die */
+	/* a frozen task cannot die: thawed whatever the status says (a pause
+	 * killed half-way leaves a cgroup FREEZING, not FROZEN) */
+	if (have_cg)
+		urs_cg_freeze(&cg, false, NULL);
 	if (s != URS_ST_STOPPED) {
 		if (have_cg)
 			urs_cg_kill_all(&cg, SIGKILL, NULL);
@@ -85,6 +95,11 @@ int urs_container_remove(const struct urs_state *rec, bool force, struct urs_err
 	urs_sandbox_hooks(G.root, &st, NULL, URS_HOOK_POSTSTOP, "stopped", urs_warn);
 	if (have_cg && (r = urs_cg_destroy(&cg, err)) < 0)
 		return r;
+	/* no mount namespace of its own: its mounts are on the host, under the
+	 * rootfs bound onto itself (host/mounts.c): detaching that bind takes
+	 * them all, and leaves what was there before (a shim's rootfs mount) */
+	if (st.host_mnt && st.rootfs[0] && umount2(st.rootfs, MNT_DETACH) < 0 && errno != EINVAL)
+		urs_warn("delete: detaching the container's mounts under its rootfs failed");
 	/* a registered `ursa do` sandbox's writable layer (cmd/do_layer.c) */
 	if (urs_do_layer_of(id, st.bundle))
 		urs_do_layer_remove(id);

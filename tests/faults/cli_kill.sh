@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# tests/faults/cli_kill.sh — SIGKILL of the `ursa` command at random points
+# of create, run -d, start, exec, pause, delete and checkpoint (issue #18,
+# "Faults"):
+# after each, `ursa delete --force ID` exits 0 and the host is back where it
+# was — no state directory, no `ursa list` entry, no process of the sandbox
+# (its args carry a token), no cgroup named after it (so none left frozen),
+# no mount naming it — and a sandbox that ran before a killed exec
+# or checkpoint is never left frozen (it runs on, or is gone).
+#
+# The kill point is random (a delay drawn from 0..MAXUS microseconds after
+# the command starts); what is asserted holds for every point. TRIALS per
+# case (default 20). Everything is waited on: the killed command's exit, and
+# "nothing left" polled with a 20 s deadline. Prints one line per trial that
+# fails, one per case, and "N passed, N failed".
+set -u
+URSA=${URSA:?} TRIALS=${TRIALS:-20} MAXUS=${MAXUS:-40000}
+[ "$(id -u)" = 0 ] && [ -x /bin/busybox ] || {
+	echo "1..0 # SKIP needs root and /bin/busybox"
+	exit 77
+}
+work=$(mktemp -d /tmp/ursa-faults.XXXXXX)
+root=$work/root
+tok=flt$$
+passed=0 failed=0
+u() { "$URSA" --root "$root" "$@"; }
+cleanup() {
+	local c
+	for c in $(u list -q 2>/dev/null); do u delete --force "$c" >/dev/null 2>&1; done
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+b=$work/bundle
+mkdir -p "$b/rootfs/bin"
+cp /bin/busybox "$b/rootfs/bin/busybox"
+for a in sh sleep true; do ln -s busybox "$b/rootfs/bin/$a"; done
+"$URSA" spec --bundle "$b" >/dev/null
+jq --arg t "$tok" '.process.terminal = false | .process.args = ["sleep", "100000", $t]' \
+	"$b/config.json" >"$b/c" && mv "$b/c" "$b/config.json"
+
+# kill_at_random CMD...: start it, SIGKILL it after a random delay, wait.
+kill_at_random() {
+	"$@" </dev/null >/dev/null 2>&1 &
+	local pid=$!
+	local us=$(((RANDOM * 32768 + RANDOM) % (MAXUS + 1)))
+	sleep "$(printf '0.%06d' "$us")" # the kill point, drawn at random: not a wait
+	kill -KILL "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+}
+
+sandbox_procs() { pgrep -f -- "sleep 100000 $tok-$1\$" ; }
+leftovers() { # ID: what is left of it, empty if nothing
+	local id=$1
+	[ -e "$root/$id" ] && echo "state dir"
+	u list 2>/dev/null | grep -qw -- "$id" && echo "list entry"
+	[ -n "$(sandbox_procs "$id")" ] && echo "processes $(sandbox_procs "$id" | tr '\n' ' ')"
+	[ -n "$(find /sys/fs/cgroup -maxdepth 7 -type d -name "$id" 2>/dev/null | head -1)" ] &&
+		echo "cgroups $(find /sys/fs/cgroup -maxdepth 7 -type d -name "$id" | head -3 | tr '\n' ' ')"
+	grep -qF -- "$id" /proc/self/mountinfo && echo "mounts"
+}
+gone() { [ -z "$(leftovers "$1")" ]; }
+wait_gone() { # ID: poll up to 20 s
+	local i
+	for i in $(seq 2000); do gone "$1" && return 0; sleep 0.01; done
+	gone "$1"
+}
+running() { [ "$(u state "$1" 2>/dev/null | jq -r .status)" = running ]; }
+frozen() { # ID: its freezer says FROZEN (v1) or cgroup.freeze is 1 (v2)
+	local f
+	for f in $(find /sys/fs/cgroup -maxdepth 7 -path "*/$1/freezer.state" 2>/dev/null); do
+		grep -q FROZEN "$f" && return 0
+	done
+	for f in $(find /sys/fs/cgroup -maxdepth 7 -path "*/$1/cgroup.freeze" 2>/dev/null); do
+		[ "$(cat "$f")" = 1 ] && return 0
+	done
+	return 1
+}
+bundle_for() { # ID: the bundle with the sandbox's token
+	local d=$work/b-$1
+	mkdir -p "$d"
+	ln -sfn "$b/rootfs" "$d/rootfs"
+	jq --arg t "$tok-$1" '.process.args = ["sleep", "100000", $t]' "$b/config.json" >"$d/config.json"
+	echo "$d"
+}
+
+# trial CASE N: one kill of the command CASE is about; 0 if the host came back
+trial() {
+	local c=$1 id="$tok-$1-$2" bd why=""
+	bd=$(bundle_for "$id")
+	case $c in
+	create) kill_at_random "$URSA" --root "$root" create --bundle "$bd" "$id" ;;
+	run) kill_at_random "$URSA" --root "$root" run -d --bundle "$bd" "$id" ;;
+	start | exec | pause | delete | checkpoint)
+		u create --bundle "$bd" "$id" </dev/null >/dev/null 2>&1 || why="create failed"
+		[ "$c" = start ] || u start "$id" >/dev/null 2>&1 || why="start failed"
+		case $c in
+		start) kill_at_random "$URSA" --root "$root" start "$id" ;;
+		exec) kill_at_random "$URSA" --root "$root" exec "$id" /bin/sleep 100000 "$tok-$id" ;;
+		pause) kill_at_random "$URSA" --root "$root" pause "$id" ;;
+		delete) kill_at_random "$URSA" --root "$root" delete --force "$id" ;;
+		checkpoint) kill_at_random "$URSA" --root "$root" checkpoint --image-path "$work/img-$id" "$id" ;;
+		esac
+		case $c in
+		exec | checkpoint) # the sandbox runs on, or is gone: never left frozen
+			if [ -e "$root/$id" ] && frozen "$id"; then why="frozen after a killed $c"; fi ;;
+		esac
+		rm -rf "$work/img-$id"
+		;;
+	esac
+	u delete --force "$id" >"$work/del.err" 2>&1 || why="${why:+$why; }delete --force failed: $(cat "$work/del.err")"
+	wait_gone "$id" || why="${why:+$why; }left: $(leftovers "$id" | tr '\n' ',')"
+	[ -z "$why" ] && return 0
+	echo "  $c trial $2: $why"
+	return 1
+}
+
+for c in ${CASES:-create run start exec pause delete checkpoint}; do
+	bad=0 t0=$SECONDS
+	for n in $(seq "$TRIALS"); do trial "$c" "$n" || bad=$((bad + 1)); done
+	echo "# $c: $TRIALS trials in $((SECONDS - t0)) s"
+	if [ "$bad" = 0 ]; then
+		passed=$((passed + 1))
+		echo "ok    SIGKILL of ursa $c at random points: $TRIALS of $TRIALS left nothing behind"
+	else
+		failed=$((failed + 1))
+		echo "FAIL  SIGKILL of ursa $c at random points: $bad of $TRIALS left something"
+	fi
+done
+echo "$passed passed, $failed failed"
+[ "$failed" = 0 ]
