@@ -130,12 +130,32 @@ int urs_exec_spawn(const struct urs_exec_opts *o, pid_t *pid, struct urs_err *er
 				child_fail(sv[1], -EPERM, &e);
 		}
 		int flags = differing_ns(o->init_pid);
+		/* a container without a mount namespace of its own (the host's,
+		 * chrooted, as runc does it): joining its namespaces keeps our
+		 * root, so its root is taken from the init (opened before the
+		 * setns, while /proc is ours) */
+		int rootfd = -1;
+		if (!(flags & CLONE_NEWNS)) {
+			char path[64];
+			snprintf(path, sizeof(path), "/proc/%d/root", (int) o->init_pid);
+			if ((rootfd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0) {
+				urs_err_set(&e, -errno, "exec: the container's root (%s): %m",
+					    path);
+				child_fail(sv[1], -errno, &e);
+			}
+		}
 		/* one setns through the pidfd joins them all at once */
 		if (flags && setns(pfd, flags) < 0) {
 			urs_err_set(&e, -errno, "exec: joining the container's namespaces: %m");
 			child_fail(sv[1], -errno, &e);
 		}
 		close(pfd);
+		if (rootfd >= 0 && (fchdir(rootfd) < 0 || chroot(".") < 0)) {
+			urs_err_set(&e, -errno, "exec: entering the container's root: %m");
+			child_fail(sv[1], -errno, &e);
+		}
+		if (rootfd >= 0)
+			close(rootfd);
 		/* Become the spec's process HERE, before the final fork: this
 		 * helper is not in the container's pid namespace (setns applies to
 		 * children), so nothing in the container can see or ptrace it while

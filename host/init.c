@@ -375,10 +375,6 @@ int urs_init_run(const struct urs_launch *L)
 		.gofer_fuse = L->gofer_fuse,
 		.n_gofer = L->n_gofer,
 	};
-	if (!urs_spec_has_ns(spec, URS_NS_MOUNT)) {
-		urs_err_set(&err, -EINVAL, "linux.namespaces: a mount namespace is required");
-		return fail(L, -EINVAL, &err);
-	}
 	r = urs_rootfs_setup(spec, &ro, &err);
 	for (int i = 0; i < L->n_gofer; i++) /* mounted (or not): the supervisor serves them */
 		if (L->gofer_fuse[i] >= 0)

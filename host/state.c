@@ -125,6 +125,8 @@ int urs_state_write(const char *root, const struct urs_state *st, struct urs_err
 		json_object_set_new(o, "config", json_string(st->config));
 	if (st->hooks >= 0)
 		json_object_set_new(o, "hooks", json_integer(st->hooks));
+	if (st->host_mnt)
+		json_object_set_new(o, "host_mnt", json_true());
 	if (st->annotations) {
 		json_t *a = json_loads(st->annotations, 0, NULL);
 		if (a)
@@ -196,6 +198,7 @@ int urs_state_read(const char *root, const char *id, struct urs_state *st, struc
 	st->sup_pid = (pid_t) json_integer_value(json_object_get(o, "sup_pid"));
 	st->sup_start = (uint64_t) json_integer_value(json_object_get(o, "sup_start"));
 	st->started = json_is_true(json_object_get(o, "started"));
+	st->host_mnt = json_is_true(json_object_get(o, "host_mnt"));
 	json_t *es = json_object_get(o, "exit_status");
 	st->exit_status = es ? (int) json_integer_value(es) : -1;
 	st->cgroup = dup_str(o, "cgroup");

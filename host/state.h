@@ -35,6 +35,8 @@ struct urs_state {
 	char *config;	   /* spec path the container was made from (for hooks), or NULL */
 	int hooks;	   /* bit per enum urs_hook_kind the spec has; -1 unknown (an older record):
 			    * lets delete and start skip loading the spec when it has none */
+	bool host_mnt;	   /* no mount namespace of its own: its mounts are the host's, under
+			    * rootfs, and delete detaches them */
 };
 
 enum urs_status { URS_ST_CREATING, URS_ST_CREATED, URS_ST_RUNNING, URS_ST_PAUSED, URS_ST_STOPPED };

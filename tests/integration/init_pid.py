@@ -11,6 +11,8 @@ containerd's shim and conmon are:
   - a new network namespace has loopback only, as runc gives it; ursa's NIC
     only with the annotation run.ursa.network=sandbox; a port forward without
     the NIC, or the NIC without a network namespace of its own, is refused;
+  - without a mount namespace of its own, exec lands in the container's
+    root, and (ursa) delete leaves no mount on the host;
   - with a pids limit of 1 the container's init alone fills it (pids.current
     is 1: the supervisor is not counted);
   - the init is reparented to the caller and reaped by it, with its status:
@@ -189,15 +191,21 @@ def pids_check(rt, bundle, cid, work):
     pidfile = os.path.join(work, f"{cid}.pid")
     pid = create_started(rt, bundle, cid, pidfile)
     cur = None
-    with open(f"/proc/{pid}/cgroup") as f:
-        for line in f:
-            _, ctrls, path = line.rstrip("\n").split(":", 2)
-            if "pids" in ctrls.split(","):
-                try:
-                    with open(f"/sys/fs/cgroup/pids{path}/pids.current") as g:
-                        cur = int(g.read())
-                except OSError:
-                    pass
+
+    def pids_current():
+        nonlocal cur
+        with open(f"/proc/{pid}/cgroup") as f:
+            for line in f:
+                _, ctrls, path = line.rstrip("\n").split(":", 2)
+                if "pids" in ctrls.split(","):
+                    try:
+                        with open(f"/sys/fs/cgroup/pids{path}/pids.current") as g:
+                            cur = int(g.read())
+                    except OSError:
+                        pass
+        return cur == 1
+    # runc's setup threads may still be on their way out: a state to reach
+    poll(pids_current)
     report(cur == 1, f"{rt.name}: pids limit 1: the init alone fills it (pids.current {cur})")
     rt.run("delete", "--force", cid)
     reap(pid)
@@ -283,6 +291,32 @@ def crash_checks(rt, bundle, work, tag):
         no_leftovers(rt, cid, [pid, sup])
 
 
+def nomnt_checks(rt, bundle, cid, token, work):
+    """No mount namespace of its own (the host's, chrooted, as runc does):
+    exec lands in the container's root, not the host's; delete leaves no
+    mount on the host (ursa; runc leaves its mounts behind)."""
+    edit_bundle(bundle, lambda c: (c["linux"].update(namespaces=[
+        n for n in c["linux"]["namespaces"] if n["type"] != "mount"]),
+        c["linux"].pop("maskedPaths", None), c["linux"].pop("readonlyPaths", None)))
+    rootfs = os.path.join(bundle, "rootfs")
+    pid = create_started(rt, bundle, cid, os.path.join(work, cid + ".pid"))
+    p = rt.run("exec", cid, "/bin/cat", f"/marker-{token}")
+    inside = p.returncode == 0 and p.stdout == token + "\n"
+    if rt.name == "ursa":
+        report(inside, f"{rt.name}: no mount namespace: exec lands in the container's root",
+               f"rc {p.returncode} out {p.stdout!r} err {p.stderr.strip()!r}")
+    else:  # runc 1.1 execs into the host's root there: not an oracle for this
+        print(f"# {rt.name}: no mount namespace: exec in the container's root: {inside}")
+    rt.run("delete", "--force", cid)
+    reap(pid)
+    with open("/proc/self/mountinfo") as f:
+        left = [ln for ln in f if rootfs in ln]
+    if rt.name == "ursa":
+        report(not left, f"{rt.name}: no mount namespace: delete leaves no mount on the host",
+               f"{len(left)} left")
+    subprocess.run(["umount", "-R", rootfs], stderr=subprocess.DEVNULL)
+
+
 def supervisor_kills(rt, bundle, work, tag):
     """ursa only: SIGKILL of the supervisor, then of the init; and of both."""
     for both in (False, True):
@@ -335,6 +369,8 @@ def main():
                        f"ip{tag}-{rt.name}-pids", work)
             network_checks(rt, make_bundle(work, rt.name + "-net", token),
                            f"ip{tag}-{rt.name}-net", work)
+            nomnt_checks(rt, make_bundle(work, rt.name + "-nomnt", token),
+                         f"ip{tag}-{rt.name}-nomnt", token, work)
         supervisor_kills(runtimes[0], make_bundle(work, "ursa-sup", "s" + tag), work, tag)
         crash_checks(runtimes[0], make_bundle(work, "ursa-crash", "c" + tag), work, tag)
     finally:
