@@ -10,10 +10,18 @@
  * counters). The gofer thread reads mode/cpu without `sm` on its fast
  * path (atomics) and takes `sm` only to change them; the watchdog never
  * takes `mu`, so stopping it from the gofer thread cannot deadlock.
+ *
+ * io_uring's workers for the gofer thread are created in the thread's own
+ * kernel context (a submission, or task work on its way back to
+ * userspace) and copy its policy and pin early in that creation, but show
+ * up in /proc/self/task only at its end. A revert made meanwhile (the
+ * watchdog's unfollow, or the thread undoing its own move) cannot see
+ * them: it sets `refix` (the watchdog also wakes the thread through
+ * `wake_efd`), and the thread, next in userspace, where any creation it
+ * was in has ended, fixes the workers itself (fix_workers, no allocation).
  */
 #include "actors/gofer_thread.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/capability.h>
@@ -44,6 +52,8 @@
 #define GT_WD_STACK	(64u << 10)
 #define GT_STOP_NS	2000000000ull /* at most this for cancelled reads to complete */
 #define GT_STOP_TICK_NS 10000000ull
+#define GT_NAME		"ursa-gofer" /* the thread's comm, and its new workers' */
+#define GT_PF_IO_WORKER 0x10u	     /* task flag (stat field 9): an io_uring worker */
 
 /* mode: OFF never follows; SERVE/STARVED: SCHED_OTHER on the old mask
  * (STARVED: not before cooldown_until); IDLE: following, SCHED_IDLE, pinned
@@ -61,9 +71,10 @@ struct urs_gofer_thread {
 	struct urs_gofer *g[URS_GOFER_MAX];
 	struct urs_loop loop;
 	bool loop_ok, stopping;
-	int stop_efd;
-	uint64_t stop_val;
-	struct urs_op stop_op;
+	int wake_efd; /* read by wake_op: stop (stop_req) or refix */
+	uint64_t wake_val;
+	struct urs_op wake_op;
+	_Atomic bool stop_req;
 	struct urs_timer stop_tick;
 	int tid;
 	cpu_set_t orig; /* the thread's CPU mask before any following */
@@ -77,6 +88,7 @@ struct urs_gofer_thread {
 	_Atomic int mode, cpu;
 	_Atomic uint64_t reqs;
 	_Atomic bool in_req; /* a request taken, its reply not sent yet */
+	_Atomic bool refix;  /* reverted: the thread runs fix_workers itself */
 	_Atomic uint64_t follows, idles;
 	int last_cpu; /* gofer thread only: the previous request's CPU */
 	uint64_t cooldown_until;
@@ -164,36 +176,62 @@ static int num_threads(int fd)
 
 static int back_to_other(struct urs_gofer_thread *gt, int tid);
 
-/* io_uring's worker threads for the gofer thread (iou-wrk-TID) start with
- * its policy and CPU mask: those born while it followed are put back to
- * SCHED_OTHER on its old mask (IORING_REGISTER_IOWQ_AFF does not reach
- * workers already made or, on 6.18, new ones: measured). */
+/* Is thread @tid of ours an io_uring worker of the gofer thread? Its task
+ * flags say io_uring worker (PF_IO_WORKER) and its name is iou-wrk-TID or,
+ * until it first runs and names itself (a SCHED_IDLE one pinned behind a
+ * busy task may take long), the name it copied from its creator, the gofer
+ * thread. */
+static bool gofer_worker(const struct urs_gofer_thread *gt, int tid)
+{
+	char path[64], buf[512], want[32];
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	ssize_t n = read_proc(fd, buf, sizeof(buf));
+	close(fd);
+	char *c = n > 0 ? strchr(buf, '(') : NULL, *e = n > 0 ? strrchr(buf, ')') : NULL;
+	unsigned flags;
+	if (!c || !e || e < c || sscanf(e + 1, " %*c %*d %*d %*d %*d %*d %u", &flags) != 1 ||
+	    !(flags & GT_PF_IO_WORKER))
+		return false;
+	*e = 0;
+	snprintf(want, sizeof(want), "iou-wrk-%d", gt->tid);
+	return !strcmp(c + 1, want) || !strcmp(c + 1, GT_NAME);
+}
+
+/* io_uring's worker threads for the gofer thread start with its policy
+ * and CPU mask: those born while it followed are put back to SCHED_OTHER
+ * on its old mask (IORING_REGISTER_IOWQ_AFF does not reach workers
+ * already made or, on 6.18, new ones: measured). No allocation
+ * (getdents64 into the stack, not opendir): the gofer thread runs it too. */
 static void fix_workers(struct urs_gofer_thread *gt)
 {
-	DIR *d = opendir("/proc/self/task");
-	if (!d)
+	int dfd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
 		return;
-	char want[32];
-	int wl = snprintf(want, sizeof(want), "iou-wrk-%d\n", gt->tid);
-	for (struct dirent *e; (e = readdir(d));) {
-		int tid = atoi(e->d_name);
-		if (tid <= 0 || tid == gt->tid)
-			continue;
-		char path[64], comm[32] = "";
-		snprintf(path, sizeof(path), "/proc/self/task/%d/comm", tid);
-		int fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		ssize_t n = read_proc(fd, comm, sizeof(comm));
-		close(fd);
-		if (n != wl || memcmp(comm, want, (size_t) wl))
-			continue;
-		cpu_set_t cs;
-		if (sched_getscheduler(tid) != SCHED_OTHER ||
-		    sched_getaffinity(tid, sizeof(cs), &cs) < 0 || !CPU_EQUAL(&cs, &gt->orig))
-			back_to_other(gt, tid);
+	_Alignas(8) char buf[2048];
+	for (long n; (n = syscall(SYS_getdents64, dfd, buf, sizeof(buf))) > 0;) {
+		for (long off = 0; off < n;) {
+			struct linux_dirent64 {
+				uint64_t d_ino;
+				int64_t d_off;
+				unsigned short d_reclen;
+				unsigned char d_type;
+				char d_name[];
+			} *e = (void *) (buf + off);
+			off += e->d_reclen;
+			int tid = atoi(e->d_name);
+			if (tid <= 0 || tid == gt->tid || !gofer_worker(gt, tid))
+				continue;
+			cpu_set_t cs;
+			if (sched_getscheduler(tid) != SCHED_OTHER ||
+			    sched_getaffinity(tid, sizeof(cs), &cs) < 0 ||
+			    !CPU_EQUAL(&cs, &gt->orig))
+				back_to_other(gt, tid);
+		}
 	}
-	closedir(d);
+	close(dfd);
 }
 
 static void all_cpus(cpu_set_t *cs)
@@ -229,12 +267,19 @@ static bool work_waiting(struct urs_gofer_thread *gt)
 	       (__atomic_load_n(gt->loop.ring.sq.kflags, __ATOMIC_RELAXED) & IORING_SQ_TASKRUN);
 }
 
-/* Under sm: the gofer thread back to SCHED_OTHER, then @mode. */
+/* Under sm: the gofer thread back to SCHED_OTHER, then @mode. A worker it
+ * is creating meanwhile may have copied SCHED_IDLE and the pin and not be
+ * listed yet: the thread looks again once back in userspace (refix; woken
+ * in case it sleeps in io_uring_enter(), where task work creates them). */
 static void unfollow(struct urs_gofer_thread *gt, int mode)
 {
 	atomic_store(&gt->mode, GT_REVERTING);
 	int r = back_to_other(gt, gt->tid);
 	fix_workers(gt);
+	atomic_store(&gt->refix, true);
+	uint64_t one = 1;
+	if (write(gt->wake_efd, &one, sizeof(one)) != sizeof(one))
+		fprintf(stderr, "ursa: gofer: wake: %s\n", strerror(errno)); /* cannot happen */
 	if (r < 0) {
 		fprintf(stderr, "ursa: gofer: leaving SCHED_IDLE: %s\n", strerror(-r));
 		mode = GT_OFF;
@@ -311,13 +356,16 @@ static void *wd_main(void *arg)
 /* ---- following (on the gofer thread) ---- */
 
 /* The gofer thread itself back to SCHED_OTHER after a move it made raced
- * with the watchdog taking it back (mode no longer IDLE afterwards). */
+ * with the watchdog taking it back (mode no longer IDLE afterwards). A
+ * worker created on the way back from those syscalls copied the move and
+ * the watchdog may not look any more: refix, done after this loop turn. */
 static void undo_follow(struct urs_gofer_thread *gt)
 {
 	if (back_to_other(gt, 0) < 0) {
 		fprintf(stderr, "ursa: gofer: leaving SCHED_IDLE: %s\n", strerror(errno));
 		atomic_store(&gt->mode, GT_OFF);
 	}
+	atomic_store(&gt->refix, true);
 }
 
 /* Pin the calling (gofer) thread to @cpu; with @idle also SCHED_IDLE. */
@@ -367,11 +415,11 @@ static void req_cpu(void *arg, unsigned cpu)
 		if (pin((int) cpu, false) < 0) {
 			undo_follow(gt);
 			atomic_store(&gt->mode, GT_OFF); /* cannot: stop trying */
-		} else if (atomic_load(&gt->mode) != GT_IDLE) {
-			undo_follow(gt); /* the watchdog took it back meanwhile */
-		} else {
-			atomic_fetch_add(&gt->follows, 1);
+			return;
 		}
+		atomic_fetch_add(&gt->follows, 1); /* moved, if only until the undo */
+		if (atomic_load(&gt->mode) != GT_IDLE)
+			undo_follow(gt); /* the watchdog took it back meanwhile */
 		return;
 	}
 	pthread_mutex_lock(&gt->sm); /* REVERTING: waits for the watchdog */
@@ -404,12 +452,12 @@ static void req_cpu(void *arg, unsigned cpu)
 		atomic_store(&gt->mode, GT_OFF); /* cannot: stop trying */
 		return;
 	}
-	if (atomic_load(&gt->mode) != GT_IDLE) {
-		undo_follow(gt); /* the watchdog took it back meanwhile */
-		return;
-	}
+	/* Moved and SCHED_IDLE: counted even if the watchdog took it back
+	 * meanwhile (starved right after the pin, before this line). */
 	atomic_fetch_add(&gt->follows, 1);
 	atomic_fetch_add(&gt->idles, 1);
+	if (atomic_load(&gt->mode) != GT_IDLE)
+		undo_follow(gt); /* the watchdog took it back meanwhile */
 }
 
 /* ---- the gofer thread ---- */
@@ -423,13 +471,24 @@ static void block_hook(void *arg, bool blocking)
 		pthread_mutex_lock(&gt->mu);
 }
 
-static void stop_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint32_t flags)
+static int wake_arm(struct urs_gofer_thread *gt);
+
+/* wake_efd was written: a stop, or the watchdog's refix (seen by gt_main
+ * after this turn); read again until the stop. */
+static void wake_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint32_t flags)
 {
 	(void) loop;
-	(void) res;
 	(void) flags;
-	struct urs_gofer_thread *gt = container_of(op, struct urs_gofer_thread, stop_op);
-	gt->stopping = true;
+	struct urs_gofer_thread *gt = container_of(op, struct urs_gofer_thread, wake_op);
+	if (atomic_load(&gt->stop_req) || res == -ECANCELED || wake_arm(gt) < 0)
+		gt->stopping = true;
+}
+
+static int wake_arm(struct urs_gofer_thread *gt)
+{
+	io_uring_prep_read(urs_op_sqe(&gt->wake_op), gt->wake_efd, &gt->wake_val,
+			   sizeof(gt->wake_val), 0);
+	return urs_submit(&gt->loop, &gt->wake_op, wake_cb);
 }
 
 static void stop_tick_cb(struct urs_loop *loop, struct urs_timer *t, int res)
@@ -502,7 +561,7 @@ static void wind_down(struct urs_gofer_thread *gt)
 static void *gt_main(void *arg)
 {
 	struct urs_gofer_thread *gt = arg;
-	prctl(PR_SET_NAME, "ursa-gofer", 0, 0, 0);
+	prctl(PR_SET_NAME, GT_NAME, 0, 0, 0);
 	gt->tid = (int) syscall(SYS_gettid);
 	pthread_mutex_lock(&gt->mu);
 	bool colocate =
@@ -511,9 +570,7 @@ static void *gt_main(void *arg)
 	if (r == 0) {
 		gt->loop_ok = true;
 		urs_loop_set_block_hook(&gt->loop, block_hook, gt);
-		io_uring_prep_read(urs_op_sqe(&gt->stop_op), gt->stop_efd, &gt->stop_val,
-				   sizeof(gt->stop_val), 0);
-		r = urs_submit(&gt->loop, &gt->stop_op, stop_cb);
+		r = wake_arm(gt);
 		if (r == 0)
 			r = urs_loop_flush(&gt->loop);
 	}
@@ -542,9 +599,13 @@ static void *gt_main(void *arg)
 	}
 	gt->started = 1;
 	pthread_cond_broadcast(&gt->started_cv);
-	while (!gt->stopping)
+	while (!gt->stopping) {
 		if ((r = urs_loop_run_once(&gt->loop, true)) < 0)
 			break;
+		if (atomic_load_explicit(&gt->refix, memory_order_relaxed) &&
+		    atomic_exchange(&gt->refix, false))
+			fix_workers(gt); /* in userspace: no creation of ours under way */
+	}
 	if (!gt->stopping) {
 		/* the loop failed: the volumes stop being served (accesses
 		 * fail once the connection is aborted at stop), but the gofers
@@ -552,8 +613,9 @@ static void *gt_main(void *arg)
 		fprintf(stderr, "ursa: gofer thread: loop: %s\n", strerror(-r));
 		pthread_mutex_unlock(&gt->mu);
 		uint64_t v;
-		while (read(gt->stop_efd, &v, sizeof(v)) < 0 && errno == EINTR)
-			;
+		while (!atomic_load(&gt->stop_req))
+			if (read(gt->wake_efd, &v, sizeof(v)) < 0 && errno != EINTR)
+				break;
 		pthread_mutex_lock(&gt->mu);
 	}
 	wind_down(gt);
@@ -574,8 +636,8 @@ int urs_gofer_thread_start(const struct urs_gofer_vol *v, int n, struct urs_gofe
 	gt = calloc(1, sizeof(*gt));
 	if (!gt)
 		goto fail;
-	gt->stop_efd = eventfd(0, EFD_CLOEXEC);
-	if (gt->stop_efd < 0) {
+	gt->wake_efd = eventfd(0, EFD_CLOEXEC);
+	if (gt->wake_efd < 0) {
 		r = -errno;
 		goto fail;
 	}
@@ -621,12 +683,12 @@ fail_sync:
 	pthread_cond_destroy(&gt->started_cv);
 	pthread_mutex_destroy(&gt->sm);
 	pthread_mutex_destroy(&gt->mu);
-	close(gt->stop_efd);
+	close(gt->wake_efd);
 	free(gt);
 	return r;
 fail:
-	if (gt && gt->stop_efd >= 0)
-		close(gt->stop_efd);
+	if (gt && gt->wake_efd >= 0)
+		close(gt->wake_efd);
 	free(gt);
 	for (int i = 0; i < n; i++)
 		if (v[i].fuse_fd >= 0)
@@ -675,7 +737,8 @@ void urs_gofer_thread_stop(struct urs_gofer_thread *gt, struct urs_gofer **gofer
 	if (!gt)
 		return;
 	uint64_t one = 1;
-	if (write(gt->stop_efd, &one, sizeof(one)) != sizeof(one))
+	atomic_store(&gt->stop_req, true);
+	if (write(gt->wake_efd, &one, sizeof(one)) != sizeof(one))
 		fprintf(stderr, "ursa: gofer: stop: %s\n", strerror(errno)); /* cannot happen */
 	pthread_join(gt->th, NULL);
 	wait_gone(gt->tid);
@@ -685,6 +748,6 @@ void urs_gofer_thread_stop(struct urs_gofer_thread *gt, struct urs_gofer **gofer
 	pthread_cond_destroy(&gt->started_cv);
 	pthread_mutex_destroy(&gt->sm);
 	pthread_mutex_destroy(&gt->mu);
-	close(gt->stop_efd);
+	close(gt->wake_efd);
 	free(gt);
 }

@@ -30,7 +30,9 @@
  * does not follow for a second; after 20 ms without a request it goes back
  * too, so that it never sleeps for long as SCHED_IDLE. io_uring's worker
  * threads born while it followed (they inherit policy and mask) are put
- * back to SCHED_OTHER on the old mask by the watchdog. Without
+ * back to SCHED_OTHER on the old mask by the watchdog, and by the thread
+ * itself after each revert (a worker it was creating meanwhile is listed
+ * only once that creation ends). Without
  * FUSE over io_uring, without CAP_SYS_NICE (to leave SCHED_IDLE again) or
  * schedstat, or with URSA_GOFER_COLOCATE=0, the thread just serves.
  *
