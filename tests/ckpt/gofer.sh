@@ -26,8 +26,9 @@
 set -u
 P=cg$$-
 URSA=${URSA:?}
-[ "$(id -u)" = 0 ] || { echo "SKIP: needs root"; exit 77; }
-[ -c /dev/fuse ] || { echo "SKIP: no /dev/fuse"; exit 77; }
+. "$(dirname "$0")/../lib/skip.sh"
+need_root
+[ -c /dev/fuse ] || skip_or_fail "no /dev/fuse"
 work=$(mktemp -d /tmp/ursa-ckpt-gofer.XXXXXX)
 root=$work/root
 passed=0 failed=0

@@ -19,7 +19,9 @@
 set -u
 P=ckh$$-
 URSA=${URSA:?}
-command -v curl >/dev/null || { echo "SKIP: no curl"; exit 77; }
+. "$(dirname "$0")/../lib/skip.sh"
+need_root
+need_cmd curl
 work=$(mktemp -d /tmp/ursa-ckpt-httpd.XXXXXX)
 root=$work/root
 passed=0 failed=0

@@ -28,7 +28,8 @@
 #     our own pid namespace (clone3 set_tid).
 # Env: CKPT_TOOL COUNTER THREADS URING (set by meson). Prints timings.
 set -eu
-[ "$(id -u)" = 0 ] || { echo "skip: needs root (ptrace, namespaces)"; exit 77; }
+. "$(dirname "$0")/../lib/skip.sh"
+[ "$(id -u)" = 0 ] || skip "needs root (ptrace, namespaces)"
 : "${CKPT_TOOL:?}" "${COUNTER:?}" "${THREADS:?}" "${URING:?}" "${TREE:?}"
 W=$(mktemp -d /tmp/ckpt-test.XXXXXX)
 PIDS=""
@@ -317,7 +318,7 @@ if [ -e "$U2$own/cgroup.freeze" ] || { [ "$own" = / ] && [ -d "$U2" ] && [ -e "$
 	echo "ok 7 image taken frozen restored, continued at $((n + 1))"
 	kill -9 "$R"
 else
-	echo "skip 7: no writable cgroup v2 hierarchy"
+	skip_part "7: no writable cgroup v2 hierarchy" || fail "7 could not run (CI=true)"
 fi
 
 # ---- 8. dynamic binaries: bash + /bin/sleep ------------------------------------------
@@ -353,7 +354,7 @@ if [ -x /bin/bash ] && [ -x /bin/sleep ]; then
 	echo "ok 8 bash + /bin/sleep restored, continued at $((n + 1))"
 	kill -9 "$R"
 else
-	echo "skip 8: no /bin/bash or /bin/sleep"
+	skip_part "8: no /bin/bash or /bin/sleep" || fail "8 could not run (CI=true)"
 fi
 
 # ---- 9. same pid, no new pid namespace --------------------------------------------

@@ -19,10 +19,9 @@
 # N (30000) files.
 set -u
 URSA=${URSA:?}
-if [ "$(id -u)" != 0 ] || [ ! -c /dev/fuse ]; then
-	echo "skipped: needs root and /dev/fuse"
-	exit 77
-fi
+. "$(dirname "$0")/../lib/skip.sh"
+need_root
+[ -c /dev/fuse ] || skip_or_fail "no /dev/fuse"
 N=${N:-30000}
 work=$(mktemp -d /tmp/ursa-gofer-fds.XXXXXX)
 root=$work/state

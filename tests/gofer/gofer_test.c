@@ -40,6 +40,7 @@
 #include "runtime/loop.h"
 #include "runtime/timer.h"
 #include "tests/gofer/conformance.h"
+#include "tests/lib/skip.h"
 
 int gofer_raw_tests(void); /* raw.c */
 
@@ -736,10 +737,10 @@ static void drop_caches(void)
 int main(void)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (geteuid() != 0 || access("/dev/fuse", R_OK | W_OK) < 0) {
-		printf("1..0 # SKIP needs root and /dev/fuse\n");
-		return 77;
-	}
+	if (geteuid() != 0)
+		return urs_skip("needs root");
+	if (access("/dev/fuse", R_OK | W_OK) < 0)
+		return urs_skip_or_fail("no /dev/fuse");
 	tap_failures += gofer_raw_tests();
 	struct rlimit rl = {65536, 65536};
 	setrlimit(RLIMIT_NOFILE, &rl);

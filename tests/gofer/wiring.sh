@@ -10,10 +10,9 @@
 # connection, process) is left behind. Root only (exit 77 otherwise).
 set -u
 URSA=${URSA:?}
-if [ "$(id -u)" != 0 ] || [ ! -c /dev/fuse ]; then
-	echo "skipped: needs root and /dev/fuse"
-	exit 77
-fi
+. "$(dirname "$0")/../lib/skip.sh"
+need_root
+[ -c /dev/fuse ] || skip_or_fail "no /dev/fuse"
 work=$(mktemp -d /tmp/ursa-gofer-wiring.XXXXXX)
 root=$work/state
 cleanup() {

@@ -31,6 +31,7 @@
 
 #include "host/cgroup.h"
 #include "runtime/common.h"
+#include "tests/lib/skip.h"
 
 static bool usable;
 static int mode;
@@ -48,10 +49,10 @@ static pid_t kids[4];
 			fail_msg("%s = %d: %s", #expr, rc_, e.msg); \
 	} while (0)
 
-#define NEED()                  \
-	do {                    \
-		if (!usable)    \
-			skip(); \
+#define NEED()                                                                     \
+	do {                                                                       \
+		if (!usable)                                                       \
+			URS_CM_SKIP("needs root and a writable cgroup hierarchy"); \
 	} while (0)
 
 static void mkid(char *id, size_t len, const char *what)
@@ -285,7 +286,7 @@ static void test_mode(void **state)
 {
 	(void) state;
 	if (mode == -ENOENT)
-		skip();
+		URS_CM_SKIP_OR_FAIL("no cgroup hierarchy mounted");
 	assert_true(mode == URS_CG_LEGACY || mode == URS_CG_HYBRID || mode == URS_CG_UNIFIED);
 	assert_int_equal(urs_cg_mode(), mode); /* cached, stable */
 	if (mode == URS_CG_HYBRID)
@@ -847,7 +848,7 @@ static void test_partial_create(void **state)
 	(void) state;
 	NEED();
 	if (mode != URS_CG_HYBRID)
-		skip();
+		URS_CM_SKIP("hybrid hosts only (v1 controllers beside cgroup2)");
 	struct urs_err e = {{0}};
 	char hid[64], path[128];
 	mkid(hid, sizeof(hid), "holder");
@@ -882,7 +883,7 @@ static void test_absolute(void **state)
 	(void) state;
 	NEED();
 	if (mode == URS_CG_UNIFIED)
-		skip();
+		URS_CM_SKIP("not on a unified host");
 	struct urs_err e = {{0}};
 	char own[512], id[64], path[700], want[URS_CG_PATH_MAX + 700];
 	own_cgroup("memory", own, sizeof(own));

@@ -473,7 +473,7 @@ case_propagation()
 	local r o f id pid src=$WORK/prop
 	mkdir -p "$src"
 	if ! mount -t tmpfs -o size=1m uit-prop "$src" || ! mount --make-shared "$src"; then
-		skip "propagation: set up a shared host mount" "mount failed"
+		skip_dep "propagation: set up a shared host mount" "mount failed"
 		return
 	fi
 	f='.mounts += [{destination: "/data/prop", type: "bind", source: ($work + "/prop"), options: ["rbind", "rslave"]}]'
@@ -719,7 +719,7 @@ case_do_signals()
 {
 	local o=$WORK/out/do_signals sig n dur rc pid init
 	if ! env --default-signal=INT true 2>/dev/null; then
-		skip "do_signals/ursa: signal cases" "env --default-signal missing (coreutils < 8.31)"
+		skip_dep "do_signals/ursa: signal cases" "env --default-signal missing (coreutils < 8.31)"
 		return
 	fi
 	for sig in TERM INT HUP; do
@@ -800,7 +800,7 @@ do_signals_tty()
 {
 	local pty=$HERE/pty_intr.py c name script key want host got dur
 	if ! command -v python3 >/dev/null; then
-		skip "do_signals/ursa: terminal cases" "no python3"
+		skip_dep "do_signals/ursa: terminal cases" "no python3"
 		return
 	fi
 	for c in '^C#exec sleep DUR#130' '^C#sleep DUR | cat; echo after#130' \
@@ -938,9 +938,9 @@ case_exec()
 {
 	local r id tok o rc
 	if ! have_exec; then
-		skip "exec/ursa: exec runs a process in the container" "ursa exec not available yet"
-		skip "exec/ursa: exec exit status" "ursa exec not available yet"
-		skip "exec/ursa: exec --env, --cwd" "ursa exec not available yet"
+		skip_dep "exec/ursa: exec runs a process in the container" "ursa exec not available yet"
+		skip_dep "exec/ursa: exec exit status" "ursa exec not available yet"
+		skip_dep "exec/ursa: exec --env, --cwd" "ursa exec not available yet"
 		return
 	fi
 	for r in "${RUNTIMES[@]}"; do
@@ -979,7 +979,7 @@ case_update()
 {
 	local r id tok pid cg
 	if ! have_update; then
-		skip "update/ursa: update --pids-limit changes pids.max" "ursa update not available yet"
+		skip_dep "update/ursa: update --pids-limit changes pids.max" "ursa update not available yet"
 		return
 	fi
 	for r in "${RUNTIMES[@]}"; do
@@ -1002,7 +1002,7 @@ case_hooks()
 {
 	local r id tok o
 	if ! have_exec; then
-		skip "hooks/ursa: prestart, poststart and poststop hooks run with the state on stdin" \
+		skip_dep "hooks/ursa: prestart, poststart and poststop hooks run with the state on stdin" \
 			"lead is implementing hooks with exec (ursa exec not available yet)"
 		return
 	fi
@@ -1033,12 +1033,12 @@ case_console()
 {
 	local r id sock o rpid
 	if ! have_exec; then
-		skip "console/ursa: --console-socket receives the pty master" \
+		skip_dep "console/ursa: --console-socket receives the pty master" \
 			"lead is implementing the console with exec (ursa exec not available yet)"
 		return
 	fi
 	if ! command -v python3 >/dev/null; then
-		skip "console/ursa: --console-socket receives the pty master" "no python3"
+		skip_dep "console/ursa: --console-socket receives the pty master" "no python3"
 		return
 	fi
 	for r in "${RUNTIMES[@]}"; do

@@ -14,7 +14,9 @@
 set -u
 P=fwr$$-
 URSA=${URSA:?}
-command -v curl >/dev/null || { echo "SKIP: no curl"; exit 77; }
+. "$(dirname "$0")/../lib/skip.sh"
+need_root
+need_cmd curl
 work=$(mktemp -d /tmp/ursa-fwd-rebind.XXXXXX)
 root=$work/root
 passed=0 failed=0

@@ -21,15 +21,9 @@ set -u
 URSA=${URSA:?}
 RUNS=${RUNS:-4}
 IPERF=$(command -v iperf3 || true)
-if [ -z "$IPERF" ]; then
-	if [ "${CI:-}" = true ]; then
-		echo "FAIL  iperf3 not installed (scripts/setup installs it)"
-		exit 1
-	fi
-	echo "SKIP: no iperf3"
-	exit 77
-fi
-[ "$(id -u)" = 0 ] || { echo "SKIP: needs root"; exit 77; }
+. "$(dirname "$0")/../lib/skip.sh"
+need_root
+[ -n "$IPERF" ] || skip_or_fail "no iperf3 (scripts/setup installs it)"
 PY=/usr/bin/python3
 T=ursa-ipt-$$
 S=ursa-ips-$$

@@ -22,6 +22,7 @@
 #include "runtime/loop.h"
 #include "state/sink_uring.h"
 #include "state/statefile.h"
+#include "tests/lib/skip.h"
 #include "tst_types.h"
 
 /* hooks the tst schema names */
@@ -245,7 +246,7 @@ static void test_enospc(void **state)
 	(void) state;
 	int fd = open("/dev/full", O_WRONLY);
 	if (fd < 0)
-		skip();
+		URS_CM_SKIP_OR_FAIL("no /dev/full");
 	error_case(fd, -ENOSPC);
 	close(fd);
 }
