@@ -246,7 +246,10 @@ int cmd_checkpoint(int argc, char **argv)
 		urs_ckpt_worklog(work, "dump.log", "error: %s", err.msg);
 		goto out;
 	}
-	struct ckpt_dump_opts dopts = {.freezer = freezer, .outside = st.sup_pid};
+	struct ckpt_dump_opts dopts = {.freezer = freezer,
+				       .outside = st.sup_pid,
+				       .seccomp_replace = urs_ckpt_seccomp_replace,
+				       .seccomp_ctx = &st};
 	struct ckpt_dump_stats ds;
 	/* interrupted halfway, the tasks would go on with injected registers or
 	 * stay frozen: nothing but SIGKILL stops us until they are thawed or
@@ -308,11 +311,6 @@ int cmd_checkpoint(int argc, char **argv)
 		if (freezer)
 			ckpt_cg2_freeze(freezer, false, NULL); /* a refusal leaves it as it was */
 		urs_error("checkpoint %s: %s", st.id, err.msg);
-		if (strstr(err.msg, "user notification"))
-			urs_error(
-				"checkpoint %s: (counted seccomp denials use a notify filter: run "
-				"the sandbox with URSA_SECCOMP_COUNT=0 to make it checkpointable)",
-				st.id);
 		urs_ckpt_worklog(work, "dump.log", "error: %s", err.msg);
 		goto out;
 	}

@@ -31,6 +31,7 @@ struct urs_create_args {
 	void *filter;	    /* libseccomp filter, kept only for SCMP_ACT_NOTIFY profiles */
 	struct urs_seccomp_denials *denials; /* counted denials' errno table, or NULL */
 	struct urs_netopts net;		     /* from the run.ursa.* annotations */
+	bool plain_seccomp; /* never count denials (restore: images hold the plain filter) */
 };
 
 int urs_create_parse(const char *cmd, int argc, char **argv, struct urs_create_args *c,
@@ -50,6 +51,9 @@ int urs_container_remove(const struct urs_state *rec, bool force, struct urs_err
 int urs_do_layer_make(const char *id, bool fresh, char *path, size_t len, struct urs_err *err);
 void urs_do_layer_remove(const char *id);
 bool urs_do_layer_of(const char *id, const char *bundle);
+/* ckpt_dump_opts.seccomp_replace for a container (@ctx: its struct
+ * urs_state): its counting filter -> its profile's plain one. */
+int urs_ckpt_seccomp_replace(void *ctx, const uint64_t *insns, uint32_t len, const uint64_t **out);
 int urs_do_layer_save(const char *id, pid_t pid, const char *image, struct urs_err *err);
 bool urs_do_layer_in_image(const char *image);
 int urs_do_layer_load(const char *id, const char *image, char *bundle, size_t len,

@@ -31,6 +31,31 @@ int urs_seal_self_for(const struct urs_spec *spec, struct urs_err *err)
 			   strerror(-r));
 }
 
+/* Count seccomp denials? The annotation run.ursa.seccomp-count ("true" /
+ * "false"; clients pass annotations through, not environments), else
+ * URSA_SECCOMP_COUNT=0 (a developer's switch), else yes. */
+static int seccomp_count_setting(const struct urs_spec *spec, bool *count, struct urs_err *err)
+{
+	const char *env = getenv("URSA_SECCOMP_COUNT");
+	*count = !(env && !strcmp(env, "0"));
+	for (size_t i = 0; i < spec->n_annotations; i++) {
+		const struct urs_kv *kv = &spec->annotations[i];
+		if (strcmp(kv->key, URS_ANN_SECCOMP_COUNT))
+			continue;
+		if (!strcmp(kv->value, "true") || !strcmp(kv->value, "1"))
+			*count = true;
+		else if (!strcmp(kv->value, "false") || !strcmp(kv->value, "0"))
+			*count = false;
+		else
+			return urs_err_set(
+				err, -EINVAL,
+				"config.json: annotations[\"%s\"]: \"%s\" is not true or "
+				"false",
+				kv->key, kv->value);
+	}
+	return 0;
+}
+
 /* The sandbox NIC needs a network namespace of the sandbox's own, and port
  * forwards and network settings need the NIC: refused, never dropped. */
 static int net_check(const struct urs_spec *spec, const struct urs_netopts *net,
@@ -87,9 +112,12 @@ int urs_bundle_prepare(struct urs_create_args *c, struct urs_sandbox_opts *o, st
 	if (c->spec->lnx && c->spec->lnx->seccomp) {
 		/* denials counted by the supervisor (ERRNO → NOTIFY) unless
 		 * URSA_SECCOMP_COUNT=0 or the profile rules it out (seccomp.h) */
-		const char *why = NULL, *cnt = getenv("URSA_SECCOMP_COUNT");
-		struct urs_seccomp_opts so = {
-			.count = cnt && !strcmp(cnt, "0") ? NULL : &c->denials, .why = &why};
+		const char *why = NULL;
+		bool count;
+		if ((r = seccomp_count_setting(c->spec, &count, err)) < 0)
+			return r;
+		count = count && !c->plain_seccomp;
+		struct urs_seccomp_opts so = {.count = count ? &c->denials : NULL, .why = &why};
 		r = urs_seccomp_build_opts(c->spec->lnx->seccomp, &so,
 					   (scmp_filter_ctx *) &c->filter, err);
 		if (r < 0)

@@ -172,8 +172,9 @@ int cmd_restore(int argc, char **argv)
 	if (!c.bundle && access("config.json", F_OK) < 0 && have_rec)
 		c.bundle = rec.bundle;
 	/* counted seccomp denials need a notify listener, which an image cannot
-	 * carry: the checkpointed sandbox had the plain filter, compile that */
-	setenv("URSA_SECCOMP_COUNT", "0", 1);
+	 * carry: the image holds the plain filter (cmd/ckpt_seccomp.c), compile
+	 * that */
+	c.plain_seccomp = true;
 	struct urs_sandbox_opts o;
 	struct ckpt_policy pol;
 	struct urs_state st;

@@ -65,11 +65,12 @@ struct dumpctx {
 	int dirfd;
 	struct ckpt_dump_stats *st;
 	uint8_t *chunk;
-	uint64_t sigcgt[CKPT_MAX_TASKS]; /* caught or ignored signals, from status */
-	uint8_t trapped[CKPT_MAX_TASKS]; /* in a ptrace stop: can be detached */
-	const char *freezer;		 /* cgroup v2 directory, or NULL */
-	pid_t outside;			 /* may be in the cgroup, not dumped */
-	struct tree_obj *objs;		 /* pipes and sockets the tree holds */
+	uint64_t sigcgt[CKPT_MAX_TASKS];   /* caught or ignored signals, from status */
+	uint8_t trapped[CKPT_MAX_TASKS];   /* in a ptrace stop: can be detached */
+	const char *freezer;		   /* cgroup v2 directory, or NULL */
+	pid_t outside;			   /* may be in the cgroup, not dumped */
+	const struct ckpt_dump_opts *opts; /* seccomp_replace, or NULL */
+	struct tree_obj *objs;		   /* pipes and sockets the tree holds */
 	uint32_t nobjs;
 	struct ckpt_sockdiag diag; /* sockets of the tree's network namespace */
 	bool diag_loaded;
@@ -2080,7 +2081,7 @@ static int dump_sigpending(struct ckpt_task *t, const struct ckpt_tracee *tr, st
 
 /* Filters come newest first from PTRACE_SECCOMP_GET_FILTER; the image keeps
  * them oldest first, the order restore installs them in. */
-static int dump_seccomp(struct ckpt_task *t, pid_t pid, struct urs_err *err)
+static int dump_seccomp(struct dumpctx *c, struct ckpt_task *t, pid_t pid, struct urs_err *err)
 {
 	uint64_t buf[CKPT_MAX_BPF];
 	struct ckpt_seccomp tmp[CKPT_MAX_SECCOMP];
@@ -2102,16 +2103,28 @@ static int dump_seccomp(struct ckpt_task *t, pid_t pid, struct urs_err *err)
 		}
 		for (long k = 0; k < len; k++) {
 			/* BPF_RET|BPF_K with a user-notification action: the listener
-			 * lives outside the task and cannot be re-created yet */
+			 * lives outside the task and cannot be re-created; a filter
+			 * that acts the same without it is saved, if there is one */
 			uint16_t code = (uint16_t) buf[k];
 			uint32_t kk = (uint32_t) (buf[k] >> 32);
-			if (code == 0x06 && (kk & 0xfff00000u) == SECCOMP_RET_USER_NOTIF_) {
+			if (code != 0x06 || (kk & 0xfff00000u) != SECCOMP_RET_USER_NOTIF_)
+				continue;
+			const uint64_t *alt = NULL;
+			int alen = c && c->opts && c->opts->seccomp_replace
+					   ? c->opts->seccomp_replace(c->opts->seccomp_ctx, buf,
+								      (uint32_t) len, &alt)
+					   : 0;
+			if (alen <= 0 || alen > (int) CKPT_MAX_BPF) {
 				r = urs_err_set(err, -ENOTSUP,
-						"pid %d: seccomp filter %u uses user notification, "
-						"which cannot be checkpointed yet",
+						"pid %d: seccomp filter %u uses user notification "
+						"(a listener outside the task), which cannot be "
+						"checkpointed",
 						pid, n);
 				goto fail;
 			}
+			memcpy(buf, alt, (size_t) alen * 8);
+			len = alen;
+			break;
 		}
 		struct __ptrace_seccomp_metadata md = {.filter_off = n};
 		if (ptrace(PTRACE_SECCOMP_GET_METADATA, pid, (void *) sizeof(md), &md) < 0)
@@ -2329,7 +2342,7 @@ static int dump_thread(struct dumpctx *c, uint32_t idx, uint32_t k, struct urs_e
 				   pid, tid);
 	th->r.tid = (int32_t) status_last_num(b, "NSpid");
 	struct ckpt_task tmp = {0};
-	r = dump_seccomp(&tmp, tid, err);
+	r = dump_seccomp(c, &tmp, tid, err);
 	if (r)
 		return r;
 	bool same = tmp.nseccomp == t->nseccomp;
@@ -2481,7 +2494,7 @@ static int dump_task(struct dumpctx *c, uint32_t idx, struct urs_err *err)
 		return urs_err_set(err, -ENOTSUP,
 				   "pid %d: POSIX timers (timer_create) cannot be checkpointed yet",
 				   pid);
-	r = dump_seccomp(t, pid, err);
+	r = dump_seccomp(c, t, pid, err);
 	if (!r)
 		r = dump_sigpending(t, tr, err);
 	if (r)
@@ -2893,6 +2906,7 @@ int ckpt_dump(pid_t pid, const char *dir, const struct ckpt_dump_opts *opts,
 	}
 	c.freezer = opts ? opts->freezer : NULL;
 	c.outside = opts ? opts->outside : 0;
+	c.opts = opts;
 	c.chunk = malloc(CHUNK * CKPT_PAGE_SIZE);
 	c.tr = calloc(CKPT_MAX_TASKS, sizeof(*c.tr));
 	c.img.tasks = calloc(CKPT_MAX_TASKS, sizeof(*c.img.tasks));

@@ -43,6 +43,14 @@ struct ckpt_dump_opts {
 	/* A process that may sit in that cgroup without being part of the tree
 	 * (the sandbox's supervisor), or 0. It is frozen with the rest. */
 	pid_t outside;
+	/* A seccomp filter with user-notification actions cannot be made again
+	 * at restore (its listener lives outside the task). If this returns a
+	 * filter that acts the same without them (its length > 0, *out set;
+	 * ursa's counting filter and the profile's plain one), that one is
+	 * saved instead; otherwise the dump is refused. NULL: refused. */
+	int (*seccomp_replace)(void *ctx, const uint64_t *insns, uint32_t len,
+			       const uint64_t **out);
+	void *seccomp_ctx;
 };
 
 /* Write cgroup.freeze of a cgroup v2 directory and wait (≤ 10 s) until

@@ -63,6 +63,8 @@ struct urs_seccomp_denials {
 
 /* Syscall numbers below this are counted one by one (the rest: "other"). */
 #define URS_SECCOMP_COUNT_NR 512
+/* Bundle annotation: "false" turns the counting of denials off. */
+#define URS_ANN_SECCOMP_COUNT "run.ursa.seccomp-count"
 /* The name of native syscall @nr into @buf ("" if unknown). Allocates inside
  * libseccomp: for scrapes, not for the notification path. */
 void urs_seccomp_syscall_name(int nr, char *buf, size_t len);
