@@ -39,31 +39,13 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from checks import done, poll, report  # noqa: E402
+
 URSA = os.environ.get("URSA", "build/ursa")
 RUNC = shutil.which("runc")
 BUSYBOX = "/bin/busybox"
 PR_SET_CHILD_SUBREAPER = 36
-passed = failed = 0
-
-
-def report(ok, what, detail=""):
-    global passed, failed
-    if ok:
-        passed += 1
-        print(f"ok    {what}")
-    else:
-        failed += 1
-        print(f"FAIL  {what}" + (f"\n        {detail}" if detail else ""))
-    sys.stdout.flush()
-
-
-def poll(cond, deadline=20.0):
-    end = time.monotonic() + deadline
-    while time.monotonic() < end:
-        if cond():
-            return True
-        time.sleep(0.01)
-    return cond()
 
 
 class Runtime:
@@ -385,8 +367,7 @@ def main():
             for c in json.loads(p.stdout or "[]") or []:
                 rt.run("delete", "--force", c["id"])
         shutil.rmtree(work, ignore_errors=True)
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return done()
 
 
 if __name__ == "__main__":

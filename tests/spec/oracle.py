@@ -26,21 +26,12 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from checks import done, report  # noqa: E402
+
 URSA = os.environ.get("URSA", "build/ursa")
 RUNC = os.environ.get("RUNC", "/usr/sbin/runc")
 BUSYBOX = "/bin/busybox"
-passed = failed = 0
-
-
-def report(ok, what, detail=""):
-    global passed, failed
-    if ok:
-        passed += 1
-        print(f"ok    {what}")
-    else:
-        failed += 1
-        print(f"FAIL  {what}" + (f"\n        {detail}" if detail else ""))
-    sys.stdout.flush()
 
 
 class Runtime:
@@ -441,8 +432,7 @@ def main():
                          ("nomountns", lambda: no_mount_ns(work, base, ursa, runc))):
             if not only or name in only:
                 fn()
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return done()
 
 
 if __name__ == "__main__":
