@@ -126,6 +126,16 @@ static int sup_state_wait(int *ctlfd, const struct urs_state *st, const char *wo
 	return 0;
 }
 
+/* The error, and where: a full or read-only file system names only the
+ * file (pages.img, core.img), so the image directory is added. */
+static void say_failure(const char *id, const char *dir, const struct urs_err *err)
+{
+	if (strstr(err->msg, dir))
+		urs_error("checkpoint %s: %s", id, err->msg);
+	else
+		urs_error("checkpoint %s: %s (image directory %s)", id, err->msg, dir);
+}
+
 int cmd_checkpoint(int argc, char **argv)
 {
 	const char *image = NULL, *work = NULL, *parent = NULL, *cgmode = NULL, *page_server = NULL;
@@ -310,7 +320,7 @@ int cmd_checkpoint(int argc, char **argv)
 	if (r < 0) {
 		if (freezer)
 			ckpt_cg2_freeze(freezer, false, NULL); /* a refusal leaves it as it was */
-		urs_error("checkpoint %s: %s", st.id, err.msg);
+		say_failure(st.id, dir, &err);
 		urs_ckpt_worklog(work, "dump.log", "error: %s", err.msg);
 		goto out;
 	}
