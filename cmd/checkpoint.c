@@ -35,6 +35,18 @@
 /* the image's copy of the record and config.json: DIR/container/ */
 #define CKPT_REC_ID "container"
 
+/* An empty DIR/NAME, for clients that test for a file CRIU writes. */
+static void client_marker(const char *dir, const char *name)
+{
+	if (!dir)
+		return;
+	char path[4200];
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd >= 0)
+		close(fd);
+}
+
 /* A line in --work-path/NAME (containerd shows these logs on failure). */
 void urs_ckpt_worklog(const char *work, const char *name, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -332,6 +344,11 @@ int cmd_checkpoint(int argc, char **argv)
 			 ds.ms);
 	urs_debug("checkpoint %s: %u tasks, %llu bytes, %.3f ms", st.id, ds.ntasks,
 		  (unsigned long long) ds.image_bytes, ds.ms);
+	/* the files CRIU's clients look for: podman restores only an image
+	 * holding CRIU's inventory.img (it stats it) and exports the work
+	 * directory's stats-dump with it; empty, ursa's restore reads neither */
+	client_marker(dir, "inventory.img");
+	client_marker(work, "stats-dump");
 	if (leave) {
 		if (freezer && ckpt_cg2_freeze(freezer, false, &err) < 0) {
 			urs_error("checkpoint %s: thawing: %s", st.id, err.msg);
