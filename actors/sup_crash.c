@@ -54,7 +54,7 @@ static void write_line(const char *path, int flags, const char *buf, size_t n)
 
 static void on_fault(int sig)
 {
-	char msg[800], *p = msg, *end = msg + sizeof(msg) - 64;
+	char msg[800] = "", *p = msg, *end = msg + sizeof(msg) - 64;
 	p = put_str(p, prefix, end);
 	p = put_num(p, (unsigned) sig);
 	p = put_str(p, " (SIG", end);
@@ -66,7 +66,7 @@ static void on_fault(int sig)
 	if (crash_path[0])
 		write_line(crash_path, O_TRUNC, msg, n + 1);
 	if (log_path[0]) {
-		char line[1000], *q = line, *lend = line + sizeof(line) - 8;
+		char line[1000] = "", *q = line, *lend = line + sizeof(line) - 8;
 		q = put_str(q, log_json ? "{\"level\":\"error\",\"msg\":\"" : "level=error msg=\"",
 			    lend);
 		for (size_t i = 0; i < n && q < lend; i++) /* no quotes in our text */

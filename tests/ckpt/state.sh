@@ -54,15 +54,19 @@ jq --arg rootfs "$work/rootfs" '.root.path = $rootfs | .root.readonly = false
 REQ=ursa_supervisor_control_requests_total
 # cgroup placement (host/cgroup.c, "moving a process in without the kernel's
 # global migration lock"): the init in each of the sandbox's hierarchies,
-# the supervisor in each v1 one (it moved itself in); on hybrid hosts the
-# supervisor stays out of the v2 cgroup, whose freezer then stops only the
-# workload (actors/supervisor.c, join_v2_later)
+# the supervisor in each v1 one (it moved itself in) but pids (it is none
+# of the container's tasks: actors/supervisor.c, pids_leave); on hybrid
+# hosts the supervisor stays out of the v2 cgroup, whose freezer then stops
+# only the workload (actors/supervisor.c, join_v2_later)
 hybrid=false
 [ "$(stat -fc %T /sys/fs/cgroup/unified 2>/dev/null)" = cgroup2fs ] && hybrid=true
 placed() { # id
 	local pid sup v1i v1s v2i v2s
 	pid=$(jq -r .pid "$root/$1/state.json") sup=$(jq -r .sup_pid "$root/$1/state.json")
-	v1i=$(grep -v '^0::' "/proc/$pid/cgroup" | sort) v1s=$(grep -v '^0::' "/proc/$sup/cgroup" | sort)
+	v1i=$(grep -v '^0::' "/proc/$pid/cgroup" | grep -v ':pids:' | sort)
+	v1s=$(grep -v '^0::' "/proc/$sup/cgroup" | grep -v ':pids:' | sort)
+	grep -q ":pids:.*/$1\$" "/proc/$pid/cgroup" || return 1
+	grep -q ":pids:.*/$1\$" "/proc/$sup/cgroup" && return 1
 	v2i=$(sed -n 's/^0:://p' "/proc/$pid/cgroup") v2s=$(sed -n 's/^0:://p' "/proc/$sup/cgroup")
 	[[ $v2i == */$1 ]] || return 1
 	$hybrid || return 0
@@ -70,7 +74,7 @@ placed() { # id
 }
 # ---- checkpoint: supervisor.img and the key --------------------------------------
 (cd "$work/b" && u run -d ${P}s1 >/dev/null 2>"$work/run.err") || bad "run -d ${P}s1" "$(cat "$work/run.err")"
-check "cgroups: the init in all of the sandbox's, the supervisor in the v1 ones" \
+check "cgroups: the init in all of the sandbox's, the supervisor in the v1 ones but pids" \
 	'placed ${P}s1' "$(cat /proc/$(jq -r .sup_pid "$root/${P}s1/state.json")/cgroup)"
 for _ in 1 2 3 4 5 6 7 8; do u metrics ${P}s1 >/dev/null; done
 before=$(metric ${P}s1 $REQ 'request="metrics"')
