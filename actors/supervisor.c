@@ -37,6 +37,7 @@
 #include "actors/metrics.h"
 #include "actors/netstack.h"
 #include "host/cgroup.h"
+#include "host/ckpt_dump.h"
 #include "host/ckpt_restore.h"
 #include "host/ckpt_tmpfs.h"
 #include "host/ckpt_trace.h"
@@ -103,6 +104,7 @@ struct ctl_conn {
 	int fd;
 	bool replying;
 	bool waiting;		    /* a checkpoint save runs for it: not freed */
+	bool guard;		    /* "guard": held open by a checkpoint (ctl_guard) */
 	char *reply;		    /* large replies (metrics), or NULL */
 	struct urs_ckpt_req *ckreq; /* "checkpoint DIR", or NULL */
 	char buf[4352];		    /* a request: "checkpoint " + a path */
@@ -273,6 +275,20 @@ static void ctl_checkpoint(struct ctl_conn *c, const char *dir)
 	c->waiting = true;
 }
 
+/* "guard": `ursa checkpoint` holds this connection open while it has the
+ * sandbox frozen; when it closes (done, or killed: the kernel closes it)
+ * the cgroup v2 freezer is thawed, so that no checkpoint can leave a
+ * sandbox frozen (a thaw of a thawed or gone cgroup changes nothing; a
+ * checkpoint starts only from "running"). No reply, no idle timeout. */
+static void ctl_guard(struct ctl_conn *c)
+{
+	c->guard = true;
+	if (urs_timer_busy(&c->idle))
+		urs_timer_cancel(&c->s->loop, &c->idle);
+	io_uring_prep_recv(urs_op_sqe(&c->op), c->fd, c->buf, sizeof(c->buf), 0);
+	urs_submit(&c->s->loop, &c->op, conn_cb);
+}
+
 /*
  * The exposition into c->reply (its own buffer, freed with the connection):
  * CTL_REPLY_MIN first, doubled and rendered again while it does not fit
@@ -313,6 +329,12 @@ static void conn_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint3
 	(void) flags;
 	struct ctl_conn *c = container_of(op, struct ctl_conn, op);
 	struct sup *s = c->s;
+	if (c->guard) { /* its checkpoint ended, or died: the workload runs */
+		if (s->cg && s->cg->h[URS_CG_V2].path[0])
+			ckpt_cg2_freeze(s->cg->h[URS_CG_V2].path, false, NULL);
+		conn_release(c);
+		return;
+	}
 	if (c->replying || res <= 0) {
 		if (urs_timer_busy(&c->idle))
 			urs_timer_cancel(loop, &c->idle);
@@ -355,6 +377,10 @@ static void conn_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint3
 	}
 	if (req == URS_REQ_CHECKPOINT) {
 		ctl_checkpoint(c, c->buf + 11);
+		return;
+	}
+	if (!strcmp(c->buf, "guard")) {
+		ctl_guard(c);
 		return;
 	}
 	conn_reply(c, "error: unknown request");

@@ -185,7 +185,8 @@ int cmd_checkpoint(int argc, char **argv)
 	rc = 1;
 	_cleanup_close_ int pidfd = -1;
 	_cleanup_close_ int lockfd = -1;
-	int ctlfd = -2; /* the supervisor's state: -2 not asked, else asked */
+	_cleanup_close_ int guardfd = -1; /* closed last: the supervisor then thaws */
+	int ctlfd = -2;			  /* the supervisor's state: -2 not asked, else asked */
 	sigset_t oldmask;
 	bool masked = false;
 	struct urs_cgroup cg;
@@ -228,6 +229,11 @@ int cmd_checkpoint(int argc, char **argv)
 		urs_error("checkpoint: container %s is %s, not running", st.id, urs_status_name(s));
 		goto out;
 	}
+	/* held open until we return: if we are killed with the sandbox frozen,
+	 * its supervisor sees it closed and thaws it (actors/supervisor.c,
+	 * ctl_guard) */
+	if ((guardfd = urs_ctl_send(sdir, "guard")) < 0)
+		guardfd = -1; /* an older supervisor: as before */
 	int r = mkdir_p(image, 0700);
 	if (r == 0 && work)
 		r = mkdir_p(work, 0700);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# tests/faults/cli_kill.sh — SIGKILL of the `ursa` command at random points
-# of create, run -d, start, exec, pause, delete and checkpoint (issue #18,
-# "Faults"):
+# tests/faults/cli_kill.sh — SIGKILL of the `ursa` command, and separately
+# of the sandbox's supervisor, at random points of create, run -d, start,
+# exec, pause, delete, checkpoint and restore (issue #18, "Faults"):
 # after each, `ursa delete --force ID` exits 0 and the host is back where it
 # was — no state directory, no `ursa list` entry, no process of the sandbox
 # (its args carry a token), no cgroup named after it (so none left frozen),
@@ -36,20 +36,31 @@ mkdir -p "$b/rootfs/bin"
 cp /bin/busybox "$b/rootfs/bin/busybox"
 for a in sh sleep true; do ln -s busybox "$b/rootfs/bin/$a"; done
 "$URSA" spec --bundle "$b" >/dev/null
-jq --arg t "$tok" '.process.terminal = false | .process.args = ["sleep", "100000", $t]' \
+jq --arg t "$tok" '.process.terminal = false | .process.args = ["sh", "-c", "sleep 100000; : " + $t]' \
 	"$b/config.json" >"$b/c" && mv "$b/c" "$b/config.json"
 
-# kill_at_random CMD...: start it, SIGKILL it after a random delay, wait.
+# kill_at_random ID CMD...: start it, SIGKILL the victim ($victim: "cli",
+# the command itself, or "sup", the sandbox's supervisor — from the record,
+# or the command's child ursa-sup while it creates) after a random delay,
+# wait for the command.
 kill_at_random() {
+	local id=$1 s
+	shift
 	"$@" </dev/null >/dev/null 2>&1 &
 	local pid=$!
 	local us=$(((RANDOM * 32768 + RANDOM) % (MAXUS + 1)))
 	sleep "$(printf '0.%06d' "$us")" # the kill point, drawn at random: not a wait
-	kill -KILL "$pid" 2>/dev/null
+	if [ "$victim" = cli ]; then
+		kill -KILL "$pid" 2>/dev/null
+	else
+		s=$(jq -r '.sup_pid // empty' "$root/$id/state.json" 2>/dev/null)
+		[ -n "$s" ] || s=$(pgrep -P "$pid" -x ursa-sup | head -1)
+		[ -n "$s" ] && kill -KILL "$s" 2>/dev/null
+	fi
 	wait "$pid" 2>/dev/null
 }
 
-sandbox_procs() { pgrep -f -- "sleep 100000 $tok-$1\$" ; }
+sandbox_procs() { pgrep -f -- "sleep 100000; : $tok-$1\$"; }
 leftovers() { # ID: what is left of it, empty if nothing
 	local id=$1
 	[ -e "$root/$id" ] && echo "state dir"
@@ -60,6 +71,13 @@ leftovers() { # ID: what is left of it, empty if nothing
 	grep -qF -- "$id" /proc/self/mountinfo && echo "mounts"
 }
 gone() { [ -z "$(leftovers "$1")" ]; }
+# the workload runs (exec'd: before that the init is ursa's, which a
+# checkpoint rightly refuses): polled, 20 s
+workload() {
+	local i
+	for i in $(seq 2000); do [ -n "$(sandbox_procs "$1")" ] && return 0; sleep 0.01; done
+	return 1
+}
 wait_gone() { # ID: poll up to 20 s
 	local i
 	for i in $(seq 2000); do gone "$1" && return 0; sleep 0.01; done
@@ -80,26 +98,39 @@ bundle_for() { # ID: the bundle with the sandbox's token
 	local d=$work/b-$1
 	mkdir -p "$d"
 	ln -sfn "$b/rootfs" "$d/rootfs"
-	jq --arg t "$tok-$1" '.process.args = ["sleep", "100000", $t]' "$b/config.json" >"$d/config.json"
+	jq --arg t "$tok-$1" '.process.args = ["sh", "-c", "sleep 100000; : " + $t]' "$b/config.json" >"$d/config.json"
 	echo "$d"
 }
 
-# trial CASE N: one kill of the command CASE is about; 0 if the host came back
+# trial CASE N: one kill during the command CASE is about; 0 if the host came back
 trial() {
-	local c=$1 id="$tok-$1-$2" bd why=""
+	local c=$1 id="$tok-$victim-$1-$2" bd why=""
 	bd=$(bundle_for "$id")
 	case $c in
-	create) kill_at_random "$URSA" --root "$root" create --bundle "$bd" "$id" ;;
-	run) kill_at_random "$URSA" --root "$root" run -d --bundle "$bd" "$id" ;;
+	create) kill_at_random "$id" "$URSA" --root "$root" create --bundle "$bd" "$id" ;;
+	run) kill_at_random "$id" "$URSA" --root "$root" run -d --bundle "$bd" "$id" ;;
+	restore)
+		u run -d --bundle "$bd" "$id" </dev/null >/dev/null 2>&1 || why="run failed"
+		workload "$id" || why="the workload never ran"
+		u checkpoint --image-path "$work/img-$id" "$id" >/dev/null 2>"$work/ck.err" ||
+			why="checkpoint failed: $(cat "$work/ck.err")"
+		kill_at_random "$id" "$URSA" --root "$root" restore -d --bundle "$bd" \
+			--image-path "$work/img-$id" "$id"
+		rm -rf "$work/img-$id"
+		;;
 	start | exec | pause | delete | checkpoint)
 		u create --bundle "$bd" "$id" </dev/null >/dev/null 2>&1 || why="create failed"
 		[ "$c" = start ] || u start "$id" >/dev/null 2>&1 || why="start failed"
+		[ "$c" = start ] || workload "$id" || why="the workload never ran"
 		case $c in
-		start) kill_at_random "$URSA" --root "$root" start "$id" ;;
-		exec) kill_at_random "$URSA" --root "$root" exec "$id" /bin/sleep 100000 "$tok-$id" ;;
-		pause) kill_at_random "$URSA" --root "$root" pause "$id" ;;
-		delete) kill_at_random "$URSA" --root "$root" delete --force "$id" ;;
-		checkpoint) kill_at_random "$URSA" --root "$root" checkpoint --image-path "$work/img-$id" "$id" ;;
+		start) kill_at_random "$id" "$URSA" --root "$root" start "$id" ;;
+		exec) # `ursa exec` waits for its process: detached when the supervisor is the victim
+			kill_at_random "$id" "$URSA" --root "$root" exec $([ $victim = sup ] && echo --detach) \
+				"$id" /bin/sh -c "sleep 100000; : $tok-$id" ;;
+		pause) kill_at_random "$id" "$URSA" --root "$root" pause "$id" ;;
+		delete) kill_at_random "$id" "$URSA" --root "$root" delete --force "$id" ;;
+		checkpoint)
+			kill_at_random "$id" "$URSA" --root "$root" checkpoint --image-path "$work/img-$id" "$id" ;;
 		esac
 		case $c in
 		exec | checkpoint) # the sandbox runs on, or is gone: never left frozen
@@ -115,17 +146,20 @@ trial() {
 	return 1
 }
 
-for c in ${CASES:-create run start exec pause delete checkpoint}; do
-	bad=0 t0=$SECONDS
-	for n in $(seq "$TRIALS"); do trial "$c" "$n" || bad=$((bad + 1)); done
-	echo "# $c: $TRIALS trials in $((SECONDS - t0)) s"
-	if [ "$bad" = 0 ]; then
-		passed=$((passed + 1))
-		echo "ok    SIGKILL of ursa $c at random points: $TRIALS of $TRIALS left nothing behind"
-	else
-		failed=$((failed + 1))
-		echo "FAIL  SIGKILL of ursa $c at random points: $bad of $TRIALS left something"
-	fi
+for victim in ${VICTIMS:-cli sup}; do
+	for c in ${CASES:-create run start exec pause delete checkpoint restore}; do
+		bad=0 t0=$SECONDS
+		for n in $(seq "$TRIALS"); do trial "$c" "$n" || bad=$((bad + 1)); done
+		what="SIGKILL of the $([ $victim = cli ] && echo "ursa command" || echo supervisor) during ursa $c"
+		echo "# $victim $c: $TRIALS trials in $((SECONDS - t0)) s"
+		if [ "$bad" = 0 ]; then
+			passed=$((passed + 1))
+			echo "ok    $what at random points: $TRIALS of $TRIALS left nothing behind"
+		else
+			failed=$((failed + 1))
+			echo "FAIL  $what at random points: $bad of $TRIALS left something"
+		fi
+	done
 done
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]

@@ -57,4 +57,14 @@ static inline int urs_skip_or_fail(const char *why)
 		URS_CM_SKIP(why);                                                   \
 	} while (0)
 
+/* A kernel feature the test needs is missing: with URSA_IOURING_DISABLE
+ * set (the fallback runs turn features off on purpose) a plain skip,
+ * otherwise URS_CM_SKIP_OR_FAIL. */
+#define URS_CM_NEED_FEATURE(why)                               \
+	do {                                                   \
+		if (getenv("URSA_IOURING_DISABLE"))            \
+			URS_CM_SKIP(why " (turned off here)"); \
+		URS_CM_SKIP_OR_FAIL(why);                      \
+	} while (0)
+
 #endif

@@ -160,7 +160,7 @@ static void test_grow_shrink_multishot(void **state)
 {
 	(void) state;
 	if (!urs_has(URS_FEAT_READ_MSHOT | URS_FEAT_BUF_RING))
-		URS_CM_SKIP_OR_FAIL("no multishot read or buffer rings (kernel)");
+		URS_CM_NEED_FEATURE("no multishot read or buffer rings (kernel)");
 	grow_shrink(true);
 }
 
@@ -168,7 +168,7 @@ static void test_grow_shrink_singleshot_fallback(void **state)
 {
 	(void) state;
 	if (!urs_has(URS_FEAT_BUF_RING))
-		URS_CM_SKIP_OR_FAIL("no io_uring buffer rings (kernel)");
+		URS_CM_NEED_FEATURE("no io_uring buffer rings (kernel)");
 	grow_shrink(false);
 }
 
@@ -177,7 +177,7 @@ static void test_shrink_returns_memory(void **state)
 {
 	(void) state;
 	if (!urs_has(URS_FEAT_BUF_RING))
-		URS_CM_SKIP_OR_FAIL("no io_uring buffer rings (kernel)");
+		URS_CM_NEED_FEATURE("no io_uring buffer rings (kernel)");
 	struct urs_loop loop;
 	assert_int_equal(urs_loop_init(&loop, NULL), 0);
 	struct urs_bufring b;
@@ -215,7 +215,7 @@ static void test_foreign_ids(void **state)
 {
 	(void) state;
 	if (!urs_has(URS_FEAT_BUF_RING))
-		URS_CM_SKIP_OR_FAIL("no io_uring buffer rings (kernel)");
+		URS_CM_NEED_FEATURE("no io_uring buffer rings (kernel)");
 	struct urs_loop loop;
 	assert_int_equal(urs_loop_init(&loop, NULL), 0);
 	struct urs_bufring b;
