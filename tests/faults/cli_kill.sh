@@ -84,16 +84,8 @@ wait_gone() { # ID: poll up to 20 s
 	gone "$1"
 }
 running() { [ "$(u state "$1" 2>/dev/null | jq -r .status)" = running ]; }
-frozen() { # ID: its freezer says FROZEN (v1) or cgroup.freeze is 1 (v2)
-	local f
-	for f in $(find /sys/fs/cgroup -maxdepth 7 -path "*/$1/freezer.state" 2>/dev/null); do
-		grep -q FROZEN "$f" && return 0
-	done
-	for f in $(find /sys/fs/cgroup -maxdepth 7 -path "*/$1/cgroup.freeze" 2>/dev/null); do
-		[ "$(cat "$f")" = 1 ] && return 0
-	done
-	return 1
-}
+# shellcheck source=lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh" # frozen
 bundle_for() { # ID: the bundle with the sandbox's token
 	local d=$work/b-$1
 	mkdir -p "$d"

@@ -102,16 +102,8 @@ runs_on() { # ID: running, and its loop goes on (not frozen)
 	n=$(tick "$1")
 	wait_for 10 ticks_past "$1" "$n"
 }
-frozen() {
-	local f
-	for f in $(find /sys/fs/cgroup -maxdepth 7 -path "*/$1/freezer.state" 2>/dev/null); do
-		grep -q FROZEN "$f" && return 0
-	done
-	for f in $(find /sys/fs/cgroup -maxdepth 7 -path "*/$1/cgroup.freeze" 2>/dev/null); do
-		[ "$(cat "$f")" = 1 ] && return 0
-	done
-	return 1
-}
+# shellcheck source=lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh" # frozen
 leftovers() { # ROOT ID: what is left of it, empty if nothing
 	local r=$1 id=$2
 	[ -e "$r/$id" ] && echo "state dir"
