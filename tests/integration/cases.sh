@@ -666,8 +666,8 @@ DO_SEQ=0
 # sleep process (not the `ursa do sleep ...` command lines around it).
 do_dur()
 {
-	DO_SEQ=$((DO_SEQ + 1))
-	echo "1000.$$$DO_SEQ"
+	# called in $(...): a counter would not survive the subshell
+	echo "1000.$$$SRANDOM"
 }
 
 # do_sig_status SIGNAL DUR CMD...: start CMD in the background with SIGINT
@@ -764,11 +764,18 @@ case_do_signals()
 	wait "$pid"
 	check "do_signals/ursa: ... and SIGTERM ends it: 143" eq rc "$?" 143
 
-	# a registered sandbox: `ursa kill ID TERM` reaches the command
-	local id
+	# a registered sandbox: `ursa kill ID TERM` reaches the command (its
+	# minimal init needs a binary the sandbox can see: not below /tmp, where
+	# a clone of this repository may live)
+	local id ursa_id=$URSA vis=
+	case $URSA in
+	/tmp/* | /dev/* | /proc/* | /sys/*)
+		vis=$(mktemp -d /var/tmp/ursa-it.XXXXXX) && cp "$URSA" "$vis/ursa" && ursa_id=$vis/ursa
+		;;
+	esac
 	id=$(new_id dosig)
 	dur=$(do_dur)
-	"$URSA" --root "$(rt_root ursa)" do --id "$id" -- sleep "$dur" </dev/null >/dev/null 2>"$o.id.err" &
+	"$ursa_id" --root "$(rt_root ursa)" do --id "$id" -- sleep "$dur" </dev/null >/dev/null 2>"$o.id.err" &
 	pid=$!
 	poll 15 pgrep -f "^sleep $dur\$"
 	rt ursa kill "$id" TERM
@@ -780,6 +787,7 @@ case_do_signals()
 		rc=timeout
 	fi
 	check "do_signals/ursa: ursa kill ID TERM of ursa do --id: status 143" eq rc "$rc" 143
+	[ -z "$vis" ] || rm -rf "$vis"
 	no_leftovers do_signals ursa "$id" "^sleep $dur\$"
 	# a registered sandbox that could not restore the init (the binary is
 	# below /tmp, which the sandbox does not see): no minimal init, a warning
