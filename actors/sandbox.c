@@ -162,9 +162,15 @@ int urs_sandbox_create(const struct urs_sandbox_opts *o, pid_t *sup, struct urs_
 	static struct urs_sup_report rp;
 	memset(&rp, 0, sizeof(rp));
 	ssize_t n;
-	do
-		n = recv(rep[0], &rp, sizeof(rp), 0);
-	while (n < 0 && errno == EINTR);
+	char made[URS_CG_STRING_MAX] = ""; /* the cgroup, once the supervisor made it */
+	for (;;) {
+		do
+			n = recv(rep[0], &rp, sizeof(rp), 0);
+		while (n < 0 && errno == EINTR);
+		if (n != (ssize_t) sizeof(rp) || rp.code != URS_SUP_CGROUP_MADE)
+			break;
+		snprintf(made, sizeof(made), "%s", rp.cgroup);
+	}
 	if (n != (ssize_t) sizeof(rp) || rp.code != 0) {
 		if (n == (ssize_t) sizeof(rp))
 			r = urs_err_set(err, rp.code < 0 ? rp.code : -EINVAL, "%s", rp.msg);
@@ -177,7 +183,8 @@ int urs_sandbox_create(const struct urs_sandbox_opts *o, pid_t *sup, struct urs_
 		/* the init is our child (CLONE_PARENT), killed and dead by now */
 		if (n == (ssize_t) sizeof(rp) && rp.init_pid > 0)
 			waitpid(rp.init_pid, NULL, 0);
-		urs_sandbox_cgroup_remove(n == (ssize_t) sizeof(rp) ? rp.cgroup : NULL);
+		urs_sandbox_cgroup_remove(n == (ssize_t) sizeof(rp) && rp.cgroup[0] ? rp.cgroup
+										    : made);
 		goto fail_dir;
 	}
 	*sup = pid;

@@ -131,6 +131,17 @@ static void conn_idle_cb(struct urs_loop *loop, struct urs_timer *t, int res)
 
 static void remove_made(struct urs_sup_args *a);
 
+/* URS_SUP_CGROUP_MADE: the parent learns the cgroup before anything can
+ * kill us (ignored by a parent that has gone: then remove_made does it) */
+static void progress_cgroup(struct urs_sup_args *a, const char *cg)
+{
+	static struct urs_sup_report r;
+	r.code = URS_SUP_CGROUP_MADE;
+	snprintf(r.cgroup, sizeof(r.cgroup), "%s", cg);
+	if (a->report_fd >= 0)
+		send(a->report_fd, &r, sizeof(r), MSG_NOSIGNAL);
+}
+
 static __attribute__((noinline)) void report(struct urs_sup_args *a, int code, pid_t pid,
 					     const char *cg, const char *msg)
 {
@@ -1280,7 +1291,7 @@ static int pids_leave(struct urs_cgroup *cg, struct urs_cgroup *home, const stru
  * `ursa` command that forked us; once it exits, its subreaper's: the shim,
  * conmon), which reaps it and gets its status, as with runc. We watch it
  * through its pidfd (docs/sandbox.md, "Processes"). */
-static pid_t clone_init(struct urs_sup_args *a, uint64_t flags, int *pidfd, int cgfd,
+static pid_t clone_init(struct urs_sup_args *a, uint64_t flags, int *pidfd, int cgfd, int sup_end,
 			struct urs_cgroup *cg, bool *into, struct urs_err *err)
 {
 	*into = cgfd >= 0;
@@ -1301,6 +1312,12 @@ static pid_t clone_init(struct urs_sup_args *a, uint64_t flags, int *pidfd, int 
 		pid = (pid_t) syscall(SYS_clone3, &ca, sizeof(ca));
 	}
 	if (pid == 0) {
+		/* our ends of the sync and report sockets are ours alone: the
+		 * init outlives us (it is not our child), and holding them it
+		 * would never see us gone, nor let the command see it */
+		close(sup_end);
+		if (a->report_fd >= 0)
+			close(a->report_fd);
 		int r = urs_init_run(&a->launch);
 		_exit(r == -EPIPE ? 0 : 127);
 	}
@@ -1370,6 +1387,7 @@ int urs_supervisor_main(struct urs_sup_args *a)
 		 * parent is gone, we do (remove_made) */
 		urs_cg_to_string(&cg, cgstr, sizeof(cgstr));
 		made_cg = &cg;
+		progress_cgroup(a, cgstr);
 		static const struct urs_resources none;
 		const struct urs_resources *res =
 			spec->lnx && spec->lnx->has_resources ? &spec->lnx->resources : &none;
@@ -1442,7 +1460,7 @@ int urs_supervisor_main(struct urs_sup_args *a)
 			    spec->hooks[URS_HOOK_START_CONTAINER].n;
 	a->launch.leash = !a->state_dir; /* `ursa do`: dies with its command */
 	bool into_v2;
-	s->init_pid = clone_init(a, flags, &s->pidfd, cgv2, &cg, &into_v2, &err);
+	s->init_pid = clone_init(a, flags, &s->pidfd, cgv2, s->sync_fd, &cg, &into_v2, &err);
 	ckpt_trace("sup: init cloned");
 	join_v2_setup(&cg, into_v2);
 	close(sv[1]);

@@ -47,9 +47,13 @@ struct urs_sup_args {
 	bool log_json;
 };
 
+/* A report that only carries the cgroup, sent as soon as it is made: if
+ * we die before READY or ERROR, the parent still knows what to remove. */
+#define URS_SUP_CGROUP_MADE 1
+
 /* Report from the supervisor to its parent. */
 struct urs_sup_report {
-	int32_t code; /* 0 = READY */
+	int32_t code; /* 0 = READY, URS_SUP_CGROUP_MADE: cgroup made (more follows), else -errno */
 	pid_t init_pid;
 	char cgroup[URS_CG_STRING_MAX]; /* serialized cgroup (for the state file) */
 	char msg[1024];
