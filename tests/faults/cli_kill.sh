@@ -126,6 +126,9 @@ trial() {
 		esac
 		case $c in
 		exec | checkpoint) # the sandbox runs on, or is gone: never left frozen
+			# (the supervisor thaws when the command's guard closes: polled)
+			local i
+			for i in $(seq 2000); do [ -e "$root/$id" ] && frozen "$id" || break; sleep 0.01; done
 			if [ -e "$root/$id" ] && frozen "$id"; then why="frozen after a killed $c"; fi ;;
 		esac
 		rm -rf "$work/img-$id"
