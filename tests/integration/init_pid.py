@@ -40,7 +40,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from checks import done, poll, report  # noqa: E402
+from checks import done, need_root_and, poll, report  # noqa: E402
 
 URSA = os.environ.get("URSA", "build/ursa")
 RUNC = shutil.which("runc")
@@ -326,15 +326,9 @@ def supervisor_kills(rt, bundle, work, tag):
 
 
 def main():
-    if os.geteuid() != 0:
-        print("1..0 # SKIP needs root")
-        return 77
-    if not os.path.exists(BUSYBOX):
-        if os.environ.get("CI") == "true":
-            print(f"FAIL: no {BUSYBOX} (CI=true: scripts/setup installs busybox-static)")
-            return 1
-        print(f"1..0 # SKIP no {BUSYBOX} (busybox-static)")
-        return 77
+    rc = need_root_and(BUSYBOX, "busybox-static")
+    if rc is not None:
+        return rc
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
         print("FAIL  cannot become a child subreaper")

@@ -2,6 +2,7 @@
 ("ok    what" / "FAIL  what" with its detail), the closing "N passed, N
 failed" line and exit code, and polling a condition with a deadline (tests
 wait on states, never on a fixed sleep)."""
+import os
 import sys
 import time
 
@@ -32,3 +33,18 @@ def done():
     """Print the closing line; the exit code."""
     print(f"{counts['passed']} passed, {counts['failed']} failed")
     return 1 if counts["failed"] else 0
+
+
+def need_root_and(path, package):
+    """None when we are root and @path exists; else the exit code after the
+    plan line: a skip, or (CI=true: scripts/setup installs @package) a failure."""
+    if os.geteuid() != 0:
+        print("1..0 # SKIP needs root")
+        return 77
+    if not os.path.exists(path):
+        if os.environ.get("CI") == "true":
+            print(f"FAIL: no {path} (CI=true: scripts/setup installs {package})")
+            return 1
+        print(f"1..0 # SKIP no {path} ({package})")
+        return 77
+    return None

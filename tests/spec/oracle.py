@@ -27,7 +27,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from checks import done, report  # noqa: E402
+from checks import done, need_root_and, report  # noqa: E402
 
 URSA = os.environ.get("URSA", "build/ursa")
 RUNC = os.environ.get("RUNC", "/usr/sbin/runc")
@@ -403,15 +403,9 @@ def resources(work, base, ursa, runc):
 
 def main():
     global RUNC
-    if os.geteuid() != 0:
-        print("1..0 # SKIP needs root")
-        return 77
-    if not os.path.exists(BUSYBOX):
-        if os.environ.get("CI") == "true":
-            print(f"FAIL: no {BUSYBOX} (CI=true: scripts/setup installs busybox-static)")
-            return 1
-        print(f"1..0 # SKIP no {BUSYBOX} (busybox-static)")
-        return 77
+    rc = need_root_and(BUSYBOX, "busybox-static")
+    if rc is not None:
+        return rc
     if not os.access(RUNC, os.X_OK):
         if os.environ.get("CI") == "true":
             print(f"FAIL: no runc at {RUNC}")
