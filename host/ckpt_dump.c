@@ -44,11 +44,10 @@
 #include "host/ckpt_image.h"
 #include "host/ckpt_ptrace.h"
 #include "host/ckpt_sockdiag.h"
+#include "host/pagemap.h"
 #include "runtime/common.h"
 
 #define PM_PRESENT (1ull << 63)
-#define PM_SWAP	   (1ull << 62)
-#define PM_FILE	   (1ull << 61)
 #define CHUNK	   256 /* pages read from /proc/PID/mem at once */
 #ifndef PR_GET_TID_ADDRESS
 #define PR_GET_TID_ADDRESS 40
@@ -334,13 +333,30 @@ static bool shm_mapping(const char *name, bool *memfd)
 static int shm_object(struct dumpctx *c, pid_t pid, const char *file, const char *name, bool memfd,
 		      uint32_t *id, struct urs_err *err);
 
+/* A "VmFlags:" line of smaps: the flags a mapping keeps that maps does not
+ * show and a restore must give it again. */
+static void vma_vmflags(struct ckpt_vma *v, const char *line)
+{
+	const char *p = line + strlen("VmFlags:");
+	for (; *p; p++) {
+		if (*p == ' ' || *p == '\n')
+			continue;
+		if (p[0] == 'n' && p[1] == 'r' && (p[2] == ' ' || p[2] == '\n' || !p[2]))
+			v->r.flags |= CKPT_VMA_NORESERVE;
+		while (p[1] && p[1] != ' ' && p[1] != '\n')
+			p++;
+	}
+}
+
 static int dump_maps(struct dumpctx *c, struct ckpt_task *t, pid_t pid, struct urs_err *err)
 {
 	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	/* smaps: maps' lines, each followed by the mapping's fields (VmFlags) */
+	snprintf(path, sizeof(path), "/proc/%d/smaps", pid);
 	_cleanup_fclose_ FILE *f = fopen(path, "re");
 	if (!f)
-		return urs_err_set(err, -errno, "pid %d: opening maps: %m", pid);
+		return urs_err_set(err, -errno, "pid %d: opening smaps: %m", pid);
+	struct ckpt_vma *prev = NULL; /* the VMA the field lines are about */
 	char line[PATH_MAX + 256];
 	/* consecutive mappings of one file (text, data, ...): stat it once */
 	unsigned long long last_ino = 0;
@@ -351,9 +367,16 @@ static int dump_maps(struct dumpctx *c, struct ckpt_task *t, pid_t pid, struct u
 		char perms[8];
 		int pos = 0;
 		unsigned maj, min;
+		size_t tok = strcspn(line, " \n");
+		if (tok && line[tok - 1] == ':') { /* a field of the mapping above */
+			if (prev && !strncmp(line, "VmFlags:", 8))
+				vma_vmflags(prev, line);
+			continue;
+		}
+		prev = NULL;
 		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &off,
 			   &maj, &min, &ino, &pos) < 7)
-			return urs_err_set(err, -EINVAL, "pid %d: cannot parse maps line", pid);
+			return urs_err_set(err, -EINVAL, "pid %d: cannot parse smaps line", pid);
 		char *name = line + pos;
 		name[strcspn(name, "\n")] = 0;
 		struct ckpt_vma v = {0};
@@ -441,6 +464,7 @@ static int dump_maps(struct dumpctx *c, struct ckpt_task *t, pid_t pid, struct u
 			free(v.path);
 			return r;
 		}
+		prev = &t->vmas[t->nvmas - 1];
 	}
 	return 0;
 }
@@ -517,6 +541,31 @@ static int dump_span(struct dumpctx *c, struct ckpt_task *t, int memfd, uint64_t
 	return 0;
 }
 
+struct pages_walk {
+	struct dumpctx *c;
+	struct ckpt_task *t;
+	int memfd;
+	const struct ckpt_vma_rec *m;
+	struct urs_err *err;
+	bool failed; /* dump_span failed (err says why), not the walk */
+};
+
+/* A run of touched pages of the VMA: anonymous memory, and in a private file
+ * mapping the pages copied on write (not the file's own pages). */
+static int dump_run(void *arg, const struct urs_pm_run *run)
+{
+	struct pages_walk *w = arg;
+	bool anon = w->m->kind == CKPT_VMA_ANON;
+	bool want = (run->flags & URS_PM_SWAPPED) ||
+		    ((run->flags & URS_PM_PRESENT) && (anon || !(run->flags & URS_PM_FILE)));
+	if (!want)
+		return 0;
+	int r = dump_span(w->c, w->t, w->memfd, w->m->start, run->start,
+			  (run->end - run->start) / CKPT_PAGE_SIZE, anon, w->err);
+	w->failed = r != 0;
+	return r;
+}
+
 static int dump_pages(struct dumpctx *c, struct ckpt_task *t, pid_t pid, int memfd,
 		      struct urs_err *err)
 {
@@ -525,50 +574,20 @@ static int dump_pages(struct dumpctx *c, struct ckpt_task *t, pid_t pid, int mem
 	_cleanup_close_ int pm = open(path, O_RDONLY | O_CLOEXEC);
 	if (pm < 0)
 		return urs_err_set(err, -errno, "pid %d: opening pagemap: %m", pid);
-	uint64_t pme[CHUNK];
+	struct pages_walk w = {c, t, memfd, NULL, err, false};
 	for (uint32_t v = 0; v < t->nvmas; v++) {
 		const struct ckpt_vma_rec *m = &t->vmas[v].r;
 		if (m->kind != CKPT_VMA_ANON &&
 		    !(m->kind == CKPT_VMA_FILE && !(m->flags & CKPT_VMA_SHARED)))
 			continue;
-		bool anon = m->kind == CKPT_VMA_ANON;
-		uint64_t span_start = 0, span_n = 0;
-		for (uint64_t a = m->start; a < m->end;) {
-			uint64_t k = (m->end - a) / CKPT_PAGE_SIZE;
-			if (k > CHUNK)
-				k = CHUNK;
-			ssize_t got = pread(pm, pme, k * 8, (off_t) (a / CKPT_PAGE_SIZE * 8));
-			if (got != (ssize_t) (k * 8))
-				return urs_err_set(err, got < 0 ? -errno : -EIO,
-						   "pid %d: reading pagemap", pid);
-			for (uint64_t i = 0; i < k; i++) {
-				uint64_t e = pme[i];
-				bool want = (e & PM_SWAP) ||
-					    ((e & PM_PRESENT) && (anon || !(e & PM_FILE)));
-				uint64_t pa = a + i * CKPT_PAGE_SIZE;
-				if (want && span_n && span_start + span_n * CKPT_PAGE_SIZE == pa) {
-					span_n++;
-					continue;
-				}
-				if (span_n) {
-					int r = dump_span(c, t, memfd, m->start, span_start, span_n,
-							  anon, err);
-					if (r)
-						return r;
-					span_n = 0;
-				}
-				if (want) {
-					span_start = pa;
-					span_n = 1;
-				}
-			}
-			a += k * CKPT_PAGE_SIZE;
-		}
-		if (span_n) {
-			int r = dump_span(c, t, memfd, m->start, span_start, span_n, anon, err);
-			if (r)
-				return r;
-		}
+		w.m = m;
+		int r = urs_pagemap_walk(pm, m->start, m->end, dump_run, &w);
+		if (r && !w.failed)
+			return urs_err_set(
+				err, r, "pid %d: reading pagemap of %#" PRIx64 "-%#" PRIx64 ": %s",
+				pid, m->start, m->end, strerror(-r));
+		if (r)
+			return r;
 	}
 	return 0;
 }

@@ -495,7 +495,7 @@ static int validate_task(const struct ckpt_image *img, uint32_t idx, struct urs_
 		if (m->start % CKPT_PAGE_SIZE || m->end % CKPT_PAGE_SIZE || m->start >= m->end ||
 		    m->start < prev_end || m->end > CKPT_MAX_USER_ADDR || m->start < 4096 ||
 		    (m->prot & ~7u) || m->kind < CKPT_VMA_ANON || m->kind > CKPT_VMA_SHMEM ||
-		    (m->flags & ~7u) || m->pgoff % CKPT_PAGE_SIZE ||
+		    (m->flags & ~15u) || m->pgoff % CKPT_PAGE_SIZE ||
 		    (m->kind == CKPT_VMA_FILE) != (t->vmas[v].path != NULL) ||
 		    (m->kind == CKPT_VMA_ANON && (m->flags & CKPT_VMA_SHARED)) ||
 		    (m->kind != CKPT_VMA_SHMEM && m->shm))

@@ -56,6 +56,10 @@ enum ckpt_vma_kind {
 #define CKPT_VMA_SHARED 0x1u
 #define CKPT_VMA_HEAP	0x2u
 #define CKPT_VMA_STACK	0x4u
+/* mapped with MAP_NORESERVE (VM_NORESERVE: smaps' "nr"): a reservation
+ * (a sanitizer's shadow, a runtime's heap) that the kernel's overcommit
+ * check would refuse at its full size without it */
+#define CKPT_VMA_NORESERVE 0x8u
 
 /* Fixed part of one mapping (wire == memory layout). */
 struct ckpt_vma_rec {

@@ -486,6 +486,8 @@ static int map_vmas(struct rctx *c, uint32_t i, struct urs_err *err)
 			int fl = MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED;
 			if (m->r.flags & CKPT_VMA_STACK)
 				fl |= MAP_GROWSDOWN;
+			if (m->r.flags & CKPT_VMA_NORESERVE)
+				fl |= MAP_NORESERVE;
 			r = inj(c, i, SYS_mmap, m->r.start, len, m->r.prot, (uint64_t) fl,
 				(uint64_t) -1, 0, &ret);
 		} else if (m->r.kind == CKPT_VMA_FILE) {

@@ -17,6 +17,8 @@
 #   - a damaged layer.img: restore refuses with a clear error and leaves
 #     nothing (no record, no layer mount, no process)
 #   - `ursa do --id` with an id in use, or an invalid one: refused
+#   - python3 holds a 1 TiB MAP_NORESERVE reservation, a few pages touched:
+#     checkpoint visits only those (host/pagemap.c), restore maps it again
 # Needs root (namespaces, cgroups, ptrace). Env: URSA.
 set -u
 P=cd$$-
@@ -80,11 +82,22 @@ check "an invalid id is refused" '! u do --id "../x" -- /bin/true 2>/dev/null'
 have_py=0
 if [ -x /usr/bin/python3 ]; then
 	have_py=1
+	# a 1 TiB MAP_NORESERVE reservation with a few pages touched (as a
+	# sanitizer's shadow or a runtime's heap): the dump visits only those
+	# pages and the restore maps it again without the overcommit refusal;
+	# the process exits if a byte it wrote there is not what it reads back
 	u do --id ${P}b -- /usr/bin/python3 -c '
-import time, sys
+import mmap, time, sys
+m = mmap.mmap(-1, 1 << 40, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | 0x4000)
+offs = (0, 1 << 30, (1 << 40) - 4096)
 i = 0
 while True:
+    for o in offs:
+        if m[o] != i % 256:
+            sys.exit("reservation at %#x lost: %d, not %d" % (o, m[o], i % 256))
     i += 1
+    for o in offs:
+        m[o] = i % 256
     with open("/var/tmp/py.cnt", "a") as f:
         f.write("%d\n" % i)
     print(i, flush=True)

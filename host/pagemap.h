@@ -1,0 +1,73 @@
+/*
+ * host/pagemap.h — which pages of a process's address range hold something,
+ * from its /proc/PID/pagemap.
+ *
+ * A dump must visit only the pages a process has touched, and a range can be
+ * huge and nearly empty: a sanitizer's shadow (terabytes reserved with
+ * MAP_NORESERVE), a JVM or Go heap reservation, a wasm runtime's guard
+ * regions. Reading one 8-byte pagemap entry per page walks such a range page
+ * by page (16 TiB is 32 GiB of entries); the PAGEMAP_SCAN ioctl (Linux 6.7)
+ * walks the page tables and skips what was never populated, returning runs of
+ * pages. It is used where the kernel has it; elsewhere the entries are read
+ * in blocks and folded into the same runs.
+ */
+#ifndef URSA_HOST_PAGEMAP_H
+#define URSA_HOST_PAGEMAP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* What a run of pages is (all pages of a run are alike). */
+enum {
+	URS_PM_PRESENT = 1u << 0, /* in memory */
+	URS_PM_SWAPPED = 1u << 1, /* in swap */
+	URS_PM_FILE = 1u << 2,	  /* a page of a file or of shared memory, not a private copy */
+};
+
+struct urs_pm_run {
+	uint64_t start, end; /* [start, end), page aligned */
+	unsigned flags;	     /* URS_PM_* */
+};
+
+/* Called for each run, in address order; a non-zero return stops the walk
+ * and is returned by it. */
+typedef int (*urs_pm_fn)(void *arg, const struct urs_pm_run *run);
+
+/**
+ * urs_pagemap_walk() - call @fn for every run of present or swapped pages
+ * @pm: an open /proc/PID/pagemap
+ * @start: page-aligned start of the range
+ * @end: page-aligned end of the range
+ * @fn: called once per run; pages neither present nor swapped are never passed
+ * @arg: passed to @fn
+ *
+ * Uses PAGEMAP_SCAN when the kernel has it (probed once per process), else
+ * reads the pagemap entries. Allocates nothing.
+ *
+ * Return: 0, @fn's non-zero return, or a negative errno from reading @pm.
+ */
+int urs_pagemap_walk(int pm, uint64_t start, uint64_t end, urs_pm_fn fn, void *arg);
+
+/**
+ * urs_pagemap_walk_entries() - urs_pagemap_walk() by reading the entries
+ * @pm: an open /proc/PID/pagemap
+ * @start: page-aligned start of the range
+ * @end: page-aligned end of the range
+ * @fn: called once per run
+ * @arg: passed to @fn
+ *
+ * The fallback, exported for tests that compare it with the scan.
+ *
+ * Return: as urs_pagemap_walk().
+ */
+int urs_pagemap_walk_entries(int pm, uint64_t start, uint64_t end, urs_pm_fn fn, void *arg);
+
+/**
+ * urs_pagemap_scan_supported() - does this kernel answer PAGEMAP_SCAN
+ * @pm: an open /proc/PID/pagemap
+ *
+ * Return: true if it does (the answer is kept for the process's lifetime).
+ */
+bool urs_pagemap_scan_supported(int pm);
+
+#endif

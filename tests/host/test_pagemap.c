@@ -1,0 +1,167 @@
+/*
+ * tests/host/test_pagemap.c — host/pagemap.c on this process's own memory:
+ * the runs of a huge, nearly empty reservation are exactly the pages touched
+ * (through PAGEMAP_SCAN, which the kernel here has, and through the entries
+ * on a range small enough to read); a private file mapping's own pages are
+ * FILE, its copied-on-write page is not; both walks agree; a callback's
+ * non-zero return stops the walk.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "host/pagemap.h"
+#include "tests/lib/skip.h"
+
+#define PG 4096ull
+
+struct runs {
+	struct urs_pm_run r[64];
+	int n;
+	int stop_after; /* return 7 from the callback after this many; 0: never */
+};
+
+static int collect(void *arg, const struct urs_pm_run *run)
+{
+	struct runs *rs = arg;
+	assert_true(rs->n < 64);
+	if (rs->n)
+		assert_true(run->start >= rs->r[rs->n - 1].end); /* address order */
+	rs->r[rs->n++] = *run;
+	return rs->stop_after && rs->n == rs->stop_after ? 7 : 0;
+}
+
+static int open_pagemap(void)
+{
+	int pm = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	assert_true(pm >= 0);
+	return pm;
+}
+
+static void assert_run(const struct urs_pm_run *r, uint64_t start, uint64_t npages, unsigned f)
+{
+	assert_int_equal(r->start, start);
+	assert_int_equal(r->end, start + npages * PG);
+	assert_int_equal(r->flags, f);
+}
+
+/* 1 TiB reserved, 5 pages touched: the scan returns exactly those, as runs. */
+static void test_sparse_reservation(void **state)
+{
+	(void) state;
+	int pm = open_pagemap();
+	if (!urs_pagemap_scan_supported(pm)) {
+		close(pm);
+		URS_CM_SKIP_OR_FAIL("no PAGEMAP_SCAN (Linux 6.7)");
+	}
+	uint64_t len = 1ull << 40;
+	uint8_t *b = mmap(NULL, len, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	assert_true(b != MAP_FAILED);
+	madvise(b, len, MADV_NOHUGEPAGE);
+	b[0] = b[PG] = b[2 * PG] = 1;
+	b[1000 * PG] = 1;
+	b[len / 2] = 1;
+	uint64_t base = (uint64_t) (uintptr_t) b;
+	struct runs rs = {.n = 0};
+	assert_int_equal(urs_pagemap_walk(pm, base, base + len, collect, &rs), 0);
+	assert_int_equal(rs.n, 3);
+	assert_run(&rs.r[0], base, 3, URS_PM_PRESENT);
+	assert_run(&rs.r[1], base + 1000 * PG, 1, URS_PM_PRESENT);
+	assert_run(&rs.r[2], base + len / 2, 1, URS_PM_PRESENT);
+	/* the callback's verdict stops the walk and is returned */
+	struct runs stop = {.n = 0, .stop_after = 2};
+	assert_int_equal(urs_pagemap_walk(pm, base, base + len, collect, &stop), 7);
+	assert_int_equal(stop.n, 2);
+	munmap(b, len);
+	close(pm);
+}
+
+static void walk_both(int pm, uint64_t start, uint64_t end, struct runs *scan, struct runs *entries)
+{
+	assert_int_equal(urs_pagemap_walk_entries(pm, start, end, collect, entries), 0);
+	if (urs_pagemap_scan_supported(pm)) {
+		assert_int_equal(urs_pagemap_walk(pm, start, end, collect, scan), 0);
+		assert_int_equal(scan->n, entries->n);
+		for (int i = 0; i < scan->n; i++)
+			assert_run(&scan->r[i], entries->r[i].start,
+				   (entries->r[i].end - entries->r[i].start) / PG,
+				   entries->r[i].flags);
+	}
+}
+
+/* 64 MiB (more than one block of entries) with touched pages across block
+ * edges: both walks give the same runs. */
+static void test_entries_agree(void **state)
+{
+	(void) state;
+	int pm = open_pagemap();
+	uint64_t len = 64ull << 20;
+	uint8_t *b = mmap(NULL, len, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	assert_true(b != MAP_FAILED);
+	madvise(b, len, MADV_NOHUGEPAGE);    /* runs of 4 KiB pages, as touched */
+	for (uint64_t p = 510; p < 515; p++) /* across the first 512-entry block */
+		b[p * PG] = 1;
+	b[4096 * PG] = 1;
+	b[len - PG] = 1;
+	uint64_t base = (uint64_t) (uintptr_t) b;
+	struct runs scan = {.n = 0}, ent = {.n = 0};
+	walk_both(pm, base, base + len, &scan, &ent);
+	assert_int_equal(ent.n, 3);
+	assert_run(&ent.r[0], base + 510 * PG, 5, URS_PM_PRESENT);
+	assert_run(&ent.r[1], base + 4096 * PG, 1, URS_PM_PRESENT);
+	assert_run(&ent.r[2], base + len - PG, 1, URS_PM_PRESENT);
+	munmap(b, len);
+	close(pm);
+}
+
+/* A private file mapping: the file's pages are FILE, the page copied on
+ * write is not (that one is the process's own memory). */
+static void test_private_file(void **state)
+{
+	(void) state;
+	char path[] = "/tmp/ursa-pagemap-XXXXXX";
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	unlink(path);
+	uint8_t page[PG];
+	memset(page, 'x', sizeof(page));
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(write(fd, page, PG), (ssize_t) PG);
+	volatile uint8_t *m = mmap(NULL, 4 * PG, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+	assert_true(m != MAP_FAILED);
+	for (int i = 0; i < 4; i++)
+		(void) m[i * PG];
+	m[PG] = 'y';
+	int pm = open_pagemap();
+	uint64_t base = (uint64_t) (uintptr_t) m;
+	struct runs scan = {.n = 0}, ent = {.n = 0};
+	walk_both(pm, base, base + 4 * PG, &scan, &ent);
+	assert_int_equal(ent.n, 3);
+	assert_run(&ent.r[0], base, 1, URS_PM_PRESENT | URS_PM_FILE);
+	assert_run(&ent.r[1], base + PG, 1, URS_PM_PRESENT);
+	assert_run(&ent.r[2], base + 2 * PG, 2, URS_PM_PRESENT | URS_PM_FILE);
+	munmap((void *) m, 4 * PG);
+	close(pm);
+	close(fd);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_sparse_reservation),
+		cmocka_unit_test(test_entries_agree),
+		cmocka_unit_test(test_private_file),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
