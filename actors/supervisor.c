@@ -39,6 +39,7 @@
 #include "host/cgroup.h"
 #include "host/ckpt_dump.h"
 #include "host/ckpt_restore.h"
+#include "host/oom.h"
 #include "host/ckpt_tmpfs.h"
 #include "host/ckpt_trace.h"
 #include "host/fdpass.h"
@@ -1462,6 +1463,12 @@ int urs_supervisor_main(struct urs_sup_args *a)
 	bool into_v2;
 	s->init_pid = clone_init(a, flags, &s->pidfd, cgv2, s->sync_fd, &cg, &into_v2, &err);
 	ckpt_trace("sup: init cloned");
+	/* the container keeps the caller's OOM score (and gives it to what a
+	 * restore clones from it); we are the last task of the cgroup to go */
+	struct urs_err oerr;
+	r = s->init_pid > 0 ? urs_oom_protect_self(URS_OOM_SUPERVISOR_ADJ, &oerr) : 0;
+	if (r < 0 && r != -EACCES) /* EACCES: no CAP_SYS_RESOURCE here (docs/sandbox.md) */
+		fprintf(stderr, "ursa: warning: supervisor: %s\n", oerr.msg);
 	join_v2_setup(&cg, into_v2);
 	close(sv[1]);
 	if (cgv2 >= 0)

@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "host/oom.h"
 #include "host/proc.h"
 #include "runtime/common.h"
 
@@ -33,6 +34,7 @@ int urs_hook_run(const struct urs_hook *h, enum urs_hook_kind kind, size_t idx,
 	if (pid == 0) {
 		setpgid(0, 0);		  /* its own group: a timeout kills what it started too */
 		signal(SIGPIPE, SIG_DFL); /* ignored by us (below, the supervisor), not by hooks */
+		urs_oom_child_reset();	  /* the caller's OOM score, not the supervisor's */
 		dup2(in[0], 0);
 		char *const noargs[] = {h->path, NULL};
 		char *const noenv[] = {NULL};

@@ -2,7 +2,9 @@
  * tests/host/test_host.c — host/ pieces that need no container: container
  * records (id rules, atomic write/read, "does not exist"), process identity
  * (start time, pid reuse guard), resolution inside a rootfs (symlinks that
- * point out of it must stay in it), hooks (stdin, exit status, timeout).
+ * point out of it must stay in it), hooks (stdin, exit status, timeout),
+ * the supervisor's OOM score (lowered, never raised; children get the old
+ * one back).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -22,6 +24,7 @@
 #include "host/caps.h"
 #include "host/hooks.h"
 #include "host/mounts.h"
+#include "host/oom.h"
 #include "host/proc.h"
 #include "host/state.h"
 
@@ -203,6 +206,49 @@ static void test_caps_last(void **state)
 	assert_true(urs_cap_last() < 64);
 }
 
+static int read_adj(void)
+{
+	FILE *f = fopen("/proc/self/oom_score_adj", "re");
+	int v = -2000;
+	if (f) {
+		if (fscanf(f, "%d", &v) != 1)
+			v = -2000;
+		fclose(f);
+	}
+	return v;
+}
+
+/* In a child (the score is the process's): from 300 (raising needs no
+ * privilege), lowered to 100 and remembered; a higher target is a no-op; a
+ * child forked after it gets 300 back. Values >= 0 need no CAP_SYS_RESOURCE. */
+static void test_oom_score(void **state)
+{
+	(void) state;
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		FILE *f = fopen("/proc/self/oom_score_adj", "we");
+		if (!f || fprintf(f, "300\n") < 0 || fclose(f) != 0 || read_adj() != 300)
+			_exit(10);
+		struct urs_err err;
+		if (urs_oom_protect_self(100, &err) < 0 || read_adj() != 100)
+			_exit(11);
+		if (urs_oom_protect_self(200, &err) < 0 || read_adj() != 100)
+			_exit(12);
+		pid_t c = fork();
+		if (c == 0)
+			_exit(urs_oom_child_reset() == 0 && read_adj() == 300 ? 0 : 1);
+		int st;
+		if (c < 0 || waitpid(c, &st, 0) != c || !WIFEXITED(st) || WEXITSTATUS(st))
+			_exit(13);
+		_exit(read_adj() == 100 ? 0 : 14);
+	}
+	int st;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -213,6 +259,7 @@ int main(void)
 		cmocka_unit_test(test_open_in_root),
 		cmocka_unit_test(test_hooks),
 		cmocka_unit_test(test_caps_last),
+		cmocka_unit_test(test_oom_score),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
