@@ -141,6 +141,30 @@ trial() {
 	return 1
 }
 
+# SOAK=N (bench/faults/run): N trials, each of a victim and a case drawn at
+# random, then the matrix (victim x case: trials, left something)
+if [ -n "${SOAK:-}" ]; then
+	declare -A tot=() bad=()
+	victims=(${VICTIMS:-cli sup}) cases=(${CASES:-create run start exec pause delete checkpoint restore})
+	t0=$SECONDS
+	for n in $(seq "$SOAK"); do
+		victim=${victims[RANDOM % ${#victims[@]}]} c=${cases[RANDOM % ${#cases[@]}]}
+		k="$victim $c"
+		tot[$k]=$((${tot[$k]:-0} + 1))
+		trial "$c" "s$n" || bad[$k]=$((${bad[$k]:-0} + 1))
+	done
+	echo "# $SOAK random trials in $((SECONDS - t0)) s (kill points 0..$MAXUS us)"
+	echo "# victim      case        trials  left something"
+	for k in $(printf '%s\n' "${!tot[@]}" | tr ' ' ':' | sort); do
+		k=${k/:/ }
+		printf '# %-11s %-11s %6d  %d\n' ${k% *} ${k#* } "${tot[$k]}" "${bad[$k]:-0}"
+		if [ "${bad[$k]:-0}" = 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+	done
+	echo "$passed passed, $failed failed"
+	[ "$failed" = 0 ]
+	exit
+fi
+
 for victim in ${VICTIMS:-cli sup}; do
 	for c in ${CASES:-create run start exec pause delete checkpoint restore}; do
 		bad=0 t0=$SECONDS
