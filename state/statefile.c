@@ -1,7 +1,7 @@
 /*
  * state/statefile.c — the checkpoint file (see statefile.h): header and
  * metadata, 1 MiB chunks with optional zstd (libzstd) and HMAC-SHA256
- * (OpenSSL EVP_MAC) chained per chunk, a final trailer chunk carrying the
+ * (state/sha256.h) chained per chunk, a final trailer chunk carrying the
  * payload length. Everything little-endian. The reader checks each chunk's
  * MAC before decompressing or handing out a byte. With URS_SF_W_THREAD, zstd
  * and more than one CPU the writer hands every other full chunk to a
@@ -17,12 +17,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <openssl/core_names.h>
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/params.h>
 #include <zstd.h>
 
+#include "state/sha256.h"
 #include "state/statefile.h"
 
 #define HDR 12 /* chunk header: flags, raw_len, stored_len */
@@ -52,25 +49,27 @@ static uint64_t rd64(const uint8_t *p)
 
 static void *mac_new(void)
 {
-	EVP_MAC *m = EVP_MAC_fetch(NULL, "HMAC", NULL);
-	if (!m)
-		return NULL;
-	EVP_MAC_CTX *c = EVP_MAC_CTX_new(m);
-	EVP_MAC_free(m);
-	return c;
+	return calloc(1, sizeof(struct urs_hmac_sha256));
+}
+
+static void mac_free(void *ctx)
+{
+	if (ctx) {
+		explicit_bzero(ctx, sizeof(struct urs_hmac_sha256));
+		free(ctx);
+	}
 }
 
 /* HMAC-SHA256(key, a || b || c) */
 static int mac3(void *ctx, const uint8_t *key, size_t keylen, const void *a, size_t al,
 		const void *b, size_t bl, const void *c, size_t cl, uint8_t out[32])
 {
-	OSSL_PARAM params[] = {OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, "SHA256", 0),
-			       OSSL_PARAM_construct_end()};
-	size_t ol = 0;
-	if (!EVP_MAC_init(ctx, key, keylen, params) || !EVP_MAC_update(ctx, a, al) ||
-	    !EVP_MAC_update(ctx, b, bl) || !EVP_MAC_update(ctx, c, cl) ||
-	    !EVP_MAC_final(ctx, out, &ol, 32) || ol != 32)
-		return -EIO;
+	struct urs_hmac_sha256 *h = ctx;
+	urs_hmac_sha256_init(h, key, keylen);
+	urs_hmac_sha256_update(h, a, al);
+	urs_hmac_sha256_update(h, b, bl);
+	urs_hmac_sha256_update(h, c, cl);
+	urs_hmac_sha256_final(h, out);
 	return 0;
 }
 
@@ -212,10 +211,10 @@ static void writer_free(struct urs_sf_writer *w)
 	par_free(w->par, true);
 	w->par = NULL;
 	ZSTD_freeCCtx(w->zc);
-	EVP_MAC_CTX_free(w->mac);
+	mac_free(w->mac);
 	free(w->buf);
 	free(w->out);
-	OPENSSL_cleanse(w->key, sizeof(w->key));
+	explicit_bzero(w->key, sizeof(w->key));
 	w->zc = w->mac = NULL;
 	w->buf = w->out = NULL;
 }
@@ -427,11 +426,11 @@ static int read_full(struct urs_sf_reader *r, void *buf, size_t n)
 void urs_sf_reader_close(struct urs_sf_reader *r)
 {
 	ZSTD_freeDCtx(r->zd);
-	EVP_MAC_CTX_free(r->mac);
+	mac_free(r->mac);
 	free(r->in);
 	free(r->out);
 	free(r->meta);
-	OPENSSL_cleanse(r->key, sizeof(r->key));
+	explicit_bzero(r->key, sizeof(r->key));
 	r->zd = r->mac = NULL;
 	r->in = r->out = NULL;
 	r->meta = NULL;
@@ -475,7 +474,7 @@ int urs_sf_reader_open(struct urs_sf_reader *r, urs_sf_source src, void *ctx, co
 		return r->err;
 	}
 	if (mac3(r->mac, r->key, r->keylen, m, 16 + ml, "", 0, "", 0, r->prev) ||
-	    CRYPTO_memcmp(r->prev, m + 16 + ml, 32)) {
+	    !urs_mac_equal(r->prev, m + 16 + ml, 32)) {
 		free(m);
 		return rfail(r, -EBADMSG, "header MAC mismatch (tampered image or wrong key)%.0llu",
 			     0);
@@ -534,7 +533,7 @@ static int next_chunk(struct urs_sf_reader *r)
 	le64(idx, r->index);
 	if (mac3(r->mac, r->key, r->keylen, r->prev, 32, idx, 8, h, HDR + stored, mac))
 		return rfail(r, -EIO, "chunk %llu: HMAC failed", r->index);
-	if (CRYPTO_memcmp(mac, h + HDR + stored, 32))
+	if (!urs_mac_equal(mac, h + HDR + stored, 32))
 		return rfail(r, -EBADMSG,
 			     "chunk %llu: MAC mismatch (tampered, reordered or wrong key)",
 			     r->index);

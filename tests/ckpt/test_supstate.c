@@ -25,7 +25,7 @@
 
 #include "actors/checkpointer.h"
 #include "actors/metrics.h"
-#include "actors/sha256.h"
+#include "state/sha256.h"
 #include "net/snapshot.h"
 #include "state/codec.h"
 #include "state/statefile.h"
@@ -397,8 +397,7 @@ static void test_key_file(void **state)
 	rmdir(dir);
 }
 
-/* the executable's MAC (actors/sha256.c via cmd/crypto_shim.c) against
- * OpenSSL's, which the statefile uses everywhere else */
+/* the statefile's MAC (state/sha256.c) against OpenSSL's */
 static void test_hmac_vs_openssl(void **state)
 {
 	(void) state;

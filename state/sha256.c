@@ -1,7 +1,7 @@
 /*
- * actors/sha256.c — SHA-256 and HMAC-SHA256; see sha256.h.
+ * state/sha256.c — SHA-256 and HMAC-SHA256; see sha256.h.
  */
-#include "actors/sha256.h"
+#include "state/sha256.h"
 
 #include <string.h>
 
