@@ -37,11 +37,11 @@
 #include "actors/metrics.h"
 #include "actors/netstack.h"
 #include "host/cgroup.h"
-#include "host/ckpt_dump.h"
-#include "host/ckpt_restore.h"
+#include "ckpt/dump.h"
+#include "ckpt/restore.h"
 #include "host/oom.h"
-#include "host/ckpt_tmpfs.h"
-#include "host/ckpt_trace.h"
+#include "ckpt/tmpfs.h"
+#include "ckpt/trace.h"
 #include "host/fdpass.h"
 #include "host/hooks.h"
 #include "host/proc.h"
@@ -907,7 +907,7 @@ static int gofer_saved_check(struct sup *s, struct urs_err *err)
 
 /*
  * Before the processes come back: the files of the sandbox's tmpfs mounts
- * (host/ckpt_tmpfs.h), each mount's old device mapped to its new one; and
+ * (ckpt/tmpfs.h), each mount's old device mapped to its new one; and
  * for `ursa do --id`, whose writable layer the CLI unpacked into the bundle
  * (cmd/do_layer.c), the device its files showed (DIR/layer.dev: a file and
  * its old st_dev) to the one the same file shows now. Their files are new:

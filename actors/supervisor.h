@@ -39,7 +39,7 @@ struct urs_sup_args {
 	const struct urs_seccomp_denials *seccomp_count;
 	bool profile; /* ursa --profile */
 	/* `ursa restore`: the init builds the root and stops, and is turned into
-	 * the checkpoint image in this directory (host/ckpt_restore.h) before
+	 * the checkpoint image in this directory (ckpt/restore.h) before
 	 * READY; NULL for a normal launch */
 	const char *restore_dir;
 	const struct ckpt_policy *restore_policy;

@@ -1,7 +1,7 @@
 /*
  * cmd/checkpoint.c — `ursa checkpoint --image-path DIR [--leave-running]
  * [--work-path DIR] ID` (runc-compatible): freeze the sandbox's cgroup, dump
- * its init's process tree into DIR (host/ckpt_dump.h), keep the container's
+ * its init's process tree into DIR (ckpt/dump.h), keep the container's
  * record and config.json beside it (DIR/container/, what `ursa restore`
  * rebuilds the sandbox from), then thaw it (--leave-running) or kill and
  * delete it. Driven from the CLI, synchronously: the supervisor sits in the
@@ -25,10 +25,10 @@
 #include "cmd/cli.h"
 #include "cmd/cmd.h"
 #include "host/cgroup.h"
-#include "host/ckpt_dump.h"
-#include "host/ckpt_image.h"
-#include "host/ckpt_tmpfs.h"
-#include "host/ckpt_trace.h"
+#include "ckpt/dump.h"
+#include "ckpt/image.h"
+#include "ckpt/tmpfs.h"
+#include "ckpt/trace.h"
 #include "host/proc.h"
 #include "runtime/common.h"
 

@@ -8,7 +8,7 @@
  * mounted on the host instead, at ROOT/.do/ID (the state root) (mode 0700, private,
  * nosuid, nodev), holding config.json (the generated bundle), resolv.conf,
  * upper/, work/ and root/. `ursa checkpoint` saves config.json,
- * resolv.conf and upper/ into DIR/layer.img (host/fstree.h) while the
+ * resolv.conf and upper/ into DIR/layer.img (ckpt/fstree.h) while the
  * sandbox is frozen; `ursa restore` finds layer.img, mounts a fresh tmpfs,
  * unpacks it there and uses it as the bundle. The layer is unmounted when
  * the sandbox's record is deleted (cmd/delete.c) or `ursa do` ends.
@@ -26,7 +26,7 @@
 
 #include "cmd/cli.h"
 #include "cmd/cmd.h"
-#include "host/fstree.h"
+#include "ckpt/fstree.h"
 #include "runtime/common.h"
 
 #define LAYER_IMG "layer.img"

@@ -24,8 +24,8 @@
 #include "cmd/cli.h"
 #include "cmd/cmd.h"
 #include "host/cgroup.h"
-#include "host/ckpt_restore.h"
-#include "host/ckpt_trace.h"
+#include "ckpt/restore.h"
+#include "ckpt/trace.h"
 
 #define CKPT_REC_ID	     "container"
 #define CAP_SETGID_BIT	     (1ull << 6)

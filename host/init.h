@@ -76,7 +76,7 @@ struct urs_launch {
 	 * it outlives `ursa create`. */
 	bool leash;
 	const char *cgroup; /* the sandbox's cgroups (urs_cg_to_string) or NULL */
-	/* `ursa restore` (host/ckpt_restore.h): build the root and the console,
+	/* `ursa restore` (ckpt/restore.h): build the root and the console,
 	 * then, instead of the process's identity, seccomp and exec, reset the
 	 * signal handlers, report READY and block: the supervisor turns this
 	 * process into the checkpointed one (ckpt_restore_opts.puppet) */

@@ -1,5 +1,5 @@
 /*
- * tests/ckpt/ckpt_tool.c — a thin CLI over host/ckpt_dump and host/ckpt_restore
+ * tests/ckpt/ckpt_tool.c — a thin CLI over ckpt/dump and ckpt/restore
  * for the checkpoint tests (until `ursa checkpoint/restore` exist):
  *   ckpt_tool dump PID DIR [CGROUP]   checkpoint the tree rooted at PID into DIR;
  *                             CGROUP: its frozen cgroup v2 directory
@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "host/ckpt_dump.h"
-#include "host/ckpt_restore.h"
+#include "ckpt/dump.h"
+#include "ckpt/restore.h"
 
 int main(int argc, char **argv)
 {

@@ -11,7 +11,7 @@
 #     from the saved value, the deleted file stays deleted (and exists on the
 #     host), a file written before the checkpoint is still there
 #   - files on the sandbox's tmpfs mounts (/tmp, /dev/shm) come back
-#     (host/ckpt_tmpfs.c): a counter on /tmp continues, a symlink stays one,
+#     (ckpt/tmpfs.c): a counter on /tmp continues, a symlink stays one,
 #     fds held open on /tmp and on the writable layer write on (new inodes);
 #     an index naming a place that is no tmpfs in the new sandbox is refused
 #   - a damaged layer.img: restore refuses with a clear error and leaves

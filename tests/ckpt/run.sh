@@ -1,6 +1,6 @@
 #!/bin/sh
 # tests/ckpt/run.sh — end-to-end checkpoint/restore of real processes with
-# host/ckpt_* (through tests/ckpt/ckpt_tool):
+# ckpt/ (through tests/ckpt/ckpt_tool):
 #  1. the static counter, pid 1 of its own pid namespace, is stopped, dumped,
 #     killed and restored into a new pid namespace: it must continue with the
 #     next value (no reset, no gap, no duplicate) in the same stdout file and

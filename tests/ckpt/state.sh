@@ -116,7 +116,7 @@ u delete --force ${P}s1 >/dev/null 2>&1
 
 # ---- a character device of the host's (/dev/null, handed in as fd 3: what a
 # shell's saved stdout looks like mid-redirection) is the same device as the
-# sandbox's /dev/null: saved and restored as that (host/ckpt_dump.c,
+# sandbox's /dev/null: saved and restored as that (ckpt/dump.c,
 # chr_in_task_root)
 (cd "$work/b" && u run -d --preserve-fds 1 ${P}n </dev/null >/dev/null 2>"$work/n.err" 3>/dev/null) ||
 	bad "run -d --preserve-fds 1" "$(cat "$work/n.err")"

@@ -1,5 +1,5 @@
 /*
- * tests/ckpt/test_ckpt_image.c — unit tests for host/ckpt_image.c: encode /
+ * tests/ckpt/test_ckpt_image.c — unit tests for ckpt/image.c: encode /
  * decode round trip, every single-byte corruption and every truncation of a
  * core image is refused, semantic validation (overlapping mappings, page runs
  * outside private mappings or beyond the pages file, bad fd duplicates, bad
@@ -25,8 +25,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "host/ckpt_image.h"
-#include "host/ckpt_restore.h"
+#include "ckpt/image.h"
+#include "ckpt/restore.h"
 
 static uint8_t xsave[1024];
 static uint8_t auxv[32] = {6, 0, 0, 0, 0, 0, 0, 0, 0, 16};

@@ -1,5 +1,5 @@
 /*
- * tests/ckpt/test_ckpt_ptrace.c — unit tests for host/ckpt_ptrace.c against a
+ * tests/ckpt/test_ckpt_ptrace.c — unit tests for ckpt/ptrace.c against a
  * real child: seize + interrupt, find a `syscall` instruction in its vdso,
  * inject syscalls (getpid/getppid answer from the child's point of view,
  * errors come back as -errno, an injected mmap is usable through
@@ -29,7 +29,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "host/ckpt_ptrace.h"
+#include "ckpt/ptrace.h"
 
 static pid_t child;
 static int to_child[2], from_child[2];

@@ -1,6 +1,6 @@
 /*
  * tests/ckpt/test_pagesink.c — pages.img through batched io_uring writes
- * (host/ckpt_pagesink.c behind ckpt_pages_*): an image larger than the
+ * (ckpt/pagesink.c behind ckpt_pages_*): an image larger than the
  * buffer ring (every buffer in flight, reused) comes out byte-exact with
  * the header page at offset 0 and the CRC32C of what was appended; the
  * same bytes with the pwrite(2) fallback; a tiny image (one partial
@@ -21,8 +21,8 @@
 
 #include <cmocka.h>
 
-#include "host/ckpt_image.h"
-#include "host/ckpt_pagesink.h"
+#include "ckpt/image.h"
+#include "ckpt/pagesink.h"
 #include "runtime/loop.h"
 
 static char dir[64];

@@ -1,6 +1,6 @@
 /*
  * tests/fuzz/fuzz_ckpt_image.c — libFuzzer target for the checkpoint image
- * core (core.img: header + records, host/ckpt_image.h): any bytes in,
+ * core (core.img: header + records, ckpt/image.h): any bytes in,
  * ckpt_image_decode() must return cleanly, and an image it accepts must
  * encode again. Replayed over its seed corpus by fuzz_main.c as a unit test.
  */
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "host/ckpt_image.h"
+#include "ckpt/image.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

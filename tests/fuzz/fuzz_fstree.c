@@ -1,6 +1,6 @@
 /*
  * tests/fuzz/fuzz_fstree.c — libFuzzer target for the tree stream of a
- * checkpoint's writable layer and tmpfs mounts (host/fstree.h): any bytes
+ * checkpoint's writable layer and tmpfs mounts (ckpt/fstree.h): any bytes
  * in, urs_fstree_check() must return cleanly with a terminated message.
  * Replayed over its seed corpus by fuzz_main.c as a unit test.
  */
@@ -10,7 +10,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "host/fstree.h"
+#include "ckpt/fstree.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

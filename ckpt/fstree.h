@@ -1,5 +1,5 @@
 /*
- * host/fstree.h — a directory tree as one stream, and back: what a
+ * ckpt/fstree.h — a directory tree as one stream, and back: what a
  * checkpoint keeps of the files a sandbox wrote that live nowhere else (the
  * writable layer of `ursa do`, tmpfs mounts). Owners, modes, times, xattrs,
  * hard links, symlinks, device nodes and FIFOs (overlayfs whiteouts are 0:0
@@ -8,8 +8,8 @@
  * untrusted input: every name is one path component created relative to a
  * directory the unpacker made itself, so nothing lands outside the target.
  */
-#ifndef URSA_HOST_FSTREE_H
-#define URSA_HOST_FSTREE_H
+#ifndef URSA_CKPT_FSTREE_H
+#define URSA_CKPT_FSTREE_H
 
 #include <stdint.h>
 

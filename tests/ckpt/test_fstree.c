@@ -1,5 +1,5 @@
 /*
- * tests/host/test_fstree.c — host/fstree: a tree packed and unpacked comes
+ * tests/ckpt/test_fstree.c — ckpt/fstree: a tree packed and unpacked comes
  * back the same (types, owners, modes incl. set-id bits, times, contents,
  * holes, xattrs incl. overlayfs' opaque marker, whiteouts, hard links,
  * symlinks left unfollowed); a damaged or truncated stream creates
@@ -25,8 +25,8 @@
 
 #include <cmocka.h>
 
-#include "host/ckpt_image.h"
-#include "host/fstree.h"
+#include "ckpt/image.h"
+#include "ckpt/fstree.h"
 #include "tests/lib/skip.h"
 
 static char base[] = "/tmp/ursa-fstree-XXXXXX";

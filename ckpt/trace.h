@@ -1,5 +1,5 @@
 /*
- * host/ckpt_trace.h — off-by-default phase timing for `ursa checkpoint` and
+ * ckpt/trace.h — off-by-default phase timing for `ursa checkpoint` and
  * `ursa restore` (docs/checkpoint.md, "Speed"). With URSA_CKPT_TRACE=1 in
  * the environment, ckpt_trace("phase") prints one stderr line
  *
@@ -9,8 +9,8 @@
  * processes) sort into one timeline, and line up with `date +%s%N` taken
  * around the command. Off, it costs one cached getenv per process.
  */
-#ifndef URSA_HOST_CKPT_TRACE_H
-#define URSA_HOST_CKPT_TRACE_H
+#ifndef URSA_CKPT_TRACE_H
+#define URSA_CKPT_TRACE_H
 
 #include <stdbool.h>
 #include <stdio.h>

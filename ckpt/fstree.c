@@ -1,5 +1,5 @@
 /*
- * host/fstree.c — a directory tree as one stream and back (host/fstree.h).
+ * ckpt/fstree.c — a directory tree as one stream and back (ckpt/fstree.h).
  *
  * Stream: a header {"URSATREE", version, 0}, then records in walk order,
  * each a fixed struct ft_rec followed by its name (one path component), its
@@ -27,8 +27,8 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
-#include "host/ckpt_image.h"
-#include "host/fstree.h"
+#include "ckpt/image.h"
+#include "ckpt/fstree.h"
 #include "runtime/common.h"
 
 #define FT_MAGIC     "URSATREE"

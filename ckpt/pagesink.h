@@ -1,6 +1,6 @@
 /*
- * host/ckpt_pagesink.h — the pages.img writer of the dumper (the bodies of
- * ckpt_pages_open/append/finish/abort, host/ckpt_image.h) on the runtime's
+ * ckpt/pagesink.h — the pages.img writer of the dumper (the bodies of
+ * ckpt_pages_open/append/finish/abort, ckpt/image.h) on the runtime's
  * batched io_uring writes (runtime/writer.h).
  *
  * Page data is copied into a small ring of buffers (CKPT_SINK_NBUFS ×
@@ -22,14 +22,14 @@
  * kernel or seccomp policy that refuses it) the sink falls back to pwrite(2), same bytes;
  * URSA_CKPT_NO_URING=1 forces that (benchmarks compare the two).
  */
-#ifndef URSA_HOST_CKPT_PAGESINK_H
-#define URSA_HOST_CKPT_PAGESINK_H
+#ifndef URSA_CKPT_PAGESINK_H
+#define URSA_CKPT_PAGESINK_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "host/ckpt_image.h"
+#include "ckpt/image.h"
 #include "host/err.h"
 
 #define CKPT_SINK_NBUFS	  4

@@ -1,6 +1,6 @@
 /*
- * host/ckpt_dump.h — checkpoint (dump) of a process tree (multi-threaded
- * processes included) into an image directory (host/ckpt_image.h). The
+ * ckpt/dump.h — checkpoint (dump) of a process tree (multi-threaded
+ * processes included) into an image directory (ckpt/image.h). The
  * caller is expected to have frozen the tasks (cgroup freezer) or stopped
  * them; the dumper seizes each task and each of its threads with ptrace,
  * reads its state from /proc and ptrace (injecting a few query syscalls),
@@ -15,8 +15,8 @@
  * task's root on fds 0-2 whose other end is not in the tree are recorded as
  * external stdio (CKPT_FD_EXT), which the restore replaces with its own.
  */
-#ifndef URSA_HOST_CKPT_DUMP_H
-#define URSA_HOST_CKPT_DUMP_H
+#ifndef URSA_CKPT_DUMP_H
+#define URSA_CKPT_DUMP_H
 
 #include <stdbool.h>
 #include <stdint.h>

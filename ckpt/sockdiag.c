@@ -1,11 +1,11 @@
 /*
- * host/ckpt_sockdiag.c — socket facts for the dumper (see ckpt_sockdiag.h).
+ * ckpt/sockdiag.c — socket facts for the dumper (see ckpt_sockdiag.h).
  * unix_diag and inet_diag answer for the namespace of the netlink socket
  * that asks, so the socket is made inside the task's namespace: this thread
  * enters it (setns), creates the socket and returns at once; the socket
  * keeps its namespace.
  */
-#include "host/ckpt_sockdiag.h"
+#include "ckpt/sockdiag.h"
 
 #include <fcntl.h>
 #include <linux/inet_diag.h>

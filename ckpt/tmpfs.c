@@ -1,6 +1,6 @@
 /*
- * host/ckpt_tmpfs.c — a sandbox's tmpfs contents in its checkpoint image
- * (host/ckpt_tmpfs.h). The mounts are found in /proc/PID/mountinfo (paths
+ * ckpt/tmpfs.c — a sandbox's tmpfs contents in its checkpoint image
+ * (ckpt/tmpfs.h). The mounts are found in /proc/PID/mountinfo (paths
  * as the task sees them, relative to its root) and opened beneath
  * /proc/PID/root with RESOLVE_IN_ROOT, so a symlink the sandbox planted
  * cannot point the dumper or the restorer at a host directory. The index
@@ -24,9 +24,9 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "host/ckpt_restore.h"
-#include "host/ckpt_tmpfs.h"
-#include "host/fstree.h"
+#include "ckpt/restore.h"
+#include "ckpt/tmpfs.h"
+#include "ckpt/fstree.h"
 #include "runtime/common.h"
 
 #define MAX_TMPFS 32

@@ -1,5 +1,5 @@
 /*
- * host/ckpt_restore.h — restore a checkpoint image (host/ckpt_image.h) as a
+ * ckpt/restore.h — restore a checkpoint image (ckpt/image.h) as a
  * new process tree. The image is loaded and fully validated first (nothing is
  * created if it is corrupted, truncated, foreign, or names files that changed);
  * then the root is cloned as a "puppet" (in a new pid namespace when its pid
@@ -9,8 +9,8 @@
  * its saved registers and FPU state are set and it is let go.
  * The restore sequence is documented in docs/checkpoint.md.
  */
-#ifndef URSA_HOST_CKPT_RESTORE_H
-#define URSA_HOST_CKPT_RESTORE_H
+#ifndef URSA_CKPT_RESTORE_H
+#define URSA_CKPT_RESTORE_H
 
 #include <stdbool.h>
 #include <stdint.h>

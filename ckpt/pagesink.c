@@ -1,9 +1,9 @@
 /*
- * host/ckpt_pagesink.c — pages.img through batched io_uring writes; see
+ * ckpt/pagesink.c — pages.img through batched io_uring writes; see
  * ckpt_pagesink.h. Kept apart from ckpt_image.c (the format) so that the
  * image code does not need to know about loops.
  */
-#include "host/ckpt_pagesink.h"
+#include "ckpt/pagesink.h"
 
 #include <errno.h>
 #include <fcntl.h>

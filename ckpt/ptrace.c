@@ -1,8 +1,8 @@
 /*
- * host/ckpt_ptrace.c — seize/interrupt/detach, registers, FPU state and
+ * ckpt/ptrace.c — seize/interrupt/detach, registers, FPU state and
  * syscall injection for checkpoint and restore (see ckpt_ptrace.h).
  */
-#include "host/ckpt_ptrace.h"
+#include "ckpt/ptrace.h"
 
 #include <elf.h>
 #include <errno.h>

@@ -1,12 +1,12 @@
 /*
- * host/ckpt_sockdiag.h — what the dumper needs to know about the sockets of a
+ * ckpt/sockdiag.h — what the dumper needs to know about the sockets of a
  * network namespace that /proc does not say: the peer of a unix socket, its
  * queue length and whether it has a name; the state, address and backlog of
  * a TCP socket; the addresses of a UDP socket. Read once per namespace over NETLINK_SOCK_DIAG
  * (unix_diag, inet_diag), from a netlink socket made inside that namespace.
  */
-#ifndef URSA_HOST_CKPT_SOCKDIAG_H
-#define URSA_HOST_CKPT_SOCKDIAG_H
+#ifndef URSA_CKPT_SOCKDIAG_H
+#define URSA_CKPT_SOCKDIAG_H
 
 #include <stdint.h>
 #include <sys/types.h>

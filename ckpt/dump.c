@@ -1,16 +1,16 @@
 /*
- * host/ckpt_dump.c — the dumper (see ckpt_dump.h): seize the tree, read each
+ * ckpt/dump.c — the dumper (see ckpt_dump.h): seize the tree, read each
  * task's registers, FPU state, signal state, credentials, limits, mappings,
  * dirty pages and fds, and write the image. Page selection uses
  * /proc/PID/pagemap: pages never touched are skipped, clean file pages are
  * left to the file, all-zero anonymous pages are skipped too. Pipes, FIFOs,
  * eventfds, epoll sets, unix socketpairs and TCP sockets are read from
- * fdinfo, sock_diag (host/ckpt_sockdiag.c) and injected peeks, never
+ * fdinfo, sock_diag (ckpt/sockdiag.c) and injected peeks, never
  * consuming what is queued in them. Shared memory objects are saved once
  * for the tree; the other threads of a process each get a thread record.
  */
-#include "host/ckpt_dump.h"
-#include "host/ckpt_trace.h"
+#include "ckpt/dump.h"
+#include "ckpt/trace.h"
 
 #include <dirent.h>
 #include <elf.h>
@@ -41,9 +41,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "host/ckpt_image.h"
-#include "host/ckpt_ptrace.h"
-#include "host/ckpt_sockdiag.h"
+#include "ckpt/image.h"
+#include "ckpt/ptrace.h"
+#include "ckpt/sockdiag.h"
 #include "host/pagemap.h"
 #include "runtime/common.h"
 

@@ -1,5 +1,5 @@
 /*
- * host/ckpt_restore.c — the restorer (see ckpt_restore.h). Each task starts
+ * ckpt/restore.c — the restorer (see ckpt_restore.h). Each task starts
  * as a "puppet": a clone of the caller that maps a tiny blob (one page with a
  * `syscall` instruction plus a scratch area for syscall arguments) and waits.
  * The caller seizes it and injects, in order: close all fds, munmap all but
@@ -12,7 +12,7 @@
  * other threads with clone3(CLONE_THREAD, set_tid) from its main thread;
  * shared memory objects become memfds mapped into every task that had them.
  */
-#include "host/ckpt_restore.h"
+#include "ckpt/restore.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -45,9 +45,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "host/ckpt_image.h"
-#include "host/ckpt_ptrace.h"
-#include "host/ckpt_trace.h"
+#include "ckpt/image.h"
+#include "ckpt/ptrace.h"
+#include "ckpt/trace.h"
 #include "runtime/common.h"
 
 #ifndef ARCH_MAP_VDSO_64

@@ -1,5 +1,5 @@
 /*
- * host/ckpt_ptrace.h — ptrace helpers shared by the checkpoint dumper and the
+ * ckpt/ptrace.h — ptrace helpers shared by the checkpoint dumper and the
  * restorer: seize and stop a task, read/write its registers and extended FPU
  * state, and run a system call inside it ("injection") by pointing its
  * registers at a `syscall` instruction and stepping over the syscall's entry
@@ -11,8 +11,8 @@
  * the kernel reports the step at the syscall's exit); and code the caller
  * wrote runs to its int3 in one stop (ckpt_run_code: the dumper's queries).
  */
-#ifndef URSA_HOST_CKPT_PTRACE_H
-#define URSA_HOST_CKPT_PTRACE_H
+#ifndef URSA_CKPT_PTRACE_H
+#define URSA_CKPT_PTRACE_H
 
 #include <stdint.h>
 #include <sys/types.h>

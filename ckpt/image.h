@@ -1,5 +1,5 @@
 /*
- * host/ckpt_image.h — the checkpoint image: the in-memory model of a dumped
+ * ckpt/image.h — the checkpoint image: the in-memory model of a dumped
  * process tree (tasks, mappings, page runs, fds) and its on-disk form.
  *
  * An image is a directory with two files (layout in docs/checkpoint.md):
@@ -10,8 +10,8 @@
  * than the state/ serializer because host/ may not depend on state/; when a
  * checkpointer actor owns images it can wrap core.img's body unchanged.
  */
-#ifndef URSA_HOST_CKPT_IMAGE_H
-#define URSA_HOST_CKPT_IMAGE_H
+#ifndef URSA_CKPT_IMAGE_H
+#define URSA_CKPT_IMAGE_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -351,7 +351,7 @@ struct ckpt_pages_writer {
 	int fd;
 	uint64_t off; /* bytes of page data written so far */
 	uint32_t crc;
-	void *sink; /* the batched io_uring writer (host/ckpt_pagesink.c) */
+	void *sink; /* the batched io_uring writer (ckpt/pagesink.c) */
 };
 int ckpt_pages_open(struct ckpt_pages_writer *w, int dirfd, struct urs_err *err);
 /* Append n bytes (a multiple of the page size); returns the data offset. */

@@ -1,11 +1,11 @@
 /*
- * host/ckpt_image.c — encode, decode, validate, write and load checkpoint
+ * ckpt/image.c — encode, decode, validate, write and load checkpoint
  * images (see ckpt_image.h and docs/checkpoint.md). Decoding treats the image
  * as hostile input: every record length, count, address range and index is
  * bounds-checked before the restorer may act on it.
  */
-#include "host/ckpt_image.h"
-#include "host/ckpt_pagesink.h"
+#include "ckpt/image.h"
+#include "ckpt/pagesink.h"
 
 #include <elf.h>
 #include <fcntl.h>
@@ -869,7 +869,7 @@ static int write_all(int fd, const void *p, size_t n, off_t off)
 	return 0;
 }
 
-/* pages.img is written by host/ckpt_pagesink.c (batched io_uring writes);
+/* pages.img is written by ckpt/pagesink.c (batched io_uring writes);
  * the header page is made here, where the format lives */
 int ckpt_pages_open(struct ckpt_pages_writer *w, int dirfd, struct urs_err *err)
 {

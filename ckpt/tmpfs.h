@@ -1,15 +1,15 @@
 /*
- * host/ckpt_tmpfs.h — the contents of a sandbox's tmpfs mounts in a
+ * ckpt/tmpfs.h — the contents of a sandbox's tmpfs mounts in a
  * checkpoint image. A tmpfs (`/tmp`, `/dev/shm`, a tmpfs volume) holds files
  * that exist nowhere else: the dump saves each writable one that is not
- * empty into DIR/tmpfs-N.img (host/fstree.h) with an index DIR/tmpfs.lst
+ * empty into DIR/tmpfs-N.img (ckpt/fstree.h) with an index DIR/tmpfs.lst
  * (which also names the empty ones, to match files open on them);
  * the restore puts them back into the new sandbox's (empty) tmpfs mounts at
  * the same places before its processes come back. `/dev` is not saved (the
  * runtime fills it), nor read-only ones (masked paths), nor partial binds.
  */
-#ifndef URSA_HOST_CKPT_TMPFS_H
-#define URSA_HOST_CKPT_TMPFS_H
+#ifndef URSA_CKPT_TMPFS_H
+#define URSA_CKPT_TMPFS_H
 
 #include <stdbool.h>
 #include <stdint.h>
