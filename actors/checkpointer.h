@@ -33,22 +33,26 @@
 
 #include "host/err.h"
 #include "runtime/actor.h"
+#include "ckpt/key.h"
 #include "runtime/loop.h"
 #include "runtime/writer.h"
 
 #define URS_SUPSTATE_FILE    "supervisor.img"
 #define URS_SUPSTATE_KIND    "ursa-supervisor-state"
 #define URS_SUPSTATE_VERSION 1
-#define URS_CKPT_KEY_LEN     32
+#define URS_CKPT_KEY_LEN     CKPT_KEY_LEN
 #define URS_SUPSTATE_MAX     (64u << 20) /* a larger file is refused unread */
 
 struct sst_root;
 struct urs_net;
 struct urs_netopts;
 
-/* The host's checkpoint key for state root @root (see above). @create:
- * make one if there is none. 0 or a negative errno with @err set. */
-int urs_ckpt_key(const char *root, bool create, uint8_t key[URS_CKPT_KEY_LEN], struct urs_err *err);
+/* The host's checkpoint key for state root @root (ckpt/key.h). */
+static inline int urs_ckpt_key(const char *root, bool create, uint8_t key[URS_CKPT_KEY_LEN],
+			       struct urs_err *err)
+{
+	return ckpt_key(root, create, key, err);
+}
 
 /* Encode @st and seal it: a malloc'd statefile in *@out. */
 int urs_supstate_seal(const struct sst_root *st, const uint8_t *key, size_t keylen, uint8_t **out,

@@ -951,8 +951,11 @@ static int restore_files(struct sup *s, struct ckpt_dev_map *map, uint32_t *n, s
 	return 0;
 }
 
+static int image_key(const struct sup *s, uint8_t key[URS_CKPT_KEY_LEN], struct urs_err *err);
+
 struct late_restore {
 	struct sup *s;
+	uint8_t key[URS_CKPT_KEY_LEN]; /* ro.key */
 	const char *dir;
 	pid_t init;
 	struct ckpt_restore_opts ro;
@@ -1016,11 +1019,15 @@ static int late_restore(struct sup *s, struct urs_err *err)
 					   .dev_map = map,
 					   .n_dev_map = nmap,
 					   .before_charged = join_v2_now};
+	int r = image_key(s, lr.key, err);
+	if (r < 0)
+		return r;
+	lr.ro.key = lr.key;
 	lr.efd = eventfd(0, EFD_CLOEXEC);
 	if (lr.efd < 0)
 		return urs_err_set(err, -errno, "restore: eventfd: %m");
 	pthread_t th;
-	int r = pthread_create(&th, NULL, late_restore_thread, &lr);
+	r = pthread_create(&th, NULL, late_restore_thread, &lr);
 	if (r) {
 		close(lr.efd);
 		return urs_err_set(err, -r, "restore: thread: %s", strerror(r));
@@ -1032,6 +1039,7 @@ static int late_restore(struct sup *s, struct urs_err *err)
 			break;
 	pthread_join(th, NULL);
 	close(lr.efd);
+	explicit_bzero(lr.key, sizeof(lr.key));
 	if (lr.r < 0)
 		return urs_err_set(err, lr.r, "%s", lr.err.msg);
 	return 0;
@@ -1059,9 +1067,10 @@ static void gofer_import(struct sup *s)
 
 /* ---- end of gofer volumes through checkpoint/restore */
 
-/* ursa restore: DIR/supervisor.img, verified with this host's key (the
- * state root's, see actors/checkpointer.h); none is fine (older image) */
-static int supstate_load(struct sup *s, struct urs_err *err)
+/* ursa restore: this host's checkpoint key, the state root's
+ * (ckpt/key.h): what core.img, pages.img and supervisor.img authenticate
+ * under */
+static int image_key(const struct sup *s, uint8_t key[URS_CKPT_KEY_LEN], struct urs_err *err)
 {
 	const struct urs_sup_args *a = s->a;
 	char root[4096];
@@ -1069,12 +1078,20 @@ static int supstate_load(struct sup *s, struct urs_err *err)
 	char *slash = strrchr(root, '/');
 	if (slash && slash != root)
 		*slash = 0;
+	return urs_ckpt_key(root, false, key, err);
+}
+
+/* ursa restore: DIR/supervisor.img, verified with this host's key; none is
+ * fine (older image) */
+static int supstate_load(struct sup *s, struct urs_err *err)
+{
+	const struct urs_sup_args *a = s->a;
 	char path[4200];
 	snprintf(path, sizeof(path), "%s/%s", a->restore_dir, URS_SUPSTATE_FILE);
 	if (access(path, F_OK) < 0 && errno == ENOENT)
 		return 0;
 	uint8_t key[URS_CKPT_KEY_LEN];
-	int r = urs_ckpt_key(root, false, key, err);
+	int r = image_key(s, key, err);
 	if (r < 0) {
 		char m[sizeof(err->msg)];
 		snprintf(m, sizeof(m), "%s", err->msg);
@@ -1564,10 +1581,15 @@ int urs_supervisor_main(struct urs_sup_args *a)
 			goto fail_kill;
 		}
 		ro.n_dev_map = nmap;
-		if ((r = ckpt_restore_ex(a->restore_dir, &ro, &restored, NULL, &err)) < 0) {
+		uint8_t key[URS_CKPT_KEY_LEN];
+		ro.key = key;
+		if ((r = image_key(s, key, &err)) < 0 ||
+		    (r = ckpt_restore_ex(a->restore_dir, &ro, &restored, NULL, &err)) < 0) {
+			explicit_bzero(key, sizeof(key));
 			snprintf(msg, sizeof(msg), "%s", err.msg);
 			goto fail_kill;
 		}
+		explicit_bzero(key, sizeof(key));
 		ckpt_trace("sup: restored");
 	}
 	/* ---- end of ursa restore */

@@ -2916,9 +2916,16 @@ int ckpt_dump(pid_t pid, const char *dir, const struct ckpt_dump_opts *opts,
 	struct dumpctx c = {.st = stats, .dirfd = -1, .rootfd = -1};
 	c.pw.fd = -1;
 	int r;
+	if (!opts || !opts->key)
+		return urs_err_set(err, -ENOKEY,
+				   "checkpoint: no key to authenticate the image with");
+	struct ckpt_seal seal;
+	memcpy(seal.key, opts->key, sizeof(seal.key));
 	c.dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (c.dirfd < 0)
+	if (c.dirfd < 0) {
+		explicit_bzero(&seal, sizeof(seal));
 		return urs_err_set(err, -errno, "checkpoint: opening %s: %m", dir);
+	}
 	if (getrandom(c.img.id, sizeof(c.img.id), 0) != sizeof(c.img.id)) {
 		r = urs_err_set(err, -EIO, "checkpoint: getrandom failed");
 		goto out;
@@ -2957,7 +2964,7 @@ int ckpt_dump(pid_t pid, const char *dir, const struct ckpt_dump_opts *opts,
 	if (r)
 		goto out;
 	ckpt_trace("dump: status and fds listed");
-	r = ckpt_pages_open(&c.pw, c.dirfd, err);
+	r = ckpt_pages_open(&c.pw, c.dirfd, &seal, c.img.id, err);
 	if (r)
 		goto out;
 	for (uint32_t i = 0; i < c.nseized && !r; i++) {
@@ -2972,8 +2979,12 @@ int ckpt_dump(pid_t pid, const char *dir, const struct ckpt_dump_opts *opts,
 	c.img.pages_crc = c.pw.crc;
 	r = ckpt_pages_finish(&c.pw, c.img.id, err);
 	ckpt_trace("dump: pages finished");
-	if (!r)
-		r = ckpt_image_write_core(&c.img, c.dirfd, err);
+	if (!r) { /* the chunk MACs go into core.img */
+		c.img.page_macs = c.pw.macs.mac;
+		c.img.npage_macs = c.pw.macs.n;
+		c.pw.macs.mac = NULL;
+		r = ckpt_image_write_core(&c.img, c.dirfd, &seal, err);
+	}
 	ckpt_trace("dump: core written");
 	if (!r) {
 		struct stat st;
@@ -3024,6 +3035,8 @@ out:
 	free(c.objs);
 	ckpt_sockdiag_free(&c.diag);
 	ckpt_image_free(&c.img);
+	ckpt_pagemacs_free(&c.pw.macs);
+	explicit_bzero(&seal, sizeof(seal));
 	if (c.dirfd >= 0)
 		close(c.dirfd);
 	if (c.rootfd >= 0)

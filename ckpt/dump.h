@@ -51,6 +51,9 @@ struct ckpt_dump_opts {
 	int (*seccomp_replace)(void *ctx, const uint64_t *insns, uint32_t len,
 			       const uint64_t **out);
 	void *seccomp_ctx;
+	/* The host's checkpoint key (ckpt/key.h), which authenticates the
+	 * image (ckpt/seal.h). Required: without it the dump is refused. */
+	const uint8_t *key;
 };
 
 /* Write cgroup.freeze of a cgroup v2 directory and wait (≤ 10 s) until
@@ -58,7 +61,7 @@ struct ckpt_dump_opts {
 int ckpt_cg2_freeze(const char *dir, bool frozen, struct urs_err *err);
 
 /* Dump the tree rooted at pid (a pid in the caller's pid namespace) into dir
- * (which must exist). opts may be NULL. */
+ * (which must exist). opts->key is required. */
 int ckpt_dump(pid_t pid, const char *dir, const struct ckpt_dump_opts *opts,
 	      struct ckpt_dump_stats *stats, struct urs_err *err);
 

@@ -145,6 +145,7 @@ void ckpt_image_free(struct ckpt_image *img)
 	free(img->shms);
 	if (img->pages_map)
 		munmap((void *) img->pages_map, img->pages_map_len);
+	free(img->page_macs);
 	memset(img, 0, sizeof(*img));
 }
 
@@ -821,6 +822,12 @@ int ckpt_image_decode(const uint8_t *buf, size_t len, struct ckpt_image *img, st
 		return urs_err_set(err, -EBADMSG,
 				   "checkpoint image: core.img header checksum "
 				   "mismatch (corrupted)");
+	if (h.version < CKPT_VERSION && h.arch == EM_X86_64)
+		return urs_err_set(err, -EPROTONOSUPPORT,
+				   "checkpoint image: core.img is version %u, made by an ursa "
+				   "before images were authenticated (version %u): not restored; "
+				   "checkpoint the container again",
+				   h.version, CKPT_VERSION);
 	if (h.version != CKPT_VERSION || h.arch != EM_X86_64)
 		return urs_err_set(err, -EPROTONOSUPPORT,
 				   "checkpoint image: version %u arch %u not supported", h.version,
@@ -871,19 +878,27 @@ static int write_all(int fd, const void *p, size_t n, off_t off)
 
 /* pages.img is written by ckpt/pagesink.c (batched io_uring writes);
  * the header page is made here, where the format lives */
-int ckpt_pages_open(struct ckpt_pages_writer *w, int dirfd, struct urs_err *err)
+int ckpt_pages_open(struct ckpt_pages_writer *w, int dirfd, const struct ckpt_seal *seal,
+		    const uint8_t id[16], struct urs_err *err)
 {
-	return ckpt_pagesink_open(w, dirfd, err);
+	int r = ckpt_pagesink_open(w, dirfd, err);
+	if (r == 0)
+		ckpt_pagemacs_start(&w->macs, seal, id);
+	return r;
 }
 
 int ckpt_pages_append(struct ckpt_pages_writer *w, const void *p, size_t n, uint64_t *off,
 		      struct urs_err *err)
 {
+	if (ckpt_pagemacs_update(&w->macs, p, n))
+		return urs_err_set(err, -ENOMEM, "checkpoint: page MACs: out of memory");
 	return ckpt_pagesink_append(w, p, n, off, err);
 }
 
 int ckpt_pages_finish(struct ckpt_pages_writer *w, const uint8_t id[16], struct urs_err *err)
 {
+	if (ckpt_pagemacs_finish(&w->macs))
+		return urs_err_set(err, -ENOMEM, "checkpoint: page MACs: out of memory");
 	uint8_t page[CKPT_PAGE_SIZE] = {0};
 	struct pages_hdr h = {.version = CKPT_VERSION};
 	memcpy(h.magic, PAGES_MAGIC, 8);
@@ -898,15 +913,30 @@ int ckpt_pages_finish(struct ckpt_pages_writer *w, const uint8_t id[16], struct 
 void ckpt_pages_abort(struct ckpt_pages_writer *w, int dirfd)
 {
 	ckpt_pagesink_abort(w, dirfd);
+	ckpt_pagemacs_free(&w->macs);
 }
 
-int ckpt_image_write_core(const struct ckpt_image *img, int dirfd, struct urs_err *err)
+int ckpt_image_write_core(const struct ckpt_image *img, int dirfd, const struct ckpt_seal *seal,
+			  struct urs_err *err)
 {
 	_cleanup_free_ uint8_t *buf = NULL;
 	size_t len;
+	if (img->npage_macs != ckpt_seal_nchunks(img->pages_len))
+		return urs_err_set(err, -EINVAL,
+				   "checkpoint: %u page MACs for %llu bytes of page data",
+				   img->npage_macs, (unsigned long long) img->pages_len);
 	int r = ckpt_image_encode(img, &buf, &len, err);
 	if (r)
 		return r;
+	size_t macs = (size_t) img->npage_macs * CKPT_MAC_LEN;
+	uint8_t *b = realloc(buf, len + macs + CKPT_MAC_LEN);
+	if (!b)
+		return urs_err_set(err, -ENOMEM, "checkpoint: out of memory");
+	buf = b;
+	if (macs)
+		memcpy(buf + len, img->page_macs, macs);
+	ckpt_seal_core(seal, buf, len + macs, buf + len + macs);
+	len += macs + CKPT_MAC_LEN;
 	_cleanup_close_ int fd = openat(
 		dirfd, "core.img.tmp", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
@@ -950,36 +980,96 @@ static int read_file_at(int dirfd, const char *name, uint8_t **out, size_t *len,
 	return 0;
 }
 
-int ckpt_image_check_core(const char *dir, struct urs_err *err)
+/* core.img as read: authenticated (the core MAC over every byte before
+ * it), then the encoded core (header + body: *core_len bytes) and the page
+ * MACs after it found. The header's lengths are used, bounded, before the
+ * MAC is checked; nothing else is read from it until then. */
+static int core_open(const uint8_t *buf, size_t len, const struct ckpt_seal *seal, size_t *core_len,
+		     uint32_t *nmacs, struct urs_err *err)
+{
+	struct core_hdr h;
+	if (len < sizeof(h))
+		return urs_err_set(err, -EINVAL, "checkpoint image: core.img truncated (%zu bytes)",
+				   len);
+	memcpy(&h, buf, sizeof(h));
+	if (memcmp(h.magic, CORE_MAGIC, 8))
+		return urs_err_set(err, -EINVAL, "checkpoint image: core.img is not an ursa image");
+	if (h.version != CKPT_VERSION) { /* decoding it says what is wrong */
+		struct ckpt_image tmp = {0};
+		int r = ckpt_image_decode(buf, len, &tmp, err);
+		ckpt_image_free(&tmp);
+		return r ? r : urs_err_set(err, -EPROTONOSUPPORT, "checkpoint image: version");
+	}
+	uint64_t n = ckpt_seal_nchunks(h.pages_len);
+	if (h.body_len > len || n > len / CKPT_MAC_LEN ||
+	    sizeof(h) + h.body_len + (n + 1) * CKPT_MAC_LEN != len)
+		return urs_err_set(err, -EBADMSG,
+				   "checkpoint image: core.img is %zu bytes, which its header "
+				   "does not account for (truncated or extended)",
+				   len);
+	/* checksums first: they tell a corrupted image from a forged one */
+	uint32_t hcrc = h.hdr_crc;
+	h.hdr_crc = 0;
+	if (ckpt_crc32c(0, &h, sizeof(h)) != hcrc ||
+	    ckpt_crc32c(0, buf + sizeof(h), h.body_len) != h.body_crc)
+		return urs_err_set(err, -EBADMSG,
+				   "checkpoint image: core.img checksum mismatch (corrupted)");
+	uint8_t mac[CKPT_MAC_LEN];
+	ckpt_seal_core(seal, buf, len - CKPT_MAC_LEN, mac);
+	if (!urs_mac_equal(mac, buf + len - CKPT_MAC_LEN, CKPT_MAC_LEN))
+		return urs_err_set(err, -EBADMSG,
+				   "checkpoint image: core.img fails authentication: altered, or "
+				   "made with another host's checkpoint key");
+	*core_len = sizeof(h) + (size_t) h.body_len;
+	*nmacs = (uint32_t) n;
+	return 0;
+}
+
+/* Authenticate and decode core.img of dirfd into img (zeroed), page MACs
+ * included. */
+static int core_load(int dirfd, const struct ckpt_seal *seal, struct ckpt_image *img,
+		     struct urs_err *err)
+{
+	_cleanup_free_ uint8_t *core = NULL;
+	size_t len = 0, core_len = 0;
+	uint32_t n = 0;
+	int r = read_file_at(dirfd, "core.img", &core, &len, err);
+	if (r || (r = core_open(core, len, seal, &core_len, &n, err)) ||
+	    (r = ckpt_image_decode(core, core_len, img, err)))
+		return r;
+	if (n) {
+		img->page_macs = malloc((size_t) n * CKPT_MAC_LEN);
+		if (!img->page_macs) {
+			ckpt_image_free(img);
+			return urs_err_set(err, -ENOMEM, "restore: out of memory");
+		}
+		memcpy(img->page_macs, core + core_len, (size_t) n * CKPT_MAC_LEN);
+	}
+	img->npage_macs = n;
+	return 0;
+}
+
+int ckpt_image_check_core(const char *dir, const struct ckpt_seal *seal, struct urs_err *err)
 {
 	_cleanup_close_ int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dirfd < 0)
 		return urs_err_set(err, -errno, "opening image directory %s: %m", dir);
-	_cleanup_free_ uint8_t *core = NULL;
-	size_t core_len = 0;
-	int r = read_file_at(dirfd, "core.img", &core, &core_len, err);
-	if (r)
-		return r;
 	struct ckpt_image img;
 	memset(&img, 0, sizeof(img));
-	r = ckpt_image_decode(core, core_len, &img, err);
+	int r = core_load(dirfd, seal, &img, err);
 	if (r == 0)
 		ckpt_image_free(&img);
 	return r;
 }
 
-int ckpt_image_load(const char *dir, struct ckpt_image *img, struct urs_err *err)
+int ckpt_image_load(const char *dir, const struct ckpt_seal *seal, struct ckpt_image *img,
+		    struct urs_err *err)
 {
 	memset(img, 0, sizeof(*img));
 	_cleanup_close_ int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dirfd < 0)
 		return urs_err_set(err, -errno, "restore: opening image directory %s: %m", dir);
-	_cleanup_free_ uint8_t *core = NULL;
-	size_t core_len = 0;
-	int r = read_file_at(dirfd, "core.img", &core, &core_len, err);
-	if (r)
-		return r;
-	r = ckpt_image_decode(core, core_len, img, err);
+	int r = core_load(dirfd, seal, img, err);
 	if (r)
 		return r;
 	_cleanup_close_ int pfd = openat(dirfd, "pages.img", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
@@ -1023,6 +1113,10 @@ int ckpt_image_load(const char *dir, struct ckpt_image *img, struct urs_err *err
 				"restore: pages.img checksum mismatch (corrupted page data)");
 		goto fail;
 	}
+	r = ckpt_seal_check_pages(seal, img->id, img->pages_map + CKPT_PAGE_SIZE, img->pages_len,
+				  (const uint8_t(*)[CKPT_MAC_LEN]) img->page_macs, err);
+	if (r)
+		goto fail;
 	return 0;
 fail:
 	ckpt_image_free(img);

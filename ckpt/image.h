@@ -17,10 +17,11 @@
 #include <stdint.h>
 #include <sys/user.h>
 
+#include "ckpt/seal.h"
 #include "host/err.h"
 
 #define CKPT_PAGE_SIZE	   4096u
-#define CKPT_VERSION	   4u
+#define CKPT_VERSION	   5u /* 5: authenticated (ckpt/seal.h) */
 #define CKPT_MAX_TASKS	   256u
 #define CKPT_MAX_VMAS	   65536u
 #define CKPT_MAX_FDS	   65536u
@@ -330,6 +331,10 @@ struct ckpt_image {
 	/* restore side: pages.img mapped read-only (page data starts at pages + 4096) */
 	const uint8_t *pages_map;
 	size_t pages_map_len;
+	/* the page-chunk MACs (ckpt/seal.h): from the pages writer when dumping,
+	 * from core.img when loading; not part of the encoded body */
+	uint8_t (*page_macs)[CKPT_MAC_LEN];
+	uint32_t npage_macs;
 };
 
 /* CRC32C (Castagnoli), incremental: crc = ckpt_crc32c(crc, p, n), start at 0. */
@@ -351,9 +356,12 @@ struct ckpt_pages_writer {
 	int fd;
 	uint64_t off; /* bytes of page data written so far */
 	uint32_t crc;
-	void *sink; /* the batched io_uring writer (ckpt/pagesink.c) */
+	void *sink;		   /* the batched io_uring writer (ckpt/pagesink.c) */
+	struct ckpt_pagemacs macs; /* the chunk MACs, as the data goes by */
 };
-int ckpt_pages_open(struct ckpt_pages_writer *w, int dirfd, struct urs_err *err);
+/* Start pages.img in dirfd for image @id, its chunks MAC'd under @seal. */
+int ckpt_pages_open(struct ckpt_pages_writer *w, int dirfd, const struct ckpt_seal *seal,
+		    const uint8_t id[16], struct urs_err *err);
 /* Append n bytes (a multiple of the page size); returns the data offset. */
 int ckpt_pages_append(struct ckpt_pages_writer *w, const void *p, size_t n, uint64_t *off,
 		      struct urs_err *err);
@@ -362,16 +370,22 @@ int ckpt_pages_finish(struct ckpt_pages_writer *w, const uint8_t id[16], struct 
 void ckpt_pages_abort(struct ckpt_pages_writer *w, int dirfd);
 
 /* Write core.img (temp file + rename, so a complete core.img means a complete
- * image). pages_len/pages_crc must be set from the pages writer. */
-int ckpt_image_write_core(const struct ckpt_image *img, int dirfd, struct urs_err *err);
+ * image): the encoded core, the page-chunk MACs (img->page_macs, one per
+ * chunk of pages_len), the core MAC under @seal. pages_len/pages_crc must be
+ * set from the pages writer. */
+int ckpt_image_write_core(const struct ckpt_image *img, int dirfd, const struct ckpt_seal *seal,
+			  struct urs_err *err);
 
-/* Decode and validate DIR/core.img (what a restore checks first, without
- * the page data): the dumper's output must load back before the checkpoint
- * ends the sandbox. */
-int ckpt_image_check_core(const char *dir, struct urs_err *err);
+/* Authenticate, decode and validate DIR/core.img (what a restore checks
+ * first, without the page data): the dumper's output must load back before
+ * the checkpoint ends the sandbox, and a restore refuses a tampered core
+ * before it creates anything. */
+int ckpt_image_check_core(const char *dir, const struct ckpt_seal *seal, struct urs_err *err);
 
-/* Load DIR: core.img decoded and validated, pages.img mapped and checked
- * (header, id, length, checksum). Nothing is created. */
-int ckpt_image_load(const char *dir, struct ckpt_image *img, struct urs_err *err);
+/* Load DIR: core.img authenticated, decoded and validated, pages.img mapped
+ * and checked (header, id, length, checksum, every chunk's MAC). Nothing is
+ * created. */
+int ckpt_image_load(const char *dir, const struct ckpt_seal *seal, struct ckpt_image *img,
+		    struct urs_err *err);
 
 #endif

@@ -2249,11 +2249,6 @@ int ckpt_image_check_policy(const struct ckpt_image *img, const struct ckpt_poli
 	return 0;
 }
 
-int ckpt_restore(const char *dir, pid_t *pid, struct ckpt_restore_stats *stats, struct urs_err *err)
-{
-	return ckpt_restore_ex(dir, NULL, pid, stats, err);
-}
-
 int ckpt_restore_ex(const char *dir, const struct ckpt_restore_opts *opts, pid_t *pid,
 		    struct ckpt_restore_stats *stats, struct urs_err *err)
 {
@@ -2268,7 +2263,12 @@ int ckpt_restore_ex(const char *dir, const struct ckpt_restore_opts *opts, pid_t
 			 .n_dev_map = opts ? opts->n_dev_map : 0,
 			 .before_charged = opts ? opts->before_charged : NULL,
 			 .charged_ctx = opts ? opts->charged_ctx : NULL};
-	int r = ckpt_image_load(dir, &c.img, err);
+	if (!opts || !opts->key)
+		return urs_err_set(err, -ENOKEY, "restore: no key to authenticate the image with");
+	struct ckpt_seal seal;
+	memcpy(seal.key, opts->key, sizeof(seal.key));
+	int r = ckpt_image_load(dir, &seal, &c.img, err);
+	explicit_bzero(&seal, sizeof(seal));
 	if (r)
 		return r;
 	ckpt_trace("restore: image loaded");

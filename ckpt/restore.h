@@ -25,18 +25,11 @@ struct ckpt_restore_stats {
 	double ms;	/* total, load included, until every task runs */
 };
 
-/* Restore the image in dir. The root task becomes a child of the caller;
- * *pid receives its pid in the caller's pid namespace. Namespaces other than
- * the pid namespace, the root and mounts the paths refer to, cgroups and
- * seccomp are the caller's business (the puppet inherits the caller's). */
-int ckpt_restore(const char *dir, pid_t *pid, struct ckpt_restore_stats *stats,
-		 struct urs_err *err);
-
 struct ckpt_image;
 
-/* What a restored sandbox may be: the image is untrusted input (whoever can
- * write it can rewrite its checksums), so its credentials and filters are
- * checked against the configuration before anything is created. */
+/* What a restored sandbox may be: the image is checked against the
+ * configuration before anything is created (its credentials and filters);
+ * authentic (ckpt/seal.h) means made on a host with the key, not harmless. */
 struct ckpt_policy {
 	uint64_t cap_bnd;      /* every capability set of every task within this */
 	bool need_nnp;	       /* every task must have no_new_privs */
@@ -85,9 +78,16 @@ struct ckpt_restore_opts {
 	 * hosts). Failing fails the restore. NULL: nothing to do. */
 	int (*before_charged)(void *ctx);
 	void *charged_ctx;
+	/* The host's checkpoint key (ckpt/key.h): the image must authenticate
+	 * under it (ckpt/seal.h). Required. */
+	const uint8_t *key;
 };
 
-/* ckpt_restore with options (opts may be NULL). Either way, an image fd of
+/* Restore the image in dir (opts->key is required). The root task becomes
+ * a child of the caller; *pid receives its pid in the caller's pid
+ * namespace. Namespaces other than the pid namespace, the root and mounts
+ * the paths refer to, cgroups and seccomp are the caller's business (the
+ * puppet inherits the caller's). Either way, an image fd of
  * type CKPT_FD_EXT (stdio that was a pipe, socket, tty or a file outside the
  * root) takes the fd of the same number the root puppet has: the caller's
  * own stdio for a clone, the puppet's for an existing process. */

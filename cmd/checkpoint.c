@@ -154,6 +154,7 @@ int cmd_checkpoint(int argc, char **argv)
 	bool leave = false, tcp = false, unix_sk = false, locks = false, shell = false,
 	     lazy = false, pre = false, dedup = false;
 	int status_fd = -1;
+	uint8_t key[URS_CKPT_KEY_LEN] = {0}; /* the host's: authenticates the image */
 	struct urs_strlist empty_ns = {0}, external = {0};
 	const struct urs_opt opts[] = {
 		{"image-path", 0, URS_OPT_STR, &image, "directory for the image (created)"},
@@ -241,6 +242,13 @@ int cmd_checkpoint(int argc, char **argv)
 		urs_error("checkpoint: creating %s: %s", image, strerror(r < 0 ? -r : errno));
 		goto out;
 	}
+	/* made at the first checkpoint; core.img, pages.img and supervisor.img
+	 * authenticate under it (ckpt/seal.h) */
+	struct urs_err kerr = {{0}};
+	if (urs_ckpt_key(G.root, true, key, &kerr) < 0) {
+		urs_error("checkpoint %s: %s", st.id, kerr.msg);
+		goto out;
+	}
 	/* the supervisor's own state (metrics, netstack tables, config) into
 	 * DIR/supervisor.img, written by its checkpointer actor
 	 * (actors/checkpointer.h): asked now, answered while we prepare (and,
@@ -277,7 +285,8 @@ int cmd_checkpoint(int argc, char **argv)
 	struct ckpt_dump_opts dopts = {.freezer = freezer,
 				       .outside = st.sup_pid,
 				       .seccomp_replace = urs_ckpt_seccomp_replace,
-				       .seccomp_ctx = &st};
+				       .seccomp_ctx = &st,
+				       .key = key};
 	struct ckpt_dump_stats ds;
 	/* interrupted halfway, the tasks would go on with injected registers or
 	 * stay frozen: nothing but SIGKILL stops us until they are thawed or
@@ -319,7 +328,11 @@ int cmd_checkpoint(int argc, char **argv)
 		/* before anything is killed: the image must load back (every
 		 * check a restore makes of it), or the workload would be lost */
 		struct urs_err e2 = {{0}};
-		if ((r = ckpt_image_check_core(dir, &e2)) < 0)
+		struct ckpt_seal seal;
+		memcpy(seal.key, key, sizeof(seal.key));
+		r = ckpt_image_check_core(dir, &seal, &e2);
+		explicit_bzero(&seal, sizeof(seal));
+		if (r < 0)
 			urs_err_set(&err, r, "the image does not load back (%s)", e2.msg);
 		ckpt_trace("cli: image loaded back");
 	}
@@ -394,6 +407,7 @@ out:
 		snprintf(sup_img, sizeof(sup_img), "%s/%s", dir, URS_SUPSTATE_FILE);
 		unlink(sup_img);
 	}
+	explicit_bzero(key, sizeof(key));
 	if (masked)
 		sigprocmask(SIG_SETMASK, &oldmask, NULL);
 	if (have_cg)

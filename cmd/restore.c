@@ -24,6 +24,8 @@
 #include "cmd/cli.h"
 #include "cmd/cmd.h"
 #include "host/cgroup.h"
+#include "ckpt/image.h"
+#include "ckpt/key.h"
 #include "ckpt/restore.h"
 #include "ckpt/trace.h"
 
@@ -137,8 +139,8 @@ int cmd_restore(int argc, char **argv)
 		urs_error("restore: %s is not a checkpoint image (no core.img)", image);
 		return 1;
 	}
-	/* whoever can write the image decides what the sandbox runs (the
-	 * checksums catch corruption, not tampering): only its owner may */
+	/* whoever can write the image decides what the sandbox runs: only its
+	 * owner may, and it must authenticate under this host's key */
 	static const char *const parts[] = {"", "/core.img", "/pages.img"};
 	for (size_t k = 0; k < 3; k++) {
 		char path[4200];
@@ -155,6 +157,19 @@ int cmd_restore(int argc, char **argv)
 		}
 	}
 	struct urs_err err = {{0}};
+	/* a tampered core (registers, fds, credentials) is refused before
+	 * anything is made; the supervisor checks it again with every page
+	 * chunk when it loads the image */
+	struct ckpt_seal seal;
+	int kr = ckpt_key(G.root, false, seal.key, &err);
+	if (kr == 0)
+		kr = ckpt_image_check_core(dir, &seal, &err);
+	explicit_bzero(&seal, sizeof(seal));
+	if (kr < 0) {
+		urs_error("restore: %s", err.msg);
+		urs_ckpt_worklog(work, "restore.log", "error: %s", err.msg);
+		return 1;
+	}
 	struct urs_state rec = {0};
 	bool have_rec = urs_state_read(dir, CKPT_REC_ID, &rec, NULL) == 0;
 	/* a registered `ursa do` sandbox (cmd/do_layer.c): the bundle is the

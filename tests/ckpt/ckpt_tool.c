@@ -5,21 +5,38 @@
  *                             CGROUP: its frozen cgroup v2 directory
  *   ckpt_tool restore DIR     restore it; prints "pid N" (N in our pid ns)
  * Both print one line of measurements ("dump_ms=..."), errors go to stderr.
+ * The image is authenticated with the checkpoint key of the state root
+ * $CKPT_TOOL_ROOT (default /run/ursa, ursa's own), made at the first dump.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "ckpt/dump.h"
+#include "ckpt/key.h"
 #include "ckpt/restore.h"
+
+static int tool_key(bool create, uint8_t key[CKPT_KEY_LEN], struct urs_err *err)
+{
+	const char *root = getenv("CKPT_TOOL_ROOT");
+	root = root && *root ? root : "/run/ursa";
+	if (create && mkdir(root, 0700) < 0 && errno != EEXIST)
+		return urs_err_set(err, -errno, "%s: %m", root);
+	return ckpt_key(root, create, key, err);
+}
 
 int main(int argc, char **argv)
 {
 	struct urs_err err = {{0}};
+	uint8_t key[CKPT_KEY_LEN];
 	if ((argc == 4 || argc == 5) && !strcmp(argv[1], "dump")) {
 		struct ckpt_dump_stats st;
-		struct ckpt_dump_opts opts = {.freezer = argc == 5 ? argv[4] : NULL};
-		int r = ckpt_dump((pid_t) atoi(argv[2]), argv[3], &opts, &st, &err);
+		struct ckpt_dump_opts opts = {.freezer = argc == 5 ? argv[4] : NULL, .key = key};
+		int r = tool_key(true, key, &err);
+		if (r == 0)
+			r = ckpt_dump((pid_t) atoi(argv[2]), argv[3], &opts, &st, &err);
 		if (r) {
 			fprintf(stderr, "ckpt_tool: %s\n", err.msg);
 			return 1;
@@ -32,7 +49,10 @@ int main(int argc, char **argv)
 	if (argc == 3 && !strcmp(argv[1], "restore")) {
 		struct ckpt_restore_stats st;
 		pid_t pid = 0;
-		int r = ckpt_restore(argv[2], &pid, &st, &err);
+		struct ckpt_restore_opts opts = {.key = key};
+		int r = tool_key(false, key, &err);
+		if (r == 0)
+			r = ckpt_restore_ex(argv[2], &opts, &pid, &st, &err);
 		if (r) {
 			fprintf(stderr, "ckpt_tool: %s\n", err.msg);
 			return 1;

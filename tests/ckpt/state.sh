@@ -10,7 +10,9 @@
 #     counter counts both checkpoints
 #   - a tampered (one flipped byte), truncated, or foreign (another key)
 #     supervisor.img makes restore refuse with a clear error and leave
-#     nothing (no record, no cgroup, no process)
+#     nothing (no record, no cgroup, no process); so do a forged core.img
+#     or pages.img (a byte flipped, every checksum fixed: tests/ckpt/forge.py),
+#     refused as failing authentication (ckpt/seal.h)
 #   - a checkpoint that fails (multi-threaded workload) leaves no
 #     supervisor.img
 # Needs root (namespaces, cgroups, ptrace). Env: URSA, THREADS.
@@ -172,8 +174,9 @@ refused() { # NAME ID DIR PATTERN [ENV...]
 	(cd "$work/b" && env "$@" URSA_SECCOMP_COUNT=0 "$URSA" --root "$root" restore --detach \
 		--image-path "$dir" "$id" >/dev/null 2>"$work/$id.err")
 	rc=$?
-	check "$name: restore refuses, naming the state file" \
-		'[ $rc != 0 ] && grep -q "supervisor state" "$work/$id.err" && grep -qi "$pat" "$work/$id.err"' \
+	local names=${NAMES:-supervisor state} # what the message must name
+	check "$name: restore refuses, naming the ${names%% *} file" \
+		'[ $rc != 0 ] && grep -q "$names" "$work/$id.err" && grep -qi "$pat" "$work/$id.err"' \
 		"rc $rc: $(cat "$work/$id.err")"
 	check "$name: and leaves nothing" "nothing_left $id"
 }
@@ -187,8 +190,21 @@ cp -a "$work/img.orig" "$work/truncated"
 truncate -s -40 "$work/truncated/supervisor.img"
 refused "a truncated state file" ${P}bad2 "$work/truncated" "truncated"
 head -c 32 /dev/urandom >"$work/other.key" && chmod 600 "$work/other.key"
-refused "a state file from another host (key)" ${P}bad3 "$work/img.orig" "wrong key\|tampered" \
-	URSA_CKPT_KEY="$work/other.key"
+# (core.img, checked first since images are authenticated, says so before
+# the state file is read)
+NAMES=core.img refused "an image from another host (key)" ${P}bad3 "$work/img.orig" \
+	"wrong key\|tampered\|fails authentication" URSA_CKPT_KEY="$work/other.key"
+# forged: one byte of the core (registers, fds: 512 bytes into the body) or
+# of the page data flipped, every checksum made right again (forge.py): only
+# the MACs can tell, and before anything is made (issue #19)
+cp -a "$work/img.orig" "$work/forged-core"
+python3 "$(dirname "$0")/forge.py" "$work/forged-core" core 512
+NAMES=core.img refused "a forged core (checksums fixed)" ${P}bad4 "$work/forged-core" \
+	"fails authentication"
+cp -a "$work/img.orig" "$work/forged-pages"
+python3 "$(dirname "$0")/forge.py" "$work/forged-pages" pages 4200
+NAMES=core.img refused "forged page data (checksums fixed)" ${P}bad5 "$work/forged-pages" \
+	"fails authentication"
 
 # ---- a failed checkpoint leaves no supervisor.img ------------------------------------
 jq '.process.args = ["/bin/threads"]' "$work/b/config.json" >"$work/b2/config.json"

@@ -92,6 +92,7 @@ static void free_sample(struct ckpt_image *img)
 	free(img->tasks[0].runs);
 	free(img->tasks[0].fds);
 	free(img->tasks);
+	free(img->page_macs); /* write_image's */
 }
 
 static void encode_ok(struct ckpt_image *img, uint8_t **buf, size_t *len)
@@ -766,6 +767,36 @@ static void test_policy(void **state)
 	free_sample(&img);
 }
 
+static const struct ckpt_seal test_seal = {.key = "0123456789abcdef0123456789abcdef"};
+
+/* pages.img with npages pages of 'a'+i (i the page's number mod 26), then
+ * core.img: the chunk MACs moved from the writer into img, as the dumper
+ * does */
+static void write_image(int dfd, struct ckpt_image *img, const struct ckpt_seal *seal,
+			uint32_t npages)
+{
+	struct ckpt_pages_writer w;
+	struct urs_err err = {{0}};
+	assert_int_equal(ckpt_pages_open(&w, dfd, seal, img->id, &err), 0);
+	uint8_t page[4096];
+	for (uint32_t i = 0; i < npages; i++) {
+		uint64_t off;
+		memset(page, 'a' + (int) (i % 26), sizeof(page));
+		assert_int_equal(ckpt_pages_append(&w, page, sizeof(page), &off, &err), 0);
+		assert_int_equal(off, (uint64_t) i * 4096);
+	}
+	img->pages_len = w.off;
+	img->pages_crc = w.crc;
+	assert_int_equal(ckpt_pages_finish(&w, img->id, &err), 0);
+	free(img->page_macs);
+	img->page_macs = w.macs.mac;
+	img->npage_macs = w.macs.n;
+	w.macs.mac = NULL;
+	ckpt_pagemacs_free(&w.macs);
+	assert_int_equal(img->npage_macs, ckpt_seal_nchunks(img->pages_len));
+	assert_int_equal(ckpt_image_write_core(img, dfd, seal, &err), 0);
+}
+
 static void test_pages_files(void **state)
 {
 	(void) state;
@@ -775,54 +806,174 @@ static void test_pages_files(void **state)
 	assert_true(dfd >= 0);
 	struct ckpt_image img;
 	sample(&img);
-	struct ckpt_pages_writer w;
 	struct urs_err err = {{0}};
-	assert_int_equal(ckpt_pages_open(&w, dfd, &err), 0);
-	uint8_t page[4096];
-	for (int i = 0; i < 3; i++) {
-		uint64_t off;
-		memset(page, 'a' + i, sizeof(page));
-		assert_int_equal(ckpt_pages_append(&w, page, sizeof(page), &off, &err), 0);
-		assert_int_equal(off, (uint64_t) i * 4096);
-	}
-	img.pages_len = w.off;
-	img.pages_crc = w.crc;
-	assert_int_equal(ckpt_pages_finish(&w, img.id, &err), 0);
-	assert_int_equal(ckpt_image_write_core(&img, dfd, &err), 0);
+	write_image(dfd, &img, &test_seal, 3);
 
 	struct ckpt_image in;
-	assert_int_equal(ckpt_image_load(dir, &in, &err), 0);
+	assert_int_equal(ckpt_image_load(dir, &test_seal, &in, &err), 0);
 	assert_int_equal(in.pages_map[4096 + 2 * 4096 + 17], 'c');
 	ckpt_image_free(&in);
 
 	/* flip one byte of page data */
 	int pf = openat(dfd, "pages.img", O_RDWR);
 	assert_int_equal(pwrite(pf, "z", 1, 4096 + 100), 1);
-	assert_int_not_equal(ckpt_image_load(dir, &in, &err), 0);
+	assert_int_not_equal(ckpt_image_load(dir, &test_seal, &in, &err), 0);
 	assert_non_null(strstr(err.msg, "checksum"));
 	assert_int_equal(pwrite(pf, "a", 1, 4096 + 100), 1);
-	assert_int_equal(ckpt_image_load(dir, &in, &err), 0);
+	assert_int_equal(ckpt_image_load(dir, &test_seal, &in, &err), 0);
 	ckpt_image_free(&in);
 	/* truncate */
 	assert_int_equal(ftruncate(pf, 4096 * 3), 0);
-	assert_int_not_equal(ckpt_image_load(dir, &in, &err), 0);
+	assert_int_not_equal(ckpt_image_load(dir, &test_seal, &in, &err), 0);
 	assert_non_null(strstr(err.msg, "truncated"));
 	close(pf);
 
 	/* a pages file from another image: same size, other id */
+	uint8_t id[16];
+	memcpy(id, img.id, 16);
 	memset(img.id, 0xcd, 16);
-	assert_int_equal(ckpt_pages_open(&w, dfd, &err), 0); /* also removes core.img */
-	assert_int_not_equal(ckpt_image_load(dir, &in, &err), 0);
+	struct ckpt_pages_writer w;
+	assert_int_equal(ckpt_pages_open(&w, dfd, &test_seal, img.id, &err),
+			 0); /* removes core.img */
+	assert_int_not_equal(ckpt_image_load(dir, &test_seal, &in, &err), 0);
 	for (int i = 0; i < 3; i++) {
 		uint64_t off;
+		uint8_t page[4096];
 		memset(page, 'a' + i, sizeof(page));
 		assert_int_equal(ckpt_pages_append(&w, page, sizeof(page), &off, &err), 0);
 	}
 	assert_int_equal(ckpt_pages_finish(&w, img.id, &err), 0);
-	memset(img.id, 0xab, 16);
-	assert_int_equal(ckpt_image_write_core(&img, dfd, &err), 0);
-	assert_int_not_equal(ckpt_image_load(dir, &in, &err), 0);
+	ckpt_pagemacs_free(&w.macs);
+	memcpy(img.id, id, 16);
+	assert_int_equal(ckpt_image_write_core(&img, dfd, &test_seal, &err), 0);
+	assert_int_not_equal(ckpt_image_load(dir, &test_seal, &in, &err), 0);
 	assert_non_null(strstr(err.msg, "another image"));
+
+	unlinkat(dfd, "pages.img", 0);
+	unlinkat(dfd, "core.img", 0);
+	close(dfd);
+	rmdir(dir);
+	free_sample(&img);
+}
+
+static size_t read_core(const char *dir, uint8_t *buf, size_t cap)
+{
+	char path[128];
+	snprintf(path, sizeof(path), "%s/core.img", dir);
+	int fd = open(path, O_RDONLY);
+	assert_true(fd >= 0);
+	ssize_t n = read(fd, buf, cap);
+	close(fd);
+	assert_true(n > 0 && (size_t) n < cap);
+	return (size_t) n;
+}
+
+static void put_core(const char *dir, const uint8_t *buf, size_t n)
+{
+	char path[128];
+	snprintf(path, sizeof(path), "%s/core.img", dir);
+	int fd = open(path, O_WRONLY | O_TRUNC);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, buf, n), (ssize_t) n);
+	close(fd);
+}
+
+/* core.img's header: body_len at 32, body_crc at 48, hdr_crc at 60 */
+static void fix_crcs(uint8_t *buf)
+{
+	uint64_t body_len;
+	memcpy(&body_len, buf + 32, 8);
+	uint32_t c = ckpt_crc32c(0, buf + 64, body_len), z = 0;
+	memcpy(buf + 48, &c, 4);
+	memcpy(buf + 60, &z, 4);
+	c = ckpt_crc32c(0, buf, 64);
+	memcpy(buf + 60, &c, 4);
+}
+
+/* Issue #19's test: an image whose body was altered and whose checksums
+ * were made right again is refused, as is one under another key, a page
+ * MAC altered, an older (unauthenticated) version; chunk MACs catch an
+ * altered, swapped or foreign chunk. */
+static void test_tampered(void **state)
+{
+	(void) state;
+	char dir[] = "/tmp/ckpt-image-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY);
+	assert_true(dfd >= 0);
+	struct ckpt_image img, in;
+	sample(&img);
+	struct urs_err err = {{0}};
+	write_image(dfd, &img, &test_seal, 600); /* 2.3 MiB: three chunks */
+	assert_int_equal(img.npage_macs, 3);
+	static uint8_t good[1 << 20], buf[1 << 20];
+	size_t n = read_core(dir, good, sizeof(good));
+
+	/* a register byte (the first TASK record's regs: past the SHM records,
+	 * somewhere in the body's first KiB), checksums fixed */
+	memcpy(buf, good, n);
+	buf[64 + 512] ^= 0x01;
+	fix_crcs(buf);
+	put_core(dir, buf, n);
+	assert_int_not_equal(ckpt_image_check_core(dir, &test_seal, &err), 0);
+	assert_non_null(strstr(err.msg, "authentication"));
+	assert_int_not_equal(ckpt_image_load(dir, &test_seal, &in, &err), 0);
+	assert_non_null(strstr(err.msg, "authentication"));
+	/* without fixing them: corruption, said so */
+	memcpy(buf, good, n);
+	buf[64 + 512] ^= 0x01;
+	put_core(dir, buf, n);
+	assert_int_not_equal(ckpt_image_check_core(dir, &test_seal, &err), 0);
+	assert_non_null(strstr(err.msg, "checksum"));
+	/* a page MAC altered */
+	memcpy(buf, good, n);
+	buf[n - 32 - 1] ^= 0x40;
+	put_core(dir, buf, n);
+	assert_int_not_equal(ckpt_image_load(dir, &test_seal, &in, &err), 0);
+	assert_non_null(strstr(err.msg, "authentication"));
+	/* another host's key */
+	put_core(dir, good, n);
+	struct ckpt_seal other = test_seal;
+	other.key[5] ^= 1;
+	assert_int_not_equal(ckpt_image_load(dir, &other, &in, &err), 0);
+	assert_non_null(strstr(err.msg, "authentication"));
+	/* the good one loads */
+	assert_int_equal(ckpt_image_load(dir, &test_seal, &in, &err), 0);
+	ckpt_image_free(&in);
+	/* an older version (checksums right): refused saying so */
+	memcpy(buf, good, n);
+	uint32_t v4 = 4;
+	memcpy(buf + 8, &v4, 4);
+	fix_crcs(buf);
+	put_core(dir, buf, n);
+	assert_int_not_equal(ckpt_image_check_core(dir, &test_seal, &err), 0);
+	assert_non_null(strstr(err.msg, "version 4"));
+	put_core(dir, good, n);
+
+	/* chunk MACs: page data altered, chunks swapped, another image's id */
+	static uint8_t data[600 * 4096];
+	for (uint32_t i = 0; i < 600; i++)
+		memset(data + (size_t) i * 4096, 'a' + (int) (i % 26), 4096);
+	const uint8_t(*macs)[CKPT_MAC_LEN] = (const uint8_t(*)[CKPT_MAC_LEN]) img.page_macs;
+	assert_int_equal(ckpt_seal_check_pages(&test_seal, img.id, data, sizeof(data), macs, &err),
+			 0);
+	data[(1 << 20) + 5] ^= 1;
+	assert_int_equal(ckpt_seal_check_pages(&test_seal, img.id, data, sizeof(data), macs, &err),
+			 -EBADMSG);
+	assert_non_null(strstr(err.msg, "chunk 1 "));
+	data[(1 << 20) + 5] ^= 1;
+	uint8_t swapped[3][CKPT_MAC_LEN];
+	memcpy(swapped, img.page_macs, sizeof(swapped));
+	memcpy(swapped[0], img.page_macs[1], CKPT_MAC_LEN);
+	memcpy(swapped[1], img.page_macs[0], CKPT_MAC_LEN);
+	assert_int_equal(ckpt_seal_check_pages(&test_seal, img.id, data, sizeof(data),
+					       (const uint8_t(*)[CKPT_MAC_LEN]) swapped, &err),
+			 -EBADMSG);
+	uint8_t id2[16];
+	memcpy(id2, img.id, 16);
+	id2[0] ^= 1;
+	assert_int_equal(ckpt_seal_check_pages(&test_seal, id2, data, sizeof(data), macs, &err),
+			 -EBADMSG);
 
 	unlinkat(dfd, "pages.img", 0);
 	unlinkat(dfd, "core.img", 0);
@@ -844,6 +995,7 @@ int main(void)
 		cmocka_unit_test(test_threads),
 		cmocka_unit_test(test_every_body_byte),
 		cmocka_unit_test(test_pages_files),
+		cmocka_unit_test(test_tampered),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

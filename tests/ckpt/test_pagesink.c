@@ -56,13 +56,17 @@ static void fill_page(uint8_t *pg, uint64_t i)
 	}
 }
 
-/* write @npages pages, then check the file: header page, data, CRC */
+static const struct ckpt_seal seal_ = {.key = "pagesink-test-key-of-32-bytes..."};
+static const uint8_t id_[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+
+/* write @npages pages, then check the file: header page, data, CRC, and
+ * one chunk MAC per MiB */
 static void write_and_check(uint64_t npages, bool uring)
 {
 	struct ckpt_pages_writer w;
 	struct urs_err err = {{0}};
 	uint8_t pg[CKPT_PAGE_SIZE];
-	assert_int_equal(ckpt_pages_open(&w, dirfd_, &err), 0);
+	assert_int_equal(ckpt_pages_open(&w, dirfd_, &seal_, id_, &err), 0);
 	uint32_t crc = 0;
 	for (uint64_t i = 0; i < npages; i++) {
 		fill_page(pg, i);
@@ -75,9 +79,11 @@ static void write_and_check(uint64_t npages, bool uring)
 	/* the ring exists once a buffer filled (not for an image below one) */
 	assert_int_equal(ckpt_pagesink_uring(&w), uring);
 	assert_int_equal(w.crc, crc);
-	const uint8_t id[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+	const uint8_t *id = id_;
 	assert_int_equal(ckpt_pages_finish(&w, id, &err), 0);
 	assert_int_equal(w.fd, -1);
+	assert_int_equal(w.macs.n, ckpt_seal_nchunks(npages * CKPT_PAGE_SIZE));
+	ckpt_pagemacs_free(&w.macs);
 
 	int fd = openat(dirfd_, "pages.img", O_RDONLY | O_CLOEXEC);
 	assert_true(fd >= 0);
@@ -137,7 +143,7 @@ static void test_abort_and_stale_core(void **state)
 	close(fd);
 	struct ckpt_pages_writer w;
 	struct urs_err err = {{0}};
-	assert_int_equal(ckpt_pages_open(&w, dirfd_, &err), 0);
+	assert_int_equal(ckpt_pages_open(&w, dirfd_, &seal_, id_, &err), 0);
 	assert_int_equal(faccessat(dirfd_, "core.img", F_OK, 0), -1); /* stale one removed */
 	uint8_t pg[CKPT_PAGE_SIZE];
 	for (int i = 0; i < 200; i++) {

@@ -1,0 +1,78 @@
+/*
+ * ckpt/key.c — the host's checkpoint key (ckpt/key.h).
+ */
+#include "ckpt/key.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "runtime/common.h"
+
+static int key_path(const char *root, char *path, size_t len)
+{
+	const char *env = getenv("URSA_CKPT_KEY");
+	int n = env && *env ? snprintf(path, len, "%s", env)
+			    : snprintf(path, len, "%s/.ckpt.key", root);
+	return n < 0 || (size_t) n >= len ? -ENAMETOOLONG : 0;
+}
+
+static int key_read(const char *path, uint8_t key[CKPT_KEY_LEN], struct urs_err *err)
+{
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return -errno;
+	struct stat sb;
+	if (fstat(fd, &sb) < 0)
+		return urs_err_set(err, -errno, "checkpoint key %s: %s", path, strerror(errno));
+	if (!S_ISREG(sb.st_mode) || sb.st_uid != geteuid() || (sb.st_mode & 077))
+		return urs_err_set(err, -EPERM,
+				   "checkpoint key %s: must be a regular file owned by uid %u, "
+				   "mode 0600",
+				   path, (unsigned) geteuid());
+	if (sb.st_size != CKPT_KEY_LEN || read(fd, key, CKPT_KEY_LEN) != (ssize_t) CKPT_KEY_LEN)
+		return urs_err_set(err, -EINVAL, "checkpoint key %s: not %d bytes", path,
+				   CKPT_KEY_LEN);
+	return 0;
+}
+
+int ckpt_key(const char *root, bool create, uint8_t key[CKPT_KEY_LEN], struct urs_err *err)
+{
+	char path[4096], tmp[4200];
+	if (key_path(root, path, sizeof(path)) < 0)
+		return urs_err_set(err, -ENAMETOOLONG, "checkpoint key: path too long");
+	int r = key_read(path, key, err);
+	if (r != -ENOENT)
+		return r == 0 || err->msg[0]
+			       ? r
+			       : urs_err_set(err, r, "checkpoint key %s: %s", path, strerror(-r));
+	if (!create)
+		return urs_err_set(err, -ENOKEY,
+				   "no checkpoint key %s on this host: the image cannot be "
+				   "verified (made elsewhere?)",
+				   path);
+	/* made whole in a temporary file, then linked: a concurrent creator's
+	 * link fails with EEXIST and both read the one that won */
+	snprintf(tmp, sizeof(tmp), "%s.%d.tmp", path, (int) getpid());
+	uint8_t fresh[CKPT_KEY_LEN];
+	if (getrandom(fresh, sizeof(fresh), 0) != (ssize_t) sizeof(fresh))
+		return urs_err_set(err, -EIO, "checkpoint key: getrandom failed");
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return urs_err_set(err, -errno, "checkpoint key %s: %s", tmp, strerror(errno));
+	bool ok = write(fd, fresh, sizeof(fresh)) == (ssize_t) sizeof(fresh) && fsync(fd) == 0;
+	close(fd);
+	r = ok && link(tmp, path) < 0 && errno != EEXIST ? -errno : ok ? 0 : -EIO;
+	unlink(tmp);
+	if (r < 0)
+		return urs_err_set(err, r, "checkpoint key %s: %s", path, strerror(-r));
+	r = key_read(path, key, err);
+	if (r < 0 && !err->msg[0])
+		urs_err_set(err, r, "checkpoint key %s: %s", path, strerror(-r));
+	return r;
+}

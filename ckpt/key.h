@@ -1,0 +1,33 @@
+/*
+ * ckpt/key.h — the host's checkpoint key: ROOT/.ckpt.key (or the file
+ * $URSA_CKPT_KEY names), 32 random bytes, root-only, made at the first
+ * checkpoint. It authenticates every checkpoint image made on this host:
+ * core.img and each chunk of pages.img (ckpt/seal.h) and the supervisor's
+ * state file (actors/checkpointer.c). docs/checkpoint.md, "The key".
+ */
+#ifndef URSA_CKPT_KEY_H
+#define URSA_CKPT_KEY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "host/err.h"
+
+#define CKPT_KEY_LEN 32
+
+/**
+ * ckpt_key() - read the host's checkpoint key for a state root
+ * @root: the state root (ROOT/.ckpt.key), unless $URSA_CKPT_KEY names a file
+ * @create: make the key when there is none (checkpoint); else -ENOKEY
+ * @key: the key, on success
+ * @err: what failed, and where
+ *
+ * The file must be a regular file of this uid, mode 0600, of exactly
+ * CKPT_KEY_LEN bytes. Concurrent creators agree on one key (made in a
+ * temporary file, then linked).
+ *
+ * Return: 0 or a negative errno.
+ */
+int ckpt_key(const char *root, bool create, uint8_t key[CKPT_KEY_LEN], struct urs_err *err);
+
+#endif
