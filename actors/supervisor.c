@@ -1756,6 +1756,12 @@ int urs_supervisor_main(struct urs_sup_args *a)
 	 * sandbox's while we still clean up. Threads of ours (io-wq workers)
 	 * would stay behind: then we stay too, and delete waits for our exit
 	 * as before. */
+	/* A checkpoint that killed the init and died before its own thaw
+	 * leaves the (now empty) cgroup frozen, and its guard's close may come
+	 * after we stop listening: thaw on the way out (nothing is left in it
+	 * to run; faults-cli-kill, 3 of 40 checkpoint trials under load) */
+	if (s->cg && s->cg->h[URS_CG_V2].path[0])
+		ckpt_cg2_freeze(s->cg->h[URS_CG_V2].path, false, NULL);
 	gofer_stop(s); /* gofer volumes */
 	if (home.mode)
 		urs_cg_enter_self_v1(&home, NULL);

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cmd/cli.h"
@@ -50,11 +51,23 @@ int urs_container_delete(const char *id, bool force, struct urs_err *err)
 	struct urs_state st;
 	int r = urs_state_read(G.root, id, &st, err);
 	char rec[PATH_MAX];
-	if (r == -EIO && force && urs_state_path(rec, sizeof(rec), G.root, id, "state.json") == 0 &&
-	    access(rec, F_OK) < 0 && errno == ENOENT)
-		/* a create that died before its record: only the directory is left
-		 * (its supervisor removes what it made: actors/supervisor.c) */
-		return urs_state_remove(G.root, id);
+	/* A create or restore that died before its record: only the directory
+	 * is left, and its supervisor, if it still runs, is removing what it
+	 * made (actors/supervisor.c) and may add a file meanwhile (rmdir:
+	 * ENOTEMPTY) or still write the record. Retried for up to 2 s, taking
+	 * the record's path if one appears. */
+	for (int i = 0; i < 200 && r == -EIO && force &&
+			urs_state_path(rec, sizeof(rec), G.root, id, "state.json") == 0 &&
+			access(rec, F_OK) < 0 && errno == ENOENT;
+	     i++) {
+		int rr = urs_state_remove(G.root, id);
+		if (rr != -ENOTEMPTY)
+			return rr < 0 ? urs_err_set(err, rr, "container %s: removing %s: %s", id,
+						    rec, strerror(-rr))
+				      : 0;
+		nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
+		r = urs_state_read(G.root, id, &st, err);
+	}
 	if (r < 0)
 		return r;
 	r = urs_container_remove(&st, force, err);

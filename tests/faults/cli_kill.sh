@@ -129,7 +129,11 @@ trial() {
 			# (the supervisor thaws when the command's guard closes: polled)
 			local i
 			for i in $(seq 2000); do [ -e "$root/$id" ] && frozen "$id" || break; sleep 0.01; done
-			if [ -e "$root/$id" ] && frozen "$id"; then why="frozen after a killed $c"; fi ;;
+			if [ -e "$root/$id" ] && frozen "$id"; then
+				local sp
+				sp=$(jq -r '.sup_pid // empty' "$root/$id/state.json" 2>/dev/null)
+				why="frozen after a killed $c (supervisor ${sp:-?} $([ -n "$sp" ] && [ -d "/proc/$sp" ] && echo alive || echo gone); $(frozen_where "$id"))"
+			fi ;;
 		esac
 		rm -rf "$work/img-$id"
 		;;

@@ -11,3 +11,12 @@ frozen() {
 	done
 	return 1
 }
+
+# frozen_where ID: which freezer files say so, and cgroup.events (diagnostics)
+frozen_where() {
+	local f
+	for f in $(find /sys/fs/cgroup -maxdepth 7 \( -path "*/$1/freezer.state" -o -path "*/$1/cgroup.freeze" \) 2>/dev/null); do
+		printf '%s=%s ' "${f#/sys/fs/cgroup/}" "$(cat "$f")"
+		[ -f "${f%/*}/cgroup.events" ] && printf '[%s] ' "$(tr '\n' ' ' <"${f%/*}/cgroup.events")"
+	done
+}
