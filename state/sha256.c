@@ -3,7 +3,10 @@
  */
 #include "state/sha256.h"
 
+#include <stdatomic.h>
 #include <string.h>
+
+#include "state/sha256_ni.h"
 
 static const uint32_t K[64] = {
 	0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4,
@@ -58,6 +61,35 @@ static void block(uint32_t h[8], const uint8_t *p)
 	h[7] += k;
 }
 
+/* SHA-NI when the CPU has it (state/sha256_ni.c), probed once: 0 unknown,
+ * 1 yes, -1 no (or turned off by urs_sha256_use_ni(false)) */
+static _Atomic int use_ni;
+
+void urs_sha256_use_ni(bool on)
+{
+	atomic_store(&use_ni, on && urs_sha256_ni_available() ? 1 : -1);
+}
+
+bool urs_sha256_ni(void)
+{
+	int u = atomic_load(&use_ni);
+	if (!u) {
+		u = urs_sha256_ni_available() ? 1 : -1;
+		atomic_store(&use_ni, u);
+	}
+	return u > 0;
+}
+
+static void blocks(uint32_t h[8], const uint8_t *p, size_t n)
+{
+	if (urs_sha256_ni()) {
+		urs_sha256_ni_blocks(h, p, n, K);
+		return;
+	}
+	for (; n; n--, p += 64)
+		block(h, p);
+}
+
 void urs_sha256_init(struct urs_sha256 *s)
 {
 	static const uint32_t iv[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
@@ -79,11 +111,14 @@ void urs_sha256_update(struct urs_sha256 *s, const void *data, size_t n)
 		n -= k;
 		if (s->fill < 64)
 			return;
-		block(s->h, s->buf);
+		blocks(s->h, s->buf, 1);
 		s->fill = 0;
 	}
-	for (; n >= 64; p += 64, n -= 64)
-		block(s->h, p);
+	size_t nb = n / 64;
+	if (nb)
+		blocks(s->h, p, nb);
+	p += nb * 64;
+	n -= nb * 64;
 	memcpy(s->buf, p, n);
 	s->fill = (uint32_t) n;
 }

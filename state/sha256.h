@@ -28,6 +28,12 @@ struct urs_sha256 {
 };
 
 void urs_sha256_init(struct urs_sha256 *s);
+
+/* Whether the x86 SHA extensions are used (probed at first use). */
+bool urs_sha256_ni(void);
+/* Use them if the CPU has them (true, the default), or never (false: the
+ * portable code, for tests and comparisons). */
+void urs_sha256_use_ni(bool on);
 void urs_sha256_update(struct urs_sha256 *s, const void *p, size_t n);
 void urs_sha256_final(struct urs_sha256 *s, uint8_t out[32]);
 

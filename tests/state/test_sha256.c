@@ -2,7 +2,10 @@
  * tests/state/test_sha256.c — state/sha256.c against published vectors:
  * SHA-256 of "abc", "" and the two-block message (FIPS 180-4 examples), a
  * million 'a's fed in uneven pieces, HMAC-SHA256 of RFC 4231's test cases
- * 1-4, 6 and 7 (keys shorter and longer than a block), and urs_mac_equal().
+ * 1-4, 6 and 7 (keys shorter and longer than a block), and urs_mac_equal();
+ * every vector through the portable code and through the SHA extensions
+ * (state/sha256_ni.c, where the CPU has them), and the two agree on
+ * random data of every length up to 300 bytes and on 1 MiB in odd pieces.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,6 +16,7 @@
 #include <cmocka.h>
 
 #include "state/sha256.h"
+#include "tests/lib/skip.h"
 
 static void hex(const uint8_t *d, size_t n, char *out)
 {
@@ -122,12 +126,64 @@ static void test_mac_equal(void **state)
 	assert_true(urs_mac_equal(a, b, 0));
 }
 
+static void digest(const uint8_t *p, size_t n, size_t piece, uint8_t out[32])
+{
+	struct urs_sha256 s;
+	urs_sha256_init(&s);
+	for (size_t off = 0; off < n; off += piece)
+		urs_sha256_update(&s, p + off, n - off < piece ? n - off : piece);
+	urs_sha256_final(&s, out);
+}
+
+static void test_ni_agrees(void **state)
+{
+	(void) state;
+	urs_sha256_use_ni(true);
+	if (!urs_sha256_ni())
+		URS_CM_SKIP("this CPU has no SHA extensions (the portable code is tested)");
+	static uint8_t data[1 << 20];
+	uint32_t x = 12345;
+	for (size_t i = 0; i < sizeof(data); i++)
+		data[i] = (uint8_t) ((x = x * 1103515245u + 12345u) >> 16);
+	uint8_t a[32], b[32];
+	for (size_t n = 0; n <= 300; n++) {
+		urs_sha256_use_ni(true);
+		digest(data, n, 7, a);
+		urs_sha256_use_ni(false);
+		digest(data, n, 64, b);
+		assert_memory_equal(a, b, 32);
+	}
+	urs_sha256_use_ni(true);
+	digest(data, sizeof(data), 4093, a);
+	urs_sha256_use_ni(false);
+	digest(data, sizeof(data), 65536, b);
+	assert_memory_equal(a, b, 32);
+	urs_sha256_use_ni(true);
+}
+
+static int portable(void **state)
+{
+	(void) state;
+	urs_sha256_use_ni(false);
+	return 0;
+}
+
+static int native(void **state)
+{
+	(void) state;
+	urs_sha256_use_ni(true);
+	return 0;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_sha256),
-		cmocka_unit_test(test_hmac_rfc4231),
+		cmocka_unit_test_setup(test_sha256, portable),
+		cmocka_unit_test_setup(test_hmac_rfc4231, portable),
+		cmocka_unit_test_setup(test_sha256, native),
+		cmocka_unit_test_setup(test_hmac_rfc4231, native),
 		cmocka_unit_test(test_mac_equal),
+		cmocka_unit_test(test_ni_agrees),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
