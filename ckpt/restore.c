@@ -121,9 +121,11 @@ static bool same_file(struct rctx *c, uint64_t dev, uint64_t ino, uint64_t ndev,
 			return c->learned[k].to == ndev && ino == nino;
 	if (ino != nino || c->nlearned == URS_ARRAY_SIZE(c->learned))
 		return false;
-	for (uint32_t k = 0; k < c->nlearned; k++) /* one old device per new one */
-		if (c->learned[k].to == ndev)
-			return false;
+	/* Several old devices may show as one new one: a file the init mapped
+	 * through the host's path (the real device) and files seen through the
+	 * old overlay's lower layer (its pseudo device) are both on the new
+	 * overlay's lower pseudo device. Each old device still maps to one new
+	 * one, and every file must keep its inode (and, mapped, its size). */
 	c->learned[c->nlearned++] = (struct ckpt_dev_map){.from = dev, .to = ndev};
 	return true;
 }
@@ -2163,8 +2165,15 @@ static int precheck(struct rctx *c, const struct ckpt_image *img, pid_t puppet, 
 			    (uint64_t) st.st_size != m->r.fsize)
 				return urs_err_set(err, -ESTALE,
 						   "restore: pid %d: %s changed since the "
-						   "checkpoint (device/inode/size differ)",
-						   t->r.nspid, m->path);
+						   "checkpoint (device %#llx inode %llu size %llu, "
+						   "now %#llx %llu %llu)",
+						   t->r.nspid, m->path,
+						   (unsigned long long) m->r.dev,
+						   (unsigned long long) m->r.ino,
+						   (unsigned long long) m->r.fsize,
+						   (unsigned long long) st.st_dev,
+						   (unsigned long long) st.st_ino,
+						   (unsigned long long) st.st_size);
 		}
 		for (uint32_t k = 0; k < t->nfds; k++) {
 			const struct ckpt_fd *f = &t->fds[k];
