@@ -75,7 +75,6 @@
 #define ERESTART_RESTARTBLOCK 516
 
 struct rctx {
-	bool files_by_path; /* ckpt_policy.files_by_path */
 	/* st_dev changed since the checkpoint (gofer FUSE mounts): opts.dev_map */
 	const struct ckpt_dev_map *dev_map;
 	uint32_t n_dev_map;
@@ -1261,9 +1260,6 @@ static int restore_fds(struct rctx *c, uint32_t i, struct urs_err *err)
 		bool same = f->r.type == CKPT_FD_CHR
 				    ? st.st_rdev == f->r.rdev
 				    : same_file(c, f->r.dev, f->r.ino, st.st_dev, st.st_ino);
-		if (!same && c->files_by_path && f->r.type == CKPT_FD_REG && S_ISREG(st.st_mode) &&
-		    (uint64_t) st.st_size >= f->r.pos)
-			same = true; /* a new container's copy of the file, by path */
 		if (!same)
 			return urs_err_set(
 				err, -ESTALE,
@@ -2275,8 +2271,7 @@ int ckpt_restore_ex(const char *dir, const struct ckpt_restore_opts *opts, pid_t
 			 .dev_map = opts ? opts->dev_map : NULL,
 			 .n_dev_map = opts ? opts->n_dev_map : 0,
 			 .before_charged = opts ? opts->before_charged : NULL,
-			 .charged_ctx = opts ? opts->charged_ctx : NULL,
-			 .files_by_path = opts && opts->policy && opts->policy->files_by_path};
+			 .charged_ctx = opts ? opts->charged_ctx : NULL};
 	if (!opts || !opts->key)
 		return urs_err_set(err, -ENOKEY, "restore: no key to authenticate the image with");
 	struct ckpt_seal seal;

@@ -41,12 +41,6 @@ struct ckpt_policy {
 	 * with its own privilege); index = RLIMIT_*; 0 entries: no check */
 	uint64_t rlim_max[16];
 	uint32_t n_rlim;
-	/* Restored into another container than the image's (podman container
-	 * restore --import: its writable layer unpacked anew, every file a new
-	 * inode): a regular file held open is reopened by its path and taken if
-	 * it is a regular file reaching the saved position, as CRIU does,
-	 * instead of having to be the same inode. Mappings are still checked. */
-	bool files_by_path;
 };
 
 /* 0, or -EPERM with the task and what exceeds the policy. */

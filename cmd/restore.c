@@ -14,7 +14,6 @@
  * bundle recorded in the image (DIR/container/state.json).
  */
 #include <errno.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -199,14 +198,6 @@ int cmd_restore(int argc, char **argv)
 	int r = urs_bundle_prepare(&c, &o, &err);
 	if (r == 0)
 		r = make_policy(&c, &pol, &err);
-	if (r == 0 && have_rec) {
-		/* onto another root than the image's (podman container restore
-		 * --import: a new container, maybe of the same id, its writable
-		 * layer unpacked anew): files held open are reopened by path
-		 * (ckpt_policy.files_by_path) */
-		char was[PATH_MAX];
-		pol.files_by_path = !realpath(rec.rootfs, was) || strcmp(was, c.rootfs_abs);
-	}
 	if (r == 0 && *layer) {
 		o.overlay_scratch = layer;
 		o.overlay_prepared = true;
