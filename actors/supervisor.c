@@ -1024,11 +1024,14 @@ static int late_restore(struct sup *s, struct urs_err *err)
 		return r;
 	lr.ro.key = lr.key;
 	lr.efd = eventfd(0, EFD_CLOEXEC);
-	if (lr.efd < 0)
+	if (lr.efd < 0) {
+		explicit_bzero(lr.key, sizeof(lr.key));
 		return urs_err_set(err, -errno, "restore: eventfd: %m");
+	}
 	pthread_t th;
 	r = pthread_create(&th, NULL, late_restore_thread, &lr);
 	if (r) {
+		explicit_bzero(lr.key, sizeof(lr.key));
 		close(lr.efd);
 		return urs_err_set(err, -r, "restore: thread: %s", strerror(r));
 	}
@@ -1760,7 +1763,7 @@ int urs_supervisor_main(struct urs_sup_args *a)
 	 * leaves the (now empty) cgroup frozen, and its guard's close may come
 	 * after we stop listening: thaw on the way out (nothing is left in it
 	 * to run; faults-cli-kill, 3 of 40 checkpoint trials under load) */
-	if (s->cg && s->cg->h[URS_CG_V2].path[0])
+	if (s->exited && s->cg && s->cg->h[URS_CG_V2].path[0]) /* not a paused, live one */
 		ckpt_cg2_freeze(s->cg->h[URS_CG_V2].path, false, NULL);
 	gofer_stop(s); /* gofer volumes */
 	if (home.mode)

@@ -1000,6 +1000,10 @@ static int core_open(const uint8_t *buf, size_t len, const struct ckpt_seal *sea
 		ckpt_image_free(&tmp);
 		return r ? r : urs_err_set(err, -EPROTONOSUPPORT, "checkpoint image: version");
 	}
+	if (h.pages_len > CKPT_MAX_USER_ADDR) /* no overflow below, MAC'd or not */
+		return urs_err_set(err, -EBADMSG,
+				   "checkpoint image: core.img claims %llu bytes of page data",
+				   (unsigned long long) h.pages_len);
 	uint64_t n = ckpt_seal_nchunks(h.pages_len);
 	if (h.body_len > len || n > len / CKPT_MAC_LEN ||
 	    sizeof(h) + h.body_len + (n + 1) * CKPT_MAC_LEN != len)

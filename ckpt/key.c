@@ -35,9 +35,11 @@ static int key_read(const char *path, uint8_t key[CKPT_KEY_LEN], struct urs_err 
 				   "checkpoint key %s: must be a regular file owned by uid %u, "
 				   "mode 0600",
 				   path, (unsigned) geteuid());
-	if (sb.st_size != CKPT_KEY_LEN || read(fd, key, CKPT_KEY_LEN) != (ssize_t) CKPT_KEY_LEN)
+	if (sb.st_size != CKPT_KEY_LEN || read(fd, key, CKPT_KEY_LEN) != (ssize_t) CKPT_KEY_LEN) {
+		explicit_bzero(key, CKPT_KEY_LEN); /* no part of a key left behind */
 		return urs_err_set(err, -EINVAL, "checkpoint key %s: not %d bytes", path,
 				   CKPT_KEY_LEN);
+	}
 	return 0;
 }
 
@@ -66,6 +68,7 @@ int ckpt_key(const char *root, bool create, uint8_t key[CKPT_KEY_LEN], struct ur
 	if (fd < 0)
 		return urs_err_set(err, -errno, "checkpoint key %s: %s", tmp, strerror(errno));
 	bool ok = write(fd, fresh, sizeof(fresh)) == (ssize_t) sizeof(fresh) && fsync(fd) == 0;
+	explicit_bzero(fresh, sizeof(fresh));
 	close(fd);
 	r = ok && link(tmp, path) < 0 && errno != EEXIST ? -errno : ok ? 0 : -EIO;
 	unlink(tmp);

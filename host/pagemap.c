@@ -108,6 +108,8 @@ int urs_pagemap_walk_entries(int pm, uint64_t start, uint64_t end, urs_pm_fn fn,
 {
 	uint64_t pme[ENTRIES];
 	struct urs_pm_run run = {0, 0, 0};
+	if (start % PAGE || end % PAGE)
+		return -EINVAL; /* page-aligned ranges only: k would be 0 */
 	for (uint64_t a = start; a < end;) {
 		uint64_t k = (end - a) / PAGE;
 		k = k > ENTRIES ? ENTRIES : k;
