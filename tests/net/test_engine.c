@@ -386,12 +386,54 @@ static int listen_lo(uint16_t *port, int type)
 	return listen_fam(AF_INET, port, type);
 }
 
+/* a UDP socket and a TCP listener on one loopback port (the gateway's
+ * resolver serves both): a port taken for TCP by another process is skipped */
+static void listen_lo_both(uint16_t *port, int *udp, int *tcp)
+{
+	for (int tries = 0; tries < 64; tries++) {
+		*udp = listen_lo(port, SOCK_DGRAM);
+		*tcp = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		assert_true(*tcp >= 0);
+		struct sockaddr_in a = {.sin_family = AF_INET,
+					.sin_port = htons(*port),
+					.sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+		if (bind(*tcp, (struct sockaddr *) &a, sizeof(a)) == 0) {
+			assert_int_equal(listen(*tcp, 4), 0);
+			return;
+		}
+		assert_int_equal(errno, EADDRINUSE);
+		close(*tcp);
+		close(*udp);
+	}
+	fail_msg("no loopback port free for both UDP and TCP in 64 tries");
+}
+
 static uint16_t free_port(int type)
 {
 	uint16_t port;
 	int s = listen_lo(&port, type);
 	close(s);
 	return port;
+}
+
+/* a forward of a free loopback port (@proto) to the sandbox's @sport; the
+ * chosen port can be taken by another process between the probe and the
+ * forward's bind: then another is tried */
+static struct sockaddr_in forward_free(struct env *e, int proto, uint16_t sport)
+{
+	for (int tries = 0; tries < 64; tries++) {
+		uint16_t hport = free_port(proto == IPPROTO_TCP ? SOCK_STREAM : SOCK_DGRAM);
+		struct sockaddr_in ha = {.sin_family = AF_INET,
+					 .sin_port = htons(hport),
+					 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+		int r = urs_net_forward_add(e->net, proto, (struct sockaddr *) &ha, sizeof(ha),
+					    sport);
+		if (r == 0)
+			return ha;
+		assert_int_equal(r, -EADDRINUSE);
+	}
+	fail_msg("no free loopback port for a forward in 64 tries");
+	return (struct sockaddr_in){0};
 }
 
 /* handshake of @c (initialized) with listener @ls; returns the accepted
@@ -774,7 +816,8 @@ static void test_udp_echo_dns(void **state)
 	(void) state;
 	struct env *e = env_new(false, true);
 	uint16_t rport;
-	int res = listen_lo(&rport, SOCK_DGRAM);
+	int res, tres;
+	listen_lo_both(&rport, &res, &tres);
 	struct sockaddr_in *d = (struct sockaddr_in *) &e->cfg.dns[0];
 	d->sin_family = AF_INET;
 	d->sin_port = htons(rport);
@@ -829,12 +872,6 @@ static void test_udp_echo_dns(void **state)
 	free(b);
 	assert_int_equal(urs_net_stats(e->net)->dns_queries, 1);
 	/* DNS over TCP through the gateway: to a resolver on the same port */
-	int tres = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	struct sockaddr_in ta = {.sin_family = AF_INET,
-				 .sin_port = htons(rport),
-				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	assert_int_equal(bind(tres, (struct sockaddr *) &ta, sizeof(ta)), 0);
-	assert_int_equal(listen(tres, 4), 0);
 	struct sbc c;
 	sbc_init(&c, e, "10.0.2.1", 40050, 53);
 	sbc_send(&c, URS_TCP_SYN, NULL, 0);
@@ -967,13 +1004,7 @@ static void test_forward_tcp(void **state)
 	memcpy(e->cfg.sandbox_mac, SB_MAC, 6); /* the SYN must not need a broadcast */
 	e->cfg.sandbox_mac_set = true;
 	env_start(e);
-	uint16_t hport = free_port(SOCK_STREAM);
-	struct sockaddr_in ha = {.sin_family = AF_INET,
-				 .sin_port = htons(hport),
-				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	assert_int_equal(
-		urs_net_forward_add(e->net, IPPROTO_TCP, (struct sockaddr *) &ha, sizeof(ha), 8080),
-		0);
+	struct sockaddr_in ha = forward_free(e, IPPROTO_TCP, 8080);
 	assert_int_equal(
 		urs_net_forward_add(e->net, IPPROTO_TCP, (struct sockaddr *) &ha, sizeof(ha), 8080),
 		-EADDRINUSE);
@@ -1040,15 +1071,16 @@ static void test_forward_tcp6(void **state)
 	(void) state;
 	struct env *e = env_new(false, true);
 	env_start(e);
-	uint16_t hport;
-	int probe = listen_fam(AF_INET6, &hport, SOCK_STREAM);
-	close(probe);
-	struct sockaddr_in6 ha = {.sin6_family = AF_INET6,
-				  .sin6_port = htons(hport),
-				  .sin6_addr = IN6ADDR_LOOPBACK_INIT};
-	assert_int_equal(
-		urs_net_forward_add(e->net, IPPROTO_TCP, (struct sockaddr *) &ha, sizeof(ha), 80),
-		0);
+	struct sockaddr_in6 ha = {.sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT};
+	int fr = -EADDRINUSE;
+	for (int tries = 0; fr == -EADDRINUSE && tries < 64; tries++) {
+		uint16_t hport;
+		close(listen_fam(AF_INET6, &hport, SOCK_STREAM)); /* a free port, probably */
+		ha.sin6_port = htons(hport);
+		fr = urs_net_forward_add(e->net, IPPROTO_TCP, (struct sockaddr *) &ha, sizeof(ha),
+					 80);
+	}
+	assert_int_equal(fr, 0);
 	int cl = socket(AF_INET6, SOCK_STREAM | SOCK_NONBLOCK, 0);
 	connect(cl, (struct sockaddr *) &ha, sizeof(ha));
 	struct urs_pkt p;
@@ -1090,13 +1122,7 @@ static void test_forward_emfile(void **state)
 	(void) state;
 	struct env *e = env_new(false, true);
 	env_start(e);
-	uint16_t hport = free_port(SOCK_STREAM);
-	struct sockaddr_in ha = {.sin_family = AF_INET,
-				 .sin_port = htons(hport),
-				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	assert_int_equal(
-		urs_net_forward_add(e->net, IPPROTO_TCP, (struct sockaddr *) &ha, sizeof(ha), 81),
-		0);
+	struct sockaddr_in ha = forward_free(e, IPPROTO_TCP, 81);
 	int cl = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
 	struct rlimit old, low;
 	assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
@@ -1129,13 +1155,7 @@ static void test_forward_udp(void **state)
 	(void) state;
 	struct env *e = env_new(false, true);
 	env_start(e);
-	uint16_t hport = free_port(SOCK_DGRAM);
-	struct sockaddr_in ha = {.sin_family = AF_INET,
-				 .sin_port = htons(hport),
-				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	assert_int_equal(
-		urs_net_forward_add(e->net, IPPROTO_UDP, (struct sockaddr *) &ha, sizeof(ha), 5353),
-		0);
+	struct sockaddr_in ha = forward_free(e, IPPROTO_UDP, 5353);
 	int cl = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
 	assert_int_equal(sendto(cl, "q1", 2, 0, (struct sockaddr *) &ha, sizeof(ha)), 2);
 	struct urs_pkt p;
