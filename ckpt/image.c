@@ -37,6 +37,7 @@ enum {
 	REC_SIGINFO = 10,
 	REC_SHM = 11,	 /* image-wide, before the first TASK */
 	REC_THREAD = 12, /* a thread of the current task other than its main one */
+	REC_ROOT = 13,	 /* the task's root directory (struct ckpt_root_rec) */
 };
 
 struct core_hdr {
@@ -221,6 +222,8 @@ int ckpt_image_encode(const struct ckpt_image *img, uint8_t **out, size_t *len, 
 			r = rec_put(&b, REC_CWD, t->cwd, strlen(t->cwd), NULL, 0);
 		if (!r && t->exe)
 			r = rec_put(&b, REC_EXE, t->exe, strlen(t->exe), NULL, 0);
+		if (!r && t->has_root)
+			r = rec_put(&b, REC_ROOT, &t->root, sizeof(t->root), NULL, 0);
 		for (uint32_t v = 0; !r && v < t->nvmas; v++) {
 			const struct ckpt_vma *m = &t->vmas[v];
 			r = rec_put(&b, REC_VMA, &m->r, sizeof(m->r), m->path,
@@ -674,6 +677,13 @@ static int decode_body(const uint8_t *p, size_t len, struct ckpt_image *img, uin
 						   "checkpoint image: bad cwd/exe path");
 			break;
 		}
+		case REC_ROOT:
+			if (t->has_root || h.len != sizeof(t->root))
+				return urs_err_set(err, -EINVAL,
+						   "checkpoint image: bad root directory record");
+			memcpy(&t->root, d, sizeof(t->root));
+			t->has_root = 1;
+			break;
 		case REC_VMA: {
 			if (h.len < sizeof(struct ckpt_vma_rec) || t->nvmas >= CKPT_MAX_VMAS)
 				return urs_err_set(err, -EINVAL,

@@ -284,6 +284,13 @@ struct ckpt_task {
 	uint8_t *auxv;
 	uint32_t auxv_len;
 	char *cwd, *exe;
+	/* the task's root directory at checkpoint time (stat of /proc/PID/root;
+	 * has_root 0 in images made before it was recorded): a restore onto
+	 * another root (a new container's rootfs) may reopen files by path */
+	struct ckpt_root_rec {
+		uint64_t dev, ino;
+	} root;
+	uint32_t has_root;
 	struct ckpt_vma *vmas;
 	uint32_t nvmas;
 	struct ckpt_run *runs;

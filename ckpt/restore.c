@@ -96,6 +96,7 @@ struct rctx {
 					 * many), closed once every task has its fds */
 	struct ckpt_tracee *thr;	/* threads created so far (tasks' other threads) */
 	uint32_t nthr;
+	struct ckpt_root_rec root_now; /* the root the tasks are restored into */
 };
 
 /*
@@ -1127,6 +1128,126 @@ static const char *fd_kind(uint32_t type)
 
 static int open_shm_fd(struct rctx *c, uint32_t i, const struct ckpt_fd *f, long *nfd);
 
+/*
+ * Open @path in task i as the task itself would: the puppet takes the
+ * task's groups, fs uid/gid and effective capabilities for the openat2 (no
+ * symlink, no /proc magic link on the way), then gets its own back. Used
+ * where the file is chosen by its path rather than by its identity, so
+ * that the restore never hands the task a file it could not open itself.
+ */
+static int open_as_task(struct rctx *c, uint32_t i, const char *path, int flags, long *fd)
+{
+	const struct ckpt_task_rec *t = &c->img.tasks[i].r;
+	struct open_how how = {.flags = (uint64_t) flags,
+			       .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
+	struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
+	struct __user_cap_data_struct own[2], as[2];
+	long ngroups = 0, ofsuid = -1, ofsgid = -1;
+	size_t l = strlen(path) + 1;
+	if (l > PATH_MAX || t->ngroups > CKPT_MAX_GROUPS)
+		return -ENAMETOOLONG;
+	/* the puppet's own: groups, capabilities (fs ids come back from setfs*) */
+	int r = scratch_put(c, i, S_PATH, path, l);
+	if (!r)
+		r = scratch_put(c, i, S_STRUCT, &how, sizeof(how));
+	if (!r)
+		r = scratch_put(c, i, S_STRUCT + 64, &h, sizeof(h));
+	if (!r)
+		r = inj(c, i, SYS_getgroups, CKPT_MAX_GROUPS, sarg(c, S_BPF + 1024), 0, 0, 0, 0,
+			&ngroups);
+	if (!r)
+		r = inj(c, i, SYS_capget, sarg(c, S_STRUCT + 64), sarg(c, S_STRUCT + 128), 0, 0, 0,
+			0, NULL);
+	if (!r)
+		r = ckpt_mem_read(c->memfd[i], sarg(c, S_STRUCT + 128), own, sizeof(own));
+	if (r)
+		return r;
+	/* become the task for the open (groups only when they differ: a user
+	 * namespace may deny setgroups) */
+	uint32_t og[CKPT_MAX_GROUPS];
+	bool set_groups = (uint64_t) ngroups != t->ngroups;
+	if (!set_groups && ngroups > 0) {
+		r = ckpt_mem_read(c->memfd[i], sarg(c, S_BPF + 1024), og,
+				  (size_t) ngroups * sizeof(uint32_t));
+		set_groups = r || memcmp(og, t->groups, (size_t) ngroups * sizeof(uint32_t));
+	}
+	if (!r && set_groups)
+		r = scratch_put(c, i, S_BPF, t->groups, t->ngroups * sizeof(uint32_t));
+	if (!r && set_groups)
+		r = inj(c, i, SYS_setgroups, t->ngroups, sarg(c, S_BPF), 0, 0, 0, 0, NULL);
+	if (!r)
+		r = inj(c, i, SYS_setfsgid, t->gid[3], 0, 0, 0, 0, 0, &ofsgid);
+	if (!r)
+		r = inj(c, i, SYS_setfsuid, t->uid[3], 0, 0, 0, 0, 0, &ofsuid);
+	for (int k = 0; k < 2; k++)
+		as[k] = (struct __user_cap_data_struct){(uint32_t) (t->cap_eff >> (32 * k)) &
+								own[k].permitted,
+							own[k].permitted, own[k].inheritable};
+	if (!r)
+		r = scratch_put(c, i, S_STRUCT + 192, as, sizeof(as));
+	if (!r)
+		r = inj(c, i, SYS_capset, sarg(c, S_STRUCT + 64), sarg(c, S_STRUCT + 192), 0, 0, 0,
+			0, NULL);
+	int o = r ? r
+		  : inj(c, i, SYS_openat2, (uint64_t) AT_FDCWD, sarg(c, S_PATH), sarg(c, S_STRUCT),
+			sizeof(how), 0, 0, fd);
+	/* and back: capabilities first (setfsuid needs CAP_SETUID) */
+	int b = scratch_put(c, i, S_STRUCT + 192, own, sizeof(own));
+	if (!b)
+		b = inj(c, i, SYS_capset, sarg(c, S_STRUCT + 64), sarg(c, S_STRUCT + 192), 0, 0, 0,
+			0, NULL);
+	if (!b && ofsuid >= 0)
+		b = inj(c, i, SYS_setfsuid, (uint64_t) ofsuid, 0, 0, 0, 0, 0, NULL);
+	if (!b && ofsgid >= 0)
+		b = inj(c, i, SYS_setfsgid, (uint64_t) ofsgid, 0, 0, 0, 0, 0, NULL);
+	if (!b && set_groups)
+		b = inj(c, i, SYS_setgroups, (uint64_t) ngroups, sarg(c, S_BPF + 1024), 0, 0, 0, 0,
+			NULL);
+	if (b && !o && *fd >= 0) /* the puppet kept the task's identity: do not go on */
+		inj(c, i, SYS_close, (uint64_t) *fd, 0, 0, 0, 0, 0, NULL);
+	return b ? b : o;
+}
+
+/*
+ * fd @f of task i is not the file that was open at checkpoint time. On the
+ * root it was checkpointed in, that is an error. Restored onto another root
+ * (a new container's rootfs: `podman container restore --import` unpacks
+ * the writable layer anew, so every file of it is a new inode), a regular
+ * file is reopened by its path, as the task itself (open_as_task), and
+ * taken if it is still a regular file reaching the saved position, as CRIU
+ * does. The decision comes from the authenticated image (the task's
+ * recorded root) and the restore's own view of the root. 1: replaced.
+ */
+static int reopen_by_path(struct rctx *c, uint32_t i, const struct ckpt_fd *f, struct urs_err *err)
+{
+	const struct ckpt_task *t = &c->img.tasks[i];
+	if (f->r.type != CKPT_FD_REG || !f->path || !t->has_root ||
+	    (t->root.dev == c->root_now.dev && t->root.ino == c->root_now.ino))
+		return 0;
+	long fd = -1;
+	struct stat st;
+	const char *what = "not the file that was open at checkpoint time, and reopening it "
+			   "by path as the task failed";
+	int r = open_as_task(c, i, f->path, (int) (f->r.oflags & OPEN_MASK) | O_CLOEXEC, &fd);
+	if (!r)
+		r = fstat_in(c, i, fd, &st);
+	if (!r && (!S_ISREG(st.st_mode) || (uint64_t) st.st_size < f->r.pos)) {
+		what = "not the file that was open at checkpoint time, and the file now at "
+		       "that path is not a regular file reaching the saved position";
+		r = -ESTALE;
+	}
+	if (!r)
+		r = place(c, i, fd, f); /* its flags came with the open */
+	else if (fd >= 0)
+		inj(c, i, SYS_close, (uint64_t) fd, 0, 0, 0, 0, 0, NULL);
+	if (r)
+		return urs_err_set(err, r,
+				   "restore: pid %d: fd %d: %s is %s (saved position %llu): %s",
+				   c->img.tasks[i].r.nspid, f->r.fd, f->path, what,
+				   (unsigned long long) f->r.pos, strerror(-r));
+	return 1;
+}
+
 static int restore_fds(struct rctx *c, uint32_t i, struct urs_err *err)
 {
 	const struct ckpt_task *t = &c->img.tasks[i];
@@ -1260,7 +1381,9 @@ static int restore_fds(struct rctx *c, uint32_t i, struct urs_err *err)
 		bool same = f->r.type == CKPT_FD_CHR
 				    ? st.st_rdev == f->r.rdev
 				    : same_file(c, f->r.dev, f->r.ino, st.st_dev, st.st_ino);
-		if (!same)
+		if (!same && (r = reopen_by_path(c, i, f, err)) < 0)
+			return r;
+		if (!same && !r)
 			return urs_err_set(
 				err, -ESTALE,
 				"restore: pid %d: fd %d: %s is not the file that was open "
@@ -2146,6 +2269,10 @@ static int precheck(struct rctx *c, const struct ckpt_image *img, pid_t puppet, 
 		if (rootfd < 0)
 			return urs_err_set(err, -errno, "restore: %s: %m", root);
 	}
+	struct stat rst;
+	if (rootfd >= 0 ? fstat(rootfd, &rst) : stat("/", &rst))
+		return urs_err_set(err, -errno, "restore: the root directory: %m");
+	c->root_now = (struct ckpt_root_rec){.dev = rst.st_dev, .ino = rst.st_ino};
 	for (uint32_t i = 0; i < img->ntasks; i++) {
 		const struct ckpt_task *t = &img->tasks[i];
 		for (uint32_t v = 0; v < t->nvmas; v++) {
