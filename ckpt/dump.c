@@ -46,6 +46,7 @@
 #include "ckpt/sockdiag.h"
 #include "host/pagemap.h"
 #include "runtime/common.h"
+#include "runtime/io.h"
 
 #define PM_PRESENT (1ull << 63)
 #define CHUNK	   256 /* pages read from /proc/PID/mem at once */
@@ -2904,13 +2905,6 @@ static int seize_frozen(struct dumpctx *c, pid_t root, struct urs_err *err)
 	return r;
 }
 
-static double now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double) ts.tv_sec * 1e3 + (double) ts.tv_nsec / 1e6;
-}
-
 int ckpt_dump(pid_t pid, const char *dir, const struct ckpt_dump_opts *opts,
 	      struct ckpt_dump_stats *stats, struct urs_err *err)
 {
@@ -2918,7 +2912,7 @@ int ckpt_dump(pid_t pid, const char *dir, const struct ckpt_dump_opts *opts,
 	if (!stats)
 		stats = &dummy;
 	memset(stats, 0, sizeof(*stats));
-	double t0 = now_ms();
+	double t0 = urs_now_ms();
 	struct dumpctx c = {.st = stats, .dirfd = -1, .rootfd = -1};
 	c.pw.fd = -1;
 	int r;
@@ -3033,7 +3027,7 @@ out:
 			r = rf;
 	}
 	stats->ntasks = c.nseized;
-	stats->ms = now_ms() - t0;
+	stats->ms = urs_now_ms() - t0;
 	free(c.chunk);
 	for (uint32_t i = 0; c.tr && i < CKPT_MAX_TASKS; i++)
 		free(c.thr[i]);

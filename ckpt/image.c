@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "runtime/common.h"
+#include "runtime/io.h"
 
 #define CORE_MAGIC  "URSACKPT"
 #define PAGES_MAGIC "URSAPAGE"
@@ -868,24 +869,6 @@ int ckpt_image_decode(const uint8_t *buf, size_t len, struct ckpt_image *img, st
 
 /* ---- files ------------------------------------------------------------ */
 
-static int write_all(int fd, const void *p, size_t n, off_t off)
-{
-	const uint8_t *c = p;
-	while (n) {
-		ssize_t w = off >= 0 ? pwrite(fd, c, n, off) : write(fd, c, n);
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		c += w;
-		n -= (size_t) w;
-		if (off >= 0)
-			off += w;
-	}
-	return 0;
-}
-
 /* pages.img is written by ckpt/pagesink.c (batched io_uring writes);
  * the header page is made here, where the format lives */
 int ckpt_pages_open(struct ckpt_pages_writer *w, int dirfd, const struct ckpt_seal *seal,
@@ -951,7 +934,7 @@ int ckpt_image_write_core(const struct ckpt_image *img, int dirfd, const struct 
 		dirfd, "core.img.tmp", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
 		return urs_err_set(err, -errno, "checkpoint: creating core.img: %m");
-	r = write_all(fd, buf, len, -1);
+	r = urs_write_all(fd, buf, len);
 	if (r)
 		return urs_err_set(err, r, "checkpoint: writing core.img: %s", strerror(-r));
 	if (renameat(dirfd, "core.img.tmp", dirfd, "core.img") < 0)

@@ -14,6 +14,7 @@
 
 #include "runtime/loop.h"
 #include "runtime/writer.h"
+#include "runtime/io.h"
 
 struct sinkbuf {
 	struct urs_wchunk c;
@@ -46,21 +47,6 @@ static void chunk_done(struct urs_writer *w, struct urs_wchunk *c, int res)
 	b->fill = 0;
 }
 
-static int pwrite_all(int fd, const uint8_t *p, size_t n, uint64_t off)
-{
-	while (n) {
-		ssize_t k = pwrite(fd, p, n, (off_t) off);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			return k < 0 ? -errno : -EIO;
-		p += k;
-		n -= (size_t) k;
-		off += (uint64_t) k;
-	}
-	return 0;
-}
-
 /* Until @b is back from the kernel. */
 static int wait_buf(struct pagesink *s, struct sinkbuf *b)
 {
@@ -77,7 +63,7 @@ static int submit(struct pagesink *s, struct urs_writer *w, struct sinkbuf *b, i
 {
 	if (!s->uring) {
 		uint64_t off = w == &s->hw ? 0 : s->file_off;
-		int r = pwrite_all(fd, b->data, b->fill, off);
+		int r = urs_pwrite_all(fd, b->data, b->fill, off);
 		if (w != &s->hw)
 			s->file_off += b->fill;
 		b->fill = 0;

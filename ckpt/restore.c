@@ -49,6 +49,7 @@
 #include "ckpt/ptrace.h"
 #include "ckpt/trace.h"
 #include "runtime/common.h"
+#include "runtime/io.h"
 
 #ifndef ARCH_MAP_VDSO_64
 #define ARCH_MAP_VDSO_64 0x2003
@@ -128,13 +129,6 @@ static bool same_file(struct rctx *c, uint64_t dev, uint64_t ino, uint64_t ndev,
 	 * one, and every file must keep its inode (and, mapped, its size). */
 	c->learned[c->nlearned++] = (struct ckpt_dev_map){.from = dev, .to = ndev};
 	return true;
-}
-
-static double now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double) ts.tv_sec * 1e3 + (double) ts.tv_nsec / 1e6;
 }
 
 /* ---- blob placement ------------------------------------------------------ */
@@ -2392,7 +2386,7 @@ int ckpt_restore_ex(const char *dir, const struct ckpt_restore_opts *opts, pid_t
 	if (!stats)
 		stats = &dummy;
 	memset(stats, 0, sizeof(*stats));
-	double t0 = now_ms();
+	double t0 = urs_now_ms();
 	struct rctx c = {.st = stats,
 			 .puppet = opts ? opts->puppet : 0,
 			 .dev_map = opts ? opts->dev_map : NULL,
@@ -2408,7 +2402,7 @@ int ckpt_restore_ex(const char *dir, const struct ckpt_restore_opts *opts, pid_t
 	if (r)
 		return r;
 	ckpt_trace("restore: image loaded");
-	stats->load_ms = now_ms() - t0;
+	stats->load_ms = urs_now_ms() - t0;
 	stats->ntasks = c.img.ntasks;
 	if (opts && opts->policy && (r = ckpt_image_check_policy(&c.img, opts->policy, err)))
 		goto out_img;
@@ -2492,6 +2486,6 @@ out:
 	free(c.tr);
 out_img:
 	ckpt_image_free(&c.img);
-	stats->ms = now_ms() - t0;
+	stats->ms = urs_now_ms() - t0;
 	return r;
 }

@@ -28,6 +28,7 @@
 #include "ckpt/tmpfs.h"
 #include "ckpt/fstree.h"
 #include "runtime/common.h"
+#include "runtime/io.h"
 
 #define MAX_TMPFS 32
 #define MAX_INDEX (MAX_TMPFS * (PATH_MAX + 32))
@@ -209,20 +210,6 @@ void ckpt_tmpfs_forget(const char *dir)
 	}
 }
 
-static int write_all(int fd, const char *s, size_t n)
-{
-	while (n) {
-		ssize_t k = write(fd, s, n);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			return k < 0 ? -errno : -EIO;
-		s += k;
-		n -= (size_t) k;
-	}
-	return 0;
-}
-
 int ckpt_tmpfs_save(pid_t pid, const char *dir, bool frozen, struct urs_err *err)
 {
 	ckpt_tmpfs_forget(dir); /* an older image's */
@@ -289,7 +276,7 @@ int ckpt_tmpfs_save(pid_t pid, const char *dir, bool frozen, struct urs_err *err
 		snprintf(ip, sizeof(ip), "%s/%s", dir, CKPT_TMPFS_INDEX);
 		_cleanup_close_ int fd =
 			open(ip, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-		if (fd < 0 || (r = write_all(fd, index, ilen)) < 0)
+		if (fd < 0 || (r = urs_write_all(fd, index, ilen)) < 0)
 			r = urs_err_set(err, fd < 0 ? -errno : r, "writing %s: %s", ip,
 					strerror(fd < 0 ? errno : -r));
 	}

@@ -27,10 +27,12 @@
 #include "host/cgroup.h"
 #include "ckpt/dump.h"
 #include "ckpt/image.h"
+#include "ckpt/manifest.h"
 #include "ckpt/tmpfs.h"
 #include "ckpt/trace.h"
 #include "host/proc.h"
 #include "runtime/common.h"
+#include "host/fs.h"
 
 /* the image's copy of the record and config.json: DIR/container/ */
 #define CKPT_REC_ID "container"
@@ -73,23 +75,6 @@ void urs_ckpt_worklog(const char *work, const char *name, const char *fmt, ...)
 	if (write(fd, line, (size_t) n) < 0) {
 		/* a log line is best effort */
 	}
-}
-
-static int mkdir_p(const char *path, mode_t mode)
-{
-	char buf[4096];
-	if (snprintf(buf, sizeof(buf), "%s", path) >= (int) sizeof(buf))
-		return -ENAMETOOLONG;
-	for (char *p = buf + 1; *p; p++)
-		if (*p == '/') {
-			*p = 0;
-			if (mkdir(buf, 0711) < 0 && errno != EEXIST)
-				return -errno;
-			*p = '/';
-		}
-	if (mkdir(buf, mode) < 0 && errno != EEXIST)
-		return -errno;
-	return 0;
 }
 
 /* DIR/container/{state.json,config.json}: the record under the fixed id */
@@ -235,13 +220,17 @@ int cmd_checkpoint(int argc, char **argv)
 	 * ctl_guard) */
 	if ((guardfd = urs_ctl_send(sdir, "guard")) < 0)
 		guardfd = -1; /* an older supervisor: as before */
-	int r = mkdir_p(image, 0700);
+	int r = urs_mkdir_p(image, 0700);
 	if (r == 0 && work)
-		r = mkdir_p(work, 0700);
+		r = urs_mkdir_p(work, 0700);
 	if (r < 0 || !realpath(image, dir)) {
 		urs_error("checkpoint: creating %s: %s", image, strerror(r < 0 ? -r : errno));
 		goto out;
 	}
+	/* an older image here is no longer complete from now on */
+	char old_manifest[4200];
+	snprintf(old_manifest, sizeof(old_manifest), "%s/%s", dir, CKPT_MANIFEST);
+	unlink(old_manifest);
 	/* made at the first checkpoint; core.img, pages.img and supervisor.img
 	 * authenticate under it (ckpt/seal.h) */
 	struct urs_err kerr = {{0}};
@@ -331,16 +320,19 @@ int cmd_checkpoint(int argc, char **argv)
 		struct ckpt_seal seal;
 		memcpy(seal.key, key, sizeof(seal.key));
 		r = ckpt_image_check_core(dir, &seal, &e2);
-		explicit_bzero(&seal, sizeof(seal));
 		if (r < 0)
 			urs_err_set(&err, r, "the image does not load back (%s)", e2.msg);
 		ckpt_trace("cli: image loaded back");
+		/* the commit: the sealed list of every other file, written last */
+		if (r == 0)
+			r = ckpt_manifest_write(dir, &seal, &err);
+		explicit_bzero(&seal, sizeof(seal));
 	}
 	if (r < 0 && dumped) {
 		/* no core.img: not an image (the dumper removes its files itself
 		 * when it fails) */
 		static const char *const files[] = {"core.img", "pages.img", "layer.img",
-						    "layer.dev"};
+						    "layer.dev", CKPT_MANIFEST};
 		for (size_t k = 0; k < URS_ARRAY_SIZE(files); k++) {
 			char path[4200];
 			snprintf(path, sizeof(path), "%s/%s", dir, files[k]);

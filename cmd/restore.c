@@ -25,6 +25,7 @@
 #include "cmd/cmd.h"
 #include "host/cgroup.h"
 #include "ckpt/image.h"
+#include "ckpt/manifest.h"
 #include "ckpt/key.h"
 #include "ckpt/restore.h"
 #include "ckpt/trace.h"
@@ -164,6 +165,10 @@ int cmd_restore(int argc, char **argv)
 	int kr = ckpt_key(G.root, false, seal.key, &err);
 	if (kr == 0)
 		kr = ckpt_image_check_core(dir, &seal, &err);
+	/* ...and every other file it reads (record, layer, tmpfs contents,
+	 * the supervisor's state) is the one the checkpoint listed */
+	if (kr == 0)
+		kr = ckpt_manifest_check(dir, &seal, &err);
 	explicit_bzero(&seal, sizeof(seal));
 	if (kr < 0) {
 		urs_error("restore: %s", err.msg);

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "runtime/common.h"
+#include "host/fs.h"
 
 const char *urs_status_name(enum urs_status s)
 {
@@ -50,26 +51,6 @@ int urs_state_path(char *buf, size_t len, const char *root, const char *id, cons
 	return n < 0 || (size_t) n >= len ? -ENAMETOOLONG : 0;
 }
 
-static int mkdir_p(const char *path, mode_t mode)
-{
-	char tmp[PATH_MAX];
-	size_t n = strlen(path);
-	if (n >= sizeof(tmp))
-		return -ENAMETOOLONG;
-	memcpy(tmp, path, n + 1);
-	for (char *p = tmp + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = 0;
-		if (mkdir(tmp, mode) < 0 && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	if (mkdir(tmp, mode) < 0 && errno != EEXIST)
-		return -errno;
-	return 0;
-}
-
 /* A --root someone else could write to lets them plant records (and hooks
  * that a later `delete` runs as us): refuse it. */
 static int root_trusted(const char *root, struct urs_err *err)
@@ -91,7 +72,7 @@ static int root_trusted(const char *root, struct urs_err *err)
 
 int urs_state_dir_create(const char *root, const char *id, struct urs_err *err)
 {
-	int r = mkdir_p(root, 0711);
+	int r = urs_mkdir_p(root, 0711);
 	if (r < 0)
 		return urs_err_set(err, r, "--root %s: cannot create: %s", root, strerror(-r));
 	if ((r = root_trusted(root, err)) < 0)

@@ -4,6 +4,9 @@
  *   ckpt_tool dump PID DIR [CGROUP]   checkpoint the tree rooted at PID into DIR;
  *                             CGROUP: its frozen cgroup v2 directory
  *   ckpt_tool restore DIR     restore it; prints "pid N" (N in our pid ns)
+ *   ckpt_tool seal DIR        (re)write DIR/manifest.img (ckpt/manifest.h): a
+ *                             test that alters an image on purpose seals it
+ *                             again to reach the checks behind the manifest
  * Both print one line of measurements ("dump_ms=..."), errors go to stderr.
  * The image is authenticated with the checkpoint key of the state root
  * $CKPT_TOOL_ROOT (default /run/ursa, ursa's own), made at the first dump.
@@ -16,6 +19,7 @@
 
 #include "ckpt/dump.h"
 #include "ckpt/key.h"
+#include "ckpt/manifest.h"
 #include "ckpt/restore.h"
 
 static int tool_key(bool create, uint8_t key[CKPT_KEY_LEN], struct urs_err *err)
@@ -61,6 +65,18 @@ int main(int argc, char **argv)
 		       st.load_ms, st.ntasks, (unsigned long long) st.pages);
 		return 0;
 	}
-	fprintf(stderr, "usage: ckpt_tool dump PID DIR [CGROUP] | restore DIR\n");
+	if (argc == 3 && !strcmp(argv[1], "seal")) {
+		struct ckpt_seal seal;
+		int r = tool_key(false, seal.key, &err);
+		if (r == 0)
+			r = ckpt_manifest_write(argv[2], &seal, &err);
+		explicit_bzero(&seal, sizeof(seal));
+		if (r) {
+			fprintf(stderr, "ckpt_tool: %s\n", err.msg);
+			return 1;
+		}
+		return 0;
+	}
+	fprintf(stderr, "usage: ckpt_tool dump PID DIR [CGROUP] | restore DIR | seal DIR\n");
 	return 2;
 }

@@ -22,7 +22,7 @@
 # Needs root (namespaces, cgroups, ptrace). Env: URSA.
 set -u
 P=cd$$-
-URSA=${URSA:?}
+URSA=${URSA:?} CKPT_TOOL=${CKPT_TOOL:?}
 work=$(mktemp -d /tmp/ursa-ckpt-do.XXXXXX)
 root=$work/root
 passed=0 failed=0
@@ -138,6 +138,11 @@ check "... and leaves nothing" 'nothing_left ${P}a'
 
 cp -a "$work/img" "$work/img-moved"
 sed -i 's|\t/tmp$|\t/etc|' "$work/img-moved/tmpfs.lst"
+check "an altered tmpfs.lst is refused by the image's manifest" \
+	'! u restore --image-path "$work/img-moved" ${P}a >/dev/null 2>"$work/mv.err" && grep -q "tmpfs.lst was altered" "$work/mv.err"' \
+	"$(err_of "$work/mv.err")"
+# sealed again with the key: what the restore checks behind the manifest
+CKPT_TOOL_ROOT=$root "$CKPT_TOOL" seal "$work/img-moved"
 check "tmpfs contents for a place that is no tmpfs are refused" \
 	'! u restore --image-path "$work/img-moved" ${P}a >/dev/null 2>"$work/mv.err" && grep -q "no empty tmpfs" "$work/mv.err"' \
 	"$(err_of "$work/mv.err")"

@@ -13,6 +13,9 @@
 #     nothing (no record, no cgroup, no process); so do a forged core.img
 #     or pages.img (a byte flipped, every checksum fixed: tests/ckpt/forge.py),
 #     refused as failing authentication (ckpt/seal.h)
+#   - the image's manifest (ckpt/manifest.h): an image without one, with a
+#     file added, with its record altered, or with another image's manifest
+#     is refused before anything is made
 #   - a checkpoint that fails (multi-threaded workload) leaves no
 #     supervisor.img
 # Needs root (namespaces, cgroups, ptrace). Env: URSA, THREADS.
@@ -28,7 +31,7 @@ bad() { failed=$((failed + 1)); echo "FAIL  $1${2:+
 check() { if eval "$2"; then ok "$1"; else bad "$1" "${3:-}"; fi; }
 u() { URSA_SECCOMP_COUNT=0 "$URSA" --root "$root" "$@"; }
 cleanup() {
-	for id in ${P}s1 ${P}s2 ${P}bad1 ${P}bad2 ${P}bad3 ${P}t1 ${P}j ${P}n ${P}f; do u delete --force "$id" >/dev/null 2>&1; done
+	for id in ${P}s1 ${P}s2 ${P}bad1 ${P}bad2 ${P}bad3 ${P}bad4 ${P}bad5 ${P}bad6 ${P}bad7 ${P}bad8 ${P}bad9 ${P}t1 ${P}j ${P}n ${P}f; do u delete --force "$id" >/dev/null 2>&1; done
 	rm -rf "$work"
 }
 trap cleanup EXIT
@@ -154,7 +157,7 @@ sup_v2() { [[ $(sed -n 's/^0:://p' "/proc/$(jq -r .sup_pid "$root/$1/state.json"
 if $hybrid; then
 	(cd "$work/b" && URSA_CG_JOIN_V2=1 u run -d ${P}j >/dev/null 2>"$work/j.err") ||
 		bad "run -d (URSA_CG_JOIN_V2=1)" "$(cat "$work/j.err")"
-	for _ in $(seq 40); do sup_v2 ${P}j && break; sleep 0.05; done
+	for _ in $(seq 400); do sup_v2 ${P}j && break; sleep 0.05; done # up to 20 s
 	check "URSA_CG_JOIN_V2=1: the supervisor joins the v2 cgroup once running" 'sup_v2 ${P}j'
 	u exec ${P}j /bin/sh -c 'echo kept >/dev/shm/f' >/dev/null 2>&1
 	check "checkpoint with the supervisor in the frozen cgroup" \
@@ -185,10 +188,22 @@ size=$(stat -c %s "$work/tampered/supervisor.img")
 b=$(od -An -tu1 -j $((size / 2)) -N1 "$work/tampered/supervisor.img" | tr -d ' ')
 printf "\\$(printf %o $(((b + 1) % 256)))" |
 	dd of="$work/tampered/supervisor.img" bs=1 seek=$((size / 2)) conv=notrunc 2>/dev/null
-refused "a flipped byte" ${P}bad1 "$work/tampered" "MAC\|tampered"
+# (the image's manifest, checked before anything is read, lists it with its
+# hash: ckpt/manifest.h)
+NAMES=supervisor.img refused "a flipped byte" ${P}bad1 "$work/tampered" "altered"
 cp -a "$work/img.orig" "$work/truncated"
 truncate -s -40 "$work/truncated/supervisor.img"
-refused "a truncated state file" ${P}bad2 "$work/truncated" "truncated"
+NAMES=supervisor.img refused "a truncated state file" ${P}bad2 "$work/truncated" "altered"
+# the manifest (written last: the image's commit) and what it covers
+cp -a "$work/img.orig" "$work/nomanifest" && rm "$work/nomanifest/manifest.img"
+NAMES=manifest.img refused "no manifest (an incomplete checkpoint)" ${P}bad6 "$work/nomanifest" \
+	"did not complete"
+cp -a "$work/img.orig" "$work/extra" && echo x >"$work/extra/tmpfs-7.img" && chmod 600 "$work/extra/tmpfs-7.img"
+NAMES=tmpfs-7.img refused "a file added to the image" ${P}bad7 "$work/extra" "not in the image's manifest"
+cp -a "$work/img.orig" "$work/record" && sed -i 's/sleep/sleeq/' "$work/record/container/config.json"
+NAMES=container/config.json refused "the image's config.json altered" ${P}bad8 "$work/record" "altered"
+cp -a "$work/img.orig" "$work/swapped" && cp "$work/img2/manifest.img" "$work/swapped/"
+NAMES=manifest.img refused "another image's manifest" ${P}bad9 "$work/swapped" "another core.img"
 head -c 32 /dev/urandom >"$work/other.key" && chmod 600 "$work/other.key"
 # (core.img, checked first since images are authenticated, says so before
 # the state file is read)

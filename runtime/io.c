@@ -1,0 +1,46 @@
+/*
+ * runtime/io.c — whole writes and a millisecond clock (runtime/io.h).
+ */
+#include <errno.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "runtime/io.h"
+
+int urs_write_all(int fd, const void *p, size_t n)
+{
+	const uint8_t *c = p;
+	while (n) {
+		ssize_t k = write(fd, c, n);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return k < 0 ? -errno : -EIO;
+		c += k;
+		n -= (size_t) k;
+	}
+	return 0;
+}
+
+int urs_pwrite_all(int fd, const void *p, size_t n, uint64_t off)
+{
+	const uint8_t *c = p;
+	while (n) {
+		ssize_t k = pwrite(fd, c, n, (off_t) off);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return k < 0 ? -errno : -EIO;
+		c += k;
+		n -= (size_t) k;
+		off += (uint64_t) k;
+	}
+	return 0;
+}
+
+double urs_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double) ts.tv_sec * 1e3 + (double) ts.tv_nsec / 1e6;
+}

@@ -1,0 +1,40 @@
+/*
+ * runtime/io.h — the small blocking helpers every layer needs and each
+ * once wrote for itself: whole writes (short writes and EINTR handled) and
+ * a monotonic clock in milliseconds. Not for the loop's hot paths, which
+ * go through io_uring.
+ */
+#ifndef URSA_RUNTIME_IO_H
+#define URSA_RUNTIME_IO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/**
+ * urs_write_all() - write all of @p to @fd
+ * @fd: a blocking fd
+ * @p: the bytes
+ * @n: their count
+ *
+ * Return: 0, or a negative errno (-EIO when the fd takes nothing).
+ */
+int urs_write_all(int fd, const void *p, size_t n);
+
+/**
+ * urs_pwrite_all() - write all of @p to @fd at @off
+ * @fd: a blocking, seekable fd
+ * @p: the bytes
+ * @n: their count
+ * @off: the file offset of the first byte
+ *
+ * Return: 0, or a negative errno (-EIO when the fd takes nothing).
+ */
+int urs_pwrite_all(int fd, const void *p, size_t n, uint64_t off);
+
+/**
+ * urs_now_ms() - CLOCK_MONOTONIC in milliseconds (for durations in logs and
+ *                statistics, never for deciding what is correct)
+ */
+double urs_now_ms(void);
+
+#endif
