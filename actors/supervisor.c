@@ -909,7 +909,7 @@ static int gofer_saved_check(struct sup *s, struct urs_err *err)
  * Before the processes come back: the files of the sandbox's tmpfs mounts
  * (ckpt/tmpfs.h), each mount's old device mapped to its new one; and
  * for `ursa do --id`, whose writable layer the CLI unpacked into the bundle
- * (cmd/do_layer.c), the device its files showed (DIR/layer.dev: a file and
+ * (ckpt/layer.c), the device its files showed (DIR/layer.dev: a file and
  * its old st_dev) to the one the same file shows now. Their files are new:
  * any inode.
  */

@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ckpt/layer.h"
 #include "actors/checkpointer.h"
 #include "actors/supervisor.h"
 #include "cmd/cli.h"
@@ -293,8 +294,8 @@ int cmd_checkpoint(int argc, char **argv)
 	unlink(stale);
 	snprintf(stale, sizeof(stale), "%s/layer.dev", dir);
 	unlink(stale);
-	if (r == 0 && urs_do_layer_of(st.id, st.bundle))
-		r = freezer ? urs_do_layer_save(st.id, st.pid, dir, &err)
+	if (r == 0 && ckpt_layer_of(G.root, st.id, st.bundle))
+		r = freezer ? ckpt_layer_save(G.root, st.id, st.pid, dir, NULL, &err)
 			    : urs_err_set(
 				      &err, -ENOTSUP,
 				      "its writable layer cannot be saved consistently without the "

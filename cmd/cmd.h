@@ -45,19 +45,9 @@ int urs_container_delete(const char *id, bool force, struct urs_err *err);
 /* The same for a record already read (@rec stays the caller's). */
 int urs_container_remove(const struct urs_state *rec, bool force, struct urs_err *err);
 
-/* The writable layer of `ursa do --id ID` (cmd/do_layer.c): a tmpfs on the
- * host at ROOT/.do/ID (state root), made (@fresh: with upper/ too), saved into and
- * loaded from a checkpoint image (DIR/layer.img), removed. */
-int urs_do_layer_make(const char *id, bool fresh, char *path, size_t len, struct urs_err *err);
-void urs_do_layer_remove(const char *id);
-bool urs_do_layer_of(const char *id, const char *bundle);
 /* ckpt_dump_opts.seccomp_replace for a container (@ctx: its struct
  * urs_state): its counting filter -> its profile's plain one. */
 int urs_ckpt_seccomp_replace(void *ctx, const uint64_t *insns, uint32_t len, const uint64_t **out);
-int urs_do_layer_save(const char *id, pid_t pid, const char *image, struct urs_err *err);
-bool urs_do_layer_in_image(const char *image);
-int urs_do_layer_load(const char *id, const char *image, char *bundle, size_t len,
-		      struct urs_err *err);
 
 int cmd_demo(int argc, char **argv);
 int cmd_create(int argc, char **argv);

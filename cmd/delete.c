@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ckpt/layer.h"
 #include "cmd/cli.h"
 #include "cmd/cmd.h"
 #include "host/cgroup.h"
@@ -113,9 +114,9 @@ int urs_container_remove(const struct urs_state *rec, bool force, struct urs_err
 	 * them all, and leaves what was there before (a shim's rootfs mount) */
 	if (st.host_mnt && st.rootfs[0] && umount2(st.rootfs, MNT_DETACH) < 0 && errno != EINVAL)
 		urs_warn("delete: detaching the container's mounts under its rootfs failed");
-	/* a registered `ursa do` sandbox's writable layer (cmd/do_layer.c) */
-	if (urs_do_layer_of(id, st.bundle))
-		urs_do_layer_remove(id);
+	/* a registered `ursa do` sandbox's writable layer (ckpt/layer.c) */
+	if (ckpt_layer_of(G.root, id, st.bundle))
+		ckpt_layer_remove(G.root, id, NULL);
 	return urs_state_remove(G.root, id);
 }
 

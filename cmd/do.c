@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "ckpt/layer.h"
 #include "cmd/cli.h"
 #include "cmd/cmd.h"
 #include "host/init.h"
@@ -456,14 +457,14 @@ int cmd_do(int argc, char **argv)
 		}
 	}
 	/* --id: registered under the state root, its writable layer on a tmpfs
-	 * the host sees (cmd/do_layer.c), so that it can be checkpointed */
+	 * the host sees (ckpt/layer.c), so that it can be checkpointed */
 	char scratch[PATH_MAX] = SCRATCH;
 	if (reg_id) {
 		if (urs_id_valid(reg_id, &err) < 0) {
 			urs_error("do: --id: %s", err.msg);
 			return 125;
 		}
-		if (urs_do_layer_make(reg_id, true, scratch, sizeof(scratch), &err) < 0) {
+		if (ckpt_layer_make(G.root, reg_id, true, scratch, sizeof(scratch), &err) < 0) {
 			urs_error("%s", err.msg);
 			return 125;
 		}
@@ -562,7 +563,7 @@ out:
 	if (*resolv && !reg_id)
 		unlink(resolv);
 	if (reg_id)
-		urs_do_layer_remove(reg_id);
+		ckpt_layer_remove(G.root, reg_id, NULL);
 	urs_spec_free(spec);
 	return rc;
 }

@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "ckpt/layer.h"
 #include "cmd/cli.h"
 #include "cmd/cmd.h"
 #include "host/cgroup.h"
@@ -177,11 +178,11 @@ int cmd_restore(int argc, char **argv)
 	}
 	struct urs_state rec = {0};
 	bool have_rec = urs_state_read(dir, CKPT_REC_ID, &rec, NULL) == 0;
-	/* a registered `ursa do` sandbox (cmd/do_layer.c): the bundle is the
+	/* a registered `ursa do` sandbox (ckpt/layer.c): the bundle is the
 	 * writable layer the image carries, unpacked on a fresh tmpfs */
 	char layer[4096] = "";
-	if (!c.bundle && urs_do_layer_in_image(dir)) {
-		if (urs_do_layer_load(c.id, dir, layer, sizeof(layer), &err) < 0) {
+	if (!c.bundle && ckpt_layer_in_image(dir)) {
+		if (ckpt_layer_load(G.root, c.id, dir, layer, sizeof(layer), &err) < 0) {
 			urs_error("%s", err.msg);
 			urs_ckpt_worklog(work, "restore.log", "error: %s", err.msg);
 			urs_state_clear(&rec);
@@ -244,7 +245,7 @@ int cmd_restore(int argc, char **argv)
 	urs_state_clear(&st);
 out:
 	if (rc && *layer)
-		urs_do_layer_remove(c.id);
+		ckpt_layer_remove(G.root, c.id, NULL);
 	urs_state_clear(&rec);
 	urs_create_args_free(&c);
 	ckpt_trace("cli: restore done");

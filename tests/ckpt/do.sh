@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tests/ckpt/do.sh — checkpoint/restore of a registered `ursa do --id`
-# sandbox running dynamic binaries from the host's root (cmd/do_layer.c):
+# sandbox running dynamic binaries from the host's root (ckpt/layer.c):
 #   - bash + /bin/sleep children, and python3 if present, in `ursa do --id`;
 #     they write counters into the overlay's writable layer (/root, /var/tmp)
 #     and to stdout; one deletes a host file in its view (a whiteout)

@@ -1,5 +1,5 @@
 /*
- * cmd/do_layer.c — the writable layer of a registered `ursa do --id ID`
+ * ckpt/layer.c — the writable layer of a registered `ursa do --id ID`
  * sandbox, and what a checkpoint keeps of it. A plain `ursa do` puts its
  * overlay's upper layer on a tmpfs inside the sandbox's mount namespace,
  * where it dies with the sandbox. With --id the sandbox can be
@@ -24,27 +24,26 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "cmd/cli.h"
-#include "cmd/cmd.h"
 #include "ckpt/fstree.h"
+#include "ckpt/layer.h"
 #include "runtime/common.h"
 
 #define LAYER_IMG "layer.img"
 
 /* ROOT/.do/ID: beside the sandbox's record (ROOT/ID), in the state root */
-static void layer_path(char *path, size_t len, const char *id)
+static void layer_path(char *path, size_t len, const char *root, const char *id)
 {
-	snprintf(path, len, "%s/.do/%s", G.root, id);
+	snprintf(path, len, "%s/.do/%s", root, id);
 }
 
-int urs_do_layer_make(const char *id, bool fresh, char *path, size_t len, struct urs_err *err)
+int ckpt_layer_make(const char *root, const char *id, bool fresh, char *path, size_t len,
+		    struct urs_err *err)
 {
 	char top[PATH_MAX];
-	snprintf(top, sizeof(top), "%s/.do", G.root);
-	if ((mkdir(G.root, 0711) < 0 && errno != EEXIST) ||
-	    (mkdir(top, 0700) < 0 && errno != EEXIST))
+	snprintf(top, sizeof(top), "%s/.do", root);
+	if ((mkdir(root, 0711) < 0 && errno != EEXIST) || (mkdir(top, 0700) < 0 && errno != EEXIST))
 		return urs_err_set(err, -errno, "do: creating %s: %m", top);
-	layer_path(path, len, id);
+	layer_path(path, len, root, id);
 	if (mkdir(path, 0700) < 0)
 		return urs_err_set(err, -errno, "do: --id %s: %s", id,
 				   errno == EEXIST ? "its writable layer exists already (a sandbox "
@@ -65,27 +64,28 @@ int urs_do_layer_make(const char *id, bool fresh, char *path, size_t len, struct
 		snprintf(d, sizeof(d), "%s/%s", path, dirs[k]);
 		if (mkdir(d, 0755) < 0) {
 			int e = -errno;
-			urs_do_layer_remove(id);
+			ckpt_layer_remove(root, id, NULL);
 			return urs_err_set(err, e, "do: creating %s: %s", d, strerror(-e));
 		}
 	}
 	return 0;
 }
 
-void urs_do_layer_remove(const char *id)
+int ckpt_layer_remove(const char *root, const char *id, struct urs_err *err)
 {
 	char path[PATH_MAX];
-	layer_path(path, sizeof(path), id);
+	layer_path(path, sizeof(path), root, id);
 	if (umount2(path, MNT_DETACH) < 0 && errno != EINVAL && errno != ENOENT)
-		urs_error("do: unmounting %s: %s", path, strerror(errno));
+		return urs_err_set(err, -errno, "do: unmounting %s: %m", path);
 	if (rmdir(path) < 0 && errno != ENOENT)
-		urs_error("do: removing %s: %s", path, strerror(errno));
+		return urs_err_set(err, -errno, "do: removing %s: %m", path);
+	return 0;
 }
 
-bool urs_do_layer_of(const char *id, const char *bundle)
+bool ckpt_layer_of(const char *root, const char *id, const char *bundle)
 {
 	char path[PATH_MAX];
-	layer_path(path, sizeof(path), id);
+	layer_path(path, sizeof(path), root, id);
 	return bundle && !strcmp(bundle, path);
 }
 
@@ -162,10 +162,11 @@ static int save_layer_dev(const char *layer, pid_t pid, const char *image, struc
 	return 0;
 }
 
-int urs_do_layer_save(const char *id, pid_t pid, const char *image, struct urs_err *err)
+int ckpt_layer_save(const char *root, const char *id, pid_t pid, const char *image,
+		    struct urs_fstree_stats *stats, struct urs_err *err)
 {
 	char path[PATH_MAX], out[PATH_MAX + 16];
-	layer_path(path, sizeof(path), id);
+	layer_path(path, sizeof(path), root, id);
 	_cleanup_close_ int dfd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (dfd < 0)
 		return urs_err_set(err, -errno, "checkpoint: the writable layer %s: %m", path);
@@ -179,7 +180,7 @@ int urs_do_layer_save(const char *id, pid_t pid, const char *image, struct urs_e
 	static const char *const skip[] = {"work", "root", NULL};
 	struct urs_fstree_stats st;
 	struct urs_err e2 = {{0}};
-	int r = urs_fstree_pack(dfd, fd, skip, &st, &e2);
+	int r = urs_fstree_pack(dfd, fd, skip, stats ? stats : &st, &e2);
 	if (r == 0 && fsync(fd) < 0)
 		r = urs_err_set(&e2, -errno, "%m");
 	if (r < 0) {
@@ -187,8 +188,6 @@ int urs_do_layer_save(const char *id, pid_t pid, const char *image, struct urs_e
 		return urs_err_set(err, r, "checkpoint: saving the writable layer into %s: %s", out,
 				   e2.msg);
 	}
-	urs_debug("checkpoint %s: writable layer: %llu entries, %llu bytes of contents", id,
-		  (unsigned long long) st.entries, (unsigned long long) st.data_bytes);
 	snprintf(out, sizeof(out), "%s/layer.dev", image);
 	unlink(out);
 	if ((r = save_layer_dev(path, pid, image, err)) < 0) {
@@ -198,15 +197,15 @@ int urs_do_layer_save(const char *id, pid_t pid, const char *image, struct urs_e
 	return r;
 }
 
-bool urs_do_layer_in_image(const char *image)
+bool ckpt_layer_in_image(const char *image)
 {
 	char p[PATH_MAX + 16];
 	snprintf(p, sizeof(p), "%s/%s", image, LAYER_IMG);
 	return access(p, F_OK) == 0;
 }
 
-int urs_do_layer_load(const char *id, const char *image, char *bundle, size_t len,
-		      struct urs_err *err)
+int ckpt_layer_load(const char *root, const char *id, const char *image, char *bundle, size_t len,
+		    struct urs_err *err)
 {
 	char in[PATH_MAX + 16];
 	snprintf(in, sizeof(in), "%s/%s", image, LAYER_IMG);
@@ -220,7 +219,7 @@ int urs_do_layer_load(const char *id, const char *image, char *bundle, size_t le
 				   "restore: %s must be a regular file owned by us and writable by "
 				   "nobody else",
 				   in);
-	int r = urs_do_layer_make(id, false, bundle, len, err);
+	int r = ckpt_layer_make(root, id, false, bundle, len, err);
 	if (r < 0)
 		return r;
 	_cleanup_close_ int dfd = open(bundle, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -234,7 +233,7 @@ int urs_do_layer_load(const char *id, const char *image, char *bundle, size_t le
 	    (lstat(cfg, &a) < 0 || !S_ISREG(a.st_mode) || lstat(up, &b) < 0 || !S_ISDIR(b.st_mode)))
 		r = urs_err_set(&e2, -EINVAL, "it has no config.json or no upper/");
 	if (r < 0) {
-		urs_do_layer_remove(id);
+		ckpt_layer_remove(root, id, NULL);
 		return urs_err_set(err, r, "restore: the writable layer %s: %s", in, e2.msg);
 	}
 	return 0;
