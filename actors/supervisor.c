@@ -343,7 +343,7 @@ static void conn_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint3
 	struct sup *s = c->s;
 	if (c->guard) { /* its checkpoint ended, or died: the workload runs */
 		if (s->cg && s->cg->h[URS_CG_V2].path[0])
-			ckpt_cg2_freeze(s->cg->h[URS_CG_V2].path, false, NULL);
+			urs_cg2_freeze(s->cg->h[URS_CG_V2].path, false, NULL);
 		conn_release(c);
 		return;
 	}
@@ -1222,9 +1222,10 @@ static void join_v2_later(void)
 		return;
 	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
 	pthread_attr_setstacksize(&at, 64 << 10);
-	if (pthread_create(&th, &at, join_v2_thread, NULL)) {
-		/* best effort: we stay where we are */
-	}
+	int e = pthread_create(&th, &at, join_v2_thread, NULL);
+	if (e) /* we stay where we are, charged to the caller: say so */
+		fprintf(stderr, "ursa: warning: supervisor: joining %s: a thread: %s\n", j2.procs,
+			strerror(e));
 	pthread_attr_destroy(&at);
 }
 
@@ -1764,7 +1765,7 @@ int urs_supervisor_main(struct urs_sup_args *a)
 	 * after we stop listening: thaw on the way out (nothing is left in it
 	 * to run; faults-cli-kill, 3 of 40 checkpoint trials under load) */
 	if (s->exited && s->cg && s->cg->h[URS_CG_V2].path[0]) /* not a paused, live one */
-		ckpt_cg2_freeze(s->cg->h[URS_CG_V2].path, false, NULL);
+		urs_cg2_freeze(s->cg->h[URS_CG_V2].path, false, NULL);
 	gofer_stop(s); /* gofer volumes */
 	if (home.mode)
 		urs_cg_enter_self_v1(&home, NULL);

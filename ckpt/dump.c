@@ -10,6 +10,7 @@
  * for the tree; the other threads of a process each get a thread record.
  */
 #include "ckpt/dump.h"
+#include "host/cgroup.h"
 #include "ckpt/trace.h"
 
 #include <dirent.h>
@@ -2692,60 +2693,6 @@ static int seize_tree(struct dumpctx *c, pid_t root, struct urs_err *err)
  * be all the cgroup holds. Before the detach the cgroup is frozen, so the
  * tasks run no further than the image until the caller thaws or kills them. */
 
-static int cg_write_freeze(const char *cg, int v, struct urs_err *err)
-{
-	char path[PATH_MAX];
-	if (snprintf(path, sizeof(path), "%s/cgroup.freeze", cg) >= (int) sizeof(path))
-		return urs_err_set(err, -ENAMETOOLONG, "checkpoint: cgroup path too long");
-	_cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0 || write(fd, v ? "1" : "0", 1) != 1)
-		return urs_err_set(err, -errno, "checkpoint: writing %s: %m", path);
-	return 0;
-}
-
-/* Wait (up to 10 s) until cgroup.events says frozen. */
-static int cg_wait_frozen(const char *cg, struct urs_err *err)
-{
-	char path[PATH_MAX], buf[256];
-	snprintf(path, sizeof(path), "%s/cgroup.events", cg);
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return urs_err_set(err, -errno, "checkpoint: opening %s: %m", path);
-	/* cgroup.events notifies with POLLPRI, but the kernel sends at most one
-	 * notification per file every 10 ms (CGROUP_FILE_NOTIFY_MIN_INTV) and
-	 * delays the rest: a refreeze soon after the freeze and the thaw would
-	 * wait those 10 ms. So the wait is also bounded by a short timeout
-	 * that grows (50 us doubling to 1 ms), for 10 s in all. */
-	struct timespec t0;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	long wait_ns = 50000;
-	for (;;) {
-		ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
-		if (n < 0)
-			return urs_err_set(err, -errno, "checkpoint: reading %s: %m", path);
-		buf[n] = 0;
-		if (strstr(buf, "frozen 1"))
-			return 0;
-		struct timespec t;
-		clock_gettime(CLOCK_MONOTONIC, &t);
-		if (t.tv_sec - t0.tv_sec > 10)
-			break;
-		struct pollfd pfd = {.fd = fd, .events = POLLPRI};
-		struct timespec to = {0, wait_ns};
-		ppoll(&pfd, 1, &to, NULL);
-		wait_ns = wait_ns < 500000 ? wait_ns * 2 : 1000000;
-	}
-	return urs_err_set(err, -ETIMEDOUT, "checkpoint: %s did not freeze within 10 s", cg);
-}
-
-int ckpt_cg2_freeze(const char *dir, bool frozen, struct urs_err *err)
-{
-	int r = cg_write_freeze(dir, frozen, err);
-	if (!r && frozen)
-		r = cg_wait_frozen(dir, err);
-	return r;
-}
-
 static int in_pidlist(pid_t pid, const pid_t *l, uint32_t n)
 {
 	for (uint32_t i = 0; i < n; i++)
@@ -2780,18 +2727,6 @@ static int cg_only_tree(struct dumpctx *c, const pid_t *pids, uint32_t n, pid_t 
 	return 0;
 }
 
-/* Is the cgroup frozen or freezing already (its own cgroup.freeze, or an
- * ancestor's as cgroup.events says)? */
-static bool cg_frozen_already(const char *cg)
-{
-	char path[PATH_MAX], buf[256];
-	snprintf(path, sizeof(path), "%s/cgroup.freeze", cg);
-	if (read_small(path, buf, sizeof(buf)) <= 0 || buf[0] != '0')
-		return true;
-	snprintf(path, sizeof(path), "%s/cgroup.events", cg);
-	return read_small(path, buf, sizeof(buf)) <= 0 || strstr(buf, "frozen 1");
-}
-
 /* Let go of every task and thread seize_tree took (they run on), for a
  * fresh start the freezer's way. */
 static void unseize_all(struct dumpctx *c)
@@ -2813,7 +2748,7 @@ static void unseize_all(struct dumpctx *c)
 
 static int seize_frozen(struct dumpctx *c, pid_t root, struct urs_err *err)
 {
-	if (!cg_frozen_already(c->freezer)) {
+	if (!urs_cg2_frozen_already(c->freezer)) {
 		/* running: stop the tree with ptrace first (a stopped parent forks
 		 * no more children, so the walk is complete), then check that the
 		 * cgroup holds nothing else: one wake-up per task, where
@@ -2835,9 +2770,9 @@ static int seize_frozen(struct dumpctx *c, pid_t root, struct urs_err *err)
 		}
 		unseize_all(c);
 	}
-	int r = cg_write_freeze(c->freezer, 1, err);
+	int r = urs_cg2_freeze_write(c->freezer, 1, err);
 	if (!r)
-		r = cg_wait_frozen(c->freezer, err);
+		r = urs_cg2_wait_frozen(c->freezer, err);
 	if (r)
 		return r;
 	/* walk and check everything before touching anything */
@@ -2883,7 +2818,7 @@ static int seize_frozen(struct dumpctx *c, pid_t root, struct urs_err *err)
 		if (r)
 			break;
 	}
-	int r2 = cg_write_freeze(c->freezer, 0, err);
+	int r2 = urs_cg2_freeze_write(c->freezer, 0, err);
 	if (!r)
 		r = r2;
 	for (uint32_t i = 0; i < c->nseized; i++) {
@@ -3008,7 +2943,7 @@ out:
 		/* freeze again first: once detached, each task goes straight back
 		 * into the freezer trap */
 		struct urs_err e2;
-		int rf = cg_write_freeze(c.freezer, 1, r ? &e2 : err);
+		int rf = urs_cg2_freeze_write(c.freezer, 1, r ? &e2 : err);
 		if (!r)
 			r = rf;
 	}
@@ -3022,7 +2957,7 @@ out:
 	ckpt_trace("dump: detached");
 	if (c.freezer && c.nseized) {
 		struct urs_err e2;
-		int rf = cg_wait_frozen(c.freezer, r ? &e2 : err);
+		int rf = urs_cg2_wait_frozen(c.freezer, r ? &e2 : err);
 		if (!r)
 			r = rf;
 	}

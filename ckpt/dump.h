@@ -56,10 +56,6 @@ struct ckpt_dump_opts {
 	const uint8_t *key;
 };
 
-/* Write cgroup.freeze of a cgroup v2 directory and wait (≤ 10 s) until
- * cgroup.events agrees (thawing: returns at once). */
-int ckpt_cg2_freeze(const char *dir, bool frozen, struct urs_err *err);
-
 /* Dump the tree rooted at pid (a pid in the caller's pid namespace) into dir
  * (which must exist). opts->key is required. */
 int ckpt_dump(pid_t pid, const char *dir, const struct ckpt_dump_opts *opts,

@@ -80,10 +80,15 @@ static int hash_file(int dfd, const char *dir, const char *name, struct mentry *
 		return r;
 	struct urs_sha256 h;
 	urs_sha256_init(&h);
-	static __thread uint8_t buf[1 << 16];
+	/* not static __thread: the supervisor links this, and 64 KiB of TLS
+	 * in every thread made its small-stack threads fail to start */
+	enum { BUF = 1 << 16 };
+	_cleanup_free_ uint8_t *buf = malloc(BUF);
+	if (!buf)
+		return urs_err_set(err, -ENOMEM, "checkpoint image: out of memory");
 	uint64_t total = 0;
 	ssize_t n;
-	while ((n = read(fd, buf, sizeof(buf))) > 0) {
+	while ((n = read(fd, buf, BUF)) > 0) {
 		urs_sha256_update(&h, buf, (size_t) n);
 		total += (uint64_t) n;
 	}

@@ -343,7 +343,7 @@ int cmd_checkpoint(int argc, char **argv)
 	}
 	if (r < 0) {
 		if (freezer)
-			ckpt_cg2_freeze(freezer, false, NULL); /* a refusal leaves it as it was */
+			urs_cg2_freeze(freezer, false, NULL); /* a refusal leaves it as it was */
 		say_failure(st.id, dir, &err);
 		urs_ckpt_worklog(work, "dump.log", "error: %s", err.msg);
 		goto out;
@@ -362,7 +362,7 @@ int cmd_checkpoint(int argc, char **argv)
 	client_marker(dir, "inventory.img");
 	client_marker(work, "stats-dump");
 	if (leave) {
-		if (freezer && ckpt_cg2_freeze(freezer, false, &err) < 0) {
+		if (freezer && urs_cg2_freeze(freezer, false, &err) < 0) {
 			urs_error("checkpoint %s: thawing: %s", st.id, err.msg);
 			goto out;
 		}
@@ -377,13 +377,13 @@ int cmd_checkpoint(int argc, char **argv)
 	 * the container: the thaw (~0.15 ms) is only for a supervisor frozen
 	 * with it (unified hosts) */
 	if (freezer && !sup_apart)
-		ckpt_cg2_freeze(freezer, false, NULL);
+		urs_cg2_freeze(freezer, false, NULL);
 	ckpt_trace("cli: killed and thawed");
 	if (urs_container_remove(&st, true, &err) < 0) {
 		/* a cgroup left behind must not stay frozen: a later sandbox
 		 * with the same cgroupsPath would reuse it */
 		if (freezer && sup_apart)
-			ckpt_cg2_freeze(freezer, false, NULL);
+			urs_cg2_freeze(freezer, false, NULL);
 		urs_error("checkpoint %s: the image is complete, but deleting the container "
 			  "failed: %s",
 			  st.id, err.msg);

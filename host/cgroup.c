@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <linux/magic.h>
+#include <poll.h>
 
 #include "host/cgroup.h"
 #include "runtime/common.h"
@@ -1455,11 +1456,82 @@ static int frozen_now(struct urs_cgroup *cg, int h, char *state, size_t len, str
 	return v;
 }
 
+/* ---- the cgroup v2 freezer, by directory (the checkpoint's) ------------------ */
+
+int urs_cg2_freeze_write(const char *dir, bool frozen, struct urs_err *err)
+{
+	char path[PATH_MAX];
+	if (snprintf(path, sizeof(path), "%s/cgroup.freeze", dir) >= (int) sizeof(path))
+		return urs_err_set(err, -ENAMETOOLONG, "cgroup: path too long: %s", dir);
+	_cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0 || write(fd, frozen ? "1" : "0", 1) != 1)
+		return urs_err_set(err, -errno, "cgroup: writing %s: %m", path);
+	return 0;
+}
+
+int urs_cg2_wait_frozen(const char *dir, struct urs_err *err)
+{
+	char path[PATH_MAX], buf[256];
+	snprintf(path, sizeof(path), "%s/cgroup.events", dir);
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return urs_err_set(err, -errno, "cgroup: opening %s: %m", path);
+	/* cgroup.events notifies with POLLPRI, but the kernel sends at most one
+	 * notification per file every 10 ms (CGROUP_FILE_NOTIFY_MIN_INTV) and
+	 * delays the rest: a refreeze soon after the freeze and the thaw would
+	 * wait those 10 ms. So the wait is also bounded by a short timeout
+	 * that grows (50 us doubling to 1 ms), for 10 s in all. */
+	int64_t deadline = now_ns() + 10 * 1000000000ll;
+	long wait_ns = 50000;
+	for (;;) {
+		ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+		if (n < 0)
+			return urs_err_set(err, -errno, "cgroup: reading %s: %m", path);
+		buf[n] = 0;
+		if (strstr(buf, "frozen 1"))
+			return 0;
+		if (now_ns() > deadline)
+			break;
+		struct pollfd pfd = {.fd = fd, .events = POLLPRI};
+		struct timespec to = {0, wait_ns};
+		ppoll(&pfd, 1, &to, NULL);
+		wait_ns = wait_ns < 500000 ? wait_ns * 2 : 1000000;
+	}
+	return urs_err_set(err, -ETIMEDOUT, "cgroup: %s did not freeze within 10 s", dir);
+}
+
+int urs_cg2_freeze(const char *dir, bool frozen, struct urs_err *err)
+{
+	int r = urs_cg2_freeze_write(dir, frozen, err);
+	if (!r && frozen)
+		r = urs_cg2_wait_frozen(dir, err);
+	return r;
+}
+
+bool urs_cg2_frozen_already(const char *dir)
+{
+	char path[PATH_MAX], buf[256];
+	snprintf(path, sizeof(path), "%s/cgroup.freeze", dir);
+	_cleanup_close_ int f = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = f < 0 ? -1 : read(f, buf, sizeof(buf) - 1);
+	if (n <= 0 || buf[0] != '0')
+		return true;
+	snprintf(path, sizeof(path), "%s/cgroup.events", dir);
+	_cleanup_close_ int e = open(path, O_RDONLY | O_CLOEXEC);
+	n = e < 0 ? -1 : read(e, buf, sizeof(buf) - 1);
+	if (n <= 0)
+		return true;
+	buf[n] = 0;
+	return strstr(buf, "frozen 1") != NULL;
+}
+
 int urs_cg_freeze(struct urs_cgroup *cg, bool frozen, struct urs_err *err)
 {
 	int h = freezer_hier(cg);
 	if (h < 0)
 		return urs_err_set(err, h, "cgroup: no freezer (neither v1 freezer nor cgroup2)");
+	if (h == URS_CG_V2)
+		return urs_cg2_freeze(cg->h[h].path, frozen, err);
 	const char *file = h == URS_CG_FREEZER ? "freezer.state" : "cgroup.freeze";
 	const char *val =
 		h == URS_CG_FREEZER ? (frozen ? "FROZEN" : "THAWED") : (frozen ? "1" : "0");

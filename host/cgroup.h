@@ -203,8 +203,49 @@ int urs_cg_apply(struct urs_cgroup *cg, const struct urs_cg_resources *r, struct
 /* v2 cpu.weight for v1 cpu.shares (runc's linear map [2, 262144] → [1, 10000]). */
 uint64_t urs_cg_shares_to_weight(uint64_t shares);
 
+/**
+ * urs_cg2_freeze_write() - write cgroup.freeze of a cgroup v2 directory
+ * @dir: the cgroup's directory
+ * @frozen: freeze (true) or thaw
+ * @err: what failed
+ *
+ * Does not wait: urs_cg2_wait_frozen() does (a checkpoint does work between).
+ *
+ * Return: 0 or a negative errno.
+ */
+int urs_cg2_freeze_write(const char *dir, bool frozen, struct urs_err *err);
+
+/**
+ * urs_cg2_wait_frozen() - wait (≤ 10 s) until cgroup.events says frozen
+ * @dir: the cgroup's directory
+ * @err: what failed
+ *
+ * Woken by cgroup.events' POLLPRI, and by a short timeout growing from 50 us
+ * to 1 ms (the kernel delays notifications of one file by up to 10 ms).
+ *
+ * Return: 0, -ETIMEDOUT, or another negative errno.
+ */
+int urs_cg2_wait_frozen(const char *dir, struct urs_err *err);
+
+/**
+ * urs_cg2_freeze() - freeze (and wait) or thaw a cgroup v2 directory
+ * @dir: the cgroup's directory
+ * @frozen: freeze or thaw (a thaw returns at once)
+ * @err: what failed
+ *
+ * Return: 0 or a negative errno.
+ */
+int urs_cg2_freeze(const char *dir, bool frozen, struct urs_err *err);
+
+/**
+ * urs_cg2_frozen_already() - is @dir frozen or freezing (by its own
+ *                            cgroup.freeze, or an ancestor's)?
+ * @dir: the cgroup's directory (unreadable counts as frozen: not touched)
+ */
+bool urs_cg2_frozen_already(const char *dir);
+
 /* Freeze or thaw, waiting (≤ 2 s) until the kernel reports the state.
- * v1 freezer when present, else cgroup2 cgroup.freeze. */
+ * v1 freezer when present, else cgroup2 cgroup.freeze (urs_cg2_freeze). */
 int urs_cg_freeze(struct urs_cgroup *cg, bool frozen, struct urs_err *err);
 /* 1 frozen, 0 not (thawed or still freezing), or negative errno. */
 int urs_cg_is_frozen(struct urs_cgroup *cg, struct urs_err *err);
