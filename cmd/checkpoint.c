@@ -1,10 +1,10 @@
 /*
  * cmd/checkpoint.c — `ursa checkpoint --image-path DIR [--leave-running]
- * [--work-path DIR] ID` (runc-compatible): freeze the sandbox's cgroup, dump
- * its init's process tree into DIR (ckpt/dump.h), keep the container's
- * record and config.json beside it (DIR/container/, what `ursa restore`
- * rebuilds the sandbox from), then thaw it (--leave-running) or kill and
- * delete it. Driven from the CLI, synchronously: the supervisor sits in the
+ * [--work-path DIR] ID` (runc-compatible): the container locked and found
+ * running, its supervisor asked for its own state, the image made by the
+ * ckpt/ library (ckpt_container_checkpoint: the frozen tree, its files, the
+ * record, the manifest), then the container thawed (--leave-running) or
+ * killed and deleted. Driven from the CLI, synchronously: the supervisor sits in the
  * same cgroup and is frozen with the tree for the few milliseconds it takes.
  * A refusal (an unsupported resource, named with its pid) leaves the sandbox
  * running as before and no image. docs/checkpoint.md has the details.
@@ -20,23 +20,16 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ckpt/layer.h"
 #include "actors/checkpointer.h"
 #include "actors/supervisor.h"
+#include "ckpt/container.h"
+#include "ckpt/trace.h"
 #include "cmd/cli.h"
 #include "cmd/cmd.h"
 #include "host/cgroup.h"
-#include "ckpt/dump.h"
-#include "ckpt/image.h"
-#include "ckpt/manifest.h"
-#include "ckpt/tmpfs.h"
-#include "ckpt/trace.h"
+#include "host/fs.h"
 #include "host/proc.h"
 #include "runtime/common.h"
-#include "host/fs.h"
-
-/* the image's copy of the record and config.json: DIR/container/ */
-#define CKPT_REC_ID "container"
 
 /* An empty DIR/NAME, for clients that test for a file CRIU writes. */
 static void client_marker(const char *dir, const char *name)
@@ -78,24 +71,6 @@ void urs_ckpt_worklog(const char *work, const char *name, const char *fmt, ...)
 	}
 }
 
-/* DIR/container/{state.json,config.json}: the record under the fixed id */
-static int save_record(const char *dir, const struct urs_state *st, struct urs_err *err)
-{
-	struct urs_state copy = *st;
-	snprintf(copy.id, sizeof(copy.id), "%s", CKPT_REC_ID);
-	urs_state_remove(dir, CKPT_REC_ID); /* an older image's */
-	int r = urs_state_dir_create(dir, CKPT_REC_ID, err);
-	if (r < 0)
-		return r;
-	if ((r = urs_state_write(dir, &copy, err)) < 0)
-		return r;
-	char cfg[4096];
-	urs_state_path(cfg, sizeof(cfg), G.root, st->id, "config.json");
-	if ((r = urs_state_save_config(dir, CKPT_REC_ID, cfg)) < 0)
-		return urs_err_set(err, r, "checkpoint: copying %s: %s", cfg, strerror(-r));
-	return 0;
-}
-
 /* The supervisor's answer to "checkpoint DIR" (asked at @asked): its state
  * is in DIR/supervisor.img. Closes *ctlfd (-1 after). */
 static int sup_state_wait(int *ctlfd, const struct urs_state *st, const char *work,
@@ -134,13 +109,234 @@ static void say_failure(const char *id, const char *dir, const struct urs_err *e
 		urs_error("checkpoint %s: %s (image directory %s)", id, err->msg, dir);
 }
 
+/* the supervisor's state, asked before the freeze (ckpt_container_ckpt.sup_wait) */
+struct sup_ask {
+	int ctlfd; /* -2 not asked, -1 answered (or failed), else waiting */
+	const struct urs_state *st;
+	const char *work;
+	struct timespec asked;
+};
+
+static int sup_wait_cb(void *ctx, struct urs_err *err)
+{
+	struct sup_ask *a = ctx;
+	return a->ctlfd == -1 ? 0 : sup_state_wait(&a->ctlfd, a->st, a->work, &a->asked, err);
+}
+
+/* the runc/CRIU options ursa cannot honour */
+static bool refused(const char *cgmode, bool lazy, bool pre, const char *parent,
+		    const char *page_server, int status_fd, bool locks, size_t external)
+{
+	if (lazy || pre || parent || page_server || status_fd >= 0 || locks || external) {
+		urs_error("checkpoint: --%s is not supported",
+			  external	? "external"
+			  : lazy	? "lazy-pages"
+			  : pre		? "pre-dump"
+			  : parent	? "parent-path"
+			  : page_server ? "page-server"
+			  : locks	? "file-locks (file locks are not checkpointed)"
+					: "status-fd");
+		return true;
+	}
+	if (cgmode && strcmp(cgmode, "soft") && strcmp(cgmode, "full") &&
+	    strcmp(cgmode, "strict") && strcmp(cgmode, "ignore")) {
+		urs_error("checkpoint: --manage-cgroups-mode %s: unknown mode", cgmode);
+		return true;
+	}
+	return false;
+}
+
+/* one checkpoint of a container at a time (a second one's refusal would
+ * thaw the cgroup under the first); returns the locked state dir's fd */
+static int lock_running(const struct urs_state *st, char *sdir, size_t len)
+{
+	urs_state_path(sdir, len, G.root, st->id, NULL);
+	int fd = open(sdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		urs_error("checkpoint: container %s: %s", st->id,
+			  fd >= 0 && errno == EWOULDBLOCK ? "a checkpoint is already running"
+							  : strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	enum urs_status s = urs_container_status(st);
+	if (s != URS_ST_RUNNING) {
+		urs_error("checkpoint: container %s is %s, not running", st->id,
+			  urs_status_name(s));
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* after a complete image: thawed (--leave-running), or killed while still
+ * frozen, so it runs no further than the image, and deleted */
+static int finish(const struct urs_state *st, const char *freezer, bool sup_apart, bool leave,
+		  int pidfd)
+{
+	struct urs_err err = {{0}};
+	if (leave) {
+		if (freezer && urs_cg2_freeze(freezer, false, &err) < 0) {
+			urs_error("checkpoint %s: thawing: %s", st->id, err.msg);
+			return 1;
+		}
+		return 0;
+	}
+	/* the pid namespace dies with its init (a frozen task still dies of SIGKILL) */
+	urs_pidfd_signal(pidfd, SIGKILL);
+	/* the thaw (~0.15 ms) is only for a supervisor frozen with it (unified
+	 * hosts); the cgroup goes with the container */
+	if (freezer && !sup_apart)
+		urs_cg2_freeze(freezer, false, NULL);
+	ckpt_trace("cli: killed and thawed");
+	if (urs_container_remove(st, true, &err) < 0) {
+		/* a cgroup left behind must not stay frozen: a later sandbox
+		 * with the same cgroupsPath would reuse it */
+		if (freezer && sup_apart)
+			urs_cg2_freeze(freezer, false, NULL);
+		urs_error("checkpoint %s: the image is complete, but deleting the container "
+			  "failed: %s",
+			  st->id, err.msg);
+		return 1;
+	}
+	return 0;
+}
+
+struct ckpt_args {
+	const char *image, *work;
+	bool leave;
+};
+
+/* the image directory, made (0700) and resolved into @dir */
+static int image_dir(const struct ckpt_args *a, char *dir)
+{
+	int r = urs_mkdir_p(a->image, 0700);
+	if (r == 0 && a->work)
+		r = urs_mkdir_p(a->work, 0700);
+	if (r < 0 || !realpath(a->image, dir)) {
+		urs_error("checkpoint: creating %s: %s", a->image, strerror(r < 0 ? -r : errno));
+		return -1;
+	}
+	return 0;
+}
+
+static int checkpoint_run(struct urs_state *st, const struct ckpt_args *a)
+{
+	if (!a->image) {
+		urs_error("checkpoint: --image-path is required");
+		return 1;
+	}
+	char sdir[4096], dir[4096], req[4200];
+	_cleanup_close_ int lockfd = lock_running(st, sdir, sizeof(sdir));
+	if (lockfd < 0)
+		return 1;
+	/* held open until we return: if we are killed with the sandbox frozen,
+	 * its supervisor sees it closed and thaws it (actors/supervisor.c,
+	 * ctl_guard); closed last (declared first) */
+	_cleanup_close_ int guardfd = urs_ctl_send(sdir, "guard");
+	if (image_dir(a, dir) < 0)
+		return 1;
+	int rc = 1;
+	uint8_t key[URS_CKPT_KEY_LEN] = {0}; /* made at the first checkpoint */
+	struct urs_err err = {{0}};
+	struct sup_ask ask = {.ctlfd = -2, .st = st, .work = a->work};
+	struct urs_cgroup cg;
+	bool have_cg = false, masked = false;
+	const char *freezer = NULL;
+	_cleanup_close_ int pidfd = -1;
+	sigset_t all, oldmask;
+	if (urs_ckpt_key(G.root, true, key, &err) < 0) {
+		urs_error("checkpoint %s: %s", st->id, err.msg);
+		goto out;
+	}
+	/* the supervisor's own state (metrics, netstack tables, config) into
+	 * DIR/supervisor.img, by its checkpointer actor: asked now, answered
+	 * while we prepare (and, when it is not in the frozen cgroup, dump) */
+	snprintf(req, sizeof(req), "checkpoint %s", dir);
+	clock_gettime(CLOCK_MONOTONIC, &ask.asked);
+	ask.ctlfd = urs_ctl_send(sdir, req);
+	if (st->cgroup && *st->cgroup) {
+		if (urs_cmd_cgroup("checkpoint", st, &cg) < 0)
+			goto out;
+		have_cg = true;
+		/* the cgroup v2 freezer (hybrid hosts have one beside the v1
+		 * hierarchies); without it the dumper stops the tasks with ptrace */
+		if (cg.h[URS_CG_V2].path[0])
+			freezer = cg.h[URS_CG_V2].path;
+	}
+	if ((pidfd = urs_pidfd_open_checked(st->pid, st->pid_start)) < 0) {
+		urs_error("checkpoint: container %s: its init is gone", st->id);
+		goto out;
+	}
+	ckpt_trace("cli: prepared");
+	/* A supervisor in the freezer's cgroup must have written its state
+	 * before the freeze. On hybrid hosts it stays out of the v2 cgroup
+	 * (actors/supervisor.c, join_v2_later): there it writes while we dump. */
+	bool sup_apart = freezer && cg.mode != URS_CG_UNIFIED && !urs_cg_v2_has(&cg, st->sup_pid);
+	if ((!sup_apart || ask.ctlfd < 0) &&
+	    sup_state_wait(&ask.ctlfd, st, a->work, &ask.asked, &err) < 0) {
+		urs_error("checkpoint %s: %s", st->id, err.msg);
+		urs_ckpt_worklog(a->work, "dump.log", "error: %s", err.msg);
+		goto out;
+	}
+	/* interrupted halfway, the tasks would go on with injected registers or
+	 * stay frozen: nothing but SIGKILL stops us until they are thawed or
+	 * killed (unblocked at the end) */
+	sigfillset(&all);
+	sigprocmask(SIG_BLOCK, &all, &oldmask);
+	masked = true;
+	struct ckpt_container_ckpt o = {.dir = dir,
+					.state_root = G.root,
+					.record = st,
+					.freezer = freezer,
+					.key = key,
+					.seccomp_replace = urs_ckpt_seccomp_replace,
+					.seccomp_ctx = st,
+					.sup_wait = sup_apart ? sup_wait_cb : NULL,
+					.sup_ctx = &ask};
+	struct ckpt_dump_stats ds;
+	if (ckpt_container_checkpoint(&o, &ds, &err) < 0) {
+		say_failure(st->id, dir, &err);
+		urs_ckpt_worklog(a->work, "dump.log", "error: %s", err.msg);
+		goto out;
+	}
+	urs_ckpt_worklog(a->work, "dump.log",
+			 "dumped %u tasks, %llu pages (%llu zero pages skipped), %llu bytes in "
+			 "%.3f ms",
+			 ds.ntasks, (unsigned long long) ds.pages,
+			 (unsigned long long) ds.zero_pages, (unsigned long long) ds.image_bytes,
+			 ds.ms);
+	/* the files CRIU's clients look for: podman restores only an image
+	 * holding CRIU's inventory.img (it stats it) and exports the work
+	 * directory's stats-dump with it; empty, ursa's restore reads neither */
+	client_marker(dir, "inventory.img");
+	client_marker(a->work, "stats-dump");
+	rc = finish(st, freezer, sup_apart, a->leave, pidfd);
+out:
+	if (rc && ask.ctlfd != -2) {
+		/* no image: none of the supervisor's state either (once it is
+		 * written, if the request is still being answered) */
+		char reply[512], sup_img[4200];
+		if (ask.ctlfd >= 0)
+			urs_ctl_recv(ask.ctlfd, reply, sizeof(reply));
+		snprintf(sup_img, sizeof(sup_img), "%s/%s", dir, URS_SUPSTATE_FILE);
+		unlink(sup_img);
+	}
+	explicit_bzero(key, sizeof(key));
+	if (masked)
+		sigprocmask(SIG_SETMASK, &oldmask, NULL);
+	if (have_cg)
+		urs_cg_close(&cg);
+	return rc;
+}
+
 int cmd_checkpoint(int argc, char **argv)
 {
 	const char *image = NULL, *work = NULL, *parent = NULL, *cgmode = NULL, *page_server = NULL;
 	bool leave = false, tcp = false, unix_sk = false, locks = false, shell = false,
 	     lazy = false, pre = false, dedup = false;
 	int status_fd = -1;
-	uint8_t key[URS_CKPT_KEY_LEN] = {0}; /* the host's: authenticates the image */
 	struct urs_strlist empty_ns = {0}, external = {0};
 	const struct urs_opt opts[] = {
 		{"image-path", 0, URS_OPT_STR, &image, "directory for the image (created)"},
@@ -162,249 +358,16 @@ int cmd_checkpoint(int argc, char **argv)
 		{"external", 0, URS_OPT_LIST, &external, "refused: namespaces are not saved"},
 		{NULL, 0, 0, NULL, NULL},
 	};
-	struct urs_err err = {{0}};
 	struct urs_state st;
 	int rc = urs_cmd_open("checkpoint", "--image-path DIR [options] ID", argc, argv, opts, &st,
 			      NULL);
 	if (rc >= 0)
 		return rc;
 	ckpt_trace("cli: checkpoint opened");
-	rc = 1;
-	_cleanup_close_ int pidfd = -1;
-	_cleanup_close_ int lockfd = -1;
-	_cleanup_close_ int guardfd = -1; /* closed last: the supervisor then thaws */
-	int ctlfd = -2;			  /* the supervisor's state: -2 not asked, else asked */
-	sigset_t oldmask;
-	bool masked = false;
-	struct urs_cgroup cg;
-	bool have_cg = false;
-	const char *freezer = NULL;
-	char dir[4096];
-	if (lazy || pre || parent || page_server || status_fd >= 0 || locks || external.n) {
-		urs_error("checkpoint: --%s is not supported",
-			  external.n	? "external"
-			  : lazy	? "lazy-pages"
-			  : pre		? "pre-dump"
-			  : parent	? "parent-path"
-			  : page_server ? "page-server"
-			  : locks	? "file-locks (file locks are not checkpointed)"
-					: "status-fd");
-		goto out;
-	}
-	if (cgmode && strcmp(cgmode, "soft") && strcmp(cgmode, "full") &&
-	    strcmp(cgmode, "strict") && strcmp(cgmode, "ignore")) {
-		urs_error("checkpoint: --manage-cgroups-mode %s: unknown mode", cgmode);
-		goto out;
-	}
-	if (!image) {
-		urs_error("checkpoint: --image-path is required");
-		goto out;
-	}
-	/* one checkpoint of a container at a time (a second one's refusal would
-	 * thaw the cgroup under the first) */
-	char sdir[4096];
-	urs_state_path(sdir, sizeof(sdir), G.root, st.id, NULL);
-	lockfd = open(sdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (lockfd < 0 || flock(lockfd, LOCK_EX | LOCK_NB) < 0) {
-		urs_error("checkpoint: container %s: %s", st.id,
-			  lockfd >= 0 && errno == EWOULDBLOCK ? "a checkpoint is already running"
-							      : strerror(errno));
-		goto out;
-	}
-	enum urs_status s = urs_container_status(&st);
-	if (s != URS_ST_RUNNING) {
-		urs_error("checkpoint: container %s is %s, not running", st.id, urs_status_name(s));
-		goto out;
-	}
-	/* held open until we return: if we are killed with the sandbox frozen,
-	 * its supervisor sees it closed and thaws it (actors/supervisor.c,
-	 * ctl_guard) */
-	if ((guardfd = urs_ctl_send(sdir, "guard")) < 0)
-		guardfd = -1; /* an older supervisor: as before */
-	int r = urs_mkdir_p(image, 0700);
-	if (r == 0 && work)
-		r = urs_mkdir_p(work, 0700);
-	if (r < 0 || !realpath(image, dir)) {
-		urs_error("checkpoint: creating %s: %s", image, strerror(r < 0 ? -r : errno));
-		goto out;
-	}
-	/* an older image here is no longer complete from now on */
-	char old_manifest[4200];
-	snprintf(old_manifest, sizeof(old_manifest), "%s/%s", dir, CKPT_MANIFEST);
-	unlink(old_manifest);
-	/* made at the first checkpoint; core.img, pages.img and supervisor.img
-	 * authenticate under it (ckpt/seal.h) */
-	struct urs_err kerr = {{0}};
-	if (urs_ckpt_key(G.root, true, key, &kerr) < 0) {
-		urs_error("checkpoint %s: %s", st.id, kerr.msg);
-		goto out;
-	}
-	/* the supervisor's own state (metrics, netstack tables, config) into
-	 * DIR/supervisor.img, written by its checkpointer actor
-	 * (actors/checkpointer.h): asked now, answered while we prepare (and,
-	 * when it is not in the frozen cgroup, dump) */
-	char req[4200], reply[512];
-	snprintf(req, sizeof(req), "checkpoint %s", dir);
-	struct timespec ts0;
-	clock_gettime(CLOCK_MONOTONIC, &ts0);
-	ctlfd = urs_ctl_send(sdir, req);
-	if (st.cgroup && *st.cgroup) {
-		if (urs_cmd_cgroup("checkpoint", &st, &cg) < 0)
-			goto out;
-		have_cg = true;
-		/* the cgroup v2 freezer (hybrid hosts have one beside the v1
-		 * hierarchies); without it the dumper stops the tasks with ptrace */
-		if (cg.h[URS_CG_V2].path[0])
-			freezer = cg.h[URS_CG_V2].path;
-	}
-	pidfd = urs_pidfd_open_checked(st.pid, st.pid_start);
-	if (pidfd < 0) {
-		urs_error("checkpoint: container %s: its init is gone", st.id);
-		goto out;
-	}
-	ckpt_trace("cli: prepared");
-	/* A supervisor in the freezer's cgroup must have written its state
-	 * before the freeze. On hybrid hosts it stays out of the v2 cgroup
-	 * (actors/supervisor.c, join_v2_later): there it writes while we dump. */
-	bool sup_apart = freezer && cg.mode != URS_CG_UNIFIED && !urs_cg_v2_has(&cg, st.sup_pid);
-	if ((!sup_apart || ctlfd < 0) && sup_state_wait(&ctlfd, &st, work, &ts0, &err) < 0) {
-		urs_error("checkpoint %s: %s", st.id, err.msg);
-		urs_ckpt_worklog(work, "dump.log", "error: %s", err.msg);
-		goto out;
-	}
-	struct ckpt_dump_opts dopts = {.freezer = freezer,
-				       .outside = st.sup_pid,
-				       .seccomp_replace = urs_ckpt_seccomp_replace,
-				       .seccomp_ctx = &st,
-				       .key = key};
-	struct ckpt_dump_stats ds;
-	/* interrupted halfway, the tasks would go on with injected registers or
-	 * stay frozen: nothing but SIGKILL stops us until they are thawed or
-	 * killed (unblocked at the end) */
-	sigset_t all;
-	sigfillset(&all);
-	sigprocmask(SIG_BLOCK, &all, &oldmask);
-	masked = true;
-	r = ckpt_dump(st.pid, dir, &dopts, &ds, &err);
-	ckpt_trace("cli: dumped");
-	/* a registered `ursa do` sandbox: its writable layer too, still frozen */
-	bool dumped = r == 0;
-	char stale[4200]; /* an older image's layer: not this sandbox's */
-	snprintf(stale, sizeof(stale), "%s/layer.img", dir);
-	unlink(stale);
-	snprintf(stale, sizeof(stale), "%s/layer.dev", dir);
-	unlink(stale);
-	if (r == 0 && ckpt_layer_of(G.root, st.id, st.bundle))
-		r = freezer ? ckpt_layer_save(G.root, st.id, st.pid, dir, NULL, &err)
-			    : urs_err_set(
-				      &err, -ENOTSUP,
-				      "its writable layer cannot be saved consistently without the "
-				      "cgroup v2 freezer (the sandbox runs on while it is read)");
-	/* files on its tmpfs mounts (/tmp, /dev/shm...): nowhere else */
-	if (r == 0 && (r = ckpt_tmpfs_save(st.pid, dir, freezer != NULL, &err)) > 0)
-		r = 0;
-	ckpt_trace("cli: tmpfs contents saved");
-	if (sup_apart && ctlfd >= 0) {
-		struct urs_err e2 = {{0}};
-		int rs = sup_state_wait(&ctlfd, &st, work, &ts0, &e2);
-		if (rs < 0 && r == 0) {
-			r = rs;
-			err = e2;
-		}
-	}
-	if (r == 0)
-		r = save_record(dir, &st, &err);
-	if (r == 0) {
-		/* before anything is killed: the image must load back (every
-		 * check a restore makes of it), or the workload would be lost */
-		struct urs_err e2 = {{0}};
-		struct ckpt_seal seal;
-		memcpy(seal.key, key, sizeof(seal.key));
-		r = ckpt_image_check_core(dir, &seal, &e2);
-		if (r < 0)
-			urs_err_set(&err, r, "the image does not load back (%s)", e2.msg);
-		ckpt_trace("cli: image loaded back");
-		/* the commit: the sealed list of every other file, written last */
-		if (r == 0)
-			r = ckpt_manifest_write(dir, &seal, &err);
-		explicit_bzero(&seal, sizeof(seal));
-	}
-	if (r < 0 && dumped) {
-		/* no core.img: not an image (the dumper removes its files itself
-		 * when it fails) */
-		static const char *const files[] = {"core.img", "pages.img", "layer.img",
-						    "layer.dev", CKPT_MANIFEST};
-		for (size_t k = 0; k < URS_ARRAY_SIZE(files); k++) {
-			char path[4200];
-			snprintf(path, sizeof(path), "%s/%s", dir, files[k]);
-			unlink(path);
-		}
-		ckpt_tmpfs_forget(dir);
-	}
-	if (r < 0) {
-		if (freezer)
-			urs_cg2_freeze(freezer, false, NULL); /* a refusal leaves it as it was */
-		say_failure(st.id, dir, &err);
-		urs_ckpt_worklog(work, "dump.log", "error: %s", err.msg);
-		goto out;
-	}
-	urs_ckpt_worklog(work, "dump.log",
-			 "dumped %u tasks, %llu pages (%llu zero pages skipped), %llu bytes in "
-			 "%.3f ms",
-			 ds.ntasks, (unsigned long long) ds.pages,
-			 (unsigned long long) ds.zero_pages, (unsigned long long) ds.image_bytes,
-			 ds.ms);
-	urs_debug("checkpoint %s: %u tasks, %llu bytes, %.3f ms", st.id, ds.ntasks,
-		  (unsigned long long) ds.image_bytes, ds.ms);
-	/* the files CRIU's clients look for: podman restores only an image
-	 * holding CRIU's inventory.img (it stats it) and exports the work
-	 * directory's stats-dump with it; empty, ursa's restore reads neither */
-	client_marker(dir, "inventory.img");
-	client_marker(work, "stats-dump");
-	if (leave) {
-		if (freezer && urs_cg2_freeze(freezer, false, &err) < 0) {
-			urs_error("checkpoint %s: thawing: %s", st.id, err.msg);
-			goto out;
-		}
-		rc = 0;
-		goto out;
-	}
-	/* killed while still frozen, so it runs no further than the image: the
-	 * pid namespace dies with its init (a frozen task still dies of SIGKILL) */
-	ckpt_trace("cli: record saved");
-	urs_pidfd_signal(pidfd, SIGKILL);
-	/* A frozen task dies of SIGKILL (cgroup v2), and the cgroup goes with
-	 * the container: the thaw (~0.15 ms) is only for a supervisor frozen
-	 * with it (unified hosts) */
-	if (freezer && !sup_apart)
-		urs_cg2_freeze(freezer, false, NULL);
-	ckpt_trace("cli: killed and thawed");
-	if (urs_container_remove(&st, true, &err) < 0) {
-		/* a cgroup left behind must not stay frozen: a later sandbox
-		 * with the same cgroupsPath would reuse it */
-		if (freezer && sup_apart)
-			urs_cg2_freeze(freezer, false, NULL);
-		urs_error("checkpoint %s: the image is complete, but deleting the container "
-			  "failed: %s",
-			  st.id, err.msg);
-		goto out;
-	}
-	rc = 0;
-out:
-	if (rc && ctlfd != -2) {
-		/* no image: none of the supervisor's state either (once it is
-		 * written, if the request is still being answered) */
-		char sup_img[4200];
-		if (ctlfd >= 0)
-			urs_ctl_recv(ctlfd, reply, sizeof(reply));
-		snprintf(sup_img, sizeof(sup_img), "%s/%s", dir, URS_SUPSTATE_FILE);
-		unlink(sup_img);
-	}
-	explicit_bzero(key, sizeof(key));
-	if (masked)
-		sigprocmask(SIG_SETMASK, &oldmask, NULL);
-	if (have_cg)
-		urs_cg_close(&cg);
+	struct ckpt_args a = {.image = image, .work = work, .leave = leave};
+	rc = refused(cgmode, lazy, pre, parent, page_server, status_fd, locks, external.n)
+		     ? 1
+		     : checkpoint_run(&st, &a);
 	urs_state_clear(&st);
 	ckpt_trace("cli: checkpoint done");
 	return rc;

@@ -21,17 +21,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "ckpt/layer.h"
+#include "ckpt/container.h"
+#include "ckpt/restore.h"
+#include "ckpt/trace.h"
 #include "cmd/cli.h"
 #include "cmd/cmd.h"
 #include "host/cgroup.h"
-#include "ckpt/image.h"
-#include "ckpt/manifest.h"
-#include "ckpt/key.h"
-#include "ckpt/restore.h"
-#include "ckpt/trace.h"
 
-#define CKPT_REC_ID	     "container"
 #define CAP_SETGID_BIT	     (1ull << 6)
 #define CAP_SETUID_BIT	     (1ull << 7)
 #define CAP_SYS_RESOURCE_BIT (1ull << 24)
@@ -130,68 +126,24 @@ int cmd_restore(int argc, char **argv)
 		urs_error("restore: --manage-cgroups-mode %s: unknown mode", cgmode);
 		return 1;
 	}
-	char dir[4096], core[4200];
 	if (!image) {
 		urs_error("restore: --image-path is required");
 		return 1;
 	}
-	struct stat sb;
-	if (!realpath(image, dir) ||
-	    (snprintf(core, sizeof(core), "%s/core.img", dir), stat(core, &sb) < 0)) {
-		urs_error("restore: %s is not a checkpoint image (no core.img)", image);
-		return 1;
-	}
-	/* whoever can write the image decides what the sandbox runs: only its
-	 * owner may, and it must authenticate under this host's key */
-	static const char *const parts[] = {"", "/core.img", "/pages.img"};
-	for (size_t k = 0; k < 3; k++) {
-		char path[4200];
-		snprintf(path, sizeof(path), "%s%s", dir, parts[k]);
-		if (stat(path, &sb) < 0) {
-			urs_error("restore: %s: %s", path, strerror(errno));
-			return 1;
-		}
-		if (sb.st_uid != geteuid() || (sb.st_mode & 022)) {
-			urs_error("restore: %s must be owned by us and writable by nobody else "
-				  "(an image decides what the sandbox runs)",
-				  path);
-			return 1;
-		}
-	}
+	/* checked (owner, MACs, manifest) before anything is made; an `ursa do`
+	 * sandbox's layer unpacked as the bundle when none is given */
 	struct urs_err err = {{0}};
-	/* a tampered core (registers, fds, credentials) is refused before
-	 * anything is made; the supervisor checks it again with every page
-	 * chunk when it loads the image */
-	struct ckpt_seal seal;
-	int kr = ckpt_key(G.root, false, seal.key, &err);
-	if (kr == 0)
-		kr = ckpt_image_check_core(dir, &seal, &err);
-	/* ...and every other file it reads (record, layer, tmpfs contents,
-	 * the supervisor's state) is the one the checkpoint listed */
-	if (kr == 0)
-		kr = ckpt_manifest_check(dir, &seal, &err);
-	explicit_bzero(&seal, sizeof(seal));
-	if (kr < 0) {
-		urs_error("restore: %s", err.msg);
+	struct ckpt_container_image img;
+	if (ckpt_container_image_open(image, G.root, c.id, !c.bundle, &img, &err) < 0) {
+		urs_error("%s", err.msg);
 		urs_ckpt_worklog(work, "restore.log", "error: %s", err.msg);
 		return 1;
 	}
-	struct urs_state rec = {0};
-	bool have_rec = urs_state_read(dir, CKPT_REC_ID, &rec, NULL) == 0;
-	/* a registered `ursa do` sandbox (ckpt/layer.c): the bundle is the
-	 * writable layer the image carries, unpacked on a fresh tmpfs */
-	char layer[4096] = "";
-	if (!c.bundle && ckpt_layer_in_image(dir)) {
-		if (ckpt_layer_load(G.root, c.id, dir, layer, sizeof(layer), &err) < 0) {
-			urs_error("%s", err.msg);
-			urs_ckpt_worklog(work, "restore.log", "error: %s", err.msg);
-			urs_state_clear(&rec);
-			return 1;
-		}
+	const char *dir = img.dir, *layer = img.layer;
+	if (*layer)
 		c.bundle = layer;
-	}
-	if (!c.bundle && access("config.json", F_OK) < 0 && have_rec)
-		c.bundle = rec.bundle;
+	if (!c.bundle && access("config.json", F_OK) < 0 && img.have_rec)
+		c.bundle = img.rec.bundle;
 	/* counted seccomp denials need a notify listener, which an image cannot
 	 * carry: the image holds the plain filter (cmd/ckpt_seccomp.c), compile
 	 * that */
@@ -244,9 +196,7 @@ int cmd_restore(int argc, char **argv)
 	}
 	urs_state_clear(&st);
 out:
-	if (rc && *layer)
-		ckpt_layer_remove(G.root, c.id, NULL);
-	urs_state_clear(&rec);
+	ckpt_container_image_close(&img, rc != 0);
 	urs_create_args_free(&c);
 	ckpt_trace("cli: restore done");
 	return rc;
