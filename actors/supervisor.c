@@ -1171,6 +1171,10 @@ static __attribute__((noinline)) void release_boot_memory(void)
 static struct {
 	char procs[URS_CG_PATH_MAX + 16]; /* the v2 cgroup's cgroup.procs */
 	bool needed, joined;
+	bool later_off; /* no join once running (we could not lower our OOM score) */
+	/* we could not lower our OOM score: back to the caller's v1 memory
+	 * cgroup once running ("The supervisor and the OOM killer") */
+	struct urs_cgroup *mem_home;
 } j2;
 
 static int join_v2_write(void)
@@ -1197,8 +1201,17 @@ static int join_v2_now(void *ctx)
 static void *join_v2_thread(void *arg)
 {
 	(void) arg;
-	for (int i = 0; i < 5 && join_v2_write() < 0; i++)
+	for (int i = 0; i < 5 && j2.needed && !j2.later_off && join_v2_write() < 0; i++)
 		usleep(20000 << i); /* 20 ms .. 320 ms */
+	struct urs_err err = {{0}};
+	int r = -1;
+	for (int i = 0; i < 5 && j2.mem_home && r < 0; i++)
+		if ((r = urs_cg_enter_only(j2.mem_home, getpid(), 1u << URS_CG_MEMORY, &err)) < 0)
+			usleep(20000 << i);
+	if (j2.mem_home && r < 0)
+		fprintf(stderr,
+			"ursa: warning: supervisor: leaving the sandbox's memory cgroup: %s\n",
+			err.msg);
 	return NULL;
 }
 
@@ -1212,9 +1225,23 @@ static void join_v2_setup(const struct urs_cgroup *cg, bool init_placed)
 		snprintf(j2.procs, sizeof(j2.procs), "%s/cgroup.procs", cg->h[URS_CG_V2].path);
 }
 
+/* Without CAP_SYS_RESOURCE we cannot lower our OOM score, and in the
+ * sandbox's memory cgroup a tenant could make us its OOM killer's victim:
+ * once the sandbox runs (a restore's writes charged to it first) we go
+ * back to the caller's memory cgroup (v1; on unified hosts we do not join
+ * the v2 cgroup once running). */
+static void oom_fallback(struct urs_cgroup *cg, struct urs_cgroup *home)
+{
+	if (cg->mode == URS_CG_UNIFIED)
+		j2.later_off = true;
+	else if (home->mode && home->h[URS_CG_MEMORY].path[0] && cg->h[URS_CG_MEMORY].path[0] &&
+		 cg->h[URS_CG_MEMORY].alias < 0)
+		j2.mem_home = home;
+}
+
 static void join_v2_later(void)
 {
-	if (!j2.needed || j2.joined)
+	if ((!j2.needed || j2.joined || j2.later_off) && !j2.mem_home)
 		return;
 	pthread_attr_t at;
 	pthread_t th;
@@ -1346,16 +1373,36 @@ static pid_t clone_init(struct urs_sup_args *a, uint64_t flags, int *pidfd, int 
 	return pid < 0 ? urs_err_set(err, -errno, "clone3: %s", strerror(errno)) : pid;
 }
 
-int urs_supervisor_main(struct urs_sup_args *a)
-{
-	static struct sup S;
-	struct sup *s = &S;
-	struct urs_err err = {{0}};
-	char msg[600];
-	const struct urs_spec *spec = a->launch.spec;
-	int r;
+/* ---- the boot sequence: urs_supervisor_main and its steps -------------------
+ * Each step reports its own failure to the `ursa` command and returns
+ * nonzero: fail_msg before the init exists, fail_kill after (the init is
+ * killed; the caller reaps it). */
 
-	s->a = a;
+static struct urs_cgroup sup_cg, sup_home; /* the sandbox's; the caller's own (v1) */
+static char sup_cgstr[URS_CG_STRING_MAX];
+static char sup_msg[600];
+
+static int fail_msg(struct sup *s, int r)
+{
+	report(s->a, r, 0, sup_cgstr, sup_msg);
+	return 1;
+}
+
+static int fail_kill(struct sup *s, int r)
+{
+	if (s->tapfd >= 0)
+		close(s->tapfd);
+	if (s->a->net)
+		urs_netfwd_close(s->a->net);
+	kill_init(s);
+	report(s->a, r, s->init_pid, sup_cgstr, sup_msg); /* the caller reaps it */
+	return 1;
+}
+
+/* the process itself: fd table, session, name, death signal, dumpability */
+static int boot_self(struct sup *s)
+{
+	struct urs_sup_args *a = s->a;
 	s->sync_fd = s->ctl_fd = s->sig_fd = s->pidfd = s->tapfd = -1;
 	ckpt_trace("sup: start");
 	if (!a->no_prewarm)
@@ -1374,7 +1421,15 @@ int urs_supervisor_main(struct urs_sup_args *a)
 	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	if (a->state_dir) /* a fault leaves a word for `ursa state` and the log */
 		urs_sup_crash_arm(a->state_dir, a->id, a->log, a->log_json);
+	return 0;
+}
 
+/* what must hold before anything is created */
+static int boot_checks(struct sup *s)
+{
+	struct urs_sup_args *a = s->a;
+	struct urs_err err = {{0}};
+	int r;
 	/* ursa restore: the image's supervisor state is verified before anything
 	 * is created (a tampered, truncated or foreign file: refused) */
 	if (a->restore_dir && (r = supstate_load(s, &err)) < 0) {
@@ -1388,65 +1443,75 @@ int urs_supervisor_main(struct urs_sup_args *a)
 	}
 	/* gofer volumes: /dev/fuse is opened before we enter the sandbox's
 	 * device cgroup (which denies it); mounted by the init (docs/gofer.md) */
-	if ((r = gofer_open(a, msg, sizeof(msg))) < 0) {
-		report(a, r, 0, NULL, msg);
+	if ((r = gofer_open(a, sup_msg, sizeof(sup_msg))) < 0) {
+		report(a, r, 0, NULL, sup_msg);
 		return 1;
 	}
-	/* cgroup first: the init is cloned inside it */
-	static struct urs_cgroup cg, home; /* the sandbox's; the caller's own (v1) */
-	static char cgstr[URS_CG_STRING_MAX];
-	int cgv2 = -1; /* the v2 cgroup's directory, for CLONE_INTO_CGROUP */
-	if (!a->no_cgroup) {
-		ckpt_trace("sup: cgroup create");
-		r = urs_cg_create(&cg, a->cgroup_path, a->id, 0, &err);
-		ckpt_trace("sup: cgroup created");
-		if (r < 0) {
-			report(a, r, 0, NULL, err.msg);
-			return 1;
-		}
-		/* From here on every report carries the cgroup: the parent removes
-		 * it once we are gone (we sit inside it, so we cannot), or, if the
-		 * parent is gone, we do (remove_made) */
-		urs_cg_to_string(&cg, cgstr, sizeof(cgstr));
-		made_cg = &cg;
-		progress_cgroup(a, cgstr);
-		static const struct urs_resources none;
-		const struct urs_resources *res =
-			spec->lnx && spec->lnx->has_resources ? &spec->lnx->resources : &none;
-		static const struct urs_linux nolnx;
-		/* v1: we move ourselves in ("0" to tasks: no global lock); v2: the
-		 * init is cloned into it (host/cgroup.c, "without the kernel's
-		 * global migration lock"). Not single-threaded: the old way. */
-		/* where we come from: we go back there once the init is gone */
-		if (urs_cg_home_v1(&home, &cg, NULL) < 0)
-			home.mode = 0;
-		made_home = &home;
-		r = urs_cg_enter_self_v1(&cg, &err);
-		if (r == -EBUSY)
-			r = urs_cg_enter(&cg, getpid(), &err);
-		else if (r == 0 && (cgv2 = urs_cg_open_v2(&cg, &err)) < 0) {
-			r = cgv2 == -ENOENT ? 0 : cgv2; /* legacy host: no v2 */
-			cgv2 = -1;
-		}
-		/* pids.max once we left (pids_leave): it counts the container alone */
-		struct urs_resources now = *res;
-		now.pids.has_limit = now.pids.has_limit && cg.mode == URS_CG_UNIFIED;
-		if (r < 0 ||
-		    (ckpt_trace("sup: cgroup entered"),
-		     r = apply_resources(&cg, &now, spec->lnx ? spec->lnx : &nolnx, &err)) < 0) {
-			report(a, r, 0, cgstr, err.msg);
-			return 1;
-		}
-		ckpt_trace("sup: resources applied");
-	}
+	return 0;
+}
 
-	a->launch.cgroup = cgstr;
+/* cgroup first: the init is cloned inside it; *cgv2 gets the v2 cgroup's
+ * directory (for CLONE_INTO_CGROUP) or -1 */
+static int boot_cgroup(struct sup *s, int *cgv2)
+{
+	struct urs_sup_args *a = s->a;
+	const struct urs_spec *spec = a->launch.spec;
+	struct urs_err err = {{0}};
+	ckpt_trace("sup: cgroup create");
+	int r = urs_cg_create(&sup_cg, a->cgroup_path, a->id, 0, &err);
+	ckpt_trace("sup: cgroup created");
+	if (r < 0) {
+		report(a, r, 0, NULL, err.msg);
+		return 1;
+	}
+	/* From here on every report carries the cgroup: the parent removes
+	 * it once we are gone (we sit inside it, so we cannot), or, if the
+	 * parent is gone, we do (remove_made) */
+	urs_cg_to_string(&sup_cg, sup_cgstr, sizeof(sup_cgstr));
+	made_cg = &sup_cg;
+	progress_cgroup(a, sup_cgstr);
+	static const struct urs_resources none;
+	const struct urs_resources *res =
+		spec->lnx && spec->lnx->has_resources ? &spec->lnx->resources : &none;
+	static const struct urs_linux nolnx;
+	/* v1: we move ourselves in ("0" to tasks: no global lock); v2: the
+	 * init is cloned into it (host/cgroup.c, "without the kernel's
+	 * global migration lock"). Not single-threaded: the old way. */
+	/* where we come from: we go back there once the init is gone */
+	if (urs_cg_home_v1(&sup_home, &sup_cg, NULL) < 0)
+		sup_home.mode = 0;
+	made_home = &sup_home;
+	r = urs_cg_enter_self_v1(&sup_cg, &err);
+	if (r == -EBUSY)
+		r = urs_cg_enter(&sup_cg, getpid(), &err);
+	else if (r == 0 && (*cgv2 = urs_cg_open_v2(&sup_cg, &err)) < 0) {
+		r = *cgv2 == -ENOENT ? 0 : *cgv2; /* legacy host: no v2 */
+		*cgv2 = -1;
+	}
+	/* pids.max once we left (pids_leave): it counts the container alone */
+	struct urs_resources now = *res;
+	now.pids.has_limit = now.pids.has_limit && sup_cg.mode == URS_CG_UNIFIED;
+	if (r < 0 ||
+	    (ckpt_trace("sup: cgroup entered"),
+	     r = apply_resources(&sup_cg, &now, spec->lnx ? spec->lnx : &nolnx, &err)) < 0) {
+		report(a, r, 0, sup_cgstr, err.msg);
+		return 1;
+	}
+	ckpt_trace("sup: resources applied");
+	return 0;
+}
+
+/* the sync socket: our end in s->sync_fd, the init's (above stdio and the
+ * preserved fds) in a->launch.sync_fd */
+static int boot_sync(struct sup *s)
+{
+	struct urs_sup_args *a = s->a;
 	int sv[2];
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
-		r = -errno;
-		goto fail_errno;
+		int r = -errno;
+		snprintf(sup_msg, sizeof(sup_msg), "supervisor setup: %s", strerror(-r));
+		return fail_msg(s, r);
 	}
-	/* the init's end must sit above stdio and the preserved fds */
 	int keep = 3 + (a->launch.preserve_fds > 0 ? a->launch.preserve_fds : 0);
 	if (sv[1] < keep) {
 		int hi = fcntl(sv[1], F_DUPFD_CLOEXEC, keep);
@@ -1455,23 +1520,29 @@ int urs_supervisor_main(struct urs_sup_args *a)
 	}
 	s->sync_fd = sv[0];
 	a->launch.sync_fd = sv[1];
+	return 0;
+}
 
-	uint64_t flags = 0;
+/* the namespaces to make (clone flags) and the pid namespace to join (an
+ * fd in *join_pid_ns, entered already) */
+static int boot_namespaces(struct sup *s, uint64_t *flags, int *join_pid_ns)
+{
+	struct urs_sup_args *a = s->a;
+	const struct urs_spec *spec = a->launch.spec;
 	a->launch.new_ns = 0;
-	pid_t join_pid_ns = -1;
 	for (size_t i = 0; spec->lnx && i < spec->lnx->n_namespaces; i++) {
 		const struct urs_namespace *ns = &spec->lnx->namespaces[i];
 		if (!ns->path) {
-			flags |= (uint64_t) urs_ns_clone_flag(ns->type);
+			*flags |= (uint64_t) urs_ns_clone_flag(ns->type);
 			a->launch.new_ns |= 1u << ns->type;
 		} else if (ns->type == URS_NS_PID) {
-			join_pid_ns = open(ns->path, O_RDONLY | O_CLOEXEC);
-			if (join_pid_ns < 0 || setns(join_pid_ns, CLONE_NEWPID) < 0) {
-				r = -errno;
-				snprintf(msg, sizeof(msg),
+			*join_pid_ns = open(ns->path, O_RDONLY | O_CLOEXEC);
+			if (*join_pid_ns < 0 || setns(*join_pid_ns, CLONE_NEWPID) < 0) {
+				int r = -errno;
+				snprintf(sup_msg, sizeof(sup_msg),
 					 "linux.namespaces: joining pid namespace %s: %s", ns->path,
 					 strerror(-r));
-				goto fail_msg;
+				return fail_msg(s, r);
 			}
 		}
 	}
@@ -1481,8 +1552,25 @@ int urs_supervisor_main(struct urs_sup_args *a)
 			    spec->hooks[URS_HOOK_CREATE_CONTAINER].n ||
 			    spec->hooks[URS_HOOK_START_CONTAINER].n;
 	a->launch.leash = !a->state_dir; /* `ursa do`: dies with its command */
+	return 0;
+}
+
+/* the init: cloned into the namespaces and the v2 cgroup; then our OOM
+ * score, the v2 join to come, the pids cgroup left */
+static int boot_init(struct sup *s, int cgv2)
+{
+	struct urs_sup_args *a = s->a;
+	struct urs_err err = {{0}};
+	uint64_t flags = 0;
+	int join_pid_ns = -1;
+	int r = boot_namespaces(s, &flags, &join_pid_ns);
+	if (r) {
+		if (join_pid_ns >= 0)
+			close(join_pid_ns);
+		return r;
+	}
 	bool into_v2;
-	s->init_pid = clone_init(a, flags, &s->pidfd, cgv2, s->sync_fd, &cg, &into_v2, &err);
+	s->init_pid = clone_init(a, flags, &s->pidfd, cgv2, s->sync_fd, &sup_cg, &into_v2, &err);
 	ckpt_trace("sup: init cloned");
 	/* the container keeps the caller's OOM score (and gives it to what a
 	 * restore clones from it); we are the last task of the cgroup to go */
@@ -1490,32 +1578,73 @@ int urs_supervisor_main(struct urs_sup_args *a)
 	r = s->init_pid > 0 ? urs_oom_protect_self(URS_OOM_SUPERVISOR_ADJ, &oerr) : 0;
 	if (r < 0 && r != -EACCES) /* EACCES: no CAP_SYS_RESOURCE here (docs/sandbox.md) */
 		fprintf(stderr, "ursa: warning: supervisor: %s\n", oerr.msg);
-	join_v2_setup(&cg, into_v2);
-	close(sv[1]);
-	if (cgv2 >= 0)
-		close(cgv2);
+	join_v2_setup(&sup_cg, into_v2);
+	if (r == -EACCES && !a->no_cgroup)
+		oom_fallback(&sup_cg, &sup_home);
+	close(a->launch.sync_fd);
 	if (join_pid_ns >= 0)
 		close(join_pid_ns); /* our own children after this are none */
 	if (s->init_pid < 0) {
-		r = s->init_pid;
-		snprintf(msg, sizeof(msg), "cloning the container's init (namespaces %#llx): %s",
+		snprintf(sup_msg, sizeof(sup_msg),
+			 "cloning the container's init (namespaces %#llx): %s",
 			 (unsigned long long) flags, err.msg);
-		goto fail_msg;
+		return fail_msg(s, s->init_pid);
 	}
-	if (!a->no_cgroup && (r = pids_leave(&cg, &home, spec, &err)) < 0) {
-		snprintf(msg, sizeof(msg), "%s", err.msg);
-		goto fail_kill;
+	if (!a->no_cgroup && (r = pids_leave(&sup_cg, &sup_home, a->launch.spec, &err)) < 0) {
+		snprintf(sup_msg, sizeof(sup_msg), "%s", err.msg);
+		return fail_kill(s, r);
 	}
+	return 0;
+}
+
+/* the init's READY (the root built, the process about to exec), and the
+ * seccomp listener it may send first */
+static int boot_wait_ready(struct sup *s)
+{
+	struct urs_sup_args *a = s->a;
+	struct urs_sync_msg m;
+	int listener = -1;
+	int r = urs_sync_recv_fd(s->sync_fd, &m, &listener);
+	if (listener >= 0 && a->seccomp_count) {
+		/* counted seccomp denials: the listener is ours, answered on the
+		 * loop (actors/metrics.c); there is no agent */
+		urs_sup_seccomp_take(listener, a->seccomp_count);
+		listener = -1;
+	}
+	if (listener >= 0) {
+		r = notify_agent(a, s->init_pid, listener, sup_msg, sizeof(sup_msg));
+		close(listener);
+		if (r < 0)
+			return fail_kill(s, r);
+	}
+	if (r < 0 || m.type != URS_SYNC_READY) {
+		snprintf(sup_msg, sizeof(sup_msg), "%s",
+			 r < 0 ? "the container's init died during setup" : m.msg);
+		if (r >= 0)
+			r = m.code ? m.code : -EINVAL;
+		return fail_kill(s, r);
+	}
+	return 0;
+}
+
+/* before the init builds the root: id maps, the tap, prestart and
+ * createRuntime hooks; then its READY (and a seccomp listener) */
+static int boot_setup(struct sup *s)
+{
+	struct urs_sup_args *a = s->a;
+	const struct urs_spec *spec = a->launch.spec;
+	struct urs_err err = {{0}};
+	int r;
 	if (a->launch.new_ns & (1u << URS_NS_USER)) {
 		const struct urs_linux *l = spec->lnx;
 		if ((r = write_id_map(s->init_pid, "uid_map", l->uid_mappings, l->n_uid_mappings)) <
 			    0 ||
 		    (r = write_id_map(s->init_pid, "gid_map", l->gid_mappings, l->n_gid_mappings)) <
 			    0) {
-			snprintf(msg, sizeof(msg),
+			snprintf(sup_msg, sizeof(sup_msg),
 				 "linux.uidMappings/gidMappings: writing the maps: %s",
 				 strerror(-r));
-			goto fail_kill;
+			return fail_kill(s, r);
 		}
 	}
 	/* networking: the tap inside the new net namespace, the forwards bound,
@@ -1524,8 +1653,8 @@ int urs_supervisor_main(struct urs_sup_args *a)
 	    (a->launch.new_ns & (1u << URS_NS_NETWORK))) {
 		if ((r = urs_netstack_prepare(a->net, s->init_pid, &s->netcfg, &s->tapfd, &err)) <
 		    0) {
-			snprintf(msg, sizeof(msg), "%s", err.msg);
-			goto fail_kill;
+			snprintf(sup_msg, sizeof(sup_msg), "%s", err.msg);
+			return fail_kill(s, r);
 		}
 	}
 	if (a->launch.wait_go) {
@@ -1540,69 +1669,59 @@ int urs_supervisor_main(struct urs_sup_args *a)
 		 * the namespaces exist, before the init builds the root */
 		if ((r = urs_hooks_run(spec, URS_HOOK_PRESTART, json, &err)) < 0 ||
 		    (r = urs_hooks_run(spec, URS_HOOK_CREATE_RUNTIME, json, &err)) < 0) {
-			snprintf(msg, sizeof(msg), "%s", err.msg);
-			goto fail_kill;
+			snprintf(sup_msg, sizeof(sup_msg), "%s", err.msg);
+			return fail_kill(s, r);
 		}
 		urs_sync_send(s->sync_fd, URS_SYNC_GO, 0, json);
 	}
+	return boot_wait_ready(s);
+}
 
-	struct urs_sync_msg m;
-	int listener = -1;
-	r = urs_sync_recv_fd(s->sync_fd, &m, &listener);
-	if (listener >= 0 && a->seccomp_count) {
-		/* counted seccomp denials: the listener is ours, answered on the
-		 * loop (actors/metrics.c); there is no agent */
-		urs_sup_seccomp_take(listener, a->seccomp_count);
-		listener = -1;
+/* ursa restore (docs/checkpoint.md): the init is the restore target; with
+ * gofer volumes later, once they serve (late_restore) */
+static int boot_restore(struct sup *s)
+{
+	struct urs_sup_args *a = s->a;
+	struct urs_err err = {{0}};
+	static struct ckpt_dev_map map[SUP_DEV_MAP];
+	uint32_t nmap = 0;
+	struct ckpt_restore_opts ro = {.policy = a->restore_policy,
+				       .puppet = s->init_pid,
+				       .dev_map = map,
+				       .before_charged = join_v2_now};
+	pid_t restored;
+	ckpt_trace("sup: init ready, restoring");
+	int r = restore_files(s, map, &nmap, &err);
+	if (r < 0) {
+		snprintf(sup_msg, sizeof(sup_msg), "%s", err.msg);
+		return fail_kill(s, r);
 	}
-	if (listener >= 0) {
-		r = notify_agent(a, s->init_pid, listener, msg, sizeof(msg));
-		close(listener);
-		if (r < 0)
-			goto fail_kill;
-	}
-	if (r < 0 || m.type != URS_SYNC_READY) {
-		snprintf(msg, sizeof(msg), "%s",
-			 r < 0 ? "the container's init died during setup" : m.msg);
-		if (r >= 0)
-			r = m.code ? m.code : -EINVAL;
-		goto fail_kill;
-	}
-	/* ---- ursa restore (docs/checkpoint.md): the init is the restore target */
-	/* with gofer volumes: later, once they serve (late_restore) */
-	s->late = a->restore_dir && a->launch.n_gofer > 0;
-	if (a->restore_dir && !s->late) {
-		static struct ckpt_dev_map map[SUP_DEV_MAP];
-		uint32_t nmap = 0;
-		struct ckpt_restore_opts ro = {.policy = a->restore_policy,
-					       .puppet = s->init_pid,
-					       .dev_map = map,
-					       .before_charged = join_v2_now};
-		pid_t restored;
-		ckpt_trace("sup: init ready, restoring");
-		if ((r = restore_files(s, map, &nmap, &err)) < 0) {
-			snprintf(msg, sizeof(msg), "%s", err.msg);
-			goto fail_kill;
-		}
-		ro.n_dev_map = nmap;
-		uint8_t key[URS_CKPT_KEY_LEN];
-		ro.key = key;
-		if ((r = image_key(s, key, &err)) < 0 ||
-		    (r = ckpt_restore_ex(a->restore_dir, &ro, &restored, NULL, &err)) < 0) {
-			explicit_bzero(key, sizeof(key));
-			snprintf(msg, sizeof(msg), "%s", err.msg);
-			goto fail_kill;
-		}
+	ro.n_dev_map = nmap;
+	uint8_t key[URS_CKPT_KEY_LEN];
+	ro.key = key;
+	if ((r = image_key(s, key, &err)) < 0 ||
+	    (r = ckpt_restore_ex(a->restore_dir, &ro, &restored, NULL, &err)) < 0) {
 		explicit_bzero(key, sizeof(key));
-		ckpt_trace("sup: restored");
+		snprintf(sup_msg, sizeof(sup_msg), "%s", err.msg);
+		return fail_kill(s, r);
 	}
-	/* ---- end of ursa restore */
+	explicit_bzero(key, sizeof(key));
+	ckpt_trace("sup: restored");
+	return 0;
+}
+
+/* the control socket, READY to the command, the start of run/do */
+static int boot_ready(struct sup *s)
+{
+	struct urs_sup_args *a = s->a;
+	int r;
 	if (a->state_dir && (s->ctl_fd = ctl_listen(a->state_dir)) < 0) {
 		r = s->ctl_fd;
-		snprintf(msg, sizeof(msg), "control socket in %s: %s", a->state_dir, strerror(-r));
-		goto fail_kill;
+		snprintf(sup_msg, sizeof(sup_msg), "control socket in %s: %s", a->state_dir,
+			 strerror(-r));
+		return fail_kill(s, r);
 	}
-	if (!s->late && (r = ready_recorded(s, cgstr)) < 0) {
+	if (!s->late && ready_recorded(s, sup_cgstr) < 0) {
 		abandon(s);
 		return 1;
 	}
@@ -1615,11 +1734,16 @@ int urs_supervisor_main(struct urs_sup_args *a)
 		close(s->sync_fd);
 		s->sync_fd = -1;
 	}
+	return 0;
+}
 
-	/* Let go of everything the caller gave us (stdio, preserved fds, a
-	 * console socket, whatever else it had open): the init has its own
-	 * copies, and a caller reading our pipes to EOF must not wait on us. */
-	urs_cg_close(&cg); /* cached cgroup directory fds: not needed any more */
+/* Let go of everything the caller gave us (stdio, preserved fds, a console
+ * socket, whatever else it had open): the init has its own copies, and a
+ * caller reading our pipes to EOF must not wait on us. Then our signals. */
+static void boot_let_go(struct sup *s)
+{
+	struct urs_sup_args *a = s->a;
+	urs_cg_close(&sup_cg); /* cached cgroup directory fds: not needed any more */
 	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
 	for (int fd = 0; fd < 3 && null >= 0; fd++)
 		dup2(null, fd);
@@ -1649,31 +1773,15 @@ int urs_supervisor_main(struct urs_sup_args *a)
 	 * into a socket (the forward relay) cannot pass MSG_NOSIGNAL. The init
 	 * was cloned above with the default; later children (hooks) reset it. */
 	signal(SIGPIPE, SIG_IGN);
+}
 
-	s->cg = a->no_cgroup ? NULL : &cg;
-	urs_sup_metrics_init(); /* before the loop, as the metrics rules want */
-	if (s->saved.root && urs_supstate_apply_metrics(&s->saved, &err) < 0)
-		fprintf(stderr, "ursa: restore: %s\n", err.msg); /* counters restart */
-	if (a->profile) {
-		/* --profile: without it nothing of the profiler exists */
-		const struct urs_prof_name names[] = {
-			{(const void *) pid_cb, "init-exit"},
-			{(const void *) sig_cb, "signals"},
-			{(const void *) accept_cb, "control-accept"},
-			{(const void *) conn_cb, "control"},
-		};
-		urs_sup_profile_init(names, URS_ARRAY_SIZE(names));
-	}
-	struct urs_loop_opts lo = {.entries = 16};
-	if ((r = urs_loop_init(&s->loop, &lo)) < 0) {
-		/* no loop: still be a correct parent */
-		urs_sup_seccomp_take(-1, NULL); /* nobody answers: denied calls get ENOSYS */
-		gofer_close_fds(&a->launch);	/* gofer volumes: unserved, accesses fail */
-		struct pollfd p = {.fd = s->pidfd, .events = POLLIN};
-		while (!init_ended(s))
-			poll(&p, 1, -1);
-		goto done;
-	}
+/* the actors on the loop: metrics, netstack, checkpointer, seccomp
+ * counting, gofer volumes */
+static void start_actors(struct sup *s)
+{
+	struct urs_sup_args *a = s->a;
+	struct urs_err err = {{0}};
+	int r;
 	if (s->tapfd >= 0) {
 		/* the engine owns the tap and the forwards from here; failing now
 		 * leaves the sandbox without network: say so, and stop it */
@@ -1710,30 +1818,44 @@ int urs_supervisor_main(struct urs_sup_args *a)
 	}
 	if (gofer_start(s) < 0) /* gofer volumes: unserved, every access would hang */
 		urs_pidfd_signal(s->pidfd, SIGKILL);
-	if (s->late) { /* ursa restore with gofer volumes: now they serve */
-		if ((r = late_restore(s, &err)) < 0) {
-			kill_init(s);
-			report(a, r, s->init_pid, cgstr, err.msg);
-			if (s->net)
-				urs_netstack_stop(s->net);
-			gofer_stop(s);
-			urs_loop_fini(&s->loop);
-			return 1;
-		}
-		gofer_import(s);
-		if (ready_recorded(s, cgstr) < 0) {
-			if (s->net)
-				urs_netstack_stop(s->net);
-			gofer_stop(s);
-			urs_loop_fini(&s->loop);
-			abandon(s);
-			return 1;
-		}
-		if (a->start_now) { /* as above: the record first; the init runs already */
-			close(s->sync_fd);
-			s->sync_fd = -1;
-		}
+}
+
+static void stop_actors(struct sup *s)
+{
+	if (s->net)
+		urs_netstack_stop(s->net);
+	gofer_stop(s);
+	urs_loop_fini(&s->loop);
+}
+
+/* ursa restore with gofer volumes: now that they serve; READY after it */
+static int late_ready(struct sup *s)
+{
+	struct urs_sup_args *a = s->a;
+	struct urs_err err = {{0}};
+	int r = late_restore(s, &err);
+	if (r < 0) {
+		kill_init(s);
+		report(a, r, s->init_pid, sup_cgstr, err.msg);
+		stop_actors(s);
+		return 1;
 	}
+	gofer_import(s);
+	if (ready_recorded(s, sup_cgstr) < 0) {
+		stop_actors(s);
+		abandon(s);
+		return 1;
+	}
+	if (a->start_now) { /* as above: the record first; the init runs already */
+		close(s->sync_fd);
+		s->sync_fd = -1;
+	}
+	return 0;
+}
+
+/* until the init has ended: its pidfd, our signals, the control socket */
+static void run_loop(struct sup *s)
+{
 	io_uring_prep_poll_add(urs_op_sqe(&s->pid_op), s->pidfd, POLLIN);
 	urs_submit(&s->loop, &s->pid_op, pid_cb);
 	if (s->sig_fd >= 0)
@@ -1746,7 +1868,7 @@ int urs_supervisor_main(struct urs_sup_args *a)
 	}
 	release_boot_memory();
 	while (!s->exited) {
-		if ((r = urs_loop_run(&s->loop)) < 0)
+		if (urs_loop_run(&s->loop) < 0)
 			break;
 		if (!s->exited && !init_ended(s) && !urs_op_busy(&s->pid_op)) {
 			/* woken without an exit: watch again */
@@ -1754,12 +1876,15 @@ int urs_supervisor_main(struct urs_sup_args *a)
 			urs_submit(&s->loop, &s->pid_op, pid_cb);
 		}
 	}
-	/* The init is gone, and with its mount namespace the gofer volumes'
-	 * connections: their thread ends first, then back to the caller's v1
-	 * cgroups (no lock, as we came), so that `ursa delete` can remove the
-	 * sandbox's while we still clean up. Threads of ours (io-wq workers)
-	 * would stay behind: then we stay too, and delete waits for our exit
-	 * as before. */
+}
+
+/* The init is gone, and with its mount namespace the gofer volumes'
+ * connections: their thread ends first, then back to the caller's v1
+ * cgroups (no lock, as we came), so that `ursa delete` can remove the
+ * sandbox's while we still clean up. Threads of ours (io-wq workers) would
+ * stay behind: then we stay too, and delete waits for our exit as before. */
+static void wind_down(struct sup *s)
+{
 	/* A checkpoint that killed the init and died before its own thaw
 	 * leaves the (now empty) cgroup frozen, and its guard's close may come
 	 * after we stop listening: thaw on the way out (nothing is left in it
@@ -1767,15 +1892,19 @@ int urs_supervisor_main(struct urs_sup_args *a)
 	if (s->exited && s->cg && s->cg->h[URS_CG_V2].path[0]) /* not a paused, live one */
 		urs_cg2_freeze(s->cg->h[URS_CG_V2].path, false, NULL);
 	gofer_stop(s); /* gofer volumes */
-	if (home.mode)
-		urs_cg_enter_self_v1(&home, NULL);
+	if (sup_home.mode)
+		urs_cg_enter_self_v1(&sup_home, NULL);
 	if (s->net)
 		urs_netstack_stop(s->net);
 	urs_loop_fini(&s->loop);
-done:
-	if (a->state_dir) {
+}
+
+/* ROOT/ID/exit: the init's wait status, our last act */
+static int write_exit(struct sup *s)
+{
+	if (s->a->state_dir) {
 		char path[4096], val[32];
-		snprintf(path, sizeof(path), "%s/exit", a->state_dir);
+		snprintf(path, sizeof(path), "%s/exit", s->a->state_dir);
 		snprintf(val, sizeof(val), "%d\n", s->status);
 		int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 		if (fd >= 0) {
@@ -1786,18 +1915,63 @@ done:
 		}
 	}
 	return exit_code(s->status);
+}
 
-fail_kill:
-	if (s->tapfd >= 0)
-		close(s->tapfd);
-	if (a->net)
-		urs_netfwd_close(a->net);
-	kill_init(s);
-	report(a, r, s->init_pid, cgstr, msg); /* the caller reaps it */
-	return 1;
-fail_errno:
-	snprintf(msg, sizeof(msg), "supervisor setup: %s", strerror(-r));
-fail_msg:
-	report(a, r, 0, cgstr, msg);
-	return 1;
+/* --profile: without it nothing of the profiler exists */
+static void profile_init(void)
+{
+	const struct urs_prof_name names[] = {
+		{(const void *) pid_cb, "init-exit"},
+		{(const void *) sig_cb, "signals"},
+		{(const void *) accept_cb, "control-accept"},
+		{(const void *) conn_cb, "control"},
+	};
+	urs_sup_profile_init(names, URS_ARRAY_SIZE(names));
+}
+
+int urs_supervisor_main(struct urs_sup_args *a)
+{
+	static struct sup S;
+	struct sup *s = &S;
+	struct urs_err err = {{0}};
+	int cgv2 = -1, r;
+	s->a = a;
+	if ((r = boot_self(s)) || (r = boot_checks(s)))
+		return r;
+	if (!a->no_cgroup && (r = boot_cgroup(s, &cgv2)))
+		return r;
+	a->launch.cgroup = sup_cgstr;
+	r = boot_sync(s);
+	if (!r)
+		r = boot_init(s, cgv2);
+	if (cgv2 >= 0)
+		close(cgv2);
+	if (r || (r = boot_setup(s)))
+		return r;
+	s->late = a->restore_dir && a->launch.n_gofer > 0;
+	if ((a->restore_dir && !s->late && (r = boot_restore(s))) || (r = boot_ready(s)))
+		return r;
+	boot_let_go(s);
+	s->cg = a->no_cgroup ? NULL : &sup_cg;
+	urs_sup_metrics_init(); /* before the loop, as the metrics rules want */
+	if (s->saved.root && urs_supstate_apply_metrics(&s->saved, &err) < 0)
+		fprintf(stderr, "ursa: restore: %s\n", err.msg); /* counters restart */
+	if (a->profile)
+		profile_init();
+	struct urs_loop_opts lo = {.entries = 16};
+	if (urs_loop_init(&s->loop, &lo) < 0) {
+		/* no loop: still be a correct parent */
+		urs_sup_seccomp_take(-1, NULL); /* nobody answers: denied calls get ENOSYS */
+		gofer_close_fds(&a->launch);	/* gofer volumes: unserved, accesses fail */
+		struct pollfd p = {.fd = s->pidfd, .events = POLLIN};
+		while (!init_ended(s))
+			poll(&p, 1, -1);
+		return write_exit(s);
+	}
+	start_actors(s);
+	if (s->late && (r = late_ready(s)))
+		return r;
+	run_loop(s);
+	wind_down(s);
+	return write_exit(s);
 }

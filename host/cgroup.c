@@ -847,6 +847,20 @@ int urs_cg_enter(struct urs_cgroup *cg, pid_t pid, struct urs_err *err)
 	return 0;
 }
 
+int urs_cg_enter_only(struct urs_cgroup *cg, pid_t pid, unsigned hiers, struct urs_err *err)
+{
+	char buf[24];
+	snprintf(buf, sizeof(buf), "%d", (int) pid);
+	for (int h = 0; h < URS_CG_NHIER; h++) {
+		if (!has(cg, h) || cg->h[h].alias >= 0 || !(hiers & (1u << h)))
+			continue;
+		int r = enter_one(cg, h, buf, err);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
 int urs_cg_enter_v2(struct urs_cgroup *cg, pid_t pid, struct urs_err *err)
 {
 	if (!has(cg, URS_CG_V2))

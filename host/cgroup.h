@@ -99,6 +99,21 @@ int urs_cg_home_v1(struct urs_cgroup *home, const struct urs_cgroup *cg, struct 
  * migration lock, i.e. an RCU grace period when it was idle; see cgroup.c). */
 int urs_cg_enter(struct urs_cgroup *cg, pid_t pid, struct urs_err *err);
 
+/**
+ * urs_cg_enter_only() - move @pid (all its threads) into the hierarchies
+ *                       of @cg in @hiers only
+ * @cg: the cgroup
+ * @pid: the process
+ * @hiers: bits 1 << enum urs_cg_hier (one co-mounted with an earlier one
+ *         moves with it)
+ * @err: what failed
+ *
+ * cgroup.procs writes: the kernel's global migration lock, as urs_cg_enter.
+ *
+ * Return: 0 or a negative errno.
+ */
+int urs_cg_enter_only(struct urs_cgroup *cg, pid_t pid, unsigned hiers, struct urs_err *err);
+
 /* Move the calling process into every v1 hierarchy of @cg, each by
  * writing "0" to its tasks file: a self-migration the kernel does without
  * the global lock. The caller must be single-threaded (-EBUSY otherwise,
