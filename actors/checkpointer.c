@@ -17,8 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "actors/gofer.h"
-#include "actors/gofer_thread.h"
+#include "actors/gofer/gofer.h"
+#include "actors/gofer/thread.h"
 #include "actors/metrics.h"
 #include "actors/netstack.h"
 #include "host/spec.h"
@@ -479,7 +479,7 @@ static int gather(const struct urs_ckpt_src *src, struct sst_root *st, struct ur
 		    (r = urs_net_flow_each(net, gather_flow, &g)))
 			return urs_err_set(err, r, "saving the netstack: %s", strerror(-r));
 	}
-	/* gofer volumes (actors/gofer_state.c): identity, mode, quotas, the
+	/* gofer volumes (actors/gofer/state.c): identity, mode, quotas, the
 	 * live inode table; read under their thread's lock */
 	uint64_t dev[URS_GOFER_MAX] = {0};
 	for (int i = 0; src->gofers && src->init_pid > 0 && i < URS_GOFER_MAX; i++)

@@ -7,7 +7,7 @@
  * checkpointer, which gathers what the supervisor itself holds — the
  * configuration it runs with, its metric values, the netstack's neighbor
  * cache, flow summary and counters, the gofer volumes' state
- * (actors/gofer_state.c) — maps it onto the schema actors/supstate.ursc, encodes it with
+ * (actors/gofer/state.c) — maps it onto the schema actors/supstate.ursc, encodes it with
  * state/ and seals it as a statefile (HMAC-SHA256 chain keyed by the host's
  * checkpoint key), and writes DIR/supervisor.img through the runtime's
  * batched io_uring writer (temporary file, then rename: a complete file or
@@ -92,7 +92,7 @@ struct urs_ckpt_src {
 	/* gofer volumes (docs/gofer.md "Checkpoint and restore"): URS_GOFER_MAX
 	 * slots each, NULL = none; the init's pid for their FUSE devices */
 	struct urs_gofer *const *gofers;
-	/* the thread they run on (actors/gofer_thread.h): read under its lock */
+	/* the thread they run on (actors/gofer/thread.h): read under its lock */
 	struct urs_gofer_thread *const *gofer_thread;
 	const char *const *gofer_dest, *const *gofer_src;
 	int init_pid;

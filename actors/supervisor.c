@@ -32,8 +32,8 @@
 #include <unistd.h>
 
 #include "actors/checkpointer.h"
-#include "actors/gofer.h"
-#include "actors/gofer_thread.h"
+#include "actors/gofer/gofer.h"
+#include "actors/gofer/thread.h"
 #include "actors/metrics.h"
 #include "actors/netstack.h"
 #include "host/cgroup.h"
@@ -780,7 +780,7 @@ static void gofer_close_fds(struct urs_launch *L)
 #define GOFER_FDS_PINNED 64u
 
 /* READY given: serve each volume, on the gofer thread (actors/
- * gofer_thread.h). A volume that cannot be served would hang every access
+ * gofer/thread.h). A volume that cannot be served would hang every access
  * to it: the sandbox is stopped instead. */
 static int gofer_start(struct sup *s)
 {
@@ -852,7 +852,7 @@ static int gofer_metrics(struct sup *s, char *buf, int n, size_t len)
 /* ---- end of gofer volumes */
 
 /* ---- gofer volumes through checkpoint/restore (docs/gofer.md
- * "Checkpoint and restore", actors/gofer_state.c) */
+ * "Checkpoint and restore", actors/gofer/state.c) */
 
 /* Restore, before anything is created: each saved volume must be a gofer
  * volume of this configuration on the same host directory (st_dev, st_ino

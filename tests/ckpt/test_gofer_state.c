@@ -1,6 +1,6 @@
 /*
  * tests/ckpt/test_gofer_state.c — a gofer volume's state through the
- * supervisor's state file (actors/gofer_state.c, schema
+ * supervisor's state file (actors/gofer/state.c, schema
  * actors/supstate.ursc struct volume): export from a gofer (its inode
  * table entries, root identity, mode, quota limits and usage), to the
  * schema, sealed and opened again (actors/checkpointer.c), back, equal;
@@ -23,8 +23,8 @@
 #include <cmocka.h>
 
 #include "actors/checkpointer.h"
-#include "actors/gofer.h"
-#include "actors/gofer_int.h"
+#include "actors/gofer/gofer.h"
+#include "actors/gofer/int.h"
 #include "state/codec.h"
 #include "state/statefile.h"
 #include "supstate_types.h"

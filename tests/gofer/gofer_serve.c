@@ -5,7 +5,7 @@
  *   gofer_serve [--ro] [--no-passthrough] [--no-readdirplus] [--no-xattr] [--sync-rw]
  *               [--trace] SRC MNT
  *       mount a gofer volume of SRC on MNT (in the caller's mount namespace),
- *       served on a gofer thread as in the supervisor (actors/gofer_thread.c),
+ *       served on a gofer thread as in the supervisor (actors/gofer/thread.c),
  *       print "ready" and serve until MNT is unmounted; then print the
  *       gofer thread's placement counters, the gofer's stats (with FUSE over
  *       io_uring: the requests through it) and
@@ -24,8 +24,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "actors/gofer.h"
-#include "actors/gofer_thread.h"
+#include "actors/gofer/gofer.h"
+#include "actors/gofer/thread.h"
 #include "host/fuse_mount.h"
 
 static double now(void)

@@ -34,7 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "actors/gofer.h"
+#include "actors/gofer/gofer.h"
 #include "host/fuse_mount.h"
 #include "tests/gofer/tap.h"
 #include "runtime/loop.h"

@@ -15,7 +15,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "actors/gofer.h"
+#include "actors/gofer/gofer.h"
 #include "runtime/loop.h"
 #include "runtime/timer.h"
 #include "tests/gofer/harness.h"

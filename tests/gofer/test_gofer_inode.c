@@ -1,6 +1,6 @@
 /*
  * tests/gofer/test_gofer_inode.c — cmocka unit tests for the gofer's inode
- * table (actors/gofer_inode.c): one entry per (dev, ino), nodeids never
+ * table (actors/gofer/inode.c): one entry per (dev, ino), nodeids never
  * reused, FORGET frees at zero, open files keep entries, the root is never
  * freed, the limit answers ENFILE, the tables grow and shrink back; file
  * handles and the fd cache: entries hold no fd past the cache size, evicted
@@ -24,7 +24,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "actors/gofer_int.h"
+#include "actors/gofer/int.h"
 
 static char dir[64];
 static int dirfd_;

@@ -1,6 +1,6 @@
 /*
  * tests/gofer/thread_test.c — the gofer thread and its placement next to
- * the requester (actors/gofer_thread.c). As root, with the fuse module's
+ * the requester (actors/gofer/thread.c). As root, with the fuse module's
  * enable_uring parameter on for the test (old value restored at exit), in
  * a private mount namespace on a private tmpfs, one volume served by
  * urs_gofer_thread_start():
@@ -48,8 +48,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "actors/gofer.h"
-#include "actors/gofer_thread.h"
+#include "actors/gofer/gofer.h"
+#include "actors/gofer/thread.h"
 #include "host/fuse_mount.h"
 #include "tests/gofer/tap.h"
 

@@ -1,6 +1,6 @@
 /*
  * tests/gofer/uring_test.c — the gofer's FUSE-over-io_uring transport
- * (actors/gofer_uring.c). As root, with the fuse module's enable_uring
+ * (actors/gofer/uring.c). As root, with the fuse module's enable_uring
  * parameter turned on for the test's duration (its old value is restored
  * at exit), in a private mount namespace on a private tmpfs:
  *   uring-pt   a gofer volume (passthrough): must negotiate io_uring
@@ -26,7 +26,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "actors/gofer.h"
+#include "actors/gofer/gofer.h"
 #include "host/fuse_mount.h"
 #include "tests/gofer/tap.h"
 

@@ -1,7 +1,7 @@
 /*
- * actors/gofer_uring.h — FUSE over io_uring for the gofer (gofer_uring.c):
+ * actors/gofer/uring.h — FUSE over io_uring for the gofer (gofer/uring.c):
  * the kernel's uapi for it (FUSE 7.42, newer than Debian 12's
- * <linux/fuse.h> 7.38) and the hooks gofer.c and gofer_ops.c call.
+ * <linux/fuse.h> 7.38) and the hooks gofer.c and gofer/ops.c call.
  * Not for use outside actors/gofer*.c.
  */
 #ifndef URSA_ACTORS_GOFER_URING_H
@@ -52,7 +52,7 @@ struct greq;
 struct gofer_uent;
 
 /*
- * INIT (gofer_ops.c): the FUSE_OVER_IO_URING bit to add to the flags we
+ * INIT (gofer/ops.c): the FUSE_OVER_IO_URING bit to add to the flags we
  * accept, or 0. Non-zero only when the kernel offered it (@kflags: the INIT
  * request's flags | flags2 << 32), the fd is /dev/fuse, the option and
  * URSA_IOURING_DISABLE allow it, and the ring and first buffers could be

@@ -1,11 +1,11 @@
 /*
- * actors/gofer_metrics.c — the gofer volumes' ursa_gofer_* metrics: ops by
+ * actors/gofer/metrics.c — the gofer volumes' ursa_gofer_* metrics: ops by
  * type, errors, bytes through the gofer, a latency histogram, inodes and
  * open files, host fds held, reopens from file handles and ENFILE refusals,
  * each labelled volume="DEST".
  *
  * The request path only bumps the plain counters of struct urs_gofer_stats
- * (actors/gofer.c, gofer_ops.c); they are copied into the registered
+ * (actors/gofer/gofer.c, gofer/ops.c); they are copied into the registered
  * metrics when somebody scrapes, like the netstack's. The volume label's
  * values are the volumes' destinations, declared once at registration (the
  * first scrape); every cell is found arithmetically (volume index × op
@@ -15,7 +15,7 @@
 #include <linux/fuse.h>
 #include <string.h>
 
-#include "actors/gofer.h"
+#include "actors/gofer/gofer.h"
 #include "runtime/common.h"
 #include "runtime/metrics.h"
 

@@ -1,5 +1,5 @@
 /*
- * tests/unit/test_writer.c — batched writes: a file written in many chunks
+ * tests/runtime/test_writer.c — batched writes: a file written in many chunks
  * and verified byte for byte, many writes per io_uring_enter, backpressure
  * with on_ready, ordered writes to a pipe, short writes continued (RLIMIT_FSIZE)
  * and the sticky first error.

@@ -1,5 +1,5 @@
 /*
- * actors/gofer_state.c — a gofer volume's state through a checkpoint
+ * actors/gofer/state.c — a gofer volume's state through a checkpoint
  * (docs/gofer.md "Checkpoint and restore"): export what the supervisor
  * saves in the volumes part of DIR/supervisor.img (actors/supstate.ursc),
  * map it to and from the schema's struct, and check/continue it in the
@@ -20,7 +20,7 @@
  *
  * Reads only fields of struct urs_gofer / struct ginode that do not depend
  * on how the inode table keeps its host objects (nodeid, dev, ino, type,
- * opens, the quota counters): see gofer_int.h.
+ * opens, the quota counters): see gofer/int.h.
  */
 #include <errno.h>
 #include <sys/sysmacros.h>
@@ -29,7 +29,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "actors/gofer_int.h"
+#include "actors/gofer/int.h"
 #include "supstate_types.h"
 
 /* Entries worth saving: the root and those with open handles (what the

@@ -1,5 +1,5 @@
 /*
- * tests/unit/test_timer.c — one-shot and periodic timers, cancellation before
+ * tests/runtime/test_timer.c — one-shot and periodic timers, cancellation before
  * and after firing (exactly one final -ECANCELED, record freed only then),
  * churn of many timers through a small ring. No wall-clock upper bound: a
  * timer must fire (or its cancel complete) before a 30 s guard timer, far

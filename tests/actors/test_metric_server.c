@@ -1,5 +1,5 @@
 /*
- * tests/unit/test_metric_server.c — the metric server's pure parts: judging
+ * tests/actors/test_metric_server.c — the metric server's pure parts: judging
  * request heads (incomplete, each 4xx/5xx, the size cap) and merging
  * sandboxes' expositions (one HELP/TYPE per family, samples of every
  * sandbox under it, replies that are not what a supervisor writes rejected

@@ -1,5 +1,5 @@
 /*
- * tests/unit/test_pool.c — the fixed-size object pool: lazy growth, the cap,
+ * tests/runtime/test_pool.c — the fixed-size object pool: lazy growth, the cap,
  * reuse, and frees from another thread.
  */
 #include <pthread.h>

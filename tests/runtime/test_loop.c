@@ -1,5 +1,5 @@
 /*
- * tests/unit/test_loop.c — the event loop: completions, callbacks never run
+ * tests/runtime/test_loop.c — the event loop: completions, callbacks never run
  * inside submit, SQ-full overflow, cancellation (queued and in flight,
  * resources freed only on the final completion), multishot ops, and the
  * ring-setup fallbacks.

@@ -1,5 +1,5 @@
 /*
- * tests/unit/test_probe.c — feature probing: names and parsing of the
+ * tests/runtime/test_probe.c — feature probing: names and parsing of the
  * URSA_IOURING_DISABLE list, forcing features off (what every fallback test
  * relies on), and that a forced-off feature is really not used by a loop.
  */

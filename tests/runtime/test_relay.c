@@ -1,5 +1,5 @@
 /*
- * tests/actors/test_relay.c — the splice relay (runtime/relay.h) that the
+ * tests/runtime/test_relay.c — the splice relay (runtime/relay.h) that the
  * port-forward shortcut (actors/netsplice.c) runs on: bytes both ways intact
  * through socketpairs and loopback TCP (multishot and single-shot polls,
  * small pipes so the pipe-full path runs), half-close in each direction, a

@@ -1,6 +1,6 @@
 /*
- * actors/gofer_int.h — what gofer.c (connection, buffers, dispatch),
- * gofer_inode.c (inode table) and gofer_ops.c (operation handlers) share.
+ * actors/gofer/int.h — what gofer.c (connection, buffers, dispatch),
+ * gofer/inode.c (inode table) and gofer/ops.c (operation handlers) share.
  * Not for use outside actors/gofer*.c.
  */
 #ifndef URSA_ACTORS_GOFER_INT_H
@@ -13,8 +13,8 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
-#include "actors/gofer.h"
-#include "actors/gofer_uring.h"
+#include "actors/gofer/gofer.h"
+#include "actors/gofer/uring.h"
 #include "runtime/loop.h"
 #include "runtime/timer.h"
 
@@ -161,7 +161,7 @@ struct gslot {
 	bool async;		    /* a host operation for this request is in flight */
 	uint8_t akind;		    /* enum gofer_async_kind */
 	struct fuse_in_header ahdr; /* the request it answers */
-	struct gofer_uent *uent;    /* a FUSE-over-io_uring entry's slot (gofer_uring.c) */
+	struct gofer_uent *uent;    /* a FUSE-over-io_uring entry's slot (gofer/uring.c) */
 };
 
 #define GOFER_MAX_SLOTS 16
@@ -186,8 +186,8 @@ struct urs_gofer {
 	uint64_t attr_sec;
 	uint32_t attr_nsec;
 	struct urs_gofer_stats st;
-	struct gofer_uring *u;	    /* FUSE over io_uring, when negotiated (gofer_uring.c) */
-	bool quota;		    /* o.quota_bytes or o.quota_inodes set (gofer_quota.c) */
+	struct gofer_uring *u;	    /* FUSE over io_uring, when negotiated (gofer/uring.c) */
+	bool quota;		    /* o.quota_bytes or o.quota_inodes set (gofer/quota.c) */
 	uint64_t q_bytes, q_inodes; /* usage counted against them */
 };
 
@@ -221,7 +221,7 @@ int gofer_reply(struct greq *r, int err, const void *data, size_t len);
 int gofer_reply2(struct greq *r, const void *a, size_t alen, const void *b, size_t blen);
 
 /*
- * Quotas (gofer_quota.c). gofer_quota_init: count the volume's usage (a
+ * Quotas (gofer/quota.c). gofer_quota_init: count the volume's usage (a
  * bounded walk beneath the root: -EFBIG past GOFER_QUOTA_WALK_MAX entries
  * or GOFER_QUOTA_DEPTH levels). gofer_quota_charge: add @dbytes / @dinodes
  * (negative: release); a positive one that would pass its quota fails with
@@ -235,7 +235,7 @@ int gofer_quota_init(struct urs_gofer *g);
 int gofer_quota_charge(struct urs_gofer *g, int64_t dbytes, int64_t dinodes);
 void gofer_quota_gone(struct urs_gofer *g, const struct stat *st);
 
-/* Dispatch one request (gofer_ops.c): returns 0 (replied), GOFER_NOREPLY,
+/* Dispatch one request (gofer/ops.c): returns 0 (replied), GOFER_NOREPLY,
  * or a negative errno to send as the error reply. */
 int gofer_dispatch(struct greq *r);
 

@@ -1,5 +1,5 @@
 /*
- * tests/unit/test_metrics.c — metrics: arithmetic label cells, counters,
+ * tests/runtime/test_metrics.c — metrics: arithmetic label cells, counters,
  * gauges and exponential histograms, the exact Prometheus text, -ENOSPC,
  * and concurrent increments from several threads (no lost updates).
  */

@@ -1,5 +1,5 @@
 /*
- * actors/gofer_inode.c — the gofer's inode table: one entry per host object
+ * actors/gofer/inode.c — the gofer's inode table: one entry per host object
  * the kernel holds a reference to (nlookup > 0), keyed by (st_dev, st_ino)
  * so that the same object found through two names (hard links, a renamed
  * directory) is one FUSE inode with one stable nodeid. Node ids come from a
@@ -26,7 +26,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "actors/gofer_int.h"
+#include "actors/gofer/int.h"
 
 #define MIN_BUCKETS 16u
 

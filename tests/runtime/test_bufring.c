@@ -1,5 +1,5 @@
 /*
- * tests/unit/test_bufring.c — provided-buffer rings: start with one buffer,
+ * tests/runtime/test_bufring.c — provided-buffer rings: start with one buffer,
  * backlog signals (-ENOBUFS ends a multishot read), grow, shrink with the
  * memory really returned (mincore), refusal of foreign buffer ids, the
  * single-shot fallback when multishot read is forced off, and -EOPNOTSUPP

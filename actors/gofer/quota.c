@@ -1,12 +1,12 @@
 /*
- * actors/gofer_quota.c — per-volume quotas for the gofer: bytes of
+ * actors/gofer/quota.c — per-volume quotas for the gofer: bytes of
  * regular-file data (st_size) and inodes (every object: files, directories,
  * symlinks, fifos, sockets), see docs/gofer.md "Quotas".
  *
  * Usage is counted once, when the volume is served, by walking it beneath
  * the root (the same openat2 rules as every lookup: RESOLVE_BENEATH, no
  * symlinks followed, no magic links) with a bound on entries and depth, and
- * then kept up to date by the handlers in gofer_ops.c, which charge before
+ * then kept up to date by the handlers in gofer/ops.c, which charge before
  * they grow anything (create, mkdir, mknod, symlink, write, truncate,
  * fallocate, copy_file_range) and release what unlink, rmdir, rename over a
  * target and truncation free. A hard-linked file found by the walk counts
@@ -22,7 +22,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "actors/gofer_int.h"
+#include "actors/gofer/int.h"
 
 struct walk {
 	uint64_t bytes, inodes, entries;

@@ -1,5 +1,5 @@
 /*
- * actors/gofer_ops.c — the gofer's FUSE operation handlers.
+ * actors/gofer/ops.c — the gofer's FUSE operation handlers.
  *
  * Host-side rules, on every path:
  *  - a name from the kernel is one component (no '/', not "." or ".."),
@@ -35,7 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "actors/gofer_int.h"
+#include "actors/gofer/int.h"
 
 #define RESOLVE_SAFE (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)
 #define FH_PT	     (1ull << 32) /* the open holds a passthrough backing reference */
@@ -301,7 +301,7 @@ static int op_init(struct greq *r)
 	uint64_t pt = (uint64_t) URS_FUSE_PASSTHROUGH_FLAG2 << 32;
 	if (!g->o.no_passthrough)
 		want |= pt;
-	want |= gofer_uring_offer(g, kflags); /* FUSE over io_uring (gofer_uring.c) */
+	want |= gofer_uring_offer(g, kflags); /* FUSE over io_uring (gofer/uring.c) */
 	uint64_t got = kflags & want;
 	g->minor = in.minor;
 	out.minor = in.minor < 40 ? in.minor : 40;

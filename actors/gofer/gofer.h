@@ -1,5 +1,5 @@
 /*
- * actors/gofer.h — the gofer: an actor on the supervisor's io_uring loop
+ * actors/gofer/gofer.h — the gofer: an actor on the supervisor's io_uring loop
  * that answers a FUSE connection for one mediated volume (a host directory
  * the sandbox sees through a FUSE mount), so the sandbox never holds a
  * host path or fd.
@@ -77,7 +77,7 @@ struct urs_gofer_opts {
 	uint64_t quota_inodes;
 	/* FUSE over io_uring: called for every request with the CPU it was
 	 * issued on (the kernel queues a request on its CPU's queue), e.g. to
-	 * serve it next to the requester (actors/gofer_thread.c); or NULL */
+	 * serve it next to the requester (actors/gofer/thread.c); or NULL */
 	void (*req_cpu)(void *arg, unsigned cpu);
 	/* ... and right before replies to them go to the kernel (or NULL) */
 	void (*req_replied)(void *arg);
@@ -139,7 +139,7 @@ void urs_gofer_free(struct urs_gofer *g);
 void urs_gofer_get_stats(const struct urs_gofer *g, struct urs_gofer_stats *st);
 
 /*
- * Per-volume metrics (actors/gofer_metrics.c): ursa_gofer_* series labelled
+ * Per-volume metrics (actors/gofer/metrics.c): ursa_gofer_* series labelled
  * volume="DEST" for each of @n gofers (@g[i] may be NULL: zeros), the label
  * values (@volumes, which must stay valid for the process's life) fixed on
  * the first call, which registers them; later calls only copy the gofers'
@@ -153,7 +153,7 @@ int urs_gofer_metrics_render(struct urs_gofer *const *g, const char *const *volu
 size_t urs_gofer_mem(const struct urs_gofer *g);
 
 /*
- * Checkpoint/restore of a volume (actors/gofer_state.c, docs/gofer.md
+ * Checkpoint/restore of a volume (actors/gofer/state.c, docs/gofer.md
  * "Checkpoint and restore"): what DIR/supervisor.img keeps of it. The
  * kernel's nodeids and file handles are not carried over (the connection
  * dies with the sandbox); files are re-opened by path through the new

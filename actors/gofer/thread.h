@@ -1,5 +1,5 @@
 /*
- * actors/gofer_thread.h — the thread the gofer volumes of a process run on,
+ * actors/gofer/thread.h — the thread the gofer volumes of a process run on,
  * and where that thread runs: next to the requester (docs/gofer.md,
  * "Where the gofer runs").
  *
@@ -46,7 +46,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "actors/gofer.h"
+#include "actors/gofer/gofer.h"
 
 struct urs_gofer_thread;
 

@@ -1,5 +1,5 @@
 /*
- * tests/unit/test_profile.c — `ursa --profile` (actors/metrics.c's profiler
+ * tests/actors/test_profile.c — `ursa --profile` (actors/metrics.c's profiler
  * on runtime/actor.c's hooks): nothing exists until urs_sup_profile_init();
  * afterwards every actor handler call and every op callback that goes through
  * urs_op_dispatch() is counted, timed and its heap growth seen, by name, in

@@ -1,5 +1,5 @@
 /*
- * actors/gofer_uring.c — FUSE over io_uring for the gofer: the transport
+ * actors/gofer/uring.c — FUSE over io_uring for the gofer: the transport
  * that replaces read(/dev/fuse) + write(/dev/fuse) with registered ring
  * entries (docs/gofer.md, "FUSE over io_uring"). gofer.c keeps the classic
  * read pool running next to it: FORGET and INTERRUPT always come through
@@ -46,7 +46,7 @@
  * A request's layout differs from /dev/fuse's: the in header and the fixed
  * argument sit in the header buffer, the rest in the payload. Each payload
  * buffer has a spare page in front of it, so the fixed argument is copied
- * just before the payload and the handlers in gofer_ops.c see the usual
+ * just before the payload and the handlers in gofer/ops.c see the usual
  * contiguous argument block; their replies go to the entry (gofer_reply ->
  * gofer_uring_reply: out header in the header buffer, data at the start of
  * the payload) instead of a write(2). Asynchronous host operations use the
@@ -64,7 +64,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "actors/gofer_int.h"
+#include "actors/gofer/int.h"
 #include "runtime/compat.h"
 #include "runtime/probe.h"
 

@@ -1,5 +1,5 @@
 /*
- * tests/unit/test_actor.c — actor messaging: FIFO order, 10 000 actors,
+ * tests/runtime/test_actor.c — actor messaging: FIFO order, 10 000 actors,
  * same-loop sends cost no syscall, message ownership (free, keep, forward),
  * pool backpressure, cross-thread delivery through MSG_RING and through
  * the eventfd fallback, and a message sent to another thread from a handler

@@ -1,8 +1,8 @@
 /*
- * actors/gofer.c — see gofer.h. The connection: the request-buffer pool and
+ * actors/gofer/gofer.c — see gofer.h. The connection: the request-buffer pool and
  * its io_uring reads, replies, idle shrinking, and the lifetime of the
- * gofer. Operation handlers live in gofer_ops.c, the inode table in
- * gofer_inode.c.
+ * gofer. Operation handlers live in gofer/ops.c, the inode table in
+ * gofer/inode.c.
  *
  * Buffer pool: slot k owns an mmap'd buffer of max_write + 4 KiB (what the
  * kernel requires of every /dev/fuse read) and one read op. One slot serves
@@ -15,7 +15,7 @@
  * /dev/fuse is opened O_NONBLOCK and is pollable, so io_uring arms a poll
  * and no io-wq thread sleeps in a read.
  */
-#include "actors/gofer.h"
+#include "actors/gofer/gofer.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -28,7 +28,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "actors/gofer_int.h"
+#include "actors/gofer/int.h"
 
 static void slot_arm(struct gslot *s);
 static void slot_next(struct gslot *s, int32_t res);

@@ -1,7 +1,7 @@
 /*
- * actors/gofer_thread.c — the gofer volumes' own thread and its placement
+ * actors/gofer/thread.c — the gofer volumes' own thread and its placement
  * next to the requester, with the watchdog that keeps SCHED_IDLE from
- * starving it. Why and how: actors/gofer_thread.h, docs/gofer.md "Where
+ * starving it. Why and how: actors/gofer/thread.h, docs/gofer.md "Where
  * the gofer runs".
  *
  * Locks: `mu` guards the gofers and the thread's loop (held by the gofer
@@ -20,7 +20,7 @@
  * `wake_efd`), and the thread, next in userspace, where any creation it
  * was in has ended, fixes the workers itself (fix_workers, no allocation).
  */
-#include "actors/gofer_thread.h"
+#include "actors/gofer/thread.h"
 
 #include <errno.h>
 #include <fcntl.h>
