@@ -1,26 +1,24 @@
 /*
  * ckpt/pagesink.h — the pages.img writer of the dumper (the bodies of
- * ckpt_pages_open/append/finish/abort, ckpt/image.h) on the runtime's
- * batched io_uring writes (runtime/writer.h).
+ * ckpt_pages_open/append/finish/abort, ckpt/image.h) on the runtime's sink
+ * (runtime/sink.h: a ring of buffers, batched io_uring writes).
  *
  * Page data is copied into a small ring of buffers (CKPT_SINK_NBUFS ×
  * CKPT_SINK_BUFSIZE); each full buffer becomes one write at its explicit
  * file offset and is submitted at once, so the kernel copies it into the
- * file while the dumper reads the next pages from /proc/PID/mem. At most
- * every buffer is in flight (bytes in flight are bounded by the ring);
- * the dumper only waits when it needs a buffer that is still being
- * written. finish() hands the last partial buffer and the header page
- * (offset 0) to the kernel in one io_uring_enter and waits for both.
- * Checksums (CRC32C of the page data) are computed on append, as before,
- * so the image format does not change.
+ * file while the dumper reads the next pages from /proc/PID/mem; the
+ * dumper only waits when it needs a buffer still being written. finish()
+ * writes the last partial buffer, waits, then writes the header page
+ * (offset 0). CRC32C of the page data is computed on append.
  *
  * The sink has its own loop (a private io_uring) for the duration of one
  * dump, on the caller's thread, set up when the first buffer fills (an
  * image smaller than one buffer — an idle process, ~15 pages — is written
- * with two pwrite(2) calls at finish: a ring costs ~0.2 ms to set up, more
- * than those); a loop the thread already had is current again afterwards. Without io_uring (a
- * kernel or seccomp policy that refuses it) the sink falls back to pwrite(2), same bytes;
- * URSA_CKPT_NO_URING=1 forces that (benchmarks compare the two).
+ * with two pwrite(2) calls: a ring costs ~0.2 ms to set up, more than
+ * those); a loop the thread already had is current again afterwards.
+ * Without io_uring (a kernel or seccomp policy that refuses it) the sink
+ * stays on pwrite(2), same bytes; URSA_CKPT_NO_URING=1 forces that
+ * (benchmarks compare the two).
  */
 #ifndef URSA_CKPT_PAGESINK_H
 #define URSA_CKPT_PAGESINK_H

@@ -146,6 +146,24 @@ static bool refused(const char *cgmode, bool lazy, bool pre, const char *parent,
 	return false;
 }
 
+/* A container started a moment ago (run -d, start) may have an init that
+ * has not exec'd its process yet: it is still a copy of its supervisor,
+ * holding the supervisor's fds, and the dump would refuse them. Its exe is
+ * then the supervisor's: wait (up to 10 s) until it is not. */
+static void wait_exec(const struct urs_state *st)
+{
+	char ip[64], sp[64];
+	snprintf(ip, sizeof(ip), "/proc/%d/exe", (int) st->pid);
+	snprintf(sp, sizeof(sp), "/proc/%d/exe", (int) st->sup_pid);
+	for (int i = 0; i < 2000; i++) {
+		struct stat is, ss;
+		if (stat(ip, &is) < 0 || stat(sp, &ss) < 0 || is.st_dev != ss.st_dev ||
+		    is.st_ino != ss.st_ino)
+			return;
+		usleep(5000);
+	}
+}
+
 /* one checkpoint of a container at a time (a second one's refusal would
  * thaw the cgroup under the first); returns the locked state dir's fd */
 static int lock_running(const struct urs_state *st, char *sdir, size_t len)
@@ -167,6 +185,7 @@ static int lock_running(const struct urs_state *st, char *sdir, size_t len)
 		close(fd);
 		return -1;
 	}
+	wait_exec(st);
 	return fd;
 }
 

@@ -20,7 +20,7 @@
 #include <cmocka.h>
 
 #include "runtime/loop.h"
-#include "state/sink_uring.h"
+#include "runtime/sink.h"
 #include "state/statefile.h"
 #include "tests/lib/skip.h"
 #include "tst_types.h"
@@ -112,13 +112,12 @@ static void test_statefile(void **state)
 		assert_int_equal(write_sf(msink, &m, data, len, z), 0);
 		for (size_t i = 0; i < 3; i++) {
 			int fd = tmpfile_rw();
-			struct urs_st_usink s;
-			assert_int_equal(urs_st_usink_init(&s, &loop, fd, 0, cfg[i][0], cfg[i][1]),
-					 0);
-			assert_int_equal(write_sf(urs_st_usink_write, &s, data, len, z), 0);
-			assert_int_equal(urs_st_usink_flush(&s), 0);
+			struct urs_sink s;
+			assert_int_equal(urs_sink_init(&s, &loop, fd, 0, cfg[i][0], cfg[i][1]), 0);
+			assert_int_equal(write_sf(urs_sink_write, &s, data, len, z), 0);
+			assert_int_equal(urs_sink_flush(&s), 0);
 			assert_int_equal(s.written, m.len);
-			urs_st_usink_free(&s);
+			urs_sink_free(&s);
 
 			size_t flen;
 			uint8_t *file = read_fd(fd, &flen);
@@ -175,14 +174,14 @@ static void test_encoder(void **state)
 	const uint8_t *mbuf = urs_st_enc_data(&mem, &mlen);
 
 	int fd = tmpfile_rw();
-	struct urs_st_usink s;
-	assert_int_equal(urs_st_usink_init(&s, &loop, fd, 0, 3, 256 << 10), 0);
+	struct urs_sink s;
+	assert_int_equal(urs_sink_init(&s, &loop, fd, 0, 3, 256 << 10), 0);
 	struct urs_st_enc e;
-	assert_int_equal(urs_st_enc_init(&e, 64 << 10, urs_st_usink_write, &s), 0);
+	assert_int_equal(urs_st_enc_init(&e, 64 << 10, urs_sink_write, &s), 0);
 	assert_int_equal(tst_save_all(&e, &a), 0);
-	assert_int_equal(urs_st_usink_flush(&s), 0);
+	assert_int_equal(urs_sink_flush(&s), 0);
 	urs_st_enc_free(&e);
-	urs_st_usink_free(&s);
+	urs_sink_free(&s);
 
 	size_t flen;
 	uint8_t *file = read_fd(fd, &flen);
@@ -214,16 +213,16 @@ static void error_case(int fd, int want)
 	assert_int_equal(urs_loop_init(&loop, NULL), 0);
 	size_t len = 3u << 20;
 	uint8_t *data = calloc(1, len);
-	struct urs_st_usink s;
-	assert_int_equal(urs_st_usink_init(&s, &loop, fd, 0, 2, 64 << 10), 0);
+	struct urs_sink s;
+	assert_int_equal(urs_sink_init(&s, &loop, fd, 0, 2, 64 << 10), 0);
 	/* the sink reports the error once a chunk came back with it ... */
-	int r = write_sf(urs_st_usink_write, &s, data, len, 0);
+	int r = write_sf(urs_sink_write, &s, data, len, 0);
 	assert_int_equal(r, want);
 	/* ... it sticks, and the flush says it too */
-	assert_int_equal(urs_st_usink_write(&s, data, 10), want);
-	assert_int_equal(urs_st_usink_flush(&s), want);
+	assert_int_equal(urs_sink_write(&s, data, 10), want);
+	assert_int_equal(urs_sink_flush(&s), want);
 	assert_int_equal(s.inflight, 0);
-	urs_st_usink_free(&s);
+	urs_sink_free(&s);
 	free(data);
 	urs_loop_fini(&loop);
 }
@@ -258,21 +257,21 @@ static void test_small(void **state)
 	struct urs_loop loop;
 	assert_int_equal(urs_loop_init(&loop, NULL), 0);
 	int fd = tmpfile_rw();
-	struct urs_st_usink s;
-	assert_int_equal(urs_st_usink_init(&s, &loop, fd, 0, 0, 0), 0);
-	assert_int_equal(urs_st_usink_flush(&s), 0); /* nothing to write */
-	assert_int_equal(urs_st_usink_write(&s, "hello", 5), 0);
-	assert_int_equal(urs_st_usink_flush(&s), 0);
-	assert_int_equal(urs_st_usink_write(&s, " world", 6), 0);
-	assert_int_equal(urs_st_usink_flush(&s), 0);
-	urs_st_usink_free(&s);
+	struct urs_sink s;
+	assert_int_equal(urs_sink_init(&s, &loop, fd, 0, 0, 0), 0);
+	assert_int_equal(urs_sink_flush(&s), 0); /* nothing to write */
+	assert_int_equal(urs_sink_write(&s, "hello", 5), 0);
+	assert_int_equal(urs_sink_flush(&s), 0);
+	assert_int_equal(urs_sink_write(&s, " world", 6), 0);
+	assert_int_equal(urs_sink_flush(&s), 0);
+	urs_sink_free(&s);
 	size_t flen;
 	uint8_t *file = read_fd(fd, &flen);
 	assert_int_equal(flen, 11);
 	assert_memory_equal(file, "hello world", 11);
 	free(file);
 	close(fd);
-	assert_int_equal(urs_st_usink_init(&s, &loop, fd, 0, 99, 0), -EINVAL);
+	assert_int_equal(urs_sink_init(&s, &loop, fd, 0, 99, 0), -EINVAL);
 	urs_loop_fini(&loop);
 }
 
