@@ -206,10 +206,9 @@ int urs_supstate_read(const char *dir, const uint8_t *key, size_t keylen, struct
 	if (got != len) {
 		r = urs_err_set(err, -EIO, "%s: short read", path);
 	} else {
-		struct urs_err e2 = {{0}};
-		r = urs_supstate_open(buf, len, key, keylen, out, &e2);
+		r = urs_supstate_open(buf, len, key, keylen, out, err);
 		if (r < 0)
-			urs_err_set(err, r, "supervisor state %s refused: %s", path, e2.msg);
+			urs_err_wrap(err, r, "supervisor state %s refused", path);
 	}
 	free(buf);
 	return r;

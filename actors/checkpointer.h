@@ -31,7 +31,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "host/err.h"
+#include "runtime/err.h"
 #include "runtime/actor.h"
 #include "ckpt/key.h"
 #include "runtime/loop.h"

@@ -24,7 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "host/err.h"
+#include "runtime/err.h"
 
 struct urs_ms_opts {
 	const char *root;	    /* state root: ROOT/ID/ctl.sock */

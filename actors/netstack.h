@@ -17,7 +17,7 @@
 #include <sys/socket.h>
 #include <sys/types.h>
 
-#include "host/err.h"
+#include "runtime/err.h"
 #include "host/tap.h"
 #include "net/net.h"
 #include "runtime/loop.h"

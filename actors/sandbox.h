@@ -10,7 +10,7 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
-#include "host/err.h"
+#include "runtime/err.h"
 #include "host/spec.h"
 #include "host/state.h"
 

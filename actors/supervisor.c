@@ -90,6 +90,12 @@ struct sup {
 	uint64_t gfuse_dev[URS_GOFER_MAX]; /* saved FUSE st_dev, 0 = none */
 	bool gsaved_any, late;
 	const char *gdest[URS_GOFER_MAX], *gsrc[URS_GOFER_MAX];
+	/* the init's exec: after START its end of the sync socket (close on
+	 * exec) closes once every task of the container has exec'd or closed
+	 * what it inherited from us; "exec-wait" requests wait for that */
+	bool started, execd;
+	struct urs_op exec_op;
+	struct ctl_conn *exec_waiters;
 };
 
 /* Append the gofer volumes' ursa_gofer_* series to the @n bytes at @buf
@@ -104,11 +110,12 @@ struct ctl_conn {
 	struct sup *s;
 	int fd;
 	bool replying;
-	bool waiting;		    /* a checkpoint save runs for it: not freed */
-	bool guard;		    /* "guard": held open by a checkpoint (ctl_guard) */
-	char *reply;		    /* large replies (metrics), or NULL */
-	struct urs_ckpt_req *ckreq; /* "checkpoint DIR", or NULL */
-	char buf[4352];		    /* a request: "checkpoint " + a path */
+	bool waiting;		      /* a checkpoint save runs for it: not freed */
+	bool guard;		      /* "guard": held open by a checkpoint (ctl_guard) */
+	char *reply;		      /* large replies (metrics), or NULL */
+	struct urs_ckpt_req *ckreq;   /* "checkpoint DIR", or NULL */
+	struct ctl_conn *next_waiter; /* "exec-wait": the next one waiting */
+	char buf[4352];		      /* a request: "checkpoint " + a path */
 };
 
 static void conn_release(struct ctl_conn *c)
@@ -301,6 +308,54 @@ static void ctl_guard(struct ctl_conn *c)
 	urs_submit(&c->s->loop, &c->op, conn_cb);
 }
 
+/* the init's end of the sync socket closed (its exec, or its end): the
+ * container holds nothing of ours any more; answer who waits */
+static void exec_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint32_t flags)
+{
+	(void) loop, (void) res, (void) flags;
+	struct sup *s = container_of(op, struct sup, exec_op);
+	s->execd = true;
+	if (s->sync_fd >= 0)
+		close(s->sync_fd);
+	s->sync_fd = -1;
+	while (s->exec_waiters) {
+		struct ctl_conn *c = s->exec_waiters;
+		s->exec_waiters = c->next_waiter;
+		c->waiting = false;
+		conn_reply(c, "ok");
+	}
+}
+
+/* START sent: watch for the exec (on the loop once it runs) */
+static void watch_exec(struct sup *s)
+{
+	s->started = true;
+	if (s->sync_fd < 0) {
+		s->execd = true;
+		return;
+	}
+	io_uring_prep_poll_add(urs_op_sqe(&s->exec_op), s->sync_fd, POLLRDHUP | POLLHUP);
+	s->exec_op.flags = URS_OPF_WEAK;
+	urs_submit(&s->loop, &s->exec_op, exec_cb);
+}
+
+/* "exec-wait": `ursa checkpoint` of a container started a moment ago waits
+ * until its init has exec'd (before, it holds our fds: the dump would
+ * refuse them); at once when it has, or was never ours to start */
+static void ctl_exec_wait(struct ctl_conn *c)
+{
+	struct sup *s = c->s;
+	if (s->execd || !s->started || s->exited) {
+		conn_reply(c, "ok");
+		return;
+	}
+	if (urs_timer_busy(&c->idle))
+		urs_timer_cancel(&s->loop, &c->idle);
+	c->waiting = true;
+	c->next_waiter = s->exec_waiters;
+	s->exec_waiters = c;
+}
+
 /*
  * The exposition into c->reply (its own buffer, freed with the connection):
  * CTL_REPLY_MIN first, doubled and rendered again while it does not fit
@@ -373,14 +428,21 @@ static void conn_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint3
 		return;
 	}
 	if (req == URS_REQ_START) {
-		if (s->exited || s->sync_fd < 0) {
+		if (s->exited || s->started || s->sync_fd < 0) {
 			conn_reply(c, "error: container not in created state");
 			return;
 		}
 		int r = urs_sync_send(s->sync_fd, URS_SYNC_START, 0, NULL);
-		close(s->sync_fd);
-		s->sync_fd = -1;
+		if (r < 0) {
+			close(s->sync_fd);
+			s->sync_fd = -1;
+		}
+		watch_exec(s);
 		conn_reply(c, r < 0 ? "error: the container's init is gone" : "ok");
+		return;
+	}
+	if (!strcmp(c->buf, "exec-wait")) {
+		ctl_exec_wait(c);
 		return;
 	}
 	if (!strcmp(c->buf, "ping")) {
@@ -1201,17 +1263,8 @@ static int join_v2_now(void *ctx)
 static void *join_v2_thread(void *arg)
 {
 	(void) arg;
-	for (int i = 0; i < 5 && j2.needed && !j2.later_off && join_v2_write() < 0; i++)
+	for (int i = 0; i < 5 && join_v2_write() < 0; i++)
 		usleep(20000 << i); /* 20 ms .. 320 ms */
-	struct urs_err err = {{0}};
-	int r = -1;
-	for (int i = 0; i < 5 && j2.mem_home && r < 0; i++)
-		if ((r = urs_cg_enter_only(j2.mem_home, getpid(), 1u << URS_CG_MEMORY, &err)) < 0)
-			usleep(20000 << i);
-	if (j2.mem_home && r < 0)
-		fprintf(stderr,
-			"ursa: warning: supervisor: leaving the sandbox's memory cgroup: %s\n",
-			err.msg);
 	return NULL;
 }
 
@@ -1239,9 +1292,26 @@ static void oom_fallback(struct urs_cgroup *cg, struct urs_cgroup *home)
 		j2.mem_home = home;
 }
 
+/* back to the caller's memory cgroup (oom_fallback): a self-migration
+ * while we are single-threaded (no lock), else through cgroup.procs */
+static void memory_leave(void)
+{
+	struct urs_err err = {{0}};
+	int r = urs_cg_enter_self_v1_only(j2.mem_home, 1u << URS_CG_MEMORY, &err);
+	if (r == -EBUSY)
+		r = urs_cg_enter_only(j2.mem_home, getpid(), 1u << URS_CG_MEMORY, &err);
+	if (r < 0)
+		fprintf(stderr,
+			"ursa: warning: supervisor: leaving the sandbox's memory cgroup: %s\n",
+			err.msg);
+	j2.mem_home = NULL;
+}
+
 static void join_v2_later(void)
 {
-	if ((!j2.needed || j2.joined || j2.later_off) && !j2.mem_home)
+	if (j2.mem_home)
+		memory_leave();
+	if (!j2.needed || j2.joined || j2.later_off)
 		return;
 	pthread_attr_t at;
 	pthread_t th;
@@ -1285,8 +1355,8 @@ static void remove_made(struct urs_sup_args *a)
 	fprintf(stderr, "ursa: %s: the command creating it is gone: removed\n",
 		a->id ? a->id : "sandbox");
 	if (made_cg) {
-		if (made_home && made_home->mode)
-			urs_cg_enter_self_v1(made_home, NULL);
+		if (made_home && made_home->mode && urs_cg_enter_self_v1(made_home, NULL) == -EBUSY)
+			urs_cg_enter(made_home, getpid(), NULL); /* threads of ours: the slow way */
 		urs_cg_destroy(made_cg, NULL);
 	}
 	if (a->state_dir) {
@@ -1729,10 +1799,14 @@ static int boot_ready(struct sup *s)
 		/* run/do: no separate start, but not before the parent has written
 		 * the record (a workload that is quick to act would otherwise be
 		 * unknown to `ursa kill` for a moment) */
-		if (!a->restore_dir) /* a restored init runs already */
+		if (!a->restore_dir) { /* a restored init runs already */
 			urs_sync_send(s->sync_fd, URS_SYNC_START, 0, NULL);
-		close(s->sync_fd);
-		s->sync_fd = -1;
+			s->started = true; /* its exec is watched once the loop runs */
+		} else {
+			close(s->sync_fd);
+			s->sync_fd = -1;
+			s->started = s->execd = true;
+		}
 	}
 	return 0;
 }
@@ -1850,6 +1924,7 @@ static int late_ready(struct sup *s)
 		close(s->sync_fd);
 		s->sync_fd = -1;
 	}
+	s->started = s->execd = true; /* restored: it runs already */
 	return 0;
 }
 
@@ -1858,6 +1933,8 @@ static void run_loop(struct sup *s)
 {
 	io_uring_prep_poll_add(urs_op_sqe(&s->pid_op), s->pidfd, POLLIN);
 	urs_submit(&s->loop, &s->pid_op, pid_cb);
+	if (s->started && !s->execd) /* run/do: START went before the loop ran */
+		watch_exec(s);
 	if (s->sig_fd >= 0)
 		sig_arm(s);
 	if (s->ctl_fd >= 0) {

@@ -149,15 +149,14 @@ static int image_owned(const char *dir, struct urs_err *err)
  * again with every page chunk when it loads the image */
 static int image_authentic(const char *dir, const char *root, struct urs_err *err)
 {
-	struct urs_err e2 = {{0}};
 	struct ckpt_seal seal;
-	int r = ckpt_key(root, false, seal.key, &e2);
+	int r = ckpt_key(root, false, seal.key, err);
 	if (r == 0)
-		r = ckpt_image_check_core(dir, &seal, &e2);
+		r = ckpt_image_check_core(dir, &seal, err);
 	if (r == 0)
-		r = ckpt_manifest_check(dir, &seal, &e2);
+		r = ckpt_manifest_check(dir, &seal, err);
 	explicit_bzero(&seal, sizeof(seal));
-	return r < 0 ? urs_err_set(err, r, "restore: %s", e2.msg) : 0;
+	return r < 0 ? urs_err_wrap(err, r, "restore") : 0;
 }
 
 int ckpt_container_image_open(const char *path, const char *root, const char *id, bool want_layer,

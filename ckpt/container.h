@@ -21,7 +21,7 @@
 #include <sys/types.h>
 
 #include "ckpt/dump.h"
-#include "host/err.h"
+#include "runtime/err.h"
 #include "host/state.h"
 
 /* the image's copy of the container's record and config.json: DIR/container/ */

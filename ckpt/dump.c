@@ -2558,12 +2558,9 @@ static int dump_task(struct dumpctx *c, uint32_t idx, struct urs_err *err)
 	t->auxv = steal_ptr(&auxv);
 	t->cwd = read_link(pid, "cwd");
 	t->exe = read_link(pid, "exe");
-	struct stat rst;
 	snprintf(path, sizeof(path), "/proc/%d/root", pid);
-	if (stat(path, &rst) == 0) {
-		t->root = (struct ckpt_root_rec){.dev = rst.st_dev, .ino = rst.st_ino};
+	if (ckpt_root_id(AT_FDCWD, path, &t->root) == 0)
 		t->has_root = 1;
-	}
 	if (!t->cwd || t->cwd[0] != '/' || deleted(t->cwd))
 		return urs_err_set(err, -ENOTSUP, "pid %d: working directory %s is not reachable",
 				   pid, t->cwd ? t->cwd : "?");

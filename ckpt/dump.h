@@ -22,7 +22,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "host/err.h"
+#include "runtime/err.h"
 
 struct ckpt_dump_stats {
 	uint32_t ntasks;

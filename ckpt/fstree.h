@@ -13,7 +13,7 @@
 
 #include <stdint.h>
 
-#include "host/err.h"
+#include "runtime/err.h"
 
 struct urs_fstree_stats {
 	uint64_t entries;    /* records written or read (directories, files, links...) */

@@ -16,6 +16,7 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "runtime/common.h"
@@ -113,6 +114,26 @@ uint32_t ckpt_crc32c(uint32_t crc, const void *buf, size_t n)
 }
 
 /* ---- free ------------------------------------------------------------- */
+
+int ckpt_root_id(int dirfd, const char *path, struct ckpt_root_rec *out)
+{
+	struct statx sx;
+	if (statx(dirfd, path, *path ? 0 : AT_EMPTY_PATH, STATX_INO | STATX_BTIME, &sx) < 0)
+		return -errno;
+	*out = (struct ckpt_root_rec){.dev = makedev(sx.stx_dev_major, sx.stx_dev_minor),
+				      .ino = sx.stx_ino};
+	if (sx.stx_mask & STATX_BTIME) {
+		out->btime_sec = sx.stx_btime.tv_sec;
+		out->btime_nsec = sx.stx_btime.tv_nsec;
+	}
+	return 0;
+}
+
+bool ckpt_root_same(const struct ckpt_root_rec *a, const struct ckpt_root_rec *b)
+{
+	return a->dev == b->dev && a->ino == b->ino && a->btime_sec == b->btime_sec &&
+	       a->btime_nsec == b->btime_nsec;
+}
 
 void ckpt_image_free(struct ckpt_image *img)
 {

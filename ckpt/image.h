@@ -13,12 +13,13 @@
 #ifndef URSA_CKPT_IMAGE_H
 #define URSA_CKPT_IMAGE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/user.h>
 
 #include "ckpt/seal.h"
-#include "host/err.h"
+#include "runtime/err.h"
 
 #define CKPT_PAGE_SIZE	   4096u
 #define CKPT_VERSION	   5u /* 5: authenticated (ckpt/seal.h) */
@@ -284,11 +285,16 @@ struct ckpt_task {
 	uint8_t *auxv;
 	uint32_t auxv_len;
 	char *cwd, *exe;
-	/* the task's root directory at checkpoint time (stat of /proc/PID/root;
-	 * has_root 0 in images made before it was recorded): a restore onto
-	 * another root (a new container's rootfs) may reopen files by path */
+	/* the task's root directory at checkpoint time (statx of
+	 * /proc/PID/root; has_root 0 in images made before it was recorded):
+	 * a restore onto another root (a new container's rootfs) may reopen
+	 * files by path. Device and inode numbers are reused (an overlay's
+	 * anonymous device, a deleted directory's inode), so its birth time
+	 * too (0 where the file system has none) */
 	struct ckpt_root_rec {
 		uint64_t dev, ino;
+		int64_t btime_sec;
+		uint32_t btime_nsec, pad;
 	} root;
 	uint32_t has_root;
 	struct ckpt_vma *vmas;
@@ -346,6 +352,19 @@ struct ckpt_image {
 
 /* CRC32C (Castagnoli), incremental: crc = ckpt_crc32c(crc, p, n), start at 0. */
 uint32_t ckpt_crc32c(uint32_t crc, const void *p, size_t n);
+
+/**
+ * ckpt_root_id() - the identity of a root directory (device, inode, birth time)
+ * @dirfd: a directory fd, or AT_FDCWD
+ * @path: relative to @dirfd, or "" for @dirfd itself
+ * @out: filled
+ *
+ * Return: 0 or a negative errno.
+ */
+int ckpt_root_id(int dirfd, const char *path, struct ckpt_root_rec *out);
+
+/* Are @a and @b the same directory (not one whose numbers were reused)? */
+bool ckpt_root_same(const struct ckpt_root_rec *a, const struct ckpt_root_rec *b);
 
 /* Free everything an image owns (not the struct itself). */
 void ckpt_image_free(struct ckpt_image *img);

@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "host/err.h"
+#include "runtime/err.h"
 
 #define CKPT_KEY_LEN 32
 

@@ -179,14 +179,12 @@ int ckpt_layer_save(const char *root, const char *id, pid_t pid, const char *ima
 	/* the overlay's work directory and the root's mount point are made anew */
 	static const char *const skip[] = {"work", "root", NULL};
 	struct urs_fstree_stats st;
-	struct urs_err e2 = {{0}};
-	int r = urs_fstree_pack(dfd, fd, skip, stats ? stats : &st, &e2);
+	int r = urs_fstree_pack(dfd, fd, skip, stats ? stats : &st, err);
 	if (r == 0 && fsync(fd) < 0)
-		r = urs_err_set(&e2, -errno, "%m");
+		r = urs_err_set(err, -errno, "%m");
 	if (r < 0) {
 		unlink(out);
-		return urs_err_set(err, r, "checkpoint: saving the writable layer into %s: %s", out,
-				   e2.msg);
+		return urs_err_wrap(err, r, "checkpoint: saving the writable layer into %s", out);
 	}
 	snprintf(out, sizeof(out), "%s/layer.dev", image);
 	unlink(out);
@@ -223,18 +221,17 @@ int ckpt_layer_load(const char *root, const char *id, const char *image, char *b
 	if (r < 0)
 		return r;
 	_cleanup_close_ int dfd = open(bundle, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	struct urs_err e2 = {{0}};
-	r = dfd < 0 ? urs_err_set(&e2, -errno, "%m") : urs_fstree_unpack(fd, dfd, NULL, &e2);
+	r = dfd < 0 ? urs_err_set(err, -errno, "%m") : urs_fstree_unpack(fd, dfd, NULL, err);
 	char cfg[PATH_MAX + 16], up[PATH_MAX + 16];
 	snprintf(cfg, sizeof(cfg), "%s/config.json", bundle);
 	snprintf(up, sizeof(up), "%s/upper", bundle);
 	struct stat a, b;
 	if (r == 0 &&
 	    (lstat(cfg, &a) < 0 || !S_ISREG(a.st_mode) || lstat(up, &b) < 0 || !S_ISDIR(b.st_mode)))
-		r = urs_err_set(&e2, -EINVAL, "it has no config.json or no upper/");
+		r = urs_err_set(err, -EINVAL, "it has no config.json or no upper/");
 	if (r < 0) {
 		ckpt_layer_remove(root, id, NULL);
-		return urs_err_set(err, r, "restore: the writable layer %s: %s", in, e2.msg);
+		return urs_err_wrap(err, r, "restore: the writable layer %s", in);
 	}
 	return 0;
 }

@@ -12,7 +12,7 @@
 #include <sys/types.h>
 
 #include "ckpt/fstree.h"
-#include "host/err.h"
+#include "runtime/err.h"
 
 /**
  * ckpt_layer_make() - mount a fresh tmpfs for sandbox @id's writable layer

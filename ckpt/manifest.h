@@ -26,7 +26,7 @@
 #include <stdbool.h>
 
 #include "ckpt/seal.h"
-#include "host/err.h"
+#include "runtime/err.h"
 
 #define CKPT_MANIFEST "manifest.img"
 

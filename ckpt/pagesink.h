@@ -28,7 +28,7 @@
 #include <stdint.h>
 
 #include "ckpt/image.h"
-#include "host/err.h"
+#include "runtime/err.h"
 
 #define CKPT_SINK_NBUFS	  4
 #define CKPT_SINK_BUFSIZE (256u << 10)

@@ -18,7 +18,7 @@
 #include <sys/types.h>
 #include <sys/user.h>
 
-#include "host/err.h"
+#include "runtime/err.h"
 
 struct ckpt_tracee {
 	pid_t pid;

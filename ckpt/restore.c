@@ -1216,7 +1216,7 @@ static int reopen_by_path(struct rctx *c, uint32_t i, const struct ckpt_fd *f, s
 {
 	const struct ckpt_task *t = &c->img.tasks[i];
 	if (f->r.type != CKPT_FD_REG || !f->path || !t->has_root ||
-	    (t->root.dev == c->root_now.dev && t->root.ino == c->root_now.ino))
+	    ckpt_root_same(&t->root, &c->root_now))
 		return 0;
 	long fd = -1;
 	struct stat st;
@@ -2263,10 +2263,10 @@ static int precheck(struct rctx *c, const struct ckpt_image *img, pid_t puppet, 
 		if (rootfd < 0)
 			return urs_err_set(err, -errno, "restore: %s: %m", root);
 	}
-	struct stat rst;
-	if (rootfd >= 0 ? fstat(rootfd, &rst) : stat("/", &rst))
-		return urs_err_set(err, -errno, "restore: the root directory: %m");
-	c->root_now = (struct ckpt_root_rec){.dev = rst.st_dev, .ino = rst.st_ino};
+	int rr = rootfd >= 0 ? ckpt_root_id(rootfd, "", &c->root_now)
+			     : ckpt_root_id(AT_FDCWD, "/", &c->root_now);
+	if (rr < 0)
+		return urs_err_set(err, rr, "restore: the root directory: %s", strerror(-rr));
 	for (uint32_t i = 0; i < img->ntasks; i++) {
 		const struct ckpt_task *t = &img->tasks[i];
 		for (uint32_t v = 0; v < t->nvmas; v++) {

@@ -21,7 +21,7 @@
 #include <stdint.h>
 
 #include "ckpt/key.h"
-#include "host/err.h"
+#include "runtime/err.h"
 #include "state/sha256.h"
 
 #define CKPT_MAC_LEN   32u

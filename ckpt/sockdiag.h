@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "host/err.h"
+#include "runtime/err.h"
 
 struct ckpt_sk_info {
 	uint64_t ino;

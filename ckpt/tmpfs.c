@@ -261,9 +261,8 @@ int ckpt_tmpfs_save(pid_t pid, const char *dir, bool frozen, struct urs_err *err
 			r = urs_err_set(err, -errno, "creating %s: %m", img);
 			break;
 		}
-		struct urs_err e2 = {{0}};
-		if ((r = urs_fstree_pack(dfd, fd, NULL, NULL, &e2)) < 0) {
-			urs_err_set(err, r, "pid %d: tmpfs %s: %s", (int) pid, m[k].path, e2.msg);
+		if ((r = urs_fstree_pack(dfd, fd, NULL, NULL, err)) < 0) {
+			urs_err_wrap(err, r, "pid %d: tmpfs %s", (int) pid, m[k].path);
 			break;
 		}
 		ilen += (size_t) snprintf(index + ilen, MAX_INDEX - ilen,
@@ -381,11 +380,9 @@ int ckpt_tmpfs_restore(pid_t pid, const char *dir, struct ckpt_dev_map *map, uin
 					   "restore: %s/%s must be a regular file owned by us and "
 					   "writable by nobody else",
 					   dir, name);
-		struct urs_err e2 = {{0}};
-		int r = urs_fstree_unpack(fd, dfd, NULL, &e2);
+		int r = urs_fstree_unpack(fd, dfd, NULL, err);
 		if (r < 0)
-			return urs_err_set(err, r, "restore: tmpfs %s (%s): %s", path, name,
-					   e2.msg);
+			return urs_err_wrap(err, r, "restore: tmpfs %s (%s)", path, name);
 	}
 	return 0;
 }

@@ -15,7 +15,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "host/err.h"
+#include "runtime/err.h"
 
 struct ckpt_dev_map;
 

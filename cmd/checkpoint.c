@@ -147,21 +147,15 @@ static bool refused(const char *cgmode, bool lazy, bool pre, const char *parent,
 }
 
 /* A container started a moment ago (run -d, start) may have an init that
- * has not exec'd its process yet: it is still a copy of its supervisor,
- * holding the supervisor's fds, and the dump would refuse them. Its exe is
- * then the supervisor's: wait (up to 10 s) until it is not. */
-static void wait_exec(const struct urs_state *st)
+ * has not exec'd its process yet: it still holds the supervisor's fds, and
+ * the dump would refuse them. Its supervisor answers "exec-wait" once it
+ * has (an older supervisor: "unknown request", and we go on). */
+static void wait_exec(const char *sdir)
 {
-	char ip[64], sp[64];
-	snprintf(ip, sizeof(ip), "/proc/%d/exe", (int) st->pid);
-	snprintf(sp, sizeof(sp), "/proc/%d/exe", (int) st->sup_pid);
-	for (int i = 0; i < 2000; i++) {
-		struct stat is, ss;
-		if (stat(ip, &is) < 0 || stat(sp, &ss) < 0 || is.st_dev != ss.st_dev ||
-		    is.st_ino != ss.st_ino)
-			return;
-		usleep(5000);
-	}
+	char reply[64];
+	int fd = urs_ctl_send(sdir, "exec-wait");
+	if (fd >= 0)
+		urs_ctl_recv(fd, reply, sizeof(reply)); /* closes fd; 10 s at most */
 }
 
 /* one checkpoint of a container at a time (a second one's refusal would
@@ -185,7 +179,7 @@ static int lock_running(const struct urs_state *st, char *sdir, size_t len)
 		close(fd);
 		return -1;
 	}
-	wait_exec(st);
+	wait_exec(sdir);
 	return fd;
 }
 

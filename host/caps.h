@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "host/err.h"
+#include "runtime/err.h"
 
 struct urs_capsets {
 	uint64_t bounding, effective, inheritable, permitted, ambient;

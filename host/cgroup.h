@@ -28,7 +28,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "host/err.h"
+#include "runtime/err.h"
 
 enum urs_cg_mode {
 	URS_CG_LEGACY = 1, /* v1 controllers only */

@@ -17,7 +17,7 @@
 #include <sys/types.h>
 
 #include "host/cgroup.h"
-#include "host/err.h"
+#include "runtime/err.h"
 #include "host/spec.h"
 
 struct urs_exec_opts {

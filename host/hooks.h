@@ -5,7 +5,7 @@
 #ifndef URSA_HOST_HOOKS_H
 #define URSA_HOST_HOOKS_H
 
-#include "host/err.h"
+#include "runtime/err.h"
 #include "host/spec.h"
 
 /* Run one hook; 0 if it exited 0. Message names the hook kind and index. */

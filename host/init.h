@@ -26,7 +26,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "host/err.h"
+#include "runtime/err.h"
 #include "host/spec.h"
 
 #define URS_ANN_INIT "run.ursa.init"

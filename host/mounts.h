@@ -13,7 +13,7 @@
 
 #include <stdbool.h>
 
-#include "host/err.h"
+#include "runtime/err.h"
 #include "host/spec.h"
 
 struct urs_rootfs_opts {

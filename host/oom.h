@@ -16,7 +16,7 @@
 #ifndef URSA_HOST_OOM_H
 #define URSA_HOST_OOM_H
 
-#include "host/err.h"
+#include "runtime/err.h"
 
 /* The supervisor's oom_score_adj: the last task of its cgroup to go. */
 #define URS_OOM_SUPERVISOR_ADJ (-999)

@@ -10,7 +10,7 @@
 
 #include <stddef.h>
 
-#include "host/err.h"
+#include "runtime/err.h"
 #include "host/spec.h"
 
 /* Send a pty master over @console_fd (then closed), make the slave our

@@ -17,7 +17,7 @@
 #include <linux/capability.h>
 #include <seccomp.h>
 
-#include "host/err.h"
+#include "runtime/err.h"
 #include "host/spec.h"
 
 /* What a build skipped, for the caller's debug log (runc logs the same at debug level). */

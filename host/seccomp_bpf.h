@@ -17,7 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "host/err.h"
+#include "runtime/err.h"
 
 struct urs_bpf {
 	struct sock_fprog prog;

@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "host/err.h"
+#include "runtime/err.h"
 
 struct urs_kv {
 	char *key;

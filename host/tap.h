@@ -16,7 +16,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "host/err.h"
+#include "runtime/err.h"
 
 struct urs_tap_cfg {
 	const char *name;    /* "eth0" */

@@ -52,7 +52,8 @@ static void sample(struct ckpt_image *img)
 	t->auxv_len = sizeof(auxv);
 	t->cwd = "/tmp";
 	t->exe = "/bin/true";
-	t->root = (struct ckpt_root_rec){.dev = 0xfe00, .ino = 1234};
+	t->root =
+		(struct ckpt_root_rec){.dev = 0xfe00, .ino = 1234, .btime_sec = 5, .btime_nsec = 6};
 	t->has_root = 1;
 	t->nvmas = 3;
 	t->vmas = calloc(3, sizeof(*t->vmas));
@@ -127,7 +128,8 @@ static void test_roundtrip(void **state)
 	assert_string_equal(t->fds[0].path, "/tmp/out");
 	assert_int_equal(t->fds[1].r.dup_of, 1);
 	assert_string_equal(t->cwd, "/tmp");
-	assert_true(t->has_root && t->root.dev == 0xfe00 && t->root.ino == 1234);
+	assert_true(t->has_root && t->root.dev == 0xfe00 && t->root.ino == 1234 &&
+		    t->root.btime_sec == 5 && t->root.btime_nsec == 6);
 	assert_int_equal(t->xsave_len, sizeof(xsave));
 	assert_memory_equal(t->auxv, auxv, sizeof(auxv));
 	assert_int_equal(t->nseccomp, 1);

@@ -202,14 +202,18 @@ sleep 0.05
 mkdir "$W/img-fail" && "$CKPT_TOOL" dump $P "$W/img-fail" > /dev/null || exit 2
 kill -9 $P $K
 wait $P
-while [ -d /proc/$K ] && [ $i -lt 600 ]; do sleep 0.02; i=$((i + 1)); done # reaped by us, pid 1
-for try in 1 2 3 4 5; do
+i=0
+while [ -d /proc/$K ] && [ $i -lt 1000 ]; do sleep 0.02; i=$((i + 1)); done # reaped by us, pid 1
+# the third thread's id for a process of ours: a dying thread group frees
+# its ids a moment after its reap under load, so try a while (50 x)
+for try in $(seq 50); do
 	echo $((T3 - 1)) > /proc/sys/kernel/ns_last_pid
 	sleep 100 &
 	S=$!
 	[ "$S" = "$T3" ] && break
 	kill $S
 	wait $S
+	sleep 0.02
 done
 [ "$S" = "$T3" ] || exit 3
 echo 1000 > /proc/sys/kernel/ns_last_pid # what runs now must not take the child's pid
