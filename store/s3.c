@@ -162,6 +162,8 @@ static void sock_sync(struct urs_s3_sock *s)
 		}
 		return;
 	}
+	if (s->free) /* already on the free list (a second sync after REMOVE) */
+		return;
 	if (s->dead) {
 		s->free = true;
 		s->next_free = c->sock_free;
@@ -212,6 +214,10 @@ static struct urs_s3_sock *sock_get(struct urs_s3_client *c)
 {
 	struct urs_s3_sock *s = c->sock_free;
 	if (s) {
+		/* invariant: only idle records are on the free list; a busy one
+		 * would watch two sockets (curl then fails the transfer) */
+		if (!s->free || urs_op_busy(&s->op))
+			return NULL;
 		c->sock_free = s->next_free;
 	} else {
 		s = calloc(1, sizeof(*s));
@@ -520,7 +526,6 @@ static void build_headers(struct urs_s3_slot *sl, const struct urs_s3_req *r, co
 		h[n++] = "Content-Type: application/xml";
 	else if (r->op == URS_S3_PUT || r->op == URS_S3_MPU_PART || r->op == URS_S3_MPU_CREATE)
 		h[n++] = "Content-Type: application/octet-stream";
-	h[n++] = "Expect:"; /* no 100-continue round trip */
 	for (unsigned i = 0; i < n; i++) {
 		sl->hdr[i].data = (char *) h[i];
 		sl->hdr[i].next = i + 1 < n ? &sl->hdr[i + 1] : NULL;

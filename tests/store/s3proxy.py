@@ -68,7 +68,9 @@ def sigv4_check(secret, method, raw_path, headers, body):
     curi = enc(urllib.parse.unquote(path), "/-_.~")
     chdrs = ""
     for h in signed:
-        vals = headers.get_all(h) or []
+        vals = headers.get_all(h)
+        if not vals:  # S3 refuses a signature over a header it did not get
+            return (403, "SignatureDoesNotMatch", "signed header %s is not in the request" % h)
         chdrs += "%s:%s\n" % (h, ",".join(" ".join(v.split()) for v in vals))
     payload = headers.get("x-amz-content-sha256")
     if payload is None:
