@@ -64,6 +64,11 @@ struct urs_s3_list_page {
  * Return: 0, -EINVAL or -ENOMEM.
  */
 int urs_s3_list_page_init(struct urs_s3_list_page *page, uint32_t cap);
+
+/**
+ * urs_s3_list_page_fini() - free a page's arrays and arena
+ * @page: the page (zeroed; fini of a zeroed page does nothing)
+ */
 void urs_s3_list_page_fini(struct urs_s3_list_page *page);
 
 /* What a reply said. */
@@ -103,6 +108,11 @@ struct urs_s3_xml {
  * Return: 0 or -ENOMEM.
  */
 int urs_s3_xml_init(struct urs_s3_xml *x, size_t max_doc);
+
+/**
+ * urs_s3_xml_fini() - free the parser
+ * @x: the parser state (fini twice is harmless)
+ */
 void urs_s3_xml_fini(struct urs_s3_xml *x);
 
 /**
