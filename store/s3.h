@@ -25,7 +25,7 @@
 #include <stdint.h>
 
 #include "runtime/loop.h"
-#include "store/err.h"
+#include "runtime/err.h"
 #include "store/s3_conf.h"
 #include "store/s3_xml.h"
 

@@ -14,7 +14,7 @@
 
 #include <stdbool.h>
 
-#include "store/err.h"
+#include "runtime/err.h"
 
 #define URS_S3_CONF_PATH      "/etc/ursa/s3.conf"
 #define URS_S3_DEFAULT_REGION "us-east-1"

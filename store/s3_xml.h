@@ -20,7 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "store/err.h"
+#include "runtime/err.h"
 
 #define URS_S3_XML_FIELD_MAX 1024 /* longest kept text (a key, an upload id, a token) */
 #define URS_S3_XML_DEPTH     16
