@@ -1195,226 +1195,243 @@ static int dump_socket(struct dumpctx *c, pid_t pid, int fd, const struct stat *
 	return 0;
 }
 
-static int dump_fds(struct dumpctx *c, uint32_t idx, struct urs_err *err)
+/* The fd numbers of @pid, ascending (as restore and the image validation
+ * expect); returns their count or -errno. */
+static int list_fds(pid_t pid, int *nums, unsigned max, struct urs_err *err)
 {
-	struct ckpt_task *t = &c->img.tasks[idx];
-	pid_t pid = c->tr[idx].pid;
 	char path[96];
 	snprintf(path, sizeof(path), "/proc/%d/fd", pid);
 	DIR *d = opendir(path);
 	if (!d)
 		return urs_err_set(err, -errno, "pid %d: listing fds: %m", pid);
-	int nums[4096];
 	unsigned n = 0;
 	struct dirent *de;
 	while ((de = readdir(d))) {
 		if (de->d_name[0] == '.')
 			continue;
-		if (n == URS_ARRAY_SIZE(nums)) {
+		if (n == max) {
 			closedir(d);
-			return urs_err_set(err, -ENOTSUP, "pid %d: more than %zu open fds", pid,
-					   URS_ARRAY_SIZE(nums));
+			return urs_err_set(err, -ENOTSUP, "pid %d: more than %u open fds", pid,
+					   max);
 		}
 		nums[n++] = atoi(de->d_name);
 	}
 	closedir(d);
-	/* ascending order, as restore and the image validation expect */
 	for (unsigned i = 1; i < n; i++)
 		for (unsigned j = i; j > 0 && nums[j - 1] > nums[j]; j--) {
 			int x = nums[j];
 			nums[j] = nums[j - 1];
 			nums[j - 1] = x;
 		}
-	t->fds = calloc(n ? n : 1, sizeof(*t->fds));
+	return (int) n;
+}
+
+/* A pipe or a FIFO (reachable from the task's root): its capacity and,
+ * once per object, its buffered bytes. */
+static int dump_pipe(struct dumpctx *c, pid_t pid, int fd, char **link, const struct stat *st,
+		     uint32_t flags, struct ckpt_fd *f, struct urs_err *err)
+{
+	bool is_pipe = !strncmp(*link, "pipe:", 5);
+	if (is_pipe && (flags & O_ACCMODE) == O_RDWR)
+		return urs_err_set(err, -ENOTSUP,
+				   "pid %d: fd %d: a pipe opened read-write (through /proc) cannot "
+				   "be checkpointed yet",
+				   pid, fd);
+	if (!is_pipe && !in_task_root(c, pid, *link, st))
+		return urs_err_set(err, -ENOTSUP,
+				   "pid %d: fd %d (%s) is not reachable from the process's root "
+				   "directory",
+				   pid, fd, *link);
+	f->r.type = is_pipe ? CKPT_FD_PIPE : CKPT_FD_FIFO;
+	f->r.pos = 0;
+	if (!is_pipe && tree_add(c, st->st_ino, false, O_RDWR))
+		return -ENOMEM;
+	struct tree_obj *o = tree_find(c, st->st_ino, false);
+	uint32_t cap = 0, len = 0;
+	uint8_t *data = NULL;
+	int r = pipe_peek(pid, fd, &cap, o && !o->data_done ? &data : NULL, &len);
+	if (r)
+		return urs_err_set(err, r, "pid %d: fd %d (%s): reading its buffered data: %s", pid,
+				   fd, *link, strerror(-r));
+	if (o)
+		o->data_done = 1;
+	f->r.sub = cap;
+	f->data = data;
+	f->r.data_len = data ? len : 0;
+	if (!is_pipe)
+		f->path = steal_ptr(link);
+	return 0;
+}
+
+/* eventfd, signalfd, timerfd, epoll: 1 if @link is one of them (dumped), 0
+ * if not, or -errno */
+static int dump_anon(pid_t pid, int fd, const char *link, const char *info, struct ckpt_fd *f,
+		     struct urs_err *err)
+{
+	if (!strcmp(link, "anon_inode:[eventfd]")) {
+		const char *cnt = status_field(info, "eventfd-count");
+		const char *sem = status_field(info, "eventfd-semaphore");
+		if (!cnt)
+			return urs_err_set(err, -EINVAL, "pid %d: fd %d: no eventfd-count", pid,
+					   fd);
+		f->r.type = CKPT_FD_EVENTFD;
+		f->r.pos = strtoull(cnt, NULL, 16);
+		f->r.sub = sem ? (uint32_t) strtoul(sem, NULL, 10) : 0;
+		return 1;
+	}
+	if (!strcmp(link, "anon_inode:[signalfd]")) {
+		const char *m = status_field(info, "sigmask");
+		if (!m)
+			return urs_err_set(err, -EINVAL, "pid %d: fd %d: no sigmask", pid, fd);
+		f->r.type = CKPT_FD_SIGNALFD;
+		f->r.pos = strtoull(m, NULL, 16);
+		return 1;
+	}
+	int r = 0;
+	if (!strcmp(link, "anon_inode:[timerfd]"))
+		r = dump_timerfd(pid, fd, info, f, err);
+	else if (!strcmp(link, "anon_inode:[eventpoll]"))
+		r = dump_epoll(pid, fd, info, f, err); /* (no position) */
+	else
+		return 0;
+	return r ? r : 1;
+}
+
+/* A file by its path: a regular file, a directory, or one of the devices
+ * every sandbox has (ok_chr), reachable from the task's root. */
+static int dump_path(struct dumpctx *c, pid_t pid, int fd, char **link, const struct stat *st,
+		     struct ckpt_fd *f, struct urs_err *err)
+{
+	const char *l = *link;
+	if (l[0] == '/' && deleted(l) && (S_ISREG(st->st_mode) || S_ISDIR(st->st_mode)))
+		return urs_err_set(err, -ENOTSUP,
+				   "pid %d: fd %d: %.*s was unlinked while open (a deleted file "
+				   "cannot be checkpointed)",
+				   pid, fd, (int) strlen(l) - 10, l);
+	if (l[0] != '/' || deleted(l))
+		return urs_err_set(err, -ENOTSUP,
+				   "pid %d: fd %d (%s) is not supported yet (only regular files, "
+				   "directories, /dev/null-like devices, pipes, FIFOs, eventfd, "
+				   "epoll, signalfd, timerfd, unix socketpairs, TCP and UDP "
+				   "sockets)",
+				   pid, fd, l);
+	if (!in_task_root(c, pid, l, st) && !chr_in_task_root(c, pid, l, st))
+		return urs_err_set(err, -ENOTSUP,
+				   "pid %d: fd %d (%s) is not reachable from the process's root "
+				   "directory",
+				   pid, fd, l);
+	if (S_ISREG(st->st_mode)) {
+		f->r.type = CKPT_FD_REG;
+	} else if (S_ISDIR(st->st_mode)) {
+		f->r.type = CKPT_FD_DIR;
+	} else if (S_ISCHR(st->st_mode)) {
+		bool ok = false;
+		for (size_t k = 0; k < URS_ARRAY_SIZE(ok_chr); k++)
+			ok |= !strcmp(l, ok_chr[k]);
+		if (!ok)
+			return urs_err_set(err, -ENOTSUP,
+					   "pid %d: fd %d: device %s is not supported yet", pid, fd,
+					   l);
+		f->r.type = CKPT_FD_CHR;
+	} else {
+		return urs_err_set(err, -ENOTSUP, "pid %d: fd %d (%s) is not supported yet", pid,
+				   fd, l);
+	}
+	f->path = steal_ptr(link);
+	return 0;
+}
+
+/* What fd @fd of task @idx is, into @f (zeroed); @info: a 64 KiB buffer. */
+static int dump_fd(struct dumpctx *c, uint32_t idx, int fd, char *info, struct ckpt_fd *f,
+		   struct urs_err *err)
+{
+	struct ckpt_task *t = &c->img.tasks[idx];
+	pid_t pid = c->tr[idx].pid;
+	char path[96], what[32];
+	f->r.fd = fd;
+	f->r.dup_of = -1;
+	snprintf(what, sizeof(what), "fd/%d", fd);
+	_cleanup_free_ char *link = read_link(pid, what);
+	if (!link)
+		return urs_err_set(err, -errno, "pid %d: fd %d: readlink: %m", pid, fd);
+	if (is_io_uring(link))
+		return urs_err_set(err, -ENOTSUP,
+				   "pid %d: fd %d is an io_uring instance, which cannot be "
+				   "checkpointed",
+				   pid, fd);
+	for (unsigned g = 0; g < t->nfds && f->r.dup_of == -1; g++)
+		if (t->fds[g].r.dup_of == -1 &&
+		    syscall(SYS_kcmp, pid, pid, KCMP_FILE, t->fds[g].r.fd, fd) == 0)
+			f->r.dup_of = t->fds[g].r.fd;
+	snprintf(path, sizeof(path), "/proc/%d/fdinfo/%d", pid, fd);
+	int r = read_proc1(path, info, 65536);
+	if (r < 0)
+		return urs_err_set(err, r, "pid %d: fd %d: fdinfo: %s", pid, fd, strerror(-r));
+	if (r >= 65535) /* an epoll set this large would be cut short */
+		return urs_err_set(err, -ENOTSUP, "pid %d: fd %d: fdinfo larger than 64 KiB", pid,
+				   fd);
+	const char *fl = status_field(info, "flags");
+	uint32_t flags = fl ? (uint32_t) strtoul(fl, NULL, 8) : 0;
+	f->r.cloexec = !!(flags & O_CLOEXEC);
+	if (f->r.dup_of != -1)
+		return 0;
+	f->r.oflags = flags & ~(uint32_t) O_CLOEXEC;
+	const char *ps = status_field(info, "pos");
+	f->r.pos = ps ? strtoull(ps, NULL, 10) : 0;
+	struct stat st;
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", pid, fd);
+	if (stat(path, &st) < 0)
+		return urs_err_set(err, -errno, "pid %d: fd %d (%s): %m", pid, fd, link);
+	f->r.dev = st.st_dev;
+	f->r.ino = st.st_ino;
+	f->r.rdev = st.st_rdev;
+	if (external_stdio(c, pid, fd, link, &st)) {
+		f->r.type = CKPT_FD_EXT;
+		f->r.pos = 0;
+		return 0;
+	}
+	if (shared_with_earlier(c, idx, pid, fd, &st, f))
+		return 0;
+	bool memfd;
+	if (S_ISREG(st.st_mode) && shm_mapping(link, &memfd) && memfd) {
+		/* a memfd: the object its mappings use too (path: /proc/PID/fd/N) */
+		f->r.type = CKPT_FD_SHM;
+		return shm_object(c, pid, path, link, true, &f->r.sub, err);
+	}
+	if (!strncmp(link, "pipe:", 5) ||
+	    (S_ISFIFO(st.st_mode) && link[0] == '/' && !deleted(link)))
+		return dump_pipe(c, pid, fd, &link, &st, flags, f, err);
+	if ((r = dump_anon(pid, fd, link, info, f, err)) != 0) {
+		if (r > 0 && !strcmp(link, "anon_inode:[eventpoll]"))
+			f->r.pos = 0;
+		return r < 0 ? r : 0;
+	}
+	if (S_ISSOCK(st.st_mode)) {
+		f->r.pos = 0;
+		return dump_socket(c, pid, fd, &st, f, err);
+	}
+	return dump_path(c, pid, fd, &link, &st, f, err);
+}
+
+static int dump_fds(struct dumpctx *c, uint32_t idx, struct urs_err *err)
+{
+	struct ckpt_task *t = &c->img.tasks[idx];
+	int nums[4096];
+	int n = list_fds(c->tr[idx].pid, nums, URS_ARRAY_SIZE(nums), err);
+	if (n < 0)
+		return n;
+	t->fds = calloc(n ? (size_t) n : 1, sizeof(*t->fds));
 	if (!t->fds)
 		return -ENOMEM;
 	_cleanup_free_ char *info = malloc(65536);
 	if (!info)
 		return -ENOMEM;
-	for (unsigned i = 0; i < n; i++) {
-		int fd = nums[i];
+	for (int i = 0; i < n; i++) {
 		struct ckpt_fd *f = &t->fds[t->nfds];
 		memset(f, 0, sizeof(*f));
-		f->r.fd = fd;
-		f->r.dup_of = -1;
-		char what[32];
-		snprintf(what, sizeof(what), "fd/%d", fd);
-		_cleanup_free_ char *link = read_link(pid, what);
-		if (!link)
-			return urs_err_set(err, -errno, "pid %d: fd %d: readlink: %m", pid, fd);
-		if (is_io_uring(link))
-			return urs_err_set(err, -ENOTSUP,
-					   "pid %d: fd %d is an io_uring instance, which cannot be "
-					   "checkpointed",
-					   pid, fd);
-		for (unsigned g = 0; g < t->nfds; g++) {
-			if (t->fds[g].r.dup_of != -1)
-				continue;
-			if (syscall(SYS_kcmp, pid, pid, KCMP_FILE, t->fds[g].r.fd, fd) == 0) {
-				f->r.dup_of = t->fds[g].r.fd;
-				break;
-			}
-		}
-		snprintf(path, sizeof(path), "/proc/%d/fdinfo/%d", pid, fd);
-		int r = read_proc1(path, info, 65536);
-		if (r < 0)
-			return urs_err_set(err, r, "pid %d: fd %d: fdinfo: %s", pid, fd,
-					   strerror(-r));
-		if (r >= 65535) /* an epoll set this large would be cut short */
-			return urs_err_set(err, -ENOTSUP,
-					   "pid %d: fd %d: fdinfo larger than 64 KiB", pid, fd);
-		const char *fl = status_field(info, "flags");
-		uint32_t flags = fl ? (uint32_t) strtoul(fl, NULL, 8) : 0;
-		f->r.cloexec = !!(flags & O_CLOEXEC);
-		if (f->r.dup_of != -1) {
-			t->nfds++;
-			continue;
-		}
-		f->r.oflags = flags & ~(uint32_t) O_CLOEXEC;
-		const char *ps = status_field(info, "pos");
-		f->r.pos = ps ? strtoull(ps, NULL, 10) : 0;
-		struct stat st;
-		snprintf(path, sizeof(path), "/proc/%d/fd/%d", pid, fd);
-		if (stat(path, &st) < 0)
-			return urs_err_set(err, -errno, "pid %d: fd %d (%s): %m", pid, fd, link);
-		f->r.dev = st.st_dev;
-		f->r.ino = st.st_ino;
-		f->r.rdev = st.st_rdev;
-		if (external_stdio(c, pid, fd, link, &st)) {
-			f->r.type = CKPT_FD_EXT;
-			f->r.pos = 0;
-			t->nfds++;
-			continue;
-		}
-		if (shared_with_earlier(c, idx, pid, fd, &st, f)) {
-			t->nfds++;
-			continue;
-		}
-		bool memfd;
-		if (S_ISREG(st.st_mode) && shm_mapping(link, &memfd) && memfd) {
-			/* a memfd: the object its mappings use too (path: /proc/PID/fd/N) */
-			r = shm_object(c, pid, path, link, true, &f->r.sub, err);
-			if (r)
-				return r;
-			f->r.type = CKPT_FD_SHM;
-			t->nfds++;
-			continue;
-		}
-		bool is_pipe = !strncmp(link, "pipe:", 5);
-		if (is_pipe || (S_ISFIFO(st.st_mode) && link[0] == '/' && !deleted(link))) {
-			if (is_pipe && (flags & O_ACCMODE) == O_RDWR)
-				return urs_err_set(err, -ENOTSUP,
-						   "pid %d: fd %d: a pipe opened read-write "
-						   "(through /proc) cannot be checkpointed yet",
-						   pid, fd);
-			if (!is_pipe && !in_task_root(c, pid, link, &st))
-				return urs_err_set(err, -ENOTSUP,
-						   "pid %d: fd %d (%s) is not reachable from the "
-						   "process's root directory",
-						   pid, fd, link);
-			f->r.type = is_pipe ? CKPT_FD_PIPE : CKPT_FD_FIFO;
-			f->r.pos = 0;
-			if (!is_pipe && tree_add(c, st.st_ino, false, O_RDWR))
-				return -ENOMEM;
-			struct tree_obj *o = tree_find(c, st.st_ino, false);
-			uint32_t cap = 0, len = 0;
-			uint8_t *data = NULL;
-			r = pipe_peek(pid, fd, &cap, o && !o->data_done ? &data : NULL, &len);
-			if (r)
-				return urs_err_set(err, r,
-						   "pid %d: fd %d (%s): reading its buffered "
-						   "data: %s",
-						   pid, fd, link, strerror(-r));
-			if (o)
-				o->data_done = 1;
-			f->r.sub = cap;
-			f->data = data;
-			f->r.data_len = data ? len : 0;
-			if (!is_pipe)
-				f->path = steal_ptr(&link);
-			t->nfds++;
-			continue;
-		}
-		if (!strcmp(link, "anon_inode:[eventfd]")) {
-			const char *cnt = status_field(info, "eventfd-count");
-			const char *sem = status_field(info, "eventfd-semaphore");
-			if (!cnt)
-				return urs_err_set(err, -EINVAL, "pid %d: fd %d: no eventfd-count",
-						   pid, fd);
-			f->r.type = CKPT_FD_EVENTFD;
-			f->r.pos = strtoull(cnt, NULL, 16);
-			f->r.sub = sem ? (uint32_t) strtoul(sem, NULL, 10) : 0;
-			t->nfds++;
-			continue;
-		}
-		if (!strcmp(link, "anon_inode:[signalfd]")) {
-			const char *m = status_field(info, "sigmask");
-			if (!m)
-				return urs_err_set(err, -EINVAL, "pid %d: fd %d: no sigmask", pid,
-						   fd);
-			f->r.type = CKPT_FD_SIGNALFD;
-			f->r.pos = strtoull(m, NULL, 16);
-			t->nfds++;
-			continue;
-		}
-		if (!strcmp(link, "anon_inode:[timerfd]")) {
-			r = dump_timerfd(pid, fd, info, f, err);
-			if (r)
-				return r;
-			t->nfds++;
-			continue;
-		}
-		if (!strcmp(link, "anon_inode:[eventpoll]")) {
-			r = dump_epoll(pid, fd, info, f, err);
-			if (r)
-				return r;
-			f->r.pos = 0;
-			t->nfds++;
-			continue;
-		}
-		if (S_ISSOCK(st.st_mode)) {
-			r = dump_socket(c, pid, fd, &st, f, err);
-			if (r)
-				return r;
-			f->r.pos = 0;
-			t->nfds++;
-			continue;
-		}
-		if (link[0] == '/' && deleted(link) && (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)))
-			return urs_err_set(err, -ENOTSUP,
-					   "pid %d: fd %d: %.*s was unlinked while open (a deleted "
-					   "file cannot be checkpointed)",
-					   pid, fd, (int) strlen(link) - 10, link);
-		if (link[0] != '/' || deleted(link))
-			return urs_err_set(err, -ENOTSUP,
-					   "pid %d: fd %d (%s) is not supported yet (only regular "
-					   "files, directories, /dev/null-like devices, pipes, "
-					   "FIFOs, eventfd, epoll, signalfd, timerfd, unix "
-					   "socketpairs, TCP and UDP sockets)",
-					   pid, fd, link);
-		if (!in_task_root(c, pid, link, &st) && !chr_in_task_root(c, pid, link, &st))
-			return urs_err_set(err, -ENOTSUP,
-					   "pid %d: fd %d (%s) is not reachable from the process's "
-					   "root directory",
-					   pid, fd, link);
-		if (S_ISREG(st.st_mode))
-			f->r.type = CKPT_FD_REG;
-		else if (S_ISDIR(st.st_mode))
-			f->r.type = CKPT_FD_DIR;
-		else if (S_ISCHR(st.st_mode)) {
-			bool ok = false;
-			for (size_t k = 0; k < URS_ARRAY_SIZE(ok_chr); k++)
-				ok |= !strcmp(link, ok_chr[k]);
-			if (!ok)
-				return urs_err_set(err, -ENOTSUP,
-						   "pid %d: fd %d: device %s is not supported yet",
-						   pid, fd, link);
-			f->r.type = CKPT_FD_CHR;
-		} else {
-			return urs_err_set(err, -ENOTSUP, "pid %d: fd %d (%s) is not supported yet",
-					   pid, fd, link);
-		}
-		f->path = steal_ptr(&link);
+		int r = dump_fd(c, idx, nums[i], info, f, err);
+		if (r)
+			return r;
 		t->nfds++;
 	}
 	return 0;
