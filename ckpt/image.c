@@ -625,6 +625,193 @@ static int validate_task(const struct ckpt_image *img, uint32_t idx, struct urs_
 	return 0;
 }
 
+static int rec_shm(struct ckpt_image *img, const uint8_t *d, uint32_t len, struct urs_err *err)
+{
+	size_t rl = len - sizeof(struct ckpt_shm_rec);
+	if (len < sizeof(struct ckpt_shm_rec) || img->nshms >= CKPT_MAX_SHM ||
+	    rl % sizeof(struct ckpt_run) || rl / sizeof(struct ckpt_run) > CKPT_MAX_RUNS)
+		return urs_err_set(err, -EINVAL, "checkpoint image: bad shared memory record");
+	struct ckpt_shm *no = grow(img->shms, img->nshms, sizeof(*no));
+	if (!no)
+		return -ENOMEM;
+	img->shms = no;
+	struct ckpt_shm *o = &img->shms[img->nshms++];
+	memcpy(&o->r, d, sizeof(o->r));
+	o->runs = NULL;
+	o->nruns = (uint32_t) (rl / sizeof(struct ckpt_run));
+	if (o->nruns) {
+		if (!(o->runs = malloc(rl)))
+			return -ENOMEM;
+		memcpy(o->runs, d + sizeof(o->r), rl);
+	}
+	return 0;
+}
+
+/* XSAVE, AUXV: a blob of at most @max bytes, once */
+static int rec_blob(uint8_t **dst, uint32_t *dlen, uint32_t max, const uint8_t *d, uint32_t len,
+		    struct urs_err *err)
+{
+	if (*dst || !len || len > max)
+		return urs_err_set(err, -EINVAL, "checkpoint image: bad FPU/auxv record");
+	if (!(*dst = malloc(len)))
+		return -ENOMEM;
+	memcpy(*dst, d, len);
+	*dlen = len;
+	return 0;
+}
+
+static int rec_vma(struct ckpt_task *t, const uint8_t *d, uint32_t len, struct urs_err *err)
+{
+	if (len < sizeof(struct ckpt_vma_rec) || t->nvmas >= CKPT_MAX_VMAS)
+		return urs_err_set(err, -EINVAL, "checkpoint image: bad mapping record");
+	struct ckpt_vma *nv = grow(t->vmas, t->nvmas, sizeof(*nv));
+	if (!nv)
+		return -ENOMEM;
+	t->vmas = nv;
+	struct ckpt_vma *m = &t->vmas[t->nvmas++];
+	memcpy(&m->r, d, sizeof(m->r));
+	m->path = NULL;
+	size_t pl = len - sizeof(m->r);
+	if (pl && !(m->path = dup_path(d + sizeof(m->r), pl, 1)))
+		return urs_err_set(err, -EINVAL, "checkpoint image: bad mapping path");
+	return 0;
+}
+
+static int rec_fd(struct ckpt_task *t, const uint8_t *d, uint32_t len, struct urs_err *err)
+{
+	if (len < sizeof(struct ckpt_fd_rec) || t->nfds >= CKPT_MAX_FDS)
+		return urs_err_set(err, -EINVAL, "checkpoint image: bad fd record");
+	struct ckpt_fd *nf = grow(t->fds, t->nfds, sizeof(*nf));
+	if (!nf)
+		return -ENOMEM;
+	t->fds = nf;
+	struct ckpt_fd *f = &t->fds[t->nfds++];
+	memcpy(&f->r, d, sizeof(f->r));
+	f->path = NULL;
+	f->data = NULL;
+	size_t rest = len - sizeof(f->r);
+	if ((uint64_t) f->r.path_len + f->r.data_len != rest || f->r.data_len > CKPT_MAX_FDDATA)
+		return urs_err_set(err, -EINVAL, "checkpoint image: bad fd record");
+	const uint8_t *q = d + sizeof(f->r);
+	if (f->r.path_len && !(f->path = dup_path(q, f->r.path_len, 1)))
+		return urs_err_set(err, -EINVAL, "checkpoint image: bad fd path");
+	if (f->r.data_len) {
+		if (!(f->data = malloc(f->r.data_len)))
+			return -ENOMEM;
+		memcpy(f->data, q + f->r.path_len, f->r.data_len);
+	}
+	return 0;
+}
+
+static int rec_thread(struct ckpt_task *t, const uint8_t *d, uint32_t len, uint32_t *nthreads,
+		      struct urs_err *err)
+{
+	struct ckpt_thread_rec tr;
+	if (len < sizeof(tr) || (*nthreads)++ >= CKPT_MAX_THREADS)
+		return urs_err_set(err, -EINVAL, "checkpoint image: bad thread record");
+	memcpy(&tr, d, sizeof(tr));
+	if (tr.xsave_len < 576 || tr.xsave_len > CKPT_MAX_XSAVE || tr.nsigs > CKPT_MAX_SIGINFO ||
+	    len - sizeof(tr) !=
+		    (uint64_t) tr.xsave_len + (uint64_t) tr.nsigs * sizeof(struct ckpt_siginfo))
+		return urs_err_set(err, -EINVAL, "checkpoint image: bad thread record");
+	struct ckpt_thread *nt = grow(t->threads, t->nthreads, sizeof(*nt));
+	if (!nt)
+		return -ENOMEM;
+	t->threads = nt;
+	struct ckpt_thread *th = &t->threads[t->nthreads++];
+	th->r = tr;
+	th->sigs = NULL;
+	if (!(th->xsave = malloc(tr.xsave_len)))
+		return -ENOMEM;
+	memcpy(th->xsave, d + sizeof(tr), tr.xsave_len);
+	if (tr.nsigs) {
+		size_t sl = (size_t) tr.nsigs * sizeof(struct ckpt_siginfo);
+		if (!(th->sigs = malloc(sl)))
+			return -ENOMEM;
+		memcpy(th->sigs, d + sizeof(tr) + tr.xsave_len, sl);
+	}
+	return 0;
+}
+
+static int rec_siginfo(struct ckpt_task *t, const uint8_t *d, uint32_t len, struct urs_err *err)
+{
+	if (t->sigs || !len || len % sizeof(struct ckpt_siginfo) ||
+	    len / sizeof(struct ckpt_siginfo) > CKPT_MAX_SIGINFO)
+		return urs_err_set(err, -EINVAL, "checkpoint image: bad signal record");
+	if (!(t->sigs = malloc(len)))
+		return -ENOMEM;
+	memcpy(t->sigs, d, len);
+	t->nsigs = len / sizeof(struct ckpt_siginfo);
+	return 0;
+}
+
+static int rec_seccomp(struct ckpt_task *t, const uint8_t *d, uint32_t len, struct urs_err *err)
+{
+	uint32_t hdr[2];
+	if (len <= sizeof(hdr) || (len - sizeof(hdr)) % 8 ||
+	    (len - sizeof(hdr)) / 8 > CKPT_MAX_BPF || t->nseccomp >= CKPT_MAX_SECCOMP)
+		return urs_err_set(err, -EINVAL, "checkpoint image: bad seccomp record");
+	memcpy(hdr, d, sizeof(hdr));
+	struct ckpt_seccomp *ns = grow(t->seccomp, t->nseccomp, sizeof(*ns));
+	if (!ns)
+		return -ENOMEM;
+	t->seccomp = ns;
+	struct ckpt_seccomp *sc = &t->seccomp[t->nseccomp++];
+	sc->flags = hdr[0];
+	sc->len = (len - sizeof(hdr)) / 8;
+	if (!(sc->insns = malloc((size_t) sc->len * 8)))
+		return -ENOMEM;
+	memcpy(sc->insns, d + sizeof(hdr), (size_t) sc->len * 8);
+	return 0;
+}
+
+/* One record of the current task @t (REC_SHM and REC_TASK are the body's). */
+static int rec_task_part(struct ckpt_task *t, uint32_t type, const uint8_t *d, uint32_t len,
+			 uint32_t *nthreads, struct urs_err *err)
+{
+	switch (type) {
+	case REC_XSAVE:
+		return rec_blob(&t->xsave, &t->xsave_len, CKPT_MAX_XSAVE, d, len, err);
+	case REC_AUXV:
+		return rec_blob(&t->auxv, &t->auxv_len, CKPT_MAX_AUXV, d, len, err);
+	case REC_CWD:
+	case REC_EXE: {
+		char **dst = type == REC_CWD ? &t->cwd : &t->exe;
+		if (*dst || !(*dst = dup_path(d, len, 1)))
+			return urs_err_set(err, -EINVAL, "checkpoint image: bad cwd/exe path");
+		return 0;
+	}
+	case REC_ROOT:
+		if (t->has_root || len != sizeof(t->root))
+			return urs_err_set(err, -EINVAL,
+					   "checkpoint image: bad root directory record");
+		memcpy(&t->root, d, sizeof(t->root));
+		t->has_root = 1;
+		return 0;
+	case REC_VMA:
+		return rec_vma(t, d, len, err);
+	case REC_RUNS:
+		if (t->runs || !len || len % sizeof(struct ckpt_run) ||
+		    len / sizeof(struct ckpt_run) > CKPT_MAX_RUNS)
+			return urs_err_set(err, -EINVAL, "checkpoint image: bad page runs");
+		if (!(t->runs = malloc(len)))
+			return -ENOMEM;
+		memcpy(t->runs, d, len);
+		t->nruns = len / sizeof(struct ckpt_run);
+		return 0;
+	case REC_FD:
+		return rec_fd(t, d, len, err);
+	case REC_THREAD:
+		return rec_thread(t, d, len, nthreads, err);
+	case REC_SIGINFO:
+		return rec_siginfo(t, d, len, err);
+	case REC_SECCOMP:
+		return rec_seccomp(t, d, len, err);
+	default:
+		return urs_err_set(err, -EINVAL, "checkpoint image: unknown record type %u", type);
+	}
+}
+
 static int decode_body(const uint8_t *p, size_t len, struct ckpt_image *img, uint32_t ntasks,
 		       struct urs_err *err)
 {
@@ -645,183 +832,23 @@ static int decode_body(const uint8_t *p, size_t len, struct ckpt_image *img, uin
 			return urs_err_set(err, -EINVAL, "checkpoint image: record overruns body");
 		const uint8_t *d = p + off;
 		off += padded;
-		if (h.type != REC_TASK && h.type != REC_SHM && !t)
-			return urs_err_set(err, -EINVAL, "checkpoint image: record before task");
-		switch (h.type) {
-		case REC_SHM: {
-			size_t rl = h.len - sizeof(struct ckpt_shm_rec);
-			if (t || h.len < sizeof(struct ckpt_shm_rec) ||
-			    img->nshms >= CKPT_MAX_SHM || rl % sizeof(struct ckpt_run) ||
-			    rl / sizeof(struct ckpt_run) > CKPT_MAX_RUNS)
-				return urs_err_set(err, -EINVAL,
-						   "checkpoint image: bad shared memory record");
-			struct ckpt_shm *no = grow(img->shms, img->nshms, sizeof(*no));
-			if (!no)
-				return -ENOMEM;
-			img->shms = no;
-			struct ckpt_shm *o = &img->shms[img->nshms++];
-			memcpy(&o->r, d, sizeof(o->r));
-			o->runs = NULL;
-			o->nruns = (uint32_t) (rl / sizeof(struct ckpt_run));
-			if (o->nruns) {
-				if (!(o->runs = malloc(rl)))
-					return -ENOMEM;
-				memcpy(o->runs, d + sizeof(o->r), rl);
-			}
-			break;
-		}
-		case REC_TASK:
+		int r = 0;
+		if (h.type == REC_SHM) {
+			r = t ? urs_err_set(err, -EINVAL,
+					    "checkpoint image: bad shared memory record")
+			      : rec_shm(img, d, h.len, err);
+		} else if (h.type == REC_TASK) {
 			if (img->ntasks == ntasks || h.len != sizeof(t->r))
 				return urs_err_set(err, -EINVAL,
 						   "checkpoint image: bad task record");
 			t = &img->tasks[img->ntasks++];
 			memcpy(&t->r, d, sizeof(t->r));
-			break;
-		case REC_XSAVE:
-		case REC_AUXV: {
-			uint8_t **dst = h.type == REC_XSAVE ? &t->xsave : &t->auxv;
-			uint32_t *dlen = h.type == REC_XSAVE ? &t->xsave_len : &t->auxv_len;
-			uint32_t max = h.type == REC_XSAVE ? CKPT_MAX_XSAVE : CKPT_MAX_AUXV;
-			if (*dst || !h.len || h.len > max)
-				return urs_err_set(err, -EINVAL,
-						   "checkpoint image: bad FPU/auxv record");
-			if (!(*dst = malloc(h.len)))
-				return -ENOMEM;
-			memcpy(*dst, d, h.len);
-			*dlen = h.len;
-			break;
+		} else {
+			r = !t ? urs_err_set(err, -EINVAL, "checkpoint image: record before task")
+			       : rec_task_part(t, h.type, d, h.len, &nthreads, err);
 		}
-		case REC_CWD:
-		case REC_EXE: {
-			char **dst = h.type == REC_CWD ? &t->cwd : &t->exe;
-			if (*dst || !(*dst = dup_path(d, h.len, 1)))
-				return urs_err_set(err, -EINVAL,
-						   "checkpoint image: bad cwd/exe path");
-			break;
-		}
-		case REC_ROOT:
-			if (t->has_root || h.len != sizeof(t->root))
-				return urs_err_set(err, -EINVAL,
-						   "checkpoint image: bad root directory record");
-			memcpy(&t->root, d, sizeof(t->root));
-			t->has_root = 1;
-			break;
-		case REC_VMA: {
-			if (h.len < sizeof(struct ckpt_vma_rec) || t->nvmas >= CKPT_MAX_VMAS)
-				return urs_err_set(err, -EINVAL,
-						   "checkpoint image: bad mapping record");
-			struct ckpt_vma *nv = grow(t->vmas, t->nvmas, sizeof(*nv));
-			if (!nv)
-				return -ENOMEM;
-			t->vmas = nv;
-			struct ckpt_vma *m = &t->vmas[t->nvmas++];
-			memcpy(&m->r, d, sizeof(m->r));
-			m->path = NULL;
-			size_t pl = h.len - sizeof(m->r);
-			if (pl && !(m->path = dup_path(d + sizeof(m->r), pl, 1)))
-				return urs_err_set(err, -EINVAL,
-						   "checkpoint image: bad mapping path");
-			break;
-		}
-		case REC_RUNS:
-			if (t->runs || !h.len || h.len % sizeof(struct ckpt_run) ||
-			    h.len / sizeof(struct ckpt_run) > CKPT_MAX_RUNS)
-				return urs_err_set(err, -EINVAL, "checkpoint image: bad page runs");
-			if (!(t->runs = malloc(h.len)))
-				return -ENOMEM;
-			memcpy(t->runs, d, h.len);
-			t->nruns = h.len / sizeof(struct ckpt_run);
-			break;
-		case REC_FD: {
-			if (h.len < sizeof(struct ckpt_fd_rec) || t->nfds >= CKPT_MAX_FDS)
-				return urs_err_set(err, -EINVAL, "checkpoint image: bad fd record");
-			struct ckpt_fd *nf = grow(t->fds, t->nfds, sizeof(*nf));
-			if (!nf)
-				return -ENOMEM;
-			t->fds = nf;
-			struct ckpt_fd *f = &t->fds[t->nfds++];
-			memcpy(&f->r, d, sizeof(f->r));
-			f->path = NULL;
-			f->data = NULL;
-			size_t rest = h.len - sizeof(f->r);
-			if ((uint64_t) f->r.path_len + f->r.data_len != rest ||
-			    f->r.data_len > CKPT_MAX_FDDATA)
-				return urs_err_set(err, -EINVAL, "checkpoint image: bad fd record");
-			const uint8_t *q = d + sizeof(f->r);
-			if (f->r.path_len && !(f->path = dup_path(q, f->r.path_len, 1)))
-				return urs_err_set(err, -EINVAL, "checkpoint image: bad fd path");
-			if (f->r.data_len) {
-				if (!(f->data = malloc(f->r.data_len)))
-					return -ENOMEM;
-				memcpy(f->data, q + f->r.path_len, f->r.data_len);
-			}
-			break;
-		}
-		case REC_THREAD: {
-			struct ckpt_thread_rec tr;
-			if (h.len < sizeof(tr) || nthreads++ >= CKPT_MAX_THREADS)
-				return urs_err_set(err, -EINVAL,
-						   "checkpoint image: bad thread record");
-			memcpy(&tr, d, sizeof(tr));
-			if (tr.xsave_len < 576 || tr.xsave_len > CKPT_MAX_XSAVE ||
-			    tr.nsigs > CKPT_MAX_SIGINFO ||
-			    h.len - sizeof(tr) !=
-				    (uint64_t) tr.xsave_len +
-					    (uint64_t) tr.nsigs * sizeof(struct ckpt_siginfo))
-				return urs_err_set(err, -EINVAL,
-						   "checkpoint image: bad thread record");
-			struct ckpt_thread *nt = grow(t->threads, t->nthreads, sizeof(*nt));
-			if (!nt)
-				return -ENOMEM;
-			t->threads = nt;
-			struct ckpt_thread *th = &t->threads[t->nthreads++];
-			th->r = tr;
-			th->sigs = NULL;
-			if (!(th->xsave = malloc(tr.xsave_len)))
-				return -ENOMEM;
-			memcpy(th->xsave, d + sizeof(tr), tr.xsave_len);
-			if (tr.nsigs) {
-				size_t sl = (size_t) tr.nsigs * sizeof(struct ckpt_siginfo);
-				if (!(th->sigs = malloc(sl)))
-					return -ENOMEM;
-				memcpy(th->sigs, d + sizeof(tr) + tr.xsave_len, sl);
-			}
-			break;
-		}
-		case REC_SIGINFO:
-			if (t->sigs || !h.len || h.len % sizeof(struct ckpt_siginfo) ||
-			    h.len / sizeof(struct ckpt_siginfo) > CKPT_MAX_SIGINFO)
-				return urs_err_set(err, -EINVAL,
-						   "checkpoint image: bad signal record");
-			if (!(t->sigs = malloc(h.len)))
-				return -ENOMEM;
-			memcpy(t->sigs, d, h.len);
-			t->nsigs = h.len / sizeof(struct ckpt_siginfo);
-			break;
-		case REC_SECCOMP: {
-			uint32_t hdr[2];
-			if (h.len <= sizeof(hdr) || (h.len - sizeof(hdr)) % 8 ||
-			    (h.len - sizeof(hdr)) / 8 > CKPT_MAX_BPF ||
-			    t->nseccomp >= CKPT_MAX_SECCOMP)
-				return urs_err_set(err, -EINVAL,
-						   "checkpoint image: bad seccomp record");
-			memcpy(hdr, d, sizeof(hdr));
-			struct ckpt_seccomp *ns = grow(t->seccomp, t->nseccomp, sizeof(*ns));
-			if (!ns)
-				return -ENOMEM;
-			t->seccomp = ns;
-			struct ckpt_seccomp *sc = &t->seccomp[t->nseccomp++];
-			sc->flags = hdr[0];
-			sc->len = (h.len - sizeof(hdr)) / 8;
-			if (!(sc->insns = malloc((size_t) sc->len * 8)))
-				return -ENOMEM;
-			memcpy(sc->insns, d + sizeof(hdr), (size_t) sc->len * 8);
-			break;
-		}
-		default:
-			return urs_err_set(err, -EINVAL, "checkpoint image: unknown record type %u",
-					   h.type);
-		}
+		if (r)
+			return r;
 	}
 	if (img->ntasks != ntasks)
 		return urs_err_set(err, -EINVAL, "checkpoint image: %u tasks announced, %u found",
