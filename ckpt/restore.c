@@ -1242,6 +1242,151 @@ static int reopen_by_path(struct rctx *c, uint32_t i, const struct ckpt_fd *f, s
 	return 1;
 }
 
+/* A new fd in task i for @f (not a duplicate, not external stdio);
+ * *setfl: its status flags are still to be set (F_SETFL). */
+static int open_one(struct rctx *c, uint32_t i, const struct ckpt_fd *f, long *fd, bool *setfl)
+{
+	*setfl = true;
+	if (f->r.xtask) {
+		*setfl = false;
+		return fetch(c, i, f->r.xtask - 1, f->r.xfd, fd);
+	}
+	int r;
+	switch (f->r.type) {
+	case CKPT_FD_PIPE:
+		return open_pipe(c, i, f, fd);
+	case CKPT_FD_FIFO:
+		return open_fifo(c, i, f, fd);
+	case CKPT_FD_UNIX:
+		return open_unix(c, i, f, fd);
+	case CKPT_FD_EVENTFD:
+		*setfl = false;
+		return inj(c, i, SYS_eventfd2, 0,
+			   O_CLOEXEC | (f->r.sub ? 1u /* EFD_SEMAPHORE */ : 0) |
+				   (f->r.oflags & O_NONBLOCK),
+			   0, 0, 0, 0, fd);
+	case CKPT_FD_EPOLL:
+		*setfl = false;
+		return inj(c, i, SYS_epoll_create1, O_CLOEXEC, 0, 0, 0, 0, 0, fd);
+	case CKPT_FD_TCP_LISTEN:
+		return open_listen(c, i, f, fd);
+	case CKPT_FD_UDP:
+		return open_udp(c, i, f, fd);
+	case CKPT_FD_SIGNALFD:
+		*setfl = false;
+		r = scratch_put(c, i, S_STRUCT, &f->r.pos, sizeof(f->r.pos));
+		return r ? r
+			 : inj(c, i, SYS_signalfd4, (uint64_t) -1, sarg(c, S_STRUCT), 8,
+			       O_CLOEXEC | (f->r.oflags & O_NONBLOCK), 0, 0, fd);
+	case CKPT_FD_TIMERFD:
+		*setfl = false;
+		return open_timerfd(c, i, f, fd);
+	case CKPT_FD_UNIX_LISTEN:
+		return open_unix_listen(c, i, f, fd);
+	case CKPT_FD_UNIX_BOUND:
+		return open_unix_bound(c, i, f, fd);
+	case CKPT_FD_TCP_CLOSED:
+		return inj(c, i, SYS_socket, f->r.sub, SOCK_STREAM | SOCK_CLOEXEC, 0, 0, 0, 0, fd);
+	case CKPT_FD_SHM:
+		return open_shm_fd(c, i, f, fd);
+	default:
+		*setfl = false;
+		return open_in(c, i, f->path, (int) (f->r.oflags & OPEN_MASK) | O_CLOEXEC, fd);
+	}
+}
+
+/* @f's new fd moved into place, its flags; an eventfd's counter */
+static int place_one(struct rctx *c, uint32_t i, const struct ckpt_fd *f, long fd, bool setfl)
+{
+	int r = place(c, i, fd, f);
+	if (!r && setfl)
+		r = inj(c, i, SYS_fcntl, (uint64_t) f->r.fd, F_SETFL, f->r.oflags & SETFL_MASK, 0,
+			0, 0, NULL);
+	if (!r && f->r.type == CKPT_FD_EVENTFD && f->r.pos && !f->r.xtask) {
+		/* eventfd2 takes an unsigned int: the counter is added by a write */
+		uint64_t v = f->r.pos;
+		r = scratch_put(c, i, S_STRUCT, &v, sizeof(v));
+		long w = 0;
+		if (!r)
+			r = inj(c, i, SYS_write, (uint64_t) f->r.fd, sarg(c, S_STRUCT), 8, 0, 0, 0,
+				&w);
+		if (!r && w != 8)
+			r = -EIO;
+	}
+	return r;
+}
+
+/* A file, directory or device: the one open at checkpoint time (or, on a
+ * new root, the file at its path: reopen_by_path), at its position. */
+static int check_file(struct rctx *c, uint32_t i, const struct ckpt_fd *f, struct urs_err *err)
+{
+	const struct ckpt_task *t = &c->img.tasks[i];
+	struct stat st;
+	int r = fstat_in(c, i, f->r.fd, &st);
+	if (r)
+		return urs_err_set(err, r, "restore: pid %d: fstat fd %d: %s", t->r.nspid, f->r.fd,
+				   strerror(-r));
+	bool same = f->r.type == CKPT_FD_CHR
+			    ? st.st_rdev == f->r.rdev
+			    : same_file(c, f->r.dev, f->r.ino, st.st_dev, st.st_ino);
+	if (!same && (r = reopen_by_path(c, i, f, err)) < 0)
+		return r;
+	if (!same && !r)
+		return urs_err_set(err, -ESTALE,
+				   "restore: pid %d: fd %d: %s is not the file that was open at "
+				   "checkpoint time",
+				   t->r.nspid, f->r.fd, f->path);
+	if (f->r.type == CKPT_FD_REG && f->r.pos) {
+		long pos;
+		r = inj(c, i, SYS_lseek, (uint64_t) f->r.fd, f->r.pos, SEEK_SET, 0, 0, 0, &pos);
+		if (r)
+			return urs_err_set(err, r, "restore: pid %d: fd %d: lseek: %s", t->r.nspid,
+					   f->r.fd, strerror(-r));
+	}
+	return 0;
+}
+
+/* fd @f of task i: a duplicate, external stdio, or a new fd put in place */
+static int restore_fd(struct rctx *c, uint32_t i, const struct ckpt_fd *f, struct urs_err *err)
+{
+	const struct ckpt_task *t = &c->img.tasks[i];
+	int cloexec = f->r.cloexec ? O_CLOEXEC : 0;
+	int r;
+	if (f->r.dup_of != -1) {
+		r = inj(c, i, SYS_dup3, (uint64_t) f->r.dup_of, (uint64_t) f->r.fd,
+			(uint64_t) cloexec, 0, 0, 0, NULL);
+		return r ? urs_err_set(err, r, "restore: pid %d: dup fd %d: %s", t->r.nspid,
+				       f->r.fd, strerror(-r))
+			 : 0;
+	}
+	if (f->r.type == CKPT_FD_EXT) {
+		/* the restorer's own stdio of that number (inherited by the puppet) */
+		r = inj(c, i, SYS_fcntl, (uint64_t) f->r.fd, F_SETFD, cloexec ? FD_CLOEXEC : 0, 0,
+			0, 0, NULL);
+		return r ? urs_err_set(err, r,
+				       "restore: pid %d: fd %d was stdio replaced at restore, but "
+				       "the restore has no fd %d: %s",
+				       t->r.nspid, f->r.fd, f->r.fd, strerror(-r))
+			 : 0;
+	}
+	long fd = -1;
+	bool setfl;
+	if ((r = open_one(c, i, f, &fd, &setfl))) {
+		if (fd >= 0)
+			inj(c, i, SYS_close, (uint64_t) fd, 0, 0, 0, 0, 0, NULL);
+		return urs_err_set(err, r, "restore: pid %d: fd %d (%s%s%s): %s", t->r.nspid,
+				   f->r.fd, fd_kind(f->r.type), f->path ? " " : "",
+				   f->path ? f->path : "", strerror(-r));
+	}
+	if ((r = place_one(c, i, f, fd, setfl)))
+		return urs_err_set(err, r, "restore: pid %d: fd %d (%s): %s", t->r.nspid, f->r.fd,
+				   fd_kind(f->r.type), strerror(-r));
+	if (f->r.xtask ||
+	    (f->r.type != CKPT_FD_REG && f->r.type != CKPT_FD_DIR && f->r.type != CKPT_FD_CHR))
+		return 0;
+	return check_file(c, i, f, err);
+}
+
 static int restore_fds(struct rctx *c, uint32_t i, struct urs_err *err)
 {
 	const struct ckpt_task *t = &c->img.tasks[i];
@@ -1252,145 +1397,9 @@ static int restore_fds(struct rctx *c, uint32_t i, struct urs_err *err)
 	c->park_base[i] = maxfd + 1;
 	c->park_next[i] = 0;
 	for (uint32_t k = 0; k < t->nfds; k++) {
-		const struct ckpt_fd *f = &t->fds[k];
-		int cloexec = f->r.cloexec ? O_CLOEXEC : 0;
-		int r;
-		if (f->r.dup_of != -1) {
-			r = inj(c, i, SYS_dup3, (uint64_t) f->r.dup_of, (uint64_t) f->r.fd,
-				(uint64_t) cloexec, 0, 0, 0, NULL);
-			if (r)
-				return urs_err_set(err, r, "restore: pid %d: dup fd %d: %s",
-						   t->r.nspid, f->r.fd, strerror(-r));
-			continue;
-		}
-		if (f->r.type == CKPT_FD_EXT) {
-			/* the restorer's own stdio of that number (inherited by the puppet) */
-			r = inj(c, i, SYS_fcntl, (uint64_t) f->r.fd, F_SETFD,
-				cloexec ? FD_CLOEXEC : 0, 0, 0, 0, NULL);
-			if (r)
-				return urs_err_set(err, r,
-						   "restore: pid %d: fd %d was stdio replaced at "
-						   "restore, but the restore has no fd %d: %s",
-						   t->r.nspid, f->r.fd, f->r.fd, strerror(-r));
-			continue;
-		}
-		long fd = -1;
-		bool setfl = true;
-		if (f->r.xtask) {
-			r = fetch(c, i, f->r.xtask - 1, f->r.xfd, &fd);
-			setfl = false;
-		} else {
-			switch (f->r.type) {
-			case CKPT_FD_PIPE:
-				r = open_pipe(c, i, f, &fd);
-				break;
-			case CKPT_FD_FIFO:
-				r = open_fifo(c, i, f, &fd);
-				break;
-			case CKPT_FD_UNIX:
-				r = open_unix(c, i, f, &fd);
-				break;
-			case CKPT_FD_EVENTFD:
-				r = inj(c, i, SYS_eventfd2, 0,
-					O_CLOEXEC | (f->r.sub ? 1u /* EFD_SEMAPHORE */ : 0) |
-						(f->r.oflags & O_NONBLOCK),
-					0, 0, 0, 0, &fd);
-				setfl = false;
-				break;
-			case CKPT_FD_EPOLL:
-				r = inj(c, i, SYS_epoll_create1, O_CLOEXEC, 0, 0, 0, 0, 0, &fd);
-				setfl = false;
-				break;
-			case CKPT_FD_TCP_LISTEN:
-				r = open_listen(c, i, f, &fd);
-				break;
-			case CKPT_FD_UDP:
-				r = open_udp(c, i, f, &fd);
-				break;
-			case CKPT_FD_SIGNALFD:
-				r = scratch_put(c, i, S_STRUCT, &f->r.pos, sizeof(f->r.pos));
-				if (!r)
-					r = inj(c, i, SYS_signalfd4, (uint64_t) -1,
-						sarg(c, S_STRUCT), 8,
-						O_CLOEXEC | (f->r.oflags & O_NONBLOCK), 0, 0, &fd);
-				setfl = false;
-				break;
-			case CKPT_FD_TIMERFD:
-				r = open_timerfd(c, i, f, &fd);
-				setfl = false;
-				break;
-			case CKPT_FD_UNIX_LISTEN:
-				r = open_unix_listen(c, i, f, &fd);
-				break;
-			case CKPT_FD_UNIX_BOUND:
-				r = open_unix_bound(c, i, f, &fd);
-				break;
-			case CKPT_FD_TCP_CLOSED:
-				r = inj(c, i, SYS_socket, f->r.sub, SOCK_STREAM | SOCK_CLOEXEC, 0,
-					0, 0, 0, &fd);
-				break;
-			case CKPT_FD_SHM:
-				r = open_shm_fd(c, i, f, &fd);
-				break;
-			default:
-				r = open_in(c, i, f->path,
-					    (int) (f->r.oflags & OPEN_MASK) | O_CLOEXEC, &fd);
-				setfl = false;
-			}
-		}
-		if (r) {
-			if (fd >= 0)
-				inj(c, i, SYS_close, (uint64_t) fd, 0, 0, 0, 0, 0, NULL);
-			return urs_err_set(err, r, "restore: pid %d: fd %d (%s%s%s): %s",
-					   t->r.nspid, f->r.fd, fd_kind(f->r.type),
-					   f->path ? " " : "", f->path ? f->path : "",
-					   strerror(-r));
-		}
-		r = place(c, i, fd, f);
-		if (!r && setfl)
-			r = inj(c, i, SYS_fcntl, (uint64_t) f->r.fd, F_SETFL,
-				f->r.oflags & SETFL_MASK, 0, 0, 0, NULL);
-		if (!r && f->r.type == CKPT_FD_EVENTFD && f->r.pos && !f->r.xtask) {
-			/* eventfd2 takes an unsigned int: the counter is added by a write */
-			uint64_t v = f->r.pos;
-			r = scratch_put(c, i, S_STRUCT, &v, sizeof(v));
-			long w = 0;
-			if (!r)
-				r = inj(c, i, SYS_write, (uint64_t) f->r.fd, sarg(c, S_STRUCT), 8,
-					0, 0, 0, &w);
-			if (!r && w != 8)
-				r = -EIO;
-		}
+		int r = restore_fd(c, i, &t->fds[k], err);
 		if (r)
-			return urs_err_set(err, r, "restore: pid %d: fd %d (%s): %s", t->r.nspid,
-					   f->r.fd, fd_kind(f->r.type), strerror(-r));
-		if (f->r.xtask || (f->r.type != CKPT_FD_REG && f->r.type != CKPT_FD_DIR &&
-				   f->r.type != CKPT_FD_CHR))
-			continue;
-		struct stat st;
-		r = fstat_in(c, i, f->r.fd, &st);
-		if (r)
-			return urs_err_set(err, r, "restore: pid %d: fstat fd %d: %s", t->r.nspid,
-					   f->r.fd, strerror(-r));
-		bool same = f->r.type == CKPT_FD_CHR
-				    ? st.st_rdev == f->r.rdev
-				    : same_file(c, f->r.dev, f->r.ino, st.st_dev, st.st_ino);
-		if (!same && (r = reopen_by_path(c, i, f, err)) < 0)
 			return r;
-		if (!same && !r)
-			return urs_err_set(
-				err, -ESTALE,
-				"restore: pid %d: fd %d: %s is not the file that was open "
-				"at checkpoint time",
-				t->r.nspid, f->r.fd, f->path);
-		if (f->r.type == CKPT_FD_REG && f->r.pos) {
-			long pos;
-			r = inj(c, i, SYS_lseek, (uint64_t) f->r.fd, f->r.pos, SEEK_SET, 0, 0, 0,
-				&pos);
-			if (r)
-				return urs_err_set(err, r, "restore: pid %d: fd %d: lseek: %s",
-						   t->r.nspid, f->r.fd, strerror(-r));
-		}
 	}
 	for (uint32_t k = 0; k < t->nfds; k++) {
 		const struct ckpt_fd *f = &t->fds[k];
