@@ -456,43 +456,10 @@ static int validate_shm(const struct ckpt_image *img, uint32_t k, struct urs_err
 	return 0;
 }
 
-static int validate_task(const struct ckpt_image *img, uint32_t idx, struct urs_err *err)
+/* task idx's other threads: unique ids, names, their own signals */
+static int validate_threads(const struct ckpt_image *img, uint32_t idx, struct urs_err *err)
 {
 	const struct ckpt_task *t = &img->tasks[idx];
-	if (idx == 0 ? t->r.parent != -1 : (t->r.parent < 0 || (uint32_t) t->r.parent >= idx))
-		return urs_err_set(err, -EINVAL, "checkpoint image: task %u: bad parent index %d",
-				   idx, t->r.parent);
-	if (t->r.nspid <= 0)
-		return urs_err_set(err, -EINVAL, "checkpoint image: task %u: bad pid %d", idx,
-				   t->r.nspid);
-	for (uint32_t j = 0; j < idx; j++)
-		if (img->tasks[j].r.nspid == t->r.nspid)
-			return urs_err_set(err, -EINVAL, "checkpoint image: pid %d appears twice",
-					   t->r.nspid);
-	if (t->r.zombie) {
-		if (idx == 0 || t->nvmas || t->nruns || t->nfds || t->nsigs || t->nseccomp ||
-		    t->nthreads)
-			return urs_err_set(err, -EINVAL, "checkpoint image: task %u: bad zombie",
-					   idx);
-		return 0;
-	}
-	if (!t->xsave || t->xsave_len < 576 || !t->cwd)
-		return urs_err_set(err, -EINVAL,
-				   "checkpoint image: task %u (pid %d): missing FPU state or cwd",
-				   idx, t->r.nspid);
-	if (t->auxv_len % 16)
-		return urs_err_set(err, -EINVAL, "checkpoint image: task %u: bad auxv length", idx);
-	for (uint32_t k = 0; k < t->nseccomp; k++)
-		if (t->seccomp[k].flags & ~2u /* SECCOMP_FILTER_FLAG_LOG */)
-			return urs_err_set(err, -EINVAL,
-					   "checkpoint image: task %u: bad seccomp flags", idx);
-	for (uint32_t k = 0; k < t->nsigs; k++) {
-		int32_t signo;
-		memcpy(&signo, t->sigs[k].info, sizeof(signo));
-		if (signo < 1 || signo > (int32_t) CKPT_NSIG || t->sigs[k].shared > 1)
-			return urs_err_set(err, -EINVAL,
-					   "checkpoint image: task %u: bad pending signal", idx);
-	}
 	for (uint32_t k = 0; k < t->nthreads; k++) {
 		const struct ckpt_thread *th = &t->threads[k];
 		bool dup = th->r.tid <= 0 || th->r.tid == t->r.nspid;
@@ -513,8 +480,13 @@ static int validate_task(const struct ckpt_image *img, uint32_t idx, struct urs_
 					   "pending signal)",
 					   idx, th->r.tid);
 	}
-	if (t->r.ngroups > CKPT_MAX_GROUPS)
-		return urs_err_set(err, -EINVAL, "checkpoint image: task %u: too many groups", idx);
+	return 0;
+}
+
+/* mappings: aligned, ordered, sane kinds; shmem ones inside a known object */
+static int validate_vmas(const struct ckpt_image *img, uint32_t idx, struct urs_err *err)
+{
+	const struct ckpt_task *t = &img->tasks[idx];
 	uint64_t prev_end = 0;
 	for (uint32_t v = 0; v < t->nvmas; v++) {
 		const struct ckpt_vma_rec *m = &t->vmas[v].r;
@@ -545,6 +517,13 @@ static int validate_task(const struct ckpt_image *img, uint32_t idx, struct urs_
 		}
 		prev_end = m->end;
 	}
+	return 0;
+}
+
+/* page runs: ordered, inside the page data and a private mapping */
+static int validate_runs(const struct ckpt_image *img, uint32_t idx, struct urs_err *err)
+{
+	const struct ckpt_task *t = &img->tasks[idx];
 	uint32_t v = 0;
 	uint64_t prev = 0;
 	for (uint32_t i = 0; i < t->nruns; i++) {
@@ -567,6 +546,13 @@ static int validate_task(const struct ckpt_image *img, uint32_t idx, struct urs_
 					   idx, i);
 		prev = run->vaddr + bytes;
 	}
+	return 0;
+}
+
+/* fds: ascending, duplicates and shared ones of known fds, epoll targets known */
+static int validate_fds(const struct ckpt_image *img, uint32_t idx, struct urs_err *err)
+{
+	const struct ckpt_task *t = &img->tasks[idx];
 	int prev_fd = -1;
 	for (uint32_t f = 0; f < t->nfds; f++) {
 		const struct ckpt_fd *d = &t->fds[f];
@@ -623,6 +609,55 @@ static int validate_task(const struct ckpt_image *img, uint32_t idx, struct urs_
 		prev_fd = d->r.fd;
 	}
 	return 0;
+}
+
+static int validate_task(const struct ckpt_image *img, uint32_t idx, struct urs_err *err)
+{
+	const struct ckpt_task *t = &img->tasks[idx];
+	if (idx == 0 ? t->r.parent != -1 : (t->r.parent < 0 || (uint32_t) t->r.parent >= idx))
+		return urs_err_set(err, -EINVAL, "checkpoint image: task %u: bad parent index %d",
+				   idx, t->r.parent);
+	if (t->r.nspid <= 0)
+		return urs_err_set(err, -EINVAL, "checkpoint image: task %u: bad pid %d", idx,
+				   t->r.nspid);
+	for (uint32_t j = 0; j < idx; j++)
+		if (img->tasks[j].r.nspid == t->r.nspid)
+			return urs_err_set(err, -EINVAL, "checkpoint image: pid %d appears twice",
+					   t->r.nspid);
+	if (t->r.zombie) {
+		if (idx == 0 || t->nvmas || t->nruns || t->nfds || t->nsigs || t->nseccomp ||
+		    t->nthreads)
+			return urs_err_set(err, -EINVAL, "checkpoint image: task %u: bad zombie",
+					   idx);
+		return 0;
+	}
+	if (!t->xsave || t->xsave_len < 576 || !t->cwd)
+		return urs_err_set(err, -EINVAL,
+				   "checkpoint image: task %u (pid %d): missing FPU state or cwd",
+				   idx, t->r.nspid);
+	if (t->auxv_len % 16)
+		return urs_err_set(err, -EINVAL, "checkpoint image: task %u: bad auxv length", idx);
+	for (uint32_t k = 0; k < t->nseccomp; k++)
+		if (t->seccomp[k].flags & ~2u /* SECCOMP_FILTER_FLAG_LOG */)
+			return urs_err_set(err, -EINVAL,
+					   "checkpoint image: task %u: bad seccomp flags", idx);
+	for (uint32_t k = 0; k < t->nsigs; k++) {
+		int32_t signo;
+		memcpy(&signo, t->sigs[k].info, sizeof(signo));
+		if (signo < 1 || signo > (int32_t) CKPT_NSIG || t->sigs[k].shared > 1)
+			return urs_err_set(err, -EINVAL,
+					   "checkpoint image: task %u: bad pending signal", idx);
+	}
+	if (t->r.ngroups > CKPT_MAX_GROUPS)
+		return urs_err_set(err, -EINVAL, "checkpoint image: task %u: too many groups", idx);
+	int r = validate_threads(img, idx, err);
+	if (!r)
+		r = validate_vmas(img, idx, err);
+	if (!r)
+		r = validate_runs(img, idx, err);
+	if (!r)
+		r = validate_fds(img, idx, err);
+	return r;
 }
 
 static int rec_shm(struct ckpt_image *img, const uint8_t *d, uint32_t len, struct urs_err *err)
