@@ -75,6 +75,104 @@ static int make_policy(const struct urs_create_args *c, struct ckpt_policy *p, s
 	return 0;
 }
 
+/* the runc/CRIU options ursa cannot honour */
+static bool refused(bool locks, bool lazy, const char *lsm, const char *lsm_mount,
+		    const char *cgmode)
+{
+	if (locks || lazy || lsm || lsm_mount) {
+		urs_error("restore: --%s is not supported",
+			  locks	 ? "file-locks (file locks are not checkpointed)"
+			  : lazy ? "lazy-pages"
+			  : lsm	 ? "lsm-profile"
+				 : "lsm-mount-context");
+		return true;
+	}
+	if (cgmode && strcmp(cgmode, "soft") && strcmp(cgmode, "full") &&
+	    strcmp(cgmode, "strict") && strcmp(cgmode, "ignore")) {
+		urs_error("restore: --manage-cgroups-mode %s: unknown mode", cgmode);
+		return true;
+	}
+	return false;
+}
+
+/* the image checked, the sandbox made from the bundle with the image's
+ * tree as its init's (actors/sandbox.c), waited for unless --detach */
+static int restore_run(struct urs_create_args *c, const char *image, const char *work)
+{
+	if (!image) {
+		urs_error("restore: --image-path is required");
+		return 1;
+	}
+	/* checked (owner, MACs, manifest) before anything is made; an `ursa do`
+	 * sandbox's layer unpacked as the bundle when none is given */
+	struct urs_err err = {{0}};
+	struct ckpt_container_image img;
+	if (ckpt_container_image_open(image, G.root, c->id, !c->bundle, &img, &err) < 0) {
+		urs_error("%s", err.msg);
+		urs_ckpt_worklog(work, "restore.log", "error: %s", err.msg);
+		return 1;
+	}
+	const char *dir = img.dir, *layer = img.layer;
+	if (*layer)
+		c->bundle = layer;
+	if (!c->bundle && access("config.json", F_OK) < 0 && img.have_rec)
+		c->bundle = img.rec.bundle;
+	/* counted seccomp denials need a notify listener, which an image cannot
+	 * carry: the image holds the plain filter (cmd/ckpt_seccomp.c), compile
+	 * that */
+	c->plain_seccomp = true;
+	struct urs_sandbox_opts o;
+	struct ckpt_policy pol;
+	struct urs_state st;
+	pid_t sup;
+	int rc = 1;
+	int r = urs_bundle_prepare(c, &o, &err);
+	if (r == 0)
+		r = make_policy(c, &pol, &err);
+	if (r == 0 && *layer) {
+		o.overlay_scratch = layer;
+		o.overlay_prepared = true;
+		/* `ursa do` loads Docker's default filter (not in its config) */
+		pol.bpf = (const uint64_t *) (const void *) urs_default_bpf;
+		pol.bpf_len = urs_default_bpf_len;
+	}
+	if (r == 0 && c->spec->process && c->spec->process->terminal && !c->console_socket)
+		r = urs_err_set(&err, -EINVAL,
+				"restore: process.terminal needs --console-socket (the pty "
+				"replaces the checkpointed stdio)");
+	if (r < 0) {
+		urs_error("%s", err.msg);
+		urs_ckpt_worklog(work, "restore.log", "error: %s", err.msg);
+		goto out;
+	}
+	o.autostart = true; /* restored processes run at once */
+	o.seccomp = NULL;   /* the image brings its filters (checked by the policy) */
+	o.seccomp_notify = false;
+	o.seccomp_count = NULL;
+	o.restore_dir = dir;
+	o.restore_policy = &pol;
+	ckpt_trace("cli: bundle prepared");
+	if ((r = urs_sandbox_create(&o, &sup, &st, &err)) < 0) {
+		urs_error("%s", err.msg);
+		urs_ckpt_worklog(work, "restore.log", "error: %s", err.msg);
+		goto out;
+	}
+	ckpt_trace("cli: sandbox created");
+	urs_ckpt_worklog(work, "restore.log", "restored %s from %s: init pid %d", c->id, dir,
+			 (int) st.pid);
+	urs_sandbox_hooks(G.root, &st, c->spec, URS_HOOK_POSTSTART, "running", urs_warn);
+	rc = 0;
+	if (!c->detach) {
+		rc = urs_wait_forwarding(sup, st.pid);
+		if (urs_container_delete(c->id, true, &err) < 0)
+			urs_error("%s", err.msg);
+	}
+	urs_state_clear(&st);
+out:
+	ckpt_container_image_close(&img, rc != 0);
+	return rc;
+}
+
 int cmd_restore(int argc, char **argv)
 {
 	struct urs_create_args c = {0};
@@ -113,90 +211,7 @@ int cmd_restore(int argc, char **argv)
 	if (!(c.id = urs_require_id("restore", argc, argv, i)))
 		return 1;
 	ckpt_trace("cli: restore parsed");
-	if (locks || lazy || lsm || lsm_mount) {
-		urs_error("restore: --%s is not supported",
-			  locks	 ? "file-locks (file locks are not checkpointed)"
-			  : lazy ? "lazy-pages"
-			  : lsm	 ? "lsm-profile"
-				 : "lsm-mount-context");
-		return 1;
-	}
-	if (cgmode && strcmp(cgmode, "soft") && strcmp(cgmode, "full") &&
-	    strcmp(cgmode, "strict") && strcmp(cgmode, "ignore")) {
-		urs_error("restore: --manage-cgroups-mode %s: unknown mode", cgmode);
-		return 1;
-	}
-	if (!image) {
-		urs_error("restore: --image-path is required");
-		return 1;
-	}
-	/* checked (owner, MACs, manifest) before anything is made; an `ursa do`
-	 * sandbox's layer unpacked as the bundle when none is given */
-	struct urs_err err = {{0}};
-	struct ckpt_container_image img;
-	if (ckpt_container_image_open(image, G.root, c.id, !c.bundle, &img, &err) < 0) {
-		urs_error("%s", err.msg);
-		urs_ckpt_worklog(work, "restore.log", "error: %s", err.msg);
-		return 1;
-	}
-	const char *dir = img.dir, *layer = img.layer;
-	if (*layer)
-		c.bundle = layer;
-	if (!c.bundle && access("config.json", F_OK) < 0 && img.have_rec)
-		c.bundle = img.rec.bundle;
-	/* counted seccomp denials need a notify listener, which an image cannot
-	 * carry: the image holds the plain filter (cmd/ckpt_seccomp.c), compile
-	 * that */
-	c.plain_seccomp = true;
-	struct urs_sandbox_opts o;
-	struct ckpt_policy pol;
-	struct urs_state st;
-	pid_t sup;
-	int rc = 1;
-	int r = urs_bundle_prepare(&c, &o, &err);
-	if (r == 0)
-		r = make_policy(&c, &pol, &err);
-	if (r == 0 && *layer) {
-		o.overlay_scratch = layer;
-		o.overlay_prepared = true;
-		/* `ursa do` loads Docker's default filter (not in its config) */
-		pol.bpf = (const uint64_t *) (const void *) urs_default_bpf;
-		pol.bpf_len = urs_default_bpf_len;
-	}
-	if (r == 0 && c.spec->process && c.spec->process->terminal && !c.console_socket)
-		r = urs_err_set(&err, -EINVAL,
-				"restore: process.terminal needs --console-socket (the pty "
-				"replaces the checkpointed stdio)");
-	if (r < 0) {
-		urs_error("%s", err.msg);
-		urs_ckpt_worklog(work, "restore.log", "error: %s", err.msg);
-		goto out;
-	}
-	o.autostart = true; /* restored processes run at once */
-	o.seccomp = NULL;   /* the image brings its filters (checked by the policy) */
-	o.seccomp_notify = false;
-	o.seccomp_count = NULL;
-	o.restore_dir = dir;
-	o.restore_policy = &pol;
-	ckpt_trace("cli: bundle prepared");
-	if ((r = urs_sandbox_create(&o, &sup, &st, &err)) < 0) {
-		urs_error("%s", err.msg);
-		urs_ckpt_worklog(work, "restore.log", "error: %s", err.msg);
-		goto out;
-	}
-	ckpt_trace("cli: sandbox created");
-	urs_ckpt_worklog(work, "restore.log", "restored %s from %s: init pid %d", c.id, dir,
-			 (int) st.pid);
-	urs_sandbox_hooks(G.root, &st, c.spec, URS_HOOK_POSTSTART, "running", urs_warn);
-	rc = 0;
-	if (!c.detach) {
-		rc = urs_wait_forwarding(sup, st.pid);
-		if (urs_container_delete(c.id, true, &err) < 0)
-			urs_error("%s", err.msg);
-	}
-	urs_state_clear(&st);
-out:
-	ckpt_container_image_close(&img, rc != 0);
+	int rc = refused(locks, lazy, lsm, lsm_mount, cgmode) ? 1 : restore_run(&c, image, work);
 	urs_create_args_free(&c);
 	ckpt_trace("cli: restore done");
 	return rc;
