@@ -2854,6 +2854,105 @@ static int seize_frozen(struct dumpctx *c, pid_t root, struct urs_err *err)
 	return r;
 }
 
+/* Each seized task's status (all single-threaded before anything is
+ * written), then every fd of the tree listed. */
+static int dump_statuses(struct dumpctx *c, struct urs_err *err)
+{
+	int r = 0;
+	for (uint32_t i = 0; i < c->nseized; i++) {
+		r = dump_status(&c->img.tasks[i], c->tr[i].pid, c->img.tasks[i].r.zombie,
+				&c->sigcgt[i], err);
+		if (r)
+			return r;
+		if (i && c->img.tasks[i].r.nspid <= 0)
+			return urs_err_set(err, -ENOTSUP, "pid %d: not in the root's pid namespace",
+					   c->tr[i].pid);
+	}
+	for (uint32_t i = 0; i < c->nseized && !r; i++)
+		if (!c->img.tasks[i].r.zombie && (r = scan_tree_fds(c, c->tr[i].pid)))
+			r = urs_err_set(err, r, "pid %d: listing fds: %s", c->tr[i].pid,
+					strerror(-r));
+	ckpt_trace("dump: status and fds listed");
+	return r;
+}
+
+/* pages.img, then core.img with the page-chunk MACs */
+static int dump_image(struct dumpctx *c, const struct ckpt_seal *seal, struct urs_err *err)
+{
+	int r = ckpt_pages_open(&c->pw, c->dirfd, seal, c->img.id, err);
+	for (uint32_t i = 0; i < c->nseized && !r; i++) {
+		c->img.tasks[i].r.host_pid = c->tr[i].pid;
+		if (!c->img.tasks[i].r.zombie)
+			r = dump_task(c, i, err);
+	}
+	if (r)
+		return r;
+	ckpt_trace("dump: tasks dumped");
+	c->img.pages_len = c->pw.off;
+	c->img.pages_crc = c->pw.crc;
+	r = ckpt_pages_finish(&c->pw, c->img.id, err);
+	ckpt_trace("dump: pages finished");
+	if (!r) { /* the chunk MACs go into core.img */
+		c->img.page_macs = c->pw.macs.mac;
+		c->img.npage_macs = c->pw.macs.n;
+		c->pw.macs.mac = NULL;
+		r = ckpt_image_write_core(&c->img, c->dirfd, seal, err);
+	}
+	ckpt_trace("dump: core written");
+	if (!r) {
+		struct stat st;
+		if (fstatat(c->dirfd, "core.img", &st, 0) == 0)
+			c->st->image_bytes += (uint64_t) st.st_size;
+		if (fstatat(c->dirfd, "pages.img", &st, 0) == 0)
+			c->st->image_bytes += (uint64_t) st.st_size;
+	}
+	return r;
+}
+
+/* Let the tree go: frozen again first (once detached, each task goes
+ * straight back into the freezer trap), detached, the freeze waited for.
+ * Returns @r, or the first error of these if @r was 0. */
+static int release_tree(struct dumpctx *c, int r, struct urs_err *err)
+{
+	if (c->freezer && c->nseized) {
+		struct urs_err e2;
+		int rf = urs_cg2_freeze_write(c->freezer, 1, r ? &e2 : err);
+		if (!r)
+			r = rf;
+	}
+	for (uint32_t i = c->nseized; i-- > 0;) {
+		for (uint32_t k = 0; k < c->nthr[i]; k++)
+			if (c->thr[i][k].trapped)
+				ckpt_detach(&c->thr[i][k].tr);
+		if (c->trapped[i])
+			ckpt_detach(&c->tr[i]);
+	}
+	ckpt_trace("dump: detached");
+	if (c->freezer && c->nseized) {
+		struct urs_err e2;
+		int rf = urs_cg2_wait_frozen(c->freezer, r ? &e2 : err);
+		if (!r)
+			r = rf;
+	}
+	return r;
+}
+
+static void dumpctx_free(struct dumpctx *c)
+{
+	free(c->chunk);
+	for (uint32_t i = 0; c->tr && i < CKPT_MAX_TASKS; i++)
+		free(c->thr[i]);
+	free(c->tr);
+	free(c->objs);
+	ckpt_sockdiag_free(&c->diag);
+	ckpt_image_free(&c->img);
+	ckpt_pagemacs_free(&c->pw.macs);
+	if (c->dirfd >= 0)
+		close(c->dirfd);
+	if (c->rootfd >= 0)
+		close(c->rootfd);
+}
+
 int ckpt_dump(pid_t pid, const char *dir, const struct ckpt_dump_opts *opts,
 	      struct ckpt_dump_stats *stats, struct urs_err *err)
 {
@@ -2875,120 +2974,35 @@ int ckpt_dump(pid_t pid, const char *dir, const struct ckpt_dump_opts *opts,
 		explicit_bzero(&seal, sizeof(seal));
 		return urs_err_set(err, -errno, "checkpoint: opening %s: %m", dir);
 	}
-	if (getrandom(c.img.id, sizeof(c.img.id), 0) != sizeof(c.img.id)) {
-		r = urs_err_set(err, -EIO, "checkpoint: getrandom failed");
-		goto out;
-	}
-	c.freezer = opts ? opts->freezer : NULL;
-	c.outside = opts ? opts->outside : 0;
+	c.freezer = opts->freezer;
+	c.outside = opts->outside;
 	c.opts = opts;
 	c.chunk = malloc(CHUNK * CKPT_PAGE_SIZE);
 	c.tr = calloc(CKPT_MAX_TASKS, sizeof(*c.tr));
 	c.img.tasks = calloc(CKPT_MAX_TASKS, sizeof(*c.img.tasks));
-	if (!c.chunk || !c.tr || !c.img.tasks) {
+	if (getrandom(c.img.id, sizeof(c.img.id), 0) != sizeof(c.img.id))
+		r = urs_err_set(err, -EIO, "checkpoint: getrandom failed");
+	else if (!c.chunk || !c.tr || !c.img.tasks)
 		r = -ENOMEM;
-		goto out;
-	}
-	r = c.freezer ? seize_frozen(&c, pid, err) : seize_tree(&c, pid, err);
-	ckpt_trace("dump: seized");
-	if (r)
-		goto out;
+	else if (!(r = c.freezer ? seize_frozen(&c, pid, err) : seize_tree(&c, pid, err)))
+		ckpt_trace("dump: seized");
 	c.img.ntasks = c.nseized;
-	/* every task is single-threaded before anything is written */
-	for (uint32_t i = 0; i < c.nseized; i++) {
-		r = dump_status(&c.img.tasks[i], c.tr[i].pid, c.img.tasks[i].r.zombie, &c.sigcgt[i],
-				err);
-		if (r)
-			goto out;
-		if (i && c.img.tasks[i].r.nspid <= 0) {
-			r = urs_err_set(err, -ENOTSUP, "pid %d: not in the root's pid namespace",
-					c.tr[i].pid);
-			goto out;
-		}
-	}
-	for (uint32_t i = 0; i < c.nseized && !r; i++)
-		if (!c.img.tasks[i].r.zombie && (r = scan_tree_fds(&c, c.tr[i].pid)))
-			r = urs_err_set(err, r, "pid %d: listing fds: %s", c.tr[i].pid,
-					strerror(-r));
-	if (r)
-		goto out;
-	ckpt_trace("dump: status and fds listed");
-	r = ckpt_pages_open(&c.pw, c.dirfd, &seal, c.img.id, err);
-	if (r)
-		goto out;
-	for (uint32_t i = 0; i < c.nseized && !r; i++) {
-		c.img.tasks[i].r.host_pid = c.tr[i].pid;
-		if (!c.img.tasks[i].r.zombie)
-			r = dump_task(&c, i, err);
-	}
-	if (r)
-		goto out;
-	ckpt_trace("dump: tasks dumped");
-	c.img.pages_len = c.pw.off;
-	c.img.pages_crc = c.pw.crc;
-	r = ckpt_pages_finish(&c.pw, c.img.id, err);
-	ckpt_trace("dump: pages finished");
-	if (!r) { /* the chunk MACs go into core.img */
-		c.img.page_macs = c.pw.macs.mac;
-		c.img.npage_macs = c.pw.macs.n;
-		c.pw.macs.mac = NULL;
-		r = ckpt_image_write_core(&c.img, c.dirfd, &seal, err);
-	}
-	ckpt_trace("dump: core written");
-	if (!r) {
-		struct stat st;
-		if (fstatat(c.dirfd, "core.img", &st, 0) == 0)
-			stats->image_bytes += (uint64_t) st.st_size;
-		if (fstatat(c.dirfd, "pages.img", &st, 0) == 0)
-			stats->image_bytes += (uint64_t) st.st_size;
-	}
-out:
+	if (!r)
+		r = dump_statuses(&c, err);
+	if (!r)
+		r = dump_image(&c, &seal, err);
 	if (r) {
 		ckpt_pages_abort(&c.pw, c.dirfd);
-		if (c.dirfd >= 0) {
-			unlinkat(c.dirfd, "pages.img", 0);
-			unlinkat(c.dirfd, "core.img.tmp", 0);
-			unlinkat(c.dirfd, "core.img", 0);
-		}
+		unlinkat(c.dirfd, "pages.img", 0);
+		unlinkat(c.dirfd, "core.img.tmp", 0);
+		unlinkat(c.dirfd, "core.img", 0);
 		if (r == -ENOMEM)
 			urs_err_set(err, r, "checkpoint: out of memory");
 	}
-	if (c.freezer && c.nseized) {
-		/* freeze again first: once detached, each task goes straight back
-		 * into the freezer trap */
-		struct urs_err e2;
-		int rf = urs_cg2_freeze_write(c.freezer, 1, r ? &e2 : err);
-		if (!r)
-			r = rf;
-	}
-	for (uint32_t i = c.nseized; i-- > 0;) {
-		for (uint32_t k = 0; k < c.nthr[i]; k++)
-			if (c.thr[i][k].trapped)
-				ckpt_detach(&c.thr[i][k].tr);
-		if (c.trapped[i])
-			ckpt_detach(&c.tr[i]);
-	}
-	ckpt_trace("dump: detached");
-	if (c.freezer && c.nseized) {
-		struct urs_err e2;
-		int rf = urs_cg2_wait_frozen(c.freezer, r ? &e2 : err);
-		if (!r)
-			r = rf;
-	}
+	r = release_tree(&c, r, err);
 	stats->ntasks = c.nseized;
 	stats->ms = urs_now_ms() - t0;
-	free(c.chunk);
-	for (uint32_t i = 0; c.tr && i < CKPT_MAX_TASKS; i++)
-		free(c.thr[i]);
-	free(c.tr);
-	free(c.objs);
-	ckpt_sockdiag_free(&c.diag);
-	ckpt_image_free(&c.img);
-	ckpt_pagemacs_free(&c.pw.macs);
+	dumpctx_free(&c);
 	explicit_bzero(&seal, sizeof(seal));
-	if (c.dirfd >= 0)
-		close(c.dirfd);
-	if (c.rootfd >= 0)
-		close(c.rootfd);
 	return r;
 }
