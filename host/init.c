@@ -300,41 +300,20 @@ static bool want_mini_init(const struct urs_spec *spec)
 	return false;
 }
 
-int urs_init_run(const struct urs_launch *L)
+/* root in a new user namespace, the namespaces given by path joined (the
+ * user one first; the pid one the supervisor joined before cloning us), a
+ * session, a session keyring */
+static int init_namespaces(const struct urs_launch *L, struct urs_err *err)
 {
-	struct urs_err err = {{0}};
-	const struct urs_spec *spec = L->spec;
-	const struct urs_process *p = spec->process;
-	struct urs_sync_msg m;
-	int r;
-
-	hook_spec = spec;
-	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-	/* gofer volumes: the host directories are the supervisor's alone */
-	for (int i = 0; i < L->n_gofer; i++)
-		if (L->gofer_dir[i] >= 0)
-			close(L->gofer_dir[i]);
-	/* Until execve, nothing in the container may open /proc/1/exe (our
-	 * binary on the host) or ptrace us: stay non-dumpable. */
-	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-
-	static char state_json[sizeof(m.msg)];
-	if (L->wait_go) {
-		if ((r = urs_sync_recv(L->sync_fd, &m)) < 0 || m.type != URS_SYNC_GO)
-			return -EPIPE; /* the supervisor is gone: nothing to report to */
-		memcpy(state_json, m.msg, sizeof(state_json));
+	if ((L->new_ns & (1u << URS_NS_USER)) &&
+	    (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0)) {
+		urs_err_set(
+			err, -errno,
+			"linux.uidMappings: becoming root in the user namespace (is 0 mapped?): "
+			"%m");
+		return fail(L, -EPERM, err);
 	}
-	if (L->new_ns & (1u << URS_NS_USER)) {
-		if (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0) {
-			urs_err_set(&err, -errno,
-				    "linux.uidMappings: becoming root in the user namespace (is 0 "
-				    "mapped?): %m");
-			return fail(L, -EPERM, &err);
-		}
-	}
-	/* join namespaces given by path (the pid namespace was joined by the
-	 * supervisor before cloning us; the user namespace first) */
-	const struct urs_linux *l = spec->lnx;
+	const struct urs_linux *l = L->spec->lnx;
 	for (int pass = 0; l && pass < 2; pass++) {
 		for (size_t i = 0; i < l->n_namespaces; i++) {
 			const struct urs_namespace *ns = &l->namespaces[i];
@@ -343,26 +322,34 @@ int urs_init_run(const struct urs_launch *L)
 				continue;
 			_cleanup_close_ int fd = open(ns->path, O_RDONLY | O_CLOEXEC);
 			if (fd < 0 || setns(fd, urs_ns_clone_flag(ns->type)) < 0) {
-				urs_err_set(&err, -errno,
+				urs_err_set(err, -errno,
 					    "linux.namespaces[%zu]: joining %s namespace %s: %m", i,
 					    urs_ns_name(ns->type), ns->path);
-				return fail(L, -errno, &err);
+				return fail(L, -errno, err);
 			}
 		}
 	}
 	if (setsid() < 0 && errno != EPERM) {
-		urs_err_set(&err, -errno, "setsid: %m");
-		return fail(L, -errno, &err);
+		urs_err_set(err, -errno, "setsid: %m");
+		return fail(L, -errno, err);
 	}
 	if (!L->no_new_keyring)
 		syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, NULL); /* best effort, like runc */
+	return 0;
+}
 
+/* the root (an `ursa do` overlay first), mounts, pivot; gofer volumes
+ * mounted and their fds given back */
+static int init_root(const struct urs_launch *L, char *state_json, struct urs_err *err)
+{
+	const struct urs_spec *spec = L->spec;
 	char rootfs[PATH_MAX];
+	int r;
 	snprintf(rootfs, sizeof(rootfs), "%s", L->rootfs);
 	if (L->overlay_scratch &&
 	    (r = urs_rootfs_host_overlay(L->overlay_scratch, L->overlay_prepared, rootfs,
-					 sizeof(rootfs), &err)) < 0)
-		return fail(L, r, &err);
+					 sizeof(rootfs), err)) < 0)
+		return fail(L, r, err);
 	struct urs_rootfs_opts ro = {
 		.rootfs = rootfs,
 		.no_pivot = L->no_pivot,
@@ -375,76 +362,96 @@ int urs_init_run(const struct urs_launch *L)
 		.gofer_fuse = L->gofer_fuse,
 		.n_gofer = L->n_gofer,
 	};
-	r = urs_rootfs_setup(spec, &ro, &err);
+	r = urs_rootfs_setup(spec, &ro, err);
 	for (int i = 0; i < L->n_gofer; i++) /* mounted (or not): the supervisor serves them */
 		if (L->gofer_fuse[i] >= 0)
 			close(L->gofer_fuse[i]);
-	if (r < 0)
-		return fail(L, r, &err);
+	return r < 0 ? fail(L, r, err) : 0;
+}
 
+/* hostname and domainname, lo up, the console */
+static int init_host(const struct urs_launch *L, struct urs_err *err)
+{
+	const struct urs_spec *spec = L->spec;
+	int r;
 	if (urs_spec_has_ns(spec, URS_NS_UTS)) {
 		if (spec->hostname && sethostname(spec->hostname, strlen(spec->hostname)) < 0) {
-			urs_err_set(&err, -errno, "hostname \"%s\": %m", spec->hostname);
-			return fail(L, -errno, &err);
+			urs_err_set(err, -errno, "hostname \"%s\": %m", spec->hostname);
+			return fail(L, -errno, err);
 		}
 		if (spec->domainname &&
 		    setdomainname(spec->domainname, strlen(spec->domainname)) < 0) {
-			urs_err_set(&err, -errno, "domainname \"%s\": %m", spec->domainname);
-			return fail(L, -errno, &err);
+			urs_err_set(err, -errno, "domainname \"%s\": %m", spec->domainname);
+			return fail(L, -errno, err);
 		}
 	} else if (spec->hostname && *spec->hostname) {
-		urs_err_set(&err, -EINVAL, "hostname: needs a new uts namespace");
-		return fail(L, -EINVAL, &err);
+		urs_err_set(err, -EINVAL, "hostname: needs a new uts namespace");
+		return fail(L, -EINVAL, err);
 	}
 	if ((L->new_ns & (1u << URS_NS_NETWORK)) && (r = lo_up()) < 0) {
-		urs_err_set(&err, r, "network namespace: bringing lo up: %s", strerror(-r));
-		return fail(L, r, &err);
+		urs_err_set(err, r, "network namespace: bringing lo up: %s", strerror(-r));
+		return fail(L, r, err);
 	}
-	if (p->terminal && L->console_fd >= 0 &&
-	    (r = urs_console_setup(L->console_fd, p, &err)) < 0)
-		return fail(L, r, &err);
-	if (L->restore) {
-		/* restore target: the image brings credentials, limits, seccomp
-		 * and memory; what the restorer needs is default signal handling,
-		 * no alternate stack, and this process blocked right here */
-		char adj[16];
-		snprintf(adj, sizeof(adj), "%d", p->oom_score_adj);
-		if (p->has_oom_score_adj && (r = write_file("/proc/self/oom_score_adj", adj)) < 0) {
-			urs_err_set(&err, r, "process.oomScoreAdj %d: %s", p->oom_score_adj,
-				    strerror(-r));
-			return fail(L, r, &err);
-		}
-		/* the configuration's bounding set (the restore policy holds the
-		 * image's capabilities to it): dropped here once, so the restorer,
-		 * whose tasks all descend from this one, does not inject one prctl
-		 * per capability into each task (~27 x 15 us for the default
-		 * set). Effective and permitted sets stay: the restorer needs them. */
-		if ((r = urs_caps_bound(p->caps.present ? p->caps.bounding : 0, &err)) < 0)
-			return fail(L, r, &err);
-		struct sigaction dfl = {.sa_handler = SIG_DFL};
-		for (int sig = 1; sig < NSIG; sig++)
-			sigaction(sig, &dfl, NULL);
-		stack_t ss = {.ss_flags = SS_DISABLE};
-		sigaltstack(&ss, NULL);
-		if ((r = unleash(L)) < 0)
-			return r;
-		urs_sync_send(L->sync_fd, URS_SYNC_READY, 0, NULL);
-		urs_sync_recv(L->sync_fd, &m);
-		return -EPIPE; /* not restored: the supervisor is gone or gave up */
+	if (spec->process->terminal && L->console_fd >= 0 &&
+	    (r = urs_console_setup(L->console_fd, spec->process, err)) < 0)
+		return fail(L, r, err);
+	return 0;
+}
+
+/* restore target: the image brings credentials, limits, seccomp and
+ * memory; what the restorer needs is default signal handling, no
+ * alternate stack, and this process blocked right here */
+static int init_restore_target(const struct urs_launch *L, struct urs_err *err)
+{
+	const struct urs_process *p = L->spec->process;
+	char adj[16];
+	int r;
+	snprintf(adj, sizeof(adj), "%d", p->oom_score_adj);
+	if (p->has_oom_score_adj && (r = write_file("/proc/self/oom_score_adj", adj)) < 0) {
+		urs_err_set(err, r, "process.oomScoreAdj %d: %s", p->oom_score_adj, strerror(-r));
+		return fail(L, r, err);
 	}
+	/* the configuration's bounding set (the restore policy holds the
+	 * image's capabilities to it): dropped here once, so the restorer,
+	 * whose tasks all descend from this one, does not inject one prctl
+	 * per capability into each task (~27 x 15 us for the default set).
+	 * Effective and permitted sets stay: the restorer needs them. */
+	if ((r = urs_caps_bound(p->caps.present ? p->caps.bounding : 0, err)) < 0)
+		return fail(L, r, err);
+	struct sigaction dfl = {.sa_handler = SIG_DFL};
+	for (int sig = 1; sig < NSIG; sig++)
+		sigaction(sig, &dfl, NULL);
+	stack_t ss = {.ss_flags = SS_DISABLE};
+	sigaltstack(&ss, NULL);
+	if ((r = unleash(L)) < 0)
+		return r;
+	struct urs_sync_msg m;
+	urs_sync_send(L->sync_fd, URS_SYNC_READY, 0, NULL);
+	urs_sync_recv(L->sync_fd, &m);
+	return -EPIPE; /* not restored: the supervisor is gone or gave up */
+}
+
+/* READY once everything but the exec is done, START, startContainer
+ * hooks, then the process (or the minimal init that forks it) */
+static int init_exec(const struct urs_launch *L, const char *state_json, struct urs_err *err)
+{
+	const struct urs_spec *spec = L->spec;
+	const struct urs_process *p = spec->process;
+	struct urs_sync_msg m;
 	char exe[PATH_MAX];
+	int r;
 	notify_launch = L;
 	if ((r = urs_process_prepare(p, L->preserve_fds, L->seccomp,
 				     L->seccomp_notify ? load_notify : L->load_seccomp, exe,
-				     sizeof(exe), &err)) < 0)
-		return fail(L, r, &err);
+				     sizeof(exe), err)) < 0)
+		return fail(L, r, err);
 	if (L->sync_fd < 3 + (L->preserve_fds > 0 ? L->preserve_fds : 0))
 		return -EBADF; /* cannot happen: the supervisor places it above */
 	/* A NOTIFY filter is loaded now (runc does the same): its listener goes
 	 * to the supervisor, which hands it to the agent at listenerPath. */
 	if (L->seccomp_notify && notify_fd < 0 &&
-	    (r = urs_process_seccomp_late(p, L->seccomp, load_notify, &err)) < 0)
-		return fail(L, r, &err);
+	    (r = urs_process_seccomp_late(p, L->seccomp, load_notify, err)) < 0)
+		return fail(L, r, err);
 	if ((r = unleash(L)) < 0)
 		return r;
 	urs_sync_send_fd(L->sync_fd, URS_SYNC_READY, notify_fd);
@@ -453,15 +460,41 @@ int urs_init_run(const struct urs_launch *L)
 	if (urs_sync_recv(L->sync_fd, &m) < 0 || m.type != URS_SYNC_START)
 		return -EPIPE; /* deleted before start */
 	if (spec->hooks[URS_HOOK_START_CONTAINER].n &&
-	    (r = urs_hooks_run(spec, URS_HOOK_START_CONTAINER, state_json, &err)) < 0) {
-		dprintf(2, "ursa: %s\n", err.msg);
+	    (r = urs_hooks_run(spec, URS_HOOK_START_CONTAINER, state_json, err)) < 0) {
+		dprintf(2, "ursa: %s\n", err->msg);
 		return r;
 	}
 	if (want_mini_init(spec))
-		r = mini_init(L, exe, &err);
+		r = mini_init(L, exe, err);
 	else
-		r = L->seccomp_notify ? urs_process_execve(p, exe, &err)
-				      : urs_process_exec(p, exe, L->seccomp, L->load_seccomp, &err);
-	dprintf(2, "ursa: %s\n", err.msg);
-	return fail(L, r, &err);
+		r = L->seccomp_notify ? urs_process_execve(p, exe, err)
+				      : urs_process_exec(p, exe, L->seccomp, L->load_seccomp, err);
+	dprintf(2, "ursa: %s\n", err->msg);
+	return fail(L, r, err);
+}
+
+int urs_init_run(const struct urs_launch *L)
+{
+	struct urs_err err = {{0}};
+	struct urs_sync_msg m;
+	int r;
+	hook_spec = L->spec;
+	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	/* gofer volumes: the host directories are the supervisor's alone */
+	for (int i = 0; i < L->n_gofer; i++)
+		if (L->gofer_dir[i] >= 0)
+			close(L->gofer_dir[i]);
+	/* Until execve, nothing in the container may open /proc/1/exe (our
+	 * binary on the host) or ptrace us: stay non-dumpable. */
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	static char state_json[sizeof(m.msg)];
+	if (L->wait_go) {
+		if ((r = urs_sync_recv(L->sync_fd, &m)) < 0 || m.type != URS_SYNC_GO)
+			return -EPIPE; /* the supervisor is gone: nothing to report to */
+		memcpy(state_json, m.msg, sizeof(state_json));
+	}
+	if ((r = init_namespaces(L, &err)) || (r = init_root(L, state_json, &err)) ||
+	    (r = init_host(L, &err)))
+		return r;
+	return L->restore ? init_restore_target(L, &err) : init_exec(L, state_json, &err);
 }
