@@ -349,6 +349,173 @@ static bool mini_init(const char *reg_id, const struct urs_strlist *vols)
 	return seen;
 }
 
+/* --network, -p, --net into @net: 0, or 125 (said why) */
+static int do_netopts(struct urs_netopts *net, const char *network, const struct urs_strlist *ports,
+		      const struct urs_strlist *netset)
+{
+	struct urs_err err = {{0}};
+	urs_netopts_default(net);
+	if (urs_netopts_mode(net, network, &err) < 0) {
+		urs_error("do: --%s", err.msg);
+		return 125;
+	}
+	for (int k = 0; k < ports->n; k++)
+		if (urs_netopts_forward(net, ports->v[k], &err) < 0) {
+			urs_error("do: -p: %s", err.msg);
+			return 125;
+		}
+	for (int k = 0; k < netset->n; k++) {
+		char kv[256];
+		snprintf(kv, sizeof(kv), "%s", netset->v[k]);
+		char *eq = strchr(kv, '=');
+		if (!eq) {
+			urs_error("do: --net %s: expected KEY=VALUE", netset->v[k]);
+			return 125;
+		}
+		*eq = 0;
+		if (urs_netopts_set(net, kv, eq + 1, &err) < 0) {
+			urs_error("do: --net: %s", err.msg);
+			return 125;
+		}
+	}
+	if ((ports->n || netset->n) && net->mode != URS_NET_SANDBOX) {
+		urs_error("do: %s needs --network sandbox", ports->n ? "-p" : "--net");
+		return 125;
+	}
+	return 0;
+}
+
+/* The current directory, if the sandbox can see it: the overlay shows the
+ * host's root file system only, not what is mounted on it (/tmp, /run,
+ * other disks), so elsewhere start at "/". */
+static const char *default_cwd(char *here, size_t len, const struct urs_strlist *vols)
+{
+	struct stat cur, root;
+	const char *cwd = getcwd(here, len) && stat(".", &cur) == 0 && stat("/", &root) == 0 &&
+					  cur.st_dev == root.st_dev
+				  ? here
+				  : "/";
+	/* nor below the sandbox's own fresh mounts */
+	static const char *const fresh[] = {"/tmp/", "/dev/", "/proc/", "/sys/"};
+	for (size_t k = 0; k < URS_ARRAY_SIZE(fresh); k++)
+		if (!strncmp(cwd, fresh[k], strlen(fresh[k])))
+			cwd = "/";
+	/* nor inside a gofer volume (the init cannot enter it: docs/gofer.md) */
+	for (int k = 0; k < vols->n; k++) {
+		const char *d = strchr(vols->v[k], ':'), *e = d ? strchr(d + 1, ':') : NULL;
+		size_t n = d ? (e ? (size_t) (e - d - 1) : strlen(d + 1)) : 0;
+		while (n > 1 && d[n] == '/')
+			n--;
+		if (e && strstr(e, "gofer") && n && !strncmp(cwd, d + 1, n) &&
+		    (cwd[n] == '/' || !cwd[n] || n == 1))
+			cwd = "/";
+	}
+	return cwd;
+}
+
+/* Where the writable layer goes: with --id, registered under the state
+ * root on a tmpfs the host sees (ckpt/layer.c), so that it can be
+ * checkpointed; else SCRATCH. 0 or 125 (said why). */
+static int prepare_scratch(const char *reg_id, char *scratch, size_t len)
+{
+	struct urs_err err = {{0}};
+	if (reg_id) {
+		if (urs_id_valid(reg_id, &err) < 0) {
+			urs_error("do: --id: %s", err.msg);
+			return 125;
+		}
+		if (ckpt_layer_make(G.root, reg_id, true, scratch, len, &err) < 0) {
+			urs_error("%s", err.msg);
+			return 125;
+		}
+		return 0;
+	}
+	mkdir("/run/ursa", 0711);
+	if (mkdir(SCRATCH, 0700) < 0 && errno != EEXIST) {
+		urs_error("do: creating %s: %s", SCRATCH, strerror(errno));
+		return 125;
+	}
+	return 0;
+}
+
+struct do_run_args {
+	const char *reg_id, *scratch;
+	char *resolv; /* the resolv.conf written for it (unlinked once mounted) */
+	struct urs_netopts *net;
+	long long mem;
+	int pids;
+	bool no_prewarm;
+};
+
+/* The sandbox of @spec under Docker's default seccomp profile, waited for:
+ * CMD's exit status (125 if it could not be made) */
+static int do_run(struct urs_spec *spec, const struct do_run_args *d)
+{
+	struct urs_err err = {{0}};
+	/* Docker's default profile, compiled when ursa was built */
+	struct urs_bpf filter = {
+		.prog = {.len = urs_default_bpf_len,
+			 .filter = (struct sock_filter *) urs_default_bpf},
+	};
+	/* counted denials: opt-in here (URSA_SECCOMP_COUNT=1), as nothing can
+	 * scrape a `do` sandbox's metrics yet and counting slows denied calls */
+	const char *cnt = getenv("URSA_SECCOMP_COUNT");
+	bool count = cnt && !strcmp(cnt, "1");
+	if (count)
+		filter.prog =
+			(struct sock_fprog){.len = urs_default_count_bpf_len,
+					    .filter = (struct sock_filter *) urs_default_count_bpf};
+	char id[64];
+	snprintf(id, sizeof(id), "do-%d", (int) getpid());
+	struct urs_sandbox_opts o = {
+		.root = d->reg_id ? G.root : NULL,
+		.id = d->reg_id ? d->reg_id : id,
+		.bundle = d->reg_id ? d->scratch : NULL,
+		.spec = spec,
+		.overlay_scratch = d->scratch,
+		.overlay_prepared = d->reg_id != NULL,
+		.autostart = true,
+		.no_prewarm = d->no_prewarm,
+		/* Without limits there is nothing a cgroup adds: the pid namespace
+		 * takes every process down with CMD. Creating one costs a cgroup
+		 * migration (an RCU grace period when cold: 8-36 ms here). A
+		 * registered sandbox has one: its checkpoint freezes it. */
+		.no_cgroup = !d->mem && !d->pids && !d->reg_id,
+		.seccomp = &filter,
+		.load_seccomp = urs_bpf_load_hook,
+		.seccomp_notify = count,
+		.load_seccomp_notify = urs_bpf_load_notify_hook,
+		.seccomp_count = count ? &urs_default_denials : NULL,
+		.profile = G.profile,
+		.net = d->net,
+	};
+	struct urs_state st;
+	pid_t sup;
+	int r = urs_sandbox_create(&o, &sup, &st, &err);
+	if (*d->resolv && !d->reg_id)
+		unlink(d->resolv); /* mounted in the sandbox by now (or not needed) */
+	*d->resolv = 0;
+	if (r < 0) {
+		urs_error("%s", err.msg);
+		return 125;
+	}
+	int rc = urs_wait_forwarding(sup, st.pid);
+	if (!d->reg_id) {
+		urs_sandbox_cgroup_remove(st.cgroup);
+	} else {
+		/* a checkpoint that ended it deletes it itself, under the lock of
+		 * the record's directory: wait for that, then there is no record */
+		char sdir[PATH_MAX];
+		urs_state_path(sdir, sizeof(sdir), G.root, d->reg_id, NULL);
+		_cleanup_close_ int lk = open(sdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (lk >= 0 && flock(lk, LOCK_EX) == 0 &&
+		    urs_container_delete(d->reg_id, true, &err) < 0)
+			urs_debug("do: deleting %s: %s", d->reg_id, err.msg);
+	}
+	urs_state_clear(&st);
+	return rc;
+}
+
 int cmd_do(int argc, char **argv)
 {
 	int r;
@@ -387,96 +554,27 @@ int cmd_do(int argc, char **argv)
 		return 125;
 	}
 	static struct urs_netopts net;
-	urs_netopts_default(&net);
-	struct urs_err err = {{0}};
-	if (urs_netopts_mode(&net, network, &err) < 0) {
-		urs_error("do: --%s", err.msg);
+	if (do_netopts(&net, network, &ports, &netset))
 		return 125;
-	}
-	for (int k = 0; k < ports.n; k++) {
-		if (urs_netopts_forward(&net, ports.v[k], &err) < 0) {
-			urs_error("do: -p: %s", err.msg);
-			return 125;
-		}
-	}
-	for (int k = 0; k < netset.n; k++) {
-		char kv[256];
-		snprintf(kv, sizeof(kv), "%s", netset.v[k]);
-		char *eq = strchr(kv, '=');
-		if (!eq) {
-			urs_error("do: --net %s: expected KEY=VALUE", netset.v[k]);
-			return 125;
-		}
-		*eq = 0;
-		if (urs_netopts_set(&net, kv, eq + 1, &err) < 0) {
-			urs_error("do: --net: %s", err.msg);
-			return 125;
-		}
-	}
-	if ((ports.n || netset.n) && net.mode != URS_NET_SANDBOX) {
-		urs_error("do: %s needs --network sandbox", ports.n ? "-p" : "--net");
-		return 125;
-	}
 	char here[PATH_MAX];
-	if (!cwd) {
-		/* The current directory, if the sandbox can see it: the overlay
-		 * shows the host's root file system only, not what is mounted on
-		 * it (/tmp, /run, other disks), so elsewhere start at "/". */
-		struct stat cur, root;
-		cwd = getcwd(here, sizeof(here)) && stat(".", &cur) == 0 && stat("/", &root) == 0 &&
-				      cur.st_dev == root.st_dev
-			      ? here
-			      : "/";
-		/* nor below the sandbox's own fresh mounts */
-		static const char *const fresh[] = {"/tmp/", "/dev/", "/proc/", "/sys/"};
-		for (size_t k = 0; k < URS_ARRAY_SIZE(fresh); k++)
-			if (!strncmp(cwd, fresh[k], strlen(fresh[k])))
-				cwd = "/";
-		/* nor inside a gofer volume (the init cannot enter it: docs/gofer.md) */
-		for (int k = 0; k < vols.n; k++) {
-			const char *d = strchr(vols.v[k], ':'), *e = d ? strchr(d + 1, ':') : NULL;
-			size_t n = d ? (e ? (size_t) (e - d - 1) : strlen(d + 1)) : 0;
-			while (n > 1 && d[n] == '/')
-				n--;
-			if (e && strstr(e, "gofer") && n && !strncmp(cwd, d + 1, n) &&
-			    (cwd[n] == '/' || !cwd[n] || n == 1))
-				cwd = "/";
-		}
-	}
+	if (!cwd)
+		cwd = default_cwd(here, sizeof(here), &vols);
 	if (cwd[0] != '/') {
 		urs_error("do: --cwd %s: must be absolute", cwd);
 		return 125;
 	}
 	long long mem = 0;
-	if (memory) {
-		char *end;
-		mem = strtoll(memory, &end, 10);
-		if (mem <= 0 || *end) {
-			urs_error("do: --memory %s: expected a positive number of bytes", memory);
-			return 125;
-		}
+	char *end;
+	if (memory && ((mem = strtoll(memory, &end, 10)) <= 0 || *end)) {
+		urs_error("do: --memory %s: expected a positive number of bytes", memory);
+		return 125;
 	}
-	/* --id: registered under the state root, its writable layer on a tmpfs
-	 * the host sees (ckpt/layer.c), so that it can be checkpointed */
 	char scratch[PATH_MAX] = SCRATCH;
-	if (reg_id) {
-		if (urs_id_valid(reg_id, &err) < 0) {
-			urs_error("do: --id: %s", err.msg);
-			return 125;
-		}
-		if (ckpt_layer_make(G.root, reg_id, true, scratch, sizeof(scratch), &err) < 0) {
-			urs_error("%s", err.msg);
-			return 125;
-		}
-	} else {
-		mkdir("/run/ursa", 0711);
-		if (mkdir(SCRATCH, 0700) < 0 && errno != EEXIST) {
-			urs_error("do: creating %s: %s", SCRATCH, strerror(errno));
-			return 125;
-		}
-	}
+	if (prepare_scratch(reg_id, scratch, sizeof(scratch)))
+		return 125;
 	int rc = 125;
 	struct urs_spec *spec = NULL;
+	struct urs_err err = {{0}};
 	char resolv[PATH_MAX] = "";
 	if (net.mode == URS_NET_SANDBOX &&
 	    (r = write_resolv(&net, reg_id ? scratch : NULL, resolv, sizeof(resolv))) < 0) {
@@ -498,67 +596,13 @@ int cmd_do(int argc, char **argv)
 		urs_error("%s", err.msg);
 		goto out;
 	}
-	/* Docker's default profile, compiled when ursa was built */
-	struct urs_bpf filter = {
-		.prog = {.len = urs_default_bpf_len,
-			 .filter = (struct sock_filter *) urs_default_bpf},
-	};
-	/* counted denials: opt-in here (URSA_SECCOMP_COUNT=1), as nothing can
-	 * scrape a `do` sandbox's metrics yet and counting slows denied calls */
-	const char *cnt = getenv("URSA_SECCOMP_COUNT");
-	bool count = cnt && !strcmp(cnt, "1");
-	if (count)
-		filter.prog =
-			(struct sock_fprog){.len = urs_default_count_bpf_len,
-					    .filter = (struct sock_filter *) urs_default_count_bpf};
-	char id[64];
-	snprintf(id, sizeof(id), "do-%d", (int) getpid());
-	struct urs_sandbox_opts o = {
-		.root = reg_id ? G.root : NULL,
-		.id = reg_id ? reg_id : id,
-		.bundle = reg_id ? scratch : NULL,
-		.spec = spec,
-		.overlay_scratch = scratch,
-		.overlay_prepared = reg_id != NULL,
-		.autostart = true,
-		.no_prewarm = no_prewarm,
-		/* Without limits there is nothing a cgroup adds: the pid namespace
-		 * takes every process down with CMD. Creating one costs a cgroup
-		 * migration (an RCU grace period when cold: 8-36 ms here). A
-		 * registered sandbox has one: its checkpoint freezes it. */
-		.no_cgroup = !mem && !pids && !reg_id,
-		.seccomp = &filter,
-		.load_seccomp = urs_bpf_load_hook,
-		.seccomp_notify = count,
-		.load_seccomp_notify = urs_bpf_load_notify_hook,
-		.seccomp_count = count ? &urs_default_denials : NULL,
-		.profile = G.profile,
-		.net = &net,
-	};
-	struct urs_state st;
-	pid_t sup;
-	r = urs_sandbox_create(&o, &sup, &st, &err);
-	if (*resolv && !reg_id)
-		unlink(resolv); /* mounted in the sandbox by now (or not needed) */
-	*resolv = 0;
-	if (r < 0) {
-		urs_error("%s", err.msg);
-		goto out;
-	}
-	rc = urs_wait_forwarding(sup, st.pid);
-	if (!reg_id) {
-		urs_sandbox_cgroup_remove(st.cgroup);
-	} else {
-		/* a checkpoint that ended it deletes it itself, under the lock of
-		 * the record's directory: wait for that, then there is no record */
-		char sdir[PATH_MAX];
-		urs_state_path(sdir, sizeof(sdir), G.root, reg_id, NULL);
-		_cleanup_close_ int lk = open(sdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (lk >= 0 && flock(lk, LOCK_EX) == 0 &&
-		    urs_container_delete(reg_id, true, &err) < 0)
-			urs_debug("do: deleting %s: %s", reg_id, err.msg);
-	}
-	urs_state_clear(&st);
+	rc = do_run(spec, &(struct do_run_args){.reg_id = reg_id,
+						.scratch = scratch,
+						.resolv = resolv,
+						.net = &net,
+						.mem = mem,
+						.pids = pids,
+						.no_prewarm = no_prewarm});
 out:
 	if (*resolv && !reg_id)
 		unlink(resolv);
