@@ -118,10 +118,10 @@ static json_t *annotations(bool mini_init, const char *network, const struct urs
 	return a;
 }
 
-static char *build_config(bool mini_init, const char *network, const char *resolv, const char *cwd,
-			  const struct urs_strlist *envs, const struct urs_strlist *vols,
-			  const struct urs_strlist *ports, const struct urs_strlist *netset,
-			  long long memory, int pids, char **args, int nargs, struct urs_err *err)
+/* The process: CMD as root with Docker's capabilities, no new privileges,
+ * --env (a PATH and the caller's TERM unless given); NULL on a bad --env */
+static json_t *do_process(const char *cwd, const struct urs_strlist *envs, char **args, int nargs,
+			  struct urs_err *err)
 {
 	json_t *env = json_array();
 	bool have_path = false, have_term = false;
@@ -152,7 +152,12 @@ static char *build_config(bool mini_init, const char *network, const char *resol
 				 env, "cwd", cwd, "capabilities", "bounding", caps, "effective",
 				 caps, "permitted", caps, "noNewPrivileges", 1);
 	json_decref(caps);
+	return proc;
+}
 
+/* The fresh kernel file systems every sandbox gets */
+static json_t *base_mounts(void)
+{
 	static const char *const o_proc[] = {"nosuid", "noexec", "nodev", NULL};
 	static const char *const o_dev[] = {"nosuid", "strictatime", "mode=755", "size=65536k",
 					    NULL};
@@ -171,66 +176,79 @@ static char *build_config(bool mini_init, const char *network, const char *resol
 	json_array_append_new(mounts, mnt("/dev/mqueue", "mqueue", "mqueue", o_mq));
 	json_array_append_new(mounts, mnt("/sys", "sysfs", "sysfs", o_sys));
 	json_array_append_new(mounts, mnt("/tmp", "tmpfs", "tmpfs", o_tmp));
-	for (int i = 0; i < vols->n; i++) {
-		char host[PATH_MAX], dest[PATH_MAX], mode[96] = "";
-		const char *v = vols->v[i];
-		const char *c1 = strchr(v, ':');
-		const char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
-		if (!c1 || c1 == v || c1[1] != '/') {
-			urs_err_set(err, -EINVAL,
-				    "do: --volume %s: expected HOST:DEST[:ro][:gofer] with an "
-				    "absolute DEST",
-				    v);
-			goto fail;
-		}
-		snprintf(host, sizeof(host), "%.*s", (int) (c1 - v), v);
-		snprintf(dest, sizeof(dest), "%.*s",
-			 (int) (c2 ? c2 - c1 - 1 : (long) strlen(c1 + 1)), c1 + 1);
-		if (c2)
-			snprintf(mode, sizeof(mode), "%s", c2 + 1);
-		/* MODE: ro or rw, and/or gofer (a mediated volume, docs/gofer.md),
-		 * with quota=SIZE and/or inodes=N (gofer only) */
-		bool ro = false, gofer = false, bad = false;
-		char quota[48] = "", inodes[48] = "";
-		for (char *t = mode, *end; t && *t; t = end ? end + 1 : NULL) {
-			if ((end = strchr(t, ':')))
-				*end = 0;
-			if (!strcmp(t, "ro") || !strcmp(t, "rw"))
-				ro = !strcmp(t, "ro");
-			else if (!strcmp(t, "gofer"))
-				gofer = true;
-			else if (!strncmp(t, "quota=", 6) && strlen(t) < 30)
-				snprintf(quota, sizeof(quota), "ursa-gofer-quota=%s", t + 6);
-			else if (!strncmp(t, "inodes=", 7) && strlen(t) < 30)
-				snprintf(inodes, sizeof(inodes), "ursa-gofer-inodes=%s", t + 7);
-			else
-				bad = true;
-		}
-		if (bad || ((*quota || *inodes) && !gofer)) {
-			urs_err_set(err, -EINVAL,
-				    "do: --volume %s: unknown mode (ro, rw, gofer, ro:gofer; "
-				    "gofer:quota=SIZE:inodes=N)",
-				    v);
-			goto fail;
-		}
-		char real[PATH_MAX];
-		if (!realpath(host, real)) {
-			urs_err_set(err, -errno, "do: --volume %s: %s: %m", v, host);
-			goto fail;
-		}
-		const char *o_ro[] = {"rbind", "ro", "nosuid", "nodev", NULL};
-		const char *o_rw[] = {"rbind", "rw", NULL};
-		const char *o_g[8] = {"rbind", ro ? "ro" : "rw", "nosuid", "nodev", "ursa-gofer"};
-		int ng = 5;
-		if (*quota)
-			o_g[ng++] = quota;
-		if (*inodes)
-			o_g[ng++] = inodes;
-		o_g[ng] = NULL;
-		const char **o = gofer ? o_g : (ro ? o_ro : o_rw);
-		json_array_append_new(mounts, mnt(dest, "bind", real, o));
-	}
+	return mounts;
+}
 
+/* One --volume HOST:DEST[:MODE] as a bind mount into @mounts. MODE: ro or
+ * rw, and/or gofer (a mediated volume, docs/gofer.md), with quota=SIZE
+ * and/or inodes=N (gofer only). */
+static int volume_mount(json_t *mounts, const char *v, struct urs_err *err)
+{
+	char host[PATH_MAX], dest[PATH_MAX], mode[96] = "";
+	const char *c1 = strchr(v, ':');
+	const char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+	if (!c1 || c1 == v || c1[1] != '/')
+		return urs_err_set(err, -EINVAL,
+				   "do: --volume %s: expected HOST:DEST[:ro][:gofer] with an "
+				   "absolute DEST",
+				   v);
+	snprintf(host, sizeof(host), "%.*s", (int) (c1 - v), v);
+	snprintf(dest, sizeof(dest), "%.*s", (int) (c2 ? c2 - c1 - 1 : (long) strlen(c1 + 1)),
+		 c1 + 1);
+	if (c2)
+		snprintf(mode, sizeof(mode), "%s", c2 + 1);
+	bool ro = false, gofer = false, bad = false;
+	char quota[48] = "", inodes[48] = "";
+	for (char *t = mode, *end; t && *t; t = end ? end + 1 : NULL) {
+		if ((end = strchr(t, ':')))
+			*end = 0;
+		if (!strcmp(t, "ro") || !strcmp(t, "rw"))
+			ro = !strcmp(t, "ro");
+		else if (!strcmp(t, "gofer"))
+			gofer = true;
+		else if (!strncmp(t, "quota=", 6) && strlen(t) < 30)
+			snprintf(quota, sizeof(quota), "ursa-gofer-quota=%s", t + 6);
+		else if (!strncmp(t, "inodes=", 7) && strlen(t) < 30)
+			snprintf(inodes, sizeof(inodes), "ursa-gofer-inodes=%s", t + 7);
+		else
+			bad = true;
+	}
+	if (bad || ((*quota || *inodes) && !gofer))
+		return urs_err_set(err, -EINVAL,
+				   "do: --volume %s: unknown mode (ro, rw, gofer, ro:gofer; "
+				   "gofer:quota=SIZE:inodes=N)",
+				   v);
+	char real[PATH_MAX];
+	if (!realpath(host, real))
+		return urs_err_set(err, -errno, "do: --volume %s: %s: %m", v, host);
+	const char *o_ro[] = {"rbind", "ro", "nosuid", "nodev", NULL};
+	const char *o_rw[] = {"rbind", "rw", NULL};
+	const char *o_g[8] = {"rbind", ro ? "ro" : "rw", "nosuid", "nodev", "ursa-gofer"};
+	int ng = 5;
+	if (*quota)
+		o_g[ng++] = quota;
+	if (*inodes)
+		o_g[ng++] = inodes;
+	o_g[ng] = NULL;
+	json_array_append_new(mounts, mnt(dest, "bind", real, gofer ? o_g : (ro ? o_ro : o_rw)));
+	return 0;
+}
+
+static char *build_config(bool mini_init, const char *network, const char *resolv, const char *cwd,
+			  const struct urs_strlist *envs, const struct urs_strlist *vols,
+			  const struct urs_strlist *ports, const struct urs_strlist *netset,
+			  long long memory, int pids, char **args, int nargs, struct urs_err *err)
+{
+	json_t *proc = do_process(cwd, envs, args, nargs, err);
+	if (!proc)
+		return NULL;
+	json_t *mounts = base_mounts();
+	for (int i = 0; i < vols->n; i++)
+		if (volume_mount(mounts, vols->v[i], err) < 0) {
+			json_decref(mounts);
+			json_decref(proc);
+			return NULL;
+		}
 	if (resolv) {
 		/* the sandbox's resolver is its gateway (the netstack forwards) */
 		static const char *const o_resolv[] = {"bind", "ro", "nosuid", "nodev", NULL};
@@ -256,10 +274,6 @@ static char *build_config(bool mini_init, const char *network, const char *resol
 	char *s = json_dumps(cfg, JSON_COMPACT);
 	json_decref(cfg);
 	return s;
-fail:
-	json_decref(mounts);
-	json_decref(proc);
-	return NULL;
 }
 
 /* @json as DIR/config.json, the registered sandbox's bundle. */
