@@ -56,8 +56,24 @@ struct ckpt_dump_opts {
 	const uint8_t *key;
 };
 
-/* Dump the tree rooted at pid (a pid in the caller's pid namespace) into dir
- * (which must exist). opts->key is required. */
+/**
+ * ckpt_dump() - dump the process tree rooted at @pid into @dir
+ * @pid: the root, a pid in the caller's pid namespace
+ * @dir: the image directory (which must exist): pages.img and core.img
+ * @opts: freezer, outside process, seccomp replacement and key (required:
+ *        without opts->key the dump is refused)
+ * @stats: filled with the dump's measurements (may be NULL)
+ * @err: what was refused or failed, naming the pid and the resource
+ *
+ * Blocks for as long as the dump takes (ptrace stops, /proc reads, page
+ * copies). Every task and thread is seized, read, and detached again,
+ * left as it was (with a freezer: frozen again before the detach).
+ *
+ * Return: 0, or a negative errno with nothing left in @dir: -ENOKEY without
+ * a key, -ENOTSUP for something the image cannot hold (a thread with its
+ * own credentials, io_uring, a deleted file...), -ENOMEM, or the failing
+ * call's.
+ */
 int ckpt_dump(pid_t pid, const char *dir, const struct ckpt_dump_opts *opts,
 	      struct ckpt_dump_stats *stats, struct urs_err *err);
 

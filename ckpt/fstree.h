@@ -21,27 +21,54 @@ struct urs_fstree_stats {
 	uint64_t skipped;    /* sockets, other mounts' contents: not in the stream */
 };
 
-/*
- * Write the tree beneath @dirfd to @fd (from its current position), except
- * the top-level names in @skip (NULL-terminated, may be NULL). Mount points
- * below @dirfd (of any type) are left out: what is mounted belongs to its
- * own file system, and the mount points are the configuration's to make.
- * Entries are stat'ed without asking another file system (AT_STATX_DONT_SYNC):
- * a FUSE server may be frozen with the sandbox. A file that changes while
- * it is read fails the pack (-ESTALE). Returns 0 or -errno with @err naming the file.
+/**
+ * urs_fstree_pack() - write the tree beneath @dirfd to @fd
+ * @dirfd: the top directory
+ * @fd: the stream, written from its current position (buffered writes)
+ * @skip: top-level names to leave out (NULL-terminated, may be NULL)
+ * @st: filled with what was written (may be NULL)
+ * @err: names the file that failed
+ *
+ * Mount points below @dirfd (of any type) are left out: what is mounted
+ * belongs to its own file system, and the mount points are the
+ * configuration's to make. Entries are stat'ed without asking another file
+ * system (AT_STATX_DONT_SYNC): a FUSE server may be frozen with the
+ * sandbox. Blocks on the file system for the whole tree.
+ *
+ * Return: 0 or a negative errno with @err naming the file: -ENOTDIR if
+ * @dirfd is not a directory, -ESTALE for a file that changed while it was
+ * read, -ENOMEM, or the failing call's.
  */
 int urs_fstree_pack(int dirfd, int fd, const char *const *skip, struct urs_fstree_stats *st,
 		    struct urs_err *err);
 
-/*
- * Re-create a stream written by urs_fstree_pack in the directory @dirfd,
- * which should be empty. The whole stream is checked (format, CRC32C)
- * before anything is created; on a later failure what was created stays
- * (the caller removes the directory). Returns 0 or -errno with @err.
+/**
+ * urs_fstree_unpack() - re-create a stream written by urs_fstree_pack()
+ * @fd: the stream, read from its current position; must be seekable (it
+ *      is read twice)
+ * @dirfd: the directory to fill, which should be empty
+ * @st: filled with what was read (may be NULL)
+ * @err: what is wrong with the stream, or the file that failed
+ *
+ * The whole stream is checked (format, CRC32C) before anything is
+ * created; on a later failure what was created stays (the caller removes
+ * the directory). Every name is created relative to a directory made here
+ * (O_EXCL, O_NOFOLLOW): nothing lands outside @dirfd.
+ *
+ * Return: 0 or a negative errno with @err: -EINVAL (not a tree image, a bad
+ * record), -EBADMSG (checksum mismatch, trailing data), -ENOMEM, or the
+ * failing call's.
  */
 int urs_fstree_unpack(int fd, int dirfd, struct urs_fstree_stats *st, struct urs_err *err);
 
-/* Only the check of urs_fstree_unpack (creates nothing). */
+/**
+ * urs_fstree_check() - only the check of urs_fstree_unpack() (creates nothing)
+ * @fd: the stream, from its current position; seekable
+ * @st: filled with what was read (may be NULL)
+ * @err: what is wrong with the stream
+ *
+ * Return: as urs_fstree_unpack().
+ */
 int urs_fstree_check(int fd, struct urs_fstree_stats *st, struct urs_err *err);
 
 #endif

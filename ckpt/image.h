@@ -327,7 +327,12 @@ struct ckpt_shm {
 	uint32_t nruns;
 };
 
-/* The object's size rounded up to whole pages: what mappings and runs may cover. */
+/**
+ * ckpt_shm_span() - the object's size rounded up to whole pages
+ * @o: the shared memory object
+ *
+ * Return: what mappings and runs may cover, in bytes.
+ */
 static inline uint64_t ckpt_shm_span(const struct ckpt_shm *o)
 {
 	return (o->r.size + CKPT_PAGE_SIZE - 1) & ~(uint64_t) (CKPT_PAGE_SIZE - 1);
@@ -350,7 +355,16 @@ struct ckpt_image {
 	uint32_t npage_macs;
 };
 
-/* CRC32C (Castagnoli), incremental: crc = ckpt_crc32c(crc, p, n), start at 0. */
+/**
+ * ckpt_crc32c() - CRC32C (Castagnoli), incremental
+ * @crc: the CRC so far: crc = ckpt_crc32c(crc, p, n), start at 0
+ * @p: the bytes
+ * @n: their count
+ *
+ * With the SSE4.2 instruction when the CPU has it, else a table.
+ *
+ * Return: the CRC including @p.
+ */
 uint32_t ckpt_crc32c(uint32_t crc, const void *p, size_t n);
 
 /**
@@ -363,18 +377,55 @@ uint32_t ckpt_crc32c(uint32_t crc, const void *p, size_t n);
  */
 int ckpt_root_id(int dirfd, const char *path, struct ckpt_root_rec *out);
 
-/* Are @a and @b the same directory (not one whose numbers were reused)? */
+/**
+ * ckpt_root_same() - are @a and @b the same directory?
+ * @a: one identity (ckpt_root_id)
+ * @b: the other
+ *
+ * Device, inode and birth time must all match: not one whose numbers were
+ * reused.
+ *
+ * Return: true if they are the same directory.
+ */
 bool ckpt_root_same(const struct ckpt_root_rec *a, const struct ckpt_root_rec *b);
 
-/* Free everything an image owns (not the struct itself). */
+/**
+ * ckpt_image_free() - free everything an image owns (not the struct itself)
+ * @img: the image (zeroed afterwards; a zeroed image is fine); a mapped
+ *       pages.img is unmapped
+ */
 void ckpt_image_free(struct ckpt_image *img);
 
-/* Serialize the core (header + body) into a malloc'd buffer. */
+/**
+ * ckpt_image_encode() - serialize the core (header + body)
+ * @img: the image
+ * @out: gets a malloc'd buffer (the caller frees it)
+ * @len: gets its length
+ * @err: what failed
+ *
+ * The header carries CRC32Cs of itself and the body; no MAC
+ * (ckpt_image_write_core adds them).
+ *
+ * Return: 0, or -ENOMEM or -E2BIG (a record too large) with @err.
+ */
 int ckpt_image_encode(const struct ckpt_image *img, uint8_t **out, size_t *len,
 		      struct urs_err *err);
-/* Parse and validate a core buffer; img must be zeroed. Every length, count,
- * address and index is checked; on failure img is freed and the message says
- * what is wrong. */
+
+/**
+ * ckpt_image_decode() - parse and validate a core buffer
+ * @buf: the encoded core (header + body), untrusted
+ * @len: its length
+ * @img: filled; must be zeroed
+ * @err: what is wrong
+ *
+ * Every length, count, address and index is checked; on failure img is
+ * freed and the message says what is wrong. Checks the CRCs, not the MAC:
+ * authentication is ckpt_image_check_core()'s and ckpt_image_load()'s.
+ *
+ * Return: 0; -EINVAL (not an ursa core, a bad record); -EBADMSG (checksum
+ * or length mismatch: corrupted); -EPROTONOSUPPORT (another version or
+ * architecture); -ENOMEM.
+ */
 int ckpt_image_decode(const uint8_t *buf, size_t len, struct ckpt_image *img, struct urs_err *err);
 
 /* Pages file: writer state used by the dumper. */
@@ -385,32 +436,104 @@ struct ckpt_pages_writer {
 	void *sink;		   /* the batched io_uring writer (ckpt/pagesink.c) */
 	struct ckpt_pagemacs macs; /* the chunk MACs, as the data goes by */
 };
-/* Start pages.img in dirfd for image @id, its chunks MAC'd under @seal. */
+/**
+ * ckpt_pages_open() - start pages.img in @dirfd for image @id
+ * @w: the writer (cleared first)
+ * @dirfd: the image directory; a stale core.img there is removed first
+ * @seal: the key its chunks are MAC'd under (must outlive @w's use)
+ * @id: the image id
+ * @err: what failed
+ *
+ * See ckpt_pagesink_open(). Call ckpt_pages_abort() after a failure too.
+ *
+ * Return: 0 or a negative errno with @err.
+ */
 int ckpt_pages_open(struct ckpt_pages_writer *w, int dirfd, const struct ckpt_seal *seal,
 		    const uint8_t id[16], struct urs_err *err);
-/* Append n bytes (a multiple of the page size); returns the data offset. */
+
+/**
+ * ckpt_pages_append() - append @n bytes of page data
+ * @w: the writer
+ * @p: the bytes (copied before this returns)
+ * @n: their count, a multiple of the page size
+ * @off: gets their offset in the page data
+ * @err: what failed
+ *
+ * Feeds the chunk MACs and the CRC as the data goes by; may wait for a
+ * write in flight.
+ *
+ * Return: 0, -ENOMEM (the MAC array), or the write's negative errno.
+ */
 int ckpt_pages_append(struct ckpt_pages_writer *w, const void *p, size_t n, uint64_t *off,
 		      struct urs_err *err);
-/* Flush, write the header page with the image id, close. */
+
+/**
+ * ckpt_pages_finish() - flush, write the header page with the image id, close
+ * @w: the writer; w->macs then holds every chunk MAC (for core.img)
+ * @id: the image id
+ * @err: what failed
+ *
+ * Return: 0; -ENOMEM (the MAC array: nothing written yet); or the write's
+ * negative errno (the sink freed and the fd closed all the same). pages.img
+ * stays on failure, for ckpt_pages_abort() to remove.
+ */
 int ckpt_pages_finish(struct ckpt_pages_writer *w, const uint8_t id[16], struct urs_err *err);
+
+/**
+ * ckpt_pages_abort() - give up: wait for writes in flight, close and remove
+ *                      pages.img, free the chunk MACs
+ * @w: the writer (after ckpt_pages_open, whatever it returned)
+ * @dirfd: the image directory
+ */
 void ckpt_pages_abort(struct ckpt_pages_writer *w, int dirfd);
 
-/* Write core.img (temp file + rename, so a complete core.img means a complete
- * image): the encoded core, the page-chunk MACs (img->page_macs, one per
- * chunk of pages_len), the core MAC under @seal. pages_len/pages_crc must be
- * set from the pages writer. */
+/**
+ * ckpt_image_write_core() - write core.img
+ * @img: the image; pages_len/pages_crc must be set from the pages writer,
+ *       img->page_macs must hold one MAC per chunk of pages_len
+ * @dirfd: the image directory
+ * @seal: the key of the core MAC
+ * @err: what failed
+ *
+ * Temp file + rename, so a complete core.img means a complete image: the
+ * encoded core, the page-chunk MACs, the core MAC under @seal. Not synced.
+ *
+ * Return: 0; -EINVAL (wrong number of page MACs); -ENOMEM; or the failing
+ * call's negative errno.
+ */
 int ckpt_image_write_core(const struct ckpt_image *img, int dirfd, const struct ckpt_seal *seal,
 			  struct urs_err *err);
 
-/* Authenticate, decode and validate DIR/core.img (what a restore checks
- * first, without the page data): the dumper's output must load back before
- * the checkpoint ends the sandbox, and a restore refuses a tampered core
- * before it creates anything. */
+/**
+ * ckpt_image_check_core() - authenticate, decode and validate DIR/core.img
+ * @dir: the image directory
+ * @seal: the key
+ * @err: what is wrong
+ *
+ * What a restore checks first, without the page data: the dumper's output
+ * must load back before the checkpoint ends the sandbox, and a restore
+ * refuses a tampered core before it creates anything.
+ *
+ * Return: 0; -EBADMSG (corrupted, truncated, or failing authentication:
+ * altered or another host's key); or ckpt_image_decode()'s and the file
+ * access's negative errno.
+ */
 int ckpt_image_check_core(const char *dir, const struct ckpt_seal *seal, struct urs_err *err);
 
-/* Load DIR: core.img authenticated, decoded and validated, pages.img mapped
- * and checked (header, id, length, checksum, every chunk's MAC). Nothing is
- * created. */
+/**
+ * ckpt_image_load() - load an image directory for a restore
+ * @dir: the image directory
+ * @seal: the key
+ * @img: filled (zeroed first; ckpt_image_free releases it)
+ * @err: what is wrong, naming the file
+ *
+ * core.img authenticated, decoded and validated, pages.img mapped
+ * read-only (populated: the whole file is read here) and checked (header,
+ * id, length, checksum, every chunk's MAC). Nothing is created.
+ *
+ * Return: 0, or as ckpt_image_check_core() (-EBADMSG also for a pages.img
+ * of another image, or altered); @img is freed on failure.
+ */
 int ckpt_image_load(const char *dir, const struct ckpt_seal *seal, struct ckpt_image *img,
 		    struct urs_err *err);
 

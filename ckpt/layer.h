@@ -43,6 +43,8 @@ int ckpt_layer_remove(const char *root, const char *id, struct urs_err *err);
  * @root: the state root
  * @id: the sandbox id
  * @bundle: its recorded bundle (may be NULL)
+ *
+ * Return: true if @bundle is exactly ROOT/.do/ID (a string comparison).
  */
 bool ckpt_layer_of(const char *root, const char *id, const char *bundle);
 
@@ -64,6 +66,8 @@ int ckpt_layer_save(const char *root, const char *id, pid_t pid, const char *ima
 /**
  * ckpt_layer_in_image() - does the image in @image carry a writable layer?
  * @image: the image directory
+ *
+ * Return: true if @image/layer.img exists (nothing about it is checked).
  */
 bool ckpt_layer_in_image(const char *image);
 

@@ -38,6 +38,9 @@
  *
  * core.img and pages.img are not: they carry their own MACs, which the
  * manifest binds through the core MAC.
+ *
+ * Return: true for supervisor.img, layer.img, layer.dev, tmpfs.lst,
+ * tmpfs-N.img and container/state.json, container/config.json.
  */
 bool ckpt_manifest_file(const char *name);
 

@@ -33,18 +33,64 @@
 #define CKPT_SINK_NBUFS	  4
 #define CKPT_SINK_BUFSIZE (256u << 10)
 
-/* pages.img created in @dirfd (a stale core.img removed first), the ring
- * ready; w->fd, w->off, w->crc as the dumper expects. */
+/**
+ * ckpt_pagesink_open() - create pages.img and its sink
+ * @w: the writer (cleared first)
+ * @dirfd: the image directory
+ * @err: what failed
+ *
+ * pages.img created in @dirfd (a stale core.img removed first), the ring
+ * ready; w->fd, w->off, w->crc as the dumper expects. Allocates the ring of
+ * buffers (CKPT_SINK_NBUFS × CKPT_SINK_BUFSIZE); no io_uring yet.
+ *
+ * Return: 0, -ENOMEM, or the negative errno of removing core.img or
+ * creating pages.img. Call ckpt_pagesink_abort() after a failure too.
+ */
 int ckpt_pagesink_open(struct ckpt_pages_writer *w, int dirfd, struct urs_err *err);
-/* @n bytes of page data; *@off = their offset in the page data. */
+
+/**
+ * ckpt_pagesink_append() - @n bytes of page data
+ * @w: the writer
+ * @p: the bytes, copied into the ring
+ * @n: their count
+ * @off: gets their offset in the page data
+ * @err: what failed
+ *
+ * A full buffer is written at once; this waits only for a buffer still
+ * being written (running the private loop on this thread).
+ *
+ * Return: 0 or the sink's sticky negative errno (-ENOSPC...).
+ */
 int ckpt_pagesink_append(struct ckpt_pages_writer *w, const void *p, size_t n, uint64_t *off,
 			 struct urs_err *err);
-/* Write what is buffered and the @hdr page (CKPT_PAGE_SIZE bytes, offset
- * 0), wait for every write, close. The sink is freed either way. */
+
+/**
+ * ckpt_pagesink_finish() - write what is buffered and the header page
+ * @w: the writer
+ * @hdr: the header page (CKPT_PAGE_SIZE bytes, offset 0), written last
+ * @err: what failed
+ *
+ * Waits for every write, then closes pages.img (not synced). The sink is
+ * freed either way, and the thread's previous loop is current again.
+ *
+ * Return: 0 or a negative errno.
+ */
 int ckpt_pagesink_finish(struct ckpt_pages_writer *w, const void *hdr, struct urs_err *err);
-/* Whether the pages go out through io_uring now (for tests). */
+
+/**
+ * ckpt_pagesink_uring() - do the pages go out through io_uring now? (tests)
+ * @w: the writer
+ *
+ * Return: true once the private ring is up.
+ */
 bool ckpt_pagesink_uring(const struct ckpt_pages_writer *w);
-/* Wait for writes in flight, free, close and remove pages.img. */
+
+/**
+ * ckpt_pagesink_abort() - wait for writes in flight, free, close and remove
+ *                         pages.img
+ * @w: the writer (after ckpt_pagesink_open, whatever it returned)
+ * @dirfd: the image directory
+ */
 void ckpt_pagesink_abort(struct ckpt_pages_writer *w, int dirfd);
 
 #endif

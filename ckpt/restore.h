@@ -43,7 +43,18 @@ struct ckpt_policy {
 	uint32_t n_rlim;
 };
 
-/* 0, or -EPERM with the task and what exceeds the policy. */
+/**
+ * ckpt_image_check_policy() - may this image become the configured sandbox?
+ * @img: a loaded image
+ * @p: the policy
+ * @err: names the task and what exceeds the policy
+ *
+ * Checks every live task's capability sets, no_new_privs, uids and gids,
+ * hard resource limits, oldest seccomp filter, and sockets bound below
+ * port 1024 (they need CAP_NET_BIND_SERVICE in the bounding set).
+ *
+ * Return: 0, or -EPERM with the task and what exceeds the policy.
+ */
 int ckpt_image_check_policy(const struct ckpt_image *img, const struct ckpt_policy *p,
 			    struct urs_err *err);
 
@@ -83,14 +94,28 @@ struct ckpt_restore_opts {
 	const uint8_t *key;
 };
 
-/* Restore the image in dir (opts->key is required). The root task becomes
- * a child of the caller; *pid receives its pid in the caller's pid
- * namespace. Namespaces other than the pid namespace, the root and mounts
- * the paths refer to, cgroups and seccomp are the caller's business (the
- * puppet inherits the caller's). Either way, an image fd of
- * type CKPT_FD_EXT (stdio that was a pipe, socket, tty or a file outside the
- * root) takes the fd of the same number the root puppet has: the caller's
- * own stdio for a clone, the puppet's for an existing process. */
+/**
+ * ckpt_restore_ex() - restore the image in @dir as a new process tree
+ * @dir: the image directory
+ * @opts: policy, puppet, device map, cgroup hook and key (required:
+ *        without opts->key the restore is refused)
+ * @pid: gets the root task's pid in the caller's pid namespace
+ * @stats: filled with the restore's measurements (may be NULL)
+ * @err: what failed, naming the task and the resource
+ *
+ * The root task becomes a child of the caller. Namespaces other than the
+ * pid namespace, the root and mounts the paths refer to, cgroups and
+ * seccomp are the caller's business (the puppet inherits the caller's).
+ * Either way, an image fd of type CKPT_FD_EXT (stdio that was a pipe,
+ * socket, tty or a file outside the root) takes the fd of the same number
+ * the root puppet has: the caller's own stdio for a clone, the puppet's
+ * for an existing process. Blocks until every task runs. On failure every
+ * task made so far is killed and reaped.
+ *
+ * Return: 0; -ENOKEY without a key; ckpt_image_load()'s errors for an
+ * image that is damaged or not authentic; -EPERM from the policy; or the
+ * negative errno of the step that failed.
+ */
 int ckpt_restore_ex(const char *dir, const struct ckpt_restore_opts *opts, pid_t *pid,
 		    struct ckpt_restore_stats *stats, struct urs_err *err);
 

@@ -31,7 +31,12 @@ struct ckpt_seal {
 	uint8_t key[CKPT_KEY_LEN];
 };
 
-/* The number of chunk MACs for @len bytes of page data. */
+/**
+ * ckpt_seal_nchunks() - the number of chunk MACs for @len bytes of page data
+ * @len: bytes of page data
+ *
+ * Return: @len / CKPT_MAC_CHUNK, rounded up.
+ */
 static inline uint64_t ckpt_seal_nchunks(uint64_t len)
 {
 	return (len + CKPT_MAC_CHUNK - 1) / CKPT_MAC_CHUNK;
@@ -97,7 +102,11 @@ int ckpt_pagemacs_update(struct ckpt_pagemacs *pm, const void *p, size_t n);
  */
 int ckpt_pagemacs_finish(struct ckpt_pagemacs *pm);
 
-/* Free the MAC array (if the caller has not taken it) and forget the key. */
+/**
+ * ckpt_pagemacs_free() - free the MAC array (if the caller has not taken it)
+ *                        and forget the key
+ * @pm: the state; wiped (zeroed), ready to start again
+ */
 void ckpt_pagemacs_free(struct ckpt_pagemacs *pm);
 
 /**

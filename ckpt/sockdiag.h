@@ -35,9 +35,38 @@ struct ckpt_sockdiag {
 	uint32_t n;
 };
 
-/* Read the unix, TCP and UDP sockets of pid's network namespace. */
+/**
+ * ckpt_sockdiag_load() - read the unix, TCP and UDP sockets of @pid's
+ *                        network namespace
+ * @pid: a task in the namespace
+ * @d: filled (cleared first); release with ckpt_sockdiag_free()
+ * @err: what failed
+ *
+ * The calling thread enters the namespace (setns) just long enough to make
+ * the netlink socket, then returns to its own (it aborts the process if it
+ * cannot: it must not stay in the sandbox's namespace). Five dumps: unix,
+ * then TCP and UDP for IPv4 and IPv6.
+ *
+ * Return: 0, or a negative errno (-EPERM without the privilege to enter
+ * the namespace; -ENOMEM; a netlink error); nothing to free then.
+ */
 int ckpt_sockdiag_load(pid_t pid, struct ckpt_sockdiag *d, struct urs_err *err);
+
+/**
+ * ckpt_sockdiag_find() - the socket of inode @ino
+ * @d: the sockets read
+ * @ino: the socket's inode (from /proc/PID/fd)
+ *
+ * A linear search.
+ *
+ * Return: its record, or NULL.
+ */
 const struct ckpt_sk_info *ckpt_sockdiag_find(const struct ckpt_sockdiag *d, uint64_t ino);
+
+/**
+ * ckpt_sockdiag_free() - free the records; @d is zeroed
+ * @d: the sockets read (a zeroed one is fine)
+ */
 void ckpt_sockdiag_free(struct ckpt_sockdiag *d);
 
 #endif

@@ -18,6 +18,14 @@
 #include <time.h>
 #include <unistd.h>
 
+/**
+ * ckpt_trace_on() - is URSA_CKPT_TRACE=1 set?
+ *
+ * getenv is read once per process and cached (not thread-safe on the first
+ * call, harmlessly: every thread computes the same answer).
+ *
+ * Return: true when phases are traced.
+ */
 static inline bool ckpt_trace_on(void)
 {
 	static int on = -1;
@@ -28,6 +36,12 @@ static inline bool ckpt_trace_on(void)
 	return on;
 }
 
+/**
+ * ckpt_trace() - print "ursa-trace PID REALTIME_US @phase" to stderr
+ * @phase: what just ended, e.g. "dump: seized"
+ *
+ * Nothing unless ckpt_trace_on().
+ */
 static inline void ckpt_trace(const char *phase)
 {
 	if (!ckpt_trace_on())

@@ -46,21 +46,81 @@ struct urs_flowtab {
 	uint32_t objs; /* records outstanding now */
 };
 
+/**
+ * urs_flowtab_init() - an empty table; allocates nothing
+ * @t: the table
+ * @obj_size: bytes per flow record (the record embeds its urs_flow_node)
+ * @max: records outstanding at once; urs_flowtab_alloc() refuses more
+ */
 void urs_flowtab_init(struct urs_flowtab *t, uint32_t obj_size, uint32_t max);
+
+/**
+ * urs_flowtab_fini() - free the slabs and the index
+ * @t: the table; records still out are gone with their slabs
+ */
 void urs_flowtab_fini(struct urs_flowtab *t);
 
-/* A zeroed record of obj_size bytes, or NULL when max records are out. */
+/**
+ * urs_flowtab_alloc() - a flow record
+ * @t: the table
+ *
+ * From the table's pool: a slab (one malloc) is added only when the pool
+ * runs dry, never one allocation per flow.
+ *
+ * Return: a zeroed record of obj_size bytes, or NULL when max records are
+ * out or memory is short.
+ */
 void *urs_flowtab_alloc(struct urs_flowtab *t);
+
+/**
+ * urs_flowtab_free() - give a record back to the pool
+ * @t: the table
+ * @obj: a record from urs_flowtab_alloc(), its nodes unlinked
+ */
 void urs_flowtab_free(struct urs_flowtab *t, void *obj);
 
-/* Link @node under its key (filled by the caller). -EEXIST, -ENOMEM or 0. */
+/**
+ * urs_flowtab_insert() - link @node under its key
+ * @t: the table
+ * @node: an unlinked node, key filled by the caller
+ *
+ * The index is created (16 buckets) with the first node and doubles when
+ * the load passes one; a failed doubling keeps the old index.
+ *
+ * Return: 0; -EEXIST if a node with that key is linked; -ENOMEM if there is
+ * no index and it could not be made.
+ */
 int urs_flowtab_insert(struct urs_flowtab *t, struct urs_flow_node *node);
+
+/**
+ * urs_flowtab_find() - the node linked under key @k
+ * @t: the table
+ * @k: the key (padding zeroed: keys compare as bytes)
+ *
+ * Return: the node, or NULL.
+ */
 struct urs_flow_node *urs_flowtab_find(const struct urs_flowtab *t, const struct urs_flow_key *k);
+
+/**
+ * urs_flowtab_remove() - unlink @node
+ * @t: the table
+ * @node: a node; nothing happens if it is not linked
+ */
 void urs_flowtab_remove(struct urs_flowtab *t, struct urs_flow_node *node);
 
-/* Release the slabs and the index if no record is outstanding. */
+/**
+ * urs_flowtab_trim() - release the slabs and the index if no record is
+ *                      outstanding
+ * @t: the table
+ */
 void urs_flowtab_trim(struct urs_flowtab *t);
-/* Bytes allocated by the table (slabs + index). */
+
+/**
+ * urs_flowtab_mem() - bytes allocated by the table (slabs + index)
+ * @t: the table
+ *
+ * Return: the bytes.
+ */
 size_t urs_flowtab_mem(const struct urs_flowtab *t);
 
 #endif

@@ -73,8 +73,23 @@ struct urs_pkt {
 	uint8_t icmp_type, icmp_code;
 };
 
-/* Parse @len bytes at @frame (starting with a virtio-net header if @vnet).
- * 0, or URS_PKT_E* (ARP frames return 0 with family 0 and l3 set). */
+/**
+ * urs_pkt_parse() - parse one frame from the sandbox
+ * @p: filled (cleared first); its pointers point into @frame
+ * @frame: the frame, starting with a virtio-net header if @vnet
+ * @len: its length
+ * @vnet: a struct virtio_net_hdr comes first
+ *
+ * Only reads [frame, frame + len). IPv4 header checksums are always
+ * checked; L4 checksums unless the virtio header has NEEDS_CSUM or
+ * DATA_VALID (or an IPv4 UDP checksum is 0). IPv6 hop-by-hop, routing and
+ * destination options headers are skipped (up to eight). A GSO frame must
+ * name the L4 protocol it carries and a segment size.
+ *
+ * Return: 0, or URS_PKT_EBAD (malformed), URS_PKT_EFRAG (IP fragment),
+ * URS_PKT_ECSUM (bad checksum), URS_PKT_EPROTO (unsupported type). ARP
+ * frames return 0 with family 0 and l3 set.
+ */
 int urs_pkt_parse(struct urs_pkt *p, const void *frame, size_t len, bool vnet);
 
 /* TCP options the sandbox sent on a SYN. */
@@ -83,21 +98,57 @@ struct urs_tcp_opts {
 	int8_t ws;    /* -1 if absent, else 0..14 */
 	bool sack_ok;
 };
+
+/**
+ * urs_tcp_parse_opts() - read MSS, window scale and SACK-permitted
+ * @opt: the TCP options (urs_pkt.opt)
+ * @len: their length (urs_pkt.opt_len)
+ * @o: filled; absent options as documented in struct urs_tcp_opts, a
+ *     window scale over 14 clamped to 14
+ *
+ * Stops at the end-of-options kind or at the first malformed option (what
+ * was read before it is kept).
+ */
 void urs_tcp_parse_opts(const uint8_t *opt, size_t len, struct urs_tcp_opts *o);
 
+/**
+ * urs_get16() - a big-endian 16-bit value, any alignment
+ * @p: its first byte
+ *
+ * Return: the value in host order.
+ */
 static inline uint16_t urs_get16(const uint8_t *p)
 {
 	return (uint16_t) (p[0] << 8 | p[1]);
 }
+
+/**
+ * urs_get32() - a big-endian 32-bit value, any alignment
+ * @p: its first byte
+ *
+ * Return: the value in host order.
+ */
 static inline uint32_t urs_get32(const uint8_t *p)
 {
 	return (uint32_t) p[0] << 24 | (uint32_t) p[1] << 16 | (uint32_t) p[2] << 8 | p[3];
 }
+
+/**
+ * urs_put16() - store a 16-bit value big-endian, any alignment
+ * @p: where
+ * @v: the value, in host order
+ */
 static inline void urs_put16(uint8_t *p, uint16_t v)
 {
 	p[0] = (uint8_t) (v >> 8);
 	p[1] = (uint8_t) v;
 }
+
+/**
+ * urs_put32() - store a 32-bit value big-endian, any alignment
+ * @p: where
+ * @v: the value, in host order
+ */
 static inline void urs_put32(uint8_t *p, uint32_t v)
 {
 	p[0] = (uint8_t) (v >> 24);

@@ -62,8 +62,15 @@ struct urs_net_cfg {
 	uint32_t tcp_idle_ms; /* established connections without traffic: default 2 h */
 };
 
-/* Fill @cfg with the defaults (10.0.2.0/24-style private net, ULA /64,
- * gateway MAC, resolvers from /etc/resolv.conf if readable). */
+/**
+ * urs_net_cfg_default() - fill @cfg with the defaults
+ * @cfg: the configuration (zeroed first)
+ *
+ * 10.0.2.0/24-style private net (sandbox .2, gateway .1), ULA /64 (::2,
+ * ::1), gateway MAC, virtio-net header, MTU 65520, 1024 flows, idle
+ * timeouts of 60 s (UDP) and 2 h (TCP), and up to URS_NET_MAX_DNS
+ * resolvers from /etc/resolv.conf if readable (a blocking read).
+ */
 void urs_net_cfg_default(struct urs_net_cfg *cfg);
 
 /*
@@ -96,29 +103,96 @@ struct urs_net_stats {
 
 struct urs_net;
 
-/* Create an engine on @loop. @tx/@tx_ctx: see urs_net_tx_fn. */
+/**
+ * urs_net_init() - create an engine on @loop
+ * @out: gets the engine
+ * @loop: the loop everything runs on (the calling thread's)
+ * @cfg: the configuration, copied; zero max_flows, mtu and idle timeouts
+ *       take the defaults, the MTU is clamped to 1280..65520
+ * @tx: transmits frames to the sandbox (see urs_net_tx_fn)
+ * @tx_ctx: passed to @tx
+ *
+ * Allocates the engine and a list of the host's own addresses (for the
+ * policy); tables, slabs and the shared buffer come on demand.
+ *
+ * Return: 0; -EINVAL (a NULL argument, too many resolvers or allow
+ * entries); -ENOMEM; -EOPNOTSUPP when TCP sockets lack SO_PEEK_OFF (Linux
+ * 6.9+), which retransmission needs; getrandom(2)'s or getifaddrs(3)'s
+ * negative errno.
+ */
 int urs_net_init(struct urs_net **out, struct urs_loop *loop, const struct urs_net_cfg *cfg,
 		 urs_net_tx_fn tx, void *tx_ctx);
-/* Close every flow and host socket; completes asynchronously on the loop
- * but @n must not be used after the call. */
+
+/**
+ * urs_net_fini() - close every flow and host socket
+ * @n: the engine, or NULL
+ *
+ * Forward sockets are closed before this returns (their ports are free).
+ * Completes asynchronously on the loop, where the memory is freed once the
+ * last op's final completion has come back, but @n must not be used after
+ * the call.
+ */
 void urs_net_fini(struct urs_net *n);
 
-/* One frame received from the tap (the buffer is the caller's again when
- * this returns: anything kept is copied, data for host sockets is sent
- * before returning or not acknowledged). */
+/**
+ * urs_net_input() - one frame received from the tap
+ * @n: the engine
+ * @frame: the frame (with a virtio-net header first when cfg.vnet_hdr)
+ * @len: its length
+ *
+ * The buffer is the caller's again when this returns: anything kept is
+ * copied, data for host sockets is sent before returning or not
+ * acknowledged. Malformed, fragmented, misaddressed or refused frames are
+ * dropped and counted. May open a flow (a host socket) or answer with
+ * frames through tx.
+ */
 void urs_net_input(struct urs_net *n, const void *frame, size_t len);
 
-/* The tap accepted writes again after an -EAGAIN. */
+/**
+ * urs_net_tx_ready() - the tap accepted writes again after an -EAGAIN
+ * @n: the engine
+ *
+ * Every flow that was refused resumes sending.
+ */
 void urs_net_tx_ready(struct urs_net *n);
 
-/* Inbound port forward: listen on @host (e.g. 127.0.0.1:8080) and connect
- * each accepted client to the sandbox's @sandbox_port. @proto: IPPROTO_TCP
- * or IPPROTO_UDP. Returns 0 or -errno (e.g. -EADDRINUSE). */
+/**
+ * urs_net_forward_add() - inbound port forward
+ * @n: the engine
+ * @proto: IPPROTO_TCP or IPPROTO_UDP
+ * @host: the address to listen on (e.g. 127.0.0.1:8080), AF_INET or AF_INET6
+ * @hostlen: its length
+ * @sandbox_port: each accepted client is connected to this port of the
+ *                sandbox
+ *
+ * Makes the socket (SO_REUSEADDR; IPv6: V6ONLY), binds it, listens (TCP)
+ * and hands it to urs_net_forward_adopt().
+ *
+ * Return: 0; -EPROTONOSUPPORT (@proto); -EINVAL (@host, port 0); -ENOSPC
+ * (URS_NET_MAX_FWD forwards already); the negative errno of socket, bind
+ * or listen (e.g. -EADDRINUSE); or urs_net_forward_adopt()'s.
+ */
 int urs_net_forward_add(struct urs_net *n, int proto, const struct sockaddr *host,
 			socklen_t hostlen, uint16_t sandbox_port);
-/* The same with a socket the caller already bound (TCP: and listened on),
- * so that "address in use" surfaces before the sandbox is reported ready.
- * The engine owns @fd from this call on (also on error). */
+
+/**
+ * urs_net_forward_adopt() - inbound port forward on a socket the caller
+ *                           already bound (TCP: and listened on)
+ * @n: the engine
+ * @proto: IPPROTO_TCP or IPPROTO_UDP, matching the socket's type
+ * @fd: the socket, IPv4 or IPv6; the engine owns it from this call on (also
+ *      on error) and makes it non-blocking
+ * @sandbox_port: each client goes to this port of the sandbox
+ *
+ * So that "address in use" surfaces before the sandbox is reported ready.
+ * Allocates the forward's record and an epoll fd watching @fd (what the
+ * io_uring poll waits on, so that closing @fd frees the port at once).
+ *
+ * Return: 0; -EPROTONOSUPPORT; -EINVAL (bad @fd, port 0); -ENOSPC;
+ * -EAFNOSUPPORT (not an inet socket); -EPROTOTYPE (the socket's type is not
+ * @proto's); -ENOMEM; another negative errno from getsockname, fcntl or
+ * epoll.
+ */
 int urs_net_forward_adopt(struct urs_net *n, int proto, int fd, uint16_t sandbox_port);
 
 /* Offered each client a TCP forward accepts, before the engine carries it
@@ -126,13 +200,33 @@ int urs_net_forward_adopt(struct urs_net *n, int proto, int fd, uint16_t sandbox
  * on), false to leave it to the engine. @family: the listening socket's.
  * Must not call urs_net_fini(). */
 typedef bool (*urs_net_accept_fn)(void *ctx, int cfd, int family, uint16_t sandbox_port);
+
+/**
+ * urs_net_set_accept_hook() - offer TCP forward clients to @fn first
+ * @n: the engine
+ * @fn: the hook (see urs_net_accept_fn), or NULL for none
+ * @ctx: passed to @fn
+ */
 void urs_net_set_accept_hook(struct urs_net *n, urs_net_accept_fn fn, void *ctx);
 
+/**
+ * urs_net_stats() - the engine's counters
+ * @n: the engine
+ *
+ * Return: the live counters (written by the loop's thread), valid while the
+ * engine lives.
+ */
 const struct urs_net_stats *urs_net_stats(const struct urs_net *n);
 
-/* Bytes the engine has allocated right now (its state, tables, slabs, the
- * shared 64 KiB buffer while its pages may be resident): for the memory
- * budget and its tests. */
+/**
+ * urs_net_mem() - bytes the engine has allocated right now
+ * @n: the engine
+ *
+ * Its state, tables, slabs, the shared 64 KiB buffer while its pages may be
+ * resident: for the memory budget and its tests.
+ *
+ * Return: the bytes.
+ */
 size_t urs_net_mem(const struct urs_net *n);
 
 #endif

@@ -35,15 +35,48 @@ struct urs_net_flow_info {
 typedef int (*urs_net_neigh_fn)(void *ctx, const struct urs_net_neigh_info *e);
 typedef int (*urs_net_flow_fn)(void *ctx, const struct urs_net_flow_info *f);
 
-/* Neighbors from the least to the most recently used, so that adding them
- * back in this order restores the LRU order. */
+/**
+ * urs_net_neigh_each() - walk the neighbor cache
+ * @n: the engine
+ * @fn: called with each neighbor (a copy, valid for the call)
+ * @ctx: passed to @fn
+ *
+ * From the least to the most recently used, so that adding them back in
+ * this order restores the LRU order. @fn must not change the cache.
+ *
+ * Return: 0, or the first non-zero value @fn returned.
+ */
 int urs_net_neigh_each(const struct urs_net *n, urs_net_neigh_fn fn, void *ctx);
-/* Insert or refresh one neighbor (as if learned now). 0, -EINVAL, -ENOMEM. */
+
+/**
+ * urs_net_neigh_add() - insert or refresh one neighbor (as if learned now)
+ * @n: the engine
+ * @e: the neighbor
+ *
+ * Return: 0; -EINVAL for a family other than AF_INET or AF_INET6; -ENOMEM.
+ */
 int urs_net_neigh_add(struct urs_net *n, const struct urs_net_neigh_info *e);
-/* Every live flow (dying ones skipped), in no particular order. */
+
+/**
+ * urs_net_flow_each() - walk every live flow (dying ones skipped)
+ * @n: the engine
+ * @fn: called with each flow's summary (a copy, valid for the call)
+ * @ctx: passed to @fn
+ *
+ * In no particular order; @fn must not open or close flows.
+ *
+ * Return: 0, or the first non-zero value @fn returned.
+ */
 int urs_net_flow_each(const struct urs_net *n, urs_net_flow_fn fn, void *ctx);
-/* Add the counters of @base (not the gauges: flows, neighbors) to the
- * engine's: a restored engine continues from a checkpoint's values. */
+
+/**
+ * urs_net_stats_add() - add the counters of @base to the engine's
+ * @n: the engine
+ * @base: a checkpoint's counters
+ *
+ * Not the gauges (flows, neighbors): a restored engine continues from a
+ * checkpoint's values.
+ */
 void urs_net_stats_add(struct urs_net *n, const struct urs_net_stats *base);
 
 #endif

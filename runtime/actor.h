@@ -54,12 +54,33 @@ struct urs_msg {
 	_Alignas(16) unsigned char data[];
 };
 
+/**
+ * urs_actor_init() - set up an idle actor with an empty mailbox
+ * @a: the actor, embedded in its owner's state
+ * @loop: the loop it runs on (messages to it are handled on that thread)
+ * @handler: called with each message
+ *
+ * Only fills @a (id 0, no flags): no allocation, nothing registered with
+ * the loop, nothing to tear down.
+ */
 void urs_actor_init(struct urs_actor *a, struct urs_loop *loop, urs_actor_fn handler);
 
 #define URS_ACTOR_READY 1u
 #define URS_ACTOR_QUOTA 64u /* messages per actor per visit */
 
-/* Allocate from this loop's pool; NULL when the pool cap is reached (backpressure). */
+/**
+ * urs_msg_alloc() - a message from this loop's pool
+ * @loop: the loop whose pool it comes from: the calling thread's
+ * @type: the owner's message type
+ *
+ * Owner thread of @loop only (the pool's free list is not atomic). The pool
+ * adds a slab (one malloc of URS_POOL_SLAB messages) when it runs dry, so
+ * a busy loop allocates per slab, never per message. The payload (@data,
+ * urs_msg_capacity() bytes) is not cleared; len is 0.
+ *
+ * Return: the message, or NULL when the pool's cap (urs_loop_opts.msg_max)
+ * is reached or memory is short (backpressure).
+ */
 static inline struct urs_msg *urs_msg_alloc(struct urs_loop *loop, uint32_t type)
 {
 	struct urs_msg *m = urs_pool_get(&loop->msgs);
@@ -74,7 +95,13 @@ static inline struct urs_msg *urs_msg_alloc(struct urs_loop *loop, uint32_t type
 	return m;
 }
 
-/* Free from any thread. */
+/**
+ * urs_msg_free() - give a message back to the pool it came from
+ * @m: a message the caller owns (kept, or never sent)
+ *
+ * Any thread: on its home loop's thread it goes straight back on the free
+ * list, from another thread onto the pool's lock-free remote list.
+ */
 static inline void urs_msg_free(struct urs_msg *m)
 {
 	struct urs_loop *home = m->home;
@@ -84,8 +111,14 @@ static inline void urs_msg_free(struct urs_msg *m)
 		urs_pool_put_remote(&home->msgs, m);
 }
 
-/* Keep a message past the handler's return (the runtime does not touch it
- * after the handler: it may be handed to another thread and freed there). */
+/**
+ * urs_msg_keep() - keep a message past the handler's return
+ * @m: the message the running handler received
+ *
+ * The runtime does not touch it after the handler: it may be handed to
+ * another thread and freed there. The caller frees it later with
+ * urs_msg_free() (from any thread) or sends it on.
+ */
 static inline void urs_msg_keep(struct urs_msg *m)
 {
 	struct urs_loop *cur = urs_loop_current();
@@ -94,10 +127,24 @@ static inline void urs_msg_keep(struct urs_msg *m)
 		cur->dispatching = NULL;
 }
 
-/* Payload capacity of messages from @loop. */
+/**
+ * urs_msg_capacity() - payload capacity of messages from @loop
+ * @loop: the loop
+ *
+ * Return: bytes of @data in each message: at least urs_loop_opts.msg_size
+ * (the pool rounds objects up to 16 bytes).
+ */
 uint32_t urs_msg_capacity(const struct urs_loop *loop);
 
-/* Internal: append to a mailbox and make the actor ready. */
+/**
+ * urs_mbox_push() - append to a mailbox and make the actor ready (internal)
+ * @loop: the loop @to runs on, on its thread
+ * @to: the receiving actor
+ * @m: the message
+ *
+ * An actor that was idle is put at the tail of @loop's ready queue. No
+ * syscall, no allocation.
+ */
 static inline void urs_mbox_push(struct urs_loop *loop, struct urs_actor *to, struct urs_msg *m)
 {
 	m->next = NULL;
@@ -117,14 +164,35 @@ static inline void urs_mbox_push(struct urs_loop *loop, struct urs_actor *to, st
 	}
 }
 
-/* Slow path of urs_send(): @to lives on another loop. */
+/**
+ * urs_send_remote() - slow path of urs_send(): @to lives on another loop
+ * @cur: the calling thread's loop, or NULL
+ * @to: the receiving actor
+ * @m: the message (to and flags set by urs_send)
+ *
+ * When both loops use IORING_OP_MSG_RING the message waits in @cur's outbox
+ * and goes out with @cur's next submission. Otherwise it is pushed on the
+ * target loop's lock-free inbox, and the target's eventfd is written when
+ * the inbox was empty (it may be asleep).
+ *
+ * Return: 0; -ENOTSUP when the target has no eventfd and this thread has
+ * no MSG_RING loop to post from; or the eventfd write's negative errno
+ * (the message is in the inbox all the same).
+ */
 int urs_send_remote(struct urs_loop *cur, struct urs_actor *to, struct urs_msg *m);
 
-/*
- * Send @m to @to. Must be called on the thread of a running loop (or the
- * thread that created @to's loop). Returns 0; the message is owned by the
- * runtime until delivered. -ENOTSUP: @to is on another loop and there is no
- * way to reach it from this thread (no loop here, target without eventfd).
+/**
+ * urs_send() - send a message to an actor
+ * @to: the receiving actor
+ * @m: the message, owned by the caller (allocated, received or kept)
+ *
+ * Must be called on the thread of a running loop (or the thread that
+ * created @to's loop). The message is owned by the runtime until
+ * delivered. On the same loop this appends to @to's mailbox (no syscall,
+ * no allocation); otherwise urs_send_remote().
+ *
+ * Return: 0; -ENOTSUP: @to is on another loop and there is no way to reach
+ * it from this thread (no loop here, target without eventfd).
  */
 static inline int urs_send(struct urs_actor *to, struct urs_msg *m)
 {
@@ -150,6 +218,15 @@ static inline int urs_send(struct urs_actor *to, struct urs_msg *m)
 extern void (*urs_prof_actor)(struct urs_actor *a, struct urs_msg *m);
 extern void (*urs_prof_op)(struct urs_loop *loop, struct urs_op *op, int32_t res, uint32_t flags);
 
+/**
+ * urs_op_dispatch() - run an op's callback for one completion
+ * @loop: the loop the op completed on
+ * @op: the op
+ * @res: the completion's result
+ * @flags: the completion's flags
+ *
+ * Through urs_prof_op when profiling is on, else op->cb directly.
+ */
 static inline void urs_op_dispatch(struct urs_loop *loop, struct urs_op *op, int32_t res,
 				   uint32_t flags)
 {
@@ -159,9 +236,26 @@ static inline void urs_op_dispatch(struct urs_loop *loop, struct urs_op *op, int
 		op->cb(loop, op, res, flags);
 }
 
-/* Internal: the loop drains ready actors (at most @budget messages). */
+/**
+ * urs_actors_run() - the loop drains ready actors (internal)
+ * @loop: the loop, on its thread
+ * @budget: messages to handle, at most (checked between actors: one visit
+ *          handles up to URS_ACTOR_QUOTA)
+ *
+ * Each ready actor handles up to URS_ACTOR_QUOTA messages per visit and
+ * goes back to the tail of the queue if mail is left. After each handler
+ * the message is freed unless it was sent on or kept.
+ *
+ * Return: the number of messages handled.
+ */
 uint32_t urs_actors_run(struct urs_loop *loop, uint32_t budget);
-/* Internal: deliver a message that arrived from another thread. */
+
+/**
+ * urs_actor_deliver_remote() - deliver a message that arrived from another
+ *                              thread (internal)
+ * @loop: the receiving loop, on its thread
+ * @m: the message (MSG_RING completion or inbox), for m->to
+ */
 void urs_actor_deliver_remote(struct urs_loop *loop, struct urs_msg *m);
 
 #endif

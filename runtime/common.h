@@ -20,11 +20,21 @@
 #define URS_UNUSED			__attribute__((unused))
 #define URS_MUST_CHECK			__attribute__((warn_unused_result))
 
+/**
+ * urs_freep() - free(*p): the cleanup of _cleanup_free_
+ * @p: the address of a pointer variable (free(NULL) is fine)
+ */
 static inline void urs_freep(void *p)
 {
 	free(*(void **) p);
 }
 
+/**
+ * urs_closep() - close(*fd) if it is open: the cleanup of _cleanup_close_
+ * @fd: the address of an fd variable (negative: nothing to close)
+ *
+ * errno is kept as it was, so a failure path can still report it.
+ */
 static inline void urs_closep(int *fd)
 {
 	if (*fd >= 0) {
@@ -34,6 +44,10 @@ static inline void urs_closep(int *fd)
 	}
 }
 
+/**
+ * urs_fclosep() - fclose(*f) if set: the cleanup of _cleanup_fclose_
+ * @f: the address of a FILE pointer variable (NULL: nothing)
+ */
 static inline void urs_fclosep(FILE **f)
 {
 	if (*f)
@@ -44,7 +58,12 @@ static inline void urs_fclosep(FILE **f)
 #define _cleanup_close_	 __attribute__((cleanup(urs_closep)))
 #define _cleanup_fclose_ __attribute__((cleanup(urs_fclosep)))
 
-/* Hand ownership out of a cleanup variable: return steal_fd(&fd); */
+/**
+ * steal_fd() - hand ownership out of a cleanup variable: return steal_fd(&fd);
+ * @fd: the address of the fd variable; left -1, so its cleanup does nothing
+ *
+ * Return: the fd it held.
+ */
 static inline int steal_fd(int *fd)
 {
 	int r = *fd;
@@ -52,6 +71,12 @@ static inline int steal_fd(int *fd)
 	return r;
 }
 
+/**
+ * steal_ptr() - the same for a pointer: return steal_ptr(&p);
+ * @pp: the address of the pointer variable; left NULL
+ *
+ * Return: the pointer it held.
+ */
 static inline void *steal_ptr(void *pp)
 {
 	void **p = pp;

@@ -32,10 +32,18 @@
 #define IORING_SETUP_SINGLE_ISSUER (1U << 12)
 #endif
 
-/*
- * io_uring_prep_read_multishot() as in liburing 2.6: one armed read that
- * posts a completion (with IORING_CQE_F_MORE) per readable chunk, each into
- * a buffer picked from group @bgid.
+/**
+ * urs_prep_read_multishot() - io_uring_prep_read_multishot() as in liburing 2.6
+ * @sqe: the SQE to prepare
+ * @fd: the file to read
+ * @nbytes: the SQE's length field (the callers pass 0)
+ * @offset: the file offset (ignored by the kernel for streams)
+ * @bgid: the buffer group each chunk's buffer is picked from
+ *
+ * One armed read that posts a completion (with IORING_CQE_F_MORE) per
+ * readable chunk, each into a buffer picked from group @bgid. Sets
+ * IOSQE_BUFFER_SELECT (replacing the SQE's other flags). Only where
+ * URS_FEAT_READ_MSHOT was probed.
  */
 static inline void urs_prep_read_multishot(struct io_uring_sqe *sqe, int fd, unsigned nbytes,
 					   __u64 offset, int bgid)
@@ -45,14 +53,22 @@ static inline void urs_prep_read_multishot(struct io_uring_sqe *sqe, int fd, uns
 	sqe->flags = IOSQE_BUFFER_SELECT;
 }
 
-/*
- * 5.19: IORING_OP_URING_CMD, a command for the file's driver (liburing 2.3
- * has the opcode and IORING_SETUP_SQE128 but no prep helper). The command's
- * own payload lives in the SQE's last 80 bytes (sqe->cmd), so the ring must
- * be set up with IORING_SETUP_SQE128 (128-byte SQEs). Zeroes the whole
- * 128-byte SQE first: liburing does not clear SQEs it hands out.
- */
 #define URS_URING_CMD_AREA 80
+
+/**
+ * urs_prep_uring_cmd() - prepare an IORING_OP_URING_CMD (5.19)
+ * @sqe: a 128-byte SQE of a ring set up with IORING_SETUP_SQE128
+ * @fd: the file whose driver takes the command
+ * @cmd_op: the driver's command number
+ * @cmd: the command's payload
+ * @cmdlen: its length; bytes past URS_URING_CMD_AREA (80) are cut off
+ *
+ * A command for the file's driver (liburing 2.3 has the opcode and
+ * IORING_SETUP_SQE128 but no prep helper). The command's own payload lives
+ * in the SQE's last 80 bytes (sqe->cmd), so the ring must be set up with
+ * IORING_SETUP_SQE128 (128-byte SQEs). Zeroes the whole 128-byte SQE first:
+ * liburing does not clear SQEs it hands out.
+ */
 static inline void urs_prep_uring_cmd(struct io_uring_sqe *sqe, int fd, __u32 cmd_op,
 				      const void *cmd, size_t cmdlen)
 {

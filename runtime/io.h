@@ -34,6 +34,8 @@ int urs_pwrite_all(int fd, const void *p, size_t n, uint64_t off);
 /**
  * urs_now_ms() - CLOCK_MONOTONIC in milliseconds (for durations in logs and
  *                statistics, never for deciding what is correct)
+ *
+ * Return: milliseconds, with the fraction, since an unspecified start.
  */
 double urs_now_ms(void);
 

@@ -27,23 +27,59 @@ enum urs_feature {
 
 #define URS_FEAT_ALL 0x1ffu
 
-/* Features the kernel offers, minus those forced off. Probed on first use. */
+/**
+ * urs_features() - features the kernel offers, minus those forced off
+ *
+ * Probed on first use, once per process (thread-safe; trial rings, ~80 us
+ * each), when URSA_IOURING_DISABLE is read too (an unknown name there
+ * disables nothing). DEFER_TASKRUN is dropped without SINGLE_ISSUER.
+ *
+ * Return: URS_FEAT_* bits.
+ */
 uint32_t urs_features(void);
 
+/**
+ * urs_has() - does this process use every feature in @feat?
+ * @feat: URS_FEAT_* bits
+ *
+ * Return: true if all of them are in urs_features().
+ */
 static inline bool urs_has(uint32_t feat)
 {
 	return (urs_features() & feat) == feat;
 }
 
-/* Force features off (tests); URS_FEAT_ALL-style masks accumulate. */
+/**
+ * urs_features_force_off() - force features off (tests)
+ * @mask: URS_FEAT_* bits; URS_FEAT_ALL-style masks accumulate
+ *
+ * Not synchronized: before the loops that should see it are made. A loop
+ * already set up keeps what it has.
+ */
 void urs_features_force_off(uint32_t mask);
-/* Undo urs_features_force_off() (tests); the environment mask stays. */
+
+/**
+ * urs_features_reset() - undo urs_features_force_off() (tests)
+ *
+ * The environment mask (URSA_IOURING_DISABLE) stays.
+ */
 void urs_features_reset(void);
 
-/* Name of one feature bit ("defer_taskrun", ...) or NULL. */
+/**
+ * urs_feature_name() - name of one feature bit
+ * @bit: one URS_FEAT_* bit
+ *
+ * Return: its name ("defer_taskrun", ...), a static string, or NULL.
+ */
 const char *urs_feature_name(uint32_t bit);
 
-/* Parse a comma-separated list of feature names; -EINVAL on an unknown one. */
+/**
+ * urs_features_parse() - parse a comma-separated list of feature names
+ * @list: names as urs_feature_name() gives them, or "all"; NULL or "": none
+ * @mask: gets the URS_FEAT_* bits (cleared first)
+ *
+ * Return: 0, or -EINVAL on an unknown name (@mask holds the names before it).
+ */
 int urs_features_parse(const char *list, uint32_t *mask);
 
 #endif

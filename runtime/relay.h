@@ -62,20 +62,42 @@ struct urs_relay_opts {
 	bool no_multishot;  /* single-shot polls even where multishot works (tests) */
 };
 
-/*
- * Start relaying between the connected, non-blocking stream sockets @a and
- * @b. On success the relay owns both (closes them before @done runs); on
- * error (-errno: no pipes) nothing was armed and they are still the
- * caller's. @r must stay at its address until @done.
+/**
+ * urs_relay_start() - start relaying between two connected sockets
+ * @r: the relay record (cleared here); must stay at its address until @done
+ * @loop: the loop it runs on (the calling thread's)
+ * @a: a connected, non-blocking stream socket
+ * @b: the other one
+ * @o: pipe size and poll mode, or NULL for the defaults
+ * @done: told once, from the loop, when every fd is closed and no op is
+ *        in flight
+ *
+ * On success the relay owns both sockets (closes them before @done runs).
+ * Makes its two pipes here; the first pump runs from the loop, never inside
+ * this call.
+ *
+ * Return: 0, or a negative errno from pipe2(2) (no pipes): then nothing was
+ * armed and the sockets are still the caller's.
  */
 int urs_relay_start(struct urs_relay *r, struct urs_loop *loop, int a, int b,
 		    const struct urs_relay_opts *o, urs_relay_done_fn done);
 
-/* Stop now: both sockets are closed (with RST if @reset), @done follows on
- * the loop with -ECANCELED. No-op once the relay is closing. */
+/**
+ * urs_relay_close() - stop now
+ * @r: a started relay
+ * @reset: close with SO_LINGER 0 (RST) rather than a FIN
+ *
+ * Both sockets and the pipes are closed here and the polls cancelled; @done
+ * follows on the loop with -ECANCELED. No-op once the relay is closing.
+ */
 void urs_relay_close(struct urs_relay *r, bool reset);
 
-/* Pipes can hold this many bytes (after F_SETPIPE_SZ) — for tests. */
+/**
+ * urs_relay_pipe_size() - what the pipes can hold (for tests)
+ * @r: a started relay
+ *
+ * Return: bytes per pipe after F_SETPIPE_SZ (the smaller of the two).
+ */
 static inline uint32_t urs_relay_pipe_size(const struct urs_relay *r)
 {
 	return r->pipe_size;

@@ -43,23 +43,70 @@ struct urs_timer {
 	uint8_t state;
 };
 
+/**
+ * urs_now_ns() - CLOCK_MONOTONIC in nanoseconds, the timers' clock
+ *
+ * Return: nanoseconds since an unspecified start.
+ */
 uint64_t urs_now_ns(void);
 
-/* Arm @t to fire after @delay_ns, then every @period_ns if non-zero.
- * -EBUSY if armed or its cancellation is still pending; -ENOMEM if the heap
- * could not grow. */
+/**
+ * urs_timer_start() - arm @t to fire after @delay_ns
+ * @loop: the loop, on its thread
+ * @t: an idle timer; stays at its address until its final callback
+ * @delay_ns: from now to the first expiry
+ * @period_ns: then every @period_ns if non-zero (0: one-shot)
+ * @cb: called with 0 at each expiry, from the loop's top level
+ *
+ * A heap push, no syscall: only when @t becomes the earliest deadline is
+ * the loop's one kernel timeout re-armed (or cancelled, to re-arm earlier)
+ * with its next submission. No allocation unless the heap has to double.
+ * Holds the loop alive until the timer's final callback.
+ *
+ * Return: 0; -EBUSY if armed or its cancellation is still pending; -ENOMEM
+ * if the heap could not grow.
+ */
 int urs_timer_start(struct urs_loop *loop, struct urs_timer *t, uint64_t delay_ns,
 		    uint64_t period_ns, urs_timer_cb cb);
-/* -ENOENT if idle; 0 otherwise (also when already cancelling). */
+
+/**
+ * urs_timer_cancel() - stop an armed timer
+ * @loop: the loop it was started on
+ * @t: the timer
+ *
+ * Its callback runs exactly once more, with -ECANCELED, from the top of the
+ * loop (never inside this call); only then may @t be freed or reused.
+ *
+ * Return: -ENOENT if idle; 0 otherwise (also when already cancelling).
+ */
 int urs_timer_cancel(struct urs_loop *loop, struct urs_timer *t);
 
+/**
+ * urs_timer_busy() - is @t armed or waiting for its -ECANCELED callback?
+ * @t: the timer
+ *
+ * Return: false once the record may be freed or reused.
+ */
 static inline bool urs_timer_busy(const struct urs_timer *t)
 {
 	return t->state != URS_TIMER_IDLE;
 }
 
-/* Internal (loop.c): deliver pending -ECANCELED callbacks; free the heap. */
+/**
+ * urs_timers_run_finals() - deliver pending -ECANCELED callbacks (internal,
+ *                           loop.c)
+ * @loop: the loop, at the top of a turn
+ *
+ * Each cancelled timer turns idle and drops its loop reference before its
+ * callback runs, so the callback may start it again.
+ */
 void urs_timers_run_finals(struct urs_loop *loop);
+
+/**
+ * urs_timers_fini() - free the timer heap (internal, loop.c)
+ * @loop: the loop being torn down; armed timers are forgotten, their
+ *        callbacks never run
+ */
 void urs_timers_fini(struct urs_loop *loop);
 
 #endif

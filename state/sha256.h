@@ -27,22 +27,70 @@ struct urs_sha256 {
 	uint32_t fill;
 };
 
+/**
+ * urs_sha256_init() - start a hash
+ * @s: the state
+ */
 void urs_sha256_init(struct urs_sha256 *s);
 
-/* Whether the x86 SHA extensions are used (probed at first use). */
+/**
+ * urs_sha256_ni() - are the x86 SHA extensions used?
+ *
+ * Probed with CPUID at first use (thread-safe).
+ *
+ * Return: true if blocks are compressed with SHA-NI.
+ */
 bool urs_sha256_ni(void);
-/* Use them if the CPU has them (true, the default), or never (false: the
- * portable code, for tests and comparisons). */
+
+/**
+ * urs_sha256_use_ni() - choose the implementation
+ * @on: use the SHA extensions if the CPU has them (true, the default), or
+ *      never (false: the portable code, for tests and comparisons)
+ */
 void urs_sha256_use_ni(bool on);
+
+/**
+ * urs_sha256_update() - hash @n more bytes
+ * @s: a started state
+ * @p: the bytes
+ * @n: their count
+ */
 void urs_sha256_update(struct urs_sha256 *s, const void *p, size_t n);
+
+/**
+ * urs_sha256_final() - pad and write the digest
+ * @s: the state (used up: init again for another hash)
+ * @out: the 32-byte digest
+ */
 void urs_sha256_final(struct urs_sha256 *s, uint8_t out[32]);
 
 struct urs_hmac_sha256 {
 	struct urs_sha256 in, out;
 };
 
+/**
+ * urs_hmac_sha256_init() - start an HMAC-SHA256 under @key
+ * @h: the state
+ * @key: the key (hashed first when longer than 64 bytes)
+ * @keylen: its length (0 allowed)
+ *
+ * The padded key copies on the stack are wiped before returning.
+ */
 void urs_hmac_sha256_init(struct urs_hmac_sha256 *h, const void *key, size_t keylen);
+
+/**
+ * urs_hmac_sha256_update() - MAC @n more bytes
+ * @h: a started state
+ * @p: the bytes
+ * @n: their count
+ */
 void urs_hmac_sha256_update(struct urs_hmac_sha256 *h, const void *p, size_t n);
+
+/**
+ * urs_hmac_sha256_final() - write the MAC and wipe the state
+ * @h: the state (zeroed: init again for another MAC)
+ * @out: the 32-byte MAC
+ */
 void urs_hmac_sha256_final(struct urs_hmac_sha256 *h, uint8_t out[32]);
 
 /**

@@ -52,18 +52,91 @@ struct urs_sf_writer {
 	void *par; /* the compression thread and its chunk (NULL: none) */
 };
 
-/* zlevel 0 = store; otherwise a zstd level (1 = fast, negative = faster). */
+/**
+ * urs_sf_writer_open() - start a statefile: write its header and metadata
+ * @w: the writer
+ * @sink: takes the file's bytes, in order
+ * @ctx: passed to @sink
+ * @key: the MAC key (copied; wiped when the writer is freed)
+ * @keylen: its length, 1..URS_SF_MAX_KEY
+ * @zlevel: 0 = store; otherwise a zstd level (1 = fast, negative = faster)
+ * @meta: key/value pairs stored in the header (authenticated, not
+ *        compressed)
+ * @nmeta: how many
+ *
+ * Allocates one chunk buffer and one output buffer (~2 MiB) and the zstd
+ * context; the header goes to @sink before this returns.
+ *
+ * Return: 0; -EINVAL (key length); -ENOMEM; -E2BIG (metadata over
+ * URS_SF_MAX_META); or the sink's error. On failure nothing is left to
+ * free.
+ */
 int urs_sf_writer_open(struct urs_sf_writer *w, urs_sf_sink sink, void *ctx, const void *key,
 		       size_t keylen, int zlevel, const struct urs_sf_meta *meta, size_t nmeta);
-/* the same with URS_SF_W_* @flags */
+
+/**
+ * urs_sf_writer_open_ex() - the same with URS_SF_W_* @flags
+ * @w: the writer
+ * @sink: takes the file's bytes, in order, on the caller's thread
+ * @ctx: passed to @sink
+ * @key: the MAC key
+ * @keylen: its length, 1..URS_SF_MAX_KEY
+ * @zlevel: 0 = store; otherwise a zstd level
+ * @meta: key/value pairs stored in the header
+ * @nmeta: how many
+ * @flags: URS_SF_W_THREAD: compress every other chunk on a second thread
+ *         (started here; only with zstd and more than one CPU, else the
+ *         writer works alone: same file)
+ *
+ * Return: as urs_sf_writer_open().
+ */
 int urs_sf_writer_open_ex(struct urs_sf_writer *w, urs_sf_sink sink, void *ctx, const void *key,
 			  size_t keylen, int zlevel, const struct urs_sf_meta *meta, size_t nmeta,
 			  unsigned flags);
+
+/**
+ * urs_sf_write() - append payload bytes
+ * @w: the writer
+ * @buf: the bytes
+ * @len: their count
+ *
+ * Each full 1 MiB chunk is compressed, MAC'd (chained) and handed to the
+ * sink from here; whole chunks at the start of @buf are taken from it
+ * without a copy. The first error sticks.
+ *
+ * Return: 0, or the sticky error (the sink's, -ENOMEM).
+ */
 int urs_sf_write(struct urs_sf_writer *w, const void *buf, size_t len);
-/* Writes the final chunk and frees the writer (also on error). */
+
+/**
+ * urs_sf_writer_close() - write the last chunk and the trailer, free the
+ *                         writer
+ * @w: the writer (freed also on error, its key wiped)
+ *
+ * Return: 0, or the first error of the writer's life.
+ */
 int urs_sf_writer_close(struct urs_sf_writer *w);
-/* A sink for a plain fd (write(2), continued on short writes). */
+
+/**
+ * urs_sf_fd_sink() - a sink for a plain fd (write(2), continued on short
+ *                    writes)
+ * @fdp: a pointer to the fd (an int)
+ * @buf: the bytes
+ * @len: their count
+ *
+ * Return: 0 or write(2)'s negative errno (EINTR is retried).
+ */
 int urs_sf_fd_sink(void *fdp, const void *buf, size_t len);
+
+/**
+ * urs_sf_fd_source() - a source for a plain fd (read(2))
+ * @fdp: a pointer to the fd (an int)
+ * @buf: where the bytes go
+ * @len: at most this many
+ *
+ * Return: bytes read (0 at end of file), or read(2)'s negative errno (EINTR
+ * is retried).
+ */
 ssize_t urs_sf_fd_source(void *fdp, void *buf, size_t len);
 
 struct urs_sf_reader {
@@ -84,18 +157,66 @@ struct urs_sf_reader {
 	char msg[160];
 };
 
-/* Reads and verifies the header and metadata. On error r->msg says why. */
+/**
+ * urs_sf_reader_open() - read and verify the header and metadata
+ * @r: the reader
+ * @src: gives the file's bytes, in order
+ * @ctx: passed to @src
+ * @key: the MAC key (copied; wiped by urs_sf_reader_close)
+ * @keylen: its length, 1..URS_SF_MAX_KEY
+ *
+ * Allocates a chunk's input and output buffers (~2 MiB) and the zstd
+ * context. Nothing of the metadata is kept before its MAC verified.
+ *
+ * Return: 0; -EINVAL (key length); -ENOMEM; -EBADMSG (not a statefile,
+ * another version, bad metadata, MAC mismatch: tampered or wrong key) or
+ * the source's error, with r->msg saying why. Call urs_sf_reader_close()
+ * after a failure too.
+ */
 int urs_sf_reader_open(struct urs_sf_reader *r, urs_sf_source src, void *ctx, const void *key,
 		       size_t keylen);
+
+/**
+ * urs_sf_meta_get() - a metadata value
+ * @r: an open reader
+ * @key: the metadata key
+ *
+ * Return: its value (valid until urs_sf_reader_close), or NULL.
+ */
 const char *urs_sf_meta_get(const struct urs_sf_reader *r, const char *key);
-/* Verified payload bytes; 0 once the final chunk verified; negative errno
- * (-EBADMSG tampered/reordered/truncated) with r->msg. Bytes already returned
- * are provisional until 0 is returned: urs_sf_read_all() holds everything
- * back until the end verified, for callers that decode objects. */
+
+/**
+ * urs_sf_read() - verified payload bytes
+ * @r: an open reader
+ * @buf: where they go
+ * @len: at most this many
+ *
+ * Bytes already returned are provisional until 0 is returned:
+ * urs_sf_read_all() holds everything back until the end verified, for
+ * callers that decode objects.
+ *
+ * Return: bytes read (fewer than @len only at the end); 0 once the final
+ * chunk verified; negative errno (-EBADMSG tampered/reordered/truncated)
+ * with r->msg. Errors stick.
+ */
 ssize_t urs_sf_read(struct urs_sf_reader *r, void *buf, size_t len);
-/* The whole payload into a malloc'd buffer, returned only once every chunk
- * and the trailer verified. */
+
+/**
+ * urs_sf_read_all() - the whole payload into a malloc'd buffer
+ * @r: an open reader
+ * @out: gets the buffer (the caller frees it), only once every chunk and
+ *       the trailer verified; NULL on error
+ * @len: gets its length
+ *
+ * Return: 0, -ENOMEM, or urs_sf_read()'s error.
+ */
 int urs_sf_read_all(struct urs_sf_reader *r, uint8_t **out, size_t *len);
+
+/**
+ * urs_sf_reader_close() - free the reader's buffers and wipe its key
+ * @r: a reader after urs_sf_reader_open(), whatever it returned (twice is
+ *     harmless)
+ */
 void urs_sf_reader_close(struct urs_sf_reader *r);
 
 #endif

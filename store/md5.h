@@ -18,8 +18,25 @@ struct urs_md5 {
 	uint32_t fill;
 };
 
+/**
+ * urs_md5_init() - start a digest
+ * @m: the state to reset
+ */
 void urs_md5_init(struct urs_md5 *m);
+
+/**
+ * urs_md5_update() - hash more bytes
+ * @m: the state
+ * @p: the bytes
+ * @n: how many
+ */
 void urs_md5_update(struct urs_md5 *m, const void *p, size_t n);
+
+/**
+ * urs_md5_final() - finish a digest
+ * @m: the state (unusable afterwards until urs_md5_init())
+ * @out: the 16-byte digest
+ */
 void urs_md5_final(struct urs_md5 *m, uint8_t out[16]);
 
 /**
