@@ -298,8 +298,11 @@ console_recv() {
 import array, os, socket, sys
 path, out = sys.argv[1], sys.argv[2]
 s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-s.bind(path)
+# listening before the path appears (a connect between bind and listen is
+# refused: seen under load)
+s.bind(path + ".tmp")
 s.listen(1)
+os.rename(path + ".tmp", path)
 c, _ = s.accept()
 fds = array.array("i")
 msg, anc, _, _ = c.recvmsg(4096, socket.CMSG_LEN(4 * fds.itemsize))

@@ -1058,7 +1058,8 @@ case_console()
 import array, os, socket, sys, time
 path, out = sys.argv[1], sys.argv[2]
 s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-s.bind(path); s.listen(1); s.settimeout(20)
+s.bind(path + ".tmp"); s.listen(1); s.settimeout(20)
+os.rename(path + ".tmp", path)  # listening before the path appears
 c, _ = s.accept()
 fds = array.array("i")
 msg, anc, _, _ = c.recvmsg(4096, socket.CMSG_SPACE(4 * fds.itemsize))

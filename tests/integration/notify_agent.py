@@ -5,7 +5,8 @@ path=sys.argv[1]
 s=socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); 
 try: os.unlink(path)
 except: pass
-s.bind(path); s.listen(1)
+s.bind(path + ".tmp"); s.listen(1)
+os.rename(path + ".tmp", path)  # listening before the path appears
 c,_=s.accept()
 fds=array.array('i')
 msg, anc, flags, addr = c.recvmsg(8192, socket.CMSG_LEN(4))
