@@ -174,7 +174,8 @@ fi
 if [ -x /usr/bin/python3 ]; then
 	/usr/bin/python3 -c 'import socket,time; s=socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0); time.sleep(60)' &
 	P=$!
-	sleep 0.3
+	# its socket made (a socket fd among its fds), up to 20 s
+	for _ in $(seq 400); do ls -l /proc/$P/fd 2>/dev/null | grep -q 'socket:' && break; sleep 0.05; done
 	if "$CKPT_TOOL" dump $P "$W/img3" 2>"$W/nl.err" >/dev/null; then fail "netlink socket: dump succeeded"; fi
 	grep -q "pid $P: fd [0-9]*: socket:\[[0-9]*\] is not a unix, TCP or UDP socket" "$W/nl.err" ||
 		fail "netlink refusal message: $(cat "$W/nl.err")"

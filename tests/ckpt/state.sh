@@ -240,7 +240,8 @@ NAMES=core.img refused "forged page data (checksums fixed)" ${P}bad5 "$work/forg
 # ---- a failed checkpoint leaves no supervisor.img ------------------------------------
 jq '.process.args = ["/bin/threads"]' "$work/b/config.json" >"$work/b2/config.json"
 (cd "$work/b2" && u run -d ${P}t1 >/dev/null 2>&1)
-sleep 0.1
+threaded() { [ "$(ls /proc/"$(jq -r .pid "$root/${P}t1/state.json")"/task 2>/dev/null | wc -l)" -gt 1 ]; }
+for _ in $(seq 400); do threaded && break; sleep 0.05; done # its threads started (<= 20 s)
 u checkpoint --image-path "$work/img3" ${P}t1 >/dev/null 2>"$work/t1.err"
 rc=$?
 check "a refused checkpoint leaves no supervisor.img" \
