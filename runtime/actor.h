@@ -175,9 +175,10 @@ static inline void urs_mbox_push(struct urs_loop *loop, struct urs_actor *to, st
  * target loop's lock-free inbox, and the target's eventfd is written when
  * the inbox was empty (it may be asleep).
  *
- * Return: 0; -ENOTSUP when the target has no eventfd and this thread has
- * no MSG_RING loop to post from; or the eventfd write's negative errno
- * (the message is in the inbox all the same).
+ * Return: 0 (the message is the target's: a failed eventfd wake-up is not
+ * reported, as the message cannot be taken back), or -ENOTSUP when the
+ * target has no eventfd and this thread has no MSG_RING loop to post from
+ * (the message is still the caller's).
  */
 int urs_send_remote(struct urs_loop *cur, struct urs_actor *to, struct urs_msg *m);
 
