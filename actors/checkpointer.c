@@ -520,8 +520,11 @@ static void chunk_cb(struct urs_writer *w, struct urs_wchunk *ch, int res)
 	(void) ch;
 	struct urs_checkpointer *c = container_of(w, struct urs_checkpointer, w);
 	char msg[256] = "";
-	if (res >= 0 && (size_t) res != c->len)
-		res = -EIO;
+	if (res >= 0 && (size_t) res != c->len) {
+		/* a short write: the rest says why (ENOSPC, EDQUOT...) */
+		ssize_t k = pwrite(c->fd, c->buf + res, c->len - (size_t) res, (off_t) res);
+		res = k < 0 ? -errno : (size_t) k == c->len - (size_t) res ? (int) c->len : -EIO;
+	}
 	if (res >= 0 && renameat(c->dirfd, c->tmp, c->dirfd, URS_SUPSTATE_FILE) < 0)
 		res = -errno;
 	if (res < 0)

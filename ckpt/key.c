@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "runtime/common.h"
+#include "runtime/io.h"
 
 static int key_path(const char *root, char *path, size_t len)
 {
@@ -67,10 +68,13 @@ int ckpt_key(const char *root, bool create, uint8_t key[CKPT_KEY_LEN], struct ur
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return urs_err_set(err, -errno, "checkpoint key %s: %s", tmp, strerror(errno));
-	bool ok = write(fd, fresh, sizeof(fresh)) == (ssize_t) sizeof(fresh) && fsync(fd) == 0;
+	r = urs_write_all(fd, fresh, sizeof(fresh)); /* ENOSPC says so */
+	if (r == 0 && fsync(fd) < 0)
+		r = -errno;
 	explicit_bzero(fresh, sizeof(fresh));
 	close(fd);
-	r = ok && link(tmp, path) < 0 && errno != EEXIST ? -errno : ok ? 0 : -EIO;
+	if (r == 0 && link(tmp, path) < 0 && errno != EEXIST)
+		r = -errno;
 	unlink(tmp);
 	if (r < 0)
 		return urs_err_set(err, r, "checkpoint key %s: %s", path, strerror(-r));

@@ -16,6 +16,7 @@
 
 #include "runtime/common.h"
 #include "host/fs.h"
+#include "runtime/io.h"
 
 const char *urs_status_name(enum urs_status s)
 {
@@ -119,10 +120,20 @@ int urs_state_write(const char *root, const struct urs_state *st, struct urs_err
 		json_decref(o);
 		return urs_err_set(err, -ENAMETOOLONG, "state: path too long");
 	}
-	int r = json_dump_file(o, tmp, JSON_COMPACT);
+	char *text = json_dumps(o, JSON_COMPACT);
 	json_decref(o);
-	if (r < 0)
-		return urs_err_set(err, -EIO, "state: writing %s failed", tmp);
+	if (!text)
+		return urs_err_set(err, -ENOMEM, "state: out of memory");
+	int r = 0, fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+	if (fd < 0 || (r = urs_write_all(fd, text, strlen(text))) < 0)
+		r = r < 0 ? r : -errno; /* ENOSPC says so, not EIO */
+	if (fd >= 0 && close(fd) < 0 && !r)
+		r = -errno;
+	free(text);
+	if (r < 0) {
+		unlink(tmp);
+		return urs_err_set(err, r, "state: writing %s: %s", tmp, strerror(-r));
+	}
 	if (rename(tmp, path) < 0) {
 		r = -errno;
 		unlink(tmp);
@@ -275,8 +286,10 @@ int urs_state_save_config(const char *root, const char *id, const char *config_p
 		return -errno;
 	char buf[65536];
 	ssize_t n;
-	while ((n = read(in, buf, sizeof(buf))) > 0)
-		if (write(out, buf, (size_t) n) != n)
-			return -EIO;
+	while ((n = read(in, buf, sizeof(buf))) > 0) {
+		int r = urs_write_all(out, buf, (size_t) n); /* ENOSPC says so */
+		if (r < 0)
+			return r;
+	}
 	return n < 0 ? -errno : 0;
 }

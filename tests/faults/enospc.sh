@@ -21,8 +21,9 @@
 #     process or cgroup left. A checkpoint whose --root cannot take the key
 #     (ROOT/.ckpt.key) fails the same way and the sandbox runs on.
 #
-# Messages that say EIO where the cause is ENOSPC (host/state.c,
-# actors/checkpointer.c: known_eio below) are listed as XFAIL, not failed.
+# Every failure for want of space must say so ("No space left on device"):
+# the state record, the config copy, the key and the supervisor's state
+# once said EIO (fixed in session 24).
 # Root and /bin/busybox. Every wait polls with a deadline. One line per
 # check (and per sweep step, "#"), then "N passed, N failed".
 set -u
@@ -41,21 +42,8 @@ ok() { passed=$((passed + 1)); echo "ok    $1"; }
 bad() { failed=$((failed + 1)); echo "FAIL  $1${2:+
       $2}"; }
 check() { if eval "$2"; then ok "$1"; else bad "$1" "${3:-}"; fi; }
-# Known bugs outside the checkpoint code (issue #18): a write that fails for
-# want of space is reported as EIO, not ENOSPC, by host/state.c
-# (urs_state_write: json_dump_file's errno dropped; urs_state_save_config:
-# a failed write returns -EIO) and actors/checkpointer.c (urs_ckpt_key: a
-# failed write/fsync of the key becomes -EIO). Such a message is XFAIL
-# (printed and counted, not a failure); everything else about the failure
-# (it fails, runs on, leaves nothing that loads) is still checked, and a
-# known-bug message seen nowhere any more (XPASS) is a failure.
-known_eio() { # FILE: the error in FILE is one of the known EIO reports
-	grep -qE "state: writing .*\.state\.json\.tmp failed|copying .*config\.json: Input/output error|checkpoint key .*: Input/output error" "$1"
-}
-no_space() { # FILE: says no space, or is a known EIO report of it
-	grep -q "No space left on device" "$1" && return 0
-	known_eio "$1" || return 1
-	echo "XFAIL known bug, EIO instead of ENOSPC: $(head -1 "$1")" >>"$work/xfail.log"
+no_space() { # FILE: says no space
+	grep -q "No space left on device" "$1"
 }
 cleanup() {
 	local c r m
@@ -177,7 +165,7 @@ ckpt_fails() {
 judge_failure() {
 	local d=$1 id=$2 why=""
 	no_space "$work/ck.err" || why="${why:+$why; }no \"No space left\": $(cat "$work/ck.err")"
-	grep -qF "$d" "$work/ck.err" || known_eio "$work/ck.err" || why="${why:+$why; }the error does not name $d: $(cat "$work/ck.err")"
+	grep -qF "$d" "$work/ck.err" || why="${why:+$why; }the error does not name $d: $(cat "$work/ck.err")"
 	frozen "$id" && why="${why:+$why; }frozen"
 	runs_on "$id" || why="${why:+$why; }not running on (status $(status_of "$id"))"
 	local r
@@ -287,11 +275,5 @@ check "checkpoint whose --root cannot take the key: refused naming the cause, ru
 "$URSA" --root "$work/keyroot" delete --force "$cid" >/dev/null 2>&1
 nothing_left "$work/keyroot" "$cid"
 
-if [ -s "$work/xfail.log" ]; then
-	cat "$work/xfail.log"
-	echo "# $(wc -l <"$work/xfail.log") XFAIL (host/state.c, actors/checkpointer.c: see known_eio)"
-else
-	bad "XPASS: no EIO-for-ENOSPC report any more: drop known_eio"
-fi
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]
