@@ -76,7 +76,8 @@ check "httpd serves through the port forward" 'wait_for 10 serves $port1' "$(cat
 # a connection left open across the checkpoint (httpd holds it established)
 (exec 3<>/dev/tcp/127.0.0.1/$port1 && printf 'GET /file.bin HTTP/1.0\r\n' >&3 && sleep 30) &
 hold=$!
-sleep 0.3
+# established (the request line sent), up to 10 s
+wait_for 10 sh -c "ss -Htn state established '( dport = :$port1 )' | grep -q ." || true
 if u checkpoint --image-path "$work/img" --work-path "$work/wp" ${P}h1 2>"$work/ck.err"; then
 	ok "checkpoint of a sandbox with a NIC and a port forward"
 else
@@ -126,7 +127,8 @@ jq '.process.args = ["/bin/busybox", "syslogd", "-n", "-O", "/tmp/messages"]
 	| del(.annotations["run.ursa.ports"])' "$work/b/config.json" >"$work/b2/config.json"
 (cd "$work/b2" && u run -d ${P}h3 >/dev/null 2>"$work/run3.err") || bad "run -d syslogd" "$(cat "$work/run3.err")"
 wait_for 10 sh -c "u() { '$URSA' --root '$root' \"\$@\"; }; u ps ${P}h3 2>/dev/null | grep -q syslogd" || true
-sleep 0.2
+# syslogd listens: its /dev/log exists (up to 10 s)
+wait_for 10 sh -c "'$URSA' --root '$root' exec ${P}h3 /bin/busybox test -S /dev/log" || true
 u exec ${P}h3 /bin/busybox logger before-ckpt >/dev/null 2>&1
 check "syslogd logs before the checkpoint" \
 	'wait_for 5 sh -c "u() { '"'$URSA'"' --root '"'$root'"' \"\$@\"; }; u exec ${P}h3 /bin/busybox cat /tmp/messages | grep -q before-ckpt"'
@@ -150,8 +152,9 @@ jq '.process.args = ["/bin/busybox", "ping", "-i", "0.2", "127.0.0.1"]
 	| .process.capabilities |= with_entries(.value += ["CAP_NET_RAW"])' "$work/b/config.json" \
 	>"$work/b2/config.json"
 (cd "$work/b2" && u run -d ${P}h4 >/dev/null 2>"$work/run4.err") || bad "run -d ping" "$(cat "$work/run4.err")"
-sleep 0.3
 spid=$(u state ${P}h4 2>/dev/null | jq -r .pid)
+# ping runs (exec'd) and holds its socket (up to 10 s)
+wait_for 10 sh -c "readlink /proc/$spid/exe | grep -q busybox && ls -l /proc/$spid/fd 2>/dev/null | grep -q socket:" || true
 u checkpoint --image-path "$work/img4" ${P}h4 >/dev/null 2>"$work/ck4.err"
 rc=$?
 check "an ICMP socket is refused, naming the pid, the fd and why" \
