@@ -198,7 +198,10 @@ K=$(cat /proc/$P/task/*/children)
 T3=
 for t in /proc/$P/task/*; do [ "$(cat $t/comm)" = w3 ] && T3=${t##*/}; done
 kill -STOP $P $K
-sleep 0.05
+# all stopped (state T), up to 10 s
+stopped() { for p in "$@"; do grep -q '^State:.*T' /proc/$p/status || return 1; done; }
+i=0
+while [ $i -lt 500 ] && ! stopped $P $K; do sleep 0.02; i=$((i + 1)); done
 mkdir "$W/img-fail" && "$CKPT_TOOL" dump $P "$W/img-fail" > /dev/null || exit 2
 kill -9 $P $K
 wait $P
