@@ -27,6 +27,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "host/fs.h"
 #include "ckpt/image.h"
 #include "ckpt/fstree.h"
 #include "runtime/common.h"
@@ -415,15 +416,9 @@ static int pack_entry(struct packer *p, int dfd, const char *name, int depth)
 
 static int pack_dir(struct packer *p, int dfd, int depth, const char *const *skip)
 {
-	int dup_fd = fcntl(dfd, F_DUPFD_CLOEXEC, 0);
-	if (dup_fd < 0)
+	DIR *d = urs_opendir_at(dfd); /* rewound: a dup shares @dfd's offset */
+	if (!d)
 		return urs_err_set(p->err, -errno, "saving %s: %m", p->path);
-	DIR *d = fdopendir(dup_fd);
-	if (!d) {
-		close(dup_fd);
-		return urs_err_set(p->err, -errno, "saving %s: %m", p->path);
-	}
-	rewinddir(d); /* the dup shares the offset of whoever read @dfd before */
 	size_t base = strlen(p->path);
 	int r = 0;
 	struct dirent *de;

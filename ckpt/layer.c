@@ -24,6 +24,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "host/fs.h"
 #include "ckpt/fstree.h"
 #include "ckpt/layer.h"
 #include "runtime/common.h"
@@ -92,14 +93,9 @@ bool ckpt_layer_of(const char *root, const char *id, const char *bundle)
 /* The relative path of a regular file beneath @dfd (depth-first), in @rel. */
 static bool find_reg(int dfd, char *rel, size_t len, size_t at, int depth)
 {
-	int d2 = fcntl(dfd, F_DUPFD_CLOEXEC, 0);
-	DIR *d = d2 >= 0 ? fdopendir(d2) : NULL;
-	if (!d) {
-		if (d2 >= 0)
-			close(d2);
+	DIR *d = urs_opendir_at(dfd);
+	if (!d)
 		return false;
-	}
-	rewinddir(d);
 	bool found = false;
 	struct dirent *de;
 	while (!found && (de = readdir(d))) {

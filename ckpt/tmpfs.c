@@ -24,6 +24,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "host/fs.h"
 #include "ckpt/restore.h"
 #include "ckpt/tmpfs.h"
 #include "ckpt/fstree.h"
@@ -145,13 +146,9 @@ static int open_in_root(int rootfd, const char *path)
 static bool dir_empty(int dfd)
 {
 	struct statx top;
-	int d2 = fcntl(dfd, F_DUPFD_CLOEXEC, 0);
-	DIR *d = d2 >= 0 ? fdopendir(d2) : NULL;
-	if (!d) {
-		if (d2 >= 0)
-			close(d2);
+	DIR *d = urs_opendir_at(dfd);
+	if (!d)
 		return false;
-	}
 	if (statx(dfd, "", AT_EMPTY_PATH, STATX_MNT_ID, &top) < 0) {
 		closedir(d);
 		return false;

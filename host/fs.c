@@ -2,6 +2,8 @@
  * host/fs.c — file-system helpers (host/fs.h).
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <limits.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -26,4 +28,19 @@ int urs_mkdir_p(const char *path, mode_t mode)
 	if (mkdir(tmp, mode) < 0 && errno != EEXIST)
 		return -errno;
 	return 0;
+}
+
+DIR *urs_opendir_at(int dfd)
+{
+	int d2 = fcntl(dfd, F_DUPFD_CLOEXEC, 0);
+	DIR *d = d2 >= 0 ? fdopendir(d2) : NULL;
+	if (!d) {
+		int e = errno;
+		if (d2 >= 0)
+			close(d2);
+		errno = e;
+		return NULL;
+	}
+	rewinddir(d);
+	return d;
 }
