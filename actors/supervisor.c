@@ -1292,14 +1292,17 @@ static void oom_fallback(struct urs_cgroup *cg, struct urs_cgroup *home)
 		j2.mem_home = home;
 }
 
-/* back to the caller's memory cgroup (oom_fallback): a self-migration
- * while we are single-threaded (no lock), else through cgroup.procs */
+/* back to the caller's memory cgroup (oom_fallback): the main thread's
+ * self-migration, without the kernel's global migration lock (a
+ * cgroup.procs write would hold every fork and exit on the host for an
+ * RCU grace period: +8 ms on a restore); the main thread owns the address
+ * space, which is what v1 charges and the OOM killer looks at */
 static void memory_leave(void)
 {
 	struct urs_err err = {{0}};
-	int r = urs_cg_enter_self_v1_only(j2.mem_home, 1u << URS_CG_MEMORY, &err);
-	if (r == -EBUSY)
-		r = urs_cg_enter_only(j2.mem_home, getpid(), 1u << URS_CG_MEMORY, &err);
+	int r = getpid() == (pid_t) syscall(SYS_gettid)
+			? urs_cg_enter_thread_v1(j2.mem_home, 1u << URS_CG_MEMORY, &err)
+			: urs_cg_enter_only(j2.mem_home, getpid(), 1u << URS_CG_MEMORY, &err);
 	if (r < 0)
 		fprintf(stderr,
 			"ursa: warning: supervisor: leaving the sandbox's memory cgroup: %s\n",

@@ -210,6 +210,30 @@ static ssize_t build(int dfd, const char *dir, const struct ckpt_seal *s, uint8_
 	return (ssize_t) len;
 }
 
+/* Every file of the image on disk before the manifest says it is complete
+ * (and before the caller kills the workload it holds) */
+static int sync_image(int dfd, const char *dir, struct urs_err *err)
+{
+	_cleanup_free_ char(*names)[NAME_LEN] = calloc(MAX_ENTRIES + 3, NAME_LEN);
+	if (!names)
+		return urs_err_set(err, -ENOMEM, "checkpoint image: out of memory");
+	int n = list_files(dfd, dir, names, err);
+	if (n < 0)
+		return n;
+	static const char *const more[] = {"core.img", "pages.img", "container"};
+	for (size_t k = 0; k < URS_ARRAY_SIZE(more); k++)
+		snprintf(names[n++], NAME_LEN, "%s", more[k]);
+	for (int k = 0; k < n; k++) {
+		_cleanup_close_ int fd = openat(dfd, names[k], O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0 && errno == ENOENT)
+			continue;
+		if (fd < 0 || fsync(fd) < 0)
+			return urs_err_set(err, -errno, "checkpoint image %s: syncing %s: %m", dir,
+					   names[k]);
+	}
+	return 0;
+}
+
 int ckpt_manifest_write(const char *dir, const struct ckpt_seal *s, struct urs_err *err)
 {
 	_cleanup_close_ int dfd = open_dir(dir, err);
@@ -220,6 +244,9 @@ int ckpt_manifest_write(const char *dir, const struct ckpt_seal *s, struct urs_e
 	ssize_t len = build(dfd, dir, s, &b, err);
 	if (len < 0)
 		return (int) len;
+	int sr = sync_image(dfd, dir, err);
+	if (sr < 0)
+		return sr;
 	static const char tmp[] = CKPT_MANIFEST ".tmp";
 	unlinkat(dfd, tmp, 0);
 	_cleanup_close_ int fd =

@@ -14,7 +14,9 @@
  *   n × { name (48, NUL-padded) | le64 size | SHA-256 (32) }
  *   HMAC(key, "ursa manifest v1\0" || every byte before it)
  *
- * The manifest is written to a temporary name, synced and renamed: an
+ * Every file of the image is synced to disk first (the caller kills the
+ * workload next), then the manifest is written to a temporary name, synced
+ * and renamed, and the directory synced: an
  * image without one is incomplete (a checkpoint that failed or was killed)
  * and is refused, like one whose files do not match it, or that holds a
  * file a restore reads but the manifest does not list. docs/checkpoint.md,

@@ -807,6 +807,11 @@ int urs_cg_enter_self_v1_only(struct urs_cgroup *cg, unsigned hiers, struct urs_
 		return urs_err_set(err, -EBUSY,
 				   "cgroup: %d threads: a self-migration would leave %d behind", n,
 				   n - 1);
+	return urs_cg_enter_thread_v1(cg, hiers, err);
+}
+
+int urs_cg_enter_thread_v1(struct urs_cgroup *cg, unsigned hiers, struct urs_err *err)
+{
 	for (int h = 0; h < URS_CG_NHIER; h++) {
 		if (h == URS_CG_V2 || !has(cg, h) || cg->h[h].alias >= 0 || !(hiers & (1u << h)))
 			continue;

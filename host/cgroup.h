@@ -124,6 +124,22 @@ int urs_cg_enter_self_v1(struct urs_cgroup *cg, struct urs_err *err);
  * one co-mounted with an earlier one moves with it). */
 int urs_cg_enter_self_v1_only(struct urs_cgroup *cg, unsigned hiers, struct urs_err *err);
 
+/**
+ * urs_cg_enter_thread_v1() - move the calling thread alone into the v1
+ *                            hierarchies of @cg in @hiers
+ * @cg: the cgroup
+ * @hiers: bits 1 << enum urs_cg_hier
+ * @err: what failed
+ *
+ * "0" to each tasks file: no global lock, other threads stay where they
+ * are. For the memory controller that is enough when the caller is the
+ * thread-group leader: v1 charges an address space to its owner's cgroup
+ * and the OOM killer walks thread-group leaders.
+ *
+ * Return: 0 or a negative errno.
+ */
+int urs_cg_enter_thread_v1(struct urs_cgroup *cg, unsigned hiers, struct urs_err *err);
+
 /* Move @pid into the v2 hierarchy only (cgroup.procs); 0 if there is none. */
 int urs_cg_enter_v2(struct urs_cgroup *cg, pid_t pid, struct urs_err *err);
 
