@@ -72,15 +72,6 @@ void urs_sup_crash_arm(const char *state_dir, const char *id, const char *log, b
 /* Runs in the forked supervisor; returns the process's exit status. */
 int urs_supervisor_main(struct urs_sup_args *a);
 
-/* Control protocol on ROOT/ID/ctl.sock (SOCK_SEQPACKET): a request is a
- * NUL-terminated word ("start"), a reply is "ok" or "error: ...". */
-int urs_ctl_call(const char *state_dir, const char *req, char *reply, size_t len);
-/* The same in two halves, to work while the supervisor answers: send
- * (returns the connection's fd), then receive (closes it). */
-int urs_ctl_send(const char *state_dir, const char *req);
-int urs_ctl_recv(int fd, char *reply, size_t len);
-/* urs_ctl_call for replies of any size (metrics): *@reply is malloc'd and
- * NUL-terminated; returns its length or -errno. */
-int urs_ctl_call_alloc(const char *state_dir, const char *req, char **reply);
+#include "actors/control.h" /* the control protocol's client */
 
 #endif
