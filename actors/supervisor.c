@@ -1751,7 +1751,8 @@ static int boot_ready(struct sup *s)
 static void boot_let_go(struct sup *s)
 {
 	struct urs_sup_args *a = s->a;
-	urs_cg_close(&sup_cg); /* cached cgroup directory fds: not needed any more */
+	urs_cg_close(&sup_cg);	 /* cached cgroup directory fds: not needed any more */
+	urs_cg_close(&sup_home); /* (reopened when we go back: close_all_but below) */
 	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
 	for (int fd = 0; fd < 3 && null >= 0; fd++)
 		dup2(null, fd);

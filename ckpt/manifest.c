@@ -66,7 +66,9 @@ static int owned(const struct stat *st, const char *dir, const char *name, struc
 static int hash_file(int dfd, const char *dir, const char *name, struct mentry *e,
 		     struct urs_err *err)
 {
-	struct open_how how = {.flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC,
+	/* O_NONBLOCK: a FIFO in a tampered image must not hang us before the
+	 * type check */
+	struct open_how how = {.flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
 			       .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS};
 	_cleanup_close_ int fd = (int) syscall(SYS_openat2, dfd, name, &how, sizeof(how));
 	struct stat st;
@@ -104,7 +106,8 @@ static int hash_file(int dfd, const char *dir, const char *name, struct mentry *
 /* the MAC core.img ends with (ckpt/seal.h) */
 static int core_mac(int dfd, const char *dir, uint8_t mac[CKPT_MAC_LEN], struct urs_err *err)
 {
-	_cleanup_close_ int fd = openat(dfd, "core.img", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	_cleanup_close_ int fd =
+		openat(dfd, "core.img", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	struct stat st;
 	if (fd < 0 || fstat(fd, &st) < 0)
 		return urs_err_set(err, -errno, "checkpoint image %s: core.img: %m", dir);
@@ -125,6 +128,11 @@ static int list_files(int dfd, const char *dir, char (*names)[NAME_LEN], struct 
 		int sfd = openat(dfd, subs[k], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (sfd < 0 && errno == ENOENT && k)
 			continue;
+		struct stat sst;
+		if (sfd >= 0 && k && (fstat(sfd, &sst) < 0 || owned(&sst, dir, subs[k], err) < 0)) {
+			close(sfd);
+			return -EPERM;
+		}
 		DIR *d = sfd >= 0 ? fdopendir(sfd) : NULL;
 		if (!d) {
 			if (sfd >= 0)
@@ -164,8 +172,39 @@ static void seal_mac(const struct ckpt_seal *s, const void *p, size_t n, uint8_t
 	explicit_bzero(&h, sizeof(h));
 }
 
+/* Every directory above @dir: owned by root or us, and writable by nobody
+ * else unless sticky (where only an entry's owner may rename it): nobody
+ * can swap the image directory, or a file in it, after it was checked. */
+static int ancestors_safe(const char *dir, struct urs_err *err)
+{
+	char p[PATH_MAX];
+	if (snprintf(p, sizeof(p), "%s", dir) >= (int) sizeof(p))
+		return urs_err_set(err, -ENAMETOOLONG, "checkpoint image %s: path too long", dir);
+	for (char *slash = strrchr(p, '/'); slash; slash = strrchr(p, '/')) {
+		*slash = 0;
+		struct stat st;
+		const char *up = *p ? p : "/";
+		if (lstat(up, &st) < 0)
+			return urs_err_set(err, -errno, "checkpoint image %s: %s: %m", dir, up);
+		if ((st.st_uid != 0 && st.st_uid != geteuid()) ||
+		    ((st.st_mode & 022) && !(st.st_mode & S_ISVTX)))
+			return urs_err_set(err, -EPERM,
+					   "checkpoint image %s: %s is writable by others (it must "
+					   "not be, or be sticky): the image could be swapped",
+					   dir, up);
+		if (!*p)
+			break;
+	}
+	return 0;
+}
+
 static int open_dir(const char *dir, struct urs_err *err)
 {
+	if (*dir == '/') {
+		int r = ancestors_safe(dir, err);
+		if (r)
+			return r;
+	}
 	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	struct stat st;
 	if (dfd < 0 || fstat(dfd, &st) < 0) {
@@ -271,7 +310,8 @@ int ckpt_manifest_write(const char *dir, const struct ckpt_seal *s, struct urs_e
 static ssize_t load(int dfd, const char *dir, const struct ckpt_seal *s, uint8_t **out,
 		    struct urs_err *err)
 {
-	_cleanup_close_ int fd = openat(dfd, CKPT_MANIFEST, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	_cleanup_close_ int fd =
+		openat(dfd, CKPT_MANIFEST, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	struct stat st;
 	if (fd < 0 && errno == ENOENT)
 		return urs_err_set(

@@ -1173,6 +1173,15 @@ static int open_as_task(struct rctx *c, uint32_t i, const char *path, int flags,
 		r = inj(c, i, SYS_setfsgid, t->gid[3], 0, 0, 0, 0, 0, &ofsgid);
 	if (!r)
 		r = inj(c, i, SYS_setfsuid, t->uid[3], 0, 0, 0, 0, 0, &ofsuid);
+	/* setfs*() never fail: they return the old id. Read them back (-1
+	 * changes nothing): an open as fsuid 0 would not be the task's. */
+	long now_uid = -1, now_gid = -1;
+	if (!r)
+		r = inj(c, i, SYS_setfsuid, (uint64_t) -1, 0, 0, 0, 0, 0, &now_uid);
+	if (!r)
+		r = inj(c, i, SYS_setfsgid, (uint64_t) -1, 0, 0, 0, 0, 0, &now_gid);
+	if (!r && ((uint32_t) now_uid != t->uid[3] || (uint32_t) now_gid != t->gid[3]))
+		r = -EPERM;
 	for (int k = 0; k < 2; k++)
 		as[k] = (struct __user_cap_data_struct){(uint32_t) (t->cap_eff >> (32 * k)) &
 								own[k].permitted,
@@ -1197,6 +1206,11 @@ static int open_as_task(struct rctx *c, uint32_t i, const char *path, int flags,
 	if (!b && set_groups)
 		b = inj(c, i, SYS_setgroups, (uint64_t) ngroups, sarg(c, S_BPF + 1024), 0, 0, 0, 0,
 			NULL);
+	/* the fsuid going back to 0 raises the fs capabilities in the effective
+	 * set by itself: ours exactly, once more */
+	if (!b)
+		b = inj(c, i, SYS_capset, sarg(c, S_STRUCT + 64), sarg(c, S_STRUCT + 192), 0, 0, 0,
+			0, NULL);
 	if (b && !o && *fd >= 0) /* the puppet kept the task's identity: do not go on */
 		inj(c, i, SYS_close, (uint64_t) *fd, 0, 0, 0, 0, 0, NULL);
 	return b ? b : o;

@@ -255,7 +255,7 @@ static int checkpoint_run(struct urs_state *st, const struct ckpt_args *a)
 	struct urs_err err = {{0}};
 	struct sup_ask ask = {.ctlfd = -2, .st = st, .work = a->work};
 	struct urs_cgroup cg;
-	bool have_cg = false, masked = false;
+	bool have_cg = false, masked = false, sealed = false;
 	const char *freezer = NULL;
 	_cleanup_close_ int pidfd = -1;
 	sigset_t all, oldmask;
@@ -266,6 +266,8 @@ static int checkpoint_run(struct urs_state *st, const struct ckpt_args *a)
 	/* the supervisor's own state (metrics, netstack tables, config) into
 	 * DIR/supervisor.img, by its checkpointer actor: asked now, answered
 	 * while we prepare (and, when it is not in the frozen cgroup, dump) */
+	snprintf(req, sizeof(req), "%s/%s", dir, URS_SUPSTATE_FILE);
+	unlink(req); /* an older image's: never sealed into this one */
 	snprintf(req, sizeof(req), "checkpoint %s", dir);
 	clock_gettime(CLOCK_MONOTONIC, &ask.asked);
 	ask.ctlfd = urs_ctl_send(sdir, req);
@@ -284,9 +286,10 @@ static int checkpoint_run(struct urs_state *st, const struct ckpt_args *a)
 	}
 	ckpt_trace("cli: prepared");
 	/* A supervisor in the freezer's cgroup must have written its state
-	 * before the freeze. On hybrid hosts it stays out of the v2 cgroup
-	 * (actors/supervisor.c, join_v2_later): there it writes while we dump. */
-	bool sup_apart = freezer && cg.mode != URS_CG_UNIFIED && !urs_cg_v2_has(&cg, st->sup_pid);
+	 * before the freeze. Out of it (hybrid hosts: actors/supervisor.c,
+	 * join_v2_later; or one that could not lower its OOM score) it writes
+	 * while we dump. */
+	bool sup_apart = freezer && !urs_cg_v2_has(&cg, st->sup_pid);
 	if ((!sup_apart || ask.ctlfd < 0) &&
 	    sup_state_wait(&ask.ctlfd, st, a->work, &ask.asked, &err) < 0) {
 		urs_error("checkpoint %s: %s", st->id, err.msg);
@@ -325,9 +328,10 @@ static int checkpoint_run(struct urs_state *st, const struct ckpt_args *a)
 	 * directory's stats-dump with it; empty, ursa's restore reads neither */
 	client_marker(dir, "inventory.img");
 	client_marker(a->work, "stats-dump");
+	sealed = true; /* complete: whatever happens next, it is kept whole */
 	rc = finish(st, freezer, sup_apart, a->leave, pidfd);
 out:
-	if (rc && ask.ctlfd != -2) {
+	if (rc && !sealed && ask.ctlfd != -2) {
 		/* no image: none of the supervisor's state either (once it is
 		 * written, if the request is still being answered) */
 		char reply[512], sup_img[4200];

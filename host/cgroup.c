@@ -1549,8 +1549,12 @@ int urs_cg_freeze(struct urs_cgroup *cg, bool frozen, struct urs_err *err)
 	int h = freezer_hier(cg);
 	if (h < 0)
 		return urs_err_set(err, h, "cgroup: no freezer (neither v1 freezer nor cgroup2)");
-	if (h == URS_CG_V2)
-		return urs_cg2_freeze(cg->h[h].path, frozen, err);
+	if (h == URS_CG_V2) {
+		int r = urs_cg2_freeze(cg->h[h].path, frozen, err);
+		if (r < 0 && frozen) /* not left half frozen */
+			urs_cg2_freeze_write(cg->h[h].path, false, NULL);
+		return r;
+	}
 	const char *file = h == URS_CG_FREEZER ? "freezer.state" : "cgroup.freeze";
 	const char *val =
 		h == URS_CG_FREEZER ? (frozen ? "FROZEN" : "THAWED") : (frozen ? "1" : "0");

@@ -124,8 +124,12 @@ int urs_state_write(const char *root, const struct urs_state *st, struct urs_err
 	json_decref(o);
 	if (!text)
 		return urs_err_set(err, -ENOMEM, "state: out of memory");
-	int r = 0, fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-	if (fd < 0 || (r = urs_write_all(fd, text, strlen(text))) < 0)
+	/* 0644 whatever the umask: writable by us alone (an image's copy of it
+	 * must pass the manifest's owner check) */
+	int r = 0, fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd >= 0 && fchmod(fd, 0644) < 0)
+		r = -errno;
+	if (fd < 0 || r < 0 || (r = urs_write_all(fd, text, strlen(text))) < 0)
 		r = r < 0 ? r : -errno; /* ENOSPC says so, not EIO */
 	if (fd >= 0 && close(fd) < 0 && !r)
 		r = -errno;
