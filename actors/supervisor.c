@@ -129,9 +129,13 @@ static void conn_release(struct ctl_conn *c)
 	free(c);
 }
 
+static bool exec_wait_expired(struct ctl_conn *c);
+
 static void conn_idle_cb(struct urs_loop *loop, struct urs_timer *t, int res)
 {
 	struct ctl_conn *c = container_of(t, struct ctl_conn, idle);
+	if (res == 0 && exec_wait_expired(c))
+		return; /* released once its reply is sent */
 	if (res == 0 && urs_op_busy(&c->op))
 		urs_cancel(loop, &c->op); /* too slow: its op ends with -ECANCELED */
 	conn_release(c);
@@ -349,11 +353,27 @@ static void ctl_exec_wait(struct ctl_conn *c)
 		conn_reply(c, "ok");
 		return;
 	}
-	if (urs_timer_busy(&c->idle))
-		urs_timer_cancel(&s->loop, &c->idle);
+	/* the idle timer stays: a waiter gets an error after CTL_IDLE_NS (an
+	 * init hung before its exec must not pin connections) */
 	c->waiting = true;
 	c->next_waiter = s->exec_waiters;
 	s->exec_waiters = c;
+}
+
+/* an "exec-wait" whose init has not exec'd within CTL_IDLE_NS: out of the
+ * waiters, answered with an error (the command goes on and says why if
+ * the dump refuses) */
+static bool exec_wait_expired(struct ctl_conn *c)
+{
+	struct sup *s = c->s;
+	for (struct ctl_conn **p = &s->exec_waiters; *p; p = &(*p)->next_waiter)
+		if (*p == c) {
+			*p = c->next_waiter;
+			c->waiting = false;
+			conn_reply(c, "error: the container's process has not started yet");
+			return true;
+		}
+	return false;
 }
 
 /*
