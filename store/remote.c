@@ -1,0 +1,822 @@
+/*
+ * store/remote.c — a checkpoint image in object storage (store/remote.h):
+ * part buffers filled from an fd and sealed in place, multipart uploads,
+ * the index, ranged reads back into files. Written as straight-line code
+ * that waits by turning the loop (urs_loop_run_once), so the S3 client's
+ * transfers go on while it reads or waits for a buffer.
+ */
+#include "store/remote.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <liburing.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "runtime/common.h"
+#include "runtime/io.h"
+
+#define INDEX_MAX (1u << 20) /* an index's plaintext at most */
+#define KEY_MAX	  (URS_S3_KEY_MAX + 1)
+
+enum { B_FREE, B_FILL, B_WAIT, B_BUSY };
+
+struct pbuf {
+	uint8_t *p;
+	size_t len; /* bytes in the part (header, sealed chunks) */
+	int state;
+	struct urs_s3_req req;
+	struct urs_remote *r;
+	/* reads: the entry and the range's first chunk */
+	uint32_t ent;
+	uint64_t chunk0, nchunks;
+};
+
+struct entry {
+	uint32_t obj;
+	uint64_t off, len;
+	char file[URS_REMOTE_FILE_MAX + 1];
+};
+
+struct urs_remote {
+	struct urs_loop *loop;
+	struct urs_s3_client *s3;
+	uint8_t master[URS_CRYPT_KEY_LEN];
+	struct urs_crypt *crypt;
+	uint8_t id[URS_CRYPT_ID_LEN]; /* get: the image's, from its index */
+	char bucket[URS_S3_BUCKET_MAX + 1], prefix[KEY_MAX];
+	uint32_t part_chunks, nbufs;
+	size_t cap;
+	struct pbuf *bufs;
+	struct entry ents[URS_REMOTE_FILES];
+	uint32_t nents;
+	/* the object being written */
+	char key[KEY_MAX];
+	bool mpu;	/* a multipart upload was asked for */
+	bool mpu_ready; /* ... and has its id */
+	struct urs_s3_req create;
+	struct urs_s3_part *parts;
+	uint32_t nparts, parts_cap;
+	uint32_t inflight;
+	int fail; /* the first failure of a request in flight */
+	struct urs_err ferr;
+	struct urs_remote_stats st;
+	int files_fd; /* get: the directory */
+};
+
+/* ---- helpers ---- */
+
+static int object_key(struct urs_remote *r, char *out, uint32_t obj, const char *file)
+{
+	int n = obj ? snprintf(out, KEY_MAX, "%s%s%" PRIu32 ".%s", r->prefix, *r->prefix ? "/" : "",
+			       obj, file)
+		    : snprintf(out, KEY_MAX, "%s%s%s", r->prefix, *r->prefix ? "/" : "",
+			       URS_REMOTE_INDEX);
+	return n < 0 || n >= KEY_MAX ? -ENAMETOOLONG : 0;
+}
+
+static void on_req(struct urs_s3_req *q, int res)
+{
+	struct pbuf *b = q->arg;
+	struct urs_remote *r = b->r;
+	r->inflight--;
+	if (res < 0 && !r->fail) {
+		r->fail = res;
+		r->ferr = q->err;
+	}
+	b->state = B_FREE;
+	if (res == 0 && q->op == URS_S3_MPU_PART) {
+		struct urs_s3_part *pt = &r->parts[q->part_number - 1];
+		pt->number = q->part_number;
+		memcpy(pt->etag, q->etag, sizeof(pt->etag));
+	}
+	if (res == 0 && q->op == URS_S3_GET)
+		b->state = B_WAIT; /* data to open and write */
+}
+
+static int turn(struct urs_remote *r)
+{
+	int e = urs_loop_run_once(r->loop, true);
+	return e < 0 ? e : 0;
+}
+
+static int submit(struct urs_remote *r, struct pbuf *b)
+{
+	b->req.cb = on_req;
+	b->req.arg = b;
+	b->state = B_BUSY;
+	int e = urs_s3_submit(r->s3, &b->req);
+	if (e < 0) {
+		b->state = B_FREE;
+		if (!r->fail) {
+			r->fail = e;
+			r->ferr = b->req.err;
+		}
+		return e;
+	}
+	r->inflight++;
+	if (r->inflight > r->st.peak_parts)
+		r->st.peak_parts = r->inflight;
+	return 0;
+}
+
+/* one request, waited for (on a private buffer record) */
+static int one(struct urs_remote *r, struct urs_s3_req *q, struct urs_err *err)
+{
+	struct pbuf b = {.r = r, .req = *q};
+	int e = submit(r, &b);
+	while (e == 0 && b.state == B_BUSY)
+		e = turn(r);
+	int res = r->fail;
+	*q = b.req;
+	r->fail = 0;
+	if (e < 0)
+		return urs_err_set(err, e, "object storage: the loop failed: %s", strerror(-e));
+	if (res < 0)
+		*err = r->ferr;
+	return res;
+}
+
+static struct pbuf *free_buf(struct urs_remote *r, int *e)
+{
+	for (;;) {
+		if (r->fail) {
+			*e = r->fail;
+			return NULL;
+		}
+		for (uint32_t i = 0; i < r->nbufs; i++)
+			if (r->bufs[i].state == B_FREE) {
+				r->bufs[i].state = B_FILL;
+				r->bufs[i].len = 0;
+				return &r->bufs[i];
+			}
+		if ((*e = turn(r)) < 0)
+			return NULL;
+	}
+}
+
+static int drain(struct urs_remote *r)
+{
+	while (r->inflight) {
+		int e = turn(r);
+		if (e < 0)
+			return e;
+	}
+	return 0;
+}
+
+/* ---- open / close ---- */
+
+int urs_remote_open(struct urs_loop *loop, const struct urs_s3_conf *conf, const char *bucket,
+		    const char *prefix, const uint8_t master[URS_CRYPT_KEY_LEN],
+		    const struct urs_remote_opts *opts, struct urs_remote **out,
+		    struct urs_err *err)
+{
+	struct urs_remote_opts o = opts ? *opts : (struct urs_remote_opts){0};
+	struct urs_remote *r = calloc(1, sizeof(*r));
+	if (!r)
+		return urs_err_set(err, -ENOMEM, "object storage: out of memory");
+	r->loop = loop;
+	r->files_fd = -1;
+	memcpy(r->master, master, URS_CRYPT_KEY_LEN);
+	snprintf(r->bucket, sizeof(r->bucket), "%s", bucket);
+	snprintf(r->prefix, sizeof(r->prefix), "%s", prefix);
+	size_t pl = strlen(r->prefix);
+	while (pl && r->prefix[pl - 1] == '/')
+		r->prefix[--pl] = 0;
+	r->part_chunks = o.part_chunks ? o.part_chunks : 8;
+	if (r->part_chunks < 5)
+		r->part_chunks = 5;
+	r->nbufs = o.nbufs ? o.nbufs : 4;
+	r->cap = URS_CRYPT_HDR_LEN + (size_t) r->part_chunks * URS_CRYPT_STRIDE;
+	r->bufs = calloc(r->nbufs, sizeof(*r->bufs));
+	struct urs_s3_opts so = o.s3 ? *o.s3 : (struct urs_s3_opts){0};
+	if (!so.max_inflight || so.max_inflight < r->nbufs)
+		so.max_inflight = r->nbufs;
+	int e = r->bufs ? 0 : -ENOMEM;
+	for (uint32_t i = 0; e == 0 && i < r->nbufs; i++) {
+		r->bufs[i].r = r;
+		if (!(r->bufs[i].p = malloc(r->cap)))
+			e = -ENOMEM;
+	}
+	if (e < 0) {
+		urs_err_set(err, e, "object storage: out of memory for %u part buffers", r->nbufs);
+		urs_remote_close(r);
+		return e;
+	}
+	if ((e = urs_s3_client_new(loop, conf, &so, &r->s3, err)) < 0) {
+		urs_remote_close(r);
+		return e;
+	}
+	*out = r;
+	return 0;
+}
+
+void urs_remote_close(struct urs_remote *r)
+{
+	if (!r)
+		return;
+	drain(r);
+	if (r->s3 && urs_s3_client_close(r->s3) == 0)
+		urs_loop_run(r->loop); /* the client frees itself */
+	for (uint32_t i = 0; r->bufs && i < r->nbufs; i++) {
+		if (r->bufs[i].p)
+			explicit_bzero(r->bufs[i].p, r->cap);
+		free(r->bufs[i].p);
+	}
+	free(r->bufs);
+	free(r->parts);
+	urs_crypt_free(r->crypt);
+	if (r->files_fd >= 0)
+		close(r->files_fd);
+	explicit_bzero(r->master, sizeof(r->master));
+	free(r);
+}
+
+const struct urs_remote_stats *urs_remote_stats(const struct urs_remote *r)
+{
+	return &r->st;
+}
+
+bool urs_remote_file_ok(const char *file)
+{
+	size_t n = strlen(file);
+	if (!n || n > URS_REMOTE_FILE_MAX || file[0] == '/' || file[n - 1] == '/')
+		return false;
+	const char *c = file;
+	while (*c) {
+		const char *end = strchrnul(c, '/');
+		size_t len = (size_t) (end - c);
+		if (!len || (len == 1 && c[0] == '.') || (len == 2 && c[0] == '.' && c[1] == '.'))
+			return false;
+		for (const char *q = c; q < end; q++)
+			if (!((*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') ||
+			      (*q >= '0' && *q <= '9') || *q == '.' || *q == '_' || *q == '-'))
+				return false;
+		c = *end ? end + 1 : end;
+	}
+	return true;
+}
+
+/* ---- writing ---- */
+
+int urs_remote_put_begin(struct urs_remote *r, struct urs_err *err)
+{
+	uint8_t id[URS_CRYPT_ID_LEN];
+	if (urs_crypt_random_id(id) < 0)
+		return urs_err_set(err, -EIO, "object storage: getrandom failed");
+	urs_crypt_free(r->crypt);
+	r->crypt = NULL;
+	r->nents = 0;
+	int e = urs_crypt_new(r->master, id, &r->crypt, err);
+	if (e < 0)
+		return e;
+	char key[KEY_MAX];
+	if (object_key(r, key, 0, NULL) < 0)
+		return urs_err_set(err, -ENAMETOOLONG, "object storage: prefix too long");
+	/* the old image, if any, stops being one before anything is replaced */
+	struct urs_s3_req q = {.op = URS_S3_DELETE, .bucket = r->bucket, .key = key};
+	e = one(r, &q, err);
+	return e == -ENOENT ? 0 : e;
+}
+
+/* The multipart upload, asked for when the first part is ready; parts
+ * wait (B_WAIT) for its id. */
+static void on_create(struct urs_s3_req *q, int res)
+{
+	struct urs_remote *r = q->arg;
+	r->inflight--;
+	if (res < 0 && !r->fail) {
+		r->fail = res;
+		r->ferr = q->err;
+	}
+	if (res < 0)
+		return;
+	r->mpu_ready = true;
+	for (uint32_t i = 0; i < r->nbufs; i++)
+		if (r->bufs[i].state == B_WAIT)
+			submit(r, &r->bufs[i]);
+}
+
+static int send_part(struct urs_remote *r, struct pbuf *b)
+{
+	if (r->nparts == r->parts_cap) {
+		uint32_t cap = r->parts_cap ? r->parts_cap * 2 : 64;
+		void *p = realloc(r->parts, cap * sizeof(*r->parts));
+		if (!p)
+			return -ENOMEM;
+		r->parts = p;
+		r->parts_cap = cap;
+	}
+	r->nparts++;
+	r->st.parts++;
+	r->st.sealed += b->len;
+	b->req = (struct urs_s3_req){.op = URS_S3_MPU_PART,
+				     .bucket = r->bucket,
+				     .key = r->key,
+				     .body = b->p,
+				     .body_len = b->len,
+				     .upload_id = r->create.upload_id_out,
+				     .part_number = r->nparts};
+	if (!r->mpu) {
+		r->mpu = true;
+		r->create = (struct urs_s3_req){.op = URS_S3_MPU_CREATE,
+						.bucket = r->bucket,
+						.key = r->key,
+						.cb = on_create,
+						.arg = r};
+		int e = urs_s3_submit(r->s3, &r->create);
+		if (e < 0) {
+			r->ferr = r->create.err;
+			return r->fail = e;
+		}
+		r->inflight++;
+	}
+	if (!r->mpu_ready) {
+		b->state = B_WAIT;
+		return 0;
+	}
+	return submit(r, b);
+}
+
+/* the object's writing position: a chunk's slot in a part buffer */
+struct slot {
+	struct pbuf *b;
+	size_t pos;   /* of the chunk in b->p */
+	uint64_t idx; /* chunk index in the object */
+	size_t fill;  /* plaintext bytes in it */
+};
+
+static int seal_slot(struct urs_remote *r, uint32_t obj, struct slot *s, bool last)
+{
+	int e = urs_crypt_seal(r->crypt, obj, s->idx, last, s->b->p + s->pos, s->fill,
+			       s->b->p + s->pos);
+	s->b->len = s->pos + s->fill + URS_CRYPT_TAG_LEN;
+	return e;
+}
+
+static void op_done(struct urs_loop *loop, struct urs_op *op, int32_t res, uint32_t flags)
+{
+	(void) loop, (void) op, (void) res, (void) flags;
+}
+
+/* wait until @fd has data or @abort_fd has anything (the loop turns meanwhile) */
+static int wait_readable(struct urs_remote *r, int fd, int abort_fd)
+{
+	struct urs_op op[2] = {0};
+	int fds[2] = {fd, abort_fd}, n = abort_fd >= 0 ? 2 : 1, e = 0;
+	for (int i = 0; i < n; i++) {
+		io_uring_prep_poll_add(urs_op_sqe(&op[i]), fds[i], POLLIN);
+		urs_submit(r->loop, &op[i], op_done);
+	}
+	while (e == 0 && !r->fail && urs_op_busy(&op[0]) && (n == 1 || urs_op_busy(&op[1])))
+		e = turn(r);
+	bool aborted = n == 2 && !urs_op_busy(&op[1]);
+	for (int i = 0; i < n; i++)
+		if (urs_op_busy(&op[i]))
+			urs_cancel(r->loop, &op[i]);
+	while (urs_op_busy(&op[0]) || (n == 2 && urs_op_busy(&op[1])))
+		if ((e = turn(r)) < 0)
+			break;
+	return e < 0 ? e : aborted ? -ECANCELED : 0;
+}
+
+static bool hung_up(int fd)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	return fd >= 0 && poll(&p, 1, 0) == 1;
+}
+
+/* read @fd to its end into sealed chunks; full part buffers go up as they
+ * fill. On return @s is the last slot (sealed as last), its buffer unsent. */
+static int stream_in(struct urs_remote *r, uint32_t obj, int fd, int abort_fd, struct slot *s,
+		     struct urs_err *err)
+{
+	struct slot pend = {0}; /* a full chunk not yet sealed: last or not? */
+	int e = 0;
+	for (;;) {
+		if (r->fail)
+			return r->fail;
+		ssize_t n = read(fd, s->b->p + s->pos + s->fill, URS_CRYPT_CHUNK - s->fill);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN) {
+			if ((e = wait_readable(r, fd, abort_fd)) < 0)
+				return e;
+			continue;
+		}
+		if (n < 0)
+			return urs_err_set(err, -errno, "object storage: reading %s: %m", r->key);
+		if (n == 0)
+			break;
+		r->st.plain += (uint64_t) n;
+		if (pend.b) { /* more data: the pending chunk was not the last */
+			if ((e = seal_slot(r, obj, &pend, false)) < 0)
+				return e;
+			if (pend.b != s->b && (e = send_part(r, pend.b)) < 0)
+				return e;
+			pend.b = NULL;
+		}
+		if ((s->fill += (size_t) n) < URS_CRYPT_CHUNK)
+			continue;
+		if (hung_up(abort_fd))
+			return -ECANCELED;
+		pend = *s;
+		s->pos += URS_CRYPT_STRIDE;
+		s->idx++;
+		s->fill = 0;
+		if (s->pos + URS_CRYPT_STRIDE > r->cap) {
+			s->pos = 0;
+			if (!(s->b = free_buf(r, &e)))
+				return e;
+		}
+	}
+	if (s->fill == 0 && pend.b) { /* ended on a full chunk: that one is last */
+		if (s->b != pend.b)
+			s->b->state = B_FREE;
+		*s = pend;
+	}
+	return seal_slot(r, obj, s, true);
+}
+
+static int abort_mpu(struct urs_remote *r)
+{
+	struct urs_err e2 = {{0}};
+	struct urs_s3_req q = {.op = URS_S3_MPU_ABORT,
+			       .bucket = r->bucket,
+			       .key = r->key,
+			       .upload_id = r->create.upload_id_out};
+	return r->mpu_ready ? one(r, &q, &e2) : 0;
+}
+
+/* the last part (or the only buffer, as one PutObject), then the upload's end */
+static int put_last(struct urs_remote *r, struct pbuf *b, struct urs_err *err)
+{
+	int e;
+	if (!r->mpu) {
+		r->st.sealed += b->len;
+		b->req = (struct urs_s3_req){.op = URS_S3_PUT,
+					     .bucket = r->bucket,
+					     .key = r->key,
+					     .body = b->p,
+					     .body_len = b->len};
+		e = submit(r, b);
+	} else {
+		e = send_part(r, b);
+	}
+	int d = drain(r);
+	if (e == 0)
+		e = d < 0 ? d : r->fail;
+	if (e < 0) {
+		if (r->fail)
+			*err = r->ferr;
+		return e;
+	}
+	if (!r->mpu)
+		return 0;
+	struct urs_s3_req q = {.op = URS_S3_MPU_COMPLETE,
+			       .bucket = r->bucket,
+			       .key = r->key,
+			       .upload_id = r->create.upload_id_out,
+			       .parts = r->parts,
+			       .nparts = r->nparts};
+	return one(r, &q, err);
+}
+
+int urs_remote_put_fd(struct urs_remote *r, int fd, const char *file, uint64_t off, int abort_fd,
+		      struct urs_err *err)
+{
+	if (!r->crypt)
+		return urs_err_set(err, -EINVAL, "object storage: no image begun");
+	if (!urs_remote_file_ok(file))
+		return urs_err_set(err, -EINVAL, "object storage: %s: not a name an image may hold",
+				   file);
+	if (r->nents == URS_REMOTE_FILES)
+		return urs_err_set(err, -E2BIG, "object storage: more than %d objects in one image",
+				   URS_REMOTE_FILES);
+	uint32_t obj = r->nents + 1;
+	if (object_key(r, r->key, obj, file) < 0)
+		return urs_err_set(err, -ENAMETOOLONG, "object storage: %s: key too long", file);
+	r->mpu = r->mpu_ready = false;
+	r->nparts = 0;
+	r->fail = 0;
+	uint64_t plain0 = r->st.plain;
+	int e = 0;
+	struct slot s = {.pos = URS_CRYPT_HDR_LEN};
+	if (!(s.b = free_buf(r, &e)))
+		return urs_err_set(err, e, "object storage: %s", strerror(-e));
+	urs_crypt_hdr_write(r->crypt, obj, s.b->p);
+	e = stream_in(r, obj, fd, abort_fd, &s, err);
+	if (e == 0)
+		e = put_last(r, s.b, err);
+	if (e < 0) {
+		if (!err->msg[0])
+			urs_err_set(err, e, "object storage: writing %s: %s", r->key,
+				    e == -ECANCELED ? "cancelled" : strerror(-e));
+		drain(r);
+		for (uint32_t i = 0; i < r->nbufs; i++)
+			r->bufs[i].state = B_FREE;
+		r->fail = 0;
+		abort_mpu(r);
+		return e;
+	}
+	struct entry *en = &r->ents[r->nents++];
+	en->obj = obj;
+	en->off = off;
+	en->len = r->st.plain - plain0;
+	snprintf(en->file, sizeof(en->file), "%s", file);
+	r->st.objects++;
+	return 0;
+}
+
+int urs_remote_put_commit(struct urs_remote *r, struct urs_err *err)
+{
+	if (!r->crypt)
+		return urs_err_set(err, -EINVAL, "object storage: no image begun");
+	int e = 0;
+	struct pbuf *b = free_buf(r, &e);
+	if (!b)
+		return urs_err_set(err, e, "object storage: %s", strerror(-e));
+	char *text = (char *) b->p + URS_CRYPT_HDR_LEN;
+	size_t n = (size_t) snprintf(text, URS_CRYPT_CHUNK, "ursa-index 1\n");
+	for (uint32_t i = 0; i < r->nents && n < URS_CRYPT_CHUNK; i++)
+		n += (size_t) snprintf(text + n, URS_CRYPT_CHUNK - n,
+				       "%" PRIu32 " %" PRIu64 " %" PRIu64 " %s\n", r->ents[i].obj,
+				       r->ents[i].off, r->ents[i].len, r->ents[i].file);
+	if (n >= URS_CRYPT_CHUNK) {
+		b->state = B_FREE;
+		return urs_err_set(err, -E2BIG, "object storage: the index outgrows one chunk");
+	}
+	object_key(r, r->key, 0, NULL);
+	urs_crypt_hdr_write(r->crypt, 0, b->p);
+	struct slot s = {.b = b, .pos = URS_CRYPT_HDR_LEN, .fill = n};
+	r->mpu = false;
+	if ((e = seal_slot(r, 0, &s, true)) == 0)
+		e = put_last(r, b, err);
+	r->fail = 0;
+	return e < 0 && !err->msg[0]
+		       ? urs_err_set(err, e, "object storage: the index: %s", strerror(-e))
+		       : e;
+}
+
+int urs_remote_put_abort(struct urs_remote *r, struct urs_err *err)
+{
+	int first = 0;
+	drain(r);
+	r->fail = 0;
+	for (uint32_t i = 0; i <= r->nents; i++) {
+		char key[KEY_MAX];
+		struct urs_err e2 = {{0}};
+		/* the index first: whatever stays behind is no image */
+		if (object_key(r, key, i ? r->ents[i - 1].obj : 0, i ? r->ents[i - 1].file : NULL))
+			continue;
+		struct urs_s3_req q = {.op = URS_S3_DELETE, .bucket = r->bucket, .key = key};
+		int e = one(r, &q, &e2);
+		if (e < 0 && e != -ENOENT && !first) {
+			first = e;
+			*err = e2;
+		}
+	}
+	r->nents = 0;
+	return first;
+}
+
+/* ---- reading ---- */
+
+int urs_remote_index_parse(const char *p, size_t n,
+			   int (*visit)(void *arg, uint32_t obj, uint64_t off, uint64_t len,
+					const char *file),
+			   void *arg, struct urs_err *err)
+{
+	static const char head[] = "ursa-index 1\n";
+	if (n < sizeof(head) - 1 || memcmp(p, head, sizeof(head) - 1))
+		return urs_err_set(err, -EBADMSG, "image index: not \"ursa-index 1\"");
+	size_t i = sizeof(head) - 1;
+	int count = 0;
+	for (int line = 2; i < n; line++) {
+		const char *nl = memchr(p + i, '\n', n - i);
+		size_t len = nl ? (size_t) (nl - (p + i)) : 0;
+		char buf[URS_REMOTE_FILE_MAX + 80], file[URS_REMOTE_FILE_MAX + 1];
+		uint32_t obj;
+		uint64_t off, flen;
+		int used = -1;
+		if (!nl || len >= sizeof(buf))
+			return urs_err_set(err, -EBADMSG, "image index: line %d is malformed",
+					   line);
+		memcpy(buf, p + i, len);
+		buf[len] = 0;
+		if (sscanf(buf, "%" SCNu32 " %" SCNu64 " %" SCNu64 " %255s%n", &obj, &off, &flen,
+			   file, &used) != 4 ||
+		    used != (int) len || !buf[0] || buf[0] == ' ' || obj != (uint32_t) count + 1 ||
+		    !urs_remote_file_ok(file) || off > INT64_MAX || flen > INT64_MAX - off)
+			return urs_err_set(err, -EBADMSG, "image index: line %d is malformed",
+					   line);
+		if (count == URS_REMOTE_FILES)
+			return urs_err_set(err, -EBADMSG, "image index: more than %d objects",
+					   URS_REMOTE_FILES);
+		int e = visit(arg, obj, off, flen, file);
+		if (e < 0)
+			return e;
+		count++;
+		i += len + 1;
+	}
+	return count;
+}
+
+static int add_entry(void *arg, uint32_t obj, uint64_t off, uint64_t len, const char *file)
+{
+	struct urs_remote *r = arg;
+	struct entry *en = &r->ents[r->nents++];
+	en->obj = obj;
+	en->off = off;
+	en->len = len;
+	snprintf(en->file, sizeof(en->file), "%s", file);
+	return 0;
+}
+
+static uint64_t nchunks(uint64_t plain)
+{
+	return plain ? (plain + URS_CRYPT_CHUNK - 1) / URS_CRYPT_CHUNK : 1;
+}
+
+static size_t chunk_plain(uint64_t plain, uint64_t c)
+{
+	uint64_t left = plain - c * URS_CRYPT_CHUNK;
+	return left > URS_CRYPT_CHUNK ? URS_CRYPT_CHUNK : (size_t) left;
+}
+
+static int bad(struct urs_remote *r, const char *key, const char *why, struct urs_err *err)
+{
+	return urs_err_set(err, -EBADMSG, "object storage: s3://%s/%s %s", r->bucket, key, why);
+}
+
+/* the index: read, authenticated, parsed; the image's key from its header */
+static int get_index(struct urs_remote *r, struct urs_err *err)
+{
+	char key[KEY_MAX];
+	if (object_key(r, key, 0, NULL) < 0)
+		return urs_err_set(err, -ENAMETOOLONG, "object storage: prefix too long");
+	struct pbuf *b = &r->bufs[0];
+	struct urs_s3_req q = {
+		.op = URS_S3_GET, .bucket = r->bucket, .key = key, .buf = b->p, .buf_cap = r->cap};
+	int e = one(r, &q, err);
+	if (e == -ENOENT)
+		return urs_err_set(err, -ENOENT,
+				   "object storage: no image at s3://%s/%s (no %s: never written, "
+				   "or its checkpoint did not finish)",
+				   r->bucket, r->prefix, URS_REMOTE_INDEX);
+	if (e == -EMSGSIZE)
+		return bad(r, key, "is too large for an image index", err);
+	if (e < 0)
+		return e;
+	struct urs_crypt_hdr h;
+	if ((e = urs_crypt_hdr_parse(b->p, q.len, &h, err)) < 0)
+		return urs_err_wrap(err, e, "object storage: s3://%s/%s", r->bucket, key);
+	size_t sealed = q.len - URS_CRYPT_HDR_LEN;
+	if (h.obj != 0 || sealed < URS_CRYPT_TAG_LEN || sealed > URS_CRYPT_STRIDE)
+		return bad(r, key, "is not an image index", err);
+	urs_crypt_free(r->crypt);
+	r->crypt = NULL;
+	memcpy(r->id, h.id, sizeof(r->id));
+	if ((e = urs_crypt_new(r->master, h.id, &r->crypt, err)) < 0)
+		return e;
+	size_t n = sealed - URS_CRYPT_TAG_LEN;
+	uint8_t *text = b->p + URS_CRYPT_HDR_LEN;
+	if (urs_crypt_open(r->crypt, 0, 0, true, text, n, text) < 0)
+		return bad(r, key,
+			   "fails authentication: altered, or sealed under another key (this "
+			   "host's checkpoint key is not the one that made the image)",
+			   err);
+	r->nents = 0;
+	e = urs_remote_index_parse((const char *) text, n, add_entry, r, err);
+	return e < 0 ? urs_err_wrap(err, e, "object storage: s3://%s/%s", r->bucket, key) : 0;
+}
+
+static int open_file(int dirfd, const char *file, struct urs_err *err)
+{
+	char path[URS_REMOTE_FILE_MAX + 1];
+	snprintf(path, sizeof(path), "%s", file);
+	for (char *s = strchr(path, '/'); s; s = strchr(s + 1, '/')) {
+		*s = 0;
+		if (mkdirat(dirfd, path, 0700) < 0 && errno != EEXIST)
+			return urs_err_set(err, -errno, "restore: creating %s: %m", path);
+		*s = '/';
+	}
+	int fd = openat(dirfd, file, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	return fd < 0 ? urs_err_set(err, -errno, "restore: creating %s: %m", file) : fd;
+}
+
+/* a range read back: its size, the object's header, each chunk opened and
+ * written where its file wants it */
+static int range_done(struct urs_remote *r, int dirfd, struct pbuf *b, struct urs_err *err)
+{
+	const struct entry *en = &r->ents[b->ent];
+	uint64_t total = nchunks(en->len);
+	size_t want = b->chunk0 ? 0 : URS_CRYPT_HDR_LEN, at = want;
+	for (uint64_t c = b->chunk0; c < b->chunk0 + b->nchunks; c++)
+		want += chunk_plain(en->len, c) + URS_CRYPT_TAG_LEN;
+	if (b->req.object_size != urs_crypt_sealed_len(en->len) || b->req.len != want)
+		return bad(r, b->req.key,
+			   "is truncated or was replaced (not the size the index says)", err);
+	struct urs_crypt_hdr h;
+	if (!b->chunk0 && (urs_crypt_hdr_parse(b->p, b->req.len, &h, err) < 0 || h.obj != en->obj ||
+			   memcmp(h.id, r->id, sizeof(r->id))))
+		return bad(r, b->req.key, "is not this image's object", err);
+	_cleanup_close_ int fd = open_file(dirfd, en->file, err);
+	if (fd < 0)
+		return fd;
+	for (uint64_t c = b->chunk0; c < b->chunk0 + b->nchunks; c++) {
+		size_t n = chunk_plain(en->len, c);
+		if (urs_crypt_open(r->crypt, en->obj, c, c == total - 1, b->p + at, n, b->p + at) <
+		    0)
+			return bad(r, b->req.key,
+				   "fails authentication: altered, moved, or from another image",
+				   err);
+		int e = urs_pwrite_all(fd, b->p + at, n, (off_t) (en->off + c * URS_CRYPT_CHUNK));
+		if (e < 0)
+			return urs_err_set(err, e, "restore: writing %s: %s", en->file,
+					   strerror(-e));
+		at += n + URS_CRYPT_TAG_LEN;
+		r->st.plain += n;
+	}
+	r->st.sealed += b->req.len;
+	return 0;
+}
+
+static int get_range(struct urs_remote *r, struct pbuf *b, uint32_t ent, uint64_t c0,
+		     char keys[][KEY_MAX])
+{
+	const struct entry *en = &r->ents[ent];
+	uint64_t total = nchunks(en->len);
+	b->ent = ent;
+	b->chunk0 = c0;
+	b->nchunks = total - c0 < r->part_chunks ? total - c0 : r->part_chunks;
+	uint64_t off = c0 ? URS_CRYPT_HDR_LEN + c0 * URS_CRYPT_STRIDE : 0,
+		 len = c0 ? 0 : URS_CRYPT_HDR_LEN;
+	for (uint64_t c = c0; c < c0 + b->nchunks; c++)
+		len += chunk_plain(en->len, c) + URS_CRYPT_TAG_LEN;
+	b->req = (struct urs_s3_req){.op = URS_S3_GET,
+				     .bucket = r->bucket,
+				     .key = keys[b - r->bufs],
+				     .buf = b->p,
+				     .buf_cap = r->cap,
+				     .range_off = off,
+				     .range_len = len};
+	object_key(r, keys[b - r->bufs], en->obj, en->file);
+	r->st.parts++;
+	return submit(r, b);
+}
+
+int urs_remote_get(struct urs_remote *r, int dirfd, struct urs_err *err)
+{
+	int e = get_index(r, err);
+	if (e < 0)
+		return e;
+	char(*keys)[KEY_MAX] = calloc(r->nbufs, KEY_MAX);
+	if (!keys)
+		return urs_err_set(err, -ENOMEM, "object storage: out of memory");
+	uint32_t ent = 0;
+	uint64_t c0 = 0;
+	r->fail = 0;
+	while (e == 0) {
+		for (uint32_t i = 0; e == 0 && i < r->nbufs; i++) {
+			struct pbuf *b = &r->bufs[i];
+			if (b->state == B_WAIT) {
+				e = range_done(r, dirfd, b, err);
+				b->state = B_FREE;
+			}
+			if (e == 0 && b->state == B_FREE && ent < r->nents) {
+				if ((e = get_range(r, b, ent, c0, keys)) < 0)
+					break;
+				c0 += b->nchunks;
+				if (c0 >= nchunks(r->ents[ent].len)) {
+					ent++;
+					c0 = 0;
+					r->st.objects++;
+				}
+			}
+		}
+		if (e == 0 && r->fail)
+			e = r->fail;
+		if (e == 0 && !r->inflight && ent == r->nents) {
+			bool waiting = false;
+			for (uint32_t i = 0; i < r->nbufs; i++)
+				waiting |= r->bufs[i].state == B_WAIT;
+			if (!waiting)
+				break;
+			continue;
+		}
+		if (e == 0)
+			e = turn(r);
+	}
+	if (e < 0 && r->fail == e && !err->msg[0])
+		*err = r->ferr;
+	drain(r);
+	free(keys);
+	return e;
+}

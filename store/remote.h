@@ -1,0 +1,182 @@
+/*
+ * store/remote.h — a checkpoint image in object storage: files streamed
+ * into sealed objects (store/crypt.h) under s3://BUCKET/PREFIX, committed by
+ * an index written last, and read back into a directory.
+ *
+ * Objects: PREFIX/N.FILE, one per extent of a file (N its number, from 1),
+ * and PREFIX/index (object 0): "ursa-index 1" then one line per object,
+ * "N OFFSET LENGTH FILE": object N holds LENGTH bytes of FILE at OFFSET.
+ * Without the index there is no image; restore reads the index first and
+ * every object it names, each authenticated chunk by chunk, so a missing,
+ * truncated, swapped, altered or foreign object, or another image's index,
+ * is refused before the caller uses any file.
+ *
+ * Streaming: an fd is read (a pipe: the dumper's pages) into a few part
+ * buffers, sealed in place, and each full buffer goes up as one part of a
+ * multipart upload while the next fills; with every buffer in flight the
+ * reader stops reading, and the writer on the pipe waits (backpressure).
+ * Memory: nbufs × (part_chunks × 1 MiB), nothing per byte. An object that
+ * fits one buffer is one PutObject.
+ *
+ * The calls are synchronous: each runs the loop until it is done, so the
+ * S3 client's transfers and the reads overlap underneath. One thread.
+ */
+#ifndef URSA_STORE_REMOTE_H
+#define URSA_STORE_REMOTE_H
+
+#include <stdint.h>
+
+#include "runtime/err.h"
+#include "runtime/loop.h"
+#include "store/crypt.h"
+#include "store/s3.h"
+
+#define URS_REMOTE_INDEX    "index"
+#define URS_REMOTE_FILES    512 /* objects in one image at most */
+#define URS_REMOTE_FILE_MAX 255 /* a file's relative path */
+
+/**
+ * struct urs_remote_opts - sizes; zero fields take the defaults
+ * @part_chunks: sealed chunks (1 MiB of plaintext each) per part: default 8,
+ *               at least 5 (S3's smallest part)
+ * @nbufs: part buffers, so parts in flight + 1: default 4
+ * @s3: the client's tuning, or NULL
+ */
+struct urs_remote_opts {
+	uint32_t part_chunks, nbufs;
+	const struct urs_s3_opts *s3;
+};
+
+/**
+ * struct urs_remote_stats - what moved
+ * @objects: objects written or read
+ * @plain: plaintext bytes
+ * @sealed: bytes stored (headers, tags included)
+ * @parts: multipart parts uploaded
+ * @peak_parts: most parts (or ranged reads) in flight at once
+ */
+struct urs_remote_stats {
+	uint32_t objects;
+	uint64_t plain, sealed, parts;
+	uint32_t peak_parts;
+};
+
+struct urs_remote;
+
+/**
+ * urs_remote_open() - a client for one image location
+ * @loop: the calling thread's loop
+ * @conf: the S3 settings
+ * @bucket: the bucket
+ * @prefix: the image's prefix ("" or without a trailing '/')
+ * @master: the host's checkpoint key (the image key is derived from it)
+ * @opts: sizes, or NULL
+ * @out: the client
+ * @err: what failed
+ *
+ * Return: 0, -ENOMEM, -EINVAL.
+ */
+int urs_remote_open(struct urs_loop *loop, const struct urs_s3_conf *conf, const char *bucket,
+		    const char *prefix, const uint8_t master[URS_CRYPT_KEY_LEN],
+		    const struct urs_remote_opts *opts, struct urs_remote **out,
+		    struct urs_err *err);
+
+/**
+ * urs_remote_close() - release the client (after put_commit, put_abort or get)
+ * @r: the client, or NULL
+ */
+void urs_remote_close(struct urs_remote *r);
+
+/**
+ * urs_remote_stats() - the counters
+ * @r: the client
+ *
+ * Return: valid while @r lives.
+ */
+const struct urs_remote_stats *urs_remote_stats(const struct urs_remote *r);
+
+/**
+ * urs_remote_put_begin() - start a new image: a fresh image id, and the
+ *                          location's index deleted (the old image, if
+ *                          any, is no longer one)
+ * @r: the client
+ * @err: what failed
+ *
+ * Return: 0 or a negative errno.
+ */
+int urs_remote_put_begin(struct urs_remote *r, struct urs_err *err);
+
+/**
+ * urs_remote_put_fd() - stream @fd to its end into the next object
+ * @r: the client, after put_begin
+ * @fd: what to read (a pipe or a file, from its current position)
+ * @file: the file the bytes belong to (relative, no "..")
+ * @off: where in @file
+ * @abort_fd: -1, or an fd whose readability (data, EOF or hang-up) stops
+ *            the transfer with -ECANCELED
+ * @err: what failed
+ *
+ * Return: 0 or a negative errno (the object is not part of the image then;
+ * put_abort removes what was written).
+ */
+int urs_remote_put_fd(struct urs_remote *r, int fd, const char *file, uint64_t off, int abort_fd,
+		      struct urs_err *err);
+
+/**
+ * urs_remote_put_commit() - write the index: the image exists from now on
+ * @r: the client, every object written
+ * @err: what failed
+ *
+ * Return: 0 or a negative errno.
+ */
+int urs_remote_put_commit(struct urs_remote *r, struct urs_err *err);
+
+/**
+ * urs_remote_put_abort() - remove every object this image wrote (and abort
+ *                          an unfinished multipart upload)
+ * @r: the client
+ * @err: the first failure, naming the object
+ *
+ * Return: 0, or the first negative errno (an object may be left behind).
+ */
+int urs_remote_put_abort(struct urs_remote *r, struct urs_err *err);
+
+/**
+ * urs_remote_get() - read the image into a directory
+ * @r: the client
+ * @dirfd: an empty directory; its files and subdirectories are created
+ *         (0600/0700)
+ * @err: what failed, naming the object
+ *
+ * Return: 0, -ENOENT (no index: no image, or an unfinished one), -EBADMSG
+ * (an object fails authentication: tampered, truncated, from another image
+ * or sealed under another key), or another negative errno. After a failure
+ * the directory holds partial files: the caller removes it.
+ */
+int urs_remote_get(struct urs_remote *r, int dirfd, struct urs_err *err);
+
+/**
+ * urs_remote_index_parse() - parse an index's text (tests, fuzzing)
+ * @p: the plaintext
+ * @n: its length
+ * @visit: called for each entry; a negative return stops the parse
+ * @arg: for @visit
+ * @err: what is wrong, naming the line
+ *
+ * Return: the number of entries, or -EBADMSG (or @visit's error).
+ */
+int urs_remote_index_parse(const char *p, size_t n,
+			   int (*visit)(void *arg, uint32_t obj, uint64_t off, uint64_t len,
+					const char *file),
+			   void *arg, struct urs_err *err);
+
+/**
+ * urs_remote_file_ok() - is @file a path an image may name?
+ * @file: a relative path
+ *
+ * Return: true for 1..URS_REMOTE_FILE_MAX bytes of [A-Za-z0-9._-] in
+ * components separated by single '/', none of them "." or "..".
+ */
+bool urs_remote_file_ok(const char *file);
+
+#endif
