@@ -93,7 +93,9 @@ int ckpt_container_checkpoint(const struct ckpt_container_ckpt *o, struct ckpt_d
 				       .outside = o->record->sup_pid,
 				       .seccomp_replace = o->seccomp_replace,
 				       .seccomp_ctx = o->seccomp_ctx,
-				       .key = o->key};
+				       .key = o->key,
+				       .pages_stream = o->pages_stream,
+				       .pages_fd = o->pages_fd};
 	int r = ckpt_dump(o->record->pid, o->dir, &dopts, stats, err);
 	ckpt_trace("ckpt: dumped");
 	bool dumped = r == 0;

@@ -43,6 +43,10 @@ struct ckpt_container_ckpt {
 	 * supervisor inside the freezer's cgroup must write before the freeze). */
 	int (*sup_wait)(void *ctx, struct urs_err *err);
 	void *sup_ctx;
+	/* the page data to a pipe instead of DIR/pages.img (ckpt_dump_opts):
+	 * an image streamed to object storage; the caller closes the pipe */
+	bool pages_stream;
+	int pages_fd;
 };
 
 /**

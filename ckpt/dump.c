@@ -2879,7 +2879,9 @@ static int dump_statuses(struct dumpctx *c, struct urs_err *err)
 /* pages.img, then core.img with the page-chunk MACs */
 static int dump_image(struct dumpctx *c, const struct ckpt_seal *seal, struct urs_err *err)
 {
-	int r = ckpt_pages_open(&c->pw, c->dirfd, seal, c->img.id, err);
+	int r = ckpt_pages_open_stream(&c->pw, c->dirfd,
+				       c->opts && c->opts->pages_stream ? c->opts->pages_fd : -1,
+				       seal, c->img.id, err);
 	for (uint32_t i = 0; i < c->nseized && !r; i++) {
 		c->img.tasks[i].r.host_pid = c->tr[i].pid;
 		if (!c->img.tasks[i].r.zombie)

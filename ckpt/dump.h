@@ -54,6 +54,11 @@ struct ckpt_dump_opts {
 	/* The host's checkpoint key (ckpt/key.h), which authenticates the
 	 * image (ckpt/seal.h). Required: without it the dump is refused. */
 	const uint8_t *key;
+	/* pages_stream: the page data goes to pages_fd (a pipe, written in
+	 * order: an image in object storage, store/remote.h) and pages.img
+	 * gets only its header page (ckpt_pages_open_stream) */
+	bool pages_stream;
+	int pages_fd;
 };
 
 /**

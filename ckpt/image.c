@@ -957,7 +957,13 @@ int ckpt_image_decode(const uint8_t *buf, size_t len, struct ckpt_image *img, st
 int ckpt_pages_open(struct ckpt_pages_writer *w, int dirfd, const struct ckpt_seal *seal,
 		    const uint8_t id[16], struct urs_err *err)
 {
-	int r = ckpt_pagesink_open(w, dirfd, err);
+	return ckpt_pages_open_stream(w, dirfd, -1, seal, id, err);
+}
+
+int ckpt_pages_open_stream(struct ckpt_pages_writer *w, int dirfd, int stream_fd,
+			   const struct ckpt_seal *seal, const uint8_t id[16], struct urs_err *err)
+{
+	int r = ckpt_pagesink_open(w, dirfd, stream_fd, err);
 	if (r == 0)
 		ckpt_pagemacs_start(&w->macs, seal, id);
 	return r;

@@ -452,6 +452,24 @@ int ckpt_pages_open(struct ckpt_pages_writer *w, int dirfd, const struct ckpt_se
 		    const uint8_t id[16], struct urs_err *err);
 
 /**
+ * ckpt_pages_open_stream() - ckpt_pages_open(), the page data going to a stream
+ * @w: the writer (cleared first)
+ * @dirfd: the image directory: its pages.img gets only the header page
+ * @stream_fd: a pipe or socket the page data is written to, in order
+ *             (store/remote.h uploads it); -1: into pages.img
+ * @seal: the key its chunks are MAC'd under (must outlive @w's use)
+ * @id: the image id
+ * @err: what failed
+ *
+ * Whoever reads the stream puts it back at offset CKPT_PAGE_SIZE of
+ * pages.img. Call ckpt_pages_abort() after a failure too.
+ *
+ * Return: 0 or a negative errno with @err.
+ */
+int ckpt_pages_open_stream(struct ckpt_pages_writer *w, int dirfd, int stream_fd,
+			   const struct ckpt_seal *seal, const uint8_t id[16], struct urs_err *err);
+
+/**
  * ckpt_pages_append() - append @n bytes of page data
  * @w: the writer
  * @p: the bytes (copied before this returns)

@@ -44,11 +44,22 @@ static int key_read(const char *path, uint8_t key[CKPT_KEY_LEN], struct urs_err 
 	return 0;
 }
 
+int ckpt_key_path(const char *root, char *path, size_t len)
+{
+	return key_path(root, path, len);
+}
+
 int ckpt_key(const char *root, bool create, uint8_t key[CKPT_KEY_LEN], struct urs_err *err)
 {
-	char path[4096], tmp[4200];
+	char path[4096];
 	if (key_path(root, path, sizeof(path)) < 0)
 		return urs_err_set(err, -ENAMETOOLONG, "checkpoint key: path too long");
+	return ckpt_key_file(path, create, key, err);
+}
+
+int ckpt_key_file(const char *path, bool create, uint8_t key[CKPT_KEY_LEN], struct urs_err *err)
+{
+	char tmp[4200];
 	int r = key_read(path, key, err);
 	if (r != -ENOENT)
 		return r == 0 || err->msg[0]

@@ -9,6 +9,7 @@
 #define URSA_CKPT_KEY_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "runtime/err.h"
@@ -29,5 +30,26 @@
  * Return: 0 or a negative errno.
  */
 int ckpt_key(const char *root, bool create, uint8_t key[CKPT_KEY_LEN], struct urs_err *err);
+
+/**
+ * ckpt_key_file() - ckpt_key() for a key file named directly
+ * @path: the key file
+ * @create: make it when there is none
+ * @key: the key, on success
+ * @err: what failed, and where
+ *
+ * Return: 0 or a negative errno.
+ */
+int ckpt_key_file(const char *path, bool create, uint8_t key[CKPT_KEY_LEN], struct urs_err *err);
+
+/**
+ * ckpt_key_path() - where ckpt_key() looks for a state root's key
+ * @root: the state root
+ * @path: filled
+ * @len: its size
+ *
+ * Return: 0 or -ENAMETOOLONG.
+ */
+int ckpt_key_path(const char *root, char *path, size_t len);
 
 #endif

@@ -64,7 +64,7 @@ static void sink_free(struct ckpt_pages_writer *w)
 	free(s);
 }
 
-int ckpt_pagesink_open(struct ckpt_pages_writer *w, int dirfd, struct urs_err *err)
+int ckpt_pagesink_open(struct ckpt_pages_writer *w, int dirfd, int stream_fd, struct urs_err *err)
 {
 	memset(w, 0, sizeof(*w));
 	w->fd = -1;
@@ -76,12 +76,13 @@ int ckpt_pagesink_open(struct ckpt_pages_writer *w, int dirfd, struct urs_err *e
 	if (w->fd < 0)
 		return urs_err_set(err, -errno, "checkpoint: creating pages.img: %m");
 	struct pagesink *s = calloc(1, sizeof(*s));
-	if (!s || urs_sink_init(&s->sink, NULL, w->fd, CKPT_PAGE_SIZE, CKPT_SINK_NBUFS,
+	if (!s || urs_sink_init(&s->sink, NULL, stream_fd >= 0 ? stream_fd : w->fd,
+				stream_fd >= 0 ? URS_SINK_STREAM : CKPT_PAGE_SIZE, CKPT_SINK_NBUFS,
 				CKPT_SINK_BUFSIZE) < 0) {
 		free(s);
 		return urs_err_set(err, -ENOMEM, "checkpoint: out of memory");
 	}
-	if (!getenv("URSA_CKPT_NO_URING")) { /* (benchmarks compare) */
+	if (stream_fd < 0 && !getenv("URSA_CKPT_NO_URING")) { /* (benchmarks compare) */
 		s->sink.on_full = start_uring;
 		s->sink.on_full_ctx = s;
 	}

@@ -37,6 +37,8 @@
  * ckpt_pagesink_open() - create pages.img and its sink
  * @w: the writer (cleared first)
  * @dirfd: the image directory
+ * @stream_fd: -1, or a pipe the page data goes to with write(2), in order
+ *             (pages.img then holds the header page only; no ring)
  * @err: what failed
  *
  * pages.img created in @dirfd (a stale core.img removed first), the ring
@@ -46,7 +48,7 @@
  * Return: 0, -ENOMEM, or the negative errno of removing core.img or
  * creating pages.img. Call ckpt_pagesink_abort() after a failure too.
  */
-int ckpt_pagesink_open(struct ckpt_pages_writer *w, int dirfd, struct urs_err *err);
+int ckpt_pagesink_open(struct ckpt_pages_writer *w, int dirfd, int stream_fd, struct urs_err *err);
 
 /**
  * ckpt_pagesink_append() - @n bytes of page data

@@ -26,6 +26,7 @@
 #include "ckpt/trace.h"
 #include "cmd/cli.h"
 #include "cmd/cmd.h"
+#include "cmd/remote.h"
 #include "host/cgroup.h"
 #include "host/fs.h"
 #include "host/proc.h"
@@ -217,13 +218,23 @@ static int finish(const struct urs_state *st, const char *freezer, bool sup_apar
 }
 
 struct ckpt_args {
-	const char *image, *work;
+	const char *image, *work, *profile;
 	bool leave;
 };
 
-/* the image directory, made (0700) and resolved into @dir */
-static int image_dir(const struct ckpt_args *a, char *dir)
+/* the image directory, made (0700) and resolved into @dir; for object
+ * storage, a stage directory for the small files and ursa-store started */
+static int image_dir(const struct ckpt_args *a, char *dir, struct urs_remote_job *job)
 {
+	if (urs_is_remote(a->image)) {
+		struct urs_err err = {{0}};
+		if (urs_remote_put_start(a->image, G.root, a->profile, job, &err) < 0) {
+			urs_error("checkpoint: %s: %s", a->image, err.msg);
+			return -1;
+		}
+		snprintf(dir, PATH_MAX, "%s", job->stage);
+		return 0;
+	}
 	int r = urs_mkdir_p(a->image, 0700);
 	if (r == 0 && a->work)
 		r = urs_mkdir_p(a->work, 0700);
@@ -232,6 +243,20 @@ static int image_dir(const struct ckpt_args *a, char *dir)
 		return -1;
 	}
 	return 0;
+}
+
+/* the image in object storage once its last object is up; a failure thaws
+ * the sandbox (it runs on, no image) */
+static int remote_commit(const struct urs_state *st, struct urs_remote_job *job,
+			 const char *freezer, const char *url)
+{
+	struct urs_err err = {{0}};
+	if (urs_remote_put_commit(job, &err) == 0)
+		return 0;
+	urs_error("checkpoint %s: %s: %s", st->id, url, err.msg);
+	if (freezer)
+		urs_cg2_freeze(freezer, false, NULL);
+	return -1;
 }
 
 static int checkpoint_run(struct urs_state *st, const struct ckpt_args *a)
@@ -248,7 +273,8 @@ static int checkpoint_run(struct urs_state *st, const struct ckpt_args *a)
 	 * its supervisor sees it closed and thaws it (actors/supervisor.c,
 	 * ctl_guard); closed last (declared first) */
 	_cleanup_close_ int guardfd = urs_ctl_send(sdir, "guard");
-	if (image_dir(a, dir) < 0)
+	struct urs_remote_job job = {.pid = -1, .pages_fd = -1, .ctl_fd = -1, .reply_fd = -1};
+	if (image_dir(a, dir, &job) < 0)
 		return 1;
 	int rc = 1;
 	uint8_t key[URS_CKPT_KEY_LEN] = {0}; /* made at the first checkpoint */
@@ -310,13 +336,17 @@ static int checkpoint_run(struct urs_state *st, const struct ckpt_args *a)
 					.seccomp_replace = urs_ckpt_seccomp_replace,
 					.seccomp_ctx = st,
 					.sup_wait = sup_apart ? sup_wait_cb : NULL,
-					.sup_ctx = &ask};
+					.sup_ctx = &ask,
+					.pages_stream = job.pid > 0,
+					.pages_fd = job.pages_fd};
 	struct ckpt_dump_stats ds;
 	if (ckpt_container_checkpoint(&o, &ds, &err) < 0) {
-		say_failure(st->id, dir, &err);
+		say_failure(st->id, job.pid > 0 ? a->image : dir, &err);
 		urs_ckpt_worklog(a->work, "dump.log", "error: %s", err.msg);
 		goto out;
 	}
+	if (job.pid > 0 && remote_commit(st, &job, freezer, a->image) < 0)
+		goto out;
 	urs_ckpt_worklog(a->work, "dump.log",
 			 "dumped %u tasks, %llu pages (%llu zero pages skipped), %llu bytes in "
 			 "%.3f ms",
@@ -326,7 +356,7 @@ static int checkpoint_run(struct urs_state *st, const struct ckpt_args *a)
 	/* the files CRIU's clients look for: podman restores only an image
 	 * holding CRIU's inventory.img (it stats it) and exports the work
 	 * directory's stats-dump with it; empty, ursa's restore reads neither */
-	client_marker(dir, "inventory.img");
+	client_marker(job.pid > 0 ? NULL : dir, "inventory.img");
 	client_marker(a->work, "stats-dump");
 	sealed = true; /* complete: whatever happens next, it is kept whole */
 	rc = finish(st, freezer, sup_apart, a->leave, pidfd);
@@ -340,6 +370,7 @@ out:
 		snprintf(sup_img, sizeof(sup_img), "%s/%s", dir, URS_SUPSTATE_FILE);
 		unlink(sup_img);
 	}
+	urs_remote_job_end(&job); /* uncommitted: ursa-store removes what it wrote */
 	explicit_bzero(key, sizeof(key));
 	if (masked)
 		sigprocmask(SIG_SETMASK, &oldmask, NULL);
@@ -350,13 +381,16 @@ out:
 
 int cmd_checkpoint(int argc, char **argv)
 {
-	const char *image = NULL, *work = NULL, *parent = NULL, *cgmode = NULL, *page_server = NULL;
+	const char *image = NULL, *work = NULL, *profile = NULL, *parent = NULL, *cgmode = NULL, *page_server = NULL;
 	bool leave = false, tcp = false, unix_sk = false, locks = false, shell = false,
 	     lazy = false, pre = false, dedup = false;
 	int status_fd = -1;
 	struct urs_strlist empty_ns = {0}, external = {0};
 	const struct urs_opt opts[] = {
-		{"image-path", 0, URS_OPT_STR, &image, "directory for the image (created)"},
+		{"image-path", 0, URS_OPT_STR, &image,
+		 "directory for the image (created), or s3://BUCKET/PREFIX"},
+		{"s3-profile", 0, URS_OPT_STR, &profile,
+		 "profile of /etc/ursa/s3.conf for s3:// (default: $AWS_PROFILE, default)"},
 		{"work-path", 0, URS_OPT_STR, &work, "directory for dump.log"},
 		{"leave-running", 0, URS_OPT_FLAG, &leave, "keep the container running afterwards"},
 		{"tcp-established", 0, URS_OPT_FLAG, &tcp, "(accepted: TCP is closed)"},
@@ -381,7 +415,7 @@ int cmd_checkpoint(int argc, char **argv)
 	if (rc >= 0)
 		return rc;
 	ckpt_trace("cli: checkpoint opened");
-	struct ckpt_args a = {.image = image, .work = work, .leave = leave};
+	struct ckpt_args a = {.image = image, .work = work, .leave = leave, .profile = profile};
 	rc = refused(cgmode, lazy, pre, parent, page_server, status_fd, locks, external.n)
 		     ? 1
 		     : checkpoint_run(&st, &a);

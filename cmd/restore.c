@@ -26,6 +26,7 @@
 #include "ckpt/trace.h"
 #include "cmd/cli.h"
 #include "cmd/cmd.h"
+#include "cmd/remote.h"
 #include "host/cgroup.h"
 
 #define CAP_SETGID_BIT	     (1ull << 6)
@@ -97,17 +98,15 @@ static bool refused(bool locks, bool lazy, const char *lsm, const char *lsm_moun
 
 /* the image checked, the sandbox made from the bundle with the image's
  * tree as its init's (actors/sandbox.c), waited for unless --detach */
-static int restore_run(struct urs_create_args *c, const char *image, const char *work)
+static int restore_run(struct urs_create_args *c, const char *image, const char *work,
+		       const char *stage)
 {
-	if (!image) {
-		urs_error("restore: --image-path is required");
-		return 1;
-	}
 	/* checked (owner, MACs, manifest) before anything is made; an `ursa do`
 	 * sandbox's layer unpacked as the bundle when none is given */
 	struct urs_err err = {{0}};
 	struct ckpt_container_image img;
-	if (ckpt_container_image_open(image, G.root, c->id, !c->bundle, &img, &err) < 0) {
+	if (ckpt_container_image_open(stage ? stage : image, G.root, c->id, !c->bundle, &img,
+				      &err) < 0) {
 		urs_error("%s", err.msg);
 		urs_ckpt_worklog(work, "restore.log", "error: %s", err.msg);
 		return 1;
@@ -158,6 +157,8 @@ static int restore_run(struct urs_create_args *c, const char *image, const char 
 		goto out;
 	}
 	ckpt_trace("cli: sandbox created");
+	if (stage) /* restored: the copy fetched from object storage goes */
+		urs_remote_rm_stage(stage);
 	urs_ckpt_worklog(work, "restore.log", "restored %s from %s: init pid %d", c->id, dir,
 			 (int) st.pid);
 	urs_sandbox_hooks(G.root, &st, c->spec, URS_HOOK_POSTSTART, "running", urs_warn);
@@ -173,15 +174,45 @@ out:
 	return rc;
 }
 
+/* a local image, or one fetched from object storage into a stage
+ * directory first (every object authenticated), removed afterwards */
+static int restore_from(struct urs_create_args *c, const char *image, const char *work,
+			const char *profile)
+{
+	if (!image) {
+		urs_error("restore: --image-path is required");
+		return 1;
+	}
+	if (!urs_is_remote(image))
+		return restore_run(c, image, work, NULL);
+	char stage[PATH_MAX];
+	struct urs_err err = {{0}};
+	if (urs_remote_fetch(image, G.root, profile, stage, sizeof(stage), &err) < 0) {
+		urs_error("%s", err.msg);
+		urs_ckpt_worklog(work, "restore.log", "error: %s", err.msg);
+		return 1;
+	}
+	int rc = restore_run(c, image, work, stage);
+	char *slash = strrchr(stage, '/'); /* STAGE/image: its parent too */
+	if (slash)
+		*slash = 0;
+	urs_remote_rm_stage(stage);
+	return rc;
+}
+
 int cmd_restore(int argc, char **argv)
 {
 	struct urs_create_args c = {0};
-	const char *image = NULL, *work = NULL, *cgmode = NULL, *lsm = NULL, *lsm_mount = NULL;
+	const char *image = NULL, *work = NULL, *cgmode = NULL, *lsm = NULL, *lsm_mount = NULL,
+		   *profile = NULL;
 	bool tcp = false, unix_sk = false, shell = false, locks = false, lazy = false,
 	     dedup = false;
 	struct urs_strlist empty_ns = {0};
 	const struct urs_opt opts[] = {
-		{"image-path", 0, URS_OPT_STR, &image, "checkpoint image directory"},
+		{"image-path", 0, URS_OPT_STR, &image,
+		 "checkpoint image directory, or s3://BUCKET/PREFIX"},
+		{"s3-profile", 0, URS_OPT_STR, &profile,
+		 "profile of /etc/ursa/s3.conf for s3:// (default: $AWS_PROFILE, default)"},
 		{"work-path", 0, URS_OPT_STR, &work, "directory for restore.log"},
 		{"bundle", 'b', URS_OPT_STR, &c.bundle, "bundle directory"},
 		{"detach", 'd', URS_OPT_FLAG, &c.detach, "do not wait for the container"},
@@ -211,7 +242,7 @@ int cmd_restore(int argc, char **argv)
 	if (!(c.id = urs_require_id("restore", argc, argv, i)))
 		return 1;
 	ckpt_trace("cli: restore parsed");
-	int rc = refused(locks, lazy, lsm, lsm_mount, cgmode) ? 1 : restore_run(&c, image, work);
+	int rc = refused(locks, lazy, lsm, lsm_mount, cgmode) ? 1 : restore_from(&c, image, work, profile);
 	urs_create_args_free(&c);
 	ckpt_trace("cli: restore done");
 	return rc;

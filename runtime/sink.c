@@ -42,9 +42,11 @@ static int submit_cur(struct urs_sink *s)
 	struct urs_sink_buf *b = &s->bufs[s->cur];
 	int r;
 	if (!s->loop) {
-		r = urs_pwrite_all(s->fd, b->data, b->fill, s->off);
+		r = s->off == URS_SINK_STREAM ? urs_write_all(s->fd, b->data, b->fill)
+					      : urs_pwrite_all(s->fd, b->data, b->fill, s->off);
 		if (r == 0) {
-			s->off += b->fill;
+			if (s->off != URS_SINK_STREAM)
+				s->off += b->fill;
 			s->written += b->fill;
 		}
 		b->fill = 0;
@@ -96,6 +98,8 @@ int urs_sink_init(struct urs_sink *s, struct urs_loop *loop, int fd, uint64_t of
 
 int urs_sink_use_loop(struct urs_sink *s, struct urs_loop *loop)
 {
+	if (s->off == URS_SINK_STREAM)
+		return -ESPIPE; /* writes in flight could land out of order */
 	int r = urs_writer_init(&s->w, loop, s->fd, s->off, (size_t) s->nbufs * s->bufsize,
 				s->nbufs, NULL);
 	if (r == 0)

@@ -29,6 +29,8 @@
 #include "runtime/writer.h"
 
 #define URS_SINK_MAXBUFS 8
+/* urs_sink_init's @off for a pipe or socket: write(2) in order, no ring */
+#define URS_SINK_STREAM UINT64_MAX
 
 struct urs_sink;
 
@@ -60,8 +62,9 @@ struct urs_sink {
  * urs_sink_init() - a sink writing @fd from file offset @off
  * @s: the sink
  * @loop: the loop to write on, or NULL for pwrite(2)
- * @fd: a seekable fd
- * @off: the file offset of the first byte
+ * @fd: a seekable fd, or a stream with @off URS_SINK_STREAM
+ * @off: the file offset of the first byte, or URS_SINK_STREAM: each full
+ *       buffer goes out with write(2), in order (never through a ring)
  * @nbufs: buffers in the ring (0: 4; at most URS_SINK_MAXBUFS)
  * @bufsize: bytes per buffer (0: 1 MiB)
  *

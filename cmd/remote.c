@@ -1,0 +1,250 @@
+/*
+ * cmd/remote.c — the CLI's side of ursa-store (cmd/remote.h): the stage
+ * directory, the process and its pipes, the short line protocol of
+ * cmd/store_main.c.
+ */
+#include "cmd/remote.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "ckpt/key.h"
+#include "host/fs.h"
+#include "runtime/common.h"
+#include "runtime/io.h"
+
+#define PAGE_SIZE_IMG 4096 /* pages.img's header page: the data follows */
+
+/* ursa-store beside the running ursa, else on PATH */
+static void helper_path(char *out, size_t len)
+{
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n > 0) {
+		self[n] = 0;
+		char *slash = strrchr(self, '/');
+		if (slash) {
+			*slash = 0;
+			snprintf(out, len, "%s/ursa-store", self);
+			if (access(out, X_OK) == 0)
+				return;
+		}
+	}
+	snprintf(out, len, "ursa-store");
+}
+
+static int make_stage(const char *root, const char *what, char *stage, size_t len,
+		      struct urs_err *err)
+{
+	char base[PATH_MAX];
+	snprintf(base, sizeof(base), "%s/.remote", root);
+	int r = urs_mkdir_p(base, 0700);
+	if (r < 0)
+		return urs_err_set(err, r, "creating %s: %s", base, strerror(-r));
+	snprintf(stage, len, "%s/%s.XXXXXX", base, what);
+	if (!mkdtemp(stage))
+		return urs_err_set(err, -errno, "creating a stage directory in %s: %m", base);
+	return 0;
+}
+
+static int rm_one(const char *path, const struct stat *sb, int type, struct FTW *f)
+{
+	(void) sb, (void) f;
+	if (type == FTW_DP)
+		rmdir(path);
+	else
+		unlink(path);
+	return 0;
+}
+
+void urs_remote_rm_stage(const char *stage)
+{
+	if (stage && *stage)
+		nftw(stage, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* fork + exec ursa-store with @fds as its 0, 1, 2 and 3 (-1: /dev/null) */
+static pid_t spawn(char *const argv[], const int fds[4], struct urs_err *err)
+{
+	char path[PATH_MAX];
+	helper_path(path, sizeof(path));
+	pid_t pid = fork();
+	if (pid < 0)
+		return urs_err_set(err, -errno, "starting ursa-store: %m");
+	if (pid == 0) {
+		int null = open("/dev/null", O_RDWR);
+		int tmp[4];
+		for (int i = 0; i < 4; i++)
+			tmp[i] = fcntl(fds[i] >= 0 ? fds[i] : null, F_DUPFD_CLOEXEC, 10);
+		for (int i = 0; i < 4; i++)
+			dup2(tmp[i], i);
+		close_range(4, ~0u, 0);
+		sigset_t none;
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		execvp(path, argv);
+		fprintf(stderr, "ursa-store: cannot run %s: %m\n", path);
+		_exit(127);
+	}
+	return pid;
+}
+
+int urs_remote_put_start(const char *url, const char *root, const char *profile,
+			 struct urs_remote_job *j, struct urs_err *err)
+{
+	*j = (struct urs_remote_job){.pid = -1, .pages_fd = -1, .ctl_fd = -1, .reply_fd = -1};
+	char key[PATH_MAX];
+	if (ckpt_key_path(root, key, sizeof(key)) < 0)
+		return urs_err_set(err, -ENAMETOOLONG, "checkpoint key: path too long");
+	int r = make_stage(root, "put", j->stage, sizeof(j->stage), err);
+	if (r < 0)
+		return r;
+	int pages[2], ctl[2], reply[2];
+	if (pipe2(pages, O_CLOEXEC) < 0)
+		goto fail_errno;
+	if (pipe2(ctl, O_CLOEXEC) < 0) {
+		close(pages[0]), close(pages[1]);
+		goto fail_errno;
+	}
+	if (pipe2(reply, O_CLOEXEC) < 0) {
+		close(pages[0]), close(pages[1]), close(ctl[0]), close(ctl[1]);
+		goto fail_errno;
+	}
+	fcntl(pages[1], F_SETPIPE_SZ, 1 << 20); /* fewer wake-ups; best effort */
+	/* ursa-store gone: EPIPE for the dumper, never a signal that kills us
+	 * with the sandbox frozen */
+	signal(SIGPIPE, SIG_IGN);
+	char stream[64];
+	snprintf(stream, sizeof(stream), "pages.img@%d", PAGE_SIZE_IMG);
+	char *argv[12] = {"ursa-store", "put", "--key-file", key, "--stream", stream};
+	int n = 6;
+	if (profile)
+		argv[n++] = "--profile", argv[n++] = (char *) profile;
+	argv[n++] = (char *) url;
+	argv[n++] = j->stage;
+	int fds[4] = {ctl[0], reply[1], -1, pages[0]};
+	j->pid = spawn(argv, fds, err);
+	close(ctl[0]), close(reply[1]), close(pages[0]);
+	j->pages_fd = pages[1], j->ctl_fd = ctl[1], j->reply_fd = reply[0];
+	if (j->pid < 0) {
+		r = j->pid;
+		urs_remote_job_end(j);
+		return r;
+	}
+	return 0;
+fail_errno:
+	r = urs_err_set(err, -errno, "pipes for ursa-store: %m");
+	urs_remote_rm_stage(j->stage);
+	j->stage[0] = 0;
+	return r;
+}
+
+/* one line from ursa-store: "WORD ...", or its error ("error: ...") */
+static int reply_line(struct urs_remote_job *j, const char *want, char *line, size_t len,
+		      struct urs_err *err)
+{
+	size_t n = 0;
+	while (n + 1 < len) {
+		ssize_t k = read(j->reply_fd, line + n, 1);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0 || line[n] == '\n')
+			break;
+		n++;
+	}
+	line[n] = 0;
+	if (!strncmp(line, want, strlen(want)))
+		return 0;
+	if (!strncmp(line, "error: ", 7))
+		return urs_err_set(err, -EIO, "%s", line + 7);
+	return urs_err_set(err, -EIO, "ursa-store ended without saying why (%s)",
+			   n ? line : "no reply");
+}
+
+int urs_remote_put_commit(struct urs_remote_job *j, struct urs_err *err)
+{
+	char line[1200];
+	close(j->pages_fd); /* the end of the page data */
+	j->pages_fd = -1;
+	int r = reply_line(j, "streamed ", line, sizeof(line), err);
+	if (r == 0 && urs_write_all(j->ctl_fd, "commit\n", 7) < 0)
+		r = urs_err_set(err, -EIO, "ursa-store is gone");
+	if (r == 0)
+		r = reply_line(j, "ok ", line, sizeof(line), err);
+	return r;
+}
+
+void urs_remote_job_end(struct urs_remote_job *j)
+{
+	int *fds[] = {&j->pages_fd, &j->ctl_fd, &j->reply_fd};
+	for (size_t k = 0; k < URS_ARRAY_SIZE(fds); k++)
+		if (*fds[k] >= 0) {
+			close(*fds[k]); /* its stdin closed without "commit": it removes
+					   what it wrote */
+			*fds[k] = -1;
+		}
+	if (j->pid > 0)
+		while (waitpid(j->pid, NULL, 0) < 0 && errno == EINTR)
+			;
+	j->pid = -1;
+	urs_remote_rm_stage(j->stage);
+	j->stage[0] = 0;
+}
+
+int urs_remote_fetch(const char *url, const char *root, const char *profile, char *stage,
+		     size_t len, struct urs_err *err)
+{
+	char key[PATH_MAX], dir[PATH_MAX];
+	if (ckpt_key_path(root, key, sizeof(key)) < 0)
+		return urs_err_set(err, -ENAMETOOLONG, "checkpoint key: path too long");
+	int r = make_stage(root, "get", dir, sizeof(dir), err);
+	if (r < 0)
+		return r;
+	snprintf(stage, len, "%s/image", dir);
+	int out[2];
+	if (pipe2(out, O_CLOEXEC) < 0) {
+		urs_remote_rm_stage(dir);
+		return urs_err_set(err, -errno, "a pipe for ursa-store: %m");
+	}
+	char *argv[10] = {"ursa-store", "get", "--key-file", key};
+	int n = 4;
+	if (profile)
+		argv[n++] = "--profile", argv[n++] = (char *) profile;
+	argv[n++] = (char *) url;
+	argv[n++] = stage;
+	int fds[4] = {-1, out[1], out[1], -1};
+	pid_t pid = spawn(argv, fds, err);
+	close(out[1]);
+	char msg[1200] = "";
+	size_t m = 0;
+	ssize_t k;
+	while (pid > 0 && m + 1 < sizeof(msg) &&
+	       ((k = read(out[0], msg + m, sizeof(msg) - 1 - m)) > 0 || (k < 0 && errno == EINTR)))
+		m += k > 0 ? (size_t) k : 0;
+	msg[m] = 0;
+	close(out[0]);
+	int status = 0;
+	while (pid > 0 && waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (pid > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		return 0;
+	urs_remote_rm_stage(dir);
+	stage[0] = 0;
+	if (pid < 0)
+		return pid;
+	char *nl = strchr(msg, '\n');
+	if (nl)
+		*nl = 0;
+	return urs_err_set(err, -EIO, "restore: %s",
+			   !strncmp(msg, "ursa-store: ", 12) ? msg + 12
+			   : *msg			      ? msg
+							      : "ursa-store failed");
+}

@@ -1,0 +1,208 @@
+/*
+ * cmd/store_main.c — `ursa-store`, the short-lived process that moves a
+ * checkpoint image to and from object storage (store/remote.h). A program
+ * of its own because libcurl and libcrypto come only as shared libraries
+ * (meson.build): the static `ursa` binary and the long-lived supervisor
+ * never load them; `ursa checkpoint|restore --image-path s3://...` start
+ * this beside themselves (cmd/remote.c).
+ *
+ *   ursa-store put [OPTS] [--stream FILE@OFF] s3://BUCKET/PREFIX STAGE
+ *     With --stream, fd 3 is read to its end into FILE at OFF (the dumper's
+ *     pages, never on local disk); then "streamed BYTES" on stdout. Then a
+ *     line "commit" on stdin uploads every file of the directory STAGE (the
+ *     image's small files) and the index, and answers "ok OBJECTS BYTES".
+ *     Anything else on stdin — EOF above all, the caller died — removes
+ *     every object written and exits 1: no image.
+ *   ursa-store get [OPTS] s3://BUCKET/PREFIX DEST
+ *     The image into the new directory DEST (0700), each object
+ *     authenticated.
+ *   OPTS: --key-file FILE (the host's checkpoint key, required), --config
+ *     FILE (default /etc/ursa/s3.conf), --profile NAME.
+ * Errors go to stderr as one line ("ursa-store: ..."); put also writes
+ * "error: ..." on stdout for its caller.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ckpt/key.h"
+#include "runtime/common.h"
+#include "runtime/loop.h"
+#include "store/remote.h"
+#include "store/s3_conf.h"
+
+struct args {
+	const char *cmd, *url, *dir, *key_file, *config, *profile, *stream;
+};
+
+static int usage(void)
+{
+	fprintf(stderr, "usage: ursa-store put|get --key-file FILE [--config FILE] "
+			"[--profile NAME] [--stream FILE@OFF] s3://BUCKET/PREFIX DIR\n");
+	return 2;
+}
+
+static int parse_args(int argc, char **argv, struct args *a)
+{
+	int pos = 0;
+	for (int i = 1; i < argc; i++) {
+		const char **opt = !strcmp(argv[i], "--key-file") ? &a->key_file
+				   : !strcmp(argv[i], "--config") ? &a->config
+				   : !strcmp(argv[i], "--profile") ? &a->profile
+				   : !strcmp(argv[i], "--stream")  ? &a->stream
+								   : NULL;
+		if (opt && i + 1 < argc)
+			*opt = argv[++i];
+		else if (opt || argv[i][0] == '-')
+			return -1;
+		else if (pos == 0)
+			a->cmd = argv[i], pos++;
+		else if (pos == 1)
+			a->url = argv[i], pos++;
+		else if (pos == 2)
+			a->dir = argv[i], pos++;
+		else
+			return -1;
+	}
+	return pos == 3 && a->key_file ? 0 : -1;
+}
+
+static void say(bool reply, const char *fmt, const char *msg)
+{
+	fprintf(stderr, "ursa-store: %s\n", msg);
+	if (reply) {
+		printf(fmt, msg);
+		fflush(stdout);
+	}
+}
+
+/* the regular files of @dir and its subdirectories (one level), in name
+ * order, each into an object */
+static int put_dir(struct urs_remote *r, const char *dir, const char *sub, struct urs_err *err)
+{
+	char path[4096];
+	snprintf(path, sizeof(path), "%s%s%s", dir, *sub ? "/" : "", sub);
+	struct dirent **ents = NULL;
+	int n = scandir(path, &ents, NULL, alphasort), e = 0;
+	if (n < 0)
+		return urs_err_set(err, -errno, "reading %s: %m", path);
+	for (int i = 0; i < n; i++) {
+		const char *name = ents[i]->d_name;
+		char rel[URS_REMOTE_FILE_MAX + 2], file[4400];
+		struct stat sb;
+		snprintf(rel, sizeof(rel), "%s%s%s", sub, *sub ? "/" : "", name);
+		snprintf(file, sizeof(file), "%s/%s", path, name);
+		if (e < 0 || name[0] == '.' || lstat(file, &sb) < 0)
+			continue;
+		if (S_ISDIR(sb.st_mode) && !*sub) {
+			e = put_dir(r, dir, name, err);
+		} else if (S_ISREG(sb.st_mode)) {
+			int fd = open(file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+			e = fd < 0 ? urs_err_set(err, -errno, "opening %s: %m", file)
+				   : urs_remote_put_fd(r, fd, rel, 0, STDIN_FILENO, err);
+			if (fd >= 0)
+				close(fd);
+		}
+	}
+	for (int i = 0; i < n; i++)
+		free(ents[i]);
+	free(ents);
+	return e;
+}
+
+static int stream(struct urs_remote *r, const char *spec, struct urs_err *err)
+{
+	char file[URS_REMOTE_FILE_MAX + 1];
+	const char *at = strrchr(spec, '@');
+	char *end;
+	if (!at || (size_t) (at - spec) >= sizeof(file))
+		return urs_err_set(err, -EINVAL, "--stream %s: not FILE@OFFSET", spec);
+	unsigned long long off = strtoull(at + 1, &end, 10);
+	if (*end || at[1] == 0)
+		return urs_err_set(err, -EINVAL, "--stream %s: not FILE@OFFSET", spec);
+	snprintf(file, (size_t) (at - spec) + 1, "%s", spec);
+	int fl = fcntl(3, F_GETFL);
+	if (fl < 0 || fcntl(3, F_SETFL, fl | O_NONBLOCK) < 0)
+		return urs_err_set(err, -EBADF, "--stream: fd 3 is not open");
+	return urs_remote_put_fd(r, 3, file, off, STDIN_FILENO, err);
+}
+
+static int put(struct urs_remote *r, const struct args *a, struct urs_err *err)
+{
+	int e = urs_remote_put_begin(r, err);
+	if (e == 0 && a->stream && (e = stream(r, a->stream, err)) == 0) {
+		printf("streamed %" PRIu64 "\n", urs_remote_stats(r)->plain);
+		fflush(stdout);
+	}
+	char line[64] = "";
+	if (e == 0 && (!fgets(line, sizeof(line), stdin) || strcmp(line, "commit\n")))
+		e = urs_err_set(err, -ECANCELED, "cancelled by the caller (no commit)");
+	if (e == 0)
+		e = put_dir(r, a->dir, "", err);
+	if (e == 0)
+		e = urs_remote_put_commit(r, err);
+	if (e == 0) {
+		const struct urs_remote_stats *st = urs_remote_stats(r);
+		printf("ok %" PRIu32 " %" PRIu64 "\n", st->objects, st->sealed);
+		fflush(stdout);
+		return 0;
+	}
+	say(true, "error: %s\n", err->msg);
+	struct urs_err e2 = {{0}};
+	if (urs_remote_put_abort(r, &e2) < 0)
+		fprintf(stderr, "ursa-store: removing what was written: %s\n", e2.msg);
+	return e;
+}
+
+static int get(struct urs_remote *r, const struct args *a, struct urs_err *err)
+{
+	if (mkdir(a->dir, 0700) < 0)
+		return urs_err_set(err, -errno, "creating %s: %m", a->dir);
+	_cleanup_close_ int dfd = open(a->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	if (dfd < 0)
+		return urs_err_set(err, -errno, "opening %s: %m", a->dir);
+	return urs_remote_get(r, dfd, err);
+}
+
+int main(int argc, char **argv)
+{
+	struct args a = {0};
+	if (parse_args(argc, argv, &a) < 0 || (strcmp(a.cmd, "put") && strcmp(a.cmd, "get")))
+		return usage();
+	bool is_put = !strcmp(a.cmd, "put");
+	struct urs_err err = {{0}};
+	struct urs_s3_url url;
+	struct urs_s3_conf conf;
+	uint8_t key[CKPT_KEY_LEN];
+	struct urs_loop loop;
+	struct urs_remote *r = NULL;
+	int e = urs_s3_url_parse(a.url, &url, &err);
+	if (e == 0)
+		e = urs_s3_conf_load(&conf, a.config, a.profile, NULL, &err);
+	if (e == 0)
+		e = ckpt_key_file(a.key_file, is_put, key, &err);
+	if (e == 0 && (e = urs_loop_init(&loop, NULL)) < 0)
+		urs_err_set(&err, e, "io_uring: %s", strerror(-e));
+	if (e < 0) {
+		say(is_put, "error: %s\n", err.msg);
+		return 1;
+	}
+	e = urs_remote_open(&loop, &conf, url.bucket, url.prefix, key, NULL, &r, &err);
+	explicit_bzero(key, sizeof(key));
+	explicit_bzero(&conf, sizeof(conf));
+	if (e == 0)
+		e = is_put ? put(r, &a, &err) : get(r, &a, &err);
+	else
+		say(is_put, "error: %s\n", err.msg);
+	if (e < 0 && !is_put)
+		say(false, "%s", err.msg);
+	urs_remote_close(r);
+	urs_loop_fini(&loop);
+	return e < 0 ? 1 : 0;
+}
