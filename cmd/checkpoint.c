@@ -381,7 +381,8 @@ out:
 
 int cmd_checkpoint(int argc, char **argv)
 {
-	const char *image = NULL, *work = NULL, *profile = NULL, *parent = NULL, *cgmode = NULL, *page_server = NULL;
+	const char *image = NULL, *work = NULL, *profile = NULL, *parent = NULL, *cgmode = NULL,
+		   *page_server = NULL;
 	bool leave = false, tcp = false, unix_sk = false, locks = false, shell = false,
 	     lazy = false, pre = false, dedup = false;
 	int status_fd = -1;

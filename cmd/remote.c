@@ -245,6 +245,6 @@ int urs_remote_fetch(const char *url, const char *root, const char *profile, cha
 		*nl = 0;
 	return urs_err_set(err, -EIO, "restore: %s",
 			   !strncmp(msg, "ursa-store: ", 12) ? msg + 12
-			   : *msg			      ? msg
-							      : "ursa-store failed");
+			   : *msg			     ? msg
+							     : "ursa-store failed");
 }

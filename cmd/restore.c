@@ -242,7 +242,9 @@ int cmd_restore(int argc, char **argv)
 	if (!(c.id = urs_require_id("restore", argc, argv, i)))
 		return 1;
 	ckpt_trace("cli: restore parsed");
-	int rc = refused(locks, lazy, lsm, lsm_mount, cgmode) ? 1 : restore_from(&c, image, work, profile);
+	int rc = refused(locks, lazy, lsm, lsm_mount, cgmode)
+			 ? 1
+			 : restore_from(&c, image, work, profile);
 	urs_create_args_free(&c);
 	ckpt_trace("cli: restore done");
 	return rc;

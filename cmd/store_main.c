@@ -52,8 +52,8 @@ static int parse_args(int argc, char **argv, struct args *a)
 {
 	int pos = 0;
 	for (int i = 1; i < argc; i++) {
-		const char **opt = !strcmp(argv[i], "--key-file") ? &a->key_file
-				   : !strcmp(argv[i], "--config") ? &a->config
+		const char **opt = !strcmp(argv[i], "--key-file")  ? &a->key_file
+				   : !strcmp(argv[i], "--config")  ? &a->config
 				   : !strcmp(argv[i], "--profile") ? &a->profile
 				   : !strcmp(argv[i], "--stream")  ? &a->stream
 								   : NULL;

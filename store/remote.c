@@ -88,6 +88,11 @@ static void on_req(struct urs_s3_req *q, int res)
 	if (res < 0 && !r->fail) {
 		r->fail = res;
 		r->ferr = q->err;
+		if (q->op == URS_S3_GET && q->status == 416) /* a range past its end */
+			r->fail = urs_err_set(&r->ferr, -EBADMSG,
+					      "object storage: s3://%s/%s is truncated or was "
+					      "replaced (not the size the index says)",
+					      r->bucket, q->key);
 	}
 	b->state = B_FREE;
 	if (res == 0 && q->op == URS_S3_MPU_PART) {

@@ -8,59 +8,8 @@
 # (SigV4/Content-MD5 checks and fault injection). Waits on their output,
 # never sleeps; stops both on exit.
 set -u
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
-. "$here/../lib/skip.sh"
 bin=${1:?usage: live.sh TEST_BINARY}
-need_cmd node python3
-s3rver=${S3RVER:-$root/.deps/s3rver/node_modules/s3rver/bin/s3rver.js}
-[ -f "$s3rver" ] || skip_or_fail "no s3rver at $s3rver (scripts/setup installs it into .deps/s3rver)"
-
-tmp=$(mktemp -d /tmp/ursa-s3.XXXXXX)
-pids=()
-cleanup() {
-	local p
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
-	wait 2>/dev/null
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-
-# start NAME REGEX CMD...: run CMD with its output on a fifo, wait (at most
-# 60 s) for the line matching REGEX, set $got to the port it names, keep
-# draining the output into $tmp/NAME.log
-start() {
-	local name=$1 re=$2 line
-	shift 2
-	mkfifo "$tmp/$name.out"
-	"$@" >"$tmp/$name.out" 2>&1 &
-	pids+=($!)
-	exec {fd}<"$tmp/$name.out"
-	while IFS= read -r -t 60 -u "$fd" line; do
-		echo "$line" >>"$tmp/$name.log"
-		if [[ $line =~ $re ]]; then
-			cat <&"$fd" >>"$tmp/$name.log" &
-			pids+=($!)
-			got=${BASH_REMATCH[1]}
-			return 0
-		fi
-	done
-	echo "FAIL: $name did not say it was listening; its output:" >&2
-	cat "$tmp/$name.log" >&2
-	return 1
-}
-
-# --openssl-legacy-provider: s3rver 3.7.1 encrypts ListObjectsV2 continuation
-# tokens with DES, which node 20's OpenSSL 3 only has in its legacy provider
-# (without it every truncated listing is a 500 ERR_OSSL_EVP_UNSUPPORTED)
-mkdir "$tmp/data"
-start s3rver 'listening on 127\.0\.0\.1:([0-9]+)' \
-	node --openssl-legacy-provider "$s3rver" -d "$tmp/data" -a 127.0.0.1 -p 0 -s --configure-bucket ursa-test || exit 1
-port=$got
-start proxy 'listening on 127\.0\.0\.1:([0-9]+)' \
-	python3 -u "$here/s3proxy.py" --upstream "127.0.0.1:$port" --secret S3RVER || exit 1
-pport=$got
-echo "# s3rver $(node "$s3rver" --version) on 127.0.0.1:$port, s3proxy on 127.0.0.1:$pport"
+. "$(dirname "$0")/s3env.sh"
 
 S3_BUCKET=ursa-test S3_DIRECT="http://127.0.0.1:$port" S3_PROXY="http://127.0.0.1:$pport" "$bin"
 rc=$?

@@ -9,6 +9,8 @@ Forwards every request to --upstream, except that:
                                                 the connection (RST, no reply)
       GET /__fault?mode=stall&n=1               read the request and never
                                                 answer (until the client hangs up)
+    A fault armed with &match=TEXT takes only requests whose path and query
+    contain TEXT (e.g. match=partNumber%3D2: the second part of an upload).
     GET /__stats returns "seen=N injected=N forwarded=N sig_bad=N";
     GET /__clear zeroes the counters and disarms faults.
   * with --secret, every S3 request's AWS SigV4 Authorization header is
@@ -36,7 +38,7 @@ import urllib.parse
 
 HOP = {"connection", "keep-alive", "transfer-encoding", "expect", "proxy-connection"}
 LOCK = threading.Lock()
-STATE = {"mode": None, "n": 0, "status": 503}
+STATE = {"mode": None, "n": 0, "status": 503, "match": ""}
 STATS = {"seen": 0, "injected": 0, "forwarded": 0, "sig_bad": 0}
 
 
@@ -126,9 +128,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         with LOCK:
             if u.path == "/__fault":
                 STATE.update(mode=q.get("mode", "status"), n=int(q.get("n", "1")),
-                             status=int(q.get("status", "503")))
+                             status=int(q.get("status", "503")), match=q.get("match", ""))
             elif u.path == "/__clear":
-                STATE.update(mode=None, n=0)
+                STATE.update(mode=None, n=0, match="")
                 for k in STATS:
                     STATS[k] = 0
             text = " ".join("%s=%d" % kv for kv in STATS.items())
@@ -137,7 +139,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def take_fault(self):
         with LOCK:
             STATS["seen"] += 1
-            if STATE["n"] > 0:
+            if STATE["n"] > 0 and STATE["match"] in self.path:
                 STATE["n"] -= 1
                 STATS["injected"] += 1
                 return STATE["mode"], STATE["status"]

@@ -1,0 +1,175 @@
+#!/usr/bin/env bash
+# tests/store/remote.sh — `ursa checkpoint|restore --image-path s3://...`
+# end to end: a real sandbox (busybox sh counting, a marker string and
+# ~12 MB of non-zero heap in its memory), a real s3rver behind
+# tests/store/s3proxy.py (tests/store/s3env.sh):
+#   - checkpoint to s3://: the container is gone, the image is objects
+#     under the prefix with an index, no local copy is left (the stage
+#     directory is gone), the pages went up as a multipart upload, and the
+#     marker appears in no stored byte (a local checkpoint of the same
+#     sandbox holds it: the check can fail)
+#   - restore from s3://: running, the pid file names the init, the counter
+#     goes on from where it was saved
+#   - refused before anything is made, nothing left (no record, no cgroup,
+#     no stage): a flipped byte in the pages object, a truncated object, an
+#     object swapped in from another image, a missing index (no image), and
+#     a host whose checkpoint key is not the image's
+#   - a checkpoint whose second part fails (5xx past the retries): an
+#     error naming the object, the sandbox runs on (not frozen), no index
+#     and no object under the prefix
+# Needs root (namespaces, cgroups, ptrace), node (s3rver), python3. Env:
+# URSA (ursa-store beside it).
+set -u
+URSA=${URSA:?}
+. "$(dirname "$0")/s3env.sh"
+P=rm$$-
+work=$tmp/work
+root=$work/root
+data=$tmp/data/ursa-test
+passed=0 failed=0
+ok() { passed=$((passed + 1)); echo "ok    $1"; }
+bad() { failed=$((failed + 1)); echo "FAIL  $1${2:+
+      $2}"; }
+check() { if eval "$2"; then ok "$1"; else bad "$1" "${3:-}"; fi; }
+u() { "$URSA" --root "$root" "$@"; }
+cleanup() {
+	for id in ${P}a ${P}b ${P}c ${P}x; do u delete --force "$id" >/dev/null 2>&1; done
+	s3env_cleanup
+}
+trap cleanup EXIT
+export AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER AWS_REGION=us-east-1
+export AWS_ENDPOINT_URL="http://127.0.0.1:$pport"
+unset AWS_PROFILE AWS_SESSION_TOKEN
+
+wait_for() {
+	local end=$((SECONDS + $1))
+	shift
+	until "$@"; do
+		[ $SECONDS -ge $end ] && return 1
+		sleep 0.02
+	done
+}
+count() { cut -d' ' -f1 "$work/rootfs/tmp/c" 2>/dev/null; }
+counts_past() { local c; c=$(count); [ -n "$c" ] && [ "$c" -gt "$1" ]; }
+status_of() { u state "$1" 2>/dev/null | jq -r .status; }
+cg_dirs() { find /sys/fs/cgroup -maxdepth 6 -type d -name "$1" 2>/dev/null | wc -l; }
+nothing_left() { # id
+	! u state "$1" >/dev/null 2>&1 && [ ! -e "$root/$1" ] && [ "$(cg_dirs "$1")" = 0 ] &&
+		[ -z "$(ls -A "$root/.remote" 2>/dev/null)" ]
+}
+objects() { find "$data/$1" -name '*._S3rver_object' 2>/dev/null | sort; }
+proxy() { curl -fsS "http://127.0.0.1:$pport/$1"; }
+
+mkdir -p "$work/rootfs/bin" "$work/rootfs/proc" "$work/rootfs/dev" "$work/rootfs/sys" \
+	"$work/rootfs/tmp" "$work/b"
+cp /bin/busybox "$work/rootfs/bin/" && ln -s busybox "$work/rootfs/bin/sh"
+(cd "$work/b" && "$URSA" spec) || exit 1
+# the marker is built at run time (it is in no file), 12 MB of 'a' keep the
+# pages over one 8 MiB part
+loop='M=ursa-remote-marker-$((6*7))-q; B=$(head -c 12000000 /dev/zero | tr "\0" a); echo ready > /tmp/ready;
+i=0; while :; do i=$((i+1)); echo "$i $M" > /tmp/c; usleep 20000; done'
+jq --arg rootfs "$work/rootfs" --arg loop "$loop" '.root.path = $rootfs | .root.readonly = false
+	| .process.terminal = false | .process.args = ["/bin/sh", "-c", $loop]
+	| .annotations = {"run.ursa.network": "none"}' "$work/b/config.json" >"$work/b/c" &&
+	mv "$work/b/c" "$work/b/config.json"
+start_one() { # id
+	rm -f "$work/rootfs/tmp/ready" "$work/rootfs/tmp/c"
+	(cd "$work/b" && u run -d "$1" >/dev/null 2>"$work/run.err") &&
+		wait_for 30 test -s "$work/rootfs/tmp/c" && wait_for 30 test -s "$work/rootfs/tmp/ready"
+}
+
+# ---- checkpoint to s3:// ------------------------------------------------------
+start_one ${P}a || bad "run ${P}a" "$(cat "$work/run.err")"
+if u checkpoint --image-path "s3://ursa-test/img/a" ${P}a 2>"$work/ck.err"; then
+	ok "checkpoint to s3://ursa-test/img/a"
+else
+	bad "checkpoint to s3://ursa-test/img/a" "$(cat "$work/ck.err")"
+fi
+saved=$(count)
+check "the container is gone" '! u state ${P}a >/dev/null 2>&1'
+check "the image is objects with an index" \
+	'[ -s "$data/img/a/index._S3rver_object" ] && [ "$(objects img/a | wc -l)" -ge 6 ]' "$(objects img/a)"
+check "no local copy is left (stage directory gone)" '[ -z "$(ls -A "$root/.remote" 2>/dev/null)" ]' \
+	"$(ls -laR "$root/.remote" 2>&1)"
+pages=$(ls -S $(objects img/a) | head -1)
+check "the pages object is sealed whole (over 12 MB, not staged)" \
+	'[ "$(stat -c %s "$pages")" -gt 12000000 ]' "$(ls -la $(objects img/a))"
+check "the marker is in no stored byte" '! grep -rqa "ursa-remote-marker-42" "$tmp/data"'
+
+# ---- restore from s3:// -------------------------------------------------------
+if (cd "$work/b" && u restore --detach --image-path "s3://ursa-test/img/a" --pid-file "$work/pid" ${P}a \
+	2>"$work/rs.err"); then
+	ok "restore from s3://ursa-test/img/a"
+else
+	bad "restore from s3://ursa-test/img/a" "$(cat "$work/rs.err")"
+fi
+check "state says running, the pid file names the init" \
+	'[ "$(status_of ${P}a)" = running ] && [ "$(cat "$work/pid" 2>/dev/null)" = "$(u state ${P}a | jq -r .pid)" ]'
+check "the counter goes on from $saved" 'wait_for 20 counts_past $((saved + 5))' "count $(count)"
+check "no stage left after the restore" '[ -z "$(ls -A "$root/.remote" 2>/dev/null)" ]'
+# the control for the marker check: a local image of the same sandbox holds it
+u checkpoint --leave-running --image-path "$work/local" ${P}a 2>"$work/ckl.err" || true
+check "(control: a local image holds the marker)" 'grep -qa "ursa-remote-marker-42" "$work/local/pages.img"' \
+	"$(cat "$work/ckl.err")"
+
+# ---- a second image, for swapping -----------------------------------------------
+u checkpoint --leave-running --image-path "s3://ursa-test/img/b" ${P}a 2>"$work/ckb.err" ||
+	bad "checkpoint to s3://ursa-test/img/b" "$(cat "$work/ckb.err")"
+u delete --force ${P}a >/dev/null 2>&1
+
+refused() { # name, what the error says
+	if (cd "$work/b" && u restore --detach --image-path "s3://ursa-test/img/a" ${P}x 2>"$work/rf.err"); then
+		bad "$1: restore refuses" "it restored"
+	elif ! grep -q "$2" "$work/rf.err"; then
+		bad "$1: restore refuses" "$(cat "$work/rf.err")"
+	else
+		ok "$1: restore refuses ($(head -c 160 "$work/rf.err"))"
+	fi
+	check "$1: nothing left" 'nothing_left ${P}x' "$(ls -la "$root" "$root/.remote" 2>&1)"
+}
+cp "$pages" "$tmp/pages.orig"
+printf '\x55' | dd of="$pages" bs=1 seek=9000000 conv=notrunc 2>/dev/null
+refused "a flipped byte in the pages object" "fails authentication"
+cp "$tmp/pages.orig" "$pages"
+truncate -s 5000000 "$pages"
+refused "a truncated pages object" "truncated"
+cp "$tmp/pages.orig" "$pages"
+core=$(objects img/a | grep core.img)
+cp "$core" "$tmp/core.orig"
+cp "$(objects img/b | grep core.img)" "$core"
+refused "another image's core object" "not this image's\|fails authentication\|truncated"
+cp "$tmp/core.orig" "$core"
+mv "$root/.ckpt.key" "$tmp/key.orig"
+head -c 32 /dev/urandom >"$root/.ckpt.key"
+chmod 600 "$root/.ckpt.key"
+refused "another host's key" "another key"
+mv "$tmp/key.orig" "$root/.ckpt.key"
+mv "$data/img/a/index._S3rver_object" "$tmp/index.orig"
+refused "no index" "no image at"
+mv "$tmp/index.orig" "$data/img/a/index._S3rver_object"
+if (cd "$work/b" && u restore --detach --image-path "s3://ursa-test/img/a" ${P}x 2>"$work/rs2.err"); then
+	ok "(control: the image restores again once whole)"
+else
+	bad "(control: the image restores again once whole)" "$(cat "$work/rs2.err")"
+fi
+u delete --force ${P}x >/dev/null 2>&1
+
+# ---- a failed upload ----------------------------------------------------------------
+start_one ${P}c || bad "run ${P}c" "$(cat "$work/run.err")"
+proxy "__fault?mode=status&status=500&n=100&match=partNumber%3D2" >/dev/null
+if u checkpoint --image-path "s3://ursa-test/img/c" ${P}c 2>"$work/ckc.err"; then
+	bad "a checkpoint whose second part fails: refused" "it succeeded"
+else
+	ok "a checkpoint whose second part fails: refused ($(head -c 200 "$work/ckc.err"))"
+fi
+proxy "__clear" >/dev/null
+check "the error names the object" 'grep -q "img/c/1.pages.img" "$work/ckc.err"' "$(cat "$work/ckc.err")"
+c0=$(count)
+check "the sandbox runs on (not frozen)" \
+	'[ "$(status_of ${P}c)" = running ] && wait_for 20 counts_past $((c0 + 3))' "count $(count) after $c0"
+check "no object under the prefix, no stage" \
+	'[ -z "$(objects img/c)" ] && [ -z "$(ls -A "$root/.remote" 2>/dev/null)" ]' "$(objects img/c)"
+u delete --force ${P}c >/dev/null 2>&1
+
+echo "# $passed passed, $failed failed"
+[ "$failed" = 0 ]
