@@ -203,6 +203,7 @@ int urs_remote_open(struct urs_loop *loop, const struct urs_s3_conf *conf, const
 	struct urs_s3_opts so = o.s3 ? *o.s3 : (struct urs_s3_opts){0};
 	if (!so.max_inflight || so.max_inflight < r->nbufs)
 		so.max_inflight = r->nbufs;
+	so.unsigned_payload = true; /* every body is sealed (AES-GCM): see s3.h */
 	int e = r->bufs ? 0 : -ENOMEM;
 	for (uint32_t i = 0; e == 0 && i < r->nbufs; i++) {
 		r->bufs[i].r = r;

@@ -498,12 +498,16 @@ static void build_headers(struct urs_s3_slot *sl, const struct urs_s3_req *r, co
 	const char *h[NHDR];
 	unsigned n = 0;
 	uint8_t d[32];
-	struct urs_sha256 s;
-	urs_sha256_init(&s);
-	urs_sha256_update(&s, body, len);
-	urs_sha256_final(&s, d);
 	memcpy(sl->h_sha, "x-amz-content-sha256: ", 22);
-	hex(d, 32, sl->h_sha + 22);
+	if (c->o.unsigned_payload && (r->op == URS_S3_PUT || r->op == URS_S3_MPU_PART)) {
+		memcpy(sl->h_sha + 22, "UNSIGNED-PAYLOAD", 17);
+	} else {
+		struct urs_sha256 s;
+		urs_sha256_init(&s);
+		urs_sha256_update(&s, body, len);
+		urs_sha256_final(&s, d);
+		hex(d, 32, sl->h_sha + 22);
+	}
 	h[n++] = sl->h_sha;
 	if (r->op == URS_S3_PUT || r->op == URS_S3_MPU_PART) {
 		if (r->md5)

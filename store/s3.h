@@ -130,6 +130,11 @@ struct urs_s3_req {
  * @check_etag_md5: compare a PUT's or part's plain ETag with the MD5 sent
  *                  (servers that do not verify Content-MD5 themselves; wrong
  *                  for SSE-KMS objects, whose ETag is not the MD5)
+ * @unsigned_payload: sign PUT and part bodies as UNSIGNED-PAYLOAD instead
+ *                    of hashing them with SHA-256 (what AWS's SDKs do over
+ *                    HTTPS): for bodies authenticated end to end anyway
+ *                    (sealed objects, store/crypt.h); Content-MD5 still
+ *                    guards each body in transit
  */
 struct urs_s3_opts {
 	uint32_t max_inflight;
@@ -138,6 +143,7 @@ struct urs_s3_opts {
 	uint32_t connect_timeout_ms, timeout_ms, stall_s;
 	size_t max_reply;
 	bool check_etag_md5;
+	bool unsigned_payload;
 };
 
 #define URS_S3_NO_RETRY UINT32_MAX

@@ -7,7 +7,7 @@
 # injection). Sets $port (s3rver), $pport (the proxy), $tmp; waits on their
 # output, never sleeps; stops both and removes $tmp on exit (the caller's
 # EXIT trap may call s3env_cleanup itself).
-here=$(cd "$(dirname "$0")" && pwd)
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
 . "$here/../lib/skip.sh"
 need_cmd node python3
