@@ -21,6 +21,7 @@
 #include "ckpt/trace.h"
 #include "host/cgroup.h"
 #include "runtime/common.h"
+#include "runtime/io.h"
 
 /* DIR/container/{state.json,config.json}: the record under the fixed id */
 static int save_record(const struct ckpt_container_ckpt *o, struct urs_err *err)
@@ -95,12 +96,18 @@ int ckpt_container_checkpoint(const struct ckpt_container_ckpt *o, struct ckpt_d
 				       .seccomp_ctx = o->seccomp_ctx,
 				       .key = o->key,
 				       .pages_stream = o->pages_stream,
-				       .pages_fd = o->pages_fd};
+				       .pages_fd = o->pages_fd,
+				       .precopy = o->precopy};
 	int r = ckpt_dump(o->record->pid, o->dir, &dopts, stats, err);
 	ckpt_trace("ckpt: dumped");
 	bool dumped = r == 0;
 	if (r == 0)
 		r = save_files(o, err);
+	if (r == 0 && o->thaw_early && o->freezer &&
+	    (r = urs_cg2_freeze(o->freezer, false, err)) == 0) {
+		stats->thawed_at = urs_now_ms();
+		ckpt_trace("ckpt: thawed");
+	}
 	if (o->sup_wait) {
 		struct urs_err e2 = {{0}};
 		int rs = o->sup_wait(o->sup_ctx, &e2);

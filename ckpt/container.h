@@ -47,6 +47,13 @@ struct ckpt_container_ckpt {
 	 * an image streamed to object storage; the caller closes the pipe */
 	bool pages_stream;
 	int pages_fd;
+	/* copy memory before the freeze (ckpt_dump_opts.precopy) */
+	bool precopy;
+	/* thaw the freezer's cgroup as soon as the image holds all it needs
+	 * (the tree dumped, its files saved), before the record is saved and
+	 * the image synced and sealed: --leave-running. stats->thawed_at says
+	 * when. */
+	bool thaw_early;
 };
 
 /**

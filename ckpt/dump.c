@@ -10,6 +10,7 @@
  * for the tree; the other threads of a process each get a thread record.
  */
 #include "ckpt/dump.h"
+#include "ckpt/precopy.h"
 #include "host/cgroup.h"
 #include "ckpt/trace.h"
 
@@ -77,8 +78,10 @@ struct dumpctx {
 	bool diag_loaded;
 	struct dthread *thr[CKPT_MAX_TASKS]; /* each task's other threads */
 	uint32_t nthr[CKPT_MAX_TASKS];
-	uint32_t nthr_all; /* all tasks' (an image holds CKPT_MAX_THREADS) */
-	int rootfd;	   /* /proc/PID/root of root_pid (in_task_root), or -1 */
+	uint32_t nthr_all;	 /* all tasks' (an image holds CKPT_MAX_THREADS) */
+	int rootfd;		 /* /proc/PID/root of root_pid (in_task_root), or -1 */
+	struct ckpt_precopy pre; /* memory copied before the freeze (opts->precopy) */
+	bool pages_open;	 /* the page writer is open (before the freeze, to pre-copy) */
 	pid_t root_pid;
 	struct { /* in_task_root's last answer (fd 0-2 ask twice) */
 		pid_t pid;
@@ -546,11 +549,51 @@ static int dump_span(struct dumpctx *c, struct ckpt_task *t, int memfd, uint64_t
 struct pages_walk {
 	struct dumpctx *c;
 	struct ckpt_task *t;
-	int memfd;
+	int memfd, pm;
 	const struct ckpt_vma_rec *m;
+	const struct ckpt_precopy_proc *pre; /* the process's pre-copy, or NULL */
 	struct urs_err *err;
 	bool failed; /* dump_span failed (err says why), not the walk */
 };
+
+/* A run of pages not written since the pre-copy began: each page whose
+ * copy is of the same frame is taken from the pre-copy, the rest read now. */
+static int reuse_span(struct pages_walk *w, const struct urs_pm_run *run, bool anon)
+{
+	uint64_t pfn[512];
+	for (uint64_t a = run->start; a < run->end;) {
+		uint64_t k = (run->end - a) / CKPT_PAGE_SIZE;
+		k = k > 512 ? 512 : k;
+		int r = urs_pagemap_pfns(w->pm, a, k, pfn);
+		if (r)
+			return urs_err_set(w->err, r, "pid %d: reading pagemap: %s",
+					   w->t->r.host_pid, strerror(-r));
+		for (uint64_t i = 0; i < k; i++, a += CKPT_PAGE_SIZE) {
+			const struct ckpt_precopy_page *pg = ckpt_precopy_page(w->pre, a);
+			if (!pg || !pfn[i] || pg->pfn != pfn[i]) {
+				if ((r = dump_span(w->c, w->t, w->memfd, w->m->start, a, 1, anon,
+						   w->err)))
+					return r;
+				continue;
+			}
+			w->c->st->precopy_reused++;
+			if (pg->off == CKPT_PRECOPY_ZERO && anon) {
+				w->c->st->zero_pages++;
+				continue;
+			}
+			if (pg->off == CKPT_PRECOPY_ZERO) { /* a zero copy over a file page */
+				if ((r = dump_span(w->c, w->t, w->memfd, w->m->start, a, 1, anon,
+						   w->err)))
+					return r;
+				continue;
+			}
+			if ((r = add_run(w->t, w->m->start, a, pg->off)))
+				return r;
+			w->c->st->pages++;
+		}
+	}
+	return 0;
+}
 
 /* A run of touched pages of the VMA: anonymous memory, and in a private file
  * mapping the pages copied on write (not the file's own pages). */
@@ -562,8 +605,10 @@ static int dump_run(void *arg, const struct urs_pm_run *run)
 		    ((run->flags & URS_PM_PRESENT) && (anon || !(run->flags & URS_PM_FILE)));
 	if (!want)
 		return 0;
-	int r = dump_span(w->c, w->t, w->memfd, w->m->start, run->start,
-			  (run->end - run->start) / CKPT_PAGE_SIZE, anon, w->err);
+	int r = w->pre && (run->flags & URS_PM_PRESENT) && !(run->flags & URS_PM_WRITTEN)
+			? reuse_span(w, run, anon)
+			: dump_span(w->c, w->t, w->memfd, w->m->start, run->start,
+				    (run->end - run->start) / CKPT_PAGE_SIZE, anon, w->err);
 	w->failed = r != 0;
 	return r;
 }
@@ -576,7 +621,7 @@ static int dump_pages(struct dumpctx *c, struct ckpt_task *t, pid_t pid, int mem
 	_cleanup_close_ int pm = open(path, O_RDONLY | O_CLOEXEC);
 	if (pm < 0)
 		return urs_err_set(err, -errno, "pid %d: opening pagemap: %m", pid);
-	struct pages_walk w = {c, t, memfd, NULL, err, false};
+	struct pages_walk w = {c, t, memfd, pm, NULL, ckpt_precopy_proc(&c->pre, pid), err, false};
 	for (uint32_t v = 0; v < t->nvmas; v++) {
 		const struct ckpt_vma_rec *m = &t->vmas[v].r;
 		if (m->kind != CKPT_VMA_ANON &&
@@ -2876,12 +2921,35 @@ static int dump_statuses(struct dumpctx *c, struct urs_err *err)
 	return r;
 }
 
+static int pages_open(struct dumpctx *c, const struct ckpt_seal *seal, struct urs_err *err)
+{
+	c->pages_open = true;
+	return ckpt_pages_open_stream(&c->pw, c->dirfd,
+				      c->opts && c->opts->pages_stream ? c->opts->pages_fd : -1,
+				      seal, c->img.id, err);
+}
+
+/* The tree's memory copied while it runs (opts->precopy), unless it is
+ * frozen already (a paused container: nothing to gain, and a frozen task
+ * cannot be seized to track it) */
+static int precopy(struct dumpctx *c, pid_t pid, const struct ckpt_seal *seal, struct urs_err *err)
+{
+	if (!c->opts->precopy || !ckpt_wptrack_supported() ||
+	    (c->freezer && urs_cg2_frozen_already(c->freezer)))
+		return 0;
+	int r = pages_open(c, seal, err);
+	if (r == 0)
+		r = ckpt_precopy_run(&c->pre, pid, &c->pw, c->chunk, CHUNK, err);
+	c->st->precopy_pages = c->pre.pages;
+	c->st->precopy_ms = c->pre.ms;
+	ckpt_trace("dump: pre-copied");
+	return r;
+}
+
 /* pages.img, then core.img with the page-chunk MACs */
 static int dump_image(struct dumpctx *c, const struct ckpt_seal *seal, struct urs_err *err)
 {
-	int r = ckpt_pages_open_stream(&c->pw, c->dirfd,
-				       c->opts && c->opts->pages_stream ? c->opts->pages_fd : -1,
-				       seal, c->img.id, err);
+	int r = c->pages_open ? 0 : pages_open(c, seal, err);
 	for (uint32_t i = 0; i < c->nseized && !r; i++) {
 		c->img.tasks[i].r.host_pid = c->tr[i].pid;
 		if (!c->img.tasks[i].r.zombie)
@@ -2986,8 +3054,11 @@ int ckpt_dump(pid_t pid, const char *dir, const struct ckpt_dump_opts *opts,
 		r = urs_err_set(err, -EIO, "checkpoint: getrandom failed");
 	else if (!c.chunk || !c.tr || !c.img.tasks)
 		r = -ENOMEM;
-	else if (!(r = c.freezer ? seize_frozen(&c, pid, err) : seize_tree(&c, pid, err)))
+	else if (!(r = precopy(&c, pid, &seal, err)) &&
+		 !(r = c.freezer ? seize_frozen(&c, pid, err) : seize_tree(&c, pid, err))) {
+		c.st->frozen_at = urs_now_ms();
 		ckpt_trace("dump: seized");
+	}
 	c.img.ntasks = c.nseized;
 	if (!r)
 		r = dump_statuses(&c, err);
@@ -3002,6 +3073,7 @@ int ckpt_dump(pid_t pid, const char *dir, const struct ckpt_dump_opts *opts,
 			urs_err_set(err, r, "checkpoint: out of memory");
 	}
 	r = release_tree(&c, r, err);
+	ckpt_precopy_free(&c.pre); /* tracking off: nothing of it stays in the tree */
 	stats->ntasks = c.nseized;
 	stats->ms = urs_now_ms() - t0;
 	dumpctx_free(&c);

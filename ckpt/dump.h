@@ -29,7 +29,14 @@ struct ckpt_dump_stats {
 	uint64_t pages;	     /* pages written to pages.img */
 	uint64_t zero_pages; /* present but all-zero anonymous pages skipped */
 	uint64_t image_bytes;
-	double ms; /* seize .. detach */
+	double ms; /* the whole dump (pre-copy, seize .. detach) */
+	/* opts->precopy: pages stored before the freeze, of those the ones
+	 * the freeze found unwritten and took as they were, and the copy's
+	 * time; frozen_at: urs_now_ms() once the tree was stopped (the pause
+	 * runs from there to the caller's thaw) */
+	uint64_t precopy_pages, precopy_reused;
+	double precopy_ms, frozen_at;
+	double thawed_at; /* ckpt_container_ckpt.thaw_early: when it was thawed */
 };
 
 struct ckpt_dump_opts {
@@ -59,6 +66,11 @@ struct ckpt_dump_opts {
 	 * gets only its header page (ckpt_pages_open_stream) */
 	bool pages_stream;
 	int pages_fd;
+	/* Copy the tree's memory while it runs, before stopping it
+	 * (ckpt/precopy.h): the freeze copies only the pages written
+	 * meanwhile. Where the kernel cannot track writes (no
+	 * UFFD_FEATURE_WP_ASYNC) or the cgroup is frozen already, ignored. */
+	bool precopy;
 };
 
 /**

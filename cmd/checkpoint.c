@@ -31,6 +31,7 @@
 #include "host/fs.h"
 #include "host/proc.h"
 #include "runtime/common.h"
+#include "runtime/io.h"
 
 /* An empty DIR/NAME, for clients that test for a file CRIU writes. */
 static void client_marker(const char *dir, const char *name)
@@ -217,6 +218,23 @@ static int finish(const struct urs_state *st, const char *freezer, bool sup_apar
 	return 0;
 }
 
+/* what the dump did, in --work-path/dump.log */
+static void dump_log(const char *work, const struct ckpt_dump_stats *ds, double pause)
+{
+	urs_ckpt_worklog(work, "dump.log",
+			 "dumped %u tasks, %llu pages (%llu zero pages skipped), %llu bytes in "
+			 "%.3f ms",
+			 ds->ntasks, (unsigned long long) ds->pages,
+			 (unsigned long long) ds->zero_pages, (unsigned long long) ds->image_bytes,
+			 ds->ms);
+	if (pause > 0)
+		urs_ckpt_worklog(work, "dump.log",
+				 "paused %.3f ms; %llu pages copied before, in %.3f ms, %llu of "
+				 "them unwritten since",
+				 pause, (unsigned long long) ds->precopy_pages, ds->precopy_ms,
+				 (unsigned long long) ds->precopy_reused);
+}
+
 struct ckpt_args {
 	const char *image, *work, *profile;
 	bool leave;
@@ -338,28 +356,33 @@ static int checkpoint_run(struct urs_state *st, const struct ckpt_args *a)
 					.sup_wait = sup_apart ? sup_wait_cb : NULL,
 					.sup_ctx = &ask,
 					.pages_stream = job.pid > 0,
-					.pages_fd = job.pages_fd};
+					.pages_fd = job.pages_fd,
+					.precopy = a->leave,
+					.thaw_early = a->leave};
 	struct ckpt_dump_stats ds;
 	if (ckpt_container_checkpoint(&o, &ds, &err) < 0) {
 		say_failure(st->id, job.pid > 0 ? a->image : dir, &err);
 		urs_ckpt_worklog(a->work, "dump.log", "error: %s", err.msg);
 		goto out;
 	}
-	if (job.pid > 0 && remote_commit(st, &job, freezer, a->image) < 0)
+	/* --leave-running: the image holds all it needs (its page data is
+	 * written, or in ursa-store's hands): the sandbox runs on at once */
+	double pause = 0;
+	if (a->leave && (rc = finish(st, freezer, sup_apart, true, pidfd)) == 0)
+		pause = (ds.thawed_at ? ds.thawed_at : urs_now_ms()) - ds.frozen_at;
+	if (job.pid > 0 && remote_commit(st, &job, a->leave ? NULL : freezer, a->image) < 0) {
+		rc = 1;
 		goto out;
-	urs_ckpt_worklog(a->work, "dump.log",
-			 "dumped %u tasks, %llu pages (%llu zero pages skipped), %llu bytes in "
-			 "%.3f ms",
-			 ds.ntasks, (unsigned long long) ds.pages,
-			 (unsigned long long) ds.zero_pages, (unsigned long long) ds.image_bytes,
-			 ds.ms);
+	}
+	dump_log(a->work, &ds, pause);
 	/* the files CRIU's clients look for: podman restores only an image
 	 * holding CRIU's inventory.img (it stats it) and exports the work
 	 * directory's stats-dump with it; empty, ursa's restore reads neither */
 	client_marker(job.pid > 0 ? NULL : dir, "inventory.img");
 	client_marker(a->work, "stats-dump");
 	sealed = true; /* complete: whatever happens next, it is kept whole */
-	rc = finish(st, freezer, sup_apart, a->leave, pidfd);
+	if (!a->leave)
+		rc = finish(st, freezer, sup_apart, false, pidfd);
 out:
 	if (rc && !sealed && ask.ctlfd != -2) {
 		/* no image: none of the supervisor's state either (once it is

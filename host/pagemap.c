@@ -24,6 +24,7 @@ struct urs_pm_scan_arg {
 	uint64_t category_inverted, category_mask, category_anyof_mask, return_mask;
 };
 #define URS_PAGEMAP_SCAN    _IOWR('f', 16, struct urs_pm_scan_arg)
+#define URS_PAGE_IS_WRITTEN (1ull << 1)
 #define URS_PAGE_IS_FILE    (1ull << 2)
 #define URS_PAGE_IS_PRESENT (1ull << 3)
 #define URS_PAGE_IS_SWAPPED (1ull << 4)
@@ -32,6 +33,8 @@ struct urs_pm_scan_arg {
 #define PME_PRESENT (1ull << 63)
 #define PME_SWAP    (1ull << 62)
 #define PME_FILE    (1ull << 61)
+#define PME_UFFD_WP (1ull << 57)
+#define PME_PFN	    ((1ull << 55) - 1)
 
 #define SCAN_VEC 128 /* runs per ioctl */
 #define ENTRIES	 512 /* pagemap entries per read */
@@ -48,7 +51,8 @@ static int scan_call(int pm, struct urs_pm_scan_arg *a, struct urs_page_region *
 		.vec = (uint64_t) (uintptr_t) vec,
 		.vec_len = SCAN_VEC,
 		.category_anyof_mask = URS_PAGE_IS_PRESENT | URS_PAGE_IS_SWAPPED,
-		.return_mask = URS_PAGE_IS_PRESENT | URS_PAGE_IS_SWAPPED | URS_PAGE_IS_FILE,
+		.return_mask = URS_PAGE_IS_PRESENT | URS_PAGE_IS_SWAPPED | URS_PAGE_IS_FILE |
+			       URS_PAGE_IS_WRITTEN,
 	};
 	int n = ioctl(pm, URS_PAGEMAP_SCAN, a);
 	return n < 0 ? -errno : n;
@@ -73,7 +77,8 @@ static unsigned flags_of_categories(uint64_t c)
 {
 	return ((c & URS_PAGE_IS_PRESENT) ? URS_PM_PRESENT : 0) |
 	       ((c & URS_PAGE_IS_SWAPPED) ? URS_PM_SWAPPED : 0) |
-	       ((c & URS_PAGE_IS_FILE) ? URS_PM_FILE : 0);
+	       ((c & URS_PAGE_IS_FILE) ? URS_PM_FILE : 0) |
+	       ((c & URS_PAGE_IS_WRITTEN) ? URS_PM_WRITTEN : 0);
 }
 
 static int walk_scan(int pm, uint64_t start, uint64_t end, urs_pm_fn fn, void *arg)
@@ -100,8 +105,9 @@ static int walk_scan(int pm, uint64_t start, uint64_t end, urs_pm_fn fn, void *a
 
 static unsigned flags_of_entry(uint64_t e)
 {
-	return ((e & PME_PRESENT) ? URS_PM_PRESENT : 0) | ((e & PME_SWAP) ? URS_PM_SWAPPED : 0) |
-	       ((e & PME_FILE) ? URS_PM_FILE : 0);
+	unsigned f = ((e & PME_PRESENT) ? URS_PM_PRESENT : 0) |
+		     ((e & PME_SWAP) ? URS_PM_SWAPPED : 0) | ((e & PME_FILE) ? URS_PM_FILE : 0);
+	return f ? f | ((e & PME_UFFD_WP) ? 0 : URS_PM_WRITTEN) : 0;
 }
 
 int urs_pagemap_walk_entries(int pm, uint64_t start, uint64_t end, urs_pm_fn fn, void *arg)
@@ -138,4 +144,21 @@ int urs_pagemap_walk(int pm, uint64_t start, uint64_t end, urs_pm_fn fn, void *a
 	if (urs_pagemap_scan_supported(pm))
 		return walk_scan(pm, start, end, fn, arg);
 	return urs_pagemap_walk_entries(pm, start, end, fn, arg);
+}
+
+int urs_pagemap_pfns(int pm, uint64_t start, uint64_t n, uint64_t *pfn)
+{
+	if (start % PAGE)
+		return -EINVAL;
+	for (uint64_t done = 0; done < n;) {
+		uint64_t k = n - done > ENTRIES ? ENTRIES : n - done;
+		uint64_t pme[ENTRIES];
+		ssize_t got = pread(pm, pme, k * 8, (off_t) ((start / PAGE + done) * 8));
+		if (got != (ssize_t) (k * 8))
+			return got < 0 ? -errno : -EIO;
+		for (uint64_t i = 0; i < k; i++)
+			pfn[done + i] = (pme[i] & PME_PRESENT) ? pme[i] & PME_PFN : 0;
+		done += k;
+	}
+	return 0;
 }

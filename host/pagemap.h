@@ -22,6 +22,9 @@ enum {
 	URS_PM_PRESENT = 1u << 0, /* in memory */
 	URS_PM_SWAPPED = 1u << 1, /* in swap */
 	URS_PM_FILE = 1u << 2,	  /* a page of a file or of shared memory, not a private copy */
+	/* not write-protected by a userfaultfd: written since it was
+	 * protected, or never protected (ckpt/wptrack.h) */
+	URS_PM_WRITTEN = 1u << 3,
 };
 
 struct urs_pm_run {
@@ -69,5 +72,17 @@ int urs_pagemap_walk_entries(int pm, uint64_t start, uint64_t end, urs_pm_fn fn,
  * Return: true if it does (the answer is kept for the process's lifetime).
  */
 bool urs_pagemap_scan_supported(int pm);
+
+/**
+ * urs_pagemap_pfns() - the page frame numbers behind @n pages
+ * @pm: an open /proc/PID/pagemap (the frame numbers read as 0 without
+ *      CAP_SYS_ADMIN)
+ * @start: page-aligned address of the first page
+ * @n: pages
+ * @pfn: gets one number per page; 0 for a page not in memory
+ *
+ * Return: 0 or a negative errno.
+ */
+int urs_pagemap_pfns(int pm, uint64_t start, uint64_t n, uint64_t *pfn);
 
 #endif

@@ -75,9 +75,9 @@ static void test_sparse_reservation(void **state)
 	struct runs rs = {.n = 0};
 	assert_int_equal(urs_pagemap_walk(pm, base, base + len, collect, &rs), 0);
 	assert_int_equal(rs.n, 3);
-	assert_run(&rs.r[0], base, 3, URS_PM_PRESENT);
-	assert_run(&rs.r[1], base + 1000 * PG, 1, URS_PM_PRESENT);
-	assert_run(&rs.r[2], base + len / 2, 1, URS_PM_PRESENT);
+	assert_run(&rs.r[0], base, 3, URS_PM_PRESENT | URS_PM_WRITTEN);
+	assert_run(&rs.r[1], base + 1000 * PG, 1, URS_PM_PRESENT | URS_PM_WRITTEN);
+	assert_run(&rs.r[2], base + len / 2, 1, URS_PM_PRESENT | URS_PM_WRITTEN);
 	/* the callback's verdict stops the walk and is returned */
 	struct runs stop = {.n = 0, .stop_after = 2};
 	assert_int_equal(urs_pagemap_walk(pm, base, base + len, collect, &stop), 7);
@@ -118,9 +118,9 @@ static void test_entries_agree(void **state)
 	struct runs scan = {.n = 0}, ent = {.n = 0};
 	walk_both(pm, base, base + len, &scan, &ent);
 	assert_int_equal(ent.n, 3);
-	assert_run(&ent.r[0], base + 510 * PG, 5, URS_PM_PRESENT);
-	assert_run(&ent.r[1], base + 4096 * PG, 1, URS_PM_PRESENT);
-	assert_run(&ent.r[2], base + len - PG, 1, URS_PM_PRESENT);
+	assert_run(&ent.r[0], base + 510 * PG, 5, URS_PM_PRESENT | URS_PM_WRITTEN);
+	assert_run(&ent.r[1], base + 4096 * PG, 1, URS_PM_PRESENT | URS_PM_WRITTEN);
+	assert_run(&ent.r[2], base + len - PG, 1, URS_PM_PRESENT | URS_PM_WRITTEN);
 	munmap(b, len);
 	close(pm);
 }
@@ -148,9 +148,9 @@ static void test_private_file(void **state)
 	struct runs scan = {.n = 0}, ent = {.n = 0};
 	walk_both(pm, base, base + 4 * PG, &scan, &ent);
 	assert_int_equal(ent.n, 3);
-	assert_run(&ent.r[0], base, 1, URS_PM_PRESENT | URS_PM_FILE);
-	assert_run(&ent.r[1], base + PG, 1, URS_PM_PRESENT);
-	assert_run(&ent.r[2], base + 2 * PG, 2, URS_PM_PRESENT | URS_PM_FILE);
+	assert_run(&ent.r[0], base, 1, URS_PM_PRESENT | URS_PM_FILE | URS_PM_WRITTEN);
+	assert_run(&ent.r[1], base + PG, 1, URS_PM_PRESENT | URS_PM_WRITTEN);
+	assert_run(&ent.r[2], base + 2 * PG, 2, URS_PM_PRESENT | URS_PM_FILE | URS_PM_WRITTEN);
 	munmap((void *) m, 4 * PG);
 	close(pm);
 	close(fd);

@@ -1,13 +1,11 @@
 /*
- * bench/remote/hog.c — a workload for the remote-image benchmark and
- * tests: `hog MIB [THREADS] [DIR]` fills MIB MiB with a pattern no
- * compressor or zero-page skip can shrink (xorshift64 of the page's
- * index), writes DIR/ready (default /tmp), then each thread rewrites one
- * word of a page of its share every millisecond and DIR/tick-T with its
- * count (the host watches those files for stalls). SIGUSR1 makes every
- * thread check its whole share against the pattern (the rewritten word
- * excepted) and write DIR/check-T: "ok" or the first bad offset.
- * Static, no libc beyond what busybox rootfs gives.
+ * tests/ckpt/hog.c — a workload for the checkpoint tests and the
+ * remote-image benchmark (bench/remote/run): `hog MIB [THREADS] [DIR]` fills MIB MiB with a pattern
+ * no compressor or zero-page skip can shrink (xorshift64 of the page's index), writes DIR/ready-0
+ * (default /tmp), then each thread rewrites one word of a page of its share every millisecond and
+ * DIR/tick-T with its count, in place (the host watches those files for stalls). SIGUSR1 makes
+ * every thread check its whole share against the pattern (the rewritten word excepted) and write
+ * DIR/check-T: "ok" or the first bad offset. Static, no libc beyond what busybox rootfs gives.
  */
 #include <fcntl.h>
 #include <pthread.h>
@@ -54,14 +52,24 @@ static void put(const char *name, int t, const char *text)
 	rename(tmp, path);
 }
 
-static void check(int t)
+/* every word of the share as the pattern says, and each page's word 0 the
+ * last count written to it (value v goes to page (v - 1) % pages_per of
+ * the share): a stale page anywhere in a restored image shows */
+static void check(int t, uint64_t n)
 {
-	char res[64] = "ok\n";
-	for (size_t p = (size_t) t * pages_per; p < (size_t) (t + 1) * pages_per; p++) {
+	char res[96] = "ok\n";
+	for (size_t j = 0; j < pages_per; j++) {
+		size_t p = (size_t) t * pages_per + j;
 		uint64_t *w = (uint64_t *) (mem + p * PAGE);
-		for (size_t k = 1; k < PAGE / 8; k++) /* word 0 is the one rewritten */
-			if (w[k] != pat(p * (PAGE / 8) + k)) {
-				snprintf(res, sizeof(res), "bad page %zu word %zu\n", p, k);
+		int64_t d = n ? ((int64_t) (n - 1) - (int64_t) j) % (int64_t) pages_per : -1;
+		if (d < 0 && n)
+			d += (int64_t) pages_per;
+		int64_t v = n ? (int64_t) n - d : 0;
+		uint64_t want0 = v >= 1 ? (uint64_t) v : pat(p * (PAGE / 8));
+		for (size_t k = 0; k < PAGE / 8; k++)
+			if (w[k] != (k ? pat(p * (PAGE / 8) + k) : want0)) {
+				snprintf(res, sizeof(res), "bad page %zu word %zu: %llu\n", p, k,
+					 (unsigned long long) w[k]);
 				put("check", t, res);
 				return;
 			}
@@ -73,16 +81,21 @@ static void *run(void *arg)
 {
 	int t = (int) (intptr_t) arg;
 	uint64_t n = 0, seen = 0;
-	char buf[32];
+	char buf[32], path[256];
 	struct timespec ms = {0, 1000000};
+	/* one fd kept open, rewritten in place: a checkpoint at any moment
+	 * finds it at its path */
+	snprintf(path, sizeof(path), "%s/tick-%d", dir, t);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 	for (;;) {
 		size_t p = (size_t) t * pages_per + (size_t) (n % pages_per);
 		*(volatile uint64_t *) (mem + p * PAGE) = ++n;
-		snprintf(buf, sizeof(buf), "%llu\n", (unsigned long long) n);
-		put("tick", t, buf);
+		int len = snprintf(buf, sizeof(buf), "%20llu\n", (unsigned long long) n);
+		if (pwrite(fd, buf, (size_t) len, 0) < 0) {
+		}
 		if (check_req != (sig_atomic_t) seen) {
 			seen = (uint64_t) check_req;
-			check(t);
+			check(t, n);
 		}
 		nanosleep(&ms, NULL);
 	}

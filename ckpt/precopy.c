@@ -1,0 +1,205 @@
+/*
+ * ckpt/precopy.c — a running tree's memory into the page data before the
+ * freeze (ckpt/precopy.h): the processes found through /proc/PID/task/
+ * TID/children, each write-tracked, then its tracked memory read through
+ * /proc/PID/mem in chunks and recorded page by page.
+ */
+#include "ckpt/precopy.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ckpt/ptrace.h"
+#include "host/pagemap.h"
+#include "runtime/common.h"
+#include "runtime/io.h"
+
+/* the tree's processes, root first (at most CKPT_MAX_TASKS) */
+static uint32_t list_tree(pid_t root, pid_t *pids)
+{
+	uint32_t n = 1;
+	pids[0] = root;
+	for (uint32_t i = 0; i < n; i++) {
+		char path[64];
+		snprintf(path, sizeof(path), "/proc/%d/task", pids[i]);
+		DIR *d = opendir(path);
+		struct dirent *de;
+		while (d && (de = readdir(d))) {
+			if (de->d_name[0] == '.')
+				continue;
+			char cp[128], buf[4096];
+			snprintf(cp, sizeof(cp), "/proc/%d/task/%s/children", pids[i], de->d_name);
+			int fd = open(cp, O_RDONLY | O_CLOEXEC);
+			ssize_t len = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+			if (fd >= 0)
+				close(fd);
+			buf[len > 0 ? len : 0] = 0;
+			for (char *s = buf, *end; *s && n < CKPT_MAX_TASKS; s = end) {
+				long c = strtol(s, &end, 10);
+				if (end == s)
+					break;
+				pids[n++] = (pid_t) c;
+			}
+		}
+		if (d)
+			closedir(d);
+	}
+	return n;
+}
+
+static int record(struct ckpt_precopy_proc *p, uint64_t vaddr, uint64_t off, uint64_t pfn)
+{
+	if (p->n == p->cap) {
+		uint32_t cap = p->cap ? p->cap * 2 : 1024;
+		void *q = realloc(p->pages, cap * sizeof(*p->pages));
+		if (!q)
+			return -ENOMEM;
+		p->pages = q;
+		p->cap = cap;
+	}
+	p->pages[p->n++] = (struct ckpt_precopy_page){vaddr, off, pfn};
+	return 0;
+}
+
+struct copy {
+	struct ckpt_precopy *pc;
+	struct ckpt_precopy_proc *p;
+	struct ckpt_pages_writer *pw;
+	int memfd, pm;
+	uint8_t *chunk;
+	uint32_t chunk_pages;
+	uint64_t pfn[512];
+	struct urs_err *err;
+};
+
+static bool zero_page(const uint8_t *pg)
+{
+	const uint64_t *q = (const uint64_t *) pg;
+	for (unsigned i = 0; i < CKPT_PAGE_SIZE / 8; i++)
+		if (q[i])
+			return false;
+	return true;
+}
+
+/* A run of populated pages; pages the process unmapped meanwhile are
+ * skipped (the freeze finds them gone, or copies what is there now). */
+static int copy_run(void *arg, const struct urs_pm_run *run)
+{
+	struct copy *c = arg;
+	uint32_t max = c->chunk_pages < 512 ? c->chunk_pages : 512;
+	for (uint64_t a = run->start; a < run->end;) {
+		uint64_t k = (run->end - a) / CKPT_PAGE_SIZE;
+		k = k > max ? max : k;
+		if (ckpt_mem_read(c->memfd, a, c->chunk, k * CKPT_PAGE_SIZE) ||
+		    urs_pagemap_pfns(c->pm, a, k, c->pfn)) {
+			a += k * CKPT_PAGE_SIZE;
+			continue;
+		}
+		for (uint64_t i = 0; i < k; i++) {
+			const uint8_t *pg = c->chunk + i * CKPT_PAGE_SIZE;
+			uint64_t off = CKPT_PRECOPY_ZERO;
+			int r = 0;
+			if (!c->pfn[i])
+				continue; /* swapped out meanwhile: copied frozen */
+			if (zero_page(pg))
+				c->pc->zero_pages++;
+			else if ((r = ckpt_pages_append(c->pw, pg, CKPT_PAGE_SIZE, &off, c->err)) ==
+				 0)
+				c->pc->pages++;
+			if (r == 0)
+				r = record(c->p, a + i * CKPT_PAGE_SIZE, off, c->pfn[i]);
+			if (r)
+				return r;
+		}
+		a += k * CKPT_PAGE_SIZE;
+	}
+	return 0;
+}
+
+static int copy_proc(struct copy *c)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/pagemap", c->p->pid);
+	c->pm = open(path, O_RDONLY | O_CLOEXEC);
+	c->memfd = ckpt_open_mem(c->p->pid);
+	int r = 0;
+	for (uint32_t i = 0; c->pm >= 0 && c->memfd >= 0 && r == 0 && i < c->p->wp.nranges; i++) {
+		const struct ckpt_wp_range *g = &c->p->wp.ranges[i];
+		r = urs_pagemap_walk(c->pm, g->start, g->end, copy_run, c);
+		if (r > 0 || (r < 0 && r != -ENOMEM && !c->err->msg[0]))
+			r = 0; /* the mapping changed under the walk: copied frozen */
+	}
+	if (c->pm >= 0)
+		close(c->pm);
+	if (c->memfd >= 0)
+		close(c->memfd);
+	return r;
+}
+
+int ckpt_precopy_run(struct ckpt_precopy *pc, pid_t root, struct ckpt_pages_writer *pw,
+		     uint8_t *chunk, uint32_t chunk_pages, struct urs_err *err)
+{
+	memset(pc, 0, sizeof(*pc));
+	if (!ckpt_wptrack_supported())
+		return 0;
+	double t0 = urs_now_ms();
+	pid_t pids[CKPT_MAX_TASKS];
+	uint32_t n = list_tree(root, pids);
+	pc->procs = calloc(n, sizeof(*pc->procs));
+	if (!pc->procs)
+		return urs_err_set(err, -ENOMEM, "checkpoint: out of memory");
+	int r = 0;
+	for (uint32_t i = 0; i < n && r == 0; i++) {
+		struct ckpt_precopy_proc *p = &pc->procs[pc->n];
+		struct urs_err e2 = {{0}};
+		p->pid = pids[i];
+		if (ckpt_wptrack_arm(&p->wp, pids[i], &e2) < 0)
+			continue; /* copied whole, frozen */
+		pc->n++;
+		struct copy c = {.pc = pc,
+				 .p = p,
+				 .pw = pw,
+				 .chunk = chunk,
+				 .chunk_pages = chunk_pages,
+				 .err = err};
+		r = copy_proc(&c);
+	}
+	pc->ms = urs_now_ms() - t0;
+	return r;
+}
+
+const struct ckpt_precopy_proc *ckpt_precopy_proc(const struct ckpt_precopy *pc, pid_t pid)
+{
+	for (uint32_t i = 0; pc && i < pc->n; i++)
+		if (pc->procs[i].pid == pid)
+			return &pc->procs[i];
+	return NULL;
+}
+
+const struct ckpt_precopy_page *ckpt_precopy_page(const struct ckpt_precopy_proc *p, uint64_t vaddr)
+{
+	uint32_t lo = 0, hi = p->n;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (p->pages[mid].vaddr < vaddr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < p->n && p->pages[lo].vaddr == vaddr ? &p->pages[lo] : NULL;
+}
+
+void ckpt_precopy_free(struct ckpt_precopy *pc)
+{
+	for (uint32_t i = 0; pc->procs && i < pc->n; i++) {
+		ckpt_wptrack_disarm(&pc->procs[i].wp);
+		free(pc->procs[i].pages);
+	}
+	free(pc->procs);
+	memset(pc, 0, sizeof(*pc));
+}

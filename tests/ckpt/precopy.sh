@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# tests/ckpt/precopy.sh — `ursa checkpoint --leave-running` copies memory
+# while the sandbox runs (ckpt/precopy.h, ckpt/wptrack.h) and freezes it
+# only for what was written meanwhile. tests/ckpt/hog.c (64 MiB, two
+# threads each rewriting a page and a file every millisecond) as the
+# sandbox's init:
+#   - the checkpoint succeeds and dump.log says it paused, with the memory
+#     copied before the pause and most of it taken as it was;
+#   - the workload runs on (its tick files move) with no userfaultfd left
+#     among its fds, and its memory is what it wrote (its own check);
+#   - restored from that image, each thread's memory is the pattern with
+#     the last count it wrote in each page: no page of the image is stale
+#     (a page written during the copy and not copied again would show).
+# Needs root; skips saying why where the kernel cannot track writes.
+# Env: URSA, HOG.
+set -u
+. "$(dirname "$0")/../lib/skip.sh"
+[ "$(id -u)" = 0 ] || skip_or_fail "needs root"
+URSA=${URSA:?} HOG=${HOG:?}
+P=pc$$-
+work=$(mktemp -d /tmp/ursa-precopy.XXXXXX)
+root=$work/root
+passed=0 failed=0
+ok() { passed=$((passed + 1)); echo "ok    $1"; }
+bad() { failed=$((failed + 1)); echo "FAIL  $1${2:+
+      $2}"; }
+check() { if eval "$2"; then ok "$1"; else bad "$1" "${3:-}"; fi; }
+u() { "$URSA" --root "$root" "$@"; }
+cleanup() {
+	u delete --force ${P}h >/dev/null 2>&1
+	rm -rf "$work"
+}
+trap cleanup EXIT
+wait_for() {
+	local end=$((SECONDS + $1))
+	shift
+	until "$@"; do
+		[ $SECONDS -ge $end ] && return 1
+		sleep 0.02
+	done
+}
+t=$work/rootfs/tmp
+mkdir -p "$work/rootfs/bin" "$work/rootfs/proc" "$work/rootfs/dev" "$work/rootfs/sys" "$t" "$work/b"
+cp /bin/busybox "$work/rootfs/bin/" && ln -s busybox "$work/rootfs/bin/sh"
+cp "$HOG" "$work/rootfs/bin/hog"
+(cd "$work/b" && "$URSA" spec) || exit 1
+jq --arg rootfs "$work/rootfs" '.root.path = $rootfs | .root.readonly = false
+	| .process.terminal = false | .process.args = ["/bin/hog", "64", "2", "/tmp"]
+	| .annotations = {"run.ursa.network": "none"}' "$work/b/config.json" >"$work/b/c" &&
+	mv "$work/b/c" "$work/b/config.json"
+tick() { tr -d ' \n' <"$t/tick-$1" 2>/dev/null; }
+moved() { local n; n=$(tick "$1"); [ -n "$n" ] && [ "$n" -gt "$2" ]; }
+checked() { # both threads check their memory: "ok"
+	rm -f "$t"/check-*
+	kill -USR1 "$(u state ${P}h | jq -r .pid)" &&
+		wait_for 30 test -s "$t/check-0" && wait_for 30 test -s "$t/check-1" &&
+		[ "$(cat "$t/check-0")" = ok ] && [ "$(cat "$t/check-1")" = ok ]
+}
+
+(cd "$work/b" && u run -d ${P}h >"$work/out" 2>&1) || bad "run" "$(cat "$work/out")"
+wait_for 60 test -s "$t/ready-0" && wait_for 30 test -s "$t/tick-1" || bad "the workload starts"
+if u checkpoint --leave-running --image-path "$work/img" --work-path "$work/wp" ${P}h 2>"$work/ck.err"; then
+	ok "checkpoint --leave-running"
+else
+	bad "checkpoint --leave-running" "$(cat "$work/ck.err")"
+fi
+line=$(grep '^paused' "$work/wp/dump.log")
+if [ -z "$line" ]; then
+	skip_or_fail "the checkpoint did not copy before freezing (kernel without userfaultfd WP_ASYNC?): $(cat "$work/wp/dump.log")"
+fi
+pre=$(echo "$line" | sed -n 's/.*; \([0-9]*\) pages copied before.*/\1/p')
+reused=$(echo "$line" | sed -n 's/.*ms, \([0-9]*\) of them unwritten since.*/\1/p')
+check "most of the 64 MiB was copied before the pause ($line)" '[ "${pre:-0}" -ge 15000 ]'
+check "and most of it was taken as it was" '[ "${reused:-0}" -ge 12000 ]'
+pid=$(u state ${P}h | jq -r .pid)
+n0=$(tick 0) n1=$(tick 1)
+check "the workload runs on" 'wait_for 30 moved 0 "$n0" && wait_for 30 moved 1 "$n1"' "ticks $(tick 0) $(tick 1)"
+check "no userfaultfd is left among its fds" \
+	'! ls -l /proc/$pid/fd /proc/$pid/task/*/fd 2>/dev/null | grep -q userfaultfd'
+check "its memory is what it wrote" checked "$(cat "$t"/check-* 2>&1)"
+u delete --force ${P}h >/dev/null 2>&1
+if (cd "$work/b" && u restore --detach --image-path "$work/img" ${P}h >>"$work/out" 2>"$work/rs.err"); then
+	ok "restore"
+else
+	bad "restore" "$(cat "$work/rs.err")"
+fi
+check "restored, each page holds the last count written to it: nothing stale" checked \
+	"$(cat "$t"/check-* 2>&1)"
+echo "# $passed passed, $failed failed"
+[ "$failed" = 0 ]
