@@ -10,6 +10,7 @@
  * for the tree; the other threads of a process each get a thread record.
  */
 #include "ckpt/dump.h"
+#include "ckpt/pagesink.h"
 #include "ckpt/precopy.h"
 #include "host/cgroup.h"
 #include "ckpt/trace.h"
@@ -2940,8 +2941,11 @@ static int precopy(struct dumpctx *c, pid_t pid, const struct ckpt_seal *seal, s
 	int r = pages_open(c, seal, err);
 	if (r == 0)
 		r = ckpt_precopy_run(&c->pre, pid, &c->pw, c->chunk, CHUNK, err);
+	if (r == 0) /* the freeze must not wait for the upload of the pre-copy */
+		r = ckpt_pagesink_drain(&c->pw, err);
 	c->st->precopy_pages = c->pre.pages;
 	c->st->precopy_ms = c->pre.ms;
+	c->st->precopy_rounds = c->pre.rounds;
 	ckpt_trace("dump: pre-copied");
 	return r;
 }

@@ -35,6 +35,7 @@ struct ckpt_dump_stats {
 	 * time; frozen_at: urs_now_ms() once the tree was stopped (the pause
 	 * runs from there to the caller's thaw) */
 	uint64_t precopy_pages, precopy_reused;
+	uint32_t precopy_rounds;
 	double precopy_ms, frozen_at;
 	double thawed_at; /* ckpt_container_ckpt.thaw_early: when it was thawed */
 };

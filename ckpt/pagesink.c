@@ -13,6 +13,8 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "runtime/io.h"
@@ -21,6 +23,7 @@
 
 struct pagesink {
 	struct urs_loop loop;
+	int stream_fd;	       /* the pipe the page data goes to, or -1 */
 	bool uring;	       /* the ring is up (else pwrite(2)) */
 	struct urs_loop *prev; /* the thread's loop before ours */
 	struct urs_sink sink;
@@ -82,6 +85,7 @@ int ckpt_pagesink_open(struct ckpt_pages_writer *w, int dirfd, int stream_fd, st
 		free(s);
 		return urs_err_set(err, -ENOMEM, "checkpoint: out of memory");
 	}
+	s->stream_fd = stream_fd;
 	if (stream_fd < 0 && !getenv("URSA_CKPT_NO_URING")) { /* (benchmarks compare) */
 		s->sink.on_full = start_uring;
 		s->sink.on_full_ctx = s;
@@ -115,6 +119,26 @@ int ckpt_pagesink_finish(struct ckpt_pages_writer *w, const void *hdr, struct ur
 	w->fd = -1;
 	if (r)
 		return urs_err_set(err, r, "checkpoint: writing pages.img: %s", strerror(-r));
+	return 0;
+}
+
+int ckpt_pagesink_drain(struct ckpt_pages_writer *w, struct urs_err *err)
+{
+	struct pagesink *s = w->sink;
+	int r = urs_sink_flush(&s->sink);
+	if (r)
+		return urs_err_set(err, r, "checkpoint: writing the page data: %s", strerror(-r));
+	/* the reader takes it as fast as it can; 120 s is a reader that stopped */
+	for (double end = urs_now_ms() + 120000; s->stream_fd >= 0;) {
+		int queued = 0;
+		if (ioctl(s->stream_fd, FIONREAD, &queued) < 0 || queued == 0)
+			break;
+		if (urs_now_ms() > end)
+			return urs_err_set(err, -ETIMEDOUT,
+					   "checkpoint: the page data's reader stopped reading");
+		struct timespec ms = {0, 500000};
+		nanosleep(&ms, NULL);
+	}
 	return 0;
 }
 

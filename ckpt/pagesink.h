@@ -80,6 +80,20 @@ int ckpt_pagesink_append(struct ckpt_pages_writer *w, const void *p, size_t n, u
 int ckpt_pagesink_finish(struct ckpt_pages_writer *w, const void *hdr, struct urs_err *err);
 
 /**
+ * ckpt_pagesink_drain() - everything appended so far written out, and a
+ *                         stream's reader caught up with it
+ * @w: the writer
+ * @err: what failed
+ *
+ * Before a freeze: what the freeze appends then finds room in the pipe
+ * instead of waiting for the reader (the upload) with the sandbox frozen.
+ * Waits for the pipe to empty, polling every 0.5 ms, at most 120 s.
+ *
+ * Return: 0, the write's negative errno, or -ETIMEDOUT.
+ */
+int ckpt_pagesink_drain(struct ckpt_pages_writer *w, struct urs_err *err);
+
+/**
  * ckpt_pagesink_uring() - do the pages go out through io_uring now? (tests)
  * @w: the writer
  *

@@ -67,6 +67,8 @@ static int record(struct ckpt_precopy_proc *p, uint64_t vaddr, uint64_t off, uin
 }
 
 struct copy {
+	bool again;	/* a later round: update the records of pages written since */
+	uint64_t taken; /* pages this round found written */
 	struct ckpt_precopy *pc;
 	struct ckpt_precopy_proc *p;
 	struct ckpt_pages_writer *pw;
@@ -104,15 +106,25 @@ static int copy_run(void *arg, const struct urs_pm_run *run)
 			const uint8_t *pg = c->chunk + i * CKPT_PAGE_SIZE;
 			uint64_t off = CKPT_PRECOPY_ZERO;
 			int r = 0;
+			uint64_t va = a + i * CKPT_PAGE_SIZE;
+			struct ckpt_precopy_page *rec = NULL;
 			if (!c->pfn[i])
 				continue; /* swapped out meanwhile: copied frozen */
+			if (c->again) {
+				c->taken++;
+				rec = (struct ckpt_precopy_page *) ckpt_precopy_page(c->p, va);
+				if (!rec)
+					continue; /* not copied before: copied frozen */
+			}
 			if (zero_page(pg))
 				c->pc->zero_pages++;
 			else if ((r = ckpt_pages_append(c->pw, pg, CKPT_PAGE_SIZE, &off, c->err)) ==
 				 0)
 				c->pc->pages++;
-			if (r == 0)
-				r = record(c->p, a + i * CKPT_PAGE_SIZE, off, c->pfn[i]);
+			if (r == 0 && rec)
+				*rec = (struct ckpt_precopy_page){va, off, c->pfn[i]};
+			else if (r == 0)
+				r = record(c->p, va, off, c->pfn[i]);
 			if (r)
 				return r;
 		}
@@ -130,7 +142,8 @@ static int copy_proc(struct copy *c)
 	int r = 0;
 	for (uint32_t i = 0; c->pm >= 0 && c->memfd >= 0 && r == 0 && i < c->p->wp.nranges; i++) {
 		const struct ckpt_wp_range *g = &c->p->wp.ranges[i];
-		r = urs_pagemap_walk(c->pm, g->start, g->end, copy_run, c);
+		r = c->again ? urs_pagemap_take_written(c->pm, g->start, g->end, copy_run, c)
+			     : urs_pagemap_walk(c->pm, g->start, g->end, copy_run, c);
 		if (r > 0 || (r < 0 && r != -ENOMEM && !c->err->msg[0]))
 			r = 0; /* the mapping changed under the walk: copied frozen */
 	}
@@ -139,6 +152,37 @@ static int copy_proc(struct copy *c)
 	if (c->memfd >= 0)
 		close(c->memfd);
 	return r;
+}
+
+/* Again what was written during the last round, until what is left is
+ * small (what the freeze then copies fits the page data's pipe without
+ * waiting for the upload) or stops shrinking (a workload that writes
+ * faster than the copy goes: the freeze copies the rest). */
+static int later_rounds(struct ckpt_precopy *pc, struct ckpt_pages_writer *pw, uint8_t *chunk,
+			uint32_t chunk_pages, struct urs_err *err)
+{
+	uint64_t last = UINT64_MAX;
+	while (pc->rounds < CKPT_PRECOPY_ROUNDS) {
+		uint64_t taken = 0;
+		for (uint32_t i = 0; i < pc->n; i++) {
+			struct copy c = {.again = true,
+					 .pc = pc,
+					 .p = &pc->procs[i],
+					 .pw = pw,
+					 .chunk = chunk,
+					 .chunk_pages = chunk_pages,
+					 .err = err};
+			int r = copy_proc(&c);
+			if (r)
+				return r;
+			taken += c.taken;
+		}
+		pc->rounds++;
+		if (taken <= CKPT_PRECOPY_SMALL || taken * 2 > last)
+			break;
+		last = taken;
+	}
+	return 0;
 }
 
 int ckpt_precopy_run(struct ckpt_precopy *pc, pid_t root, struct ckpt_pages_writer *pw,
@@ -169,6 +213,9 @@ int ckpt_precopy_run(struct ckpt_precopy *pc, pid_t root, struct ckpt_pages_writ
 				 .err = err};
 		r = copy_proc(&c);
 	}
+	pc->rounds = 1;
+	if (r == 0)
+		r = later_rounds(pc, pw, chunk, chunk_pages, err);
 	pc->ms = urs_now_ms() - t0;
 	return r;
 }

@@ -6,12 +6,15 @@
  * Each process's writable private anonymous memory is write-tracked
  * (ckpt/wptrack.h), then copied page by page into the page data while the
  * tree runs; each page is recorded with its address, its place in the page
- * data (or "zero") and its page frame number. Frozen, the dumper reuses a
+ * data (or "zero") and its page frame number. Then, while it runs, the
+ * pages written meanwhile are copied again (found and protected again in
+ * one step: urs_pagemap_take_written), round after round, until few are
+ * left or their number stops halving. Frozen, the dumper reuses a
  * page's copy only if the page is still write-protected (not written since
  * the tracking began) and still the same frame (a page moved by mremap,
  * migrated, swapped or merged is a different frame: copied again). What
- * the freeze copies again stays in the page data unreferenced: the image
- * grows by the pages written during the copy.
+ * a later round or the freeze copies again stays in the page data
+ * unreferenced: the image grows by the pages written during the copy.
  */
 #ifndef URSA_CKPT_PRECOPY_H
 #define URSA_CKPT_PRECOPY_H
@@ -23,7 +26,9 @@
 #include "ckpt/wptrack.h"
 #include "runtime/err.h"
 
-#define CKPT_PRECOPY_ZERO UINT64_MAX /* a page read as all zeros: not stored */
+#define CKPT_PRECOPY_ZERO   UINT64_MAX /* a page read as all zeros: not stored */
+#define CKPT_PRECOPY_ROUNDS 5	       /* copies of what was written meanwhile, at most */
+#define CKPT_PRECOPY_SMALL  128	       /* pages: written during a round, few enough to stop */
 
 struct ckpt_precopy_page {
 	uint64_t vaddr, off, pfn;
@@ -42,11 +47,13 @@ struct ckpt_precopy_proc {
  * @n: how many
  * @pages: pages stored
  * @zero_pages: pages read as zeros
+ * @rounds: rounds made: the whole memory, then each time what was written
+ *          during the round before
  * @ms: how long the copy took (the tree running)
  */
 struct ckpt_precopy {
 	struct ckpt_precopy_proc *procs;
-	uint32_t n;
+	uint32_t n, rounds;
 	uint64_t pages, zero_pages;
 	double ms;
 };

@@ -229,15 +229,15 @@ static void dump_log(const char *work, const struct ckpt_dump_stats *ds, double 
 			 ds->ms);
 	if (pause > 0)
 		urs_ckpt_worklog(work, "dump.log",
-				 "paused %.3f ms; %llu pages copied before, in %.3f ms, %llu of "
-				 "them unwritten since",
-				 pause, (unsigned long long) ds->precopy_pages, ds->precopy_ms,
-				 (unsigned long long) ds->precopy_reused);
+				 "paused %.3f ms; %llu pages copied before, in %u rounds and %.3f "
+				 "ms, %llu of them unwritten since",
+				 pause, (unsigned long long) ds->precopy_pages, ds->precopy_rounds,
+				 ds->precopy_ms, (unsigned long long) ds->precopy_reused);
 }
 
 struct ckpt_args {
 	const char *image, *work, *profile;
-	bool leave;
+	bool leave, precopy;
 };
 
 /* the image directory, made (0700) and resolved into @dir; for object
@@ -246,6 +246,11 @@ static int image_dir(const struct ckpt_args *a, char *dir, struct urs_remote_job
 {
 	if (urs_is_remote(a->image)) {
 		struct urs_err err = {{0}};
+		int r = a->work ? urs_mkdir_p(a->work, 0700) : 0;
+		if (r < 0) {
+			urs_error("checkpoint: creating %s: %s", a->work, strerror(-r));
+			return -1;
+		}
 		if (urs_remote_put_start(a->image, G.root, a->profile, job, &err) < 0) {
 			urs_error("checkpoint: %s: %s", a->image, err.msg);
 			return -1;
@@ -357,7 +362,7 @@ static int checkpoint_run(struct urs_state *st, const struct ckpt_args *a)
 					.sup_ctx = &ask,
 					.pages_stream = job.pid > 0,
 					.pages_fd = job.pages_fd,
-					.precopy = a->leave,
+					.precopy = a->leave || a->precopy,
 					.thaw_early = a->leave};
 	struct ckpt_dump_stats ds;
 	if (ckpt_container_checkpoint(&o, &ds, &err) < 0) {
@@ -381,8 +386,12 @@ static int checkpoint_run(struct urs_state *st, const struct ckpt_args *a)
 	client_marker(job.pid > 0 ? NULL : dir, "inventory.img");
 	client_marker(a->work, "stats-dump");
 	sealed = true; /* complete: whatever happens next, it is kept whole */
-	if (!a->leave)
-		rc = finish(st, freezer, sup_apart, false, pidfd);
+	if (!a->leave && (rc = finish(st, freezer, sup_apart, false, pidfd)) == 0 && ds.frozen_at)
+		urs_ckpt_worklog(
+			a->work, "dump.log",
+			"frozen %.3f ms until killed; %llu pages copied before, in %u rounds",
+			urs_now_ms() - ds.frozen_at, (unsigned long long) ds.precopy_pages,
+			ds.precopy_rounds);
 out:
 	if (rc && !sealed && ask.ctlfd != -2) {
 		/* no image: none of the supervisor's state either (once it is
@@ -406,8 +415,8 @@ int cmd_checkpoint(int argc, char **argv)
 {
 	const char *image = NULL, *work = NULL, *profile = NULL, *parent = NULL, *cgmode = NULL,
 		   *page_server = NULL;
-	bool leave = false, tcp = false, unix_sk = false, locks = false, shell = false,
-	     lazy = false, pre = false, dedup = false;
+	bool leave = false, precopy = false, tcp = false, unix_sk = false, locks = false,
+	     shell = false, lazy = false, pre = false, dedup = false;
 	int status_fd = -1;
 	struct urs_strlist empty_ns = {0}, external = {0};
 	const struct urs_opt opts[] = {
@@ -416,7 +425,10 @@ int cmd_checkpoint(int argc, char **argv)
 		{"s3-profile", 0, URS_OPT_STR, &profile,
 		 "profile of /etc/ursa/s3.conf for s3:// (default: $AWS_PROFILE, default)"},
 		{"work-path", 0, URS_OPT_STR, &work, "directory for dump.log"},
-		{"leave-running", 0, URS_OPT_FLAG, &leave, "keep the container running afterwards"},
+		{"leave-running", 0, URS_OPT_FLAG, &leave,
+		 "keep the container running afterwards (its memory is copied while it runs)"},
+		{"pre-copy", 0, URS_OPT_FLAG, &precopy,
+		 "copy memory while it runs before the freeze and kill too (migration)"},
 		{"tcp-established", 0, URS_OPT_FLAG, &tcp, "(accepted: TCP is closed)"},
 		{"ext-unix-sk", 0, URS_OPT_FLAG, &unix_sk, "(accepted; refused at dump)"},
 		{"shell-job", 0, URS_OPT_FLAG, &shell, "(accepted: a tty on stdio is external)"},
@@ -439,7 +451,11 @@ int cmd_checkpoint(int argc, char **argv)
 	if (rc >= 0)
 		return rc;
 	ckpt_trace("cli: checkpoint opened");
-	struct ckpt_args a = {.image = image, .work = work, .leave = leave, .profile = profile};
+	struct ckpt_args a = {.image = image,
+			      .work = work,
+			      .leave = leave,
+			      .profile = profile,
+			      .precopy = precopy};
 	rc = refused(cgmode, lazy, pre, parent, page_server, status_fd, locks, external.n)
 		     ? 1
 		     : checkpoint_run(&st, &a);

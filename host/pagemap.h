@@ -74,6 +74,24 @@ int urs_pagemap_walk_entries(int pm, uint64_t start, uint64_t end, urs_pm_fn fn,
 bool urs_pagemap_scan_supported(int pm);
 
 /**
+ * urs_pagemap_take_written() - the runs of pages written since they were
+ *                              write-protected, protected again at once
+ * @pm: an open /proc/PID/pagemap
+ * @start: page-aligned start of a range registered with a userfaultfd in
+ *         async write-protect mode (ckpt/wptrack.h)
+ * @end: its page-aligned end
+ * @fn: called once per run of written pages (URS_PM_WRITTEN set)
+ * @arg: passed to @fn
+ *
+ * PAGEMAP_SCAN with PM_SCAN_WP_MATCHING: finding and protecting are one
+ * step, so a write after it shows in the next call.
+ *
+ * Return: 0, @fn's non-zero return, -EOPNOTSUPP (no PAGEMAP_SCAN), -EPERM
+ * (part of the range is not so registered), or another negative errno.
+ */
+int urs_pagemap_take_written(int pm, uint64_t start, uint64_t end, urs_pm_fn fn, void *arg);
+
+/**
  * urs_pagemap_pfns() - the page frame numbers behind @n pages
  * @pm: an open /proc/PID/pagemap (the frame numbers read as 0 without
  *      CAP_SYS_ADMIN)

@@ -14,13 +14,16 @@
 #     no stage): a flipped byte in the pages object, a truncated object, an
 #     object swapped in from another image, a missing index (no image), and
 #     a host whose checkpoint key is not the image's
+#   - --leave-running while tests/ckpt/hog.c writes (memory copied while it
+#     runs, ckpt/precopy.h): it runs on, and restored from the store every
+#     page holds what it last wrote
 #   - a checkpoint whose second part fails (5xx past the retries): an
 #     error naming the object, the sandbox runs on (not frozen), no index
 #     and no object under the prefix
 # Needs root (namespaces, cgroups, ptrace), node (s3rver), python3. Env:
-# URSA (ursa-store beside it).
+# URSA (ursa-store beside it), HOG (tests/ckpt/hog.c).
 set -u
-URSA=${URSA:?}
+URSA=${URSA:?} HOG=${HOG:?}
 . "$(dirname "$0")/s3env.sh"
 P=rm$$-
 work=$tmp/work
@@ -33,7 +36,7 @@ bad() { failed=$((failed + 1)); echo "FAIL  $1${2:+
 check() { if eval "$2"; then ok "$1"; else bad "$1" "${3:-}"; fi; }
 u() { "$URSA" --root "$root" "$@"; }
 cleanup() {
-	for id in ${P}a ${P}b ${P}c ${P}x; do u delete --force "$id" >/dev/null 2>&1; done
+	for id in ${P}a ${P}b ${P}c ${P}d ${P}x; do u delete --force "$id" >/dev/null 2>&1; done
 	s3env_cleanup
 }
 trap cleanup EXIT
@@ -170,6 +173,39 @@ check "the sandbox runs on (not frozen)" \
 check "no object under the prefix, no stage" \
 	'[ -z "$(objects img/c)" ] && [ -z "$(ls -A "$root/.remote" 2>/dev/null)" ]' "$(objects img/c)"
 u delete --force ${P}c >/dev/null 2>&1
+
+# ---- --leave-running while the workload writes ------------------------------------
+# tests/ckpt/hog.c, 32 MiB in two threads each rewriting a page every
+# millisecond; its memory copied while it runs, then restored from the store
+# and checked page by page (pattern, and the last count written to each)
+cp "$HOG" "$work/rootfs/bin/hog"
+jq '.process.args = ["/bin/hog", "32", "2", "/tmp"]' "$work/b/config.json" >"$work/b/c" &&
+	mv "$work/b/c" "$work/b/config.json"
+t=$work/rootfs/tmp
+rm -f "$t"/*
+hog_checked() {
+	rm -f "$t"/check-*
+	kill -USR1 "$(u state ${P}d | jq -r .pid)" &&
+		wait_for 30 test -s "$t/check-0" && wait_for 30 test -s "$t/check-1" &&
+		[ "$(cat "$t/check-0")" = ok ] && [ "$(cat "$t/check-1")" = ok ]
+}
+(cd "$work/b" && u run -d ${P}d >/dev/null 2>"$work/run.err") && wait_for 60 test -s "$t/ready-0" ||
+	bad "run the writer" "$(cat "$work/run.err")"
+if u checkpoint --leave-running --work-path "$work/wpd" --image-path "s3://ursa-test/img/d" ${P}d \
+	2>"$work/ckd.err"; then
+	ok "checkpoint --leave-running to s3:// while it writes ($(grep '^paused' "$work/wpd/dump.log"))"
+else
+	bad "checkpoint --leave-running to s3:// while it writes" "$(cat "$work/ckd.err")"
+fi
+check "it runs on" '[ "$(status_of ${P}d)" = running ] && hog_checked' "$(cat "$t"/check-* 2>&1)"
+u delete --force ${P}d >/dev/null 2>&1
+if (cd "$work/b" && u restore --detach --image-path "s3://ursa-test/img/d" ${P}d 2>"$work/rsd.err"); then
+	ok "restore it from s3://"
+else
+	bad "restore it from s3://" "$(cat "$work/rsd.err")"
+fi
+check "every page of it is what was written last: nothing stale" hog_checked "$(cat "$t"/check-* 2>&1)"
+u delete --force ${P}d >/dev/null 2>&1
 
 echo "# $passed passed, $failed failed"
 [ "$failed" = 0 ]
