@@ -553,6 +553,7 @@ struct pages_walk {
 	int memfd, pm;
 	const struct ckpt_vma_rec *m;
 	const struct ckpt_precopy_proc *pre; /* the process's pre-copy, or NULL */
+	uint32_t cursor;		     /* in pre->pages: pages come in address order */
 	struct urs_err *err;
 	bool failed; /* dump_span failed (err says why), not the walk */
 };
@@ -561,16 +562,17 @@ struct pages_walk {
  * copy is of the same frame is taken from the pre-copy, the rest read now. */
 static int reuse_span(struct pages_walk *w, const struct urs_pm_run *run, bool anon)
 {
-	uint64_t pfn[512];
+	uint64_t pfn[2048];
 	for (uint64_t a = run->start; a < run->end;) {
 		uint64_t k = (run->end - a) / CKPT_PAGE_SIZE;
-		k = k > 512 ? 512 : k;
+		k = k > 2048 ? 2048 : k;
 		int r = urs_pagemap_pfns(w->pm, a, k, pfn);
 		if (r)
 			return urs_err_set(w->err, r, "pid %d: reading pagemap: %s",
 					   w->t->r.host_pid, strerror(-r));
 		for (uint64_t i = 0; i < k; i++, a += CKPT_PAGE_SIZE) {
-			const struct ckpt_precopy_page *pg = ckpt_precopy_page(w->pre, a);
+			const struct ckpt_precopy_page *pg =
+				ckpt_precopy_page_from(w->pre, a, &w->cursor);
 			if (!pg || !pfn[i] || pg->pfn != pfn[i]) {
 				if ((r = dump_span(w->c, w->t, w->memfd, w->m->start, a, 1, anon,
 						   w->err)))
@@ -622,7 +624,8 @@ static int dump_pages(struct dumpctx *c, struct ckpt_task *t, pid_t pid, int mem
 	_cleanup_close_ int pm = open(path, O_RDONLY | O_CLOEXEC);
 	if (pm < 0)
 		return urs_err_set(err, -errno, "pid %d: opening pagemap: %m", pid);
-	struct pages_walk w = {c, t, memfd, pm, NULL, ckpt_precopy_proc(&c->pre, pid), err, false};
+	struct pages_walk w = {c, t,   memfd, pm, NULL, ckpt_precopy_proc(&c->pre, pid),
+			       0, err, false};
 	for (uint32_t v = 0; v < t->nvmas; v++) {
 		const struct ckpt_vma_rec *m = &t->vmas[v].r;
 		if (m->kind != CKPT_VMA_ANON &&
@@ -2935,8 +2938,8 @@ static int pages_open(struct dumpctx *c, const struct ckpt_seal *seal, struct ur
  * cannot be seized to track it) */
 static int precopy(struct dumpctx *c, pid_t pid, const struct ckpt_seal *seal, struct urs_err *err)
 {
-	if (!c->opts->precopy || !ckpt_wptrack_supported() ||
-	    (c->freezer && urs_cg2_frozen_already(c->freezer)))
+	if (!c->opts->precopy || getenv("URSA_CKPT_NO_PRECOPY") /* (benchmarks compare) */ ||
+	    !ckpt_wptrack_supported() || (c->freezer && urs_cg2_frozen_already(c->freezer)))
 		return 0;
 	int r = pages_open(c, seal, err);
 	if (r == 0)
@@ -3078,6 +3081,7 @@ int ckpt_dump(pid_t pid, const char *dir, const struct ckpt_dump_opts *opts,
 	}
 	r = release_tree(&c, r, err);
 	ckpt_precopy_free(&c.pre); /* tracking off: nothing of it stays in the tree */
+	ckpt_trace("dump: tracking off");
 	stats->ntasks = c.nseized;
 	stats->ms = urs_now_ms() - t0;
 	dumpctx_free(&c);

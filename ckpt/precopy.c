@@ -228,9 +228,10 @@ const struct ckpt_precopy_proc *ckpt_precopy_proc(const struct ckpt_precopy *pc,
 	return NULL;
 }
 
-const struct ckpt_precopy_page *ckpt_precopy_page(const struct ckpt_precopy_proc *p, uint64_t vaddr)
+/* the first record at or above @vaddr, searched in [lo, p->n) */
+static uint32_t lower_bound(const struct ckpt_precopy_proc *p, uint32_t lo, uint64_t vaddr)
 {
-	uint32_t lo = 0, hi = p->n;
+	uint32_t hi = p->n;
 	while (lo < hi) {
 		uint32_t mid = lo + (hi - lo) / 2;
 		if (p->pages[mid].vaddr < vaddr)
@@ -238,7 +239,24 @@ const struct ckpt_precopy_page *ckpt_precopy_page(const struct ckpt_precopy_proc
 		else
 			hi = mid;
 	}
-	return lo < p->n && p->pages[lo].vaddr == vaddr ? &p->pages[lo] : NULL;
+	return lo;
+}
+
+const struct ckpt_precopy_page *ckpt_precopy_page(const struct ckpt_precopy_proc *p, uint64_t vaddr)
+{
+	uint32_t i = lower_bound(p, 0, vaddr);
+	return i < p->n && p->pages[i].vaddr == vaddr ? &p->pages[i] : NULL;
+}
+
+const struct ckpt_precopy_page *ckpt_precopy_page_from(const struct ckpt_precopy_proc *p,
+						       uint64_t vaddr, uint32_t *cursor)
+{
+	uint32_t i = *cursor;
+	if (i < p->n && p->pages[i].vaddr < vaddr) /* the next one, or a jump: search */
+		i = p->pages[i + 1 < p->n ? i + 1 : i].vaddr >= vaddr ? i + 1
+								      : lower_bound(p, i, vaddr);
+	*cursor = i;
+	return i < p->n && p->pages[i].vaddr == vaddr ? &p->pages[i] : NULL;
 }
 
 void ckpt_precopy_free(struct ckpt_precopy *pc)

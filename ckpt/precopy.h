@@ -96,6 +96,18 @@ const struct ckpt_precopy_page *ckpt_precopy_page(const struct ckpt_precopy_proc
 						  uint64_t vaddr);
 
 /**
+ * ckpt_precopy_page_from() - ckpt_precopy_page() for addresses asked in
+ *                            ascending order
+ * @p: a process's pre-copy
+ * @vaddr: a page address, not below the one asked before with @cursor
+ * @cursor: where the last lookup ended (start at 0)
+ *
+ * Return: the record, or NULL.
+ */
+const struct ckpt_precopy_page *ckpt_precopy_page_from(const struct ckpt_precopy_proc *p,
+						       uint64_t vaddr, uint32_t *cursor);
+
+/**
  * ckpt_precopy_free() - stop tracking and release
  * @pc: the pre-copy
  */
