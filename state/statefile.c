@@ -19,33 +19,11 @@
 
 #include <zstd.h>
 
+#include "runtime/endian.h"
 #include "state/sha256.h"
 #include "state/statefile.h"
 
 #define HDR 12 /* chunk header: flags, raw_len, stored_len */
-
-static void le32(uint8_t *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (uint8_t) (v >> (8 * i));
-}
-
-static void le64(uint8_t *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (uint8_t) (v >> (8 * i));
-}
-
-static uint32_t rd32(const uint8_t *p)
-{
-	return (uint32_t) p[0] | (uint32_t) p[1] << 8 | (uint32_t) p[2] << 16 |
-	       (uint32_t) p[3] << 24;
-}
-
-static uint64_t rd64(const uint8_t *p)
-{
-	return (uint64_t) rd32(p) | (uint64_t) rd32(p + 4) << 32;
-}
 
 static void *mac_new(void)
 {
@@ -116,9 +94,9 @@ static size_t chunk_build(void *zc, int zlevel, const uint8_t *src, size_t n, ui
 	}
 	if (!(flags & URS_SF_F_ZSTD))
 		memcpy(o + HDR, src, n);
-	le32(o, flags);
-	le32(o + 4, (uint32_t) n);
-	le32(o + 8, (uint32_t) stored);
+	urs_put_le32(o, flags);
+	urs_put_le32(o + 4, (uint32_t) n);
+	urs_put_le32(o + 8, (uint32_t) stored);
 	return stored;
 }
 
@@ -261,17 +239,17 @@ int urs_sf_writer_open_ex(struct urs_sf_writer *w, urs_sf_sink sink, void *ctx, 
 	}
 	uint8_t *p = w->out;
 	memcpy(p, URS_SF_MAGIC, 8);
-	le32(p + 8, URS_SF_VERSION);
-	le32(p + 12, (uint32_t) ml);
+	urs_put_le32(p + 8, URS_SF_VERSION);
+	urs_put_le32(p + 12, (uint32_t) ml);
 	p += 16;
-	le32(p, (uint32_t) nmeta);
+	urs_put_le32(p, (uint32_t) nmeta);
 	p += 4;
 	for (size_t i = 0; i < nmeta; i++) {
 		size_t kl = strlen(meta[i].key), vl = strlen(meta[i].value);
-		le32(p, (uint32_t) kl);
+		urs_put_le32(p, (uint32_t) kl);
 		memcpy(p + 4, meta[i].key, kl);
 		p += 4 + kl;
-		le32(p, (uint32_t) vl);
+		urs_put_le32(p, (uint32_t) vl);
 		memcpy(p + 4, meta[i].value, vl);
 		p += 4 + vl;
 	}
@@ -304,7 +282,7 @@ static int par_flush(struct urs_sf_writer *w)
 static int seal(struct urs_sf_writer *w, uint8_t *o, size_t stored)
 {
 	uint8_t idx[8];
-	le64(idx, w->index);
+	urs_put_le64(idx, w->index);
 	int r = mac3(w->mac, w->key, w->keylen, w->prev, 32, idx, 8, o, HDR + stored, w->prev);
 	if (r)
 		return r;
@@ -386,7 +364,7 @@ int urs_sf_writer_close(struct urs_sf_writer *w)
 	if (!r) {
 		/* trailer: FINAL, the payload length as its 8 bytes (never compressed) */
 		uint8_t t[8];
-		le64(t, w->total);
+		urs_put_le64(t, w->total);
 		int z = w->zlevel;
 		w->zlevel = 0;
 		r = emit(w, t, 8, URS_SF_F_FINAL);
@@ -460,9 +438,10 @@ int urs_sf_reader_open(struct urs_sf_reader *r, urs_sf_source src, void *ctx, co
 		return r->err;
 	if (memcmp(h, URS_SF_MAGIC, 8))
 		return rfail(r, -EBADMSG, "not a statefile (bad magic)%.0llu", 0);
-	if (rd32(h + 8) != URS_SF_VERSION)
-		return rfail(r, -EBADMSG, "unsupported statefile version %llu", rd32(h + 8));
-	uint32_t ml = rd32(h + 12);
+	if (urs_get_le32(h + 8) != URS_SF_VERSION)
+		return rfail(r, -EBADMSG, "unsupported statefile version %llu",
+			     urs_get_le32(h + 8));
+	uint32_t ml = urs_get_le32(h + 12);
 	if (ml < 4 || ml > URS_SF_MAX_META)
 		return rfail(r, -EBADMSG, "metadata length %llu out of range", ml);
 	uint8_t *m = malloc(16 + ml + 32);
@@ -481,16 +460,16 @@ int urs_sf_reader_open(struct urs_sf_reader *r, urs_sf_source src, void *ctx, co
 	}
 	/* metadata: count, then (len, key, len, value) pairs — already authentic */
 	const uint8_t *p = m + 16, *end = m + 16 + ml;
-	uint32_t n = rd32(p);
+	uint32_t n = urs_get_le32(p);
 	p += 4;
 	r->meta = malloc(ml + 2 * (size_t) n + 1);
 	size_t mo = 0;
 	for (uint32_t i = 0; r->meta && i < 2 * n; i++) {
-		if (end - p < 4 || (size_t) (end - p - 4) < rd32(p)) {
+		if (end - p < 4 || (size_t) (end - p - 4) < urs_get_le32(p)) {
 			free(m);
 			return rfail(r, -EBADMSG, "bad metadata entry %llu", i / 2);
 		}
-		uint32_t l = rd32(p);
+		uint32_t l = urs_get_le32(p);
 		memcpy(r->meta + mo, p + 4, l);
 		r->meta[mo + l] = 0;
 		mo += l + 1;
@@ -522,7 +501,7 @@ static int next_chunk(struct urs_sf_reader *r)
 	uint8_t *h = r->in;
 	if (read_full(r, h, HDR))
 		return r->err;
-	uint32_t flags = rd32(h), raw = rd32(h + 4), stored = rd32(h + 8);
+	uint32_t flags = urs_get_le32(h), raw = urs_get_le32(h + 4), stored = urs_get_le32(h + 8);
 	if ((flags & ~(URS_SF_F_ZSTD | URS_SF_F_FINAL)) || raw > URS_SF_CHUNK ||
 	    stored > r->incap - HDR - 32 || (!(flags & URS_SF_F_ZSTD) && stored != raw) ||
 	    ((flags & URS_SF_F_FINAL) && (stored != 8 || (flags & URS_SF_F_ZSTD))))
@@ -530,7 +509,7 @@ static int next_chunk(struct urs_sf_reader *r)
 	if (read_full(r, h + HDR, (size_t) stored + 32))
 		return r->err;
 	uint8_t idx[8], mac[32];
-	le64(idx, r->index);
+	urs_put_le64(idx, r->index);
 	if (mac3(r->mac, r->key, r->keylen, r->prev, 32, idx, 8, h, HDR + stored, mac))
 		return rfail(r, -EIO, "chunk %llu: HMAC failed", r->index);
 	if (!urs_mac_equal(mac, h + HDR + stored, 32))
@@ -540,7 +519,7 @@ static int next_chunk(struct urs_sf_reader *r)
 	memcpy(r->prev, mac, 32);
 	r->index++;
 	if (flags & URS_SF_F_FINAL) {
-		if (rd64(h + HDR) != r->total)
+		if (urs_get_le64(h + HDR) != r->total)
 			return rfail(r, -EBADMSG, "trailer length mismatch at chunk %llu",
 				     r->index - 1);
 		uint8_t extra;

@@ -4,6 +4,7 @@
  * AES-256-GCM. One EVP context per image, keyed once; each chunk only sets
  * its nonce, so sealing allocates nothing.
  */
+#include "runtime/endian.h"
 #include "store/crypt.h"
 
 #include <errno.h>
@@ -22,24 +23,6 @@ struct urs_crypt {
 	uint8_t id[URS_CRYPT_ID_LEN];
 	EVP_CIPHER_CTX *enc, *dec;
 };
-
-static void le32(uint8_t *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (uint8_t) (v >> (8 * i));
-}
-
-static void le64(uint8_t *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (uint8_t) (v >> (8 * i));
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	return (uint32_t) p[0] | (uint32_t) p[1] << 8 | (uint32_t) p[2] << 16 |
-	       (uint32_t) p[3] << 24;
-}
 
 /* RFC 5869 with one block of output: PRK = HMAC(salt, ikm), OKM = HMAC(PRK, info | 1) */
 static void hkdf32(const uint8_t *ikm, size_t ikm_len, const uint8_t *salt, size_t salt_len,
@@ -95,10 +78,10 @@ static void hdr_bytes(const uint8_t id[URS_CRYPT_ID_LEN], uint32_t obj, uint8_t 
 {
 	memset(out, 0, URS_CRYPT_HDR_LEN);
 	memcpy(out, MAGIC, 8);
-	le32(out + 8, VERSION);
-	le32(out + 12, URS_CRYPT_CHUNK);
+	urs_put_le32(out + 8, VERSION);
+	urs_put_le32(out + 12, URS_CRYPT_CHUNK);
 	memcpy(out + 16, id, URS_CRYPT_ID_LEN);
-	le32(out + 48, obj);
+	urs_put_le32(out + 48, obj);
 }
 
 void urs_crypt_hdr_write(const struct urs_crypt *c, uint32_t obj, uint8_t out[URS_CRYPT_HDR_LEN])
@@ -112,14 +95,14 @@ int urs_crypt_hdr_parse(const void *p, size_t n, struct urs_crypt_hdr *h, struct
 	const uint8_t *b = p;
 	if (n < URS_CRYPT_HDR_LEN || memcmp(b, MAGIC, 8))
 		return urs_err_set(err, -EBADMSG, "not a sealed ursa object (no header)");
-	if (get32(b + 8) != VERSION)
+	if (urs_get_le32(b + 8) != VERSION)
 		return urs_err_set(err, -EBADMSG,
 				   "a sealed object of version %u (this ursa reads version %u)",
-				   get32(b + 8), VERSION);
-	if (get32(b + 12) != URS_CRYPT_CHUNK || memcmp(b + 52, zero, sizeof(zero)))
+				   urs_get_le32(b + 8), VERSION);
+	if (urs_get_le32(b + 12) != URS_CRYPT_CHUNK || memcmp(b + 52, zero, sizeof(zero)))
 		return urs_err_set(err, -EBADMSG, "a sealed object with a corrupted header");
 	memcpy(h->id, b + 16, URS_CRYPT_ID_LEN);
-	h->obj = get32(b + 48);
+	h->obj = urs_get_le32(b + 48);
 	return 0;
 }
 
@@ -135,10 +118,10 @@ uint64_t urs_crypt_sealed_len(uint64_t plain)
 static void nonce_aad(const struct urs_crypt *c, uint32_t obj, uint64_t idx, bool last,
 		      uint8_t nonce[12], uint8_t aad[URS_CRYPT_HDR_LEN + 9])
 {
-	le32(nonce, obj);
-	le64(nonce + 4, idx);
+	urs_put_le32(nonce, obj);
+	urs_put_le64(nonce + 4, idx);
 	hdr_bytes(c->id, obj, aad);
-	le64(aad + URS_CRYPT_HDR_LEN, idx);
+	urs_put_le64(aad + URS_CRYPT_HDR_LEN, idx);
 	aad[URS_CRYPT_HDR_LEN + 8] = last;
 }
 

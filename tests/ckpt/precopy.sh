@@ -15,30 +15,18 @@
 # Env: URSA, HOG.
 set -u
 . "$(dirname "$0")/../lib/skip.sh"
+. "$(dirname "$0")/../lib/check.sh"
 [ "$(id -u)" = 0 ] || skip_or_fail "needs root"
 URSA=${URSA:?} HOG=${HOG:?}
 P=pc$$-
 work=$(mktemp -d /tmp/ursa-precopy.XXXXXX)
 root=$work/root
-passed=0 failed=0
-ok() { passed=$((passed + 1)); echo "ok    $1"; }
-bad() { failed=$((failed + 1)); echo "FAIL  $1${2:+
-      $2}"; }
-check() { if eval "$2"; then ok "$1"; else bad "$1" "${3:-}"; fi; }
 u() { "$URSA" --root "$root" "$@"; }
 cleanup() {
 	u delete --force ${P}h >/dev/null 2>&1
 	rm -rf "$work"
 }
 trap cleanup EXIT
-wait_for() {
-	local end=$((SECONDS + $1))
-	shift
-	until "$@"; do
-		[ $SECONDS -ge $end ] && return 1
-		sleep 0.02
-	done
-}
 t=$work/rootfs/tmp
 mkdir -p "$work/rootfs/bin" "$work/rootfs/proc" "$work/rootfs/dev" "$work/rootfs/sys" "$t" "$work/b"
 cp /bin/busybox "$work/rootfs/bin/" && ln -s busybox "$work/rootfs/bin/sh"
@@ -86,5 +74,4 @@ else
 fi
 check "restored, each page holds the last count written to it: nothing stale" checked \
 	"$(cat "$t"/check-* 2>&1)"
-echo "# $passed passed, $failed failed"
-[ "$failed" = 0 ]
+finish

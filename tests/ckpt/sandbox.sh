@@ -170,8 +170,9 @@ wait_for 20 lines_at_least "$p2" 10 || true
 check "restored onto the restore's own stdout pipe" \
 	'[ "$(head -n 1 "$p2" | cut -d" " -f1)" = $(($(last_n "$p1") + 1)) ]' \
 	"$(tail -n 1 "$p1"; head -n 1 "$p2"; cat "$work/c3r.err")"
-check "the restored sandbox checkpoints again" \
-	'u checkpoint --image-path "$work/img5" ${P}c3 2>"$work/c3b.err"' "$(cat "$work/c3b.err" 2>/dev/null)"
+u checkpoint --image-path "$work/img5" ${P}c3 2>"$work/c3b.err"
+c3b=$?
+check "the restored sandbox checkpoints again" '[ $c3b = 0 ]' "exit status $c3b: $(cat "$work/c3b.err" 2>/dev/null)"
 wait
 (cd "$work/b" && u restore --detach --image-path "$work/img5" ${P}c3 >"$p3" 2>"$work/c3s.err")
 wait_for 20 lines_at_least "$p3" 10 || true
@@ -256,8 +257,9 @@ jq '.process.args = ["sh", "-c", "i=0; while true; do i=$((i+1)); echo $i; sleep
 s2=$work/pipe.txt
 (cd "$work/b2" && u run -d ${P}c8 >"$s2" 2>/dev/null)
 wait_for 20 lines_at_least "$s2" 10 || true
-check "checkpoint of a pipeline" \
-	'u checkpoint --image-path "$work/img9" ${P}c8 2>"$work/c8.err"' "$(cat "$work/c8.err" 2>/dev/null)"
+u checkpoint --image-path "$work/img9" ${P}c8 2>"$work/c8.err"
+c8=$?
+check "checkpoint of a pipeline" '[ $c8 = 0 ]' "exit status $c8: $(cat "$work/c8.err" 2>/dev/null)"
 n8=$(wc -l <"$s2")
 (cd "$work/b2" && u restore -d --image-path "$work/img9" ${P}c8 >>"$s2" 2>"$work/c8r.err")
 wait_for 20 lines_at_least "$s2" $((n8 + 20)) || true
@@ -279,8 +281,10 @@ if [ -n "${FDS:-}" ]; then
 	(cd "$work/b2" && u run -d ${P}c9 >/dev/null 2>"$work/c9.err")
 	fo=$work/rootfs/tmp/fds.out
 	wait_for 10 sh -c "[ \$(grep -c READY '$fo' 2>/dev/null) = 2 ]" || true
-	check "checkpoint of pipes, FIFO, eventfds, epoll, socketpairs, a listener" \
-		'u checkpoint --image-path "$work/img10" ${P}c9 2>"$work/c9c.err"' "$(cat "$work/c9c.err" 2>/dev/null)"
+	u checkpoint --image-path "$work/img10" ${P}c9 2>"$work/c9c.err"
+	c9=$?
+	check "checkpoint of pipes, FIFO, eventfds, epoll, socketpairs, a listener" '[ $c9 = 0 ]' \
+		"exit status $c9, $(grep -c READY "$fo" 2>/dev/null) READY lines: $(cat "$work/c9c.err" 2>/dev/null)"
 	(cd "$work/b2" && u restore -d --image-path "$work/img10" ${P}c9 >/dev/null 2>"$work/c9r.err")
 	touch "$work/rootfs/tmp/go"
 	wait_for 10 sh -c "[ \$(grep -c DONE '$fo' 2>/dev/null) = 2 ]" || true
@@ -328,8 +332,10 @@ if command -v python3 >/dev/null; then
 	wait_for 10 test -S "$work/tty1.sock" || true
 	(cd "$work/b2" && u run -d --console-socket "$work/tty1.sock" ${P}c4 </dev/null >/dev/null 2>"$work/c4.err")
 	wait_for 20 lines_at_least "$t1o" 10 || true
-	check "checkpoint with a pty on stdio" \
-		'u checkpoint --image-path "$work/img6" ${P}c4 2>"$work/c4c.err"' "$(cat "$work/c4.err" "$work/c4c.err" 2>/dev/null)"
+	u checkpoint --image-path "$work/img6" ${P}c4 2>"$work/c4c.err"
+	c4=$?
+	check "checkpoint with a pty on stdio" '[ $c4 = 0 ]' \
+		"exit status $c4: $(cat "$work/c4.err" "$work/c4c.err" 2>/dev/null)"
 	wait # the first console saw the pty close
 	console_recv "$work/tty2.sock" "$t2o"
 	wait_for 10 test -S "$work/tty2.sock" || true

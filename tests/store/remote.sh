@@ -25,15 +25,11 @@
 set -u
 URSA=${URSA:?} HOG=${HOG:?}
 . "$(dirname "$0")/s3env.sh"
+. "$(dirname "$0")/../lib/check.sh"
 P=rm$$-
 work=$tmp/work
 root=$work/root
 data=$tmp/data/ursa-test
-passed=0 failed=0
-ok() { passed=$((passed + 1)); echo "ok    $1"; }
-bad() { failed=$((failed + 1)); echo "FAIL  $1${2:+
-      $2}"; }
-check() { if eval "$2"; then ok "$1"; else bad "$1" "${3:-}"; fi; }
 u() { "$URSA" --root "$root" "$@"; }
 cleanup() {
 	for id in ${P}a ${P}b ${P}c ${P}d ${P}x; do u delete --force "$id" >/dev/null 2>&1; done
@@ -44,14 +40,6 @@ export AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER AWS_REGION=us-east-
 export AWS_ENDPOINT_URL="http://127.0.0.1:$pport"
 unset AWS_PROFILE AWS_SESSION_TOKEN
 
-wait_for() {
-	local end=$((SECONDS + $1))
-	shift
-	until "$@"; do
-		[ $SECONDS -ge $end ] && return 1
-		sleep 0.02
-	done
-}
 count() { cut -d' ' -f1 "$work/rootfs/tmp/c" 2>/dev/null; }
 counts_past() { local c; c=$(count); [ -n "$c" ] && [ "$c" -gt "$1" ]; }
 status_of() { u state "$1" 2>/dev/null | jq -r .status; }
@@ -207,5 +195,4 @@ fi
 check "every page of it is what was written last: nothing stale" hog_checked "$(cat "$t"/check-* 2>&1)"
 u delete --force ${P}d >/dev/null 2>&1
 
-echo "# $passed passed, $failed failed"
-[ "$failed" = 0 ]
+finish
