@@ -127,18 +127,22 @@ int ckpt_wptrack_arm(struct ckpt_wptrack *w, pid_t pid, struct urs_err *err)
 		r = inject_uffd(w, vdso, err);
 	if (r == 0 && (r = uffd_api(w->uffd)) < 0)
 		urs_err_set(err, r, "pid %d: UFFDIO_API: %s", pid, strerror(-r));
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/pagemap", pid);
+	_cleanup_close_ int pm = r == 0 ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+	if (r == 0 && pm < 0)
+		r = urs_err_set(err, -errno, "pid %d: opening pagemap: %m", pid);
 	uint32_t kept = 0;
 	for (uint32_t i = 0; r == 0 && i < w->nranges; i++) {
 		struct ckpt_wp_range g = w->ranges[i];
 		struct uffdio_register reg = {.range = {g.start, g.end - g.start},
 					      .mode = UFFDIO_REGISTER_MODE_WP};
-		struct uffdio_writeprotect wp = {.range = {g.start, g.end - g.start},
-						 .mode = UFFDIO_WRITEPROTECT_MODE_WP};
 		/* a mapping changed since the maps were read (unmapped, split,
-		 * sealed): not tracked, its pages read as written */
+		 * sealed): not tracked, its pages read as written. Only its
+		 * populated pages are protected (urs_pagemap_protect says why). */
 		if (ioctl(w->uffd, UFFDIO_REGISTER, &reg) < 0)
 			continue;
-		if (ioctl(w->uffd, UFFDIO_WRITEPROTECT, &wp) < 0) {
+		if (urs_pagemap_protect(pm, g.start, g.end) < 0) {
 			ioctl(w->uffd, UFFDIO_UNREGISTER, &reg.range);
 			continue;
 		}

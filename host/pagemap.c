@@ -44,12 +44,16 @@ static _Atomic int scan_state; /* 0 unknown, 1 yes, -1 no */
 #define URS_PM_SCAN_WP_MATCHING	  (1ull << 0)
 #define URS_PM_SCAN_CHECK_WPASYNC (1ull << 1)
 
+/* take: write-protect what matches (PM_SCAN_WP_MATCHING); WRITTEN_ONLY:
+ * only pages written since they were protected */
+enum { SCAN_READ, SCAN_TAKE_WRITTEN, SCAN_PROTECT };
+
 static int scan_call(int pm, struct urs_pm_scan_arg *a, struct urs_page_region *vec, uint64_t start,
-		     uint64_t end, bool take)
+		     uint64_t end, int mode)
 {
 	*a = (struct urs_pm_scan_arg){
-		.flags = take ? URS_PM_SCAN_WP_MATCHING | URS_PM_SCAN_CHECK_WPASYNC : 0,
-		.category_mask = take ? URS_PAGE_IS_WRITTEN : 0,
+		.flags = mode ? URS_PM_SCAN_WP_MATCHING | URS_PM_SCAN_CHECK_WPASYNC : 0,
+		.category_mask = mode == SCAN_TAKE_WRITTEN ? URS_PAGE_IS_WRITTEN : 0,
 		.size = sizeof(*a),
 		.start = start,
 		.end = end,
@@ -71,7 +75,7 @@ bool urs_pagemap_scan_supported(int pm)
 	struct urs_pm_scan_arg a;
 	struct urs_page_region vec[SCAN_VEC];
 	/* an empty range answers without walking anything */
-	int r = scan_call(pm, &a, vec, 0, 0, false);
+	int r = scan_call(pm, &a, vec, 0, 0, SCAN_READ);
 	s = r >= 0 ? 1 : (r == -ENOTTY || r == -EINVAL || r == -EOPNOTSUPP) ? -1 : 0;
 	if (s)
 		atomic_store(&scan_state, s);
@@ -86,12 +90,12 @@ static unsigned flags_of_categories(uint64_t c)
 	       ((c & URS_PAGE_IS_WRITTEN) ? URS_PM_WRITTEN : 0);
 }
 
-static int walk_scan(int pm, uint64_t start, uint64_t end, urs_pm_fn fn, void *arg, bool take)
+static int walk_scan(int pm, uint64_t start, uint64_t end, urs_pm_fn fn, void *arg, int mode)
 {
 	struct urs_page_region vec[SCAN_VEC];
 	struct urs_pm_scan_arg a;
 	while (start < end) {
-		int n = scan_call(pm, &a, vec, start, end, take);
+		int n = scan_call(pm, &a, vec, start, end, mode);
 		if (n < 0)
 			return n;
 		for (int i = 0; i < n; i++) {
@@ -147,7 +151,7 @@ int urs_pagemap_walk_entries(int pm, uint64_t start, uint64_t end, urs_pm_fn fn,
 int urs_pagemap_walk(int pm, uint64_t start, uint64_t end, urs_pm_fn fn, void *arg)
 {
 	if (urs_pagemap_scan_supported(pm))
-		return walk_scan(pm, start, end, fn, arg, false);
+		return walk_scan(pm, start, end, fn, arg, SCAN_READ);
 	return urs_pagemap_walk_entries(pm, start, end, fn, arg);
 }
 
@@ -172,5 +176,18 @@ int urs_pagemap_take_written(int pm, uint64_t start, uint64_t end, urs_pm_fn fn,
 {
 	if (!urs_pagemap_scan_supported(pm))
 		return -EOPNOTSUPP;
-	return walk_scan(pm, start, end, fn, arg, true);
+	return walk_scan(pm, start, end, fn, arg, SCAN_TAKE_WRITTEN);
+}
+
+static int nothing(void *arg, const struct urs_pm_run *run)
+{
+	(void) arg, (void) run;
+	return 0;
+}
+
+int urs_pagemap_protect(int pm, uint64_t start, uint64_t end)
+{
+	if (!urs_pagemap_scan_supported(pm))
+		return -EOPNOTSUPP;
+	return walk_scan(pm, start, end, nothing, NULL, SCAN_PROTECT);
 }

@@ -92,6 +92,23 @@ bool urs_pagemap_scan_supported(int pm);
 int urs_pagemap_take_written(int pm, uint64_t start, uint64_t end, urs_pm_fn fn, void *arg);
 
 /**
+ * urs_pagemap_protect() - write-protect the populated pages of a range
+ * @pm: an open /proc/PID/pagemap
+ * @start: page-aligned start of a range registered with a userfaultfd in
+ *         async write-protect mode
+ * @end: its page-aligned end
+ *
+ * PAGEMAP_SCAN with PM_SCAN_WP_MATCHING over the present and swapped
+ * pages only: UFFDIO_WRITEPROTECT over a range allocates every page table
+ * of it, holes included (a sanitizer's terabytes of shadow, a JVM's
+ * reserved heap), where this skips what was never touched. A page touched
+ * later is not protected: it reads as written.
+ *
+ * Return: 0, -EOPNOTSUPP, -EPERM (not so registered), or a negative errno.
+ */
+int urs_pagemap_protect(int pm, uint64_t start, uint64_t end);
+
+/**
  * urs_pagemap_pfns() - the page frame numbers behind @n pages
  * @pm: an open /proc/PID/pagemap (the frame numbers read as 0 without
  *      CAP_SYS_ADMIN)
