@@ -1264,10 +1264,15 @@ static void memory_leave(void)
 	j2.mem_home = NULL;
 }
 
-static void join_v2_later(void)
+/* The join's thread opens and closes a file: started only once boot has
+ * closed the fds it does not keep (close_all_but) and the loop has its
+ * ring. Started earlier, its open file could be closed under it by
+ * close_all_but, the ring made with the same number, and the thread's
+ * close() then closed the ring: the supervisor's next turn failed with
+ * EBADF and it wound down with its sandbox (seen: 1 checkpoint in 15
+ * right after `run -d` under URSA_CG_JOIN_V2=1). */
+static void join_v2_start(void)
 {
-	if (j2.mem_home)
-		memory_leave();
 	if (!j2.needed || j2.joined || j2.later_off)
 		return;
 	pthread_attr_t at;
@@ -1289,7 +1294,8 @@ static int ready_recorded(struct sup *s, const char *cgstr)
 {
 	struct urs_sup_args *a = s->a;
 	report(a, 0, s->init_pid, cgstr, NULL);
-	join_v2_later();
+	if (j2.mem_home)
+		memory_leave();
 	char ack;
 	ssize_t n;
 	do
@@ -2004,6 +2010,7 @@ int urs_supervisor_main(struct urs_sup_args *a)
 		return write_exit(s);
 	}
 	start_actors(s);
+	join_v2_start(); /* (after close_all_but and the ring: see there) */
 	if (s->late && (r = late_ready(s)))
 		return r;
 	run_loop(s);

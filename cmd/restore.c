@@ -204,13 +204,16 @@ int cmd_restore(int argc, char **argv)
 {
 	struct urs_create_args c = {0};
 	const char *image = NULL, *work = NULL, *cgmode = NULL, *lsm = NULL, *lsm_mount = NULL,
-		   *profile = NULL;
+		   *profile = NULL, *key_file = NULL;
 	bool tcp = false, unix_sk = false, shell = false, locks = false, lazy = false,
 	     dedup = false;
 	struct urs_strlist empty_ns = {0};
 	const struct urs_opt opts[] = {
 		{"image-path", 0, URS_OPT_STR, &image,
 		 "checkpoint image directory, or s3://BUCKET/PREFIX"},
+		{"key-file", 0, URS_OPT_STR, &key_file,
+		 "the key the image was made with (default ROOT/.ckpt.key): the source host's "
+		 "ROOT/.ckpt.key, copied, restores its images here"},
 		{"s3-profile", 0, URS_OPT_STR, &profile,
 		 "profile of /etc/ursa/s3.conf for s3:// (default: $AWS_PROFILE, default)"},
 		{"work-path", 0, URS_OPT_STR, &work, "directory for restore.log"},
@@ -242,6 +245,10 @@ int cmd_restore(int argc, char **argv)
 	if (!(c.id = urs_require_id("restore", argc, argv, i)))
 		return 1;
 	ckpt_trace("cli: restore parsed");
+	/* the key for this command, its supervisor (which reads the image's
+	 * supervisor.img) and ursa-store: they find it through the environment */
+	if (key_file && setenv("URSA_CKPT_KEY", key_file, 1) < 0)
+		return 1;
 	int rc = refused(locks, lazy, lsm, lsm_mount, cgmode)
 			 ? 1
 			 : restore_from(&c, image, work, profile);
