@@ -113,7 +113,9 @@ check "the host file is deleted in the sandbox's view only" \
 	"$(err_of "$work/py.err")"
 
 # ---- checkpoint ------------------------------------------------------------------------
-check "checkpoint" 'u checkpoint --image-path "$work/img" ${P}a 2>"$work/ck.err"' "$(err_of "$work/ck.err")"
+u checkpoint --image-path "$work/img" ${P}a 2>"$work/ck.err"
+ck=$? # (the message is read after the command: a check's detail is expanded before it runs)
+check "checkpoint" '[ $ck = 0 ]' "exit status $ck: $(err_of "$work/ck.err")"
 check "the image has the writable layer" '[ -s "$work/img/layer.img" ] && [ "$(stat -c %a "$work/img/layer.img")" = 600 ]'
 check "... and the tmpfs contents (/tmp, /dev/shm)" \
 	'[ "$(cut -f 3 "$work/img/tmpfs.lst" | sort | tr "\n" " ")" = "/dev/shm /tmp " ]' "$(err_of "$work/img/tmpfs.lst")"
