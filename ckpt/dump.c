@@ -507,15 +507,6 @@ static int add_run(struct ckpt_task *t, uint64_t vma_start, uint64_t vaddr, uint
 	return runs_add(&t->runs, &t->nruns, vma_start, vaddr, off);
 }
 
-static bool page_is_zero(const uint8_t *p)
-{
-	const uint64_t *q = (const uint64_t *) p;
-	for (unsigned i = 0; i < CKPT_PAGE_SIZE / 8; i += 4)
-		if (q[i] | q[i + 1] | q[i + 2] | q[i + 3])
-			return false;
-	return true;
-}
-
 /* Dump `n` pages starting at addr (all selected by pagemap). */
 static int dump_span(struct dumpctx *c, struct ckpt_task *t, int memfd, uint64_t vma_start,
 		     uint64_t addr, uint64_t n, bool anon, struct urs_err *err)
@@ -528,7 +519,7 @@ static int dump_span(struct dumpctx *c, struct ckpt_task *t, int memfd, uint64_t
 					   t->r.host_pid, addr, strerror(-r));
 		for (uint64_t i = 0; i < k; i++) {
 			const uint8_t *pg = c->chunk + i * CKPT_PAGE_SIZE;
-			if (anon && page_is_zero(pg)) {
+			if (anon && ckpt_page_is_zero(pg)) {
 				c->st->zero_pages++;
 				continue;
 			}
@@ -679,7 +670,7 @@ static int shm_span(struct dumpctx *c, struct ckpt_shm *o, int fd, uint64_t from
 		}
 		for (uint64_t i = 0; i < k; i++) {
 			const uint8_t *pg = c->chunk + i * CKPT_PAGE_SIZE;
-			if (page_is_zero(pg)) {
+			if (ckpt_page_is_zero(pg)) {
 				c->st->zero_pages++;
 				continue;
 			}

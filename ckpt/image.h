@@ -555,4 +555,19 @@ int ckpt_image_check_core(const char *dir, const struct ckpt_seal *seal, struct 
 int ckpt_image_load(const char *dir, const struct ckpt_seal *seal, struct ckpt_image *img,
 		    struct urs_err *err);
 
+/**
+ * ckpt_page_is_zero() - does a page hold only zeros (then it is not stored)?
+ * @p: CKPT_PAGE_SIZE bytes, 8-byte aligned
+ *
+ * Return: true if every byte is 0.
+ */
+static inline bool ckpt_page_is_zero(const uint8_t *p)
+{
+	const uint64_t *q = (const uint64_t *) p;
+	for (unsigned i = 0; i < CKPT_PAGE_SIZE / 8; i += 4)
+		if (q[i] | q[i + 1] | q[i + 2] | q[i + 3])
+			return false;
+	return true;
+}
+
 #endif

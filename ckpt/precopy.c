@@ -54,14 +54,8 @@ static uint32_t list_tree(pid_t root, pid_t *pids)
 
 static int record(struct ckpt_precopy_proc *p, uint64_t vaddr, uint64_t off, uint64_t pfn)
 {
-	if (p->n == p->cap) {
-		uint32_t cap = p->cap ? p->cap * 2 : 1024;
-		void *q = realloc(p->pages, cap * sizeof(*p->pages));
-		if (!q)
-			return -ENOMEM;
-		p->pages = q;
-		p->cap = cap;
-	}
+	if (urs_grow((void **) &p->pages, &p->cap, p->n, sizeof(*p->pages), 1024))
+		return -ENOMEM;
 	p->pages[p->n++] = (struct ckpt_precopy_page){vaddr, off, pfn};
 	return 0;
 }
@@ -78,15 +72,6 @@ struct copy {
 	uint64_t pfn[512];
 	struct urs_err *err;
 };
-
-static bool zero_page(const uint8_t *pg)
-{
-	const uint64_t *q = (const uint64_t *) pg;
-	for (unsigned i = 0; i < CKPT_PAGE_SIZE / 8; i++)
-		if (q[i])
-			return false;
-	return true;
-}
 
 /* A run of populated pages; pages the process unmapped meanwhile are
  * skipped (the freeze finds them gone, or copies what is there now). */
@@ -116,7 +101,7 @@ static int copy_run(void *arg, const struct urs_pm_run *run)
 				if (!rec)
 					continue; /* not copied before: copied frozen */
 			}
-			if (zero_page(pg))
+			if (ckpt_page_is_zero(pg))
 				c->pc->zero_pages++;
 			else if ((r = ckpt_pages_append(c->pw, pg, CKPT_PAGE_SIZE, &off, c->err)) ==
 				 0)

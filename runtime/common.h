@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -83,6 +84,29 @@ static inline void *steal_ptr(void *pp)
 	void *r = *p;
 	*p = NULL;
 	return r;
+}
+
+/**
+ * urs_grow() - make room for one more element in a doubling array
+ * @arr: the array (may be NULL while *@cap is 0)
+ * @cap: its capacity in elements
+ * @n: the elements in use
+ * @elem: an element's size
+ * @first: the capacity of a first allocation
+ *
+ * Return: 0 (room for one more at index @n), or -ENOMEM (the array as it was).
+ */
+static inline int urs_grow(void **arr, uint32_t *cap, uint32_t n, size_t elem, uint32_t first)
+{
+	if (n < *cap)
+		return 0;
+	uint32_t c = *cap ? *cap * 2 : first;
+	void *p = realloc(*arr, (size_t) c * elem);
+	if (!p)
+		return -ENOMEM;
+	*arr = p;
+	*cap = c;
+	return 0;
 }
 
 #endif

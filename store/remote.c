@@ -311,14 +311,8 @@ static void on_create(struct urs_s3_req *q, int res)
 
 static int send_part(struct urs_remote *r, struct pbuf *b)
 {
-	if (r->nparts == r->parts_cap) {
-		uint32_t cap = r->parts_cap ? r->parts_cap * 2 : 64;
-		void *p = realloc(r->parts, cap * sizeof(*r->parts));
-		if (!p)
-			return -ENOMEM;
-		r->parts = p;
-		r->parts_cap = cap;
-	}
+	if (urs_grow((void **) &r->parts, &r->parts_cap, r->nparts, sizeof(*r->parts), 64))
+		return -ENOMEM;
 	r->nparts++;
 	r->st.parts++;
 	r->st.sealed += b->len;
