@@ -1,11 +1,17 @@
 /*
  * tests/ckpt/hog.c — a workload for the checkpoint tests and the
- * remote-image benchmark (bench/remote/run): `hog MIB [THREADS] [DIR]` fills MIB MiB with a pattern
- * no compressor or zero-page skip can shrink (xorshift64 of the page's index), writes DIR/ready-0
- * (default /tmp), then each thread rewrites one word of a page of its share every millisecond and
- * DIR/tick-T with its count, in place (the host watches those files for stalls). SIGUSR1 makes
- * every thread check its whole share against the pattern (the rewritten word excepted) and write
- * DIR/check-T: "ok" or the first bad offset. Static, no libc beyond what busybox rootfs gives.
+ * remote-image benchmarks (bench/remote/run, bench/remote/pause):
+ *   hog MIB [THREADS] [DIR] [MARKER]
+ * fills MIB MiB with a pattern no compressor or zero-page skip can shrink
+ * (xorshift64 of each word's index), keeps MARKER-42 in its heap (built
+ * here, so it is in no file: tests look for it in stored images), writes
+ * DIR/ready-0 (default /tmp), then each thread rewrites one word of a page
+ * of its share and DIR/tick-T with its count, in place, once a
+ * millisecond: the rate the pause benchmark specifies (the host watches
+ * those files for stalls); it is the workload's pace, no test waits on it.
+ * SIGUSR1 makes every thread check its whole share — the pattern, and in
+ * each page's first word the last count it wrote there — and write
+ * DIR/check-T: "ok" or the first bad word. Static, for a busybox rootfs.
  */
 #include <fcntl.h>
 #include <pthread.h>
@@ -114,6 +120,9 @@ int main(int argc, char **argv)
 	int threads = argc > 2 ? atoi(argv[2]) : 1;
 	if (argc > 3)
 		dir = argv[3];
+	static char *volatile marker; /* kept reachable: never optimized away */
+	if (argc > 4 && (marker = malloc(strlen(argv[4]) + 8)))
+		sprintf(marker, "%s-%d", argv[4], 6 * 7);
 	if (threads < 1)
 		threads = 1;
 	size_t pages = mib * 256;

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tests/store/remote.sh — `ursa checkpoint|restore --image-path s3://...`
-# end to end: a real sandbox (busybox sh counting, a marker string and
-# ~12 MB of non-zero heap in its memory), a real s3rver behind
+# end to end: a real sandbox (tests/ckpt/hog.c: 16 MiB of incompressible
+# memory, a marker string in its heap, a tick file counting), a real s3rver behind
 # tests/store/s3proxy.py (tests/store/s3env.sh):
 #   - checkpoint to s3://: the container is gone, the image is objects
 #     under the prefix with an index, no local copy is left (the stage
@@ -40,7 +40,7 @@ export AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER AWS_REGION=us-east-
 export AWS_ENDPOINT_URL="http://127.0.0.1:$pport"
 unset AWS_PROFILE AWS_SESSION_TOKEN
 
-count() { cut -d' ' -f1 "$work/rootfs/tmp/c" 2>/dev/null; }
+count() { tr -d ' \n' <"$work/rootfs/tmp/tick-0" 2>/dev/null; }
 counts_past() { local c; c=$(count); [ -n "$c" ] && [ "$c" -gt "$1" ]; }
 status_of() { u state "$1" 2>/dev/null | jq -r .status; }
 cg_dirs() { find /sys/fs/cgroup -maxdepth 6 -type d -name "$1" 2>/dev/null | wc -l; }
@@ -55,18 +55,18 @@ mkdir -p "$work/rootfs/bin" "$work/rootfs/proc" "$work/rootfs/dev" "$work/rootfs
 	"$work/rootfs/tmp" "$work/b"
 cp /bin/busybox "$work/rootfs/bin/" && ln -s busybox "$work/rootfs/bin/sh"
 (cd "$work/b" && "$URSA" spec) || exit 1
-# the marker is built at run time (it is in no file), 12 MB of 'a' keep the
-# pages over one 8 MiB part
-loop='M=ursa-remote-marker-$((6*7))-q; B=$(head -c 12000000 /dev/zero | tr "\0" a); echo ready > /tmp/ready;
-i=0; while :; do i=$((i+1)); echo "$i $M" > /tmp/c; usleep 20000; done'
-jq --arg rootfs "$work/rootfs" --arg loop "$loop" '.root.path = $rootfs | .root.readonly = false
-	| .process.terminal = false | .process.args = ["/bin/sh", "-c", $loop]
+# tests/ckpt/hog.c, 16 MiB in one thread (over one 8 MiB part), keeping
+# ursa-remote-marker-42 in its heap (built at run time: in no file)
+cp "$HOG" "$work/rootfs/bin/hog"
+jq --arg rootfs "$work/rootfs" '.root.path = $rootfs | .root.readonly = false
+	| .process.terminal = false
+	| .process.args = ["/bin/hog", "16", "1", "/tmp", "ursa-remote-marker"]
 	| .annotations = {"run.ursa.network": "none"}' "$work/b/config.json" >"$work/b/c" &&
 	mv "$work/b/c" "$work/b/config.json"
 start_one() { # id
-	rm -f "$work/rootfs/tmp/ready" "$work/rootfs/tmp/c"
+	rm -f "$work/rootfs/tmp/"*
 	(cd "$work/b" && u run -d "$1" >/dev/null 2>"$work/run.err") &&
-		wait_for 30 test -s "$work/rootfs/tmp/c" && wait_for 30 test -s "$work/rootfs/tmp/ready"
+		wait_for 30 test -s "$work/rootfs/tmp/ready-0" && wait_for 30 test -s "$work/rootfs/tmp/tick-0"
 }
 
 # ---- checkpoint to s3:// ------------------------------------------------------
@@ -83,8 +83,8 @@ check "the image is objects with an index" \
 check "no local copy is left (stage directory gone)" '[ -z "$(ls -A "$root/.remote" 2>/dev/null)" ]' \
 	"$(ls -laR "$root/.remote" 2>&1)"
 pages=$(ls -S $(objects img/a) | head -1)
-check "the pages object is sealed whole (over 12 MB, not staged)" \
-	'[ "$(stat -c %s "$pages")" -gt 12000000 ]' "$(ls -la $(objects img/a))"
+check "the pages object is sealed whole (over 16 MiB, not staged)" \
+	'[ "$(stat -c %s "$pages")" -gt 16777216 ]' "$(ls -la $(objects img/a))"
 check "the marker is in no stored byte" '! grep -rqa "ursa-remote-marker-42" "$tmp/data"'
 
 # ---- restore from s3:// -------------------------------------------------------
@@ -166,7 +166,6 @@ u delete --force ${P}c >/dev/null 2>&1
 # tests/ckpt/hog.c, 32 MiB in two threads each rewriting a page every
 # millisecond; its memory copied while it runs, then restored from the store
 # and checked page by page (pattern, and the last count written to each)
-cp "$HOG" "$work/rootfs/bin/hog"
 jq '.process.args = ["/bin/hog", "32", "2", "/tmp"]' "$work/b/config.json" >"$work/b/c" &&
 	mv "$work/b/c" "$work/b/config.json"
 t=$work/rootfs/tmp
