@@ -1,0 +1,327 @@
+/*
+ * shim/main.c — containerd-shim-ursa-v2: containerd's shim v2 binary for
+ * the runtime io.containerd.ursa.v2 (docs/shim.md).
+ *
+ *   -namespace NS -address ADDR -publish-binary BIN -id ID [-debug] start
+ *	(cwd: the bundle) serve the task's group: print the socket's address
+ *	and write BUNDLE/address. A container of a group whose shim runs
+ *	(same io.kubernetes.cri.sandbox-id, or io.containerd.runc.v2.group)
+ *	gets that shim's address; otherwise a new shim is forked, which
+ *	serves the Task service until Shutdown finds no container left.
+ *   -namespace NS -address ADDR -id ID -bundle DIR delete
+ *	the shim is gone: delete the container with `ursa delete --force`,
+ *	unmount its rootfs, print a DeleteResponse (pid, 137, now).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <limits.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "runtime/common.h"
+#include "runtime/io.h"
+#include "shim/backend_cli.h"
+#include "shim/events.h"
+#include "shim/proto/task.pb-c.h"
+#include "shim/rootfs.h"
+#include "shim/task.h"
+#include "state/sha256.h"
+
+#define SOCK_DIR   "/run/containerd/s"
+#define STATE_ROOT "/run/containerd/ursa"
+
+extern char **environ;
+
+struct args {
+	const char *ns, *address, *publish, *id, *bundle, *action;
+	int debug;
+};
+
+static int parse_args(int argc, char **argv, struct args *a)
+{
+	static const char *const valued[] = {
+		"namespace", "address", "publish-binary", "id", "bundle", "socket", NULL};
+	const char **dst[] = {&a->ns, &a->address, &a->publish, &a->id, &a->bundle, NULL};
+	*a = (struct args){.ns = "default", .address = ""};
+	for (int i = 1; i < argc; i++) {
+		const char *s = argv[i];
+		if (s[0] != '-') {
+			a->action = s;
+			continue;
+		}
+		s += s[1] == '-' ? 2 : 1;
+		const char *eq = strchr(s, '=');
+		size_t len = eq ? (size_t) (eq - s) : strlen(s);
+		if (len == 5 && !strncmp(s, "debug", 5)) {
+			a->debug = 1;
+			continue;
+		}
+		int k = 0;
+		while (valued[k] && (strlen(valued[k]) != len || strncmp(valued[k], s, len)))
+			k++;
+		if (!valued[k] || (!eq && i + 1 >= argc)) {
+			fprintf(stderr, "containerd-shim-ursa-v2: unknown or incomplete flag %s\n",
+				argv[i]);
+			return -EINVAL;
+		}
+		const char *v = eq ? eq + 1 : argv[++i];
+		if (dst[k] && k < 5)
+			*dst[k] = v;
+	}
+	return 0;
+}
+
+/* the group a container is served with: its pod's, else its own id */
+static void group_of(const char *id, char *group, size_t len)
+{
+	static const char *const labels[] = {"io.containerd.runc.v2.group",
+					     "io.kubernetes.cri.sandbox-id", NULL};
+	snprintf(group, len, "%s", id);
+	json_t *j = json_load_file("config.json", 0, NULL);
+	json_t *an = json_object_get(j, "annotations");
+	for (int i = 0; labels[i]; i++) {
+		const char *v = json_string_value(json_object_get(an, labels[i]));
+		if (v && *v) {
+			snprintf(group, len, "%s", v);
+			break;
+		}
+	}
+	json_decref(j);
+}
+
+/* /run/containerd/s/HEX: sha256 of "ursa:ADDRESS/NS/GROUP" */
+static void socket_path(const struct args *a, const char *group, char *path, size_t len)
+{
+	struct urs_sha256 h;
+	uint8_t d[32];
+	urs_sha256_init(&h);
+	urs_sha256_update(&h, "ursa:", 5);
+	urs_sha256_update(&h, a->address, strlen(a->address));
+	urs_sha256_update(&h, "/", 1);
+	urs_sha256_update(&h, a->ns, strlen(a->ns));
+	urs_sha256_update(&h, "/", 1);
+	urs_sha256_update(&h, group, strlen(group));
+	urs_sha256_final(&h, d);
+	int o = snprintf(path, len, "%s/", SOCK_DIR);
+	for (int i = 0; i < 32 && o + 2 < (int) len; i++)
+		o += snprintf(path + o, len - (size_t) o, "%02x", d[i]);
+}
+
+static int listen_at(const char *path)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (bind(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0 || chmod(path, 0600) < 0 ||
+	    listen(fd, 64) < 0) {
+		int e = -errno;
+		close(fd);
+		return e;
+	}
+	return fd;
+}
+
+static bool can_connect(const char *path)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	_cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	return fd >= 0 && connect(fd, (struct sockaddr *) &sa, sizeof(sa)) == 0;
+}
+
+/* BUNDLE/address, written whole (a temporary file renamed) */
+static int write_address(const char *addr)
+{
+	int fd = open(".address", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	int r = urs_write_all(fd, addr, strlen(addr));
+	close(fd);
+	if (r == 0 && rename(".address", "address") < 0)
+		r = -errno;
+	return r;
+}
+
+/* -- serving ------------------------------------------------------------- */
+
+struct shim {
+	struct urs_loop loop;
+	struct shim_reaper reaper;
+	struct shim_events ev;
+	struct shim_task task;
+	struct shim_cli cli;
+	struct ttrpc_server *srv;
+};
+
+static void on_empty(void *arg)
+{
+	struct shim *s = arg;
+	if (s->srv)
+		ttrpc_server_close(s->srv);
+	s->srv = NULL;
+}
+
+static int serve(const struct args *a, int lfd, const char *sock)
+{
+	static struct shim s;
+	char root[PATH_MAX];
+	snprintf(root, sizeof(root), "%s/%s", STATE_ROOT, a->ns);
+	int r = urs_loop_init(&s.loop, NULL);
+	if (r == 0)
+		r = shim_reaper_init(&s.reaper, &s.loop);
+	if (r == 0)
+		r = shim_events_init(&s.ev, &s.loop, getenv("TTRPC_ADDRESS"), a->ns);
+	s.task = (struct shim_task){.loop = &s.loop,
+				    .reaper = &s.reaper,
+				    .be = &shim_cli_backend,
+				    .be_arg = &s.cli,
+				    .publish = shim_events_publish,
+				    .pub_arg = &s.ev,
+				    .on_empty = on_empty,
+				    .empty_arg = &s};
+	if (r == 0)
+		r = shim_cli_init(&s.cli, &s.task, NULL, root);
+	if (r == 0 && !(s.srv = ttrpc_server_new(&s.loop, lfd, shim_task_methods, &s.task)))
+		r = -errno;
+	if (r < 0) {
+		fprintf(stderr, "containerd-shim-ursa-v2: %s\n", strerror(-r));
+		unlink(sock);
+		return 1;
+	}
+	r = urs_loop_run(&s.loop);
+	unlink(sock);
+	shim_events_fini(&s.ev);
+	shim_task_fini(&s.task);
+	shim_reaper_fini(&s.reaper);
+	return r < 0 ? 1 : 0;
+}
+
+/* the daemon: its own session, stdio to /dev/null and the bundle's log FIFO */
+static void daemonize(void)
+{
+	setsid();
+	int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+	int log = open("log", O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+	dup2(nul, 0);
+	dup2(nul, 1);
+	dup2(log >= 0 ? log : nul, 2);
+	if (log > 2)
+		close(log);
+	if (nul > 2)
+		close(nul);
+	if (chdir("/") < 0)
+		_exit(1);
+	signal(SIGPIPE, SIG_IGN);
+}
+
+static int do_start(const struct args *a)
+{
+	char group[256], sock[108], addr[128];
+	group_of(a->id, group, sizeof(group));
+	socket_path(a, group, sock, sizeof(sock));
+	snprintf(addr, sizeof(addr), "unix://%s", sock);
+	mkdir("/run/containerd", 0711);
+	mkdir(SOCK_DIR, 0700);
+	int lfd = listen_at(sock);
+	if (lfd == -EADDRINUSE && can_connect(sock)) {
+		/* the group's shim runs: it serves this container too */
+		if (write_address(addr) < 0)
+			return 1;
+		fputs(addr, stdout);
+		return 0;
+	}
+	if (lfd == -EADDRINUSE) { /* a dead shim's socket */
+		unlink(sock);
+		lfd = listen_at(sock);
+	}
+	if (lfd < 0) {
+		fprintf(stderr, "containerd-shim-ursa-v2: listen on %s: %s\n", sock,
+			strerror(-lfd));
+		return 1;
+	}
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid < 0)
+		return 1;
+	if (pid == 0) {
+		daemonize();
+		_exit(serve(a, lfd, sock));
+	}
+	close(lfd);
+	if (write_address(addr) < 0) {
+		kill(pid, SIGKILL);
+		unlink(sock);
+		return 1;
+	}
+	fputs(addr, stdout);
+	return 0;
+}
+
+/* -- delete -------------------------------------------------------------- */
+
+static int do_delete(const struct args *a)
+{
+	char bundle[PATH_MAX], root[PATH_MAX], ursa[PATH_MAX], self[PATH_MAX];
+	snprintf(bundle, sizeof(bundle), "%s", a->bundle ? a->bundle : ".");
+	snprintf(root, sizeof(root), "%s/%s", STATE_ROOT, a->ns);
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	self[n > 0 ? n : 0] = 0;
+	char *slash = strrchr(self, '/');
+	if (slash)
+		*slash = 0;
+	snprintf(ursa, sizeof(ursa), "%s/ursa", self);
+	const char *argv[] = {ursa, "--root", root, "delete", "--force", a->id, NULL};
+	pid_t pid;
+	int status;
+	if (posix_spawn(&pid, ursa, NULL, NULL, (char *const *) argv, environ) == 0)
+		waitpid(pid, &status, 0);
+	shim_rootfs_umount(bundle);
+	char pidf[PATH_MAX];
+	snprintf(pidf, sizeof(pidf), "%s/init.pid", bundle);
+	long ipid = 0;
+	FILE *f = fopen(pidf, "re");
+	if (f) {
+		if (fscanf(f, "%ld", &ipid) != 1)
+			ipid = 0;
+		fclose(f);
+	}
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	Google__Protobuf__Timestamp ts = GOOGLE__PROTOBUF__TIMESTAMP__INIT;
+	ts.seconds = now.tv_sec;
+	ts.nanos = (int32_t) now.tv_nsec;
+	Containerd__Task__V2__DeleteResponse r = CONTAINERD__TASK__V2__DELETE_RESPONSE__INIT;
+	r.pid = ipid > 0 && ipid <= INT_MAX ? (uint32_t) ipid : 0;
+	r.exit_status = 128 + SIGKILL;
+	r.exited_at = &ts;
+	uint8_t out[256];
+	size_t len = containerd__task__v2__delete_response__pack(&r, out);
+	return urs_write_all(1, out, len) < 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct args a;
+	if (parse_args(argc, argv, &a) < 0)
+		return 2;
+	if (a.action && !strcmp(a.action, "start") && a.id)
+		return do_start(&a);
+	if (a.action && !strcmp(a.action, "delete") && a.id)
+		return do_delete(&a);
+	fprintf(stderr, "usage: containerd-shim-ursa-v2 -namespace NS -address ADDR "
+			"-publish-binary BIN -id ID [-bundle DIR] [-debug] start|delete\n"
+			"(started by containerd for the runtime io.containerd.ursa.v2)\n");
+	return 2;
+}

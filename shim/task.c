@@ -1,0 +1,161 @@
+/*
+ * shim/task.c — the records of the Task service (shim/task.h): containers
+ * and processes, what happens when a process exits, and the events that
+ * tell containerd. The calls themselves are in shim/task_rpc.c.
+ *
+ * Order of events. A process that exits while the operation that makes or
+ * starts it is still running (an init dead before `create` returned its
+ * pid, an exec'd `true`) has its exit held until that operation's own
+ * event is out: containerd must see create/start (exec-started) first.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "runtime/common.h"
+#include "shim/proto/events.pb-c.h"
+#include "shim/proto/task.pb-c.h"
+#include "shim/rootfs.h"
+#include "shim/task.h"
+
+struct shim_ctr *shim_task_find(struct shim_task *t, const char *id)
+{
+	for (struct shim_ctr *c = t->ctrs; c; c = c->next)
+		if (!strcmp(c->id, id))
+			return c;
+	return NULL;
+}
+
+void shim_task_ts(Google__Protobuf__Timestamp *ts, const struct timespec *at)
+{
+	google__protobuf__timestamp__init(ts);
+	ts->seconds = at->tv_sec;
+	ts->nanos = (int32_t) at->tv_nsec;
+}
+
+static void answer_waits(struct shim_proc *p)
+{
+	Containerd__Task__V2__WaitResponse w = CONTAINERD__TASK__V2__WAIT_RESPONSE__INIT;
+	Google__Protobuf__Timestamp ts;
+	shim_task_ts(&ts, &p->exited_at);
+	w.exit_status = p->exit_status;
+	w.exited_at = &ts;
+	for (uint32_t i = 0; i < p->nwaits; i++)
+		ttrpc_reply(p->waits[i], &w.base);
+	free(p->waits);
+	p->waits = NULL;
+	p->nwaits = p->capwaits = 0;
+}
+
+/* the exit is known and may be told: STOPPED, the event, the waiters */
+void shim_task_report_exit(struct shim_task *t, struct shim_proc *p)
+{
+	p->st = SHIM_STOPPED;
+	p->exit_held = false;
+	shim_stdio_close_stdin(&p->io);
+	Containerd__Events__TaskExit ev = CONTAINERD__EVENTS__TASK_EXIT__INIT;
+	Google__Protobuf__Timestamp ts;
+	shim_task_ts(&ts, &p->exited_at);
+	ev.container_id = p->ctr->id;
+	ev.id = p->exec_id ? p->exec_id : p->ctr->id;
+	ev.pid = (uint32_t) p->pid;
+	ev.exit_status = p->exit_status;
+	ev.exited_at = &ts;
+	t->publish(t->pub_arg, "/tasks/exit", "containerd.events.TaskExit", &ev.base);
+	answer_waits(p);
+}
+
+/* a process's exit, from the reaper (or found kept when it was watched) */
+void shim_task_exited(struct shim_task *t, struct shim_proc *p, int status,
+		      const struct timespec *at)
+{
+	p->reaped = true;
+	p->exit_status = shim_wait_code(status);
+	p->exited_at = *at;
+	if (p->op)
+		p->exit_held = true;
+	else
+		shim_task_report_exit(t, p);
+}
+
+static void proc_exit_cb(void *arg, pid_t pid, int status, const struct timespec *at)
+{
+	(void) pid;
+	struct shim_proc *p = arg;
+	shim_task_exited(p->ctr->task, p, status, at);
+}
+
+/* watch a process the backend made; an exit already seen is taken now */
+int shim_task_watch(struct shim_task *t, struct shim_proc *p, uint64_t since)
+{
+	int status;
+	struct timespec at;
+	int r = shim_reaper_watch(t->reaper, p->pid, since, proc_exit_cb, p, &status, &at);
+	if (r == 1)
+		shim_task_exited(t, p, status, &at);
+	return r < 0 ? r : 0;
+}
+
+int shim_task_add_wait(struct shim_proc *p, struct ttrpc_call *call)
+{
+	void *arr = p->waits;
+	if (urs_grow(&arr, &p->capwaits, p->nwaits, sizeof(*p->waits), 2) < 0)
+		return -ENOMEM;
+	p->waits = arr;
+	p->waits[p->nwaits++] = call;
+	return 0;
+}
+
+void shim_task_proc_free(struct shim_task *t, struct shim_proc *p)
+{
+	if (p->pid > 0 && !p->reaped)
+		shim_reaper_unwatch(t->reaper, p->pid);
+	for (uint32_t i = 0; i < p->nwaits; i++)
+		ttrpc_fail(p->waits[i], TTRPC_NOT_FOUND, "process %s deleted: not found",
+			   p->exec_id ? p->exec_id : p->ctr->id);
+	free(p->waits);
+	shim_stdio_close(&p->io);
+	shim_stdio_close_stdin(&p->io);
+	free(p->exec_id);
+	free(p->spec);
+	free(p->in);
+	free(p->out);
+	free(p->err);
+}
+
+void shim_task_ctr_free(struct shim_task *t, struct shim_ctr *c)
+{
+	for (struct shim_ctr **pp = &t->ctrs; *pp; pp = &(*pp)->next)
+		if (*pp == c) {
+			*pp = c->next;
+			break;
+		}
+	while (c->execs) {
+		struct shim_proc *p = c->execs;
+		c->execs = p->next;
+		shim_task_proc_free(t, p);
+		free(p);
+	}
+	shim_task_proc_free(t, &c->init);
+	if (c->rootfs_mounted)
+		shim_rootfs_umount(c->bundle);
+	free(c->id);
+	free(c->bundle);
+	free(c);
+}
+
+void shim_task_fini(struct shim_task *t)
+{
+	while (t->ctrs)
+		shim_task_ctr_free(t, t->ctrs);
+}
+
+/* publish a container-id-only event (paused, resumed, oom) */
+void shim_task_publish_id(struct shim_task *t, const char *topic, const char *type_url,
+			  const char *id)
+{
+	Containerd__Events__TaskOOM ev = CONTAINERD__EVENTS__TASK_OOM__INIT;
+	ev.container_id = (char *) id;
+	t->publish(t->pub_arg, topic, type_url, &ev.base);
+}

@@ -1,0 +1,146 @@
+/*
+ * shim/task.h — containerd's Task service (containerd.task.v2.Task) over a
+ * backend that makes and drives the sandboxes: the containers and processes
+ * the shim serves, their states, Wait answered at exit, and the task events
+ * in the order containerd requires (create, start, exit, delete; exec-added,
+ * exec-started, exit).
+ *
+ * The service knows processes, not sandboxes: the backend (struct
+ * shim_backend) creates, starts, execs, signals, pauses and deletes, and
+ * reports when it is done; exits come from the reaper (shim/reaper.h), as
+ * the shim is the subreaper of every process it serves. Operations run
+ * asynchronously: one container's slow create never holds another's calls.
+ */
+#ifndef URSA_SHIM_TASK_H
+#define URSA_SHIM_TASK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "runtime/loop.h"
+#include "shim/reaper.h"
+#include "shim/stdio.h"
+#include "shim/proto/wkt.pb-c.h"
+#include "shim/ttrpc_server.h"
+
+struct shim_ctr;
+
+/* what a process is; the values are containerd's task Status */
+enum shim_status {
+	SHIM_UNKNOWN = 0,
+	SHIM_CREATED = 1,
+	SHIM_RUNNING = 2,
+	SHIM_STOPPED = 3,
+	SHIM_PAUSED = 4,
+};
+
+struct shim_proc {
+	struct shim_ctr *ctr;
+	struct shim_proc *next; /* the container's execs */
+	char *exec_id;		/* NULL for the init */
+	char *spec;		/* an exec's process (JSON), as containerd sent it */
+	pid_t pid;
+	enum shim_status st;
+	bool op;	/* an operation that may make or start it is running */
+	bool exit_held; /* it exited during that operation: reported after it */
+	bool reaped;	/* its exit is known */
+	uint32_t exit_status;
+	struct timespec exited_at;
+	char *in, *out, *err; /* stdio as containerd named it */
+	bool terminal;
+	struct shim_stdio io;
+	struct ttrpc_call **waits; /* Wait calls answered at its exit */
+	uint32_t nwaits, capwaits;
+};
+
+struct shim_task;
+
+struct shim_ctr {
+	struct shim_ctr *next;
+	struct shim_task *task;
+	char *id, *bundle;
+	struct shim_proc init;
+	struct shim_proc *execs;
+	bool rootfs_mounted; /* by the shim, from CreateTaskRequest.rootfs */
+	bool deleting;
+	void *be; /* the backend's per-container record */
+};
+
+/* done: @err 0 or a negative errno, @msg why (the backend's own words) */
+typedef void (*shim_done)(void *arg, int err, const char *msg);
+
+struct shim_backend {
+	/* create the container of @c (its init stopped before the workload,
+	 * stdio @io); set c->init.pid before calling @done with 0 */
+	int (*create)(void *be, struct shim_ctr *c, shim_done done, void *arg);
+	/* start the init */
+	int (*start)(void *be, struct shim_ctr *c, shim_done done, void *arg);
+	/* run @p (p->spec) in the container; set p->pid before @done */
+	int (*exec)(void *be, struct shim_proc *p, shim_done done, void *arg);
+	/* signal the init (and every process with @all) */
+	int (*kill)(void *be, struct shim_ctr *c, int sig, bool all, shim_done done, void *arg);
+	/* freeze (@pause) or thaw */
+	int (*pause)(void *be, struct shim_ctr *c, bool pause, shim_done done, void *arg);
+	/* remove what create made (@force: even if the init still runs) */
+	int (*delete)(void *be, struct shim_ctr *c, bool force, shim_done done, void *arg);
+};
+
+/* how the service tells containerd what happened; @type_url names @ev's type */
+typedef void (*shim_publish_fn)(void *arg, const char *topic, const char *type_url,
+				const ProtobufCMessage *ev);
+
+struct shim_task {
+	struct urs_loop *loop;
+	struct shim_reaper *reaper;
+	const struct shim_backend *be;
+	void *be_arg;
+	shim_publish_fn publish;
+	void *pub_arg;
+	void (*on_empty)(void *arg); /* Shutdown with no container left */
+	void *empty_arg;
+	struct shim_ctr *ctrs;
+	bool shutdown; /* Shutdown was asked for: exit once the last one goes */
+};
+
+/* the Task service's methods, for ttrpc_server_new() (arg: struct shim_task) */
+extern const struct ttrpc_method shim_task_methods[];
+
+/**
+ * shim_task_find() - a container the service serves
+ * @t: the service
+ * @id: its id
+ *
+ * Return: the container, or NULL.
+ */
+struct shim_ctr *shim_task_find(struct shim_task *t, const char *id);
+
+/**
+ * shim_task_fini() - free every container record (processes are not touched)
+ * @t: the service
+ */
+void shim_task_fini(struct shim_task *t);
+
+/* -- between shim/task.c and shim/task_rpc.c ------------------------------ */
+
+/* a timestamp message for @at */
+void shim_task_ts(Google__Protobuf__Timestamp *ts, const struct timespec *at);
+/* watch @p's pid (made after shim_reaper_seq() was @since) for its exit */
+int shim_task_watch(struct shim_task *t, struct shim_proc *p, uint64_t since);
+/* @p exited (wait @status at @at): told now, or held while p->op */
+void shim_task_exited(struct shim_task *t, struct shim_proc *p, int status,
+		      const struct timespec *at);
+/* tell a known exit: STOPPED, /tasks/exit, the Wait calls answered */
+void shim_task_report_exit(struct shim_task *t, struct shim_proc *p);
+/* answer @call when @p exits */
+int shim_task_add_wait(struct shim_proc *p, struct ttrpc_call *call);
+/* free what @p holds (its Wait calls fail with NOT_FOUND); not @p itself */
+void shim_task_proc_free(struct shim_task *t, struct shim_proc *p);
+/* unlink and free @c, its execs, its rootfs mount */
+void shim_task_ctr_free(struct shim_task *t, struct shim_ctr *c);
+/* publish an event whose only field is the container id */
+void shim_task_publish_id(struct shim_task *t, const char *topic, const char *type_url,
+			  const char *id);
+
+#endif

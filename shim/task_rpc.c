@@ -1,0 +1,595 @@
+/*
+ * shim/task_rpc.c — the calls of containerd's Task service (shim/task.h):
+ * each checks the state it needs and answers with containerd's codes and
+ * its words ("...: not found"), or starts the backend's operation and
+ * answers when that is done. What containerd relies on (its runtime/v2
+ * README and its runc shim): Create answers with the init's pid and
+ * publishes /tasks/create; Start (init or exec) publishes start or
+ * exec-started before any exit; Kill of a finished process is NOT_FOUND;
+ * Delete is for stopped or never-started processes; Wait answers at exit;
+ * Shutdown ends the shim only when no container is left.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "shim/proto/events.pb-c.h"
+#include "shim/proto/task.pb-c.h"
+#include "shim/rootfs.h"
+#include "shim/task.h"
+
+#define SVC "containerd.task.v2.Task"
+
+typedef Containerd__Task__V2__DeleteRequest IdExec; /* id = 1, exec_id = 2 */
+typedef Containerd__Task__V2__PidsRequest IdOnly;   /* id = 1 */
+
+/* an operation under way: the call to answer when the backend is done */
+struct pend {
+	struct shim_task *t;
+	struct ttrpc_call *call;
+	struct shim_proc *p;
+	uint64_t since; /* shim_reaper_seq() before the operation began */
+	int arg;	/* the operation's own: pause or resume */
+};
+
+static struct pend *pend_new(struct shim_task *t, struct ttrpc_call *call, struct shim_proc *p)
+{
+	struct pend *d = malloc(sizeof(*d));
+	if (!d)
+		ttrpc_fail(call, TTRPC_INTERNAL, "out of memory");
+	else
+		*d = (struct pend){.t = t, .call = call, .p = p};
+	return d;
+}
+
+#define FAIL(call, ...)                        \
+	do {                                   \
+		ttrpc_fail(call, __VA_ARGS__); \
+		return;                        \
+	} while (0)
+
+static char *dup0(const char *s)
+{
+	return strdup(s ? s : "");
+}
+
+/* the process @id/@exec names, or NULL with the call failed as containerd expects */
+static struct shim_proc *lookup(struct shim_task *t, struct ttrpc_call *call, const char *id,
+				const char *exec)
+{
+	struct shim_ctr *c = shim_task_find(t, id);
+	if (!c) {
+		ttrpc_fail(call, TTRPC_NOT_FOUND, "container %s not created: not found", id);
+		return NULL;
+	}
+	if (!exec || !*exec)
+		return &c->init;
+	for (struct shim_proc *p = c->execs; p; p = p->next)
+		if (!strcmp(p->exec_id, exec))
+			return p;
+	ttrpc_fail(call, TTRPC_NOT_FOUND, "process does not exist %s: not found", exec);
+	return NULL;
+}
+
+static const char *pname(const struct shim_proc *p)
+{
+	return p->exec_id ? p->exec_id : p->ctr->id;
+}
+
+/* -- Create -------------------------------------------------------------- */
+
+static void create_done(void *arg, int err, const char *msg)
+{
+	struct pend *d = arg;
+	struct shim_task *t = d->t;
+	struct shim_proc *p = d->p;
+	struct shim_ctr *c = p->ctr;
+	shim_stdio_close(&p->io); /* the init has them now */
+	if (!err)
+		err = shim_task_watch(t, p, d->since);
+	if (err) {
+		ttrpc_fail(d->call, TTRPC_UNKNOWN, "create %s: %s", c->id,
+			   msg ? msg : strerror(-err));
+		shim_task_ctr_free(t, c);
+		free(d);
+		return;
+	}
+	p->op = false;
+	p->st = SHIM_CREATED;
+	Containerd__Events__TaskIO io = CONTAINERD__EVENTS__TASK_IO__INIT;
+	io.stdin = p->in, io.stdout = p->out, io.stderr = p->err, io.terminal = p->terminal;
+	Containerd__Events__TaskCreate ev = CONTAINERD__EVENTS__TASK_CREATE__INIT;
+	ev.container_id = c->id, ev.bundle = c->bundle, ev.io = &io, ev.pid = (uint32_t) p->pid;
+	t->publish(t->pub_arg, "/tasks/create", "containerd.events.TaskCreate", &ev.base);
+	Containerd__Task__V2__StartResponse r = CONTAINERD__TASK__V2__START_RESPONSE__INIT;
+	r.pid = (uint32_t) p->pid;
+	ttrpc_reply(d->call, &r.base);
+	free(d);
+	if (p->exit_held)
+		shim_task_report_exit(t, p);
+}
+
+static struct shim_ctr *ctr_new(struct shim_task *t,
+				const Containerd__Task__V2__CreateTaskRequest *r)
+{
+	struct shim_ctr *c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->task = t;
+	c->init.ctr = c;
+	c->init.io = (struct shim_stdio){.fd = {-1, -1, -1}, .stdin_keep = -1};
+	c->id = strdup(r->id);
+	c->bundle = strdup(r->bundle);
+	c->init.in = dup0(r->stdin);
+	c->init.out = dup0(r->stdout);
+	c->init.err = dup0(r->stderr);
+	c->init.terminal = r->terminal;
+	c->next = t->ctrs;
+	t->ctrs = c;
+	if (!c->id || !c->bundle || !c->init.in || !c->init.out || !c->init.err) {
+		shim_task_ctr_free(t, c);
+		return NULL;
+	}
+	return c;
+}
+
+static void on_create(struct ttrpc_call *call, const ProtobufCMessage *req, void *arg)
+{
+	struct shim_task *t = arg;
+	const Containerd__Task__V2__CreateTaskRequest *r = (const void *) req;
+	char msg[512];
+	if (!*r->id || !*r->bundle)
+		FAIL(call, TTRPC_INVALID_ARGUMENT, "create: an id and a bundle are needed");
+	if (shim_task_find(t, r->id))
+		FAIL(call, TTRPC_ALREADY_EXISTS, "task %s: already exists", r->id);
+	if (*r->checkpoint)
+		FAIL(call, TTRPC_UNIMPLEMENTED, "create %s from checkpoint %s: not implemented",
+		     r->id, r->checkpoint);
+	if (r->terminal)
+		FAIL(call, TTRPC_UNIMPLEMENTED, "create %s with a terminal: not implemented",
+		     r->id);
+	struct shim_ctr *c = ctr_new(t, r);
+	if (!c)
+		FAIL(call, TTRPC_INTERNAL, "create %s: out of memory", r->id);
+	int e = shim_rootfs_mount(c->bundle, r->rootfs, r->n_rootfs, msg, sizeof(msg));
+	c->rootfs_mounted = e == 0 && r->n_rootfs;
+	if (e == 0)
+		e = shim_stdio_open(&c->init.io, r->stdin, r->stdout, r->stderr, 0, msg,
+				    sizeof(msg));
+	struct pend *d = e ? NULL : pend_new(t, call, &c->init);
+	if (e) {
+		ttrpc_fail(call, TTRPC_UNKNOWN, "create %s: %s", r->id, msg);
+		shim_task_ctr_free(t, c);
+		return;
+	}
+	if (!d)
+		return shim_task_ctr_free(t, c);
+	c->init.op = true;
+	d->since = shim_reaper_seq(t->reaper);
+	e = t->be->create(t->be_arg, c, create_done, d);
+	if (e < 0)
+		create_done(d, e, NULL);
+}
+
+/* -- Start --------------------------------------------------------------- */
+
+static void start_done(void *arg, int err, const char *msg)
+{
+	struct pend *d = arg;
+	struct shim_task *t = d->t;
+	struct shim_proc *p = d->p;
+	p->op = false;
+	if (p->exec_id)
+		shim_stdio_close(&p->io); /* the process has them now */
+	if (!err && p->exec_id)
+		err = shim_task_watch(t, p, d->since);
+	if (err) {
+		ttrpc_fail(d->call, TTRPC_UNKNOWN, "start %s: %s", pname(p),
+			   msg ? msg : strerror(-err));
+		free(d);
+		if (p->exit_held)
+			shim_task_report_exit(t, p);
+		return;
+	}
+	if (p->st != SHIM_STOPPED)
+		p->st = SHIM_RUNNING;
+	if (p->exec_id) {
+		Containerd__Events__TaskExecStarted ev =
+			CONTAINERD__EVENTS__TASK_EXEC_STARTED__INIT;
+		ev.container_id = p->ctr->id, ev.exec_id = p->exec_id, ev.pid = (uint32_t) p->pid;
+		t->publish(t->pub_arg, "/tasks/exec-started", "containerd.events.TaskExecStarted",
+			   &ev.base);
+	} else {
+		Containerd__Events__TaskStart ev = CONTAINERD__EVENTS__TASK_START__INIT;
+		ev.container_id = p->ctr->id, ev.pid = (uint32_t) p->pid;
+		t->publish(t->pub_arg, "/tasks/start", "containerd.events.TaskStart", &ev.base);
+	}
+	Containerd__Task__V2__StartResponse r = CONTAINERD__TASK__V2__START_RESPONSE__INIT;
+	r.pid = (uint32_t) p->pid;
+	ttrpc_reply(d->call, &r.base);
+	free(d);
+	if (p->exit_held)
+		shim_task_report_exit(t, p);
+}
+
+static void on_start(struct ttrpc_call *call, const ProtobufCMessage *req, void *arg)
+{
+	struct shim_task *t = arg;
+	const IdExec *r = (const void *) req;
+	struct shim_proc *p = lookup(t, call, r->id, r->exec_id);
+	if (!p)
+		return;
+	if (p->st != SHIM_CREATED || p->op)
+		FAIL(call, TTRPC_FAILED_PRECONDITION, "start %s: it is not created", pname(p));
+	struct pend *d = pend_new(t, call, p);
+	if (!d)
+		return;
+	p->op = true;
+	int e;
+	d->since = shim_reaper_seq(t->reaper);
+	if (p->exec_id) {
+		e = t->be->exec(t->be_arg, p, start_done, d);
+	} else {
+		e = t->be->start(t->be_arg, p->ctr, start_done, d);
+	}
+	if (e < 0)
+		start_done(d, e, NULL);
+}
+
+/* -- Exec ---------------------------------------------------------------- */
+
+static void on_exec(struct ttrpc_call *call, const ProtobufCMessage *req, void *arg)
+{
+	struct shim_task *t = arg;
+	const Containerd__Task__V2__ExecProcessRequest *r = (const void *) req;
+	char msg[512];
+	struct shim_proc *init = lookup(t, call, r->id, NULL);
+	if (!init)
+		return;
+	if (!*r->exec_id || !r->spec)
+		FAIL(call, TTRPC_INVALID_ARGUMENT,
+		     "exec in %s: an exec id and a process are needed", r->id);
+	if (r->terminal)
+		FAIL(call, TTRPC_UNIMPLEMENTED, "exec %s with a terminal: not implemented",
+		     r->exec_id);
+	struct shim_ctr *c = init->ctr;
+	for (struct shim_proc *q = c->execs; q; q = q->next)
+		if (!strcmp(q->exec_id, r->exec_id))
+			FAIL(call, TTRPC_ALREADY_EXISTS, "id %s: already exists", r->exec_id);
+	if (init->st != SHIM_RUNNING)
+		FAIL(call, TTRPC_FAILED_PRECONDITION, "exec %s: container %s is not running",
+		     r->exec_id, r->id);
+	struct shim_proc *p = calloc(1, sizeof(*p));
+	if (!p)
+		FAIL(call, TTRPC_INTERNAL, "out of memory");
+	p->ctr = c;
+	p->io = (struct shim_stdio){.fd = {-1, -1, -1}, .stdin_keep = -1};
+	p->exec_id = strdup(r->exec_id);
+	p->spec = malloc(r->spec->value.len + 1);
+	p->in = dup0(r->stdin), p->out = dup0(r->stdout), p->err = dup0(r->stderr);
+	int e = -ENOMEM;
+	if (p->exec_id && p->spec && p->in && p->out && p->err) {
+		memcpy(p->spec, r->spec->value.data, r->spec->value.len);
+		p->spec[r->spec->value.len] = 0;
+		e = shim_stdio_open(&p->io, r->stdin, r->stdout, r->stderr, 0, msg, sizeof(msg));
+	} else {
+		snprintf(msg, sizeof(msg), "out of memory");
+	}
+	if (e) {
+		shim_task_proc_free(t, p);
+		free(p);
+		FAIL(call, TTRPC_UNKNOWN, "exec %s: %s", r->exec_id, msg);
+	}
+	p->st = SHIM_CREATED;
+	p->next = c->execs;
+	c->execs = p;
+	Containerd__Events__TaskExecStarted ev = CONTAINERD__EVENTS__TASK_EXEC_STARTED__INIT;
+	ev.container_id = c->id, ev.exec_id = p->exec_id; /* TaskExecAdded: no pid */
+	t->publish(t->pub_arg, "/tasks/exec-added", "containerd.events.TaskExecAdded", &ev.base);
+	ttrpc_reply(call, NULL);
+}
+
+/* -- State, Wait, Pids, Connect ------------------------------------------ */
+
+static void on_state(struct ttrpc_call *call, const ProtobufCMessage *req, void *arg)
+{
+	const IdExec *r = (const void *) req;
+	struct shim_proc *p = lookup(arg, call, r->id, r->exec_id);
+	if (!p)
+		return;
+	Containerd__Task__V2__StateResponse s = CONTAINERD__TASK__V2__STATE_RESPONSE__INIT;
+	Google__Protobuf__Timestamp ts;
+	s.id = (char *) pname(p);
+	s.exec_id = p->exec_id ? p->exec_id : "";
+	s.bundle = p->ctr->bundle;
+	s.pid = (uint32_t) (p->pid > 0 ? p->pid : 0);
+	s.status = (Containerd__Task__V2__Status) p->st;
+	s.stdin = p->in, s.stdout = p->out, s.stderr = p->err, s.terminal = p->terminal;
+	if (p->st == SHIM_STOPPED) {
+		s.exit_status = p->exit_status;
+		shim_task_ts(&ts, &p->exited_at);
+		s.exited_at = &ts;
+	}
+	ttrpc_reply(call, &s.base);
+}
+
+static void on_wait(struct ttrpc_call *call, const ProtobufCMessage *req, void *arg)
+{
+	const IdExec *r = (const void *) req;
+	struct shim_proc *p = lookup(arg, call, r->id, r->exec_id);
+	if (!p)
+		return;
+	if (p->st == SHIM_STOPPED) {
+		Containerd__Task__V2__WaitResponse w = CONTAINERD__TASK__V2__WAIT_RESPONSE__INIT;
+		Google__Protobuf__Timestamp ts;
+		shim_task_ts(&ts, &p->exited_at);
+		w.exit_status = p->exit_status;
+		w.exited_at = &ts;
+		ttrpc_reply(call, &w.base);
+	} else if (shim_task_add_wait(p, call) < 0) {
+		ttrpc_fail(call, TTRPC_INTERNAL, "out of memory");
+	}
+}
+
+static void on_pids(struct ttrpc_call *call, const ProtobufCMessage *req, void *arg)
+{
+	const IdOnly *r = (const void *) req;
+	struct shim_proc *init = lookup(arg, call, r->id, NULL);
+	if (!init)
+		return;
+	Containerd__Task__V2__ProcessInfo info[64], *pi[64];
+	size_t n = 0;
+	if (init->pid > 0 && init->st != SHIM_STOPPED) {
+		containerd__task__v2__process_info__init(&info[n]);
+		info[n].pid = (uint32_t) init->pid;
+		pi[n] = &info[n];
+		n++;
+	}
+	for (struct shim_proc *p = init->ctr->execs; p && n < 64; p = p->next)
+		if (p->pid > 0 && p->st == SHIM_RUNNING) {
+			containerd__task__v2__process_info__init(&info[n]);
+			info[n].pid = (uint32_t) p->pid;
+			pi[n] = &info[n];
+			n++;
+		}
+	Containerd__Task__V2__PidsResponse pr = CONTAINERD__TASK__V2__PIDS_RESPONSE__INIT;
+	pr.n_processes = n;
+	pr.processes = pi;
+	ttrpc_reply(call, &pr.base);
+}
+
+static void on_connect(struct ttrpc_call *call, const ProtobufCMessage *req, void *arg)
+{
+	const IdOnly *r = (const void *) req;
+	struct shim_ctr *c = shim_task_find(arg, r->id);
+	Containerd__Task__V2__ConnectResponse cr = CONTAINERD__TASK__V2__CONNECT_RESPONSE__INIT;
+	cr.shim_pid = (uint32_t) getpid();
+	cr.task_pid = c && c->init.pid > 0 ? (uint32_t) c->init.pid : 0;
+	cr.version = "";
+	ttrpc_reply(call, &cr.base);
+}
+
+/* -- Kill, Pause, Resume, CloseIO ---------------------------------------- */
+
+/* the generic end of an operation answered with Empty */
+static void empty_done(void *arg, int err, const char *msg)
+{
+	struct pend *d = arg;
+	struct shim_proc *p = d->p;
+	if (err) {
+		ttrpc_fail(d->call, TTRPC_UNKNOWN, "%s: %s", pname(p), msg ? msg : strerror(-err));
+	} else {
+		ttrpc_reply(d->call, NULL);
+	}
+	free(d);
+}
+
+static void on_kill(struct ttrpc_call *call, const ProtobufCMessage *req, void *arg)
+{
+	struct shim_task *t = arg;
+	const Containerd__Task__V2__KillRequest *r = (const void *) req;
+	struct shim_proc *p = lookup(t, call, r->id, r->exec_id);
+	if (!p)
+		return;
+	if (p->st == SHIM_STOPPED || p->reaped)
+		FAIL(call, TTRPC_NOT_FOUND, "process %s already finished: not found", pname(p));
+	if (p->pid <= 0)
+		FAIL(call, TTRPC_FAILED_PRECONDITION, "process %s is not started", pname(p));
+	if (r->signal == 0 || r->signal >= (uint32_t) NSIG)
+		FAIL(call, TTRPC_INVALID_ARGUMENT, "kill %s: signal %u", pname(p), r->signal);
+	if (p->exec_id) {
+		/* unreaped, so the pid is still this child's */
+		if (kill(p->pid, (int) r->signal) < 0)
+			FAIL(call, TTRPC_UNKNOWN, "kill %s: %s", pname(p), strerror(errno));
+		ttrpc_reply(call, NULL);
+		return;
+	}
+	struct pend *d = pend_new(t, call, p);
+	if (!d)
+		return;
+	int e = t->be->kill(t->be_arg, p->ctr, (int) r->signal, r->all, empty_done, d);
+	if (e < 0)
+		empty_done(d, e, NULL);
+}
+
+static void pause_done(void *arg, int err, const char *msg)
+{
+	struct pend *d = arg;
+	struct shim_proc *p = d->p;
+	if (!err && p->st != SHIM_STOPPED) {
+		p->st = d->arg ? SHIM_PAUSED : SHIM_RUNNING;
+		shim_task_publish_id(d->t, d->arg ? "/tasks/paused" : "/tasks/resumed",
+				     d->arg ? "containerd.events.TaskPaused"
+					    : "containerd.events.TaskResumed",
+				     p->ctr->id);
+	}
+	p->op = false;
+	empty_done(d, err, msg);
+}
+
+static void pause_resume(struct shim_task *t, struct ttrpc_call *call, const char *id, bool pause)
+{
+	struct shim_proc *p = lookup(t, call, id, NULL);
+	if (!p)
+		return;
+	if (p->op || p->st != (pause ? SHIM_RUNNING : SHIM_PAUSED))
+		FAIL(call, TTRPC_FAILED_PRECONDITION, "%s %s: it is not %s",
+		     pause ? "pause" : "resume", id, pause ? "running" : "paused");
+	struct pend *d = pend_new(t, call, p);
+	if (!d)
+		return;
+	d->arg = pause;
+	p->op = true;
+	int e = t->be->pause(t->be_arg, p->ctr, pause, pause_done, d);
+	if (e < 0)
+		pause_done(d, e, NULL);
+}
+
+static void on_pause(struct ttrpc_call *call, const ProtobufCMessage *req, void *arg)
+{
+	pause_resume(arg, call, ((const IdOnly *) req)->id, true);
+}
+
+static void on_resume(struct ttrpc_call *call, const ProtobufCMessage *req, void *arg)
+{
+	pause_resume(arg, call, ((const IdOnly *) req)->id, false);
+}
+
+static void on_close_io(struct ttrpc_call *call, const ProtobufCMessage *req, void *arg)
+{
+	const Containerd__Task__V2__CloseIORequest *r = (const void *) req;
+	struct shim_proc *p = lookup(arg, call, r->id, r->exec_id);
+	if (!p)
+		return;
+	if (r->stdin)
+		shim_stdio_close_stdin(&p->io);
+	ttrpc_reply(call, NULL);
+}
+
+/* -- Delete, Shutdown ---------------------------------------------------- */
+
+static void delete_reply(struct ttrpc_call *call, const struct shim_proc *p)
+{
+	Containerd__Task__V2__DeleteResponse r = CONTAINERD__TASK__V2__DELETE_RESPONSE__INIT;
+	Google__Protobuf__Timestamp ts;
+	shim_task_ts(&ts, &p->exited_at);
+	r.pid = (uint32_t) (p->pid > 0 ? p->pid : 0);
+	r.exit_status = p->exit_status;
+	r.exited_at = &ts;
+	ttrpc_reply(call, &r.base);
+}
+
+static void maybe_empty(struct shim_task *t)
+{
+	if (t->shutdown && !t->ctrs && t->on_empty)
+		t->on_empty(t->empty_arg);
+}
+
+static void delete_done(void *arg, int err, const char *msg)
+{
+	struct pend *d = arg;
+	struct shim_task *t = d->t;
+	struct shim_proc *p = d->p;
+	struct shim_ctr *c = p->ctr;
+	p->op = false;
+	if (err) {
+		c->deleting = false;
+		ttrpc_fail(d->call, TTRPC_UNKNOWN, "delete %s: %s", c->id,
+			   msg ? msg : strerror(-err));
+		free(d);
+		if (p->exit_held)
+			shim_task_report_exit(t, p);
+		return;
+	}
+	Containerd__Events__TaskDelete ev = CONTAINERD__EVENTS__TASK_DELETE__INIT;
+	Google__Protobuf__Timestamp ts;
+	shim_task_ts(&ts, &p->exited_at);
+	ev.container_id = c->id, ev.pid = (uint32_t) (p->pid > 0 ? p->pid : 0);
+	ev.exit_status = p->exit_status, ev.exited_at = &ts;
+	t->publish(t->pub_arg, "/tasks/delete", "containerd.events.TaskDelete", &ev.base);
+	delete_reply(d->call, p);
+	free(d);
+	shim_task_ctr_free(t, c);
+	maybe_empty(t);
+}
+
+static void on_delete(struct ttrpc_call *call, const ProtobufCMessage *req, void *arg)
+{
+	struct shim_task *t = arg;
+	const IdExec *r = (const void *) req;
+	struct shim_proc *p = lookup(t, call, r->id, r->exec_id);
+	if (!p)
+		return;
+	if (p->op || p->ctr->deleting)
+		FAIL(call, TTRPC_FAILED_PRECONDITION, "delete %s: an operation is under way",
+		     pname(p));
+	if (p->st == SHIM_RUNNING || p->st == SHIM_PAUSED)
+		FAIL(call, TTRPC_FAILED_PRECONDITION, "delete %s: cannot delete a running process",
+		     pname(p));
+	if (p->exec_id) {
+		delete_reply(call, p);
+		for (struct shim_proc **pp = &p->ctr->execs; *pp; pp = &(*pp)->next)
+			if (*pp == p) {
+				*pp = p->next;
+				break;
+			}
+		shim_task_proc_free(t, p);
+		free(p);
+		return;
+	}
+	struct pend *d = pend_new(t, call, p);
+	if (!d)
+		return;
+	p->op = true;
+	p->ctr->deleting = true;
+	int e = t->be->delete (t->be_arg, p->ctr, p->st == SHIM_CREATED, delete_done, d);
+	if (e < 0)
+		delete_done(d, e, NULL);
+}
+
+static void on_shutdown(struct ttrpc_call *call, const ProtobufCMessage *req, void *arg)
+{
+	(void) req;
+	struct shim_task *t = arg;
+	ttrpc_reply(call, NULL);
+	t->shutdown = true; /* containers left: the shim stays for them */
+	maybe_empty(t);
+}
+
+static void on_unimplemented(struct ttrpc_call *call, const ProtobufCMessage *req, void *arg)
+{
+	(void) arg;
+	const IdOnly *r = (const void *) req; /* every request begins with the id */
+	ttrpc_fail(call, TTRPC_UNIMPLEMENTED,
+		   "%s of %s: not implemented by containerd-shim-ursa-v2 yet",
+		   ttrpc_call_method(call), r->id);
+}
+
+#define M(name, in, fn)                                                  \
+	{                                                                \
+		SVC, name, &containerd__task__v2__##in##__descriptor, fn \
+	}
+
+const struct ttrpc_method shim_task_methods[] = {
+	M("State", delete_request, on_state),
+	M("Create", create_task_request, on_create),
+	M("Start", delete_request, on_start),
+	M("Delete", delete_request, on_delete),
+	M("Pids", pids_request, on_pids),
+	M("Pause", pids_request, on_pause),
+	M("Resume", pids_request, on_resume),
+	M("Checkpoint", checkpoint_task_request, on_unimplemented),
+	M("Kill", kill_request, on_kill),
+	M("Exec", exec_process_request, on_exec),
+	M("ResizePty", resize_pty_request, on_unimplemented),
+	M("CloseIO", close_iorequest, on_close_io),
+	M("Update", update_task_request, on_unimplemented),
+	M("Wait", delete_request, on_wait),
+	M("Stats", pids_request, on_unimplemented),
+	M("Connect", pids_request, on_connect),
+	M("Shutdown", shutdown_request, on_shutdown),
+	{0},
+};

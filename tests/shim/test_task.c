@@ -1,0 +1,531 @@
+/*
+ * tests/shim/test_task.c — the Task service (shim/task.h) over ttrpc with
+ * a fake backend whose "inits" are real child processes (forked, waiting
+ * on a pipe for start) and whose operations the test completes itself, so
+ * every order is forced, never raced: the lifecycle and its events
+ * (create, start, exit, delete), Wait answered at exit, an init that dies
+ * before create returned and one that dies while start runs (their exits
+ * told after create/start), exec'd processes, containerd's error codes
+ * (NOT_FOUND for a finished process, ALREADY_EXISTS, FAILED_PRECONDITION),
+ * a backend failure reaching the client in the backend's words, and
+ * Shutdown ending the shim only with no container left.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "runtime/loop.h"
+#include "shim/proto/events.pb-c.h"
+#include "shim/proto/task.pb-c.h"
+#include "shim/task.h"
+#include "tests/shim/client.h"
+
+/* -- the fake backend ---------------------------------------------------- */
+
+struct fake {
+	shim_done done; /* the operation the test completes */
+	void *arg;
+	int start_fd;	    /* write end of the last init's start pipe */
+	bool exit_on_start; /* the next init exits 7 when started */
+	bool exit_at_once;  /* the next init exits 5 before create returns */
+	int kills, deletes;
+	pid_t pids[16]; /* every child made, killed at the teardown */
+	int npids;
+};
+
+static pid_t child(struct fake *f, int rfd, int code_at_once, bool exit_after)
+{
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid) {
+		assert_true(f->npids < 16);
+		f->pids[f->npids++] = pid;
+		return pid;
+	}
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	signal(SIGTERM, SIG_DFL);
+	if (code_at_once >= 0)
+		_exit(code_at_once);
+	char c;
+	if (read(rfd, &c, 1) != 1)
+		_exit(99);
+	if (exit_after)
+		_exit(7);
+	for (;;)
+		pause();
+}
+
+static int fk_create(void *be, struct shim_ctr *c, shim_done done, void *arg)
+{
+	struct fake *f = be;
+	int p[2];
+	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+	c->init.pid = child(f, p[0], f->exit_at_once ? 5 : -1, f->exit_on_start);
+	close(p[0]);
+	f->start_fd = p[1];
+	f->exit_at_once = f->exit_on_start = false;
+	f->done = done, f->arg = arg;
+	return 0;
+}
+
+static int fk_start(void *be, struct shim_ctr *c, shim_done done, void *arg)
+{
+	(void) c;
+	struct fake *f = be;
+	assert_int_equal(write(f->start_fd, "s", 1), 1);
+	close(f->start_fd);
+	f->done = done, f->arg = arg;
+	return 0;
+}
+
+static int fk_exec(void *be, struct shim_proc *p, shim_done done, void *arg)
+{
+	struct fake *f = be;
+	int q[2];
+	assert_int_equal(pipe2(q, O_CLOEXEC), 0);
+	p->pid = child(f, q[0], -1, false);
+	close(q[0]);
+	assert_int_equal(write(q[1], "s", 1), 1);
+	close(q[1]);
+	f->done = done, f->arg = arg;
+	return 0;
+}
+
+static int fk_kill(void *be, struct shim_ctr *c, int sig, bool all, shim_done done, void *arg)
+{
+	(void) all;
+	struct fake *f = be;
+	f->kills++;
+	kill(c->init.pid, sig);
+	done(arg, 0, NULL);
+	return 0;
+}
+
+static int fk_pause(void *be, struct shim_ctr *c, bool pause, shim_done done, void *arg)
+{
+	(void) be;
+	kill(c->init.pid, pause ? SIGSTOP : SIGCONT);
+	done(arg, 0, NULL);
+	return 0;
+}
+
+static int fk_delete(void *be, struct shim_ctr *c, bool force, shim_done done, void *arg)
+{
+	struct fake *f = be;
+	f->deletes++;
+	if (force)
+		kill(c->init.pid, SIGKILL);
+	done(arg, 0, NULL);
+	return 0;
+}
+
+static const struct shim_backend fake_backend = {
+	.create = fk_create,
+	.start = fk_start,
+	.exec = fk_exec,
+	.kill = fk_kill,
+	.pause = fk_pause,
+	.delete = fk_delete,
+};
+
+/* -- the fixture --------------------------------------------------------- */
+
+struct fx {
+	struct urs_loop loop;
+	struct shim_reaper reaper;
+	struct shim_task t;
+	struct fake fake;
+	struct ttrpc_server *srv;
+	int cli;
+	uint32_t sid;
+	char topics[32][32];
+	int ntopics;
+	int empty;
+};
+
+static void record(void *arg, const char *topic, const char *type_url, const ProtobufCMessage *ev)
+{
+	struct fx *f = arg;
+	(void) ev;
+	/* the type matches the topic: "/tasks/exec-added" <-> "...TaskExecAdded" */
+	assert_non_null(strstr(type_url, "containerd.events.Task"));
+	assert_true(f->ntopics < 32);
+	snprintf(f->topics[f->ntopics++], sizeof(f->topics[0]), "%s", topic + 7);
+}
+
+static void on_empty(void *arg)
+{
+	((struct fx *) arg)->empty++;
+}
+
+static int setup(void **state)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+	assert_int_equal(urs_loop_init(&f->loop, NULL), 0);
+	assert_int_equal(shim_reaper_init(&f->reaper, &f->loop), 0);
+	f->t = (struct shim_task){.loop = &f->loop,
+				  .reaper = &f->reaper,
+				  .be = &fake_backend,
+				  .be_arg = &f->fake,
+				  .publish = record,
+				  .pub_arg = f,
+				  .on_empty = on_empty,
+				  .empty_arg = f};
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	snprintf(sa.sun_path + 1, sizeof(sa.sun_path) - 1, "ursa-test-task-%d", getpid());
+	socklen_t sl = offsetof(struct sockaddr_un, sun_path) + 1 + strlen(sa.sun_path + 1);
+	int l = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_int_equal(bind(l, (struct sockaddr *) &sa, sl), 0);
+	assert_int_equal(listen(l, 8), 0);
+	f->srv = ttrpc_server_new(&f->loop, l, shim_task_methods, &f->t);
+	f->cli = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_int_equal(connect(f->cli, (struct sockaddr *) &sa, sl), 0);
+	f->sid = 1;
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fx *f = *state;
+	for (int i = 0; i < f->fake.npids; i++)
+		kill(f->fake.pids[i], SIGKILL); /* unreaped: still ours */
+	close(f->cli);
+	ttrpc_server_close(f->srv);
+	while (f->loop.live)
+		urs_loop_run_once(&f->loop, true);
+	shim_task_fini(&f->t);
+	shim_reaper_fini(&f->reaper);
+	urs_loop_fini(&f->loop);
+	while (waitpid(-1, NULL, 0) > 0)
+		;
+	free(f);
+	return 0;
+}
+
+/* send a call; return its stream id */
+static uint32_t call(struct fx *f, const char *method, const ProtobufCMessage *m)
+{
+	uint32_t sid = f->sid;
+	f->sid += 2;
+	tc_send(f->cli, sid, method, m);
+	return sid;
+}
+
+/* the next reply must be for @sid; returns its status code (0: ok), payload in *resp */
+static int reply(struct fx *f, uint32_t sid, Ttrpc__Response **resp)
+{
+	assert_int_equal(tc_recv(&f->loop, f->cli, resp), sid);
+	return (*resp)->status ? (*resp)->status->code : 0;
+}
+
+/* a call whose reply comes at once: its code (the reply dropped) */
+static int rpc_code(struct fx *f, const char *method, const ProtobufCMessage *m, char *msg,
+		    size_t len)
+{
+	Ttrpc__Response *r;
+	int code = reply(f, call(f, method, m), &r);
+	if (msg)
+		snprintf(msg, len, "%s", r->status ? r->status->message : "");
+	ttrpc__response__free_unpacked(r, NULL);
+	return code;
+}
+
+/* turn the loop until the server has passed an operation to the backend */
+static void until_called(struct fx *f)
+{
+	while (!f->fake.done)
+		assert_true(urs_loop_run_once(&f->loop, true) >= 0);
+}
+
+/* complete the backend's operation under way */
+static void complete(struct fx *f, int err, const char *msg)
+{
+	until_called(f);
+	shim_done d = f->fake.done;
+	f->fake.done = NULL;
+	d(f->fake.arg, err, msg);
+}
+
+static uint32_t pid_of(Ttrpc__Response *r)
+{
+	Containerd__Task__V2__StartResponse *s =
+		containerd__task__v2__start_response__unpack(NULL, r->payload.len, r->payload.data);
+	uint32_t pid = s->pid;
+	containerd__task__v2__start_response__free_unpacked(s, NULL);
+	ttrpc__response__free_unpacked(r, NULL);
+	return pid;
+}
+
+static uint32_t create(struct fx *f, const char *id)
+{
+	Containerd__Task__V2__CreateTaskRequest c = CONTAINERD__TASK__V2__CREATE_TASK_REQUEST__INIT;
+	c.id = (char *) id;
+	c.bundle = "/nonexistent-bundle";
+	uint32_t sid = call(f, "Create", &c.base);
+	complete(f, 0, NULL);
+	Ttrpc__Response *r;
+	assert_int_equal(reply(f, sid, &r), 0);
+	return pid_of(r);
+}
+
+static void start(struct fx *f, const char *id, const char *exec)
+{
+	Containerd__Task__V2__DeleteRequest s = CONTAINERD__TASK__V2__DELETE_REQUEST__INIT;
+	s.id = (char *) id;
+	s.exec_id = (char *) (exec ? exec : "");
+	uint32_t sid = call(f, "Start", &s.base);
+	complete(f, 0, NULL);
+	Ttrpc__Response *r;
+	assert_int_equal(reply(f, sid, &r), 0);
+	assert_true(pid_of(r) > 0);
+}
+
+static int state_of(struct fx *f, const char *id, const char *exec, uint32_t *exit_status)
+{
+	Containerd__Task__V2__DeleteRequest s = CONTAINERD__TASK__V2__DELETE_REQUEST__INIT;
+	s.id = (char *) id;
+	s.exec_id = (char *) (exec ? exec : "");
+	Ttrpc__Response *r;
+	int code = reply(f, call(f, "State", &s.base), &r);
+	if (code) {
+		ttrpc__response__free_unpacked(r, NULL);
+		return -code;
+	}
+	Containerd__Task__V2__StateResponse *st =
+		containerd__task__v2__state_response__unpack(NULL, r->payload.len, r->payload.data);
+	int v = st->status;
+	if (exit_status)
+		*exit_status = st->exit_status;
+	containerd__task__v2__state_response__free_unpacked(st, NULL);
+	ttrpc__response__free_unpacked(r, NULL);
+	return v;
+}
+
+static void assert_topics(struct fx *f, const char *want)
+{
+	char got[512] = "";
+	for (int i = 0; i < f->ntopics; i++)
+		snprintf(got + strlen(got), sizeof(got) - strlen(got), "%s%s", i ? " " : "",
+			 f->topics[i]);
+	assert_string_equal(got, want);
+}
+
+/* whether the reaper keeps an unclaimed exit of @pid */
+static bool kept(const struct shim_reaper *r, pid_t pid)
+{
+	for (int i = 0; i < SHIM_UNCLAIMED; i++)
+		if (r->unclaimed[i].pid == pid)
+			return true;
+	return false;
+}
+
+/* turn the loop until @id's init is reaped */
+static void until_stopped(struct fx *f, const char *id)
+{
+	struct shim_ctr *c = shim_task_find(&f->t, id);
+	while (!c->init.reaped)
+		urs_loop_run_once(&f->loop, true);
+}
+
+/* -- tests --------------------------------------------------------------- */
+
+static void test_lifecycle(void **state)
+{
+	struct fx *f = *state;
+	uint32_t pid = create(f, "a");
+	assert_true(pid > 0);
+	assert_int_equal(state_of(f, "a", NULL, NULL), SHIM_CREATED);
+	start(f, "a", NULL);
+	assert_int_equal(state_of(f, "a", NULL, NULL), SHIM_RUNNING);
+
+	Containerd__Task__V2__DeleteRequest w = CONTAINERD__TASK__V2__DELETE_REQUEST__INIT;
+	w.id = "a";
+	uint32_t wsid = call(f, "Wait", &w.base);
+	Containerd__Task__V2__KillRequest k = CONTAINERD__TASK__V2__KILL_REQUEST__INIT;
+	k.id = "a";
+	k.signal = SIGTERM;
+	assert_int_equal(rpc_code(f, "Kill", &k.base, NULL, 0), 0);
+	Ttrpc__Response *r;
+	assert_int_equal(reply(f, wsid, &r), 0); /* the Wait, at the exit */
+	Containerd__Task__V2__WaitResponse *wr =
+		containerd__task__v2__wait_response__unpack(NULL, r->payload.len, r->payload.data);
+	assert_int_equal(wr->exit_status, 128 + SIGTERM);
+	assert_non_null(wr->exited_at);
+	containerd__task__v2__wait_response__free_unpacked(wr, NULL);
+	ttrpc__response__free_unpacked(r, NULL);
+
+	uint32_t st;
+	assert_int_equal(state_of(f, "a", NULL, &st), SHIM_STOPPED);
+	assert_int_equal(st, 143);
+	char msg[256];
+	assert_int_equal(rpc_code(f, "Kill", &k.base, msg, sizeof(msg)), TTRPC_NOT_FOUND);
+	assert_non_null(strstr(msg, "already finished"));
+	/* a Wait after the exit answers at once */
+	assert_int_equal(rpc_code(f, "Wait", &w.base, NULL, 0), 0);
+
+	assert_int_equal(rpc_code(f, "Delete", &w.base, NULL, 0), 0);
+	assert_int_equal(f->fake.deletes, 1);
+	assert_int_equal(state_of(f, "a", NULL, NULL), -TTRPC_NOT_FOUND);
+	assert_topics(f, "create start exit delete");
+	Containerd__Task__V2__ShutdownRequest sd = CONTAINERD__TASK__V2__SHUTDOWN_REQUEST__INIT;
+	assert_int_equal(rpc_code(f, "Shutdown", &sd.base, NULL, 0), 0);
+	assert_int_equal(f->empty, 1);
+}
+
+/* an init dead before create returned: create first, then its exit */
+static void test_exit_before_create_returns(void **state)
+{
+	struct fx *f = *state;
+	f->fake.exit_at_once = true;
+	Containerd__Task__V2__CreateTaskRequest c = CONTAINERD__TASK__V2__CREATE_TASK_REQUEST__INIT;
+	c.id = "early";
+	c.bundle = "/nonexistent-bundle";
+	uint32_t sid = call(f, "Create", &c.base);
+	until_called(f);
+	pid_t pid = f->fake.pids[f->fake.npids - 1];
+	while (!kept(&f->reaper, pid)) /* reaped, unclaimed: nobody watches it yet */
+		urs_loop_run_once(&f->loop, true);
+	complete(f, 0, NULL);
+	Ttrpc__Response *r;
+	assert_int_equal(reply(f, sid, &r), 0);
+	pid_of(r);
+	uint32_t st;
+	assert_int_equal(state_of(f, "early", NULL, &st), SHIM_STOPPED);
+	assert_int_equal(st, 5);
+	assert_topics(f, "create exit");
+}
+
+/* an init dead while start runs: start first, then its exit */
+static void test_exit_while_starting(void **state)
+{
+	struct fx *f = *state;
+	f->fake.exit_on_start = true;
+	create(f, "quick");
+	Containerd__Task__V2__DeleteRequest s = CONTAINERD__TASK__V2__DELETE_REQUEST__INIT;
+	s.id = "quick";
+	uint32_t sid = call(f, "Start", &s.base);
+	until_called(f);
+	until_stopped(f, "quick"); /* reaped while start is under way: held */
+	assert_topics(f, "create");
+	complete(f, 0, NULL);
+	Ttrpc__Response *r;
+	assert_int_equal(reply(f, sid, &r), 0);
+	pid_of(r);
+	assert_topics(f, "create start exit");
+	uint32_t st;
+	assert_int_equal(state_of(f, "quick", NULL, &st), SHIM_STOPPED);
+	assert_int_equal(st, 7);
+}
+
+static void test_errors(void **state)
+{
+	struct fx *f = *state;
+	char msg[256];
+	Containerd__Task__V2__DeleteRequest s = CONTAINERD__TASK__V2__DELETE_REQUEST__INIT;
+	s.id = "nope";
+	assert_int_equal(rpc_code(f, "Start", &s.base, msg, sizeof(msg)), TTRPC_NOT_FOUND);
+	assert_non_null(strstr(msg, ": not found"));
+	assert_int_equal(rpc_code(f, "Wait", &s.base, NULL, 0), TTRPC_NOT_FOUND);
+
+	create(f, "b");
+	Containerd__Task__V2__CreateTaskRequest c = CONTAINERD__TASK__V2__CREATE_TASK_REQUEST__INIT;
+	c.id = "b";
+	c.bundle = "/x";
+	assert_int_equal(rpc_code(f, "Create", &c.base, NULL, 0), TTRPC_ALREADY_EXISTS);
+	start(f, "b", NULL);
+	s.id = "b";
+	assert_int_equal(rpc_code(f, "Delete", &s.base, msg, sizeof(msg)),
+			 TTRPC_FAILED_PRECONDITION);
+	assert_non_null(strstr(msg, "running"));
+	assert_int_equal(rpc_code(f, "Start", &s.base, NULL, 0), TTRPC_FAILED_PRECONDITION);
+	/* pause and resume, with their events */
+	Containerd__Task__V2__PidsRequest p = CONTAINERD__TASK__V2__PIDS_REQUEST__INIT;
+	p.id = "b";
+	assert_int_equal(rpc_code(f, "Resume", &p.base, NULL, 0), TTRPC_FAILED_PRECONDITION);
+	assert_int_equal(rpc_code(f, "Pause", &p.base, NULL, 0), 0);
+	assert_int_equal(state_of(f, "b", NULL, NULL), SHIM_PAUSED);
+	assert_int_equal(rpc_code(f, "Resume", &p.base, NULL, 0), 0);
+	assert_int_equal(rpc_code(f, "Stats", &p.base, msg, sizeof(msg)), TTRPC_UNIMPLEMENTED);
+	assert_non_null(strstr(msg, "Stats"));
+
+	/* the backend's failure, in its words; nothing of the container left */
+	c.id = "bad";
+	uint32_t sid = call(f, "Create", &c.base);
+	complete(f, -EIO, "the bundle is broken");
+	Ttrpc__Response *r;
+	assert_int_equal(reply(f, sid, &r), TTRPC_UNKNOWN);
+	assert_non_null(strstr(r->status->message, "the bundle is broken"));
+	ttrpc__response__free_unpacked(r, NULL);
+	assert_null(shim_task_find(&f->t, "bad"));
+	assert_topics(f, "create start paused resumed");
+
+	/* Shutdown with a container left: the shim stays */
+	Containerd__Task__V2__ShutdownRequest sd = CONTAINERD__TASK__V2__SHUTDOWN_REQUEST__INIT;
+	assert_int_equal(rpc_code(f, "Shutdown", &sd.base, NULL, 0), 0);
+	assert_int_equal(f->empty, 0);
+}
+
+static void test_exec(void **state)
+{
+	struct fx *f = *state;
+	create(f, "c");
+	start(f, "c", NULL);
+	Containerd__Task__V2__ExecProcessRequest e =
+		CONTAINERD__TASK__V2__EXEC_PROCESS_REQUEST__INIT;
+	Google__Protobuf__Any spec = GOOGLE__PROTOBUF__ANY__INIT;
+	spec.type_url = "types.containerd.io/opencontainers/runtime-spec/1/Process";
+	spec.value.data = (uint8_t *) "{\"args\":[\"sh\"]}";
+	spec.value.len = strlen((char *) spec.value.data);
+	e.id = "c";
+	e.exec_id = "e1";
+	e.spec = &spec;
+	assert_int_equal(rpc_code(f, "Exec", &e.base, NULL, 0), 0);
+	char msg[256];
+	assert_int_equal(rpc_code(f, "Exec", &e.base, msg, sizeof(msg)), TTRPC_ALREADY_EXISTS);
+	assert_int_equal(state_of(f, "c", "e1", NULL), SHIM_CREATED);
+	start(f, "c", "e1");
+	assert_int_equal(state_of(f, "c", "e1", NULL), SHIM_RUNNING);
+	Containerd__Task__V2__DeleteRequest w = CONTAINERD__TASK__V2__DELETE_REQUEST__INIT;
+	w.id = "c";
+	w.exec_id = "e1";
+	uint32_t wsid = call(f, "Wait", &w.base);
+	Containerd__Task__V2__KillRequest k = CONTAINERD__TASK__V2__KILL_REQUEST__INIT;
+	k.id = "c";
+	k.exec_id = "e1";
+	k.signal = SIGKILL;
+	assert_int_equal(rpc_code(f, "Kill", &k.base, NULL, 0), 0);
+	assert_int_equal(f->fake.kills, 0); /* an exec'd process is signalled by the shim */
+	Ttrpc__Response *r;
+	assert_int_equal(reply(f, wsid, &r), 0);
+	ttrpc__response__free_unpacked(r, NULL);
+	assert_int_equal(state_of(f, "c", NULL, NULL), SHIM_RUNNING); /* the init runs on */
+	assert_int_equal(rpc_code(f, "Delete", &w.base, NULL, 0), 0);
+	assert_int_equal(state_of(f, "c", "e1", NULL), -TTRPC_NOT_FOUND);
+	assert_topics(f, "create start exec-added exec-started exit");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_lifecycle, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_exit_before_create_returns, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_exit_while_starting, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_exec, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
