@@ -328,13 +328,23 @@ static void conn_recv(struct ttrpc_conn *c)
 
 /* -- the server ---------------------------------------------------------- */
 
+/* only a peer with our uid and gid is served (as containerd's own shims
+ * require), whatever the socket's mode says */
+static bool same_user(int fd)
+{
+	struct ucred cr;
+	socklen_t len = sizeof(cr);
+	return getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) == 0 && cr.uid == geteuid() &&
+	       cr.gid == getegid();
+}
+
 static void accept_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint32_t flags)
 {
 	struct ttrpc_server *s = container_of(op, struct ttrpc_server, accept_op);
 	if (res >= 0) {
 		struct ttrpc_conn *c = calloc(1, sizeof(*c));
 		uint8_t *rx = malloc(RX_FIRST);
-		if (!c || !rx || s->closing) {
+		if (!c || !rx || s->closing || !same_user(res)) {
 			free(c);
 			free(rx);
 			close(res);

@@ -6,7 +6,8 @@
  * unknown method and a malformed message, a reply kept and sent after a
  * later one, a request written byte by byte, a frame larger than the
  * receive buffer, an oversized header closing the connection, and a kept
- * call outliving its connection. Counted fds show none left behind.
+ * call outliving its connection, and a client of another uid refused.
+ * Counted fds show none left behind.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -19,7 +20,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -174,6 +177,8 @@ struct fixture {
 	int cli;
 	struct ttrpc_call *kept;
 	int kills;
+	struct sockaddr_un sa; /* the server's (abstract) address */
+	socklen_t sl;
 };
 
 static void on_connect(struct ttrpc_call *call, const ProtobufCMessage *req, void *arg)
@@ -229,6 +234,8 @@ static int setup(void **state)
 	assert_non_null(f->srv);
 	f->cli = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	assert_int_equal(connect(f->cli, (struct sockaddr *) &sa, sl), 0);
+	f->sa = sa;
+	f->sl = sl;
 	*state = f;
 	return 0;
 }
@@ -411,6 +418,42 @@ static void test_server_kept_call_outlives_conn(void **state)
 	assert_int_equal(count_fds(), fds - 2); /* the client's and the server's ends */
 }
 
+/* a client of another uid is closed on, unanswered (root runs the tests) */
+static void test_server_other_user_refused(void **state)
+{
+	struct fixture *f = *state;
+	if (geteuid() != 0)
+		skip();
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		if (setgid(65534) < 0 || setuid(65534) < 0)
+			_exit(2);
+		int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (connect(fd, (struct sockaddr *) &f->sa, f->sl) < 0)
+			_exit(3);
+		Containerd__Task__V2__PidsRequest r = CONTAINERD__TASK__V2__PIDS_REQUEST__INIT;
+		tc_send(fd, 1, "Connect", &r.base);
+		char c;
+		_exit(read(fd, &c, 1) <= 0 ? 0 : 1); /* closed (or reset), no reply */
+	}
+	int pfd = (int) syscall(SYS_pidfd_open, pid, 0);
+	assert_true(pfd >= 0);
+	for (;;) { /* turn the loop until the child has its answer */
+		struct pollfd p = {.fd = pfd, .events = POLLIN};
+		if (poll(&p, 1, 0) > 0)
+			break;
+		urs_loop_run_once(&f->loop, false);
+		poll(&p, 1, 10);
+	}
+	close(pfd);
+	int status;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	assert_int_equal(f->kills, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -425,6 +468,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_server_oversize, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_server_kept_call_outlives_conn, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_server_other_user_refused, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
