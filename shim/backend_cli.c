@@ -22,6 +22,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "host/cgroup.h"
+#include "host/state.h"
 #include "runtime/common.h"
 #include "runtime/io.h"
 #include "shim/backend_cli.h"
@@ -225,6 +227,44 @@ static int cli_delete(void *be, struct shim_ctr *c, bool force, shim_done done, 
 	return run(be, c->bundle, args, NULL, NULL, NULL, done, arg);
 }
 
+/* the container's cgroups, from ursa's record of it */
+static int cgroup_of(struct shim_cli *b, struct shim_ctr *c, struct urs_cgroup *cg)
+{
+	struct urs_state st;
+	struct urs_err err = {{0}};
+	int r = urs_state_read(b->root, c->id, &st, &err);
+	if (r < 0)
+		return r;
+	r = st.cgroup && *st.cgroup ? urs_cg_from_string(cg, st.cgroup, &err) : -ENOENT;
+	urs_state_clear(&st);
+	return r;
+}
+
+static int cli_pids(void *be, struct shim_ctr *c, pid_t **pids, size_t *n)
+{
+	struct urs_cgroup cg;
+	struct urs_err err = {{0}};
+	int r = cgroup_of(be, c, &cg);
+	if (r < 0)
+		return r;
+	r = urs_cg_pids(&cg, pids, n, &err);
+	urs_cg_close(&cg);
+	return r;
+}
+
+static int cli_stats(void *be, struct shim_ctr *c, struct urs_cg_stats *st, bool *unified)
+{
+	struct urs_cgroup cg;
+	struct urs_err err = {{0}};
+	int r = cgroup_of(be, c, &cg);
+	if (r < 0)
+		return r;
+	*unified = cg.mode == URS_CG_UNIFIED;
+	r = urs_cg_stats(&cg, st, &err);
+	urs_cg_close(&cg);
+	return r;
+}
+
 const struct shim_backend shim_cli_backend = {
 	.create = cli_create,
 	.start = cli_start,
@@ -232,4 +272,6 @@ const struct shim_backend shim_cli_backend = {
 	.kill = cli_kill,
 	.pause = cli_pause,
 	.delete = cli_delete,
+	.pids = cli_pids,
+	.stats = cli_stats,
 };

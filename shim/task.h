@@ -19,6 +19,7 @@
 #include <sys/types.h>
 #include <time.h>
 
+#include "host/cgroup.h"
 #include "runtime/loop.h"
 #include "shim/reaper.h"
 #include "shim/stdio.h"
@@ -85,6 +86,10 @@ struct shim_backend {
 	int (*pause)(void *be, struct shim_ctr *c, bool pause, shim_done done, void *arg);
 	/* remove what create made (@force: even if the init still runs) */
 	int (*delete)(void *be, struct shim_ctr *c, bool force, shim_done done, void *arg);
+	/* the container's processes, host pids (*@pids malloc'd), now */
+	int (*pids)(void *be, struct shim_ctr *c, pid_t **pids, size_t *n);
+	/* its cgroup's usage, now; *@unified: the controllers are cgroup v2 */
+	int (*stats)(void *be, struct shim_ctr *c, struct urs_cg_stats *st, bool *unified);
 };
 
 /* how the service tells containerd what happened; @type_url names @ev's type */

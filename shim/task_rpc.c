@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "shim/proto/cgroups.pb-c.h"
 #include "shim/proto/events.pb-c.h"
 #include "shim/proto/task.pb-c.h"
 #include "shim/rootfs.h"
@@ -334,31 +335,110 @@ static void on_wait(struct ttrpc_call *call, const ProtobufCMessage *req, void *
 	}
 }
 
+/* an exec'd process's info: containerd.runc.v1.ProcessDetails with its id */
+static void exec_info(Google__Protobuf__Any *any, uint8_t *buf, size_t len, const char *exec_id)
+{
+	Containerd__Task__V2__ProcessDetails pd = CONTAINERD__TASK__V2__PROCESS_DETAILS__INIT;
+	pd.exec_id = (char *) exec_id;
+	google__protobuf__any__init(any);
+	any->type_url = "containerd.runc.v1.ProcessDetails";
+	any->value.data = buf;
+	any->value.len = containerd__task__v2__process_details__get_packed_size(&pd) <= len
+				 ? containerd__task__v2__process_details__pack(&pd, buf)
+				 : 0;
+}
+
 static void on_pids(struct ttrpc_call *call, const ProtobufCMessage *req, void *arg)
 {
+	struct shim_task *t = arg;
 	const IdOnly *r = (const void *) req;
-	struct shim_proc *init = lookup(arg, call, r->id, NULL);
+	struct shim_proc *init = lookup(t, call, r->id, NULL);
 	if (!init)
 		return;
-	Containerd__Task__V2__ProcessInfo info[64], *pi[64];
+	pid_t *pids = NULL;
 	size_t n = 0;
-	if (init->pid > 0 && init->st != SHIM_STOPPED) {
-		containerd__task__v2__process_info__init(&info[n]);
-		info[n].pid = (uint32_t) init->pid;
-		pi[n] = &info[n];
-		n++;
-	}
-	for (struct shim_proc *p = init->ctr->execs; p && n < 64; p = p->next)
-		if (p->pid > 0 && p->st == SHIM_RUNNING) {
-			containerd__task__v2__process_info__init(&info[n]);
-			info[n].pid = (uint32_t) p->pid;
-			pi[n] = &info[n];
-			n++;
+	int e = t->be->pids(t->be_arg, init->ctr, &pids, &n);
+	if (e < 0)
+		FAIL(call, TTRPC_UNKNOWN, "pids of %s: %s", r->id, strerror(-e));
+	Containerd__Task__V2__ProcessInfo *info = calloc(n ? n : 1, sizeof(*info));
+	Containerd__Task__V2__ProcessInfo **pi = calloc(n ? n : 1, sizeof(*pi));
+	Google__Protobuf__Any *any = calloc(n ? n : 1, sizeof(*any));
+	uint8_t(*bufs)[288] = calloc(n ? n : 1, sizeof(*bufs));
+	if (!info || !pi || !any || !bufs) {
+		ttrpc_fail(call, TTRPC_INTERNAL, "out of memory");
+	} else {
+		for (size_t i = 0; i < n; i++) {
+			containerd__task__v2__process_info__init(&info[i]);
+			info[i].pid = (uint32_t) pids[i];
+			pi[i] = &info[i];
+			for (struct shim_proc *p = init->ctr->execs; p; p = p->next)
+				if (p->pid == pids[i]) {
+					exec_info(&any[i], bufs[i], sizeof(bufs[i]), p->exec_id);
+					info[i].info = &any[i];
+				}
 		}
-	Containerd__Task__V2__PidsResponse pr = CONTAINERD__TASK__V2__PIDS_RESPONSE__INIT;
-	pr.n_processes = n;
-	pr.processes = pi;
-	ttrpc_reply(call, &pr.base);
+		Containerd__Task__V2__PidsResponse pr = CONTAINERD__TASK__V2__PIDS_RESPONSE__INIT;
+		pr.n_processes = n;
+		pr.processes = pi;
+		ttrpc_reply(call, &pr.base);
+	}
+	free(bufs);
+	free(any);
+	free(pi);
+	free(info);
+	free(pids);
+}
+
+/* the cgroup's usage as containerd's cgroup metrics (v1 or v2), in an Any */
+static void on_stats(struct ttrpc_call *call, const ProtobufCMessage *req, void *arg)
+{
+	struct shim_task *t = arg;
+	const IdOnly *r = (const void *) req;
+	struct shim_proc *init = lookup(t, call, r->id, NULL);
+	if (!init)
+		return;
+	struct urs_cg_stats st;
+	bool unified = false;
+	int e = t->be->stats(t->be_arg, init->ctr, &st, &unified);
+	if (e < 0)
+		FAIL(call, TTRPC_NOT_FOUND, "stats of %s: cgroup: %s: not found", r->id,
+		     strerror(-e));
+	uint8_t buf[256];
+	Google__Protobuf__Any any = GOOGLE__PROTOBUF__ANY__INIT;
+	any.value.data = buf;
+	if (unified) {
+		Io__Containerd__Cgroups__V2PidsStat p = IO__CONTAINERD__CGROUPS__V2_PIDS_STAT__INIT;
+		Io__Containerd__Cgroups__V2CPUStat c = IO__CONTAINERD__CGROUPS__V2_CPUSTAT__INIT;
+		Io__Containerd__Cgroups__V2MemoryStat m =
+			IO__CONTAINERD__CGROUPS__V2_MEMORY_STAT__INIT;
+		Io__Containerd__Cgroups__V2Metrics mt = IO__CONTAINERD__CGROUPS__V2_METRICS__INIT;
+		p.current = st.pids_current;
+		c.usage_usec = st.cpu_usage_ns / 1000;
+		m.usage = st.mem_usage, m.usage_limit = st.mem_limit;
+		mt.pids = &p, mt.cpu = &c, mt.memory = &m;
+		any.type_url = "io.containerd.cgroups.v2.Metrics";
+		any.value.len = io__containerd__cgroups__v2_metrics__pack(&mt, buf);
+	} else {
+		Io__Containerd__Cgroups__V1PidsStat p = IO__CONTAINERD__CGROUPS__V1_PIDS_STAT__INIT;
+		Io__Containerd__Cgroups__V1CPUUsage u = IO__CONTAINERD__CGROUPS__V1_CPUUSAGE__INIT;
+		Io__Containerd__Cgroups__V1CPUStat c = IO__CONTAINERD__CGROUPS__V1_CPUSTAT__INIT;
+		Io__Containerd__Cgroups__V1MemoryEntry me =
+			IO__CONTAINERD__CGROUPS__V1_MEMORY_ENTRY__INIT;
+		Io__Containerd__Cgroups__V1MemoryStat m =
+			IO__CONTAINERD__CGROUPS__V1_MEMORY_STAT__INIT;
+		Io__Containerd__Cgroups__V1Metrics mt = IO__CONTAINERD__CGROUPS__V1_METRICS__INIT;
+		p.current = st.pids_current;
+		u.total = st.cpu_usage_ns;
+		c.usage = &u;
+		me.usage = st.mem_usage, me.limit = st.mem_limit, me.max = st.mem_max_usage;
+		m.usage = &me;
+		mt.pids = &p, mt.cpu = &c, mt.memory = &m;
+		any.type_url = "io.containerd.cgroups.v1.Metrics";
+		any.value.len = io__containerd__cgroups__v1_metrics__pack(&mt, buf);
+	}
+	Containerd__Task__V2__StatsResponse sr = CONTAINERD__TASK__V2__STATS_RESPONSE__INIT;
+	sr.stats = &any;
+	ttrpc_reply(call, &sr.base);
 }
 
 static void on_connect(struct ttrpc_call *call, const ProtobufCMessage *req, void *arg)
@@ -588,7 +668,7 @@ const struct ttrpc_method shim_task_methods[] = {
 	M("CloseIO", close_iorequest, on_close_io),
 	M("Update", update_task_request, on_unimplemented),
 	M("Wait", delete_request, on_wait),
-	M("Stats", pids_request, on_unimplemented),
+	M("Stats", pids_request, on_stats),
 	M("Connect", pids_request, on_connect),
 	M("Shutdown", shutdown_request, on_shutdown),
 	{0},

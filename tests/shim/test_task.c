@@ -26,6 +26,7 @@
 #include <cmocka.h>
 
 #include "runtime/loop.h"
+#include "shim/proto/cgroups.pb-c.h"
 #include "shim/proto/events.pb-c.h"
 #include "shim/proto/task.pb-c.h"
 #include "shim/task.h"
@@ -132,6 +133,31 @@ static int fk_delete(void *be, struct shim_ctr *c, bool force, shim_done done, v
 	return 0;
 }
 
+/* every child made that is not reaped: the container's processes */
+static int fk_pids(void *be, struct shim_ctr *c, pid_t **pids, size_t *n)
+{
+	(void) be;
+	*pids = calloc(3, sizeof(**pids));
+	*n = 0;
+	(*pids)[(*n)++] = c->init.pid;
+	for (struct shim_proc *p = c->execs; p; p = p->next)
+		if (p->pid > 0 && *n < 3)
+			(*pids)[(*n)++] = p->pid;
+	return 0;
+}
+
+static int fk_stats(void *be, struct shim_ctr *c, struct urs_cg_stats *st, bool *unified)
+{
+	(void) be, (void) c;
+	*st = (struct urs_cg_stats){.mem_usage = 4096,
+				    .mem_limit = 1 << 30,
+				    .mem_max_usage = 8192,
+				    .cpu_usage_ns = 123456789,
+				    .pids_current = 2};
+	*unified = false;
+	return 0;
+}
+
 static const struct shim_backend fake_backend = {
 	.create = fk_create,
 	.start = fk_start,
@@ -139,6 +165,8 @@ static const struct shim_backend fake_backend = {
 	.kill = fk_kill,
 	.pause = fk_pause,
 	.delete = fk_delete,
+	.pids = fk_pids,
+	.stats = fk_stats,
 };
 
 /* -- the fixture --------------------------------------------------------- */
@@ -459,8 +487,10 @@ static void test_errors(void **state)
 	assert_int_equal(rpc_code(f, "Pause", &p.base, NULL, 0), 0);
 	assert_int_equal(state_of(f, "b", NULL, NULL), SHIM_PAUSED);
 	assert_int_equal(rpc_code(f, "Resume", &p.base, NULL, 0), 0);
-	assert_int_equal(rpc_code(f, "Stats", &p.base, msg, sizeof(msg)), TTRPC_UNIMPLEMENTED);
-	assert_non_null(strstr(msg, "Stats"));
+	Containerd__Task__V2__ResizePtyRequest rp = CONTAINERD__TASK__V2__RESIZE_PTY_REQUEST__INIT;
+	rp.id = "b";
+	assert_int_equal(rpc_code(f, "ResizePty", &rp.base, msg, sizeof(msg)), TTRPC_UNIMPLEMENTED);
+	assert_non_null(strstr(msg, "ResizePty"));
 
 	/* the backend's failure, in its words; nothing of the container left */
 	c.id = "bad";
@@ -477,6 +507,42 @@ static void test_errors(void **state)
 	Containerd__Task__V2__ShutdownRequest sd = CONTAINERD__TASK__V2__SHUTDOWN_REQUEST__INIT;
 	assert_int_equal(rpc_code(f, "Shutdown", &sd.base, NULL, 0), 0);
 	assert_int_equal(f->empty, 0);
+}
+
+/* Pids: the init and the exec'd process, which carries its exec id; Stats:
+ * the backend's numbers as containerd's v1 cgroup metrics */
+static void check_pids_stats(struct fx *f, const char *id)
+{
+	Containerd__Task__V2__PidsRequest p = CONTAINERD__TASK__V2__PIDS_REQUEST__INIT;
+	p.id = (char *) id;
+	Ttrpc__Response *r;
+	assert_int_equal(reply(f, call(f, "Pids", &p.base), &r), 0);
+	Containerd__Task__V2__PidsResponse *pr =
+		containerd__task__v2__pids_response__unpack(NULL, r->payload.len, r->payload.data);
+	assert_int_equal(pr->n_processes, 2);
+	assert_null(pr->processes[0]->info);
+	assert_non_null(pr->processes[1]->info);
+	assert_string_equal(pr->processes[1]->info->type_url, "containerd.runc.v1.ProcessDetails");
+	Containerd__Task__V2__ProcessDetails *pd = containerd__task__v2__process_details__unpack(
+		NULL, pr->processes[1]->info->value.len, pr->processes[1]->info->value.data);
+	assert_string_equal(pd->exec_id, "e1");
+	containerd__task__v2__process_details__free_unpacked(pd, NULL);
+	containerd__task__v2__pids_response__free_unpacked(pr, NULL);
+	ttrpc__response__free_unpacked(r, NULL);
+
+	assert_int_equal(reply(f, call(f, "Stats", &p.base), &r), 0);
+	Containerd__Task__V2__StatsResponse *sr =
+		containerd__task__v2__stats_response__unpack(NULL, r->payload.len, r->payload.data);
+	assert_string_equal(sr->stats->type_url, "io.containerd.cgroups.v1.Metrics");
+	Io__Containerd__Cgroups__V1Metrics *m = io__containerd__cgroups__v1_metrics__unpack(
+		NULL, sr->stats->value.len, sr->stats->value.data);
+	assert_int_equal(m->memory->usage->usage, 4096);
+	assert_int_equal(m->memory->usage->max, 8192);
+	assert_int_equal(m->cpu->usage->total, 123456789);
+	assert_int_equal(m->pids->current, 2);
+	io__containerd__cgroups__v1_metrics__free_unpacked(m, NULL);
+	containerd__task__v2__stats_response__free_unpacked(sr, NULL);
+	ttrpc__response__free_unpacked(r, NULL);
 }
 
 static void test_exec(void **state)
@@ -499,6 +565,7 @@ static void test_exec(void **state)
 	assert_int_equal(state_of(f, "c", "e1", NULL), SHIM_CREATED);
 	start(f, "c", "e1");
 	assert_int_equal(state_of(f, "c", "e1", NULL), SHIM_RUNNING);
+	check_pids_stats(f, "c");
 	Containerd__Task__V2__DeleteRequest w = CONTAINERD__TASK__V2__DELETE_REQUEST__INIT;
 	w.id = "c";
 	w.exec_id = "e1";
