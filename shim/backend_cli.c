@@ -173,8 +173,11 @@ static int cli_create(void *be, struct shim_ctr *c, shim_done done, void *arg)
 	char pid_file[PATH_MAX];
 	snprintf(pid_file, sizeof(pid_file), "%s/init.pid", c->bundle);
 	unlink(pid_file);
-	const char *args[] = {"create", "--bundle", c->bundle, "--pid-file", pid_file, c->id, NULL};
-	return run(b, c->bundle, args, c->init.io.fd, &c->init.pid, pid_file, done, arg);
+	const char *args[9] = {"create", "--bundle", c->bundle, "--pid-file", pid_file, c->id};
+	if (c->init.terminal) /* its stdio is the terminal: the command's is /dev/null */
+		args[5] = "--console-socket", args[6] = c->init.con_path, args[7] = c->id;
+	return run(b, c->bundle, args, c->init.terminal ? NULL : c->init.io.fd, &c->init.pid,
+		   pid_file, done, arg);
 }
 
 static int cli_start(void *be, struct shim_ctr *c, shim_done done, void *arg)
@@ -198,9 +201,13 @@ static int cli_exec(void *be, struct shim_proc *p, shim_done done, void *arg)
 	close(fd);
 	if (w < 0)
 		return w;
-	const char *args[] = {"exec",	    "--process", spec,	     "--detach",
-			      "--pid-file", pid_file,	 p->ctr->id, NULL};
-	return run(be, p->ctr->bundle, args, p->io.fd, &p->pid, pid_file, done, arg);
+	const char *args[11] = {"exec",	      "--process", spec,      "--detach",
+				"--pid-file", pid_file,	   p->ctr->id};
+	if (p->terminal)
+		args[6] = "--tty", args[7] = "--console-socket", args[8] = p->con_path,
+		args[9] = p->ctr->id;
+	return run(be, p->ctr->bundle, args, p->terminal ? NULL : p->io.fd, &p->pid, pid_file, done,
+		   arg);
 }
 
 static int cli_kill(void *be, struct shim_ctr *c, int sig, bool all, shim_done done, void *arg)

@@ -189,6 +189,7 @@ static int serve(const struct args *a, int lfd, const char *sock)
 				    .be_arg = &s.cli,
 				    .publish = shim_events_publish,
 				    .pub_arg = &s.ev,
+				    .run_dir = STATE_ROOT,
 				    .on_empty = on_empty,
 				    .empty_arg = &s};
 	if (r == 0)
@@ -234,6 +235,7 @@ static int do_start(const struct args *a)
 	snprintf(addr, sizeof(addr), "unix://%s", sock);
 	mkdir("/run/containerd", 0711);
 	mkdir(SOCK_DIR, 0700);
+	mkdir(STATE_ROOT, 0700);
 	int lfd = listen_at(sock);
 	if (lfd == -EADDRINUSE && can_connect(sock)) {
 		/* the group's shim runs: it serves this container too */

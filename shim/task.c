@@ -107,8 +107,48 @@ int shim_task_add_wait(struct shim_proc *p, struct ttrpc_call *call)
 	return 0;
 }
 
+int shim_task_proc_io(struct shim_task *t, struct shim_proc *p, char *msg, size_t len)
+{
+	int e = shim_stdio_open(&p->io, p->in, p->out, p->err, p->terminal, msg, len);
+	if (e < 0 || !p->terminal)
+		return e;
+	p->con_lfd = shim_console_listen(t->run_dir, p->con_path, sizeof(p->con_path));
+	if (p->con_lfd < 0) {
+		snprintf(msg, len, "console socket in %s: %s", t->run_dir, strerror(-p->con_lfd));
+		return p->con_lfd;
+	}
+	return 0;
+}
+
+int shim_task_proc_io_done(struct shim_task *t, struct shim_proc *p, char *msg, size_t len)
+{
+	if (!p->terminal) {
+		shim_stdio_close(&p->io); /* the process has them now */
+		return 0;
+	}
+	int m = shim_console_take(p->con_lfd, p->con_path);
+	p->con_lfd = -1;
+	if (m < 0) {
+		snprintf(msg, len, "no terminal came over the console socket: %s", strerror(-m));
+		return m;
+	}
+	p->con = shim_console_start(t->loop, m, p->io.fd[0], p->io.fd[1]);
+	p->io.fd[0] = p->io.fd[1] = -1; /* the console's now */
+	if (!p->con) {
+		snprintf(msg, len, "out of memory");
+		return -ENOMEM;
+	}
+	return 0;
+}
+
 void shim_task_proc_free(struct shim_task *t, struct shim_proc *p)
 {
+	if (p->con)
+		shim_console_close(p->con);
+	if (p->con_lfd >= 0) {
+		close(p->con_lfd);
+		unlink(p->con_path);
+	}
 	if (p->pid > 0 && !p->reaped)
 		shim_reaper_unwatch(t->reaper, p->pid);
 	for (uint32_t i = 0; i < p->nwaits; i++)

@@ -21,6 +21,7 @@
 
 #include "host/cgroup.h"
 #include "runtime/loop.h"
+#include "shim/console.h"
 #include "shim/reaper.h"
 #include "shim/stdio.h"
 #include "shim/proto/wkt.pb-c.h"
@@ -52,6 +53,9 @@ struct shim_proc {
 	char *in, *out, *err; /* stdio as containerd named it */
 	bool terminal;
 	struct shim_stdio io;
+	struct shim_console *con;  /* its terminal's copy, with a terminal */
+	int con_lfd;		   /* the console socket until the master came, or -1 */
+	char con_path[108];	   /* its path: --console-socket */
 	struct ttrpc_call **waits; /* Wait calls answered at its exit */
 	uint32_t nwaits, capwaits;
 };
@@ -103,6 +107,7 @@ struct shim_task {
 	void *be_arg;
 	shim_publish_fn publish;
 	void *pub_arg;
+	const char *run_dir;	     /* where console sockets go (root-only) */
 	void (*on_empty)(void *arg); /* Shutdown with no container left */
 	void *empty_arg;
 	struct shim_ctr *ctrs;
@@ -140,6 +145,10 @@ void shim_task_exited(struct shim_task *t, struct shim_proc *p, int status,
 void shim_task_report_exit(struct shim_task *t, struct shim_proc *p);
 /* answer @call when @p exits */
 int shim_task_add_wait(struct shim_proc *p, struct ttrpc_call *call);
+/* open @p's stdio (and its console socket with a terminal); @msg: why not */
+int shim_task_proc_io(struct shim_task *t, struct shim_proc *p, char *msg, size_t len);
+/* after the backend made @p: hand its stdio on (a terminal's copy starts) */
+int shim_task_proc_io_done(struct shim_task *t, struct shim_proc *p, char *msg, size_t len);
 /* free what @p holds (its Wait calls fail with NOT_FOUND); not @p itself */
 void shim_task_proc_free(struct shim_task *t, struct shim_proc *p);
 /* unlink and free @c, its execs, its rootfs mount */

@@ -88,7 +88,9 @@ static void create_done(void *arg, int err, const char *msg)
 	struct shim_task *t = d->t;
 	struct shim_proc *p = d->p;
 	struct shim_ctr *c = p->ctr;
-	shim_stdio_close(&p->io); /* the init has them now */
+	char why[256];
+	if (!err && (err = shim_task_proc_io_done(t, p, why, sizeof(why))) < 0)
+		msg = why;
 	if (!err)
 		err = shim_task_watch(t, p, d->since);
 	if (err) {
@@ -122,6 +124,7 @@ static struct shim_ctr *ctr_new(struct shim_task *t,
 	c->task = t;
 	c->init.ctr = c;
 	c->init.io = (struct shim_stdio){.fd = {-1, -1, -1}, .stdin_keep = -1};
+	c->init.con_lfd = -1;
 	c->id = strdup(r->id);
 	c->bundle = strdup(r->bundle);
 	c->init.in = dup0(r->stdin);
@@ -149,17 +152,13 @@ static void on_create(struct ttrpc_call *call, const ProtobufCMessage *req, void
 	if (*r->checkpoint)
 		FAIL(call, TTRPC_UNIMPLEMENTED, "create %s from checkpoint %s: not implemented",
 		     r->id, r->checkpoint);
-	if (r->terminal)
-		FAIL(call, TTRPC_UNIMPLEMENTED, "create %s with a terminal: not implemented",
-		     r->id);
 	struct shim_ctr *c = ctr_new(t, r);
 	if (!c)
 		FAIL(call, TTRPC_INTERNAL, "create %s: out of memory", r->id);
 	int e = shim_rootfs_mount(c->bundle, r->rootfs, r->n_rootfs, msg, sizeof(msg));
 	c->rootfs_mounted = e == 0 && r->n_rootfs;
 	if (e == 0)
-		e = shim_stdio_open(&c->init.io, r->stdin, r->stdout, r->stderr, 0, msg,
-				    sizeof(msg));
+		e = shim_task_proc_io(t, &c->init, msg, sizeof(msg));
 	struct pend *d = e ? NULL : pend_new(t, call, &c->init);
 	if (e) {
 		ttrpc_fail(call, TTRPC_UNKNOWN, "create %s: %s", r->id, msg);
@@ -183,8 +182,9 @@ static void start_done(void *arg, int err, const char *msg)
 	struct shim_task *t = d->t;
 	struct shim_proc *p = d->p;
 	p->op = false;
-	if (p->exec_id)
-		shim_stdio_close(&p->io); /* the process has them now */
+	char why[256];
+	if (!err && p->exec_id && (err = shim_task_proc_io_done(t, p, why, sizeof(why))) < 0)
+		msg = why;
 	if (!err && p->exec_id)
 		err = shim_task_watch(t, p, d->since);
 	if (err) {
@@ -253,9 +253,6 @@ static void on_exec(struct ttrpc_call *call, const ProtobufCMessage *req, void *
 	if (!*r->exec_id || !r->spec)
 		FAIL(call, TTRPC_INVALID_ARGUMENT,
 		     "exec in %s: an exec id and a process are needed", r->id);
-	if (r->terminal)
-		FAIL(call, TTRPC_UNIMPLEMENTED, "exec %s with a terminal: not implemented",
-		     r->exec_id);
 	struct shim_ctr *c = init->ctr;
 	for (struct shim_proc *q = c->execs; q; q = q->next)
 		if (!strcmp(q->exec_id, r->exec_id))
@@ -268,6 +265,8 @@ static void on_exec(struct ttrpc_call *call, const ProtobufCMessage *req, void *
 		FAIL(call, TTRPC_INTERNAL, "out of memory");
 	p->ctr = c;
 	p->io = (struct shim_stdio){.fd = {-1, -1, -1}, .stdin_keep = -1};
+	p->con_lfd = -1;
+	p->terminal = r->terminal;
 	p->exec_id = strdup(r->exec_id);
 	p->spec = malloc(r->spec->value.len + 1);
 	p->in = dup0(r->stdin), p->out = dup0(r->stdout), p->err = dup0(r->stderr);
@@ -275,7 +274,7 @@ static void on_exec(struct ttrpc_call *call, const ProtobufCMessage *req, void *
 	if (p->exec_id && p->spec && p->in && p->out && p->err) {
 		memcpy(p->spec, r->spec->value.data, r->spec->value.len);
 		p->spec[r->spec->value.len] = 0;
-		e = shim_stdio_open(&p->io, r->stdin, r->stdout, r->stderr, 0, msg, sizeof(msg));
+		e = shim_task_proc_io(t, p, msg, sizeof(msg));
 	} else {
 		snprintf(msg, sizeof(msg), "out of memory");
 	}
@@ -544,8 +543,24 @@ static void on_close_io(struct ttrpc_call *call, const ProtobufCMessage *req, vo
 	struct shim_proc *p = lookup(arg, call, r->id, r->exec_id);
 	if (!p)
 		return;
+	if (r->stdin && p->con)
+		shim_console_close_stdin(p->con);
 	if (r->stdin)
 		shim_stdio_close_stdin(&p->io);
+	ttrpc_reply(call, NULL);
+}
+
+static void on_resize(struct ttrpc_call *call, const ProtobufCMessage *req, void *arg)
+{
+	const Containerd__Task__V2__ResizePtyRequest *r = (const void *) req;
+	struct shim_proc *p = lookup(arg, call, r->id, r->exec_id);
+	if (!p)
+		return;
+	if (!p->con)
+		FAIL(call, TTRPC_FAILED_PRECONDITION, "resize %s: it has no terminal", pname(p));
+	int e = shim_console_resize(p->con, r->width, r->height);
+	if (e < 0)
+		FAIL(call, TTRPC_UNKNOWN, "resize %s: %s", pname(p), strerror(-e));
 	ttrpc_reply(call, NULL);
 }
 
@@ -664,7 +679,7 @@ const struct ttrpc_method shim_task_methods[] = {
 	M("Checkpoint", checkpoint_task_request, on_unimplemented),
 	M("Kill", kill_request, on_kill),
 	M("Exec", exec_process_request, on_exec),
-	M("ResizePty", resize_pty_request, on_unimplemented),
+	M("ResizePty", resize_pty_request, on_resize),
 	M("CloseIO", close_iorequest, on_close_io),
 	M("Update", update_task_request, on_unimplemented),
 	M("Wait", delete_request, on_wait),

@@ -7,10 +7,14 @@
  * before create returned and one that dies while start runs (their exits
  * told after create/start), exec'd processes, containerd's error codes
  * (NOT_FOUND for a finished process, ALREADY_EXISTS, FAILED_PRECONDITION),
- * a backend failure reaching the client in the backend's words, and
- * Shutdown ending the shim only with no container left.
+ * a backend failure reaching the client in the backend's words, a
+ * terminal (the master over the console socket, its output copied to the
+ * stdout FIFO, ResizePty), and Shutdown ending the shim only with no
+ * container left.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -19,12 +23,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "host/fdpass.h"
 #include "runtime/loop.h"
 #include "shim/proto/cgroups.pb-c.h"
 #include "shim/proto/events.pb-c.h"
@@ -41,9 +48,30 @@ struct fake {
 	bool exit_on_start; /* the next init exits 7 when started */
 	bool exit_at_once;  /* the next init exits 5 before create returns */
 	int kills, deletes;
+	int slave;	/* the last terminal's slave end, or -1 */
 	pid_t pids[16]; /* every child made, killed at the teardown */
 	int npids;
 };
+
+/* a terminal: the master sent over the console socket as ursa does, the
+ * slave kept (the child writes to it; the test reads its size) */
+static int fk_terminal(struct fake *f, const char *sock)
+{
+	int m = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+	assert_true(m >= 0);
+	assert_int_equal(grantpt(m), 0);
+	assert_int_equal(unlockpt(m), 0);
+	f->slave = open(ptsname(m), O_RDWR | O_NOCTTY | O_CLOEXEC);
+	assert_true(f->slave >= 0);
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock);
+	int c = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_int_equal(connect(c, (struct sockaddr *) &sa, sizeof(sa)), 0);
+	assert_int_equal(urs_send_fd(c, "m", 1, m), 0);
+	close(c);
+	close(m);
+	return f->slave;
+}
 
 static pid_t child(struct fake *f, int rfd, int code_at_once, bool exit_after)
 {
@@ -63,6 +91,8 @@ static pid_t child(struct fake *f, int rfd, int code_at_once, bool exit_after)
 	char c;
 	if (read(rfd, &c, 1) != 1)
 		_exit(99);
+	if (f->slave >= 0 && write(f->slave, "hello from a tty\n", 17) != 17)
+		_exit(98);
 	if (exit_after)
 		_exit(7);
 	for (;;)
@@ -74,6 +104,9 @@ static int fk_create(void *be, struct shim_ctr *c, shim_done done, void *arg)
 	struct fake *f = be;
 	int p[2];
 	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+	f->slave = -1;
+	if (c->init.terminal)
+		fk_terminal(f, c->init.con_path);
 	c->init.pid = child(f, p[0], f->exit_at_once ? 5 : -1, f->exit_on_start);
 	close(p[0]);
 	f->start_fd = p[1];
@@ -182,6 +215,7 @@ struct fx {
 	char topics[32][32];
 	int ntopics;
 	int empty;
+	char dir[64]; /* console sockets, FIFOs */
 };
 
 static void record(void *arg, const char *topic, const char *type_url, const ProtobufCMessage *ev)
@@ -204,7 +238,11 @@ static int setup(void **state)
 	struct fx *f = calloc(1, sizeof(*f));
 	assert_int_equal(urs_loop_init(&f->loop, NULL), 0);
 	assert_int_equal(shim_reaper_init(&f->reaper, &f->loop), 0);
-	f->t = (struct shim_task){.loop = &f->loop,
+	snprintf(f->dir, sizeof(f->dir), "/tmp/ursa-test-task.XXXXXX");
+	assert_non_null(mkdtemp(f->dir));
+	f->fake.slave = -1;
+	f->t = (struct shim_task){.run_dir = f->dir,
+				  .loop = &f->loop,
 				  .reaper = &f->reaper,
 				  .be = &fake_backend,
 				  .be_arg = &f->fake,
@@ -233,13 +271,18 @@ static int teardown(void **state)
 		kill(f->fake.pids[i], SIGKILL); /* unreaped: still ours */
 	close(f->cli);
 	ttrpc_server_close(f->srv);
+	shim_task_fini(&f->t); /* a terminal's copy stops */
 	while (f->loop.live)
 		urs_loop_run_once(&f->loop, true);
-	shim_task_fini(&f->t);
 	shim_reaper_fini(&f->reaper);
 	urs_loop_fini(&f->loop);
 	while (waitpid(-1, NULL, 0) > 0)
 		;
+	if (f->fake.slave >= 0)
+		close(f->fake.slave);
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", f->dir);
+	assert_int_equal(system(cmd), 0);
 	free(f);
 	return 0;
 }
@@ -489,8 +532,14 @@ static void test_errors(void **state)
 	assert_int_equal(rpc_code(f, "Resume", &p.base, NULL, 0), 0);
 	Containerd__Task__V2__ResizePtyRequest rp = CONTAINERD__TASK__V2__RESIZE_PTY_REQUEST__INIT;
 	rp.id = "b";
-	assert_int_equal(rpc_code(f, "ResizePty", &rp.base, msg, sizeof(msg)), TTRPC_UNIMPLEMENTED);
-	assert_non_null(strstr(msg, "ResizePty"));
+	assert_int_equal(rpc_code(f, "ResizePty", &rp.base, msg, sizeof(msg)),
+			 TTRPC_FAILED_PRECONDITION);
+	assert_non_null(strstr(msg, "no terminal"));
+	Containerd__Task__V2__UpdateTaskRequest up =
+		CONTAINERD__TASK__V2__UPDATE_TASK_REQUEST__INIT;
+	up.id = "b";
+	assert_int_equal(rpc_code(f, "Update", &up.base, msg, sizeof(msg)), TTRPC_UNIMPLEMENTED);
+	assert_non_null(strstr(msg, "Update"));
 
 	/* the backend's failure, in its words; nothing of the container left */
 	c.id = "bad";
@@ -585,6 +634,55 @@ static void test_exec(void **state)
 	assert_topics(f, "create start exec-added exec-started exit");
 }
 
+/* a terminal: the master comes over the console socket, what the process
+ * writes reaches the stdout FIFO, ResizePty sizes it, no socket is left */
+static void test_terminal(void **state)
+{
+	struct fx *f = *state;
+	char fifo[128];
+	snprintf(fifo, sizeof(fifo), "%s/out", f->dir);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	int rd = open(fifo, O_RDONLY | O_NONBLOCK | O_CLOEXEC); /* ctr's end, opened first */
+	assert_true(rd >= 0);
+	Containerd__Task__V2__CreateTaskRequest c = CONTAINERD__TASK__V2__CREATE_TASK_REQUEST__INIT;
+	c.id = "tty";
+	c.bundle = "/nonexistent-bundle";
+	c.terminal = 1;
+	c.stdout = fifo;
+	c.stderr = "/nonexistent/never-opened-with-a-terminal";
+	uint32_t sid = call(f, "Create", &c.base);
+	complete(f, 0, NULL);
+	Ttrpc__Response *r;
+	assert_int_equal(reply(f, sid, &r), 0);
+	pid_of(r);
+	start(f, "tty", NULL);
+	char buf[64] = "";
+	size_t got = 0;
+	while (got < 18) { /* the copy runs on the loop */
+		ssize_t n = read(rd, buf + got, sizeof(buf) - 1 - got);
+		if (n > 0)
+			got += (size_t) n;
+		else
+			urs_loop_run_once(&f->loop, false);
+	}
+	assert_memory_equal(buf, "hello from a tty\r\n", 18); /* the line discipline's CRLF */
+	Containerd__Task__V2__ResizePtyRequest rp = CONTAINERD__TASK__V2__RESIZE_PTY_REQUEST__INIT;
+	rp.id = "tty";
+	rp.width = 132;
+	rp.height = 43;
+	assert_int_equal(rpc_code(f, "ResizePty", &rp.base, NULL, 0), 0);
+	struct winsize ws;
+	assert_int_equal(ioctl(f->fake.slave, TIOCGWINSZ, &ws), 0);
+	assert_int_equal(ws.ws_col, 132);
+	assert_int_equal(ws.ws_row, 43);
+	unlink(fifo);
+	DIR *d = opendir(f->dir);
+	for (struct dirent *e; (e = readdir(d));)
+		assert_null(strstr(e->d_name, ".sock")); /* the console socket went */
+	closedir(d);
+	close(rd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -593,6 +691,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_exit_while_starting, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_exec, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_terminal, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
