@@ -234,6 +234,47 @@ static int cli_delete(void *be, struct shim_ctr *c, bool force, shim_done done, 
 	return run(be, c->bundle, args, NULL, NULL, NULL, done, arg);
 }
 
+static int cli_restore(void *be, struct shim_ctr *c, shim_done done, void *arg)
+{
+	char pid_file[PATH_MAX];
+	snprintf(pid_file, sizeof(pid_file), "%s/init.pid", c->bundle);
+	unlink(pid_file);
+	const char *args[12] = {"restore",  "--image-path", c->checkpoint, "--bundle", c->bundle,
+				"--detach", "--pid-file",   pid_file,	   c->id};
+	if (c->init.terminal)
+		args[8] = "--console-socket", args[9] = c->init.con_path, args[10] = c->id;
+	return run(be, c->bundle, args, c->init.terminal ? NULL : c->init.io.fd, &c->init.pid,
+		   pid_file, done, arg);
+}
+
+static int cli_checkpoint(void *be, struct shim_ctr *c, const char *path, const char *work,
+			  bool exit, shim_done done, void *arg)
+{
+	const char *args[8] = {"checkpoint", "--image-path", path};
+	int n = 3;
+	if (work && *work)
+		args[n++] = "--work-path", args[n++] = work;
+	if (!exit)
+		args[n++] = "--leave-running";
+	args[n] = c->id;
+	return run(be, c->bundle, args, NULL, NULL, NULL, done, arg);
+}
+
+static int cli_update(void *be, struct shim_ctr *c, const char *json, shim_done done, void *arg)
+{
+	char file[PATH_MAX];
+	snprintf(file, sizeof(file), "%s/update.json", c->bundle);
+	int fd = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	int w = urs_write_all(fd, json, strlen(json));
+	close(fd);
+	if (w < 0)
+		return w;
+	const char *args[] = {"update", "--resources", file, c->id, NULL};
+	return run(be, c->bundle, args, NULL, NULL, NULL, done, arg);
+}
+
 /* the container's cgroups, from ursa's record of it */
 static int cgroup_of(struct shim_cli *b, struct shim_ctr *c, struct urs_cgroup *cg)
 {
@@ -279,6 +320,9 @@ const struct shim_backend shim_cli_backend = {
 	.kill = cli_kill,
 	.pause = cli_pause,
 	.delete = cli_delete,
+	.restore = cli_restore,
+	.checkpoint = cli_checkpoint,
+	.update = cli_update,
 	.pids = cli_pids,
 	.stats = cli_stats,
 };

@@ -182,6 +182,7 @@ void shim_task_ctr_free(struct shim_task *t, struct shim_ctr *c)
 		shim_rootfs_umount(c->bundle);
 	free(c->id);
 	free(c->bundle);
+	free(c->checkpoint);
 	free(c);
 }
 

@@ -68,6 +68,7 @@ struct shim_ctr {
 	char *id, *bundle;
 	struct shim_proc init;
 	struct shim_proc *execs;
+	char *checkpoint;    /* the image it is restored from at Start, or NULL */
 	bool rootfs_mounted; /* by the shim, from CreateTaskRequest.rootfs */
 	bool deleting;
 	void *be; /* the backend's per-container record */
@@ -90,6 +91,14 @@ struct shim_backend {
 	int (*pause)(void *be, struct shim_ctr *c, bool pause, shim_done done, void *arg);
 	/* remove what create made (@force: even if the init still runs) */
 	int (*delete)(void *be, struct shim_ctr *c, bool force, shim_done done, void *arg);
+	/* create the container from the image at c->checkpoint and start it
+	 * (containerd's restore: Create names the image, Start restores) */
+	int (*restore)(void *be, struct shim_ctr *c, shim_done done, void *arg);
+	/* save it to the image directory @path; @exit: stop it after */
+	int (*checkpoint)(void *be, struct shim_ctr *c, const char *path, const char *work,
+			  bool exit, shim_done done, void *arg);
+	/* change its resources to @json (the OCI linux.resources object) */
+	int (*update)(void *be, struct shim_ctr *c, const char *json, shim_done done, void *arg);
 	/* the container's processes, host pids (*@pids malloc'd), now */
 	int (*pids)(void *be, struct shim_ctr *c, pid_t **pids, size_t *n);
 	/* its cgroup's usage, now; *@unified: the controllers are cgroup v2 */

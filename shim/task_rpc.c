@@ -33,6 +33,7 @@ struct pend {
 	struct ttrpc_call *call;
 	struct shim_proc *p;
 	uint64_t since; /* shim_reaper_seq() before the operation began */
+	char *path;	/* a checkpoint's image path */
 	int arg;	/* the operation's own: pause or resume */
 };
 
@@ -82,6 +83,8 @@ static const char *pname(const struct shim_proc *p)
 
 /* -- Create -------------------------------------------------------------- */
 
+static void create_reply(struct shim_task *t, struct pend *d);
+
 static void create_done(void *arg, int err, const char *msg)
 {
 	struct pend *d = arg;
@@ -101,11 +104,20 @@ static void create_done(void *arg, int err, const char *msg)
 		return;
 	}
 	p->op = false;
+	create_reply(t, d);
+}
+
+/* CREATED: /tasks/create, the init's pid to the caller (0 until a restore) */
+static void create_reply(struct shim_task *t, struct pend *d)
+{
+	struct shim_proc *p = d->p;
+	struct shim_ctr *c = p->ctr;
 	p->st = SHIM_CREATED;
 	Containerd__Events__TaskIO io = CONTAINERD__EVENTS__TASK_IO__INIT;
 	io.stdin = p->in, io.stdout = p->out, io.stderr = p->err, io.terminal = p->terminal;
 	Containerd__Events__TaskCreate ev = CONTAINERD__EVENTS__TASK_CREATE__INIT;
 	ev.container_id = c->id, ev.bundle = c->bundle, ev.io = &io, ev.pid = (uint32_t) p->pid;
+	ev.checkpoint = c->checkpoint ? c->checkpoint : "";
 	t->publish(t->pub_arg, "/tasks/create", "containerd.events.TaskCreate", &ev.base);
 	Containerd__Task__V2__StartResponse r = CONTAINERD__TASK__V2__START_RESPONSE__INIT;
 	r.pid = (uint32_t) p->pid;
@@ -131,6 +143,7 @@ static struct shim_ctr *ctr_new(struct shim_task *t,
 	c->init.out = dup0(r->stdout);
 	c->init.err = dup0(r->stderr);
 	c->init.terminal = r->terminal;
+	c->checkpoint = *r->checkpoint ? strdup(r->checkpoint) : NULL;
 	c->next = t->ctrs;
 	t->ctrs = c;
 	if (!c->id || !c->bundle || !c->init.in || !c->init.out || !c->init.err) {
@@ -149,9 +162,6 @@ static void on_create(struct ttrpc_call *call, const ProtobufCMessage *req, void
 		FAIL(call, TTRPC_INVALID_ARGUMENT, "create: an id and a bundle are needed");
 	if (shim_task_find(t, r->id))
 		FAIL(call, TTRPC_ALREADY_EXISTS, "task %s: already exists", r->id);
-	if (*r->checkpoint)
-		FAIL(call, TTRPC_UNIMPLEMENTED, "create %s from checkpoint %s: not implemented",
-		     r->id, r->checkpoint);
 	struct shim_ctr *c = ctr_new(t, r);
 	if (!c)
 		FAIL(call, TTRPC_INTERNAL, "create %s: out of memory", r->id);
@@ -167,6 +177,10 @@ static void on_create(struct ttrpc_call *call, const ProtobufCMessage *req, void
 	}
 	if (!d)
 		return shim_task_ctr_free(t, c);
+	if (c->checkpoint) { /* restored at Start, as runc's shim does: no process yet */
+		create_reply(t, d);
+		return;
+	}
 	c->init.op = true;
 	d->since = shim_reaper_seq(t->reaper);
 	e = t->be->create(t->be_arg, c, create_done, d);
@@ -183,9 +197,10 @@ static void start_done(void *arg, int err, const char *msg)
 	struct shim_proc *p = d->p;
 	p->op = false;
 	char why[256];
-	if (!err && p->exec_id && (err = shim_task_proc_io_done(t, p, why, sizeof(why))) < 0)
+	bool made = p->exec_id || p->ctr->checkpoint; /* exec'd or restored just now */
+	if (!err && made && (err = shim_task_proc_io_done(t, p, why, sizeof(why))) < 0)
 		msg = why;
-	if (!err && p->exec_id)
+	if (!err && made)
 		err = shim_task_watch(t, p, d->since);
 	if (err) {
 		ttrpc_fail(d->call, TTRPC_UNKNOWN, "start %s: %s", pname(p),
@@ -233,6 +248,8 @@ static void on_start(struct ttrpc_call *call, const ProtobufCMessage *req, void 
 	d->since = shim_reaper_seq(t->reaper);
 	if (p->exec_id) {
 		e = t->be->exec(t->be_arg, p, start_done, d);
+	} else if (p->ctr->checkpoint) {
+		e = t->be->restore(t->be_arg, p->ctr, start_done, d);
 	} else {
 		e = t->be->start(t->be_arg, p->ctr, start_done, d);
 	}
@@ -564,6 +581,78 @@ static void on_resize(struct ttrpc_call *call, const ProtobufCMessage *req, void
 	ttrpc_reply(call, NULL);
 }
 
+/* -- Checkpoint, Update --------------------------------------------------- */
+
+static void checkpoint_done(void *arg, int err, const char *msg)
+{
+	struct pend *d = arg;
+	struct shim_proc *p = d->p;
+	p->op = false;
+	if (!err) {
+		Containerd__Events__TaskCheckpointed ev =
+			CONTAINERD__EVENTS__TASK_CHECKPOINTED__INIT;
+		ev.container_id = p->ctr->id;
+		ev.checkpoint = d->path;
+		d->t->publish(d->t->pub_arg, "/tasks/checkpointed",
+			      "containerd.events.TaskCheckpointed", &ev.base);
+	}
+	struct shim_task *t = d->t;
+	free(d->path);
+	empty_done(d, err, msg); /* frees d */
+	if (p->exit_held)
+		shim_task_report_exit(t, p);
+}
+
+static void on_checkpoint(struct ttrpc_call *call, const ProtobufCMessage *req, void *arg)
+{
+	struct shim_task *t = arg;
+	const Containerd__Task__V2__CheckpointTaskRequest *r = (const void *) req;
+	struct shim_proc *p = lookup(t, call, r->id, NULL);
+	if (!p)
+		return;
+	if (p->op || (p->st != SHIM_RUNNING && p->st != SHIM_PAUSED))
+		FAIL(call, TTRPC_FAILED_PRECONDITION, "checkpoint %s: it is not running", r->id);
+	if (!*r->path)
+		FAIL(call, TTRPC_INVALID_ARGUMENT, "checkpoint %s: no image path", r->id);
+	Containerd__Task__V2__RuncCheckpointOptions *o = NULL;
+	if (r->options && !strcmp(r->options->type_url, "containerd.runc.v1.CheckpointOptions"))
+		o = containerd__task__v2__runc_checkpoint_options__unpack(
+			NULL, r->options->value.len, r->options->value.data);
+	struct pend *d = pend_new(t, call, p);
+	if (d && !(d->path = strdup(r->path))) {
+		ttrpc_fail(call, TTRPC_INTERNAL, "out of memory");
+		free(d), d = NULL;
+	}
+	if (d) {
+		p->op = true;
+		int e = t->be->checkpoint(t->be_arg, p->ctr, r->path, o ? o->work_path : NULL,
+					  o && o->exit, checkpoint_done, d);
+		if (e < 0)
+			checkpoint_done(d, e, NULL);
+	}
+	if (o)
+		containerd__task__v2__runc_checkpoint_options__free_unpacked(o, NULL);
+}
+
+static void on_update(struct ttrpc_call *call, const ProtobufCMessage *req, void *arg)
+{
+	struct shim_task *t = arg;
+	const Containerd__Task__V2__UpdateTaskRequest *r = (const void *) req;
+	struct shim_proc *p = lookup(t, call, r->id, NULL);
+	if (!p)
+		return;
+	if (!r->resources || !r->resources->value.len)
+		FAIL(call, TTRPC_INVALID_ARGUMENT, "update %s: no resources", r->id);
+	char *json = strndup((const char *) r->resources->value.data, r->resources->value.len);
+	struct pend *d = json ? pend_new(t, call, p) : NULL;
+	if (!json)
+		ttrpc_fail(call, TTRPC_INTERNAL, "out of memory");
+	int e = d ? t->be->update(t->be_arg, p->ctr, json, empty_done, d) : 0;
+	if (e < 0)
+		empty_done(d, e, NULL);
+	free(json);
+}
+
 /* -- Delete, Shutdown ---------------------------------------------------- */
 
 static void delete_reply(struct ttrpc_call *call, const struct shim_proc *p)
@@ -654,15 +743,6 @@ static void on_shutdown(struct ttrpc_call *call, const ProtobufCMessage *req, vo
 	maybe_empty(t);
 }
 
-static void on_unimplemented(struct ttrpc_call *call, const ProtobufCMessage *req, void *arg)
-{
-	(void) arg;
-	const IdOnly *r = (const void *) req; /* every request begins with the id */
-	ttrpc_fail(call, TTRPC_UNIMPLEMENTED,
-		   "%s of %s: not implemented by containerd-shim-ursa-v2 yet",
-		   ttrpc_call_method(call), r->id);
-}
-
 #define M(name, in, fn)                                                  \
 	{                                                                \
 		SVC, name, &containerd__task__v2__##in##__descriptor, fn \
@@ -676,12 +756,12 @@ const struct ttrpc_method shim_task_methods[] = {
 	M("Pids", pids_request, on_pids),
 	M("Pause", pids_request, on_pause),
 	M("Resume", pids_request, on_resume),
-	M("Checkpoint", checkpoint_task_request, on_unimplemented),
+	M("Checkpoint", checkpoint_task_request, on_checkpoint),
 	M("Kill", kill_request, on_kill),
 	M("Exec", exec_process_request, on_exec),
 	M("ResizePty", resize_pty_request, on_resize),
 	M("CloseIO", close_iorequest, on_close_io),
-	M("Update", update_task_request, on_unimplemented),
+	M("Update", update_task_request, on_update),
 	M("Wait", delete_request, on_wait),
 	M("Stats", pids_request, on_stats),
 	M("Connect", pids_request, on_connect),

@@ -48,8 +48,9 @@ struct fake {
 	bool exit_on_start; /* the next init exits 7 when started */
 	bool exit_at_once;  /* the next init exits 5 before create returns */
 	int kills, deletes;
-	int slave;	/* the last terminal's slave end, or -1 */
-	pid_t pids[16]; /* every child made, killed at the teardown */
+	int slave;	 /* the last terminal's slave end, or -1 */
+	char image[128]; /* what checkpoint, restore or update were given */
+	pid_t pids[16];	 /* every child made, killed at the teardown */
 	int npids;
 };
 
@@ -166,6 +167,39 @@ static int fk_delete(void *be, struct shim_ctr *c, bool force, shim_done done, v
 	return 0;
 }
 
+static int fk_restore(void *be, struct shim_ctr *c, shim_done done, void *arg)
+{
+	struct fake *f = be;
+	int q[2];
+	assert_int_equal(pipe2(q, O_CLOEXEC), 0);
+	c->init.pid = child(f, q[0], -1, false);
+	close(q[0]);
+	assert_int_equal(write(q[1], "s", 1), 1);
+	close(q[1]);
+	snprintf(f->image, sizeof(f->image), "%s", c->checkpoint);
+	f->done = done, f->arg = arg;
+	return 0;
+}
+
+static int fk_checkpoint(void *be, struct shim_ctr *c, const char *path, const char *work,
+			 bool exit, shim_done done, void *arg)
+{
+	(void) c, (void) work;
+	struct fake *f = be;
+	snprintf(f->image, sizeof(f->image), "%s%s", path, exit ? " exit" : "");
+	f->done = done, f->arg = arg;
+	return 0;
+}
+
+static int fk_update(void *be, struct shim_ctr *c, const char *json, shim_done done, void *arg)
+{
+	(void) c;
+	struct fake *f = be;
+	snprintf(f->image, sizeof(f->image), "%s", json);
+	done(arg, 0, NULL);
+	return 0;
+}
+
 /* every child made that is not reaped: the container's processes */
 static int fk_pids(void *be, struct shim_ctr *c, pid_t **pids, size_t *n)
 {
@@ -198,6 +232,9 @@ static const struct shim_backend fake_backend = {
 	.kill = fk_kill,
 	.pause = fk_pause,
 	.delete = fk_delete,
+	.restore = fk_restore,
+	.checkpoint = fk_checkpoint,
+	.update = fk_update,
 	.pids = fk_pids,
 	.stats = fk_stats,
 };
@@ -538,8 +575,14 @@ static void test_errors(void **state)
 	Containerd__Task__V2__UpdateTaskRequest up =
 		CONTAINERD__TASK__V2__UPDATE_TASK_REQUEST__INIT;
 	up.id = "b";
-	assert_int_equal(rpc_code(f, "Update", &up.base, msg, sizeof(msg)), TTRPC_UNIMPLEMENTED);
-	assert_non_null(strstr(msg, "Update"));
+	assert_int_equal(rpc_code(f, "Update", &up.base, msg, sizeof(msg)), TTRPC_INVALID_ARGUMENT);
+	Google__Protobuf__Any res = GOOGLE__PROTOBUF__ANY__INIT;
+	res.type_url = "types.containerd.io/opencontainers/runtime-spec/1/LinuxResources";
+	res.value.data = (uint8_t *) "{\"pids\":{\"limit\":9}}";
+	res.value.len = strlen((char *) res.value.data);
+	up.resources = &res;
+	assert_int_equal(rpc_code(f, "Update", &up.base, NULL, 0), 0);
+	assert_string_equal(f->fake.image, "{\"pids\":{\"limit\":9}}");
 
 	/* the backend's failure, in its words; nothing of the container left */
 	c.id = "bad";
@@ -683,6 +726,51 @@ static void test_terminal(void **state)
 	close(rd);
 }
 
+/* Checkpoint publishes /tasks/checkpointed; a Create naming the image makes
+ * no process (pid 0), its Start restores */
+static void test_checkpoint_restore(void **state)
+{
+	struct fx *f = *state;
+	create(f, "k");
+	Containerd__Task__V2__CheckpointTaskRequest ck =
+		CONTAINERD__TASK__V2__CHECKPOINT_TASK_REQUEST__INIT;
+	ck.id = "k";
+	char msg[256];
+	assert_int_equal(rpc_code(f, "Checkpoint", &ck.base, msg, sizeof(msg)),
+			 TTRPC_FAILED_PRECONDITION); /* created, not running */
+	start(f, "k", NULL);
+	assert_int_equal(rpc_code(f, "Checkpoint", &ck.base, NULL, 0), TTRPC_INVALID_ARGUMENT);
+	ck.path = "/images/k1";
+	Containerd__Task__V2__RuncCheckpointOptions o =
+		CONTAINERD__TASK__V2__RUNC_CHECKPOINT_OPTIONS__INIT;
+	o.exit = 1;
+	uint8_t ob[64];
+	Google__Protobuf__Any any = GOOGLE__PROTOBUF__ANY__INIT;
+	any.type_url = "containerd.runc.v1.CheckpointOptions";
+	any.value.data = ob;
+	any.value.len = containerd__task__v2__runc_checkpoint_options__pack(&o, ob);
+	ck.options = &any;
+	uint32_t sid = call(f, "Checkpoint", &ck.base);
+	complete(f, 0, NULL);
+	Ttrpc__Response *r;
+	assert_int_equal(reply(f, sid, &r), 0);
+	ttrpc__response__free_unpacked(r, NULL);
+	assert_string_equal(f->fake.image, "/images/k1 exit");
+
+	Containerd__Task__V2__CreateTaskRequest c = CONTAINERD__TASK__V2__CREATE_TASK_REQUEST__INIT;
+	c.id = "k2";
+	c.bundle = "/nonexistent-bundle";
+	c.checkpoint = "/images/k1";
+	assert_int_equal(reply(f, call(f, "Create", &c.base), &r), 0);
+	assert_int_equal(pid_of(r), 0); /* nothing runs before the restore */
+	assert_int_equal(state_of(f, "k2", NULL, NULL), SHIM_CREATED);
+	start(f, "k2", NULL);
+	assert_string_equal(f->fake.image, "/images/k1");
+	assert_int_equal(state_of(f, "k2", NULL, NULL), SHIM_RUNNING);
+	assert_true(shim_task_find(&f->t, "k2")->init.pid > 0);
+	assert_topics(f, "create start checkpointed create start");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -692,6 +780,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_exec, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_terminal, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_checkpoint_restore, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
