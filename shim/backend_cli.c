@@ -276,8 +276,9 @@ static int cli_update(void *be, struct shim_ctr *c, const char *json, shim_done 
 }
 
 /* the container's cgroups, from ursa's record of it */
-static int cgroup_of(struct shim_cli *b, struct shim_ctr *c, struct urs_cgroup *cg)
+static int cgroup_of(void *be, struct shim_ctr *c, struct urs_cgroup *cg)
 {
+	struct shim_cli *b = be;
 	struct urs_state st;
 	struct urs_err err = {{0}};
 	int r = urs_state_read(b->root, c->id, &st, &err);
@@ -323,6 +324,7 @@ const struct shim_backend shim_cli_backend = {
 	.restore = cli_restore,
 	.checkpoint = cli_checkpoint,
 	.update = cli_update,
+	.cgroup = cgroup_of,
 	.pids = cli_pids,
 	.stats = cli_stats,
 };

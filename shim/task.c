@@ -178,12 +178,29 @@ void shim_task_ctr_free(struct shim_task *t, struct shim_ctr *c)
 		free(p);
 	}
 	shim_task_proc_free(t, &c->init);
+	if (c->oom)
+		shim_oom_stop(c->oom);
 	if (c->rootfs_mounted)
 		shim_rootfs_umount(c->bundle);
 	free(c->id);
 	free(c->bundle);
 	free(c->checkpoint);
 	free(c);
+}
+
+static void oom_cb(void *arg)
+{
+	struct shim_ctr *c = arg;
+	shim_task_publish_id(c->task, "/tasks/oom", "containerd.events.TaskOOM", c->id);
+}
+
+void shim_task_watch_oom(struct shim_task *t, struct shim_ctr *c)
+{
+	struct urs_cgroup cg;
+	if (c->oom || !t->be->cgroup || t->be->cgroup(t->be_arg, c, &cg) < 0)
+		return;
+	c->oom = shim_oom_watch(t->loop, &cg, oom_cb, c); /* none: no events, as without */
+	urs_cg_close(&cg);
 }
 
 void shim_task_fini(struct shim_task *t)

@@ -22,6 +22,7 @@
 #include "host/cgroup.h"
 #include "runtime/loop.h"
 #include "shim/console.h"
+#include "shim/oom.h"
 #include "shim/reaper.h"
 #include "shim/stdio.h"
 #include "shim/proto/wkt.pb-c.h"
@@ -68,8 +69,9 @@ struct shim_ctr {
 	char *id, *bundle;
 	struct shim_proc init;
 	struct shim_proc *execs;
-	char *checkpoint;    /* the image it is restored from at Start, or NULL */
-	bool rootfs_mounted; /* by the shim, from CreateTaskRequest.rootfs */
+	char *checkpoint;     /* the image it is restored from at Start, or NULL */
+	struct shim_oom *oom; /* its OOM kills, watched once it exists */
+	bool rootfs_mounted;  /* by the shim, from CreateTaskRequest.rootfs */
 	bool deleting;
 	void *be; /* the backend's per-container record */
 };
@@ -99,6 +101,8 @@ struct shim_backend {
 			  bool exit, shim_done done, void *arg);
 	/* change its resources to @json (the OCI linux.resources object) */
 	int (*update)(void *be, struct shim_ctr *c, const char *json, shim_done done, void *arg);
+	/* its cgroups (for OOM events), or NULL when the backend has none */
+	int (*cgroup)(void *be, struct shim_ctr *c, struct urs_cgroup *cg);
 	/* the container's processes, host pids (*@pids malloc'd), now */
 	int (*pids)(void *be, struct shim_ctr *c, pid_t **pids, size_t *n);
 	/* its cgroup's usage, now; *@unified: the controllers are cgroup v2 */
@@ -162,6 +166,8 @@ int shim_task_proc_io_done(struct shim_task *t, struct shim_proc *p, char *msg, 
 void shim_task_proc_free(struct shim_task *t, struct shim_proc *p);
 /* unlink and free @c, its execs, its rootfs mount */
 void shim_task_ctr_free(struct shim_task *t, struct shim_ctr *c);
+/* watch @c's memory cgroup: /tasks/oom at each OOM kill */
+void shim_task_watch_oom(struct shim_task *t, struct shim_ctr *c);
 /* publish an event whose only field is the container id */
 void shim_task_publish_id(struct shim_task *t, const char *topic, const char *type_url,
 			  const char *id);

@@ -104,6 +104,7 @@ static void create_done(void *arg, int err, const char *msg)
 		return;
 	}
 	p->op = false;
+	shim_task_watch_oom(t, c);
 	create_reply(t, d);
 }
 
@@ -212,6 +213,8 @@ static void start_done(void *arg, int err, const char *msg)
 	}
 	if (p->st != SHIM_STOPPED)
 		p->st = SHIM_RUNNING;
+	if (!p->exec_id)
+		shim_task_watch_oom(t, p->ctr); /* a restored one's cgroup exists now */
 	if (p->exec_id) {
 		Containerd__Events__TaskExecStarted ev =
 			CONTAINERD__EVENTS__TASK_EXEC_STARTED__INIT;
