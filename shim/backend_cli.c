@@ -189,8 +189,6 @@ static int cli_start(void *be, struct shim_ctr *c, shim_done done, void *arg)
 static int cli_exec(void *be, struct shim_proc *p, shim_done done, void *arg)
 {
 	char spec[PATH_MAX], pid_file[PATH_MAX];
-	if (strchr(p->exec_id, '/'))
-		return -EINVAL;
 	snprintf(spec, sizeof(spec), "%s/exec-%s.json", p->ctr->bundle, p->exec_id);
 	snprintf(pid_file, sizeof(pid_file), "%s/exec-%s.pid", p->ctr->bundle, p->exec_id);
 	unlink(pid_file);

@@ -19,6 +19,7 @@
 #include "shim/proto/cgroups.pb-c.h"
 #include "shim/proto/events.pb-c.h"
 #include "shim/proto/task.pb-c.h"
+#include "host/state.h"
 #include "shim/rootfs.h"
 #include "shim/task.h"
 
@@ -159,8 +160,11 @@ static void on_create(struct ttrpc_call *call, const ProtobufCMessage *req, void
 	struct shim_task *t = arg;
 	const Containerd__Task__V2__CreateTaskRequest *r = (const void *) req;
 	char msg[512];
-	if (!*r->id || !*r->bundle)
-		FAIL(call, TTRPC_INVALID_ARGUMENT, "create: an id and a bundle are needed");
+	struct urs_err err = {{0}};
+	if (!*r->bundle)
+		FAIL(call, TTRPC_INVALID_ARGUMENT, "create %s: a bundle is needed", r->id);
+	if (urs_id_valid(r->id, &err) < 0) /* it names files: no '/' */
+		FAIL(call, TTRPC_INVALID_ARGUMENT, "create: %s", err.msg);
 	if (shim_task_find(t, r->id))
 		FAIL(call, TTRPC_ALREADY_EXISTS, "task %s: already exists", r->id);
 	struct shim_ctr *c = ctr_new(t, r);
@@ -270,9 +274,11 @@ static void on_exec(struct ttrpc_call *call, const ProtobufCMessage *req, void *
 	struct shim_proc *init = lookup(t, call, r->id, NULL);
 	if (!init)
 		return;
-	if (!*r->exec_id || !r->spec)
-		FAIL(call, TTRPC_INVALID_ARGUMENT,
-		     "exec in %s: an exec id and a process are needed", r->id);
+	struct urs_err err = {{0}};
+	if (!r->spec)
+		FAIL(call, TTRPC_INVALID_ARGUMENT, "exec in %s: a process is needed", r->id);
+	if (urs_id_valid(r->exec_id, &err) < 0) /* it names files: no '/' */
+		FAIL(call, TTRPC_INVALID_ARGUMENT, "exec in %s: exec %s", r->id, err.msg);
 	struct shim_ctr *c = init->ctr;
 	for (struct shim_proc *q = c->execs; q; q = q->next)
 		if (!strcmp(q->exec_id, r->exec_id))

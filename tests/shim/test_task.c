@@ -554,6 +554,10 @@ static void test_errors(void **state)
 	c.id = "b";
 	c.bundle = "/x";
 	assert_int_equal(rpc_code(f, "Create", &c.base, NULL, 0), TTRPC_ALREADY_EXISTS);
+	c.id = "a/b";
+	assert_int_equal(rpc_code(f, "Create", &c.base, msg, sizeof(msg)), TTRPC_INVALID_ARGUMENT);
+	assert_non_null(strstr(msg, "not allowed"));
+	c.id = "b";
 	start(f, "b", NULL);
 	s.id = "b";
 	assert_int_equal(rpc_code(f, "Delete", &s.base, msg, sizeof(msg)),
@@ -654,6 +658,9 @@ static void test_exec(void **state)
 	assert_int_equal(rpc_code(f, "Exec", &e.base, NULL, 0), 0);
 	char msg[256];
 	assert_int_equal(rpc_code(f, "Exec", &e.base, msg, sizeof(msg)), TTRPC_ALREADY_EXISTS);
+	e.exec_id = "../../etc/x"; /* exec ids name files in the bundle */
+	assert_int_equal(rpc_code(f, "Exec", &e.base, msg, sizeof(msg)), TTRPC_INVALID_ARGUMENT);
+	e.exec_id = "e1";
 	assert_int_equal(state_of(f, "c", "e1", NULL), SHIM_CREATED);
 	start(f, "c", "e1");
 	assert_int_equal(state_of(f, "c", "e1", NULL), SHIM_RUNNING);
