@@ -2,9 +2,12 @@
  * shim/console.c — a task's terminal (shim/console.h): two pumps, each a
  * read op into its buffer then write ops until it is written, on the loop.
  * The output pump ends when the master reads EOF or EIO (no slave end left:
- * the terminal's processes are gone), after writing what it read; the input
- * pump ends at the FIFO's EOF. Closing the master is what a pump blocked in
- * a read waits for, so shim_console_close() cancels the reads.
+ * the terminal's processes are gone), after writing what it read; then the
+ * stdout FIFO is closed at once (the client's reader sees end-of-file, as
+ * runc's shim closes it) and the input pump is stopped. The input pump also
+ * ends at the stdin FIFO's EOF. The record is the owner's until
+ * shim_console_close(), whatever the pumps did: it is freed only then, once
+ * no op is in flight.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -79,20 +82,30 @@ static void pump_read(struct pump *p);
 
 static void maybe_free(struct shim_console *c)
 {
+	if (!c->closing)
+		return; /* the owner's until shim_console_close() */
 	for (int i = 0; i < 2; i++)
-		if (!c->p[i].stopped || urs_op_busy(&c->p[i].op))
+		if (urs_op_busy(&c->p[i].op))
 			return;
 	if (c->in >= 0)
 		close(c->in);
+	if (c->out >= 0)
+		close(c->out);
 	close(c->master);
-	close(c->out);
 	free(c);
 }
 
 static void pump_stop(struct pump *p)
 {
+	struct shim_console *c = p->c;
 	p->stopped = true;
-	maybe_free(p->c);
+	if (p == &c->p[1]) { /* the terminal's output ended: so does the client's */
+		close(c->out);
+		c->out = -1;
+		if (urs_op_busy(&c->p[0].op))
+			urs_cancel(c->loop, &c->p[0].op);
+	}
+	maybe_free(c);
 }
 
 static void write_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint32_t flags)
@@ -162,7 +175,7 @@ int shim_console_resize(struct shim_console *c, uint32_t cols, uint32_t rows)
 
 void shim_console_close_stdin(struct shim_console *c)
 {
-	if (c->in >= 0 && urs_op_busy(&c->p[0].op) && !c->p[0].stopped)
+	if (urs_op_busy(&c->p[0].op))
 		urs_cancel(c->loop, &c->p[0].op);
 }
 

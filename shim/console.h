@@ -2,10 +2,10 @@
  * shim/console.h — a task's terminal: the console socket `ursa create
  * --console-socket` (or `exec --tty`) sends the pty master over, and the
  * copy between containerd's stdio FIFOs and that master on the loop (stdin
- * FIFO -> master, master -> stdout FIFO), as runc's shim copies it. The
- * record frees itself once both copies have stopped after
- * shim_console_close(), or once the terminal's output ended (every holder
- * of the pty's slave end gone) and its input was closed.
+ * FIFO -> master, master -> stdout FIFO), as runc's shim copies it. When
+ * the terminal's output ends (no holder of the slave end left) the stdout
+ * FIFO is closed and the input copy stops; the record stays the owner's
+ * until shim_console_close(), which frees it once no op is in flight.
  */
 #ifndef URSA_SHIM_CONSOLE_H
 #define URSA_SHIM_CONSOLE_H

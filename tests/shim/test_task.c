@@ -725,6 +725,23 @@ static void test_terminal(void **state)
 	assert_int_equal(ioctl(f->fake.slave, TIOCGWINSZ, &ws), 0);
 	assert_int_equal(ws.ws_col, 132);
 	assert_int_equal(ws.ws_row, 43);
+
+	/* the process goes (and the fake's slave end): the client's stdout
+	 * reader sees end-of-file, and the task is deleted with its console */
+	Containerd__Task__V2__KillRequest k = CONTAINERD__TASK__V2__KILL_REQUEST__INIT;
+	k.id = "tty";
+	k.signal = SIGKILL;
+	assert_int_equal(rpc_code(f, "Kill", &k.base, NULL, 0), 0);
+	close(f->fake.slave);
+	f->fake.slave = -1;
+	for (;;) {
+		ssize_t n = read(rd, buf, sizeof(buf));
+		if (n == 0)
+			break; /* EOF: no writer left */
+		urs_loop_run_once(&f->loop, false);
+	}
+	until_stopped(f, "tty");
+	assert_int_equal(rpc_code(f, "Delete", &k.base, NULL, 0), 0);
 	unlink(fifo);
 	DIR *d = opendir(f->dir);
 	for (struct dirent *e; (e = readdir(d));)
