@@ -17,15 +17,15 @@ struct shim_oom {
 	struct urs_loop *loop;
 	struct urs_op op;
 	int fd;				   /* the eventfd (v1) or the inotify fd (v2) */
-	char events[URS_CG_PATH_MAX + 16]; /* v2: memory.events */
-	uint64_t kills;			   /* v2: oom_kill as last read */
+	char events[URS_CG_PATH_MAX + 32]; /* memory.events (v2), memory.oom_control (v1) */
+	uint64_t kills;			   /* their oom_kill count as last read */
 	bool v2, stopped;
 	void (*cb)(void *arg);
 	void *arg;
 	uint8_t buf[256]; /* an eventfd count or inotify events */
 };
 
-/* v2: memory.events' oom_kill count, or 0 */
+/* the "oom_kill N" count of memory.events (v2) or memory.oom_control (v1), or 0 */
 static uint64_t oom_kills(const char *path)
 {
 	char b[1024];
@@ -50,14 +50,12 @@ static void read_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint3
 		free(o);
 		return;
 	}
-	if (!o->v2) {
+	/* both files count kills ("oom_kill N"); v1 also signals the eventfd
+	 * when the cgroup is removed, which is no kill */
+	uint64_t k = oom_kills(o->events);
+	if (k > o->kills)
 		o->cb(o->arg);
-	} else {
-		uint64_t k = oom_kills(o->events);
-		if (k > o->kills)
-			o->cb(o->arg);
-		o->kills = k;
-	}
+	o->kills = k;
 	arm(o);
 }
 
@@ -71,8 +69,9 @@ static void arm(struct shim_oom *o)
 static int watch_v1(struct shim_oom *o, const char *dir)
 {
 	char p[URS_CG_PATH_MAX + 32], line[64];
-	snprintf(p, sizeof(p), "%s/memory.oom_control", dir);
-	int ctl = open(p, O_RDONLY | O_CLOEXEC);
+	snprintf(o->events, sizeof(o->events), "%s/memory.oom_control", dir);
+	o->kills = oom_kills(o->events);
+	int ctl = open(o->events, O_RDONLY | O_CLOEXEC);
 	if (ctl < 0)
 		return -errno;
 	o->fd = eventfd(0, EFD_CLOEXEC);

@@ -73,6 +73,8 @@ void shim_task_exited(struct shim_task *t, struct shim_proc *p, int status,
 	p->reaped = true;
 	p->exit_status = shim_wait_code(status);
 	p->exited_at = *at;
+	if (p->ctr->gone)
+		return; /* deleted: containerd has been told */
 	if (p->op)
 		p->exit_held = true;
 	else
@@ -162,6 +164,22 @@ void shim_task_proc_free(struct shim_task *t, struct shim_proc *p)
 	free(p->in);
 	free(p->out);
 	free(p->err);
+}
+
+void shim_task_ctr_gone(struct shim_task *t, struct shim_ctr *c)
+{
+	for (struct shim_ctr **pp = &t->ctrs; *pp; pp = &(*pp)->next)
+		if (*pp == c) {
+			*pp = c->next;
+			break;
+		}
+	c->gone = true;
+	if (c->oom) { /* v1 signals the eventfd when the cgroup goes: not an OOM */
+		shim_oom_stop(c->oom);
+		c->oom = NULL;
+	}
+	if (!c->pending)
+		shim_task_ctr_free(t, c);
 }
 
 void shim_task_ctr_free(struct shim_task *t, struct shim_ctr *c)

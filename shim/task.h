@@ -73,7 +73,10 @@ struct shim_ctr {
 	struct shim_oom *oom; /* its OOM kills, watched once it exists */
 	bool rootfs_mounted;  /* by the shim, from CreateTaskRequest.rootfs */
 	bool deleting;
-	void *be; /* the backend's per-container record */
+	bool gone;	  /* deleted (or its create failed): out of the list, freed
+			   * when the last operation that holds it is over */
+	uint32_t pending; /* operations under way that hold it */
+	void *be;	  /* the backend's per-container record */
 };
 
 /* done: @err 0 or a negative errno, @msg why (the backend's own words) */
@@ -164,6 +167,8 @@ int shim_task_proc_io(struct shim_task *t, struct shim_proc *p, char *msg, size_
 int shim_task_proc_io_done(struct shim_task *t, struct shim_proc *p, char *msg, size_t len);
 /* free what @p holds (its Wait calls fail with NOT_FOUND); not @p itself */
 void shim_task_proc_free(struct shim_task *t, struct shim_proc *p);
+/* take @c out of the list; it is freed when no operation holds it */
+void shim_task_ctr_gone(struct shim_task *t, struct shim_ctr *c);
 /* unlink and free @c, its execs, its rootfs mount */
 void shim_task_ctr_free(struct shim_task *t, struct shim_ctr *c);
 /* watch @c's memory cgroup: /tasks/oom at each OOM kill */

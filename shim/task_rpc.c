@@ -38,14 +38,38 @@ struct pend {
 	int arg;	/* the operation's own: pause or resume */
 };
 
+/* an operation on @p begins: it holds @p's container until pend_free() */
 static struct pend *pend_new(struct shim_task *t, struct ttrpc_call *call, struct shim_proc *p)
 {
 	struct pend *d = malloc(sizeof(*d));
-	if (!d)
+	if (!d) {
 		ttrpc_fail(call, TTRPC_INTERNAL, "out of memory");
-	else
-		*d = (struct pend){.t = t, .call = call, .p = p};
+		return NULL;
+	}
+	*d = (struct pend){.t = t, .call = call, .p = p};
+	p->ctr->pending++;
 	return d;
+}
+
+/* the operation is over: a container deleted meanwhile goes with its last one */
+static void pend_free(struct pend *d)
+{
+	struct shim_task *t = d->t;
+	struct shim_ctr *c = d->p->ctr;
+	free(d->path);
+	free(d);
+	if (--c->pending == 0 && c->gone)
+		shim_task_ctr_free(t, c);
+}
+
+/* an operation ended after its container was deleted: nobody to tell but the caller */
+static bool pend_gone(struct pend *d)
+{
+	if (!d->p->ctr->gone)
+		return false;
+	ttrpc_fail(d->call, TTRPC_NOT_FOUND, "container %s deleted: not found", d->p->ctr->id);
+	pend_free(d);
+	return true;
 }
 
 #define FAIL(call, ...)                        \
@@ -86,6 +110,12 @@ static const char *pname(const struct shim_proc *p)
 
 static void create_reply(struct shim_task *t, struct pend *d);
 
+/* a cleanup nobody waits for */
+static void forget_done(void *arg, int err, const char *msg)
+{
+	(void) arg, (void) err, (void) msg;
+}
+
 static void create_done(void *arg, int err, const char *msg)
 {
 	struct pend *d = arg;
@@ -100,11 +130,12 @@ static void create_done(void *arg, int err, const char *msg)
 	if (err) {
 		ttrpc_fail(d->call, TTRPC_UNKNOWN, "create %s: %s", c->id,
 			   msg ? msg : strerror(-err));
-		shim_task_ctr_free(t, c);
-		free(d);
+		if (p->pid > 0) /* made, then failed here: not left behind */
+			t->be->delete (t->be_arg, c, true, forget_done, NULL);
+		shim_task_ctr_gone(t, c);
+		pend_free(d);
 		return;
 	}
-	p->op = false;
 	shim_task_watch_oom(t, c);
 	create_reply(t, d);
 }
@@ -124,7 +155,8 @@ static void create_reply(struct shim_task *t, struct pend *d)
 	Containerd__Task__V2__StartResponse r = CONTAINERD__TASK__V2__START_RESPONSE__INIT;
 	r.pid = (uint32_t) p->pid;
 	ttrpc_reply(d->call, &r.base);
-	free(d);
+	pend_free(d);
+	p->op = false; /* its exit may be told now, after create */
 	if (p->exit_held)
 		shim_task_report_exit(t, p);
 }
@@ -200,9 +232,12 @@ static void start_done(void *arg, int err, const char *msg)
 	struct pend *d = arg;
 	struct shim_task *t = d->t;
 	struct shim_proc *p = d->p;
-	p->op = false;
 	char why[256];
 	bool made = p->exec_id || p->ctr->checkpoint; /* exec'd or restored just now */
+	if (made && p->ctr->gone && !err)
+		p->op = false; /* its exit, if it comes, is nobody's: the container is gone */
+	if (pend_gone(d))
+		return;
 	if (!err && made && (err = shim_task_proc_io_done(t, p, why, sizeof(why))) < 0)
 		msg = why;
 	if (!err && made)
@@ -210,7 +245,8 @@ static void start_done(void *arg, int err, const char *msg)
 	if (err) {
 		ttrpc_fail(d->call, TTRPC_UNKNOWN, "start %s: %s", pname(p),
 			   msg ? msg : strerror(-err));
-		free(d);
+		pend_free(d);
+		p->op = false;
 		if (p->exit_held)
 			shim_task_report_exit(t, p);
 		return;
@@ -233,7 +269,8 @@ static void start_done(void *arg, int err, const char *msg)
 	Containerd__Task__V2__StartResponse r = CONTAINERD__TASK__V2__START_RESPONSE__INIT;
 	r.pid = (uint32_t) p->pid;
 	ttrpc_reply(d->call, &r.base);
-	free(d);
+	pend_free(d);
+	p->op = false; /* its exit may be told now, after start */
 	if (p->exit_held)
 		shim_task_report_exit(t, p);
 }
@@ -484,12 +521,13 @@ static void empty_done(void *arg, int err, const char *msg)
 {
 	struct pend *d = arg;
 	struct shim_proc *p = d->p;
-	if (err) {
+	if (pend_gone(d))
+		return;
+	if (err)
 		ttrpc_fail(d->call, TTRPC_UNKNOWN, "%s: %s", pname(p), msg ? msg : strerror(-err));
-	} else {
+	else
 		ttrpc_reply(d->call, NULL);
-	}
-	free(d);
+	pend_free(d);
 }
 
 static void on_kill(struct ttrpc_call *call, const ProtobufCMessage *req, void *arg)
@@ -524,15 +562,21 @@ static void pause_done(void *arg, int err, const char *msg)
 {
 	struct pend *d = arg;
 	struct shim_proc *p = d->p;
-	if (!err && p->st != SHIM_STOPPED) {
+	struct shim_task *t = d->t;
+	if (!err && p->st != SHIM_STOPPED && !p->ctr->gone) {
 		p->st = d->arg ? SHIM_PAUSED : SHIM_RUNNING;
 		shim_task_publish_id(d->t, d->arg ? "/tasks/paused" : "/tasks/resumed",
 				     d->arg ? "containerd.events.TaskPaused"
 					    : "containerd.events.TaskResumed",
 				     p->ctr->id);
 	}
+	bool gone = p->ctr->gone;
+	empty_done(d, err, msg); /* frees d (and p with it, if its container went) */
+	if (gone)
+		return;
 	p->op = false;
-	empty_done(d, err, msg);
+	if (p->exit_held) /* it died while frozen or thawing */
+		shim_task_report_exit(t, p);
 }
 
 static void pause_resume(struct shim_task *t, struct ttrpc_call *call, const char *id, bool pause)
@@ -596,8 +640,8 @@ static void checkpoint_done(void *arg, int err, const char *msg)
 {
 	struct pend *d = arg;
 	struct shim_proc *p = d->p;
-	p->op = false;
-	if (!err) {
+	struct shim_task *t = d->t;
+	if (!err && !p->ctr->gone) {
 		Containerd__Events__TaskCheckpointed ev =
 			CONTAINERD__EVENTS__TASK_CHECKPOINTED__INIT;
 		ev.container_id = p->ctr->id;
@@ -605,10 +649,12 @@ static void checkpoint_done(void *arg, int err, const char *msg)
 		d->t->publish(d->t->pub_arg, "/tasks/checkpointed",
 			      "containerd.events.TaskCheckpointed", &ev.base);
 	}
-	struct shim_task *t = d->t;
-	free(d->path);
-	empty_done(d, err, msg); /* frees d */
-	if (p->exit_held)
+	bool gone = p->ctr->gone;
+	empty_done(d, err, msg); /* frees d (and p with it, if its container went) */
+	if (gone)
+		return;
+	p->op = false;
+	if (p->exit_held) /* stopped by the checkpoint (exit), or died during it */
 		shim_task_report_exit(t, p);
 }
 
@@ -630,7 +676,7 @@ static void on_checkpoint(struct ttrpc_call *call, const ProtobufCMessage *req, 
 	struct pend *d = pend_new(t, call, p);
 	if (d && !(d->path = strdup(r->path))) {
 		ttrpc_fail(call, TTRPC_INTERNAL, "out of memory");
-		free(d), d = NULL;
+		pend_free(d), d = NULL;
 	}
 	if (d) {
 		p->op = true;
@@ -652,6 +698,9 @@ static void on_update(struct ttrpc_call *call, const ProtobufCMessage *req, void
 		return;
 	if (!r->resources || !r->resources->value.len)
 		FAIL(call, TTRPC_INVALID_ARGUMENT, "update %s: no resources", r->id);
+	if (p->pid <= 0 || p->reaped)
+		FAIL(call, TTRPC_FAILED_PRECONDITION, "update %s: it is not created or has exited",
+		     r->id);
 	char *json = strndup((const char *) r->resources->value.data, r->resources->value.len);
 	struct pend *d = json ? pend_new(t, call, p) : NULL;
 	if (!json)
@@ -664,6 +713,8 @@ static void on_update(struct ttrpc_call *call, const ProtobufCMessage *req, void
 
 /* -- Delete, Shutdown ---------------------------------------------------- */
 
+/* never exited: no exited_at (containerd reads an absent one as the zero
+ * time; {0, 0} would be 1970) */
 static void delete_reply(struct ttrpc_call *call, const struct shim_proc *p)
 {
 	Containerd__Task__V2__DeleteResponse r = CONTAINERD__TASK__V2__DELETE_RESPONSE__INIT;
@@ -671,7 +722,7 @@ static void delete_reply(struct ttrpc_call *call, const struct shim_proc *p)
 	shim_task_ts(&ts, &p->exited_at);
 	r.pid = (uint32_t) (p->pid > 0 ? p->pid : 0);
 	r.exit_status = p->exit_status;
-	r.exited_at = &ts;
+	r.exited_at = p->reaped ? &ts : NULL;
 	ttrpc_reply(call, &r.base);
 }
 
@@ -687,12 +738,12 @@ static void delete_done(void *arg, int err, const char *msg)
 	struct shim_task *t = d->t;
 	struct shim_proc *p = d->p;
 	struct shim_ctr *c = p->ctr;
-	p->op = false;
 	if (err) {
 		c->deleting = false;
 		ttrpc_fail(d->call, TTRPC_UNKNOWN, "delete %s: %s", c->id,
 			   msg ? msg : strerror(-err));
-		free(d);
+		pend_free(d);
+		p->op = false;
 		if (p->exit_held)
 			shim_task_report_exit(t, p);
 		return;
@@ -701,11 +752,11 @@ static void delete_done(void *arg, int err, const char *msg)
 	Google__Protobuf__Timestamp ts;
 	shim_task_ts(&ts, &p->exited_at);
 	ev.container_id = c->id, ev.pid = (uint32_t) (p->pid > 0 ? p->pid : 0);
-	ev.exit_status = p->exit_status, ev.exited_at = &ts;
+	ev.exit_status = p->exit_status, ev.exited_at = p->reaped ? &ts : NULL;
 	t->publish(t->pub_arg, "/tasks/delete", "containerd.events.TaskDelete", &ev.base);
 	delete_reply(d->call, p);
-	free(d);
-	shim_task_ctr_free(t, c);
+	shim_task_ctr_gone(t, c); /* freed now, or when the operations on it end */
+	pend_free(d);
 	maybe_empty(t);
 }
 
@@ -738,6 +789,10 @@ static void on_delete(struct ttrpc_call *call, const ProtobufCMessage *req, void
 		return;
 	p->op = true;
 	p->ctr->deleting = true;
+	if (p->ctr->oom) { /* v1 signals the eventfd when the cgroup goes: not an OOM */
+		shim_oom_stop(p->ctr->oom);
+		p->ctr->oom = NULL;
+	}
 	int e = t->be->delete (t->be_arg, p->ctr, p->st == SHIM_CREATED, delete_done, d);
 	if (e < 0)
 		delete_done(d, e, NULL);

@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -44,9 +45,9 @@
 struct fake {
 	shim_done done; /* the operation the test completes */
 	void *arg;
-	int start_fd;	    /* write end of the last init's start pipe */
 	bool exit_on_start; /* the next init exits 7 when started */
-	bool exit_at_once;  /* the next init exits 5 before create returns */
+	bool exit_at_once;  /* the next init (exec) exits 5 (4) before create (exec) returns */
+	bool die_in_pause;  /* the next pause kills the init and waits for the test */
 	int kills, deletes;
 	int slave;	 /* the last terminal's slave end, or -1 */
 	char image[128]; /* what checkpoint, restore or update were given */
@@ -83,6 +84,7 @@ static pid_t child(struct fake *f, int rfd, int code_at_once, bool exit_after)
 		f->pids[f->npids++] = pid;
 		return pid;
 	}
+	prctl(PR_SET_PDEATHSIG, SIGKILL); /* a test that dies takes its children */
 	sigset_t none;
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
@@ -110,7 +112,7 @@ static int fk_create(void *be, struct shim_ctr *c, shim_done done, void *arg)
 		fk_terminal(f, c->init.con_path);
 	c->init.pid = child(f, p[0], f->exit_at_once ? 5 : -1, f->exit_on_start);
 	close(p[0]);
-	f->start_fd = p[1];
+	c->be = (void *) (intptr_t) (p[1] + 1); /* the backend's record: start pipe + 1 */
 	f->exit_at_once = f->exit_on_start = false;
 	f->done = done, f->arg = arg;
 	return 0;
@@ -118,10 +120,11 @@ static int fk_create(void *be, struct shim_ctr *c, shim_done done, void *arg)
 
 static int fk_start(void *be, struct shim_ctr *c, shim_done done, void *arg)
 {
-	(void) c;
 	struct fake *f = be;
-	assert_int_equal(write(f->start_fd, "s", 1), 1);
-	close(f->start_fd);
+	int fd = (int) (intptr_t) c->be - 1;
+	assert_int_equal(write(fd, "s", 1), 1);
+	close(fd);
+	c->be = NULL;
 	f->done = done, f->arg = arg;
 	return 0;
 }
@@ -131,9 +134,12 @@ static int fk_exec(void *be, struct shim_proc *p, shim_done done, void *arg)
 	struct fake *f = be;
 	int q[2];
 	assert_int_equal(pipe2(q, O_CLOEXEC), 0);
-	p->pid = child(f, q[0], -1, false);
+	bool at_once = f->exit_at_once;
+	p->pid = child(f, q[0], at_once ? 4 : -1, false);
+	f->exit_at_once = false;
 	close(q[0]);
-	assert_int_equal(write(q[1], "s", 1), 1);
+	if (!at_once) /* one that exits at once reads nothing: no SIGPIPE for us */
+		assert_int_equal(write(q[1], "s", 1), 1);
 	close(q[1]);
 	f->done = done, f->arg = arg;
 	return 0;
@@ -151,7 +157,13 @@ static int fk_kill(void *be, struct shim_ctr *c, int sig, bool all, shim_done do
 
 static int fk_pause(void *be, struct shim_ctr *c, bool pause, shim_done done, void *arg)
 {
-	(void) be;
+	struct fake *f = be;
+	if (f->die_in_pause) { /* it dies while the pause runs; the test completes it */
+		kill(c->init.pid, SIGKILL);
+		f->die_in_pause = false;
+		f->done = done, f->arg = arg;
+		return 0;
+	}
 	kill(c->init.pid, pause ? SIGSTOP : SIGCONT);
 	done(arg, 0, NULL);
 	return 0;
@@ -159,6 +171,9 @@ static int fk_pause(void *be, struct shim_ctr *c, bool pause, shim_done done, vo
 
 static int fk_delete(void *be, struct shim_ctr *c, bool force, shim_done done, void *arg)
 {
+	if (c->be) /* never started: its start pipe */
+		close((int) (intptr_t) c->be - 1);
+	c->be = NULL;
 	struct fake *f = be;
 	f->deletes++;
 	if (force)
@@ -795,6 +810,108 @@ static void test_checkpoint_restore(void **state)
 	assert_topics(f, "create start checkpointed create start");
 }
 
+/* an operation's completion after its container was deleted answers
+ * NOT_FOUND and frees nothing twice; Delete of a never-started init has no
+ * exit time (not 1970) */
+static void test_delete_during_exec(void **state)
+{
+	struct fx *f = *state;
+	create(f, "d");
+	Containerd__Task__V2__DeleteRequest dr = CONTAINERD__TASK__V2__DELETE_REQUEST__INIT;
+	dr.id = "d";
+	Ttrpc__Response *r;
+	create(f, "d0");
+	dr.id = "d0";
+	assert_int_equal(reply(f, call(f, "Delete", &dr.base), &r), 0);
+	Containerd__Task__V2__DeleteResponse *del = containerd__task__v2__delete_response__unpack(
+		NULL, r->payload.len, r->payload.data);
+	assert_null(del->exited_at); /* never started, never exited */
+	containerd__task__v2__delete_response__free_unpacked(del, NULL);
+	ttrpc__response__free_unpacked(r, NULL);
+	dr.id = "d";
+
+	start(f, "d", NULL);
+	Containerd__Task__V2__ExecProcessRequest e =
+		CONTAINERD__TASK__V2__EXEC_PROCESS_REQUEST__INIT;
+	Google__Protobuf__Any spec = GOOGLE__PROTOBUF__ANY__INIT;
+	spec.value.data = (uint8_t *) "{}";
+	spec.value.len = 2;
+	e.id = "d";
+	e.exec_id = "probe";
+	e.spec = &spec;
+	assert_int_equal(rpc_code(f, "Exec", &e.base, NULL, 0), 0);
+	Containerd__Task__V2__DeleteRequest s = CONTAINERD__TASK__V2__DELETE_REQUEST__INIT;
+	s.id = "d";
+	s.exec_id = "probe";
+	uint32_t ssid = call(f, "Start", &s.base);
+	until_called(f); /* the exec's command runs */
+	shim_done exec_done = f->fake.done;
+	void *exec_arg = f->fake.arg;
+	f->fake.done = NULL;
+	Containerd__Task__V2__KillRequest k = CONTAINERD__TASK__V2__KILL_REQUEST__INIT;
+	k.id = "d";
+	k.signal = SIGKILL;
+	assert_int_equal(rpc_code(f, "Kill", &k.base, NULL, 0), 0);
+	until_stopped(f, "d");
+	assert_int_equal(rpc_code(f, "Delete", &dr.base, NULL, 0), 0);
+	assert_null(shim_task_find(&f->t, "d"));
+	exec_done(exec_arg, 0, NULL); /* the exec's command ends after the delete */
+	char msg[256];
+	assert_int_equal(reply(f, ssid, &r), TTRPC_NOT_FOUND);
+	snprintf(msg, sizeof(msg), "%s", r->status->message);
+	ttrpc__response__free_unpacked(r, NULL);
+	assert_non_null(strstr(msg, "deleted"));
+	assert_topics(f, "create create delete start exec-added exit delete");
+}
+
+/* exits during an operation are told after it: an exec'd process dead
+ * before its start returned, an init killed while a pause ran */
+static void test_exits_held(void **state)
+{
+	struct fx *f = *state;
+	create(f, "h");
+	start(f, "h", NULL);
+	Containerd__Task__V2__ExecProcessRequest e =
+		CONTAINERD__TASK__V2__EXEC_PROCESS_REQUEST__INIT;
+	Google__Protobuf__Any spec = GOOGLE__PROTOBUF__ANY__INIT;
+	spec.value.data = (uint8_t *) "{}";
+	spec.value.len = 2;
+	e.id = "h";
+	e.exec_id = "true";
+	e.spec = &spec;
+	assert_int_equal(rpc_code(f, "Exec", &e.base, NULL, 0), 0);
+	f->fake.exit_at_once = true;
+	Containerd__Task__V2__DeleteRequest s = CONTAINERD__TASK__V2__DELETE_REQUEST__INIT;
+	s.id = "h";
+	s.exec_id = "true";
+	uint32_t sid = call(f, "Start", &s.base);
+	until_called(f);
+	pid_t pid = f->fake.pids[f->fake.npids - 1];
+	while (!kept(&f->reaper, pid)) /* reaped before the start is done */
+		urs_loop_run_once(&f->loop, true);
+	complete(f, 0, NULL);
+	Ttrpc__Response *r;
+	assert_int_equal(reply(f, sid, &r), 0);
+	pid_of(r);
+	uint32_t st;
+	assert_int_equal(state_of(f, "h", "true", &st), SHIM_STOPPED);
+	assert_int_equal(st, 4);
+
+	f->fake.die_in_pause = true;
+	Containerd__Task__V2__PidsRequest p = CONTAINERD__TASK__V2__PIDS_REQUEST__INIT;
+	p.id = "h";
+	sid = call(f, "Pause", &p.base);
+	until_called(f);
+	until_stopped(f, "h");
+	assert_int_equal(state_of(f, "h", NULL, NULL), SHIM_RUNNING); /* held */
+	complete(f, 0, NULL);
+	assert_int_equal(reply(f, sid, &r), 0);
+	ttrpc__response__free_unpacked(r, NULL);
+	assert_int_equal(state_of(f, "h", NULL, &st), SHIM_STOPPED);
+	assert_int_equal(st, 137);
+	assert_topics(f, "create start exec-added exec-started exit paused exit");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -805,6 +922,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_exec, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_terminal, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_checkpoint_restore, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_delete_during_exec, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_exits_held, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
