@@ -3,7 +3,11 @@
  * option that is a mount flag (ro, nosuid, bind, rbind...) becomes the
  * flag; the others are the filesystem's data, comma-joined (overlay's
  * lowerdir, upperdir, workdir). Data past a page is refused with the
- * reason: the kernel would cut it.
+ * reason: the kernel would cut it. A bind takes its ro/nosuid/nodev/noexec
+ * only from a second, remounting call (the kernel ignores them on the
+ * bind itself: a read-only view would be writable), and propagation
+ * options (private, rslave...) are calls of their own, as containerd's
+ * mount.All makes them.
  */
 #include <errno.h>
 #include <limits.h>
@@ -27,18 +31,39 @@ static const struct {
 	{"remount", MS_REMOUNT, 0},  {"defaults", 0, 0},
 };
 
-static int opts_parse(Containerd__Task__V2__Mount *m, unsigned long *fl, char *data, size_t len)
+static const struct {
+	const char *name;
+	unsigned long flag;
+} propagation[] = {
+	{"private", MS_PRIVATE},       {"rprivate", MS_PRIVATE | MS_REC},
+	{"slave", MS_SLAVE},	       {"rslave", MS_SLAVE | MS_REC},
+	{"shared", MS_SHARED},	       {"rshared", MS_SHARED | MS_REC},
+	{"unbindable", MS_UNBINDABLE}, {"runbindable", MS_UNBINDABLE | MS_REC},
+};
+
+#define N(a) (sizeof(a) / sizeof((a)[0]))
+/* what a bind mount takes only from a remount */
+#define BIND_REMOUNT (MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_NOATIME | MS_RELATIME)
+
+static int opts_parse(Containerd__Task__V2__Mount *m, unsigned long *fl, unsigned long *prop,
+		      char *data, size_t len)
 {
 	size_t used = 0;
-	*fl = 0;
+	*fl = *prop = 0;
 	data[0] = 0;
 	for (size_t i = 0; i < m->n_options; i++) {
 		const char *o = m->options[i];
-		size_t k = 0;
-		while (k < sizeof(flags) / sizeof(flags[0]) && strcmp(flags[k].name, o))
+		size_t k = 0, q = 0;
+		while (k < N(flags) && strcmp(flags[k].name, o))
 			k++;
-		if (k < sizeof(flags) / sizeof(flags[0])) {
+		while (q < N(propagation) && strcmp(propagation[q].name, o))
+			q++;
+		if (k < N(flags)) {
 			*fl = (*fl | flags[k].set) & ~flags[k].clear;
+			continue;
+		}
+		if (q < N(propagation)) {
+			*prop = propagation[q].flag;
 			continue;
 		}
 		int w = snprintf(data + used, len - used, "%s%s", used ? "," : "", o);
@@ -58,16 +83,27 @@ int shim_rootfs_mount(const char *bundle, Containerd__Task__V2__Mount *const *m,
 		return -ENAMETOOLONG;
 	}
 	for (size_t i = 0; i < n; i++) {
-		unsigned long fl;
-		if (opts_parse(m[i], &fl, data, sizeof(data)) < 0) {
+		unsigned long fl, prop;
+		if (opts_parse(m[i], &fl, &prop, data, sizeof(data)) < 0) {
 			snprintf(msg, len, "rootfs mount %zu (%s): options longer than a page", i,
 				 m[i]->type);
 			shim_rootfs_umount(bundle);
 			return -E2BIG;
 		}
-		if (mount(m[i]->source, target, m[i]->type, fl, data[0] ? data : NULL) < 0) {
+		const char *step = "mount";
+		int r = mount(m[i]->source, target, m[i]->type, fl, data[0] ? data : NULL);
+		if (r == 0 && (fl & MS_BIND) && (fl & BIND_REMOUNT)) {
+			step = "remount (bind flags)";
+			r = mount(NULL, target, NULL, MS_REMOUNT | MS_BIND | (fl & BIND_REMOUNT),
+				  NULL);
+		}
+		if (r == 0 && prop) {
+			step = "propagation";
+			r = mount(NULL, target, NULL, prop, NULL);
+		}
+		if (r < 0) {
 			int e = errno;
-			snprintf(msg, len, "rootfs mount %zu: mount %s on %s (%s): %s", i,
+			snprintf(msg, len, "rootfs mount %zu: %s %s on %s (%s): %s", i, step,
 				 m[i]->source, target, m[i]->type, strerror(e));
 			shim_rootfs_umount(bundle);
 			return -e;
