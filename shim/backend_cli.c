@@ -3,8 +3,9 @@
  * (shim/backend_cli.h).
  *
  * A command is spawned with the stdio it needs (the container's own for
- * create and exec, /dev/null otherwise) and an empty signal mask (the shim
- * blocks SIGCHLD for its signalfd), watched by the reaper, and judged by
+ * create and exec, /dev/null otherwise), an empty signal mask and default
+ * dispositions (the shim blocks SIGCHLD and ignores SIGPIPE; a container
+ * must inherit neither), watched by the reaper, and judged by
  * its exit status. Its error is the last "error" line it appended to
  * BUNDLE/log.json (read from where the file ended before it ran), so a
  * failed create tells containerd what ursa said, not "exit status 1".
@@ -136,10 +137,14 @@ static int run(struct shim_cli *b, const char *bundle, const char *const *args, 
 	posix_spawnattr_t at;
 	posix_spawn_file_actions_init(&fa);
 	posix_spawnattr_init(&at);
-	sigset_t none;
+	/* the shim blocks SIGCHLD and ignores SIGPIPE: the commands (and
+	 * through them the containers) start with neither */
+	sigset_t none, all;
 	sigemptyset(&none);
+	sigfillset(&all);
 	posix_spawnattr_setsigmask(&at, &none);
-	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK);
+	posix_spawnattr_setsigdefault(&at, &all);
+	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
 	for (int i = 0; i < 3; i++) {
 		if (io && io[i] >= 0)
 			posix_spawn_file_actions_adddup2(&fa, io[i], i);

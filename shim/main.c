@@ -163,17 +163,25 @@ struct shim {
 	struct shim_task task;
 	struct shim_cli cli;
 	struct ttrpc_server *srv;
+	char sock[108]; /* its path while it is this shim's */
 };
 
+/* Shutdown found no container: the socket's name goes first (a start for
+ * the group from now on makes a new shim, whose socket must not be the one
+ * this shim unlinks on its way out), then the server */
 static void on_empty(void *arg)
 {
 	struct shim *s = arg;
-	if (s->srv)
-		ttrpc_server_close(s->srv);
+	if (!s->srv)
+		return;
+	unlink(s->sock);
+	s->sock[0] = 0;
+	ttrpc_server_close(s->srv);
 	s->srv = NULL;
 }
 
-static int serve(const struct args *a, int lfd, const char *sock)
+/* @ready: told "" when the shim serves, or why it cannot (then closed) */
+static int serve(const struct args *a, int lfd, const char *sock, int ready)
 {
 	static struct shim s;
 	char root[PATH_MAX];
@@ -197,12 +205,16 @@ static int serve(const struct args *a, int lfd, const char *sock)
 	if (r == 0 && !(s.srv = ttrpc_server_new(&s.loop, lfd, shim_task_methods, &s.task)))
 		r = -errno;
 	if (r < 0) {
-		fprintf(stderr, "containerd-shim-ursa-v2: %s\n", strerror(-r));
+		dprintf(ready, "containerd-shim-ursa-v2: %s", strerror(-r));
+		close(ready);
 		unlink(sock);
 		return 1;
 	}
+	close(ready); /* serving: start may print the address */
+	snprintf(s.sock, sizeof(s.sock), "%s", sock);
 	r = urs_loop_run(&s.loop);
-	unlink(sock);
+	if (s.sock[0]) /* ended otherwise than by Shutdown */
+		unlink(s.sock);
 	shim_events_fini(&s.ev);
 	shim_task_fini(&s.task);
 	shim_reaper_fini(&s.reaper);
@@ -254,14 +266,28 @@ static int do_start(const struct args *a)
 		return 1;
 	}
 	fflush(stdout);
+	int rp[2];
+	if (pipe2(rp, O_CLOEXEC) < 0)
+		return 1;
 	pid_t pid = fork();
 	if (pid < 0)
 		return 1;
 	if (pid == 0) {
+		close(rp[0]);
 		daemonize();
-		_exit(serve(a, lfd, sock));
+		_exit(serve(a, lfd, sock, rp[1]));
 	}
 	close(lfd);
+	close(rp[1]);
+	/* the daemon's word: nothing (it serves) or why it could not start */
+	char why[256];
+	ssize_t n = read(rp[0], why, sizeof(why) - 1);
+	close(rp[0]);
+	if (n > 0) {
+		why[n] = 0;
+		fprintf(stderr, "%s\n", why);
+		return 1;
+	}
 	if (write_address(addr) < 0) {
 		kill(pid, SIGKILL);
 		unlink(sock);
@@ -287,8 +313,13 @@ static int do_delete(const struct args *a)
 	const char *argv[] = {ursa, "--root", root, "delete", "--force", a->id, NULL};
 	pid_t pid;
 	int status;
-	if (posix_spawn(&pid, ursa, NULL, NULL, (char *const *) argv, environ) == 0)
+	/* stdout is the DeleteResponse's alone: ursa's words go to stderr */
+	posix_spawn_file_actions_t fa;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, 2, 1);
+	if (posix_spawn(&pid, ursa, &fa, NULL, (char *const *) argv, environ) == 0)
 		waitpid(pid, &status, 0);
+	posix_spawn_file_actions_destroy(&fa);
 	shim_rootfs_umount(bundle);
 	char pidf[PATH_MAX];
 	snprintf(pidf, sizeof(pidf), "%s/init.pid", bundle);
