@@ -48,19 +48,32 @@ static void drop(struct shim_events *ev)
 	ev->len[0] = ev->len[1] = ev->tx_off = 0;
 }
 
+static void rx_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint32_t flags);
+
+/* one recv on the connection there is now: replies are read and dropped */
+static void rx_arm(struct shim_events *ev)
+{
+	ev->rx_gen = ev->gen;
+	io_uring_prep_recv(urs_op_sqe(&ev->rx_op), ev->fd, ev->rx, sizeof(ev->rx), 0);
+	ev->rx_op.flags = URS_OPF_WEAK;
+	urs_submit(ev->loop, &ev->rx_op, rx_cb);
+}
+
 static void rx_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint32_t flags)
 {
-	(void) flags;
+	(void) loop, (void) flags;
 	struct shim_events *ev = container_of(op, struct shim_events, rx_op);
-	if (res <= 0 || ev->fd < 0) {
+	if (ev->rx_gen != ev->gen) { /* an older connection's: arm the new one's */
+		if (ev->fd >= 0)
+			rx_arm(ev);
+		return;
+	}
+	if (res <= 0) { /* containerd went (or the connection broke) */
 		if (res != -ECANCELED && !urs_op_busy(&ev->tx_op))
 			drop(ev);
 		return;
 	}
-	/* replies (Empty, or a status we cannot act on) are read and dropped */
-	io_uring_prep_recv(urs_op_sqe(&ev->rx_op), ev->fd, ev->rx, sizeof(ev->rx), 0);
-	ev->rx_op.flags = URS_OPF_WEAK;
-	urs_submit(loop, &ev->rx_op, rx_cb);
+	rx_arm(ev);
 }
 
 static void send_next(struct shim_events *ev);
@@ -112,7 +125,9 @@ static int connect_now(struct shim_events *ev)
 		return e;
 	}
 	ev->fd = fd;
-	rx_cb(ev->loop, &ev->rx_op, 1, 0);
+	ev->gen++;
+	if (!urs_op_busy(&ev->rx_op)) /* else the old recv's completion arms it */
+		rx_arm(ev);
 	return 0;
 }
 

@@ -28,6 +28,7 @@ struct shim_events {
 	int fill;
 	uint8_t rx[4096];
 	uint32_t sid;
+	uint32_t gen, rx_gen; /* connections made; the one the recv in flight is for */
 	uint64_t sent, lost;
 };
 
