@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "runtime/common.h"
+#include "runtime/timer.h"
 #include "shim/proto/ttrpc.pb-c.h"
 #include "shim/ttrpc_server.h"
 
@@ -53,6 +54,7 @@ struct ttrpc_server {
 	struct urs_loop *loop;
 	int fd;
 	struct urs_op accept_op;
+	struct urs_timer retry; /* accept again after an error of resources */
 	const struct ttrpc_method *methods;
 	void *arg;
 	struct ttrpc_arena arena;
@@ -64,11 +66,16 @@ struct ttrpc_server {
 
 static void conn_recv(struct ttrpc_conn *c);
 static void conn_send(struct ttrpc_conn *c);
+static void accept_arm(struct ttrpc_server *s);
+static void retry_cb(struct urs_loop *loop, struct urs_timer *t, int res);
+
+#define ACCEPT_RETRY_NS (100 * 1000 * 1000ull)
 
 /* a closed server goes with its last connection (kept calls hold theirs) */
 static void server_maybe_free(struct ttrpc_server *s)
 {
-	if (!s->closing || s->nconns || urs_op_busy(&s->accept_op))
+	if (!s->closing || s->nconns || urs_op_busy(&s->accept_op) ||
+	    s->retry.state != URS_TIMER_IDLE)
 		return;
 	ttrpc_arena_fini(&s->arena);
 	while (s->free_calls) {
@@ -361,13 +368,33 @@ static void accept_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uin
 			conn_recv(c);
 		}
 	}
-	if (!(flags & IORING_CQE_F_MORE) && !s->closing && res != -ECANCELED) {
-		io_uring_prep_multishot_accept(urs_op_sqe(&s->accept_op), s->fd, NULL, NULL,
-					       SOCK_CLOEXEC);
-		urs_submit(loop, &s->accept_op, accept_cb);
-	} else {
+	if ((flags & IORING_CQE_F_MORE) || s->closing || res == -ECANCELED) {
 		server_maybe_free(s);
+	} else if (res >= 0 || res == -ECONNABORTED || res == -EINTR || res == -EAGAIN ||
+		   res == -EPROTO || res == -EPERM) {
+		accept_arm(s); /* one connection's trouble (or the multishot ended) */
+	} else if (res == -EMFILE || res == -ENFILE || res == -ENOMEM || res == -ENOBUFS) {
+		/* out of fds or memory: accept again later, not in a spin */
+		urs_timer_start(loop, &s->retry, ACCEPT_RETRY_NS, 0, retry_cb);
+	} else { /* the listening socket itself is broken: no spin on it */
+		fprintf(stderr, "ttrpc: accept: %s: no more connections\n", strerror(-res));
 	}
+}
+
+static void accept_arm(struct ttrpc_server *s)
+{
+	io_uring_prep_multishot_accept(urs_op_sqe(&s->accept_op), s->fd, NULL, NULL, SOCK_CLOEXEC);
+	urs_submit(s->loop, &s->accept_op, accept_cb);
+}
+
+static void retry_cb(struct urs_loop *loop, struct urs_timer *t, int res)
+{
+	(void) loop;
+	struct ttrpc_server *s = container_of(t, struct ttrpc_server, retry);
+	if (res == 0 && !s->closing)
+		accept_arm(s);
+	else
+		server_maybe_free(s);
 }
 
 struct ttrpc_server *ttrpc_server_new(struct urs_loop *loop, int listen_fd,
@@ -381,8 +408,7 @@ struct ttrpc_server *ttrpc_server_new(struct urs_loop *loop, int listen_fd,
 	s->methods = methods;
 	s->arg = arg;
 	ttrpc_arena_init(&s->arena);
-	io_uring_prep_multishot_accept(urs_op_sqe(&s->accept_op), s->fd, NULL, NULL, SOCK_CLOEXEC);
-	urs_submit(loop, &s->accept_op, accept_cb);
+	accept_arm(s);
 	return s;
 }
 
@@ -396,10 +422,13 @@ void ttrpc_server_close(struct ttrpc_server *s)
 	s->closing = true;
 	if (urs_op_busy(&s->accept_op))
 		urs_cancel(s->loop, &s->accept_op);
+	if (s->retry.state == URS_TIMER_ARMED)
+		urs_timer_cancel(s->loop, &s->retry);
 	close(s->fd);
 	s->fd = -1;
 	for (struct ttrpc_conn *c = s->conns; c; c = c->next)
 		if (!urs_op_busy(&c->tx_op) && !c->out[c->fill].len)
 			conn_eof(c);
 	/* connections with replies still to send go when those are sent */
+	server_maybe_free(s); /* nothing in flight: now */
 }

@@ -454,6 +454,25 @@ static void test_server_other_user_refused(void **state)
 	assert_int_equal(f->kills, 0);
 }
 
+/* a listening socket that cannot accept (not listening: EINVAL) is given
+ * up on, not accepted on in a spin */
+static void test_server_broken_listener(void **state)
+{
+	(void) state;
+	struct urs_loop loop;
+	assert_int_equal(urs_loop_init(&loop, NULL), 0);
+	int l = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct ttrpc_server *srv = ttrpc_server_new(&loop, l, methods, NULL);
+	assert_non_null(srv);
+	for (int i = 0; i < 200; i++)
+		urs_loop_run_once(&loop, false);
+	assert_true(loop.stats.sqes < 20); /* a spin would be ~200 */
+	ttrpc_server_close(srv);
+	while (loop.live)
+		urs_loop_run_once(&loop, true);
+	urs_loop_fini(&loop);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -469,6 +488,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_server_kept_call_outlives_conn, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_server_other_user_refused, setup, teardown),
+		cmocka_unit_test(test_server_broken_listener),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
