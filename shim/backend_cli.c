@@ -278,29 +278,44 @@ static int cli_update(void *be, struct shim_ctr *c, const char *json, shim_done 
 	return run(be, c->bundle, args, NULL, NULL, NULL, done, arg);
 }
 
-/* the container's cgroups, from ursa's record of it */
-static int cgroup_of(void *be, struct shim_ctr *c, struct urs_cgroup *cg)
+/* the container's cgroups (and its supervisor's pid), from ursa's record */
+static int cgroup_sup(struct shim_cli *b, struct shim_ctr *c, struct urs_cgroup *cg, pid_t *sup)
 {
-	struct shim_cli *b = be;
 	struct urs_state st;
 	struct urs_err err = {{0}};
 	int r = urs_state_read(b->root, c->id, &st, &err);
 	if (r < 0)
 		return r;
 	r = st.cgroup && *st.cgroup ? urs_cg_from_string(cg, st.cgroup, &err) : -ENOENT;
+	*sup = st.sup_pid;
 	urs_state_clear(&st);
 	return r;
+}
+
+static int cgroup_of(void *be, struct shim_ctr *c, struct urs_cgroup *cg)
+{
+	pid_t sup;
+	return cgroup_sup(be, c, cg, &sup);
 }
 
 static int cli_pids(void *be, struct shim_ctr *c, pid_t **pids, size_t *n)
 {
 	struct urs_cgroup cg;
 	struct urs_err err = {{0}};
-	int r = cgroup_of(be, c, &cg);
+	pid_t sup;
+	int r = cgroup_sup(be, c, &cg, &sup);
 	if (r < 0)
 		return r;
 	r = urs_cg_pids(&cg, pids, n, &err);
 	urs_cg_close(&cg);
+	/* the supervisor shares the memory cgroup; it is none of the
+	 * container's processes (as ursa ps leaves it out) */
+	size_t k = 0;
+	for (size_t i = 0; r >= 0 && i < *n; i++)
+		if ((*pids)[i] != sup)
+			(*pids)[k++] = (*pids)[i];
+	if (r >= 0)
+		*n = k;
 	return r;
 }
 

@@ -176,6 +176,7 @@ static void on_empty(void *arg)
 		return;
 	unlink(s->sock);
 	s->sock[0] = 0;
+	rmdir(s->cli.root); /* ursa's --root for the namespace, if nothing is left in it */
 	ttrpc_server_close(s->srv);
 	s->srv = NULL;
 }
@@ -219,6 +220,32 @@ static int serve(const struct args *a, int lfd, const char *sock, int ready)
 	shim_task_fini(&s.task);
 	shim_reaper_fini(&s.reaper);
 	return r < 0 ? 1 : 0;
+}
+
+/* a process's oom_score_adj, or 0 */
+static int oom_score_of(pid_t pid)
+{
+	char p[64];
+	snprintf(p, sizeof(p), "/proc/%d/oom_score_adj", pid);
+	FILE *f = fopen(p, "re");
+	int v = 0;
+	if (f) {
+		if (fscanf(f, "%d", &v) != 1)
+			v = 0;
+		fclose(f);
+	}
+	return v;
+}
+
+/* the shim's own score; the containers it makes inherit it (runc's have
+ * containerd's + 1 this way) */
+static void set_oom_score(int v)
+{
+	int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		dprintf(fd, "%d", v);
+		close(fd);
+	}
 }
 
 /* the daemon: its own session, stdio to /dev/null and the bundle's log FIFO */
@@ -265,6 +292,7 @@ static int do_start(const struct args *a)
 			strerror(-lfd));
 		return 1;
 	}
+	int oom = oom_score_of(getppid()); /* containerd's */
 	fflush(stdout);
 	int rp[2];
 	if (pipe2(rp, O_CLOEXEC) < 0)
@@ -274,6 +302,8 @@ static int do_start(const struct args *a)
 		return 1;
 	if (pid == 0) {
 		close(rp[0]);
+		set_oom_score(oom < 1000 ? oom + 1
+					 : 1000); /* as containerd's shims: just above it */
 		daemonize();
 		_exit(serve(a, lfd, sock, rp[1]));
 	}
