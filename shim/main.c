@@ -176,7 +176,6 @@ static void on_empty(void *arg)
 		return;
 	unlink(s->sock);
 	s->sock[0] = 0;
-	rmdir(s->cli.root); /* ursa's --root for the namespace, if nothing is left in it */
 	ttrpc_server_close(s->srv);
 	s->srv = NULL;
 }
