@@ -4,9 +4,10 @@
 #   ctrd_start DIR      start containerd (config, root, state, socket in DIR);
 #                       sets CTRD_PID and SOCK; logs to DIR/containerd.log
 #   ctrd_stop           stop it by pid (TERM, then KILL after 10 s)
-#   ctrd_image DIR NAME [NS]  write an OCI layout tarball of Debian's
+#   ctrd_image DIR NAME [NS [CMD]]  write an OCI layout tarball of Debian's
 #                       busybox-static to DIR/image.tar named NAME (and import
-#                       it into namespace NS)
+#                       it into namespace NS); CMD: the image's Cmd as JSON
+#                       (default ["/bin/sh"])
 
 ctrd_install() {
 	local p missing=()
@@ -87,8 +88,8 @@ ctrd_image() {
 	lsize=$(stat -c %s "$dir/layer.tgz")
 	mv "$dir/layer.tgz" "$oci/blobs/sha256/$layer"
 	rm -f "$dir/layer.tar"
-	printf '{"architecture":"amd64","os":"linux","config":{"Env":["PATH=/bin"],"Cmd":["/bin/sh"],"WorkingDir":"/"},"rootfs":{"type":"layers","diff_ids":["sha256:%s"]}}' \
-		"$diffid" >"$dir/cfg.json"
+	printf '{"architecture":"amd64","os":"linux","config":{"Env":["PATH=/bin"],"Cmd":%s,"WorkingDir":"/"},"rootfs":{"type":"layers","diff_ids":["sha256:%s"]}}' \
+		"${4:-[\"/bin/sh\"]}" "$diffid" >"$dir/cfg.json"
 	cfg=$(sha256sum <"$dir/cfg.json" | cut -d' ' -f1)
 	csize=$(stat -c %s "$dir/cfg.json")
 	mv "$dir/cfg.json" "$oci/blobs/sha256/$cfg"
