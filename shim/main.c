@@ -328,6 +328,23 @@ static int do_start(const struct args *a)
 
 /* -- delete -------------------------------------------------------------- */
 
+/* the socket BUNDLE/address names, if no shim answers on it any more (a
+ * killed shim leaves it; a live one serves the rest of its pod) */
+static void remove_dead_socket(const char *bundle)
+{
+	char p[PATH_MAX], addr[256] = "";
+	snprintf(p, sizeof(p), "%s/address", bundle);
+	FILE *f = fopen(p, "re");
+	if (!f)
+		return;
+	if (!fgets(addr, sizeof(addr), f))
+		addr[0] = 0;
+	fclose(f);
+	const char *path = !strncmp(addr, "unix://", 7) ? addr + 7 : NULL;
+	if (path && !strncmp(path, SOCK_DIR "/", strlen(SOCK_DIR) + 1) && !can_connect(path))
+		unlink(path);
+}
+
 static int do_delete(const struct args *a)
 {
 	char bundle[PATH_MAX], root[PATH_MAX], ursa[PATH_MAX], self[PATH_MAX];
@@ -350,6 +367,7 @@ static int do_delete(const struct args *a)
 		waitpid(pid, &status, 0);
 	posix_spawn_file_actions_destroy(&fa);
 	shim_rootfs_umount(bundle);
+	remove_dead_socket(bundle);
 	char pidf[PATH_MAX];
 	snprintf(pidf, sizeof(pidf), "%s/init.pid", bundle);
 	long ipid = 0;

@@ -6,7 +6,9 @@
  * (io.kubernetes.cri.sandbox-id) gets the same address and shim, another
  * pod a new one; Shutdown with no container ends a shim and removes its
  * socket; a daemon that cannot start makes `start` fail with the reason;
- * `delete` prints a DeleteResponse and nothing else on stdout.
+ * `delete` prints a DeleteResponse and nothing else on stdout, removes the
+ * socket of a shim that was killed and keeps that of one that serves the
+ * rest of its pod.
  *
  *   SHIM=build/containerd-shim-ursa-v2 build/tests/shim/test_start
  */
@@ -199,8 +201,38 @@ static void test_start_group_shutdown(void **state)
 	assert_string_not_equal(a3, a1); /* a container of no pod: its own */
 	assert_true(shim_pid(a3) != p1);
 
+	/* containerd's cleanup of c2 (delete) while the pod's shim serves c1:
+	 * the shim's socket stays */
+	char out[512];
+	const char *del[] = {shim, "-namespace", "ursa-test", "-address", "/run/x.sock", "-id",
+			     "c2", "-bundle",	 b2,	      "delete",	  NULL};
+	assert_int_equal(run_shim(b2, del, out, sizeof(out), NULL), 0);
+	assert_int_equal(access(a1 + 7, F_OK), 0);
+	assert_int_equal(shim_pid(a1), p1);
+
 	shutdown_shim(a1);
 	shutdown_shim(a3);
+}
+
+/* a shim killed leaves its socket; containerd's cleanup (delete) removes it */
+static void test_delete_after_kill(void **state)
+{
+	(void) state;
+	char b[128], a[256], out[512];
+	bundle("killed", NULL, b, sizeof(b));
+	assert_int_equal(start(b, "killed", a, sizeof(a), NULL), 0);
+	uint32_t pid = shim_pid(a);
+	int pfd = (int) syscall(SYS_pidfd_open, pid, 0);
+	assert_true(pfd >= 0);
+	assert_int_equal(kill((pid_t) pid, SIGKILL), 0);
+	struct pollfd p = {.fd = pfd, .events = POLLIN};
+	assert_int_equal(poll(&p, 1, 30000), 1);
+	close(pfd);
+	assert_int_equal(access(a + 7, F_OK), 0); /* left behind by SIGKILL */
+	const char *del[] = {shim,     "-namespace", "ursa-test", "-address", "/run/x.sock", "-id",
+			     "killed", "-bundle",    b,		  "delete",   NULL};
+	assert_int_equal(run_shim(b, del, out, sizeof(out), NULL), 0);
+	assert_int_equal(access(a + 7, F_OK), -1);
 }
 
 /* the daemon cannot start (its events address is no socket path): start says why */
@@ -264,6 +296,7 @@ int main(void)
 		cmocka_unit_test(test_start_group_shutdown),
 		cmocka_unit_test(test_start_failure_reported),
 		cmocka_unit_test(test_delete_prints_response),
+		cmocka_unit_test(test_delete_after_kill),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
