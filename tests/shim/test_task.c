@@ -810,6 +810,20 @@ static void test_checkpoint_restore(void **state)
 	assert_topics(f, "create start checkpointed create start");
 }
 
+/* Exec of a process (its spec "{}") as @exec_id in @id: the reply's code */
+static int exec_add(struct fx *f, const char *id, const char *exec_id)
+{
+	Containerd__Task__V2__ExecProcessRequest e =
+		CONTAINERD__TASK__V2__EXEC_PROCESS_REQUEST__INIT;
+	Google__Protobuf__Any spec = GOOGLE__PROTOBUF__ANY__INIT;
+	spec.value.data = (uint8_t *) "{}";
+	spec.value.len = 2;
+	e.id = (char *) id;
+	e.exec_id = (char *) exec_id;
+	e.spec = &spec;
+	return rpc_code(f, "Exec", &e.base, NULL, 0);
+}
+
 /* an operation's completion after its container was deleted answers
  * NOT_FOUND and frees nothing twice; Delete of a never-started init has no
  * exit time (not 1970) */
@@ -831,15 +845,7 @@ static void test_delete_during_exec(void **state)
 	dr.id = "d";
 
 	start(f, "d", NULL);
-	Containerd__Task__V2__ExecProcessRequest e =
-		CONTAINERD__TASK__V2__EXEC_PROCESS_REQUEST__INIT;
-	Google__Protobuf__Any spec = GOOGLE__PROTOBUF__ANY__INIT;
-	spec.value.data = (uint8_t *) "{}";
-	spec.value.len = 2;
-	e.id = "d";
-	e.exec_id = "probe";
-	e.spec = &spec;
-	assert_int_equal(rpc_code(f, "Exec", &e.base, NULL, 0), 0);
+	assert_int_equal(exec_add(f, "d", "probe"), 0);
 	Containerd__Task__V2__DeleteRequest s = CONTAINERD__TASK__V2__DELETE_REQUEST__INIT;
 	s.id = "d";
 	s.exec_id = "probe";
@@ -871,15 +877,7 @@ static void test_exits_held(void **state)
 	struct fx *f = *state;
 	create(f, "h");
 	start(f, "h", NULL);
-	Containerd__Task__V2__ExecProcessRequest e =
-		CONTAINERD__TASK__V2__EXEC_PROCESS_REQUEST__INIT;
-	Google__Protobuf__Any spec = GOOGLE__PROTOBUF__ANY__INIT;
-	spec.value.data = (uint8_t *) "{}";
-	spec.value.len = 2;
-	e.id = "h";
-	e.exec_id = "true";
-	e.spec = &spec;
-	assert_int_equal(rpc_code(f, "Exec", &e.base, NULL, 0), 0);
+	assert_int_equal(exec_add(f, "h", "true"), 0);
 	f->fake.exit_at_once = true;
 	Containerd__Task__V2__DeleteRequest s = CONTAINERD__TASK__V2__DELETE_REQUEST__INIT;
 	s.id = "h";
