@@ -3,8 +3,9 @@
  * a mount namespace of the test's own (nothing reaches the host's table):
  * a read-only bind is read-only (the kernel ignores ro on the bind itself),
  * an overlay writes to its upper layer, a failing mount says which and why
- * and leaves nothing mounted, options past a page are refused, and
- * shim_rootfs_umount() takes every stacked mount off.
+ * and leaves nothing mounted, 100 layers whose list is longer than a page
+ * mount relative to their parent, options past a page that cannot be made
+ * shorter are refused, and shim_rootfs_umount() takes every mount off.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -144,11 +145,55 @@ static void test_overlay_and_errors(void **state)
 	assert_int_equal(mounts_at(root), 0);
 }
 
+/* 100 layers whose lowerdir list is longer than a page: mounted relative to
+ * their parent (containerd's compaction), the union visible */
+static void test_overlay_many_layers(void **state)
+{
+	(void) state;
+	if (geteuid() != 0)
+		skip();
+	char layers[192], upper[192], work[192], root[192], f[256];
+	snprintf(layers, sizeof(layers), "%s/layers", dir);
+	snprintf(upper, sizeof(upper), "%s/upper", dir);
+	snprintf(work, sizeof(work), "%s/work", dir);
+	assert_int_equal(mkdir(layers, 0700) | mkdir(upper, 0700) | mkdir(work, 0700), 0);
+	size_t cap = 16384, used = 0;
+	char *lower = malloc(cap);
+	used = (size_t) snprintf(lower, cap, "lowerdir=");
+	for (int i = 0; i < 100; i++) {
+		char l[256];
+		snprintf(l, sizeof(l), "%s/a-layer-with-a-rather-long-name-%03d", layers, i);
+		assert_int_equal(mkdir(l, 0700), 0);
+		used += (size_t) snprintf(lower + used, cap - used, "%s%s", i ? ":" : "", l);
+		if (i == 42) { /* one file in one layer */
+			snprintf(f, sizeof(f), "%s/from-layer-42", l);
+			close(open(f, O_WRONLY | O_CREAT | O_CLOEXEC, 0600));
+		}
+	}
+	assert_true(used > 4096);
+	char o2[256], o3[256];
+	snprintf(o2, sizeof(o2), "upperdir=%s", upper);
+	snprintf(o3, sizeof(o3), "workdir=%s", work);
+	char *opts[] = {lower, o2, o3};
+	Containerd__Task__V2__Mount m = mnt("overlay", "overlay", opts, 3), *ms[] = {&m};
+	char msg[512] = "", cwd[512], cwd2[512];
+	assert_non_null(getcwd(cwd, sizeof(cwd)));
+	assert_int_equal(shim_rootfs_mount(bundle, ms, 1, msg, sizeof(msg)), 0);
+	assert_non_null(getcwd(cwd2, sizeof(cwd2)));
+	assert_string_equal(cwd, cwd2); /* the mount's working directory was put back */
+	snprintf(root, sizeof(root), "%s/rootfs", bundle);
+	snprintf(f, sizeof(f), "%s/from-layer-42", root);
+	assert_int_equal(access(f, F_OK), 0);
+	assert_int_equal(shim_rootfs_umount(bundle), 0);
+	free(lower);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_bind_readonly, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_overlay_and_errors, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_overlay_many_layers, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
