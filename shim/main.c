@@ -133,12 +133,47 @@ static int listen_at(const char *path)
 	return fd;
 }
 
-static bool can_connect(const char *path)
+/* whether a live shim serves @path. A connect alone can succeed for a shim
+ * just killed: its io_uring, torn down after the process is gone, still
+ * holds the listening socket for a moment. So the listener's process (the
+ * daemon listens again when it starts, which makes it the socket's peer)
+ * must exist and not be a zombie. */
+static bool shim_alive(const char *path)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
 	_cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	return fd >= 0 && connect(fd, (struct sockaddr *) &sa, sizeof(sa)) == 0;
+	if (fd < 0 || connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0)
+		return false;
+	struct ucred cr;
+	socklen_t len = sizeof(cr);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0 || cr.pid <= 0)
+		return true; /* unknown: taken as alive (the safe side) */
+	char p[64], st[512];
+	snprintf(p, sizeof(p), "/proc/%d/stat", cr.pid);
+	_cleanup_close_ int sfd = open(p, O_RDONLY | O_CLOEXEC);
+	ssize_t n = sfd < 0 ? -1 : read(sfd, st, sizeof(st) - 1);
+	if (n <= 0)
+		return false; /* gone */
+	st[n] = 0;
+	const char *e = strrchr(st, ')');
+	return !(e && e[1] == ' ' && (e[2] == 'Z' || e[2] == 'X'));
+}
+
+/* the shim's sockets and ursa's state live in @dir: it must be a directory
+ * of ours that nobody else may write (else another user could plant a
+ * socket the shim would take for its own, or swap a console socket) */
+static bool private_dir(const char *dir)
+{
+	struct stat st;
+	if (lstat(dir, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid() &&
+	    !(st.st_mode & 022))
+		return true;
+	fprintf(stderr,
+		"containerd-shim-ursa-v2: %s: not a directory of uid %u that only it may "
+		"write\n",
+		dir, (unsigned) geteuid());
+	return false;
 }
 
 /* BUNDLE/address, written whole (a temporary file renamed) */
@@ -186,7 +221,11 @@ static int serve(const struct args *a, int lfd, const char *sock, int ready)
 	static struct shim s;
 	char root[PATH_MAX];
 	snprintf(root, sizeof(root), "%s/%s", STATE_ROOT, a->ns);
-	int r = urs_loop_init(&s.loop, NULL);
+	/* listening again makes this process the socket's peer (SO_PEERCRED):
+	 * shim_alive() asks for it */
+	int r = listen(lfd, 64) < 0 ? -errno : 0;
+	if (r == 0)
+		r = urs_loop_init(&s.loop, NULL);
 	if (r == 0)
 		r = shim_reaper_init(&s.reaper, &s.loop);
 	if (r == 0)
@@ -274,8 +313,10 @@ static int do_start(const struct args *a)
 	mkdir("/run/containerd", 0711);
 	mkdir(SOCK_DIR, 0700);
 	mkdir(STATE_ROOT, 0700);
+	if (!private_dir(SOCK_DIR) || !private_dir(STATE_ROOT))
+		return 1;
 	int lfd = listen_at(sock);
-	if (lfd == -EADDRINUSE && can_connect(sock)) {
+	if (lfd == -EADDRINUSE && shim_alive(sock)) {
 		/* the group's shim runs: it serves this container too */
 		if (write_address(addr) < 0)
 			return 1;
@@ -341,7 +382,7 @@ static void remove_dead_socket(const char *bundle)
 		addr[0] = 0;
 	fclose(f);
 	const char *path = !strncmp(addr, "unix://", 7) ? addr + 7 : NULL;
-	if (path && !strncmp(path, SOCK_DIR "/", strlen(SOCK_DIR) + 1) && !can_connect(path))
+	if (path && !strncmp(path, SOCK_DIR "/", strlen(SOCK_DIR) + 1) && !shim_alive(path))
 		unlink(path);
 }
 

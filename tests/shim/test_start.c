@@ -248,6 +248,21 @@ static void test_start_failure_reported(void **state)
 	assert_string_equal(out, ""); /* no address: containerd sees the failure */
 }
 
+/* a state directory others may write is refused, with the reason */
+static void test_start_refuses_open_dir(void **state)
+{
+	(void) state;
+	char b[128], out[256];
+	bundle("open", NULL, b, sizeof(b));
+	struct stat st;
+	assert_int_equal(stat("/run/containerd/ursa", &st), 0);
+	assert_int_equal(chmod("/run/containerd/ursa", 0777), 0);
+	int rc = start(b, "open", out, sizeof(out), NULL);
+	assert_int_equal(chmod("/run/containerd/ursa", st.st_mode & 07777), 0);
+	assert_int_equal(rc, 1);
+	assert_string_equal(out, "");
+}
+
 static void test_delete_prints_response(void **state)
 {
 	(void) state;
@@ -295,6 +310,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_start_group_shutdown),
 		cmocka_unit_test(test_start_failure_reported),
+		cmocka_unit_test(test_start_refuses_open_dir),
 		cmocka_unit_test(test_delete_prints_response),
 		cmocka_unit_test(test_delete_after_kill),
 	};
