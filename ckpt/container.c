@@ -103,7 +103,7 @@ int ckpt_container_checkpoint(const struct ckpt_container_ckpt *o, struct ckpt_d
 	bool dumped = r == 0;
 	if (r == 0)
 		r = save_files(o, err);
-	if (r == 0 && o->thaw_early && o->freezer &&
+	if (r == 0 && o->thaw_early && !o->paused && o->freezer &&
 	    (r = urs_cg2_freeze(o->freezer, false, err)) == 0) {
 		stats->thawed_at = urs_now_ms();
 		ckpt_trace("ckpt: thawed");
@@ -129,7 +129,7 @@ int ckpt_container_checkpoint(const struct ckpt_container_ckpt *o, struct ckpt_d
 			unlink_in(o->dir, files[k]);
 		ckpt_tmpfs_forget(o->dir);
 	}
-	if (r < 0 && o->freezer)
+	if (r < 0 && o->freezer && !o->paused)
 		urs_cg2_freeze(o->freezer, false, NULL); /* a refusal leaves it as it was */
 	return r;
 }

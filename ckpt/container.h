@@ -54,6 +54,10 @@ struct ckpt_container_ckpt {
 	 * the image synced and sealed: --leave-running. stats->thawed_at says
 	 * when. */
 	bool thaw_early;
+	/* a paused container: its freezer's cgroup stays frozen whatever
+	 * happens (thaw_early ignored, a failure leaves it frozen too); the
+	 * caller keeps it paused */
+	bool paused;
 };
 
 /**

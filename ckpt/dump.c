@@ -1410,6 +1410,14 @@ static int dump_fd(struct dumpctx *c, uint32_t idx, int fd, char *info, struct c
 	if (r >= 65535) /* an epoll set this large would be cut short */
 		return urs_err_set(err, -ENOTSUP, "pid %d: fd %d: fdinfo larger than 64 KiB", pid,
 				   fd);
+	/* the locks this process holds on the file (fs/proc/fd.c): not saved,
+	 * and a restore without them would let another writer in (CRIU
+	 * refuses too unless --file-locks, which saves them) */
+	if (!strncmp(info, "lock:", 5) || strstr(info, "\nlock:"))
+		return urs_err_set(err, -ENOTSUP,
+				   "pid %d: fd %d (%s) holds a file lock, and file locks are not "
+				   "checkpointed",
+				   pid, fd, link);
 	const char *fl = status_field(info, "flags");
 	uint32_t flags = fl ? (uint32_t) strtoul(fl, NULL, 8) : 0;
 	f->r.cloexec = !!(flags & O_CLOEXEC);

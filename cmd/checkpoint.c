@@ -127,17 +127,15 @@ static int sup_wait_cb(void *ctx, struct urs_err *err)
 
 /* the runc/CRIU options ursa cannot honour */
 static bool refused(const char *cgmode, bool lazy, bool pre, const char *parent,
-		    const char *page_server, int status_fd, bool locks, size_t external)
+		    const char *page_server, int status_fd, size_t external)
 {
-	if (lazy || pre || parent || page_server || status_fd >= 0 || locks || external) {
-		urs_error("checkpoint: --%s is not supported",
-			  external	? "external"
-			  : lazy	? "lazy-pages"
-			  : pre		? "pre-dump"
-			  : parent	? "parent-path"
-			  : page_server ? "page-server"
-			  : locks	? "file-locks (file locks are not checkpointed)"
-					: "status-fd");
+	if (lazy || pre || parent || page_server || status_fd >= 0 || external) {
+		urs_error("checkpoint: --%s is not supported", external	     ? "external"
+							       : lazy	     ? "lazy-pages"
+							       : pre	     ? "pre-dump"
+							       : parent	     ? "parent-path"
+							       : page_server ? "page-server"
+									     : "status-fd");
 		return true;
 	}
 	if (cgmode && strcmp(cgmode, "soft") && strcmp(cgmode, "full") &&
@@ -161,8 +159,10 @@ static void wait_exec(const char *sdir)
 }
 
 /* one checkpoint of a container at a time (a second one's refusal would
- * thaw the cgroup under the first); returns the locked state dir's fd */
-static int lock_running(const struct urs_state *st, char *sdir, size_t len)
+ * thaw the cgroup under the first); returns the locked state dir's fd.
+ * A paused container is checkpointed too (containerd and podman pause
+ * before they checkpoint), and stays paused: *paused says so. */
+static int lock_running(const struct urs_state *st, char *sdir, size_t len, bool *paused)
 {
 	urs_state_path(sdir, len, G.root, st->id, NULL);
 	int fd = open(sdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -175,44 +175,112 @@ static int lock_running(const struct urs_state *st, char *sdir, size_t len)
 		return -1;
 	}
 	enum urs_status s = urs_container_status(st);
-	if (s != URS_ST_RUNNING) {
+	if (s != URS_ST_RUNNING && s != URS_ST_PAUSED) {
 		urs_error("checkpoint: container %s is %s, not running", st->id,
 			  urs_status_name(s));
 		close(fd);
 		return -1;
 	}
-	wait_exec(sdir);
+	*paused = s == URS_ST_PAUSED;
+	if (!*paused)
+		wait_exec(sdir);
 	return fd;
 }
 
-/* after a complete image: thawed (--leave-running), or killed while still
- * frozen, so it runs no further than the image, and deleted */
-static int finish(const struct urs_state *st, const char *freezer, bool sup_apart, bool leave,
-		  int pidfd)
+/* A paused container is frozen by the v1 freezer on hybrid hosts; the dump
+ * needs the v2 one. The v2 freeze is asked first, then the v1 thaw: each
+ * task goes from one freezer into the other without running. */
+static int pause_to_v2(const struct urs_state *st, struct urs_cgroup *cg, const char *freezer)
 {
 	struct urs_err err = {{0}};
+	if (!freezer) {
+		urs_error("checkpoint: container %s is paused, and a paused container is "
+			  "checkpointed only with the cgroup v2 freezer (this host has none)",
+			  st->id);
+		return -1;
+	}
+	if (!cg->h[URS_CG_FREEZER].path[0])
+		return 0; /* unified: paused by the freezer the dump uses */
+	if (urs_cg2_freeze_write(freezer, true, &err) < 0 || urs_cg_freeze(cg, false, &err) < 0 ||
+	    urs_cg2_wait_frozen(freezer, &err) < 0) {
+		urs_error("checkpoint %s: moving its pause to the cgroup v2 freezer: %s", st->id,
+			  err.msg);
+		urs_cg_freeze(cg, true, NULL);
+		urs_cg2_freeze(freezer, false, NULL);
+		return -1;
+	}
+	return 0;
+}
+
+/* ... and back: paused again by the v1 freezer, then thawed in v2 */
+static int pause_back(struct urs_cgroup *cg, const char *freezer, struct urs_err *err)
+{
+	int r = urs_cg_freeze(cg, true, err);
+	return r < 0 ? r : urs_cg2_freeze(freezer, false, err);
+}
+
+struct ckpt_args {
+	const char *image, *work, *profile;
+	bool leave, precopy;
+};
+
+/* one checkpoint, from the lock to the last cleanup */
+struct ckpt_run {
+	struct urs_state *st;
+	const struct ckpt_args *a;
+	char sdir[4096], dir[4096];
+	struct urs_remote_job job;
+	uint8_t key[URS_CKPT_KEY_LEN]; /* made at the first checkpoint */
+	struct sup_ask ask;
+	struct urs_cgroup cg;
+	bool have_cg;
+	const char *freezer; /* the cgroup v2 directory, or NULL (ptrace stops it) */
+	bool sup_apart;	     /* the supervisor is not in the freezer's cgroup */
+	bool paused;	     /* it was paused, and is again when we are done */
+	bool moved;	     /* its pause moved to the v2 freezer (pause_to_v2) */
+	int pidfd;
+};
+
+/* the sandbox as it was before the checkpoint: thawed, or paused again */
+static int unfreeze(struct ckpt_run *c, struct urs_err *err)
+{
+	if (!c->paused)
+		return c->freezer ? urs_cg2_freeze(c->freezer, false, err) : 0;
+	if (!c->moved)
+		return 0;
+	c->moved = false;
+	return pause_back(&c->cg, c->freezer, err);
+}
+
+/* after a complete image: as it was (--leave-running), or killed while
+ * still frozen, so it runs no further than the image, and deleted */
+static int finish(struct ckpt_run *c, bool leave)
+{
+	struct urs_err err = {{0}};
+	const char *id = c->st->id;
 	if (leave) {
-		if (freezer && urs_cg2_freeze(freezer, false, &err) < 0) {
-			urs_error("checkpoint %s: thawing: %s", st->id, err.msg);
+		if (unfreeze(c, &err) < 0) {
+			urs_error("checkpoint %s: %s: %s", id, c->paused ? "pausing" : "thawing",
+				  err.msg);
 			return 1;
 		}
 		return 0;
 	}
 	/* the pid namespace dies with its init (a frozen task still dies of SIGKILL) */
-	urs_pidfd_signal(pidfd, SIGKILL);
+	urs_pidfd_signal(c->pidfd, SIGKILL);
 	/* the thaw (~0.15 ms) is only for a supervisor frozen with it (unified
 	 * hosts); the cgroup goes with the container */
-	if (freezer && !sup_apart)
-		urs_cg2_freeze(freezer, false, NULL);
+	if (c->freezer && !c->sup_apart)
+		urs_cg2_freeze(c->freezer, false, NULL);
 	ckpt_trace("cli: killed and thawed");
-	if (urs_container_remove(st, true, &err) < 0) {
+	if (urs_container_remove(c->st, true, &err) < 0) {
 		/* a cgroup left behind must not stay frozen: a later sandbox
 		 * with the same cgroupsPath would reuse it */
-		if (freezer && sup_apart)
-			urs_cg2_freeze(freezer, false, NULL);
+		if (c->freezer && c->sup_apart)
+			urs_cg2_freeze(c->freezer, false, NULL);
 		urs_error("checkpoint %s: the image is complete, but deleting the container "
 			  "failed: %s",
-			  st->id, err.msg);
+			  id, err.msg);
 		return 1;
 	}
 	return 0;
@@ -235,15 +303,11 @@ static void dump_log(const char *work, const struct ckpt_dump_stats *ds, double 
 				 ds->precopy_ms, (unsigned long long) ds->precopy_reused);
 }
 
-struct ckpt_args {
-	const char *image, *work, *profile;
-	bool leave, precopy;
-};
-
-/* the image directory, made (0700) and resolved into @dir; for object
+/* the image directory, made (0700) and resolved into c->dir; for object
  * storage, a stage directory for the small files and ursa-store started */
-static int image_dir(const struct ckpt_args *a, char *dir, struct urs_remote_job *job)
+static int image_dir(struct ckpt_run *c)
 {
+	const struct ckpt_args *a = c->a;
 	if (urs_is_remote(a->image)) {
 		struct urs_err err = {{0}};
 		int r = a->work ? urs_mkdir_p(a->work, 0700) : 0;
@@ -251,35 +315,145 @@ static int image_dir(const struct ckpt_args *a, char *dir, struct urs_remote_job
 			urs_error("checkpoint: creating %s: %s", a->work, strerror(-r));
 			return -1;
 		}
-		if (urs_remote_put_start(a->image, G.root, a->profile, job, &err) < 0) {
+		if (urs_remote_put_start(a->image, G.root, a->profile, &c->job, &err) < 0) {
 			urs_error("checkpoint: %s: %s", a->image, err.msg);
 			return -1;
 		}
-		snprintf(dir, PATH_MAX, "%s", job->stage);
+		snprintf(c->dir, sizeof(c->dir), "%s", c->job.stage);
 		return 0;
 	}
 	int r = urs_mkdir_p(a->image, 0700);
 	if (r == 0 && a->work)
 		r = urs_mkdir_p(a->work, 0700);
-	if (r < 0 || !realpath(a->image, dir)) {
+	if (r < 0 || !realpath(a->image, c->dir)) {
 		urs_error("checkpoint: creating %s: %s", a->image, strerror(r < 0 ? -r : errno));
 		return -1;
 	}
 	return 0;
 }
 
-/* the image in object storage once its last object is up; a failure thaws
- * the sandbox (it runs on, no image) */
-static int remote_commit(const struct urs_state *st, struct urs_remote_job *job,
-			 const char *freezer, const char *url)
+/* the image in object storage once its last object is up; a failure leaves
+ * the sandbox as it was (it runs on, no image) */
+static int remote_commit(struct ckpt_run *c, bool frozen)
 {
 	struct urs_err err = {{0}};
-	if (urs_remote_put_commit(job, &err) == 0)
+	if (urs_remote_put_commit(&c->job, &err) == 0)
 		return 0;
-	urs_error("checkpoint %s: %s: %s", st->id, url, err.msg);
-	if (freezer)
-		urs_cg2_freeze(freezer, false, NULL);
+	urs_error("checkpoint %s: %s: %s", c->st->id, c->a->image, err.msg);
+	if (frozen)
+		unfreeze(c, NULL);
 	return -1;
+}
+
+/* the key, the supervisor asked for its state, the cgroup and its freezer,
+ * the init's pidfd: all but the dump */
+static int prepare(struct ckpt_run *c)
+{
+	struct urs_err err = {{0}};
+	struct urs_state *st = c->st;
+	char req[4200];
+	if (urs_ckpt_key(G.root, true, c->key, &err) < 0) {
+		urs_error("checkpoint %s: %s", st->id, err.msg);
+		return -1;
+	}
+	/* the supervisor's own state (metrics, netstack tables, config) into
+	 * DIR/supervisor.img, by its checkpointer actor: asked now, answered
+	 * while we prepare (and, when it is not in the frozen cgroup, dump) */
+	snprintf(req, sizeof(req), "%s/%s", c->dir, URS_SUPSTATE_FILE);
+	unlink(req); /* an older image's: never sealed into this one */
+	snprintf(req, sizeof(req), "checkpoint %s", c->dir);
+	clock_gettime(CLOCK_MONOTONIC, &c->ask.asked);
+	c->ask.ctlfd = urs_ctl_send(c->sdir, req);
+	if (st->cgroup && *st->cgroup) {
+		if (urs_cmd_cgroup("checkpoint", st, &c->cg) < 0)
+			return -1;
+		c->have_cg = true;
+		/* the cgroup v2 freezer (hybrid hosts have one beside the v1
+		 * hierarchies); without it the dumper stops the tasks with ptrace */
+		if (c->cg.h[URS_CG_V2].path[0])
+			c->freezer = c->cg.h[URS_CG_V2].path;
+	}
+	if (c->paused) {
+		if (!c->have_cg || pause_to_v2(st, &c->cg, c->freezer) < 0)
+			return -1;
+		c->moved = c->cg.h[URS_CG_FREEZER].path[0] != 0;
+	}
+	if ((c->pidfd = urs_pidfd_open_checked(st->pid, st->pid_start)) < 0) {
+		urs_error("checkpoint: container %s: its init is gone", st->id);
+		return -1;
+	}
+	ckpt_trace("cli: prepared");
+	/* A supervisor in the freezer's cgroup must have written its state
+	 * before the freeze. Out of it (hybrid hosts: actors/supervisor.c,
+	 * join_v2_later; or one that could not lower its OOM score) it writes
+	 * while we dump. */
+	c->sup_apart = c->freezer && !urs_cg_v2_has(&c->cg, st->sup_pid);
+	if ((!c->sup_apart || c->ask.ctlfd < 0) &&
+	    sup_state_wait(&c->ask.ctlfd, st, c->a->work, &c->ask.asked, &err) < 0) {
+		urs_error("checkpoint %s: %s", st->id, err.msg);
+		urs_ckpt_worklog(c->a->work, "dump.log", "error: %s", err.msg);
+		return -1;
+	}
+	return 0;
+}
+
+/* the image made, committed, and the sandbox let go or killed */
+static int dump(struct ckpt_run *c)
+{
+	const struct ckpt_args *a = c->a;
+	struct urs_err err = {{0}};
+	struct ckpt_container_ckpt o = {.dir = c->dir,
+					.state_root = G.root,
+					.record = c->st,
+					.freezer = c->freezer,
+					.key = c->key,
+					.seccomp_replace = urs_ckpt_seccomp_replace,
+					.seccomp_ctx = c->st,
+					.sup_wait = c->sup_apart ? sup_wait_cb : NULL,
+					.sup_ctx = &c->ask,
+					.pages_stream = c->job.pid > 0,
+					.pages_fd = c->job.pages_fd,
+					.precopy = a->leave || a->precopy,
+					.thaw_early = a->leave,
+					.paused = c->paused};
+	struct ckpt_dump_stats ds;
+	if (ckpt_container_checkpoint(&o, &ds, &err) < 0) {
+		say_failure(c->st->id, c->job.pid > 0 ? a->image : c->dir, &err);
+		urs_ckpt_worklog(a->work, "dump.log", "error: %s", err.msg);
+		return 1;
+	}
+	/* --leave-running: the image holds all it needs (its page data is
+	 * written, or in ursa-store's hands): the sandbox runs on at once */
+	double pause = 0;
+	int rc = 0;
+	if (a->leave && (rc = finish(c, true)) == 0 && !c->paused)
+		pause = (ds.thawed_at ? ds.thawed_at : urs_now_ms()) - ds.frozen_at;
+	if (c->job.pid > 0 && remote_commit(c, !a->leave) < 0)
+		return 1;
+	dump_log(a->work, &ds, pause);
+	/* the files CRIU's clients look for: podman restores only an image
+	 * holding CRIU's inventory.img (it stats it) and exports the work
+	 * directory's stats-dump with it; empty, ursa's restore reads neither */
+	client_marker(c->job.pid > 0 ? NULL : c->dir, "inventory.img");
+	client_marker(a->work, "stats-dump");
+	if (!a->leave && (rc = finish(c, false)) == 0 && ds.frozen_at)
+		urs_ckpt_worklog(
+			a->work, "dump.log",
+			"frozen %.3f ms until killed; %llu pages copied before, in %u rounds",
+			urs_now_ms() - ds.frozen_at, (unsigned long long) ds.precopy_pages,
+			ds.precopy_rounds);
+	return rc ? 2 : 0; /* 2: failed, with the image complete */
+}
+
+/* no image: none of the supervisor's state either (once it is written, if
+ * the request is still being answered) */
+static void forget_sup_state(struct ckpt_run *c)
+{
+	char reply[512], sup_img[4200];
+	if (c->ask.ctlfd >= 0)
+		urs_ctl_recv(c->ask.ctlfd, reply, sizeof(reply));
+	snprintf(sup_img, sizeof(sup_img), "%s/%s", c->dir, URS_SUPSTATE_FILE);
+	unlink(sup_img);
 }
 
 static int checkpoint_run(struct urs_state *st, const struct ckpt_args *a)
@@ -288,127 +462,42 @@ static int checkpoint_run(struct urs_state *st, const struct ckpt_args *a)
 		urs_error("checkpoint: --image-path is required");
 		return 1;
 	}
-	char sdir[4096], dir[4096], req[4200];
-	_cleanup_close_ int lockfd = lock_running(st, sdir, sizeof(sdir));
+	struct ckpt_run c = {.st = st,
+			     .a = a,
+			     .job = {.pid = -1, .pages_fd = -1, .ctl_fd = -1, .reply_fd = -1},
+			     .ask = {.ctlfd = -2, .st = st, .work = a->work},
+			     .pidfd = -1};
+	_cleanup_close_ int lockfd = lock_running(st, c.sdir, sizeof(c.sdir), &c.paused);
 	if (lockfd < 0)
 		return 1;
 	/* held open until we return: if we are killed with the sandbox frozen,
 	 * its supervisor sees it closed and thaws it (actors/supervisor.c,
 	 * ctl_guard); closed last (declared first) */
-	_cleanup_close_ int guardfd = urs_ctl_send(sdir, "guard");
-	struct urs_remote_job job = {.pid = -1, .pages_fd = -1, .ctl_fd = -1, .reply_fd = -1};
-	if (image_dir(a, dir, &job) < 0)
+	_cleanup_close_ int guardfd = urs_ctl_send(c.sdir, "guard");
+	if (image_dir(&c) < 0)
 		return 1;
 	int rc = 1;
-	uint8_t key[URS_CKPT_KEY_LEN] = {0}; /* made at the first checkpoint */
-	struct urs_err err = {{0}};
-	struct sup_ask ask = {.ctlfd = -2, .st = st, .work = a->work};
-	struct urs_cgroup cg;
-	bool have_cg = false, masked = false, sealed = false;
-	const char *freezer = NULL;
-	_cleanup_close_ int pidfd = -1;
-	sigset_t all, oldmask;
-	if (urs_ckpt_key(G.root, true, key, &err) < 0) {
-		urs_error("checkpoint %s: %s", st->id, err.msg);
-		goto out;
-	}
-	/* the supervisor's own state (metrics, netstack tables, config) into
-	 * DIR/supervisor.img, by its checkpointer actor: asked now, answered
-	 * while we prepare (and, when it is not in the frozen cgroup, dump) */
-	snprintf(req, sizeof(req), "%s/%s", dir, URS_SUPSTATE_FILE);
-	unlink(req); /* an older image's: never sealed into this one */
-	snprintf(req, sizeof(req), "checkpoint %s", dir);
-	clock_gettime(CLOCK_MONOTONIC, &ask.asked);
-	ask.ctlfd = urs_ctl_send(sdir, req);
-	if (st->cgroup && *st->cgroup) {
-		if (urs_cmd_cgroup("checkpoint", st, &cg) < 0)
-			goto out;
-		have_cg = true;
-		/* the cgroup v2 freezer (hybrid hosts have one beside the v1
-		 * hierarchies); without it the dumper stops the tasks with ptrace */
-		if (cg.h[URS_CG_V2].path[0])
-			freezer = cg.h[URS_CG_V2].path;
-	}
-	if ((pidfd = urs_pidfd_open_checked(st->pid, st->pid_start)) < 0) {
-		urs_error("checkpoint: container %s: its init is gone", st->id);
-		goto out;
-	}
-	ckpt_trace("cli: prepared");
-	/* A supervisor in the freezer's cgroup must have written its state
-	 * before the freeze. Out of it (hybrid hosts: actors/supervisor.c,
-	 * join_v2_later; or one that could not lower its OOM score) it writes
-	 * while we dump. */
-	bool sup_apart = freezer && !urs_cg_v2_has(&cg, st->sup_pid);
-	if ((!sup_apart || ask.ctlfd < 0) &&
-	    sup_state_wait(&ask.ctlfd, st, a->work, &ask.asked, &err) < 0) {
-		urs_error("checkpoint %s: %s", st->id, err.msg);
-		urs_ckpt_worklog(a->work, "dump.log", "error: %s", err.msg);
-		goto out;
-	}
-	/* interrupted halfway, the tasks would go on with injected registers or
-	 * stay frozen: nothing but SIGKILL stops us until they are thawed or
-	 * killed (unblocked at the end) */
-	sigfillset(&all);
-	sigprocmask(SIG_BLOCK, &all, &oldmask);
-	masked = true;
-	struct ckpt_container_ckpt o = {.dir = dir,
-					.state_root = G.root,
-					.record = st,
-					.freezer = freezer,
-					.key = key,
-					.seccomp_replace = urs_ckpt_seccomp_replace,
-					.seccomp_ctx = st,
-					.sup_wait = sup_apart ? sup_wait_cb : NULL,
-					.sup_ctx = &ask,
-					.pages_stream = job.pid > 0,
-					.pages_fd = job.pages_fd,
-					.precopy = a->leave || a->precopy,
-					.thaw_early = a->leave};
-	struct ckpt_dump_stats ds;
-	if (ckpt_container_checkpoint(&o, &ds, &err) < 0) {
-		say_failure(st->id, job.pid > 0 ? a->image : dir, &err);
-		urs_ckpt_worklog(a->work, "dump.log", "error: %s", err.msg);
-		goto out;
-	}
-	/* --leave-running: the image holds all it needs (its page data is
-	 * written, or in ursa-store's hands): the sandbox runs on at once */
-	double pause = 0;
-	if (a->leave && (rc = finish(st, freezer, sup_apart, true, pidfd)) == 0)
-		pause = (ds.thawed_at ? ds.thawed_at : urs_now_ms()) - ds.frozen_at;
-	if (job.pid > 0 && remote_commit(st, &job, a->leave ? NULL : freezer, a->image) < 0) {
-		rc = 1;
-		goto out;
-	}
-	dump_log(a->work, &ds, pause);
-	/* the files CRIU's clients look for: podman restores only an image
-	 * holding CRIU's inventory.img (it stats it) and exports the work
-	 * directory's stats-dump with it; empty, ursa's restore reads neither */
-	client_marker(job.pid > 0 ? NULL : dir, "inventory.img");
-	client_marker(a->work, "stats-dump");
-	sealed = true; /* complete: whatever happens next, it is kept whole */
-	if (!a->leave && (rc = finish(st, freezer, sup_apart, false, pidfd)) == 0 && ds.frozen_at)
-		urs_ckpt_worklog(
-			a->work, "dump.log",
-			"frozen %.3f ms until killed; %llu pages copied before, in %u rounds",
-			urs_now_ms() - ds.frozen_at, (unsigned long long) ds.precopy_pages,
-			ds.precopy_rounds);
-out:
-	if (rc && !sealed && ask.ctlfd != -2) {
-		/* no image: none of the supervisor's state either (once it is
-		 * written, if the request is still being answered) */
-		char reply[512], sup_img[4200];
-		if (ask.ctlfd >= 0)
-			urs_ctl_recv(ask.ctlfd, reply, sizeof(reply));
-		snprintf(sup_img, sizeof(sup_img), "%s/%s", dir, URS_SUPSTATE_FILE);
-		unlink(sup_img);
-	}
-	urs_remote_job_end(&job); /* uncommitted: ursa-store removes what it wrote */
-	explicit_bzero(key, sizeof(key));
-	if (masked)
+	if (prepare(&c) == 0) {
+		/* interrupted halfway, the tasks would go on with injected
+		 * registers or stay frozen: nothing but SIGKILL stops us until
+		 * they are thawed or killed */
+		sigset_t all, oldmask;
+		sigfillset(&all);
+		sigprocmask(SIG_BLOCK, &all, &oldmask);
+		rc = dump(&c);
 		sigprocmask(SIG_SETMASK, &oldmask, NULL);
-	if (have_cg)
-		urs_cg_close(&cg);
-	return rc;
+	}
+	if (rc == 1 && c.ask.ctlfd != -2)
+		forget_sup_state(&c);
+	if (rc == 1 && c.paused)
+		unfreeze(&c, NULL); /* a refusal leaves it paused */
+	urs_remote_job_end(&c.job); /* uncommitted: ursa-store removes what it wrote */
+	explicit_bzero(c.key, sizeof(c.key));
+	if (c.pidfd >= 0)
+		close(c.pidfd);
+	if (c.have_cg)
+		urs_cg_close(&c.cg);
+	return rc ? 1 : 0;
 }
 
 int cmd_checkpoint(int argc, char **argv)
@@ -432,7 +521,8 @@ int cmd_checkpoint(int argc, char **argv)
 		{"tcp-established", 0, URS_OPT_FLAG, &tcp, "(accepted: TCP is closed)"},
 		{"ext-unix-sk", 0, URS_OPT_FLAG, &unix_sk, "(accepted; refused at dump)"},
 		{"shell-job", 0, URS_OPT_FLAG, &shell, "(accepted: a tty on stdio is external)"},
-		{"file-locks", 0, URS_OPT_FLAG, &locks, "refused: locks are not saved"},
+		{"file-locks", 0, URS_OPT_FLAG, &locks,
+		 "(accepted: locks are not saved, a process holding one is refused)"},
 		{"manage-cgroups-mode", 0, URS_OPT_STR, &cgmode,
 		 "(accepted: restore re-creates the cgroup)"},
 		{"empty-ns", 0, URS_OPT_LIST, &empty_ns, "(accepted: only pid state is saved)"},
@@ -456,7 +546,7 @@ int cmd_checkpoint(int argc, char **argv)
 			      .leave = leave,
 			      .profile = profile,
 			      .precopy = precopy};
-	rc = refused(cgmode, lazy, pre, parent, page_server, status_fd, locks, external.n)
+	rc = refused(cgmode, lazy, pre, parent, page_server, status_fd, external.n)
 		     ? 1
 		     : checkpoint_run(&st, &a);
 	urs_state_clear(&st);

@@ -8,7 +8,8 @@
 #     with its seccomp filter (which kills on a syscall the dumper injects)
 #     and no_new_privs back in force;
 #  2. the restored counter is dumped and restored a second time;
-#  3. a multi-threaded process and an io_uring holder are refused with a
+#  3. a multi-threaded process, an io_uring holder and a holder of a file
+#     lock (flock, POSIX, OFD) are refused with a
 #     message naming the pid and the resource, and keep running unstopped;
 #  4. corrupted, truncated and foreign images are refused and nothing starts;
 #  5. a parent with two children and a zombie (tests/ckpt/tree.c) comes back with the same
@@ -132,7 +133,7 @@ echo "ok 2 second checkpoint/restore continued at $((last + 1))"
 kill -9 "$R2"
 wait_for gone "$R2" || true
 
-# ---- 3. refusals: threads, io_uring ---------------------------------------------
+# ---- 3. refusals: threads, io_uring, file locks ---------------------------------------------
 refuse() { # refuse NAME BINARY PATTERN [ARG]
 	"$2" ${4:-} < /dev/null > "$W/$1.out" 2>&1 &
 	P=$!
@@ -152,6 +153,7 @@ refuse() { # refuse NAME BINARY PATTERN [ARG]
 refuse threads "$THREADS" "multi-threaded"
 refuse uring "$URING" "io_uring instance"
 refuse uring-mapping "$URING" "io_uring instance (mapping" maponly
+for k in flock posix ofd; do refuse "lock-$k" "$LOCKS" "holds a file lock" "$k"; done
 
 # ---- 4. corrupted / truncated / foreign images ------------------------------------
 bad() { # bad NAME PATTERN: restore of $W/bad must fail with PATTERN, start nothing

@@ -8,6 +8,9 @@
 #     stdio; file in the rootfs, reopened at its offset) with no gap and no
 #     duplicate, its xmm8-carried value intact; kill and delete work and
 #     leave no cgroup
+#   - a paused container: checkpoint --leave-running leaves it paused (it
+#     counts nothing until resumed); checkpointed without it, it is killed
+#     and its restore counts on
 #   - --leave-running: the original keeps its pid and keeps counting; a
 #     second checkpoint while one runs is refused
 #   - stdout on a pipe: replaced by the restore's own pipe; the restored
@@ -155,6 +158,29 @@ n2=$(last_n "$out2")
 wait_for 20 lines_at_least "$out2" $((n2 + 20)) || true
 check "the original keeps running with the same pid" '[ "$(status_of ${P}c2)" = running ] && [ "$(pid_of ${P}c2)" = "$pid2" ]'
 check "and keeps counting, gapless" '[ "$(last_n "$out2")" -ge $((n2 + 20)) ] && gapless "$out2"'
+
+# ---- a paused container (containerd pauses before it checkpoints): it stays
+# paused through --leave-running, and is dumped, killed and restored ----------
+check "pause" 'u pause ${P}c2 && [ "$(status_of ${P}c2)" = paused ]' "$(u state ${P}c2 2>&1)"
+n2=$(last_n "$out2")
+check "checkpoint --leave-running of a paused container" \
+	'u checkpoint --leave-running --image-path "$work/img2p" ${P}c2 2>"$work/ck2p.err"' \
+	"$(cat "$work/ck2p.err" 2>/dev/null)"
+check "it is still paused, and counted nothing" \
+	'[ "$(status_of ${P}c2)" = paused ] && [ "$(last_n "$out2")" = "$n2" ]' \
+	"status $(status_of ${P}c2), last $(last_n "$out2") (was $n2)"
+check "resume: it counts on, gapless" \
+	'u resume ${P}c2 && wait_for 20 lines_at_least "$out2" $((n2 + 20)) && gapless "$out2"' \
+	"$(u state ${P}c2 2>&1; tail -n 2 "$out2")"
+u pause ${P}c2
+n2=$(last_n "$out2")
+check "checkpoint of a paused container (killed after)" \
+	'u checkpoint --image-path "$work/img2k" ${P}c2 2>"$work/ck2k.err" && ! u state ${P}c2 >/dev/null 2>&1 && wait_for 10 gone "$pid2"' \
+	"$(cat "$work/ck2k.err" 2>/dev/null)"
+check "its restore counts on from $n2, gapless" \
+	'(cd "$work/b" && u restore --detach --image-path "$work/img2k" ${P}c2 >>"$out2" 2>"$work/rs2k.err") &&
+	 [ "$(status_of ${P}c2)" = running ] && wait_for 20 lines_at_least "$out2" $((n2 + 20)) && gapless "$out2"' \
+	"$(cat "$work/rs2k.err" 2>/dev/null; tail -n 2 "$out2")"
 u delete --force ${P}c2 >/dev/null 2>&1
 
 # ---- stdio pipes are replaced at restore; a restored sandbox checkpoints again ----
