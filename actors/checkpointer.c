@@ -542,14 +542,9 @@ static void handle(struct urs_actor *self, struct urs_msg *m)
 	struct urs_err err = {{0}};
 	struct sst_root st = {0};
 	uint8_t key[URS_CKPT_KEY_LEN];
-	char root[4096];
-	snprintf(root, sizeof(root), "%s", c->src->state_dir ? c->src->state_dir : ".");
-	char *slash = strrchr(root, '/');
-	if (slash && slash != root)
-		*slash = 0;
 	int r = gather(c->src, &st, &err);
 	if (r == 0)
-		r = urs_ckpt_key(root, true, key, &err);
+		r = urs_ckpt_key(req->key_file[0] ? req->key_file : NULL, true, key, &err);
 	if (r == 0)
 		r = urs_supstate_seal(&st, key, sizeof(key), &c->buf, &c->len, &err);
 	gather_free(&st);

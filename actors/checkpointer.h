@@ -19,9 +19,9 @@
  * the saved values, the neighbor cache is refilled, the engine's counters
  * continue.
  *
- * The key: 32 random bytes in ROOT/.ckpt.key (ROOT = the state root, --root),
- * or the file named by $URSA_CKPT_KEY; created at the first checkpoint,
- * mode 0600, owned by the caller. A state file made under another key is
+ * The key: the host's (ckpt/key.h: /var/lib/ursa/checkpoint.key), or the
+ * file `ursa checkpoint --key-file` names in its request; created at the
+ * first checkpoint, mode 0600, owned by the caller. A state file made under another key is
  * foreign and refused.
  */
 #ifndef URSA_ACTORS_CHECKPOINTER_H
@@ -47,11 +47,11 @@ struct sst_root;
 struct urs_net;
 struct urs_netopts;
 
-/* The host's checkpoint key for state root @root (ckpt/key.h). */
-static inline int urs_ckpt_key(const char *root, bool create, uint8_t key[URS_CKPT_KEY_LEN],
+/* The checkpoint key in @file, or the host's when NULL (ckpt/key.h). */
+static inline int urs_ckpt_key(const char *file, bool create, uint8_t key[URS_CKPT_KEY_LEN],
 			       struct urs_err *err)
 {
-	return ckpt_key(root, create, key, err);
+	return file ? ckpt_key_file(file, create, key, err) : ckpt_key(create, key, err);
 }
 
 /* Encode @st and seal it: a malloc'd statefile in *@out. */
@@ -103,6 +103,7 @@ typedef void (*urs_ckpt_done_cb)(void *ctx, int res, const char *msg);
 
 struct urs_ckpt_req {
 	char dir[4096];
+	char key_file[4096]; /* the key (`ursa checkpoint --key-file`), or "": the host's */
 	urs_ckpt_done_cb done;
 	void *ctx;
 };

@@ -273,12 +273,17 @@ static struct urs_net *ckpt_engine(void *ctx)
 	return s->net ? urs_netstack_engine(s->net) : NULL;
 }
 
-/* "checkpoint DIR": the supervisor's state into DIR (actors/checkpointer.h) */
-static void ctl_checkpoint(struct ctl_conn *c, const char *dir)
+/* "checkpoint DIR[\tKEYFILE]": the supervisor's state into DIR, sealed
+ * under the host's checkpoint key or KEYFILE (actors/checkpointer.h) */
+static void ctl_checkpoint(struct ctl_conn *c, const char *arg)
 {
 	struct sup *s = c->s;
-	if (*dir != '/' || strlen(dir) >= sizeof(c->ckreq->dir)) {
-		conn_reply(c, "error: checkpoint needs an absolute directory");
+	const char *tab = strchr(arg, '\t');
+	size_t dlen = tab ? (size_t) (tab - arg) : strlen(arg);
+	const char *key = tab ? tab + 1 : "";
+	if (*arg != '/' || dlen >= sizeof(c->ckreq->dir) || (tab && *key != '/') ||
+	    strlen(key) >= sizeof(c->ckreq->key_file)) {
+		conn_reply(c, "error: checkpoint needs an absolute directory (and key file)");
 		return;
 	}
 	c->ckreq = calloc(1, sizeof(*c->ckreq));
@@ -286,7 +291,8 @@ static void ctl_checkpoint(struct ctl_conn *c, const char *dir)
 		conn_reply(c, "error: out of memory");
 		return;
 	}
-	snprintf(c->ckreq->dir, sizeof(c->ckreq->dir), "%s", dir);
+	snprintf(c->ckreq->dir, sizeof(c->ckreq->dir), "%.*s", (int) dlen, arg);
+	snprintf(c->ckreq->key_file, sizeof(c->ckreq->key_file), "%s", key);
 	c->ckreq->done = ckpt_done;
 	c->ckreq->ctx = c;
 	int r = urs_checkpointer_save(&s->ckpt, c->ckreq);
@@ -1083,18 +1089,13 @@ static void gofer_import(struct sup *s)
 
 /* ---- end of gofer volumes through checkpoint/restore */
 
-/* ursa restore: this host's checkpoint key, the state root's
- * (ckpt/key.h): what core.img, pages.img and supervisor.img authenticate
- * under */
+/* ursa restore: this host's checkpoint key, or the one `ursa restore
+ * --key-file` named ($URSA_CKPT_KEY, ckpt/key.h): what core.img, pages.img
+ * and supervisor.img authenticate under */
 static int image_key(const struct sup *s, uint8_t key[URS_CKPT_KEY_LEN], struct urs_err *err)
 {
-	const struct urs_sup_args *a = s->a;
-	char root[4096];
-	snprintf(root, sizeof(root), "%s", a->state_dir ? a->state_dir : ".");
-	char *slash = strrchr(root, '/');
-	if (slash && slash != root)
-		*slash = 0;
-	return urs_ckpt_key(root, false, key, err);
+	(void) s;
+	return urs_ckpt_key(NULL, false, key, err);
 }
 
 /* ursa restore: DIR/supervisor.img, verified with this host's key; none is

@@ -156,10 +156,10 @@ static int image_owned(const char *dir, struct urs_err *err)
 /* a tampered core (registers, fds, credentials) or any other file of the
  * image is refused before anything is made; the supervisor checks the core
  * again with every page chunk when it loads the image */
-static int image_authentic(const char *dir, const char *root, struct urs_err *err)
+static int image_authentic(const char *dir, struct urs_err *err)
 {
 	struct ckpt_seal seal;
-	int r = ckpt_key(root, false, seal.key, err);
+	int r = ckpt_key(false, seal.key, err);
 	if (r == 0)
 		r = ckpt_image_check_core(dir, &seal, err);
 	if (r == 0)
@@ -182,7 +182,7 @@ int ckpt_container_image_open(const char *path, const char *root, const char *id
 				   "restore: %s is not a checkpoint image (no core.img)", path);
 	int r = image_owned(img->dir, err);
 	if (r == 0)
-		r = image_authentic(img->dir, root, err);
+		r = image_authentic(img->dir, err);
 	if (r < 0)
 		return r;
 	img->have_rec = urs_state_read(img->dir, CKPT_REC_ID, &img->rec, NULL) == 0;

@@ -12,14 +12,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "host/fs.h"
 #include "runtime/common.h"
 #include "runtime/io.h"
 
-static int key_path(const char *root, char *path, size_t len)
+int ckpt_key_path(char *path, size_t len)
 {
 	const char *env = getenv("URSA_CKPT_KEY");
-	int n = env && *env ? snprintf(path, len, "%s", env)
-			    : snprintf(path, len, "%s/.ckpt.key", root);
+	int n = snprintf(path, len, "%s", env && *env ? env : CKPT_KEY_PATH);
 	return n < 0 || (size_t) n >= len ? -ENAMETOOLONG : 0;
 }
 
@@ -44,15 +44,10 @@ static int key_read(const char *path, uint8_t key[CKPT_KEY_LEN], struct urs_err 
 	return 0;
 }
 
-int ckpt_key_path(const char *root, char *path, size_t len)
-{
-	return key_path(root, path, len);
-}
-
-int ckpt_key(const char *root, bool create, uint8_t key[CKPT_KEY_LEN], struct urs_err *err)
+int ckpt_key(bool create, uint8_t key[CKPT_KEY_LEN], struct urs_err *err)
 {
 	char path[4096];
-	if (key_path(root, path, sizeof(path)) < 0)
+	if (ckpt_key_path(path, sizeof(path)) < 0)
 		return urs_err_set(err, -ENAMETOOLONG, "checkpoint key: path too long");
 	return ckpt_key_file(path, create, key, err);
 }
@@ -70,6 +65,15 @@ int ckpt_key_file(const char *path, bool create, uint8_t key[CKPT_KEY_LEN], stru
 				   "no checkpoint key %s on this host: the image cannot be "
 				   "verified (made elsewhere?)",
 				   path);
+	/* its directory (root-only, as the key) */
+	snprintf(tmp, sizeof(tmp), "%s", path);
+	char *slash = strrchr(tmp, '/');
+	if (slash && slash != tmp) {
+		*slash = 0;
+		if ((r = urs_mkdir_p(tmp, 0700)) < 0)
+			return urs_err_set(err, r, "checkpoint key: creating %s: %s", tmp,
+					   strerror(-r));
+	}
 	/* made whole in a temporary file, then linked: a concurrent creator's
 	 * link fails with EEXIST and both read the one that won */
 	snprintf(tmp, sizeof(tmp), "%s.%d.tmp", path, (int) getpid());

@@ -221,8 +221,28 @@ static int pause_back(struct urs_cgroup *cg, const char *freezer, struct urs_err
 
 struct ckpt_args {
 	const char *image, *work, *profile;
+	char key_file[PATH_MAX]; /* --key-file, absolute; "": the host's key */
 	bool leave, precopy;
 };
+
+/* --key-file, made absolute (the supervisor seals its state with it) and
+ * handed to ursa-store as restore hands its own ($URSA_CKPT_KEY) */
+static int key_file_arg(const char *arg, char *out, size_t len)
+{
+	char cwd[PATH_MAX];
+	int n = arg[0] == '/'		   ? snprintf(out, len, "%s", arg)
+		: getcwd(cwd, sizeof(cwd)) ? snprintf(out, len, "%s/%s", cwd, arg)
+					   : -1;
+	if (n < 0 || (size_t) n >= len || strpbrk(arg, "\t\n")) {
+		urs_error("checkpoint: --key-file %s: not a usable path", arg);
+		return -1;
+	}
+	if (setenv("URSA_CKPT_KEY", out, 1) < 0) {
+		urs_error("checkpoint: --key-file: %s", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
 
 /* one checkpoint, from the lock to the last cleanup */
 struct ckpt_run {
@@ -351,8 +371,9 @@ static int prepare(struct ckpt_run *c)
 {
 	struct urs_err err = {{0}};
 	struct urs_state *st = c->st;
-	char req[4200];
-	if (urs_ckpt_key(G.root, true, c->key, &err) < 0) {
+	const char *kf = c->a->key_file[0] ? c->a->key_file : NULL;
+	char req[4352];
+	if (urs_ckpt_key(kf, true, c->key, &err) < 0) {
 		urs_error("checkpoint %s: %s", st->id, err.msg);
 		return -1;
 	}
@@ -361,7 +382,13 @@ static int prepare(struct ckpt_run *c)
 	 * while we prepare (and, when it is not in the frozen cgroup, dump) */
 	snprintf(req, sizeof(req), "%s/%s", c->dir, URS_SUPSTATE_FILE);
 	unlink(req); /* an older image's: never sealed into this one */
-	snprintf(req, sizeof(req), "checkpoint %s", c->dir);
+	int n = snprintf(req, sizeof(req), "checkpoint %s%s%s", c->dir, kf ? "\t" : "",
+			 kf ? kf : "");
+	if (n < 0 || (size_t) n >= sizeof(req)) {
+		urs_error("checkpoint %s: the image directory and key file paths are too long",
+			  st->id);
+		return -1;
+	}
 	clock_gettime(CLOCK_MONOTONIC, &c->ask.asked);
 	c->ask.ctlfd = urs_ctl_send(c->sdir, req);
 	if (st->cgroup && *st->cgroup) {
@@ -503,7 +530,7 @@ static int checkpoint_run(struct urs_state *st, const struct ckpt_args *a)
 int cmd_checkpoint(int argc, char **argv)
 {
 	const char *image = NULL, *work = NULL, *profile = NULL, *parent = NULL, *cgmode = NULL,
-		   *page_server = NULL;
+		   *page_server = NULL, *key_file = NULL;
 	bool leave = false, precopy = false, tcp = false, unix_sk = false, locks = false,
 	     shell = false, lazy = false, pre = false, dedup = false;
 	int status_fd = -1;
@@ -511,6 +538,8 @@ int cmd_checkpoint(int argc, char **argv)
 	const struct urs_opt opts[] = {
 		{"image-path", 0, URS_OPT_STR, &image,
 		 "directory for the image (created), or s3://BUCKET/PREFIX"},
+		{"key-file", 0, URS_OPT_STR, &key_file,
+		 "the key that seals the image (default " CKPT_KEY_PATH ", made at first use)"},
 		{"s3-profile", 0, URS_OPT_STR, &profile,
 		 "profile of /etc/ursa/s3.conf for s3:// (default: $AWS_PROFILE, default)"},
 		{"work-path", 0, URS_OPT_STR, &work, "directory for dump.log"},
@@ -546,6 +575,10 @@ int cmd_checkpoint(int argc, char **argv)
 			      .leave = leave,
 			      .profile = profile,
 			      .precopy = precopy};
+	if (key_file && key_file_arg(key_file, a.key_file, sizeof(a.key_file)) < 0) {
+		urs_state_clear(&st);
+		return 1;
+	}
 	rc = refused(cgmode, lazy, pre, parent, page_server, status_fd, external.n)
 		     ? 1
 		     : checkpoint_run(&st, &a);

@@ -102,7 +102,7 @@ int urs_remote_put_start(const char *url, const char *root, const char *profile,
 {
 	*j = (struct urs_remote_job){.pid = -1, .pages_fd = -1, .ctl_fd = -1, .reply_fd = -1};
 	char key[PATH_MAX];
-	if (ckpt_key_path(root, key, sizeof(key)) < 0)
+	if (ckpt_key_path(key, sizeof(key)) < 0)
 		return urs_err_set(err, -ENAMETOOLONG, "checkpoint key: path too long");
 	int r = make_stage(root, "put", j->stage, sizeof(j->stage), err);
 	if (r < 0)
@@ -203,7 +203,7 @@ int urs_remote_fetch(const char *url, const char *root, const char *profile, cha
 		     size_t len, struct urs_err *err)
 {
 	char key[PATH_MAX], dir[PATH_MAX];
-	if (ckpt_key_path(root, key, sizeof(key)) < 0)
+	if (ckpt_key_path(key, sizeof(key)) < 0)
 		return urs_err_set(err, -ENAMETOOLONG, "checkpoint key: path too long");
 	int r = make_stage(root, "get", dir, sizeof(dir), err);
 	if (r < 0)

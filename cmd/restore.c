@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "ckpt/key.h"
 #include "ckpt/container.h"
 #include "ckpt/restore.h"
 #include "ckpt/trace.h"
@@ -212,8 +213,8 @@ int cmd_restore(int argc, char **argv)
 		{"image-path", 0, URS_OPT_STR, &image,
 		 "checkpoint image directory, or s3://BUCKET/PREFIX"},
 		{"key-file", 0, URS_OPT_STR, &key_file,
-		 "the key the image was made with (default ROOT/.ckpt.key): the source host's "
-		 "ROOT/.ckpt.key, copied, restores its images here"},
+		 "the key the image was made with (default " CKPT_KEY_PATH "): the source "
+		 "host's key, copied, restores its images here"},
 		{"s3-profile", 0, URS_OPT_STR, &profile,
 		 "profile of /etc/ursa/s3.conf for s3:// (default: $AWS_PROFILE, default)"},
 		{"work-path", 0, URS_OPT_STR, &work, "directory for restore.log"},

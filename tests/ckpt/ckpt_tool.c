@@ -8,8 +8,8 @@
  *                             test that alters an image on purpose seals it
  *                             again to reach the checks behind the manifest
  * Both print one line of measurements ("dump_ms=..."), errors go to stderr.
- * The image is authenticated with the checkpoint key of the state root
- * $CKPT_TOOL_ROOT (default /run/ursa, ursa's own), made at the first dump.
+ * The image is authenticated with the host's checkpoint key, ursa's own
+ * (ckpt/key.h; $URSA_CKPT_KEY names another), made at the first dump.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -24,11 +24,7 @@
 
 static int tool_key(bool create, uint8_t key[CKPT_KEY_LEN], struct urs_err *err)
 {
-	const char *root = getenv("CKPT_TOOL_ROOT");
-	root = root && *root ? root : "/run/ursa";
-	if (create && mkdir(root, 0700) < 0 && errno != EEXIST)
-		return urs_err_set(err, -errno, "%s: %m", root);
-	return ckpt_key(root, create, key, err);
+	return ckpt_key(create, key, err);
 }
 
 int main(int argc, char **argv)

@@ -144,7 +144,7 @@ check "an altered tmpfs.lst is refused by the image's manifest" \
 	'! u restore --image-path "$work/img-moved" ${P}a >/dev/null 2>"$work/mv.err" && grep -q "tmpfs.lst was altered" "$work/mv.err"' \
 	"$(err_of "$work/mv.err")"
 # sealed again with the key: what the restore checks behind the manifest
-CKPT_TOOL_ROOT=$root "$CKPT_TOOL" seal "$work/img-moved"
+"$CKPT_TOOL" seal "$work/img-moved"
 check "tmpfs contents for a place that is no tmpfs are refused" \
 	'! u restore --image-path "$work/img-moved" ${P}a >/dev/null 2>"$work/mv.err" && grep -q "no empty tmpfs" "$work/mv.err"' \
 	"$(err_of "$work/mv.err")"

@@ -2,12 +2,14 @@
 # tests/ckpt/state.sh — the supervisor's own state across `ursa checkpoint` /
 # `ursa restore` (actors/checkpointer.c, DIR/supervisor.img):
 #   - checkpoint writes supervisor.img (a statefile, mode 0600) beside the
-#     process image, and the state root gets its key (ROOT/.ckpt.key, 0600)
+#     process image, and the host has its key (/var/lib/ursa/checkpoint.key,
+#     0600, in a 0700 directory; none in the state root, which may be tmpfs)
 #   - after restore, metric counters continue: the control socket's
 #     "metrics" request counter is at least its value before the checkpoint
 #     (a fresh supervisor would start from 1), also through a second
-#     checkpoint/restore of the restored sandbox; the "checkpoint" request
-#     counter counts both checkpoints
+#     checkpoint/restore of the restored sandbox, and a third sealed under
+#     --key-file (the supervisor's state too: restore verifies it), refused
+#     without it; the "checkpoint" request counter counts the checkpoints
 #   - a tampered (one flipped byte), truncated, or foreign (another key)
 #     supervisor.img makes restore refuse with a clear error and leave
 #     nothing (no record, no cgroup, no process); so do a forged core.img
@@ -31,7 +33,7 @@ bad() { failed=$((failed + 1)); echo "FAIL  $1${2:+
 check() { if eval "$2"; then ok "$1"; else bad "$1" "${3:-}"; fi; }
 u() { URSA_SECCOMP_COUNT=0 "$URSA" --root "$root" "$@"; }
 cleanup() {
-	for id in ${P}s1 ${P}s2 ${P}bad1 ${P}bad2 ${P}bad3 ${P}bad4 ${P}bad5 ${P}bad6 ${P}bad7 ${P}bad8 ${P}bad9 ${P}t1 ${P}j ${P}n ${P}f; do u delete --force "$id" >/dev/null 2>&1; done
+	for id in ${P}s1 ${P}s2 ${P}bad1 ${P}bad2 ${P}bad3 ${P}bad4 ${P}bad5 ${P}bad6 ${P}bad7 ${P}bad8 ${P}bad9 ${P}bad10 ${P}t1 ${P}j ${P}n ${P}f; do u delete --force "$id" >/dev/null 2>&1; done
 	rm -rf "$work"
 }
 trap cleanup EXIT
@@ -106,8 +108,9 @@ else
 fi
 check "supervisor.img is there, mode 0600, a statefile" \
 	'[ "$(stat -c %a "$work/img/supervisor.img" 2>/dev/null)" = 600 ] && [ "$(head -c 8 "$work/img/supervisor.img")" = URSASTAT ]'
-check "the state root has its key (0600, 32 bytes)" \
-	'[ "$(stat -c %a:%s "$root/.ckpt.key" 2>/dev/null)" = 600:32 ]'
+check "the host has its key (0600, 32 bytes, its directory 0700), the state root none" \
+	'[ "$(stat -c %a:%s /var/lib/ursa/checkpoint.key 2>/dev/null)" = 600:32 ] &&
+	 [ "$(stat -c %a /var/lib/ursa 2>/dev/null)" = 700 ] && [ -z "$(ls -A "$root" | grep -i key)" ]'
 cp -a "$work/img" "$work/img.orig"
 
 # ---- restore: counters continue ---------------------------------------------------
@@ -132,6 +135,16 @@ after2=$(metric ${P}s1 $REQ 'request="metrics"')
 ck2=$(metric ${P}s1 $REQ 'request="checkpoint"')
 check "after a second checkpoint/restore: metrics $after2 > $after, checkpoints $ck2 = 2" \
 	'[ -n "$after2" ] && [ "$after2" -gt "$after" ] && [ "${ck2:-0}" = 2 ]'
+# a third, under a key of its own (--key-file, made at first use): the
+# supervisor seals its state with it too, and restore verifies that
+u checkpoint --key-file "$work/keys/own.key" --image-path "$work/img3" ${P}s1 2>"$work/ck3.err" ||
+	bad "checkpoint --key-file" "$(cat "$work/ck3.err")"
+check "--key-file made its key (0600, 32 bytes)" \
+	'[ "$(stat -c %a:%s "$work/keys/own.key" 2>/dev/null)" = 600:32 ]'
+(cd "$work/b" && u restore --key-file "$work/keys/own.key" --detach --image-path "$work/img3" ${P}s1 \
+	>/dev/null 2>"$work/rs3.err") || bad "restore --key-file" "$(cat "$work/rs3.err")"
+ck3=$(metric ${P}s1 $REQ 'request="checkpoint"')
+check "restored under --key-file, its state verified: checkpoints $ck3 = 3" '[ "${ck3:-0}" = 3 ]'
 u delete --force ${P}s1 >/dev/null 2>&1
 
 # ---- a character device of the host's (/dev/null, handed in as fd 3: what a
@@ -226,6 +239,8 @@ head -c 32 /dev/urandom >"$work/other.key" && chmod 600 "$work/other.key"
 # the state file is read)
 NAMES=core.img refused "an image from another host (key)" ${P}bad3 "$work/img.orig" \
 	"wrong key\|tampered\|fails authentication" URSA_CKPT_KEY="$work/other.key"
+NAMES=core.img refused "an image sealed under --key-file, restored with the host's key" ${P}bad10 \
+	"$work/img3" "wrong key\|tampered\|fails authentication"
 # forged: one byte of the core (registers, fds: 512 bytes into the body) or
 # of the page data flipped, every checksum made right again (forge.py): only
 # the MACs can tell, and before anything is made (issue #19)

@@ -375,25 +375,37 @@ static void test_key_file(void **state)
 	(void) state;
 	char dir[] = "/tmp/ursa-supstate-key.XXXXXX";
 	assert_non_null(mkdtemp(dir));
-	unsetenv("URSA_CKPT_KEY");
 	uint8_t k1[32], k2[32];
 	struct urs_err err = {{0}};
-	assert_int_equal(urs_ckpt_key(dir, false, k1, &err), -ENOKEY);
+	char sub[256], path[256];
+	snprintf(sub, sizeof(sub), "%s/lib", dir); /* made, 0700, at the first use */
+	snprintf(path, sizeof(path), "%s/checkpoint.key", sub);
+	assert_int_equal(urs_ckpt_key(path, false, k1, &err), -ENOKEY);
 	assert_non_null(strstr(err.msg, "no checkpoint key"));
 	memset(&err, 0, sizeof(err));
-	assert_int_equal(urs_ckpt_key(dir, true, k1, &err), 0);
-	assert_int_equal(urs_ckpt_key(dir, false, k2, &err), 0);
+	assert_int_equal(urs_ckpt_key(path, true, k1, &err), 0);
+	assert_int_equal(urs_ckpt_key(path, false, k2, &err), 0);
 	assert_memory_equal(k1, k2, 32);
-	char path[256];
-	snprintf(path, sizeof(path), "%s/.ckpt.key", dir);
 	struct stat sb;
+	assert_int_equal(stat(sub, &sb), 0);
+	assert_int_equal(sb.st_mode & 0777, 0700);
 	assert_int_equal(stat(path, &sb), 0);
 	assert_int_equal(sb.st_mode & 0777, 0600);
 	assert_int_equal(sb.st_size, 32);
+	/* the host's key: $URSA_CKPT_KEY names it (restore --key-file) */
+	setenv("URSA_CKPT_KEY", path, 1);
+	memset(k2, 0, sizeof(k2));
+	assert_int_equal(urs_ckpt_key(NULL, false, k2, &err), 0);
+	assert_memory_equal(k1, k2, 32);
+	unsetenv("URSA_CKPT_KEY");
+	char where[256];
+	assert_int_equal(ckpt_key_path(where, sizeof(where)), 0);
+	assert_string_equal(where, CKPT_KEY_PATH);
 	chmod(path, 0644);
 	memset(&err, 0, sizeof(err));
-	assert_int_equal(urs_ckpt_key(dir, true, k2, &err), -EPERM);
+	assert_int_equal(urs_ckpt_key(path, true, k2, &err), -EPERM);
 	unlink(path);
+	rmdir(sub);
 	rmdir(dir);
 }
 

@@ -18,8 +18,9 @@
 #     never a failed checkpoint whose image restores.
 #  3. `create` and `run -d` with `--root` on a full tmpfs (no free block;
 #     no free inode): a clear error, and no state directory, list entry,
-#     process or cgroup left. A checkpoint whose --root cannot take the key
-#     (ROOT/.ckpt.key) fails the same way and the sandbox runs on.
+#     process or cgroup left. A checkpoint whose key file cannot be made
+#     (--key-file on a full file system) fails the same way and the
+#     sandbox runs on.
 #
 # Every failure for want of space must say so ("No space left on device"):
 # the state record, the config copy, the key and the supervisor's state
@@ -256,24 +257,24 @@ for r in fullroot inoroot; do
 		"$URSA" --root "$work/$r" delete --force "$cid" >/dev/null 2>&1
 	done
 done
-# the checkpoint key: a sandbox under a --root that fills up after its start
-mnt "$work/keyroot" size=256k,mode=0700
+# the checkpoint key: its first use, on a full file system (--key-file)
+mnt "$work/keyfs" size=256k,mode=0700
+head -c 1048576 /dev/zero >"$work/keyfs/filler" 2>/dev/null
 cid=$tok-key
 d=$(bundle_for "$cid")
 rm -f "$d/rootfs/tick"
-"$URSA" --root "$work/keyroot" run -d --bundle "$d" "$cid" </dev/null >/dev/null 2>"$work/run.err" &&
+u run -d --bundle "$d" "$cid" </dev/null >/dev/null 2>"$work/run.err" &&
 	wait_for 30 ticks_past "$cid" 2
-head -c 1048576 /dev/zero >"$work/keyroot/filler" 2>/dev/null
-"$URSA" --root "$work/keyroot" checkpoint --image-path "$work/keyimg" "$cid" 2>"$work/ck.err"
+u checkpoint --key-file "$work/keyfs/checkpoint.key" --image-path "$work/keyimg" "$cid" 2>"$work/ck.err"
 rc=$?
 n=$(tick "$cid")
-check "checkpoint whose --root cannot take the key: refused naming the cause, runs on" \
-	'[ $rc != 0 ] && no_space "$work/ck.err" &&
-	 [ "$("$URSA" --root "$work/keyroot" state "$cid" | jq -r .status)" = running ] &&
-	 wait_for 10 ticks_past "$cid" "$n" && ! frozen "$cid"' \
+check "checkpoint whose key cannot be made (a full file system): refused naming the cause, runs on, no image" \
+	'[ $rc != 0 ] && no_space "$work/ck.err" && grep -q "checkpoint key" "$work/ck.err" &&
+	 [ "$(u state "$cid" | jq -r .status)" = running ] &&
+	 wait_for 10 ticks_past "$cid" "$n" && ! frozen "$cid" && [ ! -e "$work/keyimg/core.img" ]' \
 	"rc $rc: $(cat "$work/ck.err")"
-"$URSA" --root "$work/keyroot" delete --force "$cid" >/dev/null 2>&1
-nothing_left "$work/keyroot" "$cid"
+u delete --force "$cid" >/dev/null 2>&1
+nothing_left "$root" "$cid"
 
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]

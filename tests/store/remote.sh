@@ -108,15 +108,17 @@ u checkpoint --leave-running --image-path "s3://ursa-test/img/b" ${P}a 2>"$work/
 	bad "checkpoint to s3://ursa-test/img/b" "$(cat "$work/ckb.err")"
 u delete --force ${P}a >/dev/null 2>&1
 
-refused() { # name, what the error says
-	if (cd "$work/b" && u restore --detach --image-path "s3://ursa-test/img/a" ${P}x 2>"$work/rf.err"); then
-		bad "$1: restore refuses" "it restored"
-	elif ! grep -q "$2" "$work/rf.err"; then
-		bad "$1: restore refuses" "$(cat "$work/rf.err")"
+refused() { # name, what the error says, [restore's options]
+	local name=$1 pat=$2
+	shift 2
+	if (cd "$work/b" && u restore "$@" --detach --image-path "s3://ursa-test/img/a" ${P}x 2>"$work/rf.err"); then
+		bad "$name: restore refuses" "it restored"
+	elif ! grep -q "$pat" "$work/rf.err"; then
+		bad "$name: restore refuses" "$(cat "$work/rf.err")"
 	else
-		ok "$1: restore refuses ($(head -c 160 "$work/rf.err"))"
+		ok "$name: restore refuses ($(head -c 160 "$work/rf.err"))"
 	fi
-	check "$1: nothing left" 'nothing_left ${P}x' "$(ls -la "$root" "$root/.remote" 2>&1)"
+	check "$name: nothing left" 'nothing_left ${P}x' "$(ls -la "$root" "$root/.remote" 2>&1)"
 }
 cp "$pages" "$tmp/pages.orig"
 printf '\x55' | dd of="$pages" bs=1 seek=9000000 conv=notrunc 2>/dev/null
@@ -130,11 +132,9 @@ cp "$core" "$tmp/core.orig"
 cp "$(objects img/b | grep core.img)" "$core"
 refused "another image's core object" "not this image's\|fails authentication\|truncated"
 cp "$tmp/core.orig" "$core"
-mv "$root/.ckpt.key" "$tmp/key.orig"
-head -c 32 /dev/urandom >"$root/.ckpt.key"
-chmod 600 "$root/.ckpt.key"
-refused "another host's key" "another key"
-mv "$tmp/key.orig" "$root/.ckpt.key"
+head -c 32 /dev/urandom >"$tmp/other.key"
+chmod 600 "$tmp/other.key"
+refused "another host's key" "another key" --key-file "$tmp/other.key"
 mv "$data/img/a/index._S3rver_object" "$tmp/index.orig"
 refused "no index" "no image at"
 mv "$tmp/index.orig" "$data/img/a/index._S3rver_object"
