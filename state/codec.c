@@ -1338,13 +1338,10 @@ static void map_types(struct urs_st_dec *d)
 	}
 }
 
-int urs_st_load(struct urs_st_dec *d, const struct urs_st_schema *schema, uint32_t type,
-		const void *buf, size_t len, void *dst, void **out)
+/* a decoder made ready for one stream */
+static void dec_begin(struct urs_st_dec *d, const struct urs_st_schema *schema, const void *buf,
+		      size_t len)
 {
-	if (out)
-		*out = NULL;
-	if (type >= schema->ntypes || schema->types[type].is_union || (!dst && !out))
-		return -EINVAL;
 	arena_reset(&d->arena);
 	d->schema = schema;
 	d->base = d->p = buf;
@@ -1359,11 +1356,12 @@ int urs_st_load(struct urs_st_dec *d, const struct urs_st_schema *schema, uint32
 	d->rp = d->rend = NULL;
 	d->nrefs = d->refs_used = 0;
 	d->nfix = 0;
+}
 
-	if (read_types(d))
-		return d->err;
-	map_types(d);
-	/* footer: the tail's offset; tail: object count, reference table */
+/* the footer (the tail's offset) and the tail (object count into *@n,
+ * reference table); d->p/d->end left on the objects */
+static int read_tail(struct urs_st_dec *d, size_t len, uint64_t *n_out)
+{
 	if (d->end - d->p < 8) {
 		urs_st_dec_fail(d, "truncated stream");
 		return dec_err(d, "footer");
@@ -1399,6 +1397,13 @@ int urs_st_load(struct urs_st_dec *d, const struct urs_st_schema *schema, uint32
 		urs_st_dec_fail(d, "object count exceeds the remaining input");
 		return dec_err(d, "object count");
 	}
+	*n_out = n;
+	return 0;
+}
+
+/* the id table for @n objects, the root (@dst, or a new object) as id 1 */
+static int root_ids(struct urs_st_dec *d, uint64_t n, uint32_t type, void *dst)
+{
 	if (d->nids < n) {
 		free(d->ids);
 		d->ids = malloc(((size_t) n + 1) * sizeof(*d->ids));
@@ -1414,8 +1419,14 @@ int urs_st_load(struct urs_st_dec *d, const struct urs_st_schema *schema, uint32
 		d->ids[1] = (struct urs_st_dent){dst, (int32_t) type, false};
 	else if (!obj_for(d, 1, (int32_t) type))
 		return dec_err(d, "root");
+	return 0;
+}
 
-	/* statistics: charged per run of one type, as in urs_st_save */
+/* every object's body, in id order; statistics charged per run of one
+ * type, as in urs_st_save */
+static int load_objects(struct urs_st_dec *d, uint64_t n, void *dst)
+{
+	const struct urs_st_schema *schema = d->schema;
 	uint32_t run_type = UINT32_MAX;
 	uint64_t run_t0 = 0;
 	for (uint32_t id = 1; id <= n; id++) {
@@ -1457,6 +1468,13 @@ int urs_st_load(struct urs_st_dec *d, const struct urs_st_schema *schema, uint32
 	}
 	if (d->stats && run_type != UINT32_MAX)
 		d->stats[run_type].ns += now_ns() - run_t0;
+	return 0;
+}
+
+/* nothing left over; interior references resolved; after-load hooks run */
+static int finish_load(struct urs_st_dec *d, uint64_t n)
+{
+	const struct urs_st_schema *schema = d->schema;
 	if (d->p != d->end) {
 		d->obj = 0;
 		urs_st_dec_fail(d, "trailing bytes after the last object");
@@ -1488,9 +1506,31 @@ int urs_st_load(struct urs_st_dec *d, const struct urs_st_schema *schema, uint32
 		if (ent->type >= 0 && schema->types[ent->type].after_load)
 			schema->types[ent->type].after_load(ent->p);
 	}
-	if (out)
-		*out = d->ids[1].p;
 	return 0;
+}
+
+int urs_st_load(struct urs_st_dec *d, const struct urs_st_schema *schema, uint32_t type,
+		const void *buf, size_t len, void *dst, void **out)
+{
+	if (out)
+		*out = NULL;
+	if (type >= schema->ntypes || schema->types[type].is_union || (!dst && !out))
+		return -EINVAL;
+	dec_begin(d, schema, buf, len);
+	if (read_types(d))
+		return d->err;
+	map_types(d);
+	uint64_t n = 0;
+	int r = read_tail(d, len, &n);
+	if (r == 0)
+		r = root_ids(d, n, type, dst);
+	if (r == 0)
+		r = load_objects(d, n, dst);
+	if (r == 0)
+		r = finish_load(d, n);
+	if (r == 0 && out)
+		*out = d->ids[1].p;
+	return r;
 }
 
 /* ------------------------------------------------------------- hash table */
