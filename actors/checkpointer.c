@@ -544,7 +544,7 @@ static void handle(struct urs_actor *self, struct urs_msg *m)
 	uint8_t key[URS_CKPT_KEY_LEN];
 	int r = gather(c->src, &st, &err);
 	if (r == 0)
-		r = urs_ckpt_key(req->key_file[0] ? req->key_file : NULL, true, key, &err);
+		r = urs_ckpt_key(req->key_file[0] ? req->key_file : NULL, false, key, &err);
 	if (r == 0)
 		r = urs_supstate_seal(&st, key, sizeof(key), &c->buf, &c->len, &err);
 	gather_free(&st);

@@ -19,9 +19,9 @@
  * the saved values, the neighbor cache is refilled, the engine's counters
  * continue.
  *
- * The key: the host's (ckpt/key.h: /var/lib/ursa/checkpoint.key), or the
- * file `ursa checkpoint --key-file` names in its request; created at the
- * first checkpoint, mode 0600, owned by the caller. A state file made under another key is
+ * The key: the file `ursa checkpoint` names in its request (the host's,
+ * ckpt/key.h, or its --key-file), which the CLI made if it was missing; a
+ * request without one (an older CLI) means the host's. A state file made under another key is
  * foreign and refused.
  */
 #ifndef URSA_ACTORS_CHECKPOINTER_H

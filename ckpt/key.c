@@ -91,6 +91,17 @@ int ckpt_key_file(const char *path, bool create, uint8_t key[CKPT_KEY_LEN], stru
 	if (r == 0 && link(tmp, path) < 0 && errno != EEXIST)
 		r = -errno;
 	unlink(tmp);
+	/* the link made durable: images are sealed under this key at once */
+	snprintf(tmp, sizeof(tmp), "%s", path);
+	slash = strrchr(tmp, '/');
+	if (r == 0 && slash) {
+		slash[slash == tmp] = 0; /* "/" for a key at the root */
+		int dfd = open(tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (dfd < 0 || fsync(dfd) < 0)
+			r = -errno;
+		if (dfd >= 0)
+			close(dfd);
+	}
 	if (r < 0)
 		return urs_err_set(err, r, "checkpoint key %s: %s", path, strerror(-r));
 	r = key_read(path, key, err);

@@ -233,7 +233,7 @@ static int key_file_arg(const char *arg, char *out, size_t len)
 	int n = arg[0] == '/'		   ? snprintf(out, len, "%s", arg)
 		: getcwd(cwd, sizeof(cwd)) ? snprintf(out, len, "%s/%s", cwd, arg)
 					   : -1;
-	if (n < 0 || (size_t) n >= len || strpbrk(arg, "\t\n")) {
+	if (n < 0 || (size_t) n >= len || strpbrk(out, "\t\n")) {
 		urs_error("checkpoint: --key-file %s: not a usable path", arg);
 		return -1;
 	}
@@ -259,7 +259,25 @@ struct ckpt_run {
 	bool paused;	     /* it was paused, and is again when we are done */
 	bool moved;	     /* its pause moved to the v2 freezer (pause_to_v2) */
 	int pidfd;
+	int guardfd;	      /* the supervisor's guard (ctl_guard), or -1 */
+	const char *key_file; /* the key: --key-file, or the host's (ckpt_key_path) */
+	char key_path[PATH_MAX];
+	bool masked; /* every signal but SIGKILL blocked (oldmask to restore) */
+	sigset_t oldmask;
 };
+
+/* Interrupted halfway, the tasks would go on with injected registers, stay
+ * frozen, or lose their pause: nothing but SIGKILL stops us from the first
+ * freeze to the last cleanup (the guard covers SIGKILL). */
+static void mask_signals(struct ckpt_run *c)
+{
+	if (c->masked)
+		return;
+	sigset_t all;
+	sigfillset(&all);
+	sigprocmask(SIG_BLOCK, &all, &c->oldmask);
+	c->masked = true;
+}
 
 /* the sandbox as it was before the checkpoint: thawed, or paused again */
 static int unfreeze(struct ckpt_run *c, struct urs_err *err)
@@ -365,32 +383,38 @@ static int remote_commit(struct ckpt_run *c, bool frozen)
 	return -1;
 }
 
-/* the key, the supervisor asked for its state, the cgroup and its freezer,
- * the init's pidfd: all but the dump */
-static int prepare(struct ckpt_run *c)
+/* the supervisor asked for its own state (metrics, netstack tables,
+ * config) into DIR/supervisor.img, sealed under the image's key, by its
+ * checkpointer actor: answered while we prepare (and, when it is not in
+ * the frozen cgroup, dump) */
+static int ask_supervisor(struct ckpt_run *c)
 {
-	struct urs_err err = {{0}};
-	struct urs_state *st = c->st;
-	const char *kf = c->a->key_file[0] ? c->a->key_file : NULL;
 	char req[4352];
-	if (urs_ckpt_key(kf, true, c->key, &err) < 0) {
-		urs_error("checkpoint %s: %s", st->id, err.msg);
-		return -1;
-	}
-	/* the supervisor's own state (metrics, netstack tables, config) into
-	 * DIR/supervisor.img, by its checkpointer actor: asked now, answered
-	 * while we prepare (and, when it is not in the frozen cgroup, dump) */
 	snprintf(req, sizeof(req), "%s/%s", c->dir, URS_SUPSTATE_FILE);
 	unlink(req); /* an older image's: never sealed into this one */
-	int n = snprintf(req, sizeof(req), "checkpoint %s%s%s", c->dir, kf ? "\t" : "",
-			 kf ? kf : "");
-	if (n < 0 || (size_t) n >= sizeof(req)) {
-		urs_error("checkpoint %s: the image directory and key file paths are too long",
-			  st->id);
+	int n = snprintf(req, sizeof(req), "checkpoint %s\t%s", c->dir, c->key_file);
+	if (n < 0 || (size_t) n >= sizeof(req) || strpbrk(c->dir, "\t\n")) {
+		urs_error("checkpoint %s: the image directory %s (with the key file %s) is too "
+			  "long or holds a tab or newline",
+			  c->st->id, c->dir, c->key_file);
 		return -1;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &c->ask.asked);
 	c->ask.ctlfd = urs_ctl_send(c->sdir, req);
+	return 0;
+}
+
+/* the key, the cgroup and its freezer, the init's pidfd, the guard, the
+ * supervisor asked for its state, a paused sandbox's pause moved: all but
+ * the dump */
+static int prepare(struct ckpt_run *c)
+{
+	struct urs_err err = {{0}};
+	struct urs_state *st = c->st;
+	if (urs_ckpt_key(c->key_file, true, c->key, &err) < 0) {
+		urs_error("checkpoint %s: %s", st->id, err.msg);
+		return -1;
+	}
 	if (st->cgroup && *st->cgroup) {
 		if (urs_cmd_cgroup("checkpoint", st, &c->cg) < 0)
 			return -1;
@@ -400,22 +424,43 @@ static int prepare(struct ckpt_run *c)
 		if (c->cg.h[URS_CG_V2].path[0])
 			c->freezer = c->cg.h[URS_CG_V2].path;
 	}
-	if (c->paused) {
-		if (!c->have_cg || pause_to_v2(st, &c->cg, c->freezer) < 0)
-			return -1;
-		c->moved = c->cg.h[URS_CG_FREEZER].path[0] != 0;
+	if (c->paused && !c->have_cg) {
+		urs_error("checkpoint: container %s is paused but has no cgroup", st->id);
+		return -1;
 	}
 	if ((c->pidfd = urs_pidfd_open_checked(st->pid, st->pid_start)) < 0) {
 		urs_error("checkpoint: container %s: its init is gone", st->id);
 		return -1;
 	}
-	ckpt_trace("cli: prepared");
 	/* A supervisor in the freezer's cgroup must have written its state
 	 * before the freeze. Out of it (hybrid hosts: actors/supervisor.c,
 	 * join_v2_later; or one that could not lower its OOM score) it writes
 	 * while we dump. */
 	c->sup_apart = c->freezer && !urs_cg_v2_has(&c->cg, st->sup_pid);
-	if ((!c->sup_apart || c->ask.ctlfd < 0) &&
+	bool hybrid = c->have_cg && c->cg.h[URS_CG_FREEZER].path[0];
+	/* The guard thaws the v2 freezer when we end, killed or not: kept for
+	 * a running sandbox, and for a paused one whose pause moves to v2; not
+	 * for one paused by v2 itself (unified hosts), which it would resume. */
+	if (!c->paused || hybrid)
+		c->guardfd = urs_ctl_send(c->sdir, "guard");
+	/* a supervisor paused with its sandbox (unified hosts) cannot write its
+	 * state: the image goes without it, as from an older supervisor */
+	if (c->paused && !c->sup_apart) {
+		c->ask.ctlfd = -1;
+		urs_ckpt_worklog(c->a->work, "dump.log",
+				 "supervisor state: not saved (the supervisor is paused with "
+				 "its sandbox)");
+	} else if (ask_supervisor(c) < 0) {
+		return -1;
+	}
+	if (c->paused) {
+		mask_signals(c);
+		if (pause_to_v2(st, &c->cg, c->freezer) < 0)
+			return -1;
+		c->moved = hybrid;
+	}
+	ckpt_trace("cli: prepared");
+	if (c->ask.ctlfd != -1 && (!c->sup_apart || c->ask.ctlfd < 0) &&
 	    sup_state_wait(&c->ask.ctlfd, st, c->a->work, &c->ask.asked, &err) < 0) {
 		urs_error("checkpoint %s: %s", st->id, err.msg);
 		urs_ckpt_worklog(c->a->work, "dump.log", "error: %s", err.msg);
@@ -444,7 +489,16 @@ static int dump(struct ckpt_run *c)
 					.thaw_early = a->leave,
 					.paused = c->paused};
 	struct ckpt_dump_stats ds;
-	if (ckpt_container_checkpoint(&o, &ds, &err) < 0) {
+	int r = ckpt_container_checkpoint(&o, &ds, &err);
+	struct urs_err why = {{0}};
+	if (r == -EPIPE && c->job.pid > 0 && urs_remote_put_why(&c->job, &why) < 0) {
+		/* the store stopped first: its reason, then the dump's */
+		urs_error("checkpoint %s: %s: %s (the dump stopped: %s)", c->st->id, a->image,
+			  why.msg, err.msg);
+		urs_ckpt_worklog(a->work, "dump.log", "error: %s", why.msg);
+		return 1;
+	}
+	if (r < 0) {
 		say_failure(c->st->id, c->job.pid > 0 ? a->image : c->dir, &err);
 		urs_ckpt_worklog(a->work, "dump.log", "error: %s", err.msg);
 		return 1;
@@ -493,26 +547,24 @@ static int checkpoint_run(struct urs_state *st, const struct ckpt_args *a)
 			     .a = a,
 			     .job = {.pid = -1, .pages_fd = -1, .ctl_fd = -1, .reply_fd = -1},
 			     .ask = {.ctlfd = -2, .st = st, .work = a->work},
-			     .pidfd = -1};
-	_cleanup_close_ int lockfd = lock_running(st, c.sdir, sizeof(c.sdir), &c.paused);
-	if (lockfd < 0)
+			     .pidfd = -1,
+			     .guardfd = -1};
+	/* the key's path goes to the supervisor, which seals its state with it */
+	if (a->key_file[0])
+		c.key_file = a->key_file;
+	else if (ckpt_key_path(c.key_path, sizeof(c.key_path)) == 0)
+		c.key_file = c.key_path;
+	else {
+		urs_error("checkpoint: the checkpoint key's path is too long");
 		return 1;
-	/* held open until we return: if we are killed with the sandbox frozen,
-	 * its supervisor sees it closed and thaws it (actors/supervisor.c,
-	 * ctl_guard); closed last (declared first) */
-	_cleanup_close_ int guardfd = urs_ctl_send(c.sdir, "guard");
-	if (image_dir(&c) < 0)
+	}
+	_cleanup_close_ int lockfd = lock_running(st, c.sdir, sizeof(c.sdir), &c.paused);
+	if (lockfd < 0 || image_dir(&c) < 0)
 		return 1;
 	int rc = 1;
 	if (prepare(&c) == 0) {
-		/* interrupted halfway, the tasks would go on with injected
-		 * registers or stay frozen: nothing but SIGKILL stops us until
-		 * they are thawed or killed */
-		sigset_t all, oldmask;
-		sigfillset(&all);
-		sigprocmask(SIG_BLOCK, &all, &oldmask);
+		mask_signals(&c);
 		rc = dump(&c);
-		sigprocmask(SIG_SETMASK, &oldmask, NULL);
 	}
 	if (rc == 1 && c.ask.ctlfd != -2)
 		forget_sup_state(&c);
@@ -524,6 +576,12 @@ static int checkpoint_run(struct urs_state *st, const struct ckpt_args *a)
 		close(c.pidfd);
 	if (c.have_cg)
 		urs_cg_close(&c.cg);
+	/* the guard last: if we are killed before, the supervisor sees it
+	 * closed and thaws the v2 freezer (actors/supervisor.c, ctl_guard) */
+	if (c.guardfd >= 0)
+		close(c.guardfd);
+	if (c.masked)
+		sigprocmask(SIG_SETMASK, &c.oldmask, NULL);
 	return rc ? 1 : 0;
 }
 

@@ -182,6 +182,15 @@ int urs_remote_put_commit(struct urs_remote_job *j, struct urs_err *err)
 	return r;
 }
 
+int urs_remote_put_why(struct urs_remote_job *j, struct urs_err *err)
+{
+	char line[1200];
+	if (j->pages_fd >= 0)
+		close(j->pages_fd);
+	j->pages_fd = -1;
+	return reply_line(j, "streamed ", line, sizeof(line), err);
+}
+
 void urs_remote_job_end(struct urs_remote_job *j)
 {
 	int *fds[] = {&j->pages_fd, &j->ctl_fd, &j->reply_fd};

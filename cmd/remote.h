@@ -57,6 +57,19 @@ int urs_remote_put_start(const char *url, const char *root, const char *profile,
 int urs_remote_put_commit(struct urs_remote_job *j, struct urs_err *err);
 
 /**
+ * urs_remote_put_why() - why the page data's pipe broke: ursa-store's own
+ *                        error (a refused upload, bad credentials)
+ * @j: the job (pages_fd closed here)
+ * @err: ursa-store's message
+ *
+ * Call it only once the pipe broke (EPIPE): ursa-store has stopped reading,
+ * so its reply comes at once.
+ *
+ * Return: a negative errno with @err set, or 0 if ursa-store says it is fine.
+ */
+int urs_remote_put_why(struct urs_remote_job *j, struct urs_err *err);
+
+/**
  * urs_remote_job_end() - ursa-store waited for (told to remove what it
  *                        wrote unless it committed), the stage removed
  * @j: the job

@@ -78,15 +78,12 @@ static int make_policy(const struct urs_create_args *c, struct ckpt_policy *p, s
 }
 
 /* the runc/CRIU options ursa cannot honour */
-static bool refused(bool locks, bool lazy, const char *lsm, const char *lsm_mount,
-		    const char *cgmode)
+static bool refused(bool lazy, const char *lsm, const char *lsm_mount, const char *cgmode)
 {
-	if (locks || lazy || lsm || lsm_mount) {
-		urs_error("restore: --%s is not supported",
-			  locks	 ? "file-locks (file locks are not checkpointed)"
-			  : lazy ? "lazy-pages"
-			  : lsm	 ? "lsm-profile"
-				 : "lsm-mount-context");
+	if (lazy || lsm || lsm_mount) {
+		urs_error("restore: --%s is not supported", lazy  ? "lazy-pages"
+							    : lsm ? "lsm-profile"
+								  : "lsm-mount-context");
 		return true;
 	}
 	if (cgmode && strcmp(cgmode, "soft") && strcmp(cgmode, "full") &&
@@ -230,7 +227,9 @@ int cmd_restore(int argc, char **argv)
 		{"tcp-established", 0, URS_OPT_FLAG, &tcp, "(accepted: TCP is closed)"},
 		{"ext-unix-sk", 0, URS_OPT_FLAG, &unix_sk, "(accepted)"},
 		{"shell-job", 0, URS_OPT_FLAG, &shell, "(accepted: stdio is always replaced)"},
-		{"file-locks", 0, URS_OPT_FLAG, &locks, "refused: locks are not saved"},
+		{"file-locks", 0, URS_OPT_FLAG, &locks,
+		 "(accepted: an image never holds a lock; checkpoint refuses a process holding "
+		 "one)"},
 		{"manage-cgroups-mode", 0, URS_OPT_STR, &cgmode,
 		 "(accepted: the cgroup is made from config.json)"},
 		{"empty-ns", 0, URS_OPT_LIST, &empty_ns, "(accepted)"},
@@ -250,9 +249,7 @@ int cmd_restore(int argc, char **argv)
 	 * supervisor.img) and ursa-store: they find it through the environment */
 	if (key_file && setenv("URSA_CKPT_KEY", key_file, 1) < 0)
 		return 1;
-	int rc = refused(locks, lazy, lsm, lsm_mount, cgmode)
-			 ? 1
-			 : restore_from(&c, image, work, profile);
+	int rc = refused(lazy, lsm, lsm_mount, cgmode) ? 1 : restore_from(&c, image, work, profile);
 	urs_create_args_free(&c);
 	ckpt_trace("cli: restore done");
 	return rc;

@@ -20,6 +20,9 @@
 #   - a checkpoint whose second part fails (5xx past the retries): an
 #     error naming the object, the sandbox runs on (not frozen), no index
 #     and no object under the prefix
+#   - wrong credentials (a wrong secret for checkpoint, an unknown access
+#     key for restore): the store's 403 and its code in the error, the
+#     sandbox runs on, nothing left in the store or on the host
 # Needs root (namespaces, cgroups, ptrace), node (s3rver), python3. Env:
 # URSA (ursa-store beside it), HOG (tests/ckpt/hog.c).
 set -u
@@ -160,7 +163,30 @@ check "the sandbox runs on (not frozen)" \
 	'[ "$(status_of ${P}c)" = running ] && wait_for 20 counts_past $((c0 + 3))' "count $(count) after $c0"
 check "no object under the prefix, no stage" \
 	'[ -z "$(objects img/c)" ] && [ -z "$(ls -A "$root/.remote" 2>/dev/null)" ]' "$(objects img/c)"
+
+# ---- wrong credentials: the store's refusal, named; nothing left ---------------------
+if AWS_SECRET_ACCESS_KEY=not-the-secret u checkpoint --image-path "s3://ursa-test/img/e" ${P}c \
+	2>"$work/cke.err"; then
+	bad "a checkpoint with the wrong secret key: refused" "it succeeded"
+else
+	ok "a checkpoint with the wrong secret key: refused ($(head -c 200 "$work/cke.err"))"
+fi
+check "the error says what the store said (403 SignatureDoesNotMatch)" \
+	'grep -q "SignatureDoesNotMatch" "$work/cke.err" && grep -q "403" "$work/cke.err"' "$(cat "$work/cke.err")"
+c0=$(count)
+check "the sandbox runs on (not frozen), no object, no stage" \
+	'[ "$(status_of ${P}c)" = running ] && wait_for 20 counts_past $((c0 + 3)) &&
+	 [ -z "$(objects img/e)" ] && [ -z "$(ls -A "$root/.remote" 2>/dev/null)" ]' \
+	"status $(status_of ${P}c), count $(count) after $c0, objects: $(objects img/e)"
 u delete --force ${P}c >/dev/null 2>&1
+if (cd "$work/b" && AWS_ACCESS_KEY_ID=NOBODY u restore --detach --image-path "s3://ursa-test/img/a" ${P}x \
+	2>"$work/rse.err"); then
+	bad "a restore with an unknown access key: refused" "it restored"
+else
+	ok "a restore with an unknown access key: refused ($(head -c 200 "$work/rse.err"))"
+fi
+check "the error says what the store said (403), nothing left" \
+	'grep -q "403" "$work/rse.err" && nothing_left ${P}x' "$(cat "$work/rse.err")"
 
 # ---- --leave-running while the workload writes ------------------------------------
 # tests/ckpt/hog.c, 32 MiB in two threads each rewriting a page every
