@@ -660,8 +660,9 @@ static int res_devices(struct urs_cg_resources *r, const struct urs_resources *r
 		{true, 'c', 1, 5, "rwm"}, {true, 'c', 1, 9, "rwm"},    {true, 'c', 136, -1, "rwm"},
 		{true, 'c', 5, 2, "rwm"}, {true, 'c', 10, 200, "rwm"},
 	};
-	size_t nd = 0, want = res->n_devices + 1 + URS_ARRAY_SIZE(dflt) +
-			      (created ? created->n_devices : 0);
+	size_t nd = 0, want = res->n_devices + 1 + URS_ARRAY_SIZE(dflt);
+	for (size_t i = 0; created && i < created->n_devices; i++)
+		want += created->devices[i].type != 'p';
 	if (want > cap)
 		return urs_err_set(err, -E2BIG,
 				   "linux.resources.devices and linux.devices: more than %zu rules "

@@ -354,6 +354,114 @@ static void vma_vmflags(struct ckpt_vma *v, const char *line)
 	}
 }
 
+/* one mapping line of smaps, parsed */
+struct map_line {
+	unsigned long long start, end, off, ino;
+	unsigned maj, min;
+	char perms[8];
+	const char *name;
+};
+
+/* the file mapped last: consecutive mappings of one file (text, data, ...)
+ * stat it once */
+struct map_file_cache {
+	unsigned long long ino;
+	unsigned maj, min;
+	struct stat st;
+};
+
+/* a shared mapping of a shmem object (memfd, /dev/shm, SysV): its object */
+static int vma_shmem(struct dumpctx *c, pid_t pid, const struct map_line *m, bool memfd,
+		     struct ckpt_vma *v, struct urs_err *err)
+{
+	v->r.kind = CKPT_VMA_SHMEM;
+	v->r.flags = CKPT_VMA_SHARED;
+	v->r.pgoff = m->off;
+	v->r.dev = makedev(m->maj, m->min);
+	v->r.ino = m->ino;
+	char mf[96];
+	snprintf(mf, sizeof(mf), "/proc/%d/map_files/%llx-%llx", pid, m->start, m->end);
+	int r = shm_object(c, pid, mf, m->name, memfd, &v->r.shm, err);
+	if (r)
+		return r;
+	uint64_t osz = ckpt_shm_span(&c->img.shms[v->r.shm]);
+	if (m->off > osz || m->end - m->start > osz - m->off)
+		return urs_err_set(err, -ENOTSUP,
+				   "pid %d: shared mapping %llx-%llx reaches past the end of its "
+				   "memory object",
+				   pid, m->start, m->end);
+	return 0;
+}
+
+/* a mapping of a regular file, by path */
+static int vma_file(pid_t pid, const struct map_line *m, struct map_file_cache *fc,
+		    struct ckpt_vma *v, struct urs_err *err)
+{
+	char mf[96];
+	struct stat st;
+	snprintf(mf, sizeof(mf), "/proc/%d/map_files/%llx-%llx", pid, m->start, m->end);
+	if (m->ino && m->ino == fc->ino && m->maj == fc->maj && m->min == fc->min)
+		st = fc->st;
+	else if (stat(mf, &st) < 0)
+		return urs_err_set(err, -errno, "pid %d: mapping of %s: %m", pid, m->name);
+	*fc = (struct map_file_cache){m->ino, m->maj, m->min, st};
+	if (!S_ISREG(st.st_mode))
+		return urs_err_set(err, -ENOTSUP, "pid %d: mapping of non-regular file %s", pid,
+				   m->name);
+	v->r.kind = CKPT_VMA_FILE;
+	v->r.flags = m->perms[3] == 's' ? CKPT_VMA_SHARED : 0;
+	v->r.pgoff = m->off;
+	v->r.dev = st.st_dev;
+	v->r.ino = st.st_ino;
+	v->r.fsize = (uint64_t) st.st_size;
+	return (v->path = strdup(m->name)) ? 0 : -ENOMEM;
+}
+
+/* what a mapping is: 1 to skip it, 0 with @v filled, or a refusal */
+static int vma_classify(struct dumpctx *c, pid_t pid, const struct map_line *m,
+			struct map_file_cache *fc, struct ckpt_vma *v, struct urs_err *err)
+{
+	const char *name = m->name;
+	bool shared = m->perms[3] == 's', memfd;
+	v->r.start = m->start;
+	v->r.end = m->end;
+	v->r.prot = (m->perms[0] == 'r' ? PROT_READ : 0) | (m->perms[1] == 'w' ? PROT_WRITE : 0) |
+		    (m->perms[2] == 'x' ? PROT_EXEC : 0);
+	if (!strcmp(name, "[vsyscall]"))
+		return 1; /* fixed kernel page, not a VMA */
+	if (!strcmp(name, "[vvar]") || !strcmp(name, "[vvar_vclock]") || !strcmp(name, "[vdso]")) {
+		v->r.kind = !strcmp(name, "[vdso]")   ? CKPT_VMA_VDSO
+			    : !strcmp(name, "[vvar]") ? CKPT_VMA_VVAR
+						      : CKPT_VMA_VVAR_VCLOCK;
+		return 0;
+	}
+	if (!strcmp(name, "[heap]") || !strcmp(name, "[stack]") || (!*name && m->ino == 0)) {
+		if (shared)
+			return urs_err_set(err, -ENOTSUP,
+					   "pid %d: shared anonymous mapping %llx-%llx is not "
+					   "supported yet",
+					   pid, m->start, m->end);
+		v->r.kind = CKPT_VMA_ANON;
+		v->r.flags = !strcmp(name, "[heap]")	? CKPT_VMA_HEAP
+			     : !strcmp(name, "[stack]") ? CKPT_VMA_STACK
+							: 0;
+		return 0;
+	}
+	if (is_io_uring(name))
+		return urs_err_set(err, -ENOTSUP,
+				   "pid %d: io_uring instance (mapping %llx-%llx) cannot be "
+				   "checkpointed",
+				   pid, m->start, m->end);
+	if (shared && shm_mapping(name, &memfd))
+		return vma_shmem(c, pid, m, memfd, v, err);
+	if (name[0] != '/' || deleted(name) || !strncmp(name, "/SYSV", 5) ||
+	    !strncmp(name, "/dev/", 5) || !strncmp(name, "/memfd:", 7))
+		return urs_err_set(err, -ENOTSUP,
+				   "pid %d: mapping %llx-%llx of '%s' is not supported yet", pid,
+				   m->start, m->end, name);
+	return vma_file(pid, m, fc, v, err);
+}
+
 static int dump_maps(struct dumpctx *c, struct ckpt_task *t, pid_t pid, struct urs_err *err)
 {
 	char path[64];
@@ -364,15 +472,10 @@ static int dump_maps(struct dumpctx *c, struct ckpt_task *t, pid_t pid, struct u
 		return urs_err_set(err, -errno, "pid %d: opening smaps: %m", pid);
 	struct ckpt_vma *prev = NULL; /* the VMA the field lines are about */
 	char line[PATH_MAX + 256];
-	/* consecutive mappings of one file (text, data, ...): stat it once */
-	unsigned long long last_ino = 0;
-	unsigned last_maj = 0, last_min = 0;
-	struct stat last_st;
+	struct map_file_cache fc = {0};
 	while (fgets(line, sizeof(line), f)) {
-		unsigned long long start, end, off, ino;
-		char perms[8];
+		struct map_line m;
 		int pos = 0;
-		unsigned maj, min;
 		size_t tok = strcspn(line, " \n");
 		if (tok && line[tok - 1] == ':') { /* a field of the mapping above */
 			if (prev && !strncmp(line, "VmFlags:", 8))
@@ -380,92 +483,17 @@ static int dump_maps(struct dumpctx *c, struct ckpt_task *t, pid_t pid, struct u
 			continue;
 		}
 		prev = NULL;
-		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &off,
-			   &maj, &min, &ino, &pos) < 7)
+		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &m.start, &m.end, m.perms,
+			   &m.off, &m.maj, &m.min, &m.ino, &pos) < 7)
 			return urs_err_set(err, -EINVAL, "pid %d: cannot parse smaps line", pid);
-		char *name = line + pos;
-		name[strcspn(name, "\n")] = 0;
+		line[pos + strcspn(line + pos, "\n")] = 0;
+		m.name = line + pos;
 		struct ckpt_vma v = {0};
-		v.r.start = start;
-		v.r.end = end;
-		v.r.prot = (perms[0] == 'r' ? PROT_READ : 0) | (perms[1] == 'w' ? PROT_WRITE : 0) |
-			   (perms[2] == 'x' ? PROT_EXEC : 0);
-		bool shared = perms[3] == 's', memfd;
-		if (!strcmp(name, "[vsyscall]"))
-			continue; /* fixed kernel page, not a VMA */
-		if (!strcmp(name, "[vvar]"))
-			v.r.kind = CKPT_VMA_VVAR;
-		else if (!strcmp(name, "[vvar_vclock]"))
-			v.r.kind = CKPT_VMA_VVAR_VCLOCK;
-		else if (!strcmp(name, "[vdso]"))
-			v.r.kind = CKPT_VMA_VDSO;
-		else if (!strcmp(name, "[heap]") || !strcmp(name, "[stack]") ||
-			 (!*name && ino == 0)) {
-			if (shared)
-				return urs_err_set(err, -ENOTSUP,
-						   "pid %d: shared anonymous mapping %llx-%llx is "
-						   "not supported yet",
-						   pid, start, end);
-			v.r.kind = CKPT_VMA_ANON;
-			v.r.flags = !strcmp(name, "[heap]")    ? CKPT_VMA_HEAP
-				    : !strcmp(name, "[stack]") ? CKPT_VMA_STACK
-							       : 0;
-		} else if (is_io_uring(name)) {
-			return urs_err_set(
-				err, -ENOTSUP,
-				"pid %d: io_uring instance (mapping %llx-%llx) cannot be "
-				"checkpointed",
-				pid, start, end);
-		} else if (shared && shm_mapping(name, &memfd)) {
-			v.r.kind = CKPT_VMA_SHMEM;
-			v.r.flags = CKPT_VMA_SHARED;
-			v.r.pgoff = off;
-			v.r.dev = makedev(maj, min);
-			v.r.ino = ino;
-			char mf[96];
-			snprintf(mf, sizeof(mf), "/proc/%d/map_files/%llx-%llx", pid, start, end);
-			int r = shm_object(c, pid, mf, name, memfd, &v.r.shm, err);
-			if (r)
-				return r;
-			uint64_t osz = ckpt_shm_span(&c->img.shms[v.r.shm]);
-			if (off > osz || end - start > osz - off)
-				return urs_err_set(
-					err, -ENOTSUP,
-					"pid %d: shared mapping %llx-%llx reaches past the "
-					"end of its memory object",
-					pid, start, end);
-		} else if (name[0] != '/' || deleted(name) || !strncmp(name, "/SYSV", 5) ||
-			   !strncmp(name, "/dev/", 5) || !strncmp(name, "/memfd:", 7)) {
-			return urs_err_set(err, -ENOTSUP,
-					   "pid %d: mapping %llx-%llx of '%s' is not supported yet",
-					   pid, start, end, name);
-		} else {
-			char mf[96];
-			struct stat st;
-			snprintf(mf, sizeof(mf), "/proc/%d/map_files/%llx-%llx", pid, start, end);
-			if (ino && ino == last_ino && maj == last_maj && min == last_min)
-				st = last_st;
-			else if (stat(mf, &st) < 0)
-				return urs_err_set(err, -errno, "pid %d: mapping of %s: %m", pid,
-						   name);
-			last_st = st;
-			last_ino = ino;
-			last_maj = maj;
-			last_min = min;
-			if (!S_ISREG(st.st_mode))
-				return urs_err_set(err, -ENOTSUP,
-						   "pid %d: mapping of non-regular file %s", pid,
-						   name);
-			v.r.kind = CKPT_VMA_FILE;
-			v.r.flags = shared ? CKPT_VMA_SHARED : 0;
-			v.r.pgoff = off;
-			v.r.dev = st.st_dev;
-			v.r.ino = st.st_ino;
-			v.r.fsize = (uint64_t) st.st_size;
-			if (!(v.path = strdup(name)))
-				return -ENOMEM;
-		}
-		int r = add_vma(t, &v);
+		int r = vma_classify(c, pid, &m, &fc, &v, err);
+		if (r > 0)
+			continue;
+		if (r == 0)
+			r = add_vma(t, &v);
 		if (r) {
 			free(v.path);
 			return r;
@@ -1114,6 +1142,118 @@ static int dump_timerfd(pid_t pid, int fd, const char *info, struct ckpt_fd *f, 
 	return 0;
 }
 
+/* a unix socket's name (listening, or a datagram socket bound) as the fd's
+ * data */
+static int unix_named(struct ckpt_fd *f, const struct ckpt_sk_info *si, uint32_t type,
+		      uint32_t backlog)
+{
+	struct ckpt_unix_listen *l = calloc(1, sizeof(*l));
+	if (!l)
+		return -ENOMEM;
+	l->type = type;
+	l->backlog = backlog;
+	l->name_len = si->named;
+	memcpy(l->name, si->name, sizeof(l->name));
+	f->data = (uint8_t *) l;
+	f->r.data_len = sizeof(*l);
+	return 0;
+}
+
+/* a unix socket: listening on a path, bound for datagrams (syslog), or a
+ * connected end whose peer is in the tree (an accepted connection carries
+ * its listener's name: it comes back as a socketpair) */
+static int dump_unix(struct dumpctx *c, const struct ckpt_sockdiag *d,
+		     const struct ckpt_sk_info *si, pid_t pid, int fd, struct ckpt_fd *f,
+		     struct urs_err *err)
+{
+	bool abs_or_abstract = !si->name[0] || si->name[0] == '/';
+	if (si->state == 10) {
+		if (!si->named || !abs_or_abstract)
+			return urs_err_set(
+				err, -ENOTSUP,
+				"pid %d: fd %d: a unix socket listening %s cannot be checkpointed",
+				pid, fd, si->named ? "on a relative path" : "without a name");
+		if (si->type != SOCK_STREAM && si->type != SOCK_SEQPACKET)
+			return urs_err_set(err, -ENOTSUP, "pid %d: fd %d: unix socket type %u", pid,
+					   fd, si->type);
+		f->r.type = CKPT_FD_UNIX_LISTEN;
+		return unix_named(f, si, si->type, si->backlog);
+	}
+	if (si->named && !si->peer && si->type == SOCK_DGRAM && abs_or_abstract) {
+		/* others send to it by name: its queue is peeked by
+		 * dump_sock_injected */
+		f->r.type = CKPT_FD_UNIX_BOUND;
+		f->r.sub = SOCK_DGRAM;
+		return unix_named(f, si, SOCK_DGRAM, 0);
+	}
+	const struct ckpt_sk_info *pi = si->peer ? ckpt_sockdiag_find(d, si->peer) : NULL;
+	if (pi && pi->named && !pi->peer && pi->type == SOCK_DGRAM)
+		return urs_err_set(err, -ENOTSUP,
+				   "pid %d: fd %d: a unix datagram socket connected to a bound one "
+				   "(a client of a syslog-like socket) cannot be checkpointed yet",
+				   pid, fd);
+	if (si->named && !si->peer)
+		return urs_err_set(err, -ENOTSUP,
+				   "pid %d: fd %d: a unix %s socket bound to %s and not connected "
+				   "cannot be checkpointed yet",
+				   pid, fd, si->type == SOCK_DGRAM ? "datagram" : "stream",
+				   abs_or_abstract ? "a name" : "a relative path");
+	if (si->peer && !tree_find(c, si->peer, true))
+		return urs_err_set(err, -ENOTSUP,
+				   "pid %d: fd %d: unix socket connected to a socket outside the "
+				   "sandbox's process tree",
+				   pid, fd);
+	if (si->type != SOCK_STREAM && si->type != SOCK_DGRAM && si->type != SOCK_SEQPACKET)
+		return urs_err_set(err, -ENOTSUP, "pid %d: fd %d: unix socket type %u", pid, fd,
+				   si->type);
+	f->r.type = CKPT_FD_UNIX;
+	f->r.sub = si->type;
+	f->r.peer = si->peer;
+	if (si->rqlen > CKPT_MAX_FDDATA)
+		return urs_err_set(err, -E2BIG, "pid %d: fd %d: %u bytes queued", pid, fd,
+				   si->rqlen);
+	/* read by dump_injected (MSG_PEEK); for datagrams rqlen is only the
+	 * first message's size, so they are always peeked */
+	f->r.data_len = si->rqlen;
+	return 0;
+}
+
+/* a UDP socket, a listening TCP one (their options: dump_injected), or a
+ * TCP connection, which restore closes */
+static int dump_inet(const struct ckpt_sk_info *si, struct ckpt_fd *f)
+{
+	if (si->type == SOCK_DGRAM) {
+		struct ckpt_inet_udp *u = calloc(1, sizeof(*u));
+		if (!u)
+			return -ENOMEM;
+		u->family = (uint16_t) si->family;
+		u->port = si->port;
+		u->rport = si->rport;
+		memcpy(u->addr, si->addr, 16);
+		memcpy(u->raddr, si->raddr, 16);
+		f->r.type = CKPT_FD_UDP;
+		f->data = (uint8_t *) u;
+		f->r.data_len = sizeof(*u);
+		return 0;
+	}
+	if (si->state == 10) {
+		struct ckpt_inet_listen *l = calloc(1, sizeof(*l));
+		if (!l)
+			return -ENOMEM;
+		l->family = (uint16_t) si->family;
+		l->port = si->port;
+		l->backlog = si->backlog;
+		memcpy(l->addr, si->addr, 16);
+		f->r.type = CKPT_FD_TCP_LISTEN;
+		f->data = (uint8_t *) l;
+		f->r.data_len = sizeof(*l);
+		return 0;
+	}
+	f->r.type = CKPT_FD_TCP_CLOSED;
+	f->r.sub = si->family;
+	return 0;
+}
+
 static int dump_socket(struct dumpctx *c, pid_t pid, int fd, const struct stat *st,
 		       struct ckpt_fd *f, struct urs_err *err)
 {
@@ -1127,112 +1267,7 @@ static int dump_socket(struct dumpctx *c, pid_t pid, int fd, const struct stat *
 				   "pid %d: fd %d: socket:[%llu] is not a unix, TCP or UDP "
 				   "socket, which cannot be checkpointed yet",
 				   pid, fd, (unsigned long long) st->st_ino);
-	if (si->family == AF_UNIX && si->state == 10) {
-		if (!si->named || (si->name[0] && si->name[0] != '/'))
-			return urs_err_set(err, -ENOTSUP,
-					   "pid %d: fd %d: a unix socket listening %s cannot be "
-					   "checkpointed",
-					   pid, fd,
-					   si->named ? "on a relative path" : "without a name");
-		if (si->type != SOCK_STREAM && si->type != SOCK_SEQPACKET)
-			return urs_err_set(err, -ENOTSUP, "pid %d: fd %d: unix socket type %u", pid,
-					   fd, si->type);
-		struct ckpt_unix_listen *l = calloc(1, sizeof(*l));
-		if (!l)
-			return -ENOMEM;
-		l->type = si->type;
-		l->backlog = si->backlog;
-		l->name_len = si->named;
-		memcpy(l->name, si->name, sizeof(l->name));
-		f->r.type = CKPT_FD_UNIX_LISTEN;
-		f->data = (uint8_t *) l;
-		f->r.data_len = sizeof(*l);
-		return 0;
-	}
-	if (si->family == AF_UNIX) {
-		/* a name is fine on a connected end whose peer is in the tree (an
-		 * accepted connection carries its listener's name): it comes back
-		 * as a socketpair; a bound socket that is not connected does not */
-		if (si->named && !si->peer && si->type == SOCK_DGRAM &&
-		    (!si->name[0] || si->name[0] == '/')) {
-			/* a datagram socket others send to by name (syslog):
-			 * name now, its queue peeked by dump_sock_injected */
-			struct ckpt_unix_listen *l = calloc(1, sizeof(*l));
-			if (!l)
-				return -ENOMEM;
-			l->type = SOCK_DGRAM;
-			l->name_len = si->named;
-			memcpy(l->name, si->name, sizeof(l->name));
-			f->r.type = CKPT_FD_UNIX_BOUND;
-			f->r.sub = SOCK_DGRAM;
-			f->data = (uint8_t *) l;
-			f->r.data_len = sizeof(*l);
-			return 0;
-		}
-		const struct ckpt_sk_info *pi = si->peer ? ckpt_sockdiag_find(d, si->peer) : NULL;
-		if (pi && pi->named && !pi->peer && pi->type == SOCK_DGRAM)
-			return urs_err_set(err, -ENOTSUP,
-					   "pid %d: fd %d: a unix datagram socket connected to a "
-					   "bound one (a client of a syslog-like socket) cannot be "
-					   "checkpointed yet",
-					   pid, fd);
-		if (si->named && !si->peer)
-			return urs_err_set(err, -ENOTSUP,
-					   "pid %d: fd %d: a unix %s socket bound to %s and not "
-					   "connected cannot be checkpointed yet",
-					   pid, fd, si->type == SOCK_DGRAM ? "datagram" : "stream",
-					   si->name[0] && si->name[0] != '/' ? "a relative path"
-									     : "a name");
-		if (si->peer && !tree_find(c, si->peer, true))
-			return urs_err_set(
-				err, -ENOTSUP,
-				"pid %d: fd %d: unix socket connected to a socket outside "
-				"the sandbox's process tree",
-				pid, fd);
-		if (si->type != SOCK_STREAM && si->type != SOCK_DGRAM && si->type != SOCK_SEQPACKET)
-			return urs_err_set(err, -ENOTSUP, "pid %d: fd %d: unix socket type %u", pid,
-					   fd, si->type);
-		f->r.type = CKPT_FD_UNIX;
-		f->r.sub = si->type;
-		f->r.peer = si->peer;
-		if (si->rqlen > CKPT_MAX_FDDATA)
-			return urs_err_set(err, -E2BIG, "pid %d: fd %d: %u bytes queued", pid, fd,
-					   si->rqlen);
-		/* read by dump_injected (MSG_PEEK); for datagrams rqlen is only
-		 * the first message's size, so they are always peeked */
-		f->r.data_len = si->rqlen;
-		return 0;
-	}
-	if (si->type == SOCK_DGRAM) {
-		struct ckpt_inet_udp *u = calloc(1, sizeof(*u));
-		if (!u)
-			return -ENOMEM;
-		u->family = (uint16_t) si->family;
-		u->port = si->port;
-		u->rport = si->rport;
-		memcpy(u->addr, si->addr, 16);
-		memcpy(u->raddr, si->raddr, 16);
-		f->r.type = CKPT_FD_UDP;
-		f->data = (uint8_t *) u;
-		f->r.data_len = sizeof(*u); /* options: dump_injected */
-		return 0;
-	}
-	if (si->state == 10) {
-		struct ckpt_inet_listen *l = calloc(1, sizeof(*l));
-		if (!l)
-			return -ENOMEM;
-		l->family = (uint16_t) si->family;
-		l->port = si->port;
-		l->backlog = si->backlog;
-		memcpy(l->addr, si->addr, 16);
-		f->r.type = CKPT_FD_TCP_LISTEN;
-		f->data = (uint8_t *) l;
-		f->r.data_len = sizeof(*l); /* options: dump_injected */
-		return 0;
-	}
-	f->r.type = CKPT_FD_TCP_CLOSED;
-	f->r.sub = si->family;
-	return 0;
+	return si->family == AF_UNIX ? dump_unix(c, d, si, pid, fd, f, err) : dump_inet(si, f);
 }
 
 /* The fd numbers of @pid, ascending (as restore and the image validation
@@ -1991,6 +2026,60 @@ static int find_syscall(const struct ckpt_task *t, pid_t pid, int memfd, uint64_
 	return r;
 }
 
+/* the scratch, large enough for the biggest unix queue to peek */
+static uint64_t scratch_len(const struct ckpt_task *t)
+{
+	for (uint32_t k = 0; k < t->nfds; k++)
+		if (t->fds[k].r.type == CKPT_FD_UNIX && !t->fds[k].r.xtask &&
+		    t->fds[k].r.dup_of == -1 &&
+		    (t->fds[k].r.data_len || t->fds[k].r.sub != SOCK_STREAM))
+			return PEEK_SCRATCH;
+	return STACK_SCRATCH;
+}
+
+/* one injected syscall that writes its answer at @scratch, read into @out */
+static int query(struct ckpt_tracee *tr, int memfd, long nr, uint64_t a1, uint64_t a2, uint64_t a3,
+		 uint64_t a4, uint64_t scratch, void *out, size_t len)
+{
+	long ret = 0;
+	int r = ckpt_inject(tr, nr, a1, a2, a3, a4, 0, 0, &ret);
+	if (!r && sys_failed(ret))
+		r = (int) ret;
+	return r ? r : ckpt_mem_read(memfd, scratch, out, len);
+}
+
+/* the queries one injected syscall at a time (no blob could run): brk,
+ * the handled signals' actions, the itimers, the alternate stack and
+ * clear_child_tid */
+static int queries_one_by_one(struct ckpt_task *t, struct ckpt_tracee *tr, int memfd,
+			      uint64_t sigcgt, uint64_t scratch)
+{
+	long ret = 0;
+	int r = ckpt_inject(tr, SYS_brk, 0, 0, 0, 0, 0, 0, &ret);
+	if (r)
+		return r;
+	t->r.mm.brk = (uint64_t) ret;
+	for (unsigned s = 1; s <= CKPT_NSIG && !r; s++)
+		if ((sigcgt & (1ull << (s - 1))) && s != SIGKILL && s != SIGSTOP)
+			r = query(tr, memfd, SYS_rt_sigaction, s, 0, scratch, 8, scratch,
+				  &t->r.sigact[s - 1], sizeof(t->r.sigact[0]));
+	for (unsigned which = 0; which < 3 && !r; which++)
+		r = query(tr, memfd, SYS_getitimer, which, scratch, 0, 0, scratch,
+			  t->r.itimer[which], sizeof(t->r.itimer[which]));
+	stack_t ss;
+	if (!r &&
+	    !(r = query(tr, memfd, SYS_sigaltstack, 0, scratch, 0, 0, scratch, &ss, sizeof(ss)))) {
+		t->r.altstack_sp = (uint64_t) (uintptr_t) ss.ss_sp;
+		t->r.altstack_size = ss.ss_size;
+		t->r.altstack_flags = (uint32_t) ss.ss_flags;
+	}
+	/* clear_child_tid, as set_tid_address(2) or CLONE_CHILD_CLEARTID left it */
+	if (!r)
+		r = query(tr, memfd, SYS_prctl, PR_GET_TID_ADDRESS, scratch, 0, 0, scratch,
+			  &t->r.clear_child_tid, sizeof(t->r.clear_child_tid));
+	return r;
+}
+
 /* @memfd: the task's /proc/PID/mem */
 static int dump_injected(struct ckpt_task *t, struct ckpt_tracee *tr, uint64_t sigcgt, int memfd,
 			 struct urs_err *err)
@@ -2008,21 +2097,13 @@ static int dump_injected(struct ckpt_task *t, struct ckpt_tracee *tr, uint64_t s
 	uint64_t all = ~0ull;
 	if (ptrace(PTRACE_SETSIGMASK, pid, (void *) 8, &all) < 0)
 		return urs_err_set(err, -errno, "pid %d: PTRACE_SETSIGMASK: %m", pid);
-	long ret = 0;
-	/* the scratch, large enough for the biggest unix queue to peek */
-	uint64_t slen = STACK_SCRATCH;
-	for (uint32_t k = 0; k < t->nfds; k++)
-		if (t->fds[k].r.type == CKPT_FD_UNIX && !t->fds[k].r.xtask &&
-		    t->fds[k].r.dup_of == -1 &&
-		    (t->fds[k].r.data_len || t->fds[k].r.sub != SOCK_STREAM))
-			slen = PEEK_SCRATCH;
+	uint64_t slen = scratch_len(t);
 	struct scratch sc;
 	memset(&sc, 0, sizeof(sc));
 	r = tr->step ? queries_blob(t, tr, memfd, sigcgt, slen, &sc) : 1;
 	if (r == 0) {
 		r = dump_sock_injected(t, tr, memfd, sc.addr, err);
-		if (r)
-			named = true;
+		named = r != 0;
 		goto unmap;
 	}
 	if (r < 0)
@@ -2035,55 +2116,11 @@ static int dump_injected(struct ckpt_task *t, struct ckpt_tracee *tr, uint64_t s
 	r = scratch_get(t, tr, memfd, slen, &sc);
 	if (r)
 		goto out;
-	uint64_t scratch = sc.addr;
-	r = ckpt_inject(tr, SYS_brk, 0, 0, 0, 0, 0, 0, &ret);
-	if (r)
-		goto unmap;
-	t->r.mm.brk = (uint64_t) ret;
-	for (unsigned s = 1; s <= CKPT_NSIG; s++) {
-		if (!(sigcgt & (1ull << (s - 1))) || s == SIGKILL || s == SIGSTOP)
-			continue;
-		r = ckpt_inject(tr, SYS_rt_sigaction, s, 0, scratch, 8, 0, 0, &ret);
-		if (!r && sys_failed(ret))
-			r = (int) ret;
-		if (!r)
-			r = ckpt_mem_read(memfd, scratch, &t->r.sigact[s - 1],
-					  sizeof(t->r.sigact[0]));
-		if (r)
-			goto unmap;
-	}
-	for (unsigned which = 0; which < 3 && !r; which++) {
-		r = ckpt_inject(tr, SYS_getitimer, which, scratch, 0, 0, 0, 0, &ret);
-		if (!r && sys_failed(ret))
-			r = (int) ret;
-		if (!r)
-			r = ckpt_mem_read(memfd, scratch, t->r.itimer[which],
-					  sizeof(t->r.itimer[which]));
-	}
-	if (r)
-		goto unmap;
-	r = ckpt_inject(tr, SYS_sigaltstack, 0, scratch, 0, 0, 0, 0, &ret);
-	if (!r && sys_failed(ret))
-		r = (int) ret;
+	r = queries_one_by_one(t, tr, memfd, sigcgt, sc.addr);
 	if (!r) {
-		stack_t ss;
-		r = ckpt_mem_read(memfd, scratch, &ss, sizeof(ss));
-		t->r.altstack_sp = (uint64_t) (uintptr_t) ss.ss_sp;
-		t->r.altstack_size = ss.ss_size;
-		t->r.altstack_flags = (uint32_t) ss.ss_flags;
+		r = dump_sock_injected(t, tr, memfd, sc.addr, err);
+		named = r != 0;
 	}
-	if (!r) { /* clear_child_tid, as set_tid_address(2) or CLONE_CHILD_CLEARTID left it */
-		r = ckpt_inject(tr, SYS_prctl, PR_GET_TID_ADDRESS, scratch, 0, 0, 0, 0, &ret);
-		if (!r && sys_failed(ret))
-			r = (int) ret;
-		if (!r)
-			r = ckpt_mem_read(memfd, scratch, &t->r.clear_child_tid,
-					  sizeof(t->r.clear_child_tid));
-	}
-	if (!r)
-		r = dump_sock_injected(t, tr, memfd, scratch, err);
-	if (r)
-		named = true;
 unmap:;
 	/* from here two stops each: a step's forced trap would unblock
 	 * SIGTRAP and take the re-queued one's place (it would be lost) */
@@ -2102,9 +2139,7 @@ out:
 		r = -EIO;
 	if (r && !named)
 		return urs_err_set(err, r, "pid %d: injected query failed: %s", pid, strerror(-r));
-	if (r)
-		return r;
-	return 0;
+	return r;
 }
 
 /* ---- pending signals ----------------------------------------------------- */

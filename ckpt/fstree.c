@@ -690,23 +690,27 @@ static int hardlink(struct unpacker *u, const char *name)
 	return 0;
 }
 
-static int one_record(struct unpacker *u, const struct ft_rec *rec)
+/* the end of a directory: its owner, mode and times, now that its entries
+ * are in */
+static int dir_end(struct unpacker *u)
+{
+	if (u->depth == 0)
+		return urs_err_set(u->err, -EINVAL, "tree image: unbalanced directory end");
+	struct frame *f = &u->stack[u->depth--];
+	if (u->dry)
+		return 0;
+	int r = apply_meta(u, &f->meta, f->fd, NULL);
+	close(f->fd);
+	if (r < 0)
+		return urs_err_set(u->err, r, "restoring a directory's owner, mode or times: %s",
+				   strerror(-r));
+	return 0;
+}
+
+/* a record's name, link target and xattrs, read and checked */
+static int read_record(struct unpacker *u, const struct ft_rec *rec)
 {
 	struct urs_err *err = u->err;
-	if (rec->kind == FT_DIREND) {
-		if (u->depth == 0)
-			return urs_err_set(err, -EINVAL, "tree image: unbalanced directory end");
-		struct frame *f = &u->stack[u->depth--];
-		if (!u->dry) {
-			int r = apply_meta(u, &f->meta, f->fd, NULL);
-			close(f->fd);
-			if (r < 0)
-				return urs_err_set(
-					err, r, "restoring a directory's owner, mode or times: %s",
-					strerror(-r));
-		}
-		return 0;
-	}
 	if (rec->name_len > 255 || rec->link_len >= PATH_MAX || rec->xattr_len > FT_MAX_XATTR)
 		return urs_err_set(err, -EINVAL, "tree image: record %llu: bad lengths",
 				   (unsigned long long) u->st->entries);
@@ -742,6 +746,18 @@ static int one_record(struct unpacker *u, const struct ft_rec *rec)
 		return urs_err_set(err, -EINVAL, "tree image: %s: xattrs on this type", n);
 	if (u->dry && (r = apply_xattrs(u, rec, -1, n)) < 0)
 		return r;
+	return 0;
+}
+
+static int one_record(struct unpacker *u, const struct ft_rec *rec)
+{
+	struct urs_err *err = u->err;
+	if (rec->kind == FT_DIREND)
+		return dir_end(u);
+	int r = read_record(u, rec);
+	if (r < 0)
+		return r;
+	const char *n = u->name;
 	int dfd = u->stack[u->depth].fd;
 	switch (rec->kind) {
 	case FT_DIR: {

@@ -81,6 +81,67 @@ static int net_check(const struct urs_spec *spec, const struct urs_netopts *net,
 	return 0;
 }
 
+/* the profile built into a filter, compiled now so that `start` does not
+ * wait for it (a NOTIFY profile keeps libseccomp's loader for its
+ * listener fd); denials counted by the supervisor (ERRNO → NOTIFY) unless
+ * URSA_SECCOMP_COUNT=0 or the profile rules it out (seccomp.h) */
+static int prepare_seccomp(struct urs_create_args *c, struct urs_err *err)
+{
+	const char *why = NULL;
+	bool count;
+	int r = seccomp_count_setting(c->spec, &count, err);
+	if (r < 0)
+		return r;
+	count = count && !c->plain_seccomp;
+	struct urs_seccomp_opts so = {.count = count ? &c->denials : NULL, .why = &why};
+	r = urs_seccomp_build_opts(c->spec->lnx->seccomp, &so, (scmp_filter_ctx *) &c->filter, err);
+	if (r < 0)
+		return r;
+	if (why)
+		urs_debug("seccomp: denials not counted: %s", why);
+	if (urs_seccomp_uses_notify(c->spec->lnx->seccomp))
+		return 0;
+	r = urs_seccomp_compile(c->filter, &c->bpf, err);
+	seccomp_release(c->filter);
+	c->filter = NULL;
+	/* libseccomp's rule database leaves ~1 MiB of freed heap behind: hand
+	 * the pages back before the supervisor is forked, or it keeps them
+	 * (bench/RESULTS.md, seccomp) */
+	malloc_trim(0);
+	return r;
+}
+
+/* networking: what the spec says, as with runc (a new net namespace has
+ * loopback only), unless the annotations ask for the sandbox NIC
+ * (docs/network.md) */
+static int prepare_net(struct urs_create_args *c, struct urs_err *err)
+{
+	urs_netopts_default(&c->net);
+	c->net.mode = URS_NET_NONE;
+	const char *needs_nic = NULL; /* an annotation that only the NIC can honour */
+	for (size_t i = 0; i < c->spec->n_annotations; i++) {
+		const struct urs_kv *kv = &c->spec->annotations[i];
+		int r = 0;
+		if (!strcmp(kv->key, URS_ANN_NETWORK)) {
+			r = urs_netopts_mode(&c->net, kv->value, err);
+		} else if (!strcmp(kv->key, URS_ANN_PORTS)) {
+			r = urs_netopts_forwards(&c->net, kv->value, err);
+			needs_nic = kv->key;
+		} else if (!strncmp(kv->key, URS_ANN_NET_PREFIX, strlen(URS_ANN_NET_PREFIX))) {
+			r = urs_netopts_set(&c->net, kv->key + strlen(URS_ANN_NET_PREFIX),
+					    kv->value, err);
+			needs_nic = kv->key;
+		}
+		if (r < 0) {
+			char why[sizeof(err->msg)];
+			snprintf(why, sizeof(why), "%s", err->msg);
+			return urs_err_set(err, r, "config.json: annotations[\"%s\"]: %s", kv->key,
+					   why);
+		}
+	}
+	return net_check(c->spec, &c->net, needs_nic, err);
+}
+
 int urs_bundle_prepare(struct urs_create_args *c, struct urs_sandbox_opts *o, struct urs_err *err)
 {
 	char cfg[PATH_MAX];
@@ -109,62 +170,9 @@ int urs_bundle_prepare(struct urs_create_args *c, struct urs_sandbox_opts *o, st
 	if (!S_ISDIR(sb.st_mode))
 		return urs_err_set(err, -ENOTDIR, "config.json: root.path %s: not a directory",
 				   rootfs);
-	if (c->spec->lnx && c->spec->lnx->seccomp) {
-		/* denials counted by the supervisor (ERRNO → NOTIFY) unless
-		 * URSA_SECCOMP_COUNT=0 or the profile rules it out (seccomp.h) */
-		const char *why = NULL;
-		bool count;
-		if ((r = seccomp_count_setting(c->spec, &count, err)) < 0)
-			return r;
-		count = count && !c->plain_seccomp;
-		struct urs_seccomp_opts so = {.count = count ? &c->denials : NULL, .why = &why};
-		r = urs_seccomp_build_opts(c->spec->lnx->seccomp, &so,
-					   (scmp_filter_ctx *) &c->filter, err);
-		if (r < 0)
-			return r;
-		if (why)
-			urs_debug("seccomp: denials not counted: %s", why);
-		/* compile now, so `start` does not wait for it; a NOTIFY profile
-		 * needs libseccomp's loader for its listener fd */
-		if (!urs_seccomp_uses_notify(c->spec->lnx->seccomp)) {
-			r = urs_seccomp_compile(c->filter, &c->bpf, err);
-			seccomp_release(c->filter);
-			c->filter = NULL;
-			/* libseccomp's rule database leaves ~1 MiB of freed heap
-			 * behind: hand the pages back before the supervisor is
-			 * forked, or it keeps them (bench/RESULTS.md, seccomp) */
-			malloc_trim(0);
-			if (r < 0)
-				return r;
-		}
-	}
-	/* networking: what the spec says, as with runc (a new net namespace
-	 * has loopback only), unless the annotations ask for the sandbox NIC
-	 * (docs/network.md) */
-	urs_netopts_default(&c->net);
-	c->net.mode = URS_NET_NONE;
-	const char *needs_nic = NULL; /* an annotation that only the NIC can honour */
-	for (size_t i = 0; i < c->spec->n_annotations; i++) {
-		const struct urs_kv *kv = &c->spec->annotations[i];
-		r = 0;
-		if (!strcmp(kv->key, URS_ANN_NETWORK)) {
-			r = urs_netopts_mode(&c->net, kv->value, err);
-		} else if (!strcmp(kv->key, URS_ANN_PORTS)) {
-			r = urs_netopts_forwards(&c->net, kv->value, err);
-			needs_nic = kv->key;
-		} else if (!strncmp(kv->key, URS_ANN_NET_PREFIX, strlen(URS_ANN_NET_PREFIX))) {
-			r = urs_netopts_set(&c->net, kv->key + strlen(URS_ANN_NET_PREFIX),
-					    kv->value, err);
-			needs_nic = kv->key;
-		}
-		if (r < 0) {
-			char why[sizeof(err->msg)];
-			snprintf(why, sizeof(why), "%s", err->msg);
-			return urs_err_set(err, r, "config.json: annotations[\"%s\"]: %s", kv->key,
-					   why);
-		}
-	}
-	if ((r = net_check(c->spec, &c->net, needs_nic, err)) < 0)
+	if (c->spec->lnx && c->spec->lnx->seccomp && (r = prepare_seccomp(c, err)) < 0)
+		return r;
+	if ((r = prepare_net(c, err)) < 0)
 		return r;
 	*o = (struct urs_sandbox_opts){
 		.root = G.root,

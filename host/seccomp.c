@@ -467,24 +467,12 @@ uint16_t urs_seccomp_denial_errno(const struct urs_seccomp_denials *d, uint32_t 
 	return d->base_errno;
 }
 
-int urs_seccomp_build_opts(const struct urs_seccomp *p, const struct urs_seccomp_opts *opts,
-			   scmp_filter_ctx *out, struct urs_err *err)
+/* the profile checked before anything is built: its default action
+ * (*@def) and its rules; *@n_names counts the rules' syscall names */
+static int check_profile(const struct urs_seccomp *p, uint32_t *def, size_t *n_names,
+			 struct urs_err *err)
 {
-	struct urs_seccomp_stats dummy, *st = opts && opts->stats ? opts->stats : &dummy;
-	_cleanup_seccomp_ scmp_filter_ctx ctx = NULL;
-	_cleanup_free_ struct nr_info *info = NULL;
-	_cleanup_free_ struct urs_seccomp_denials *table = NULL;
-	const char *why_dummy, **why = opts && opts->why ? opts->why : &why_dummy;
-	size_t n_names = 0;
-	uint32_t def, converted = 0;
-	int rc;
-
-	*out = NULL;
-	*why = NULL;
-	if (opts && opts->count)
-		*opts->count = NULL;
-	memset(st, 0, sizeof(*st));
-	if (to_action(p->default_action, p->has_default_errno_ret, p->default_errno_ret, &def) < 0)
+	if (to_action(p->default_action, p->has_default_errno_ret, p->default_errno_ret, def) < 0)
 		return urs_err_set(err, -EINVAL, "seccomp: invalid default action %d",
 				   (int) p->default_action);
 	if (p->default_action == URS_SCMP_ACT_NOTIFY)
@@ -494,56 +482,66 @@ int urs_seccomp_build_opts(const struct urs_seccomp *p, const struct urs_seccomp
 		return urs_err_set(err, -EINVAL,
 				   "seccomp: defaultErrnoRet %u out of range (0..65535)",
 				   p->default_errno_ret);
+	*n_names = 0;
 	for (size_t i = 0; i < p->n_syscalls; i++) {
-		rc = check_rule(&p->syscalls[i], i, err);
+		int rc = check_rule(&p->syscalls[i], i, err);
 		if (rc < 0)
 			return rc;
-		n_names += p->syscalls[i].n_names;
+		*n_names += p->syscalls[i].n_names;
 		if (p->syscalls[i].action == URS_SCMP_ACT_NOTIFY && seccomp_api_get() < 6)
 			return urs_err_set(err, -EOPNOTSUPP,
 					   "seccomp: SCMP_ACT_NOTIFY needs libseccomp API level 6 "
 					   "(got %u; libseccomp >= 2.5 and Linux >= 5.7)",
 					   seccomp_api_get());
 	}
+	return 0;
+}
 
-	uint32_t def_filter = def; /* the default action in the filter */
-	if (opts && opts->count) {
-		bool def_errno = p->default_action == URS_SCMP_ACT_ERRNO;
-		uint16_t base = clamp_errno(
-			def_errno && p->has_default_errno_ret ? p->default_errno_ret : EPERM);
-		if (urs_seccomp_uses_notify(p)) {
-			*why = "the profile has SCMP_ACT_NOTIFY rules (its listener goes to the "
-			       "agent)";
-		} else if (seccomp_api_get() < 6) {
-			*why = "SCMP_ACT_NOTIFY needs libseccomp API level 6";
-		} else {
-			info = calloc(COUNT_NR, sizeof(*info));
-			if (!info)
-				return urs_err_set(err, -ENOMEM, "seccomp: out of memory");
-			if (plan_count(p, def, def_errno, base, info, &converted, why) == 0) {
-				rc = make_table(p, info, base, converted, &table);
-				if (rc < 0)
-					return urs_err_set(err, rc, "seccomp: denial table: %s",
-							   strerror(-rc));
-				if (def_errno)
-					def_filter = SCMP_ACT_NOTIFY;
-			} else {
-				free(info);
-				info = NULL;
-			}
-		}
+/* Counting denials (opts->count): the plan (*@info) and the denial table
+ * (*@table) when the profile allows it, the default then going to the
+ * notifier (*@def_filter); else *@why says why not. */
+static int plan_counting(const struct urs_seccomp *p, uint32_t def, uint32_t *def_filter,
+			 struct nr_info **info, struct urs_seccomp_denials **table,
+			 const char **why, struct urs_err *err)
+{
+	bool def_errno = p->default_action == URS_SCMP_ACT_ERRNO;
+	uint16_t base =
+		clamp_errno(def_errno && p->has_default_errno_ret ? p->default_errno_ret : EPERM);
+	uint32_t converted = 0;
+	if (urs_seccomp_uses_notify(p)) {
+		*why = "the profile has SCMP_ACT_NOTIFY rules (its listener goes to the agent)";
+		return 0;
 	}
+	if (seccomp_api_get() < 6) {
+		*why = "SCMP_ACT_NOTIFY needs libseccomp API level 6";
+		return 0;
+	}
+	*info = calloc(COUNT_NR, sizeof(**info));
+	if (!*info)
+		return urs_err_set(err, -ENOMEM, "seccomp: out of memory");
+	if (plan_count(p, def, def_errno, base, *info, &converted, why) != 0) {
+		free(*info);
+		*info = NULL;
+		return 0;
+	}
+	int rc = make_table(p, *info, base, converted, table);
+	if (rc < 0)
+		return urs_err_set(err, rc, "seccomp: denial table: %s", strerror(-rc));
+	if (def_errno)
+		*def_filter = SCMP_ACT_NOTIFY;
+	return 0;
+}
 
-	ctx = seccomp_init(def_filter);
-	if (!ctx)
-		return urs_err_set(err, -ENOMEM, "seccomp: seccomp_init failed");
+/* the filter's attributes, architectures and flags */
+static int setup_ctx(scmp_filter_ctx ctx, const struct urs_seccomp *p, size_t n_names,
+		     struct urs_err *err)
+{
 	/* real kernel errnos instead of libseccomp's -ECANCELED */
 	seccomp_attr_set(ctx, SCMP_FLTATR_API_SYSRAWRC, 1);
-	rc = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0);
+	int rc = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0);
 	if (rc < 0)
 		return urs_err_set(err, rc, "seccomp: clearing the no_new_privs attribute: %s",
 				   strerror(-rc));
-
 	for (size_t i = 0; i < p->n_architectures; i++) {
 		const char *name = p->architectures[i];
 		uint32_t arch = resolve_arch(name);
@@ -558,18 +556,25 @@ int urs_seccomp_build_opts(const struct urs_seccomp *p, const struct urs_seccomp
 			return urs_err_set(err, rc, "seccomp: architectures[%zu]: adding %s: %s", i,
 					   name, strerror(-rc));
 	}
-
 	for (size_t i = 0; i < p->n_flags; i++) {
 		rc = set_flag(ctx, p->flags[i], err);
 		if (rc < 0)
 			return rc;
 	}
-
 	/* runc: the binary tree only for long rule sets (libseccomp <= 2.5.4
 	 * misbehaves with it and no rules); failure is not fatal. */
 	if (n_names > 32)
 		seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2);
+	return 0;
+}
 
+/* the rules (those equal to the default are redundant, counted), and with a
+ * denial table the init's syscalls that would reach the converted default
+ * kept ERRNO */
+static int add_rules(scmp_filter_ctx ctx, const struct urs_seccomp *p, uint32_t def,
+		     const struct nr_info *info, bool counting, struct urs_seccomp_stats *st,
+		     struct urs_err *err)
+{
 	for (size_t i = 0; i < p->n_syscalls; i++) {
 		const struct urs_scmp_rule *r = &p->syscalls[i];
 		uint32_t act = 0;
@@ -578,21 +583,51 @@ int urs_seccomp_build_opts(const struct urs_seccomp *p, const struct urs_seccomp
 			st->redundant_rules++;
 			continue;
 		}
-		rc = add_rule(ctx, r, i, act, table ? info : NULL, st, err);
+		int rc = add_rule(ctx, r, i, act, counting ? info : NULL, st, err);
 		if (rc < 0)
 			return rc;
 	}
-	/* init syscalls that would reach the converted default: keep them ERRNO */
-	for (int nr = 0; table && nr < COUNT_NR; nr++) {
+	for (int nr = 0; counting && nr < COUNT_NR; nr++) {
 		if (!(info[nr].flags & NI_ADD))
 			continue;
-		rc = seccomp_rule_add(ctx, def, nr, 0);
+		int rc = seccomp_rule_add(ctx, def, nr, 0);
 		if (rc < 0)
 			return urs_err_set(err, rc,
 					   "seccomp: keeping syscall %d out of the notifier: %s",
 					   nr, strerror(-rc));
 	}
+	return 0;
+}
 
+int urs_seccomp_build_opts(const struct urs_seccomp *p, const struct urs_seccomp_opts *opts,
+			   scmp_filter_ctx *out, struct urs_err *err)
+{
+	struct urs_seccomp_stats dummy, *st = opts && opts->stats ? opts->stats : &dummy;
+	_cleanup_seccomp_ scmp_filter_ctx ctx = NULL;
+	_cleanup_free_ struct nr_info *info = NULL;
+	_cleanup_free_ struct urs_seccomp_denials *table = NULL;
+	const char *why_dummy, **why = opts && opts->why ? opts->why : &why_dummy;
+	size_t n_names = 0;
+	uint32_t def = 0;
+
+	*out = NULL;
+	*why = NULL;
+	if (opts && opts->count)
+		*opts->count = NULL;
+	memset(st, 0, sizeof(*st));
+	int rc = check_profile(p, &def, &n_names, err);
+	if (rc < 0)
+		return rc;
+	uint32_t def_filter = def; /* the default action in the filter */
+	if (opts && opts->count &&
+	    (rc = plan_counting(p, def, &def_filter, &info, &table, why, err)) < 0)
+		return rc;
+	ctx = seccomp_init(def_filter);
+	if (!ctx)
+		return urs_err_set(err, -ENOMEM, "seccomp: seccomp_init failed");
+	if ((rc = setup_ctx(ctx, p, n_names, err)) < 0 ||
+	    (rc = add_rules(ctx, p, def, info, table != NULL, st, err)) < 0)
+		return rc;
 	*out = steal_ptr(&ctx);
 	if (table)
 		*opts->count = steal_ptr(&table);
