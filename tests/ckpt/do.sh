@@ -25,11 +25,7 @@ P=cd$$-
 URSA=${URSA:?} CKPT_TOOL=${CKPT_TOOL:?}
 work=$(mktemp -d /tmp/ursa-ckpt-do.XXXXXX)
 root=$work/root
-passed=0 failed=0
-ok() { passed=$((passed + 1)); echo "ok    $1"; }
-bad() { failed=$((failed + 1)); echo "FAIL  $1${2:+
-      $2}"; }
-check() { if eval "$2"; then ok "$1"; else bad "$1" "${3:-}"; fi; }
+. "$(dirname "$0")/../lib/check.sh" # ok, bad, check, wait_for
 u() { URSA_SECCOMP_COUNT=0 "$URSA" --root "$root" "$@"; }
 BG=""
 cleanup() {
@@ -39,11 +35,6 @@ cleanup() {
 	rm -rf "$work"
 }
 trap cleanup EXIT
-wait_for() { # SECONDS CMD...
-	local end=$((SECONDS + $1))
-	shift
-	until "$@"; do [ $SECONDS -ge $end ] && return 1; sleep 0.05; done
-}
 layer_mounted() { findmnt -rn -o TARGET | grep -qx "$root/.do/$1"; }
 nothing_left() { # id
 	! u state "$1" >/dev/null 2>&1 && [ ! -e "$root/$1" ] && ! layer_mounted "$1" &&

@@ -31,11 +31,7 @@ need_root
 [ -c /dev/fuse ] || skip_or_fail "no /dev/fuse"
 work=$(mktemp -d /tmp/ursa-ckpt-gofer.XXXXXX)
 root=$work/root
-passed=0 failed=0
-ok() { passed=$((passed + 1)); echo "ok    $1"; }
-bad() { failed=$((failed + 1)); echo "FAIL  $1${2:+
-      $2}"; }
-check() { if eval "$2"; then ok "$1"; else bad "$1" "${3:-}"; fi; }
+. "$(dirname "$0")/../lib/check.sh" # ok, bad, check, wait_for
 u() { URSA_SECCOMP_COUNT=0 timeout 30 "$URSA" --root "$root" "$@"; }
 cleanup() {
 	for id in ${P}a ${P}b ${P}u; do u delete --force "$id" >/dev/null 2>&1; done

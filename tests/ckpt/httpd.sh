@@ -24,11 +24,7 @@ need_root
 need_cmd curl
 work=$(mktemp -d /tmp/ursa-ckpt-httpd.XXXXXX)
 root=$work/root
-passed=0 failed=0
-ok() { passed=$((passed + 1)); echo "ok    $1"; }
-bad() { failed=$((failed + 1)); echo "FAIL  $1${2:+
-      $2}"; }
-check() { if eval "$2"; then ok "$1"; else bad "$1" "${3:-}"; fi; }
+. "$(dirname "$0")/../lib/check.sh" # ok, bad, check, wait_for
 u() { "$URSA" --root "$root" "$@"; }
 cleanup() {
 	[ -n "${hold:-}" ] && kill "$hold" 2>/dev/null
@@ -36,14 +32,6 @@ cleanup() {
 	rm -rf "$work"
 }
 trap cleanup EXIT
-wait_for() {
-	local end=$((SECONDS + $1))
-	shift
-	until "$@"; do
-		[ $SECONDS -ge $end ] && return 1
-		sleep 0.02
-	done
-}
 status_of() { u state "$1" 2>/dev/null | jq -r .status; }
 get() { curl -s -m 5 -o "$2" -w '%{http_code}' "http://127.0.0.1:$1/file.bin" 2>/dev/null; }
 serves() { [ "$(get "$1" "$work/got")" = 200 ] && [ "$(sha256sum <"$work/got" | cut -d' ' -f1)" = "$sum" ]; }

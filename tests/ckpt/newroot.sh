@@ -19,10 +19,7 @@ P=nr$$-
 URSA=${URSA:?}
 work=$(mktemp -d /tmp/ursa-ckpt-nr.XXXXXX)
 root=$work/root
-passed=0 failed=0
-ok() { passed=$((passed + 1)); echo "ok    $1"; }
-bad() { failed=$((failed + 1)); echo "FAIL  $1${2:+
-      $2}"; }
+. "$(dirname "$0")/../lib/check.sh" # ok, bad, check, wait_for
 u() { URSA_SECCOMP_COUNT=0 "$URSA" --root "$root" "$@"; }
 cleanup() {
 	u delete --force ${P}c >/dev/null 2>&1

@@ -36,11 +36,7 @@ P=ck$$-
 URSA=${URSA:?} COUNTER=${COUNTER:?} THREADS=${THREADS:?}
 work=$(mktemp -d /tmp/ursa-ckpt-sb.XXXXXX)
 root=$work/root
-passed=0 failed=0
-ok() { passed=$((passed + 1)); echo "ok    $1"; }
-bad() { failed=$((failed + 1)); echo "FAIL  $1${2:+
-      $2}"; }
-check() { if eval "$2"; then ok "$1"; else bad "$1" "${3:-}"; fi; }
+. "$(dirname "$0")/../lib/check.sh" # ok, bad, check, wait_for
 u() { "$URSA" --root "$root" "$@"; }
 cleanup() {
 	for id in ${P}c1 ${P}c2 ${P}c3 ${P}c4 ${P}c5 ${P}c6 ${P}c7 ${P}c8 ${P}c9 ${P}bad1 ${P}bad2 ${P}bad3 ${P}t1; do u delete --force "$id" >/dev/null 2>&1; done
@@ -49,14 +45,6 @@ cleanup() {
 trap cleanup EXIT
 
 # wait_for SECONDS COMMAND...: poll (20 ms) until COMMAND succeeds
-wait_for() {
-	local end=$((SECONDS + $1))
-	shift
-	until "$@"; do
-		[ $SECONDS -ge $end ] && return 1
-		sleep 0.02
-	done
-}
 # no such process, or a zombie nobody has reaped yet (it runs nothing)
 gone() { [ ! -e "/proc/$1" ] || [ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" = Z ] ||
 	[ ! -e "/proc/$1" ]; }

@@ -36,13 +36,9 @@ need_cmd jq
 work=$(mktemp -d /tmp/ursa-enospc.XXXXXX)
 root=$work/root
 tok=nsp$$
-passed=0 failed=0
+. "$(dirname "$0")/../lib/check.sh" # ok, bad, check, wait_for
 mounts=()
 u() { "$URSA" --root "$root" "$@"; }
-ok() { passed=$((passed + 1)); echo "ok    $1"; }
-bad() { failed=$((failed + 1)); echo "FAIL  $1${2:+
-      $2}"; }
-check() { if eval "$2"; then ok "$1"; else bad "$1" "${3:-}"; fi; }
 no_space() { # FILE: says no space
 	grep -q "No space left on device" "$1"
 }
@@ -59,14 +55,6 @@ cleanup() {
 trap cleanup EXIT
 mnt() { # DIR OPTS: a tmpfs
 	mkdir -p "$1" && mount -t tmpfs -o "$2" "ursa-enospc-$tok" "$1" && mounts+=("$1")
-}
-wait_for() { # SECONDS CMD...: poll CMD every 10 ms
-	local end=$((SECONDS + $1))
-	shift
-	until "$@"; do
-		[ $SECONDS -ge $end ] && return 1
-		sleep 0.01
-	done
 }
 
 b=$work/bundle

@@ -46,17 +46,8 @@ need_cmd python3 curl jq
 [ -c /dev/net/tun ] || skip_or_fail "no /dev/net/tun"
 work=$(mktemp -d /tmp/ursa-hostile.XXXXXX)
 root=$work/root vol=$work/vol id=hostile$$
-passed=0 failed=0
+. "$(dirname "$0")/../lib/check.sh" # ok, bad, check, wait_for
 u() { "$URSA" --root "$root" "$@"; }
-ok() { passed=$((passed + 1)); echo "ok    $1"; }
-bad() { failed=$((failed + 1)); echo "FAIL  $1${2:+
-      $2}"; }
-check() { if eval "$2"; then ok "$1"; else bad "$1" "${3:-}"; fi; }
-wait_for() { # SECONDS CMD...: poll the condition
-	local end=$((SECONDS + $1))
-	shift
-	until "$@"; do [ $SECONDS -ge $end ] && return 1; sleep 0.05; done
-}
 cleanup() {
 	u delete --force "$id" >/dev/null 2>&1
 	u delete --force "${id}o" >/dev/null 2>&1

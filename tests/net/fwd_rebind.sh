@@ -19,11 +19,7 @@ need_root
 need_cmd curl
 work=$(mktemp -d /tmp/ursa-fwd-rebind.XXXXXX)
 root=$work/root
-passed=0 failed=0
-ok() { passed=$((passed + 1)); echo "ok    $1"; }
-bad() { failed=$((failed + 1)); echo "FAIL  $1${2:+
-      $2}"; }
-check() { if eval "$2"; then ok "$1"; else bad "$1" "${3:-}"; fi; }
+. "$(dirname "$0")/../lib/check.sh" # ok, bad, check, wait_for
 u() { "$URSA" --root "$root" "$@"; }
 ids=
 cleanup() {
@@ -31,14 +27,6 @@ cleanup() {
 	rm -rf "$work"
 }
 trap cleanup EXIT
-wait_for() {
-	local end=$((SECONDS + $1))
-	shift
-	until "$@"; do
-		[ $SECONDS -ge $end ] && return 1
-		sleep 0.02
-	done
-}
 serves() { [ "$(curl -s -m 5 "http://127.0.0.1:$port/index.html" 2>/dev/null)" = "$sum" ]; }
 listening() { ss -Hltn "sport = :$port" | grep -q .; }
 

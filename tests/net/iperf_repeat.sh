@@ -29,10 +29,7 @@ T=ursa-ipt-$$
 S=ursa-ips-$$
 work=$(mktemp -d /tmp/ursa-iperf-repeat.XXXXXX)
 chmod 755 "$work"
-passed=0 failed=0
-ok() { passed=$((passed + 1)); echo "ok    $1"; }
-bad() { failed=$((failed + 1)); echo "FAIL  $1${2:+
-      $2}"; }
+. "$(dirname "$0")/../lib/check.sh" # ok, bad, check, wait_for
 
 teardown() {
 	for ns in "$T" "$S"; do
@@ -58,14 +55,6 @@ setup() {
 }
 
 listening() { ip netns exec "$S" ss -Hltn 'sport = :5301' | grep -q .; }
-wait_for() { # SECONDS CMD...: poll CMD until true or SECONDS pass
-	local end=$((SECONDS + $1))
-	shift
-	until "$@"; do
-		[ $SECONDS -ge $end ] && return 1
-		sleep 0.02
-	done
-}
 
 # bytes of the "sum_sent" and "sum_received" reports of iperf3's JSON
 bytes() {
