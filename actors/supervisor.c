@@ -645,13 +645,14 @@ static int res_blkio(struct urs_cg_resources *r, const struct urs_resources *res
 	return 0;
 }
 
-/* the device rules into @devs (@cap entries): the spec's (a new sandbox
- * always gets a policy, like runc: deny all first when the spec has no
- * rule, or the v1 devices cgroup inherits "allow all" from its parent),
+/* the device rules, into *@out (the caller frees it): the spec's (a new
+ * sandbox always gets a policy, like runc: deny all first when the spec has
+ * no rule, or the v1 devices cgroup inherits "allow all" from its parent),
  * what every container gets (runc's AllowedDevices), and the nodes
- * linux.devices asks ursa to create */
+ * linux.devices asks ursa to create (a privileged container: every node of
+ * the host's /dev) */
 static int res_devices(struct urs_cg_resources *r, const struct urs_resources *res,
-		       const struct urs_linux *created, struct urs_cg_device *devs, size_t cap,
+		       const struct urs_linux *created, struct urs_cg_device **out,
 		       struct urs_err *err)
 {
 	static const struct urs_cg_device dflt[] = {
@@ -663,11 +664,9 @@ static int res_devices(struct urs_cg_resources *r, const struct urs_resources *r
 	size_t nd = 0, want = res->n_devices + 1 + URS_ARRAY_SIZE(dflt);
 	for (size_t i = 0; created && i < created->n_devices; i++)
 		want += created->devices[i].type != 'p';
-	if (want > cap)
-		return urs_err_set(err, -E2BIG,
-				   "linux.resources.devices and linux.devices: more than %zu rules "
-				   "in all",
-				   cap - 1 - URS_ARRAY_SIZE(dflt));
+	struct urs_cg_device *devs = *out = calloc(want, sizeof(*devs));
+	if (!devs)
+		return urs_err_set(err, -ENOMEM, "linux.resources.devices: out of memory");
 	bool any = res->n_devices > 0 || created;
 	if (created && !res->n_devices)
 		devs[nd++] = (struct urs_cg_device){false, 'a', -1, -1, "rwm"};
@@ -696,7 +695,7 @@ int urs_resources_apply(struct urs_cgroup *cg, const struct urs_resources *res,
 			const struct urs_linux *created, struct urs_err *err)
 {
 	struct urs_cg_resources r = URS_CG_RESOURCES_INIT;
-	struct urs_cg_device devs[96];
+	_cleanup_free_ struct urs_cg_device *devs = NULL;
 	struct urs_cg_kv kv[64];
 	struct urs_cg_blkio_dev bd[256];
 	struct urs_cg_hugepage hp[16];
@@ -715,7 +714,7 @@ int urs_resources_apply(struct urs_cgroup *cg, const struct urs_resources *res,
 	if (created && created->has_intel_rdt)
 		return urs_err_set(err, -EOPNOTSUPP,
 				   "linux.intelRdt: not supported by ursa (Intel RDT / resctrl)");
-	if ((e = res_devices(&r, res, created, devs, URS_ARRAY_SIZE(devs), err)) < 0)
+	if ((e = res_devices(&r, res, created, &devs, err)) < 0)
 		return e;
 	if (res->n_unified > URS_ARRAY_SIZE(kv))
 		return urs_err_set(err, -E2BIG, "linux.resources.unified: more than %zu keys",

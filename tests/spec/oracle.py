@@ -165,12 +165,6 @@ REFUSE = [
      "linux.resources.blockIO.leafWeight", True),
     ("memory-kernel", m_set(["linux", "resources", "memory"], {"kernel": 104857600}),
      "linux.resources.memory.kernel", False),  # runc 1.1 ignores it (a warning)
-    # more device rules than ursa's table holds: refused, never cut short
-    # (they were silently cut at 64)
-    ("devices-too-many", m_set(["linux", "resources", "devices"],
-                               [{"allow": True, "type": "c", "major": 1, "minor": i,
-                                 "access": "rwm"} for i in range(100)]),
-     "linux.resources.devices", False),  # runc applies them all
     ("intel-rdt", m_set(["linux", "intelRdt"], {"closID": "guaranteed_group"}),
      "linux.intelRdt", False),  # runc 1.1 accepts a closID without resctrl
     # LSMs this host has not (see docs/sandbox.md "What is refused")
