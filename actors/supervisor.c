@@ -1003,8 +1003,6 @@ static int restore_files(struct sup *s, struct ckpt_dev_map *map, uint32_t *n, s
 	return 0;
 }
 
-static int image_key(const struct sup *s, uint8_t key[URS_CKPT_KEY_LEN], struct urs_err *err);
-
 struct late_restore {
 	struct sup *s;
 	uint8_t key[URS_CKPT_KEY_LEN]; /* ro.key */
@@ -1071,7 +1069,7 @@ static int late_restore(struct sup *s, struct urs_err *err)
 					   .dev_map = map,
 					   .n_dev_map = nmap,
 					   .before_charged = join_v2_now};
-	int r = image_key(s, lr.key, err);
+	int r = urs_ckpt_key(NULL, false, lr.key, err);
 	if (r < 0)
 		return r;
 	lr.ro.key = lr.key;
@@ -1122,15 +1120,6 @@ static void gofer_import(struct sup *s)
 
 /* ---- end of gofer volumes through checkpoint/restore */
 
-/* ursa restore: this host's checkpoint key, or the one `ursa restore
- * --key-file` named ($URSA_CKPT_KEY, ckpt/key.h): what core.img, pages.img
- * and supervisor.img authenticate under */
-static int image_key(const struct sup *s, uint8_t key[URS_CKPT_KEY_LEN], struct urs_err *err)
-{
-	(void) s;
-	return urs_ckpt_key(NULL, false, key, err);
-}
-
 /* ursa restore: DIR/supervisor.img, verified with this host's key; none is
  * fine (older image) */
 static int supstate_load(struct sup *s, struct urs_err *err)
@@ -1141,7 +1130,7 @@ static int supstate_load(struct sup *s, struct urs_err *err)
 	if (access(path, F_OK) < 0 && errno == ENOENT)
 		return 0;
 	uint8_t key[URS_CKPT_KEY_LEN];
-	int r = image_key(s, key, err);
+	int r = urs_ckpt_key(NULL, false, key, err);
 	if (r < 0) {
 		char m[sizeof(err->msg)];
 		snprintf(m, sizeof(m), "%s", err->msg);
@@ -1766,7 +1755,7 @@ static int boot_restore(struct sup *s)
 	ro.n_dev_map = nmap;
 	uint8_t key[URS_CKPT_KEY_LEN];
 	ro.key = key;
-	if ((r = image_key(s, key, &err)) < 0 ||
+	if ((r = urs_ckpt_key(NULL, false, key, &err)) < 0 ||
 	    (r = ckpt_restore_ex(a->restore_dir, &ro, &restored, NULL, &err)) < 0) {
 		explicit_bzero(key, sizeof(key));
 		snprintf(sup_msg, sizeof(sup_msg), "%s", err.msg);

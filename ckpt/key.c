@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,9 +53,39 @@ int ckpt_key(bool create, uint8_t key[CKPT_KEY_LEN], struct urs_err *err)
 	return ckpt_key_file(path, create, key, err);
 }
 
-int ckpt_key_file(const char *path, bool create, uint8_t key[CKPT_KEY_LEN], struct urs_err *err)
+/* A fresh key at @path, in @dir (made 0700 if missing): whole in a
+ * temporary file, then linked (a concurrent creator's link fails with
+ * EEXIST and both read the one that won), the link made durable since
+ * images are sealed under it at once. */
+static int key_make(const char *path, const char *dir)
 {
 	char tmp[4200];
+	int r = urs_mkdir_p(dir, 0700);
+	if (r < 0)
+		return r;
+	snprintf(tmp, sizeof(tmp), "%s.%d.tmp", path, (int) getpid());
+	uint8_t fresh[CKPT_KEY_LEN];
+	if (getrandom(fresh, sizeof(fresh), 0) != (ssize_t) sizeof(fresh))
+		return -EIO;
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	r = urs_write_all(fd, fresh, sizeof(fresh)); /* ENOSPC says so */
+	if (r == 0 && fsync(fd) < 0)
+		r = -errno;
+	explicit_bzero(fresh, sizeof(fresh));
+	close(fd);
+	if (r == 0 && link(tmp, path) < 0 && errno != EEXIST)
+		r = -errno;
+	unlink(tmp);
+	_cleanup_close_ int dfd = r ? -1 : open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (r == 0 && (dfd < 0 || fsync(dfd) < 0))
+		r = -errno;
+	return r;
+}
+
+int ckpt_key_file(const char *path, bool create, uint8_t key[CKPT_KEY_LEN], struct urs_err *err)
+{
 	int r = key_read(path, key, err);
 	if (r != -ENOENT)
 		return r == 0 || err->msg[0]
@@ -65,44 +96,11 @@ int ckpt_key_file(const char *path, bool create, uint8_t key[CKPT_KEY_LEN], stru
 				   "no checkpoint key %s on this host: the image cannot be "
 				   "verified (made elsewhere?)",
 				   path);
-	/* its directory (root-only, as the key) */
-	snprintf(tmp, sizeof(tmp), "%s", path);
-	char *slash = strrchr(tmp, '/');
-	if (slash && slash != tmp) {
-		*slash = 0;
-		if ((r = urs_mkdir_p(tmp, 0700)) < 0)
-			return urs_err_set(err, r, "checkpoint key: creating %s: %s", tmp,
-					   strerror(-r));
-	}
-	/* made whole in a temporary file, then linked: a concurrent creator's
-	 * link fails with EEXIST and both read the one that won */
-	snprintf(tmp, sizeof(tmp), "%s.%d.tmp", path, (int) getpid());
-	uint8_t fresh[CKPT_KEY_LEN];
-	if (getrandom(fresh, sizeof(fresh), 0) != (ssize_t) sizeof(fresh))
-		return urs_err_set(err, -EIO, "checkpoint key: getrandom failed");
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return urs_err_set(err, -errno, "checkpoint key %s: %s", tmp, strerror(errno));
-	r = urs_write_all(fd, fresh, sizeof(fresh)); /* ENOSPC says so */
-	if (r == 0 && fsync(fd) < 0)
-		r = -errno;
-	explicit_bzero(fresh, sizeof(fresh));
-	close(fd);
-	if (r == 0 && link(tmp, path) < 0 && errno != EEXIST)
-		r = -errno;
-	unlink(tmp);
-	/* the link made durable: images are sealed under this key at once */
-	snprintf(tmp, sizeof(tmp), "%s", path);
-	slash = strrchr(tmp, '/');
-	if (r == 0 && slash) {
-		slash[slash == tmp] = 0; /* "/" for a key at the root */
-		int dfd = open(tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (dfd < 0 || fsync(dfd) < 0)
-			r = -errno;
-		if (dfd >= 0)
-			close(dfd);
-	}
-	if (r < 0)
+	char dir[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+	snprintf(dir, sizeof(dir), "%.*s", slash ? (int) (slash - path) + (slash == path) : 1,
+		 slash ? path : ".");
+	if ((r = key_make(path, dir)) < 0)
 		return urs_err_set(err, r, "checkpoint key %s: %s", path, strerror(-r));
 	r = key_read(path, key, err);
 	if (r < 0 && !err->msg[0])

@@ -187,6 +187,14 @@ static int lock_running(const struct urs_state *st, char *sdir, size_t len, bool
 	return fd;
 }
 
+/* a pause moved to v2 (pause_to_v2) back: paused again by the v1 freezer,
+ * then thawed in v2 */
+static int pause_back(struct urs_cgroup *cg, const char *freezer, struct urs_err *err)
+{
+	int r = urs_cg_freeze(cg, true, err);
+	return r < 0 ? r : urs_cg2_freeze(freezer, false, err);
+}
+
 /* A paused container is frozen by the v1 freezer on hybrid hosts; the dump
  * needs the v2 one. The v2 freeze is asked first, then the v1 thaw: each
  * task goes from one freezer into the other without running. */
@@ -205,36 +213,32 @@ static int pause_to_v2(const struct urs_state *st, struct urs_cgroup *cg, const 
 	    urs_cg2_wait_frozen(freezer, &err) < 0) {
 		urs_error("checkpoint %s: moving its pause to the cgroup v2 freezer: %s", st->id,
 			  err.msg);
-		urs_cg_freeze(cg, true, NULL);
-		urs_cg2_freeze(freezer, false, NULL);
+		pause_back(cg, freezer, NULL);
 		return -1;
 	}
 	return 0;
 }
 
-/* ... and back: paused again by the v1 freezer, then thawed in v2 */
-static int pause_back(struct urs_cgroup *cg, const char *freezer, struct urs_err *err)
-{
-	int r = urs_cg_freeze(cg, true, err);
-	return r < 0 ? r : urs_cg2_freeze(freezer, false, err);
-}
-
 struct ckpt_args {
 	const char *image, *work, *profile;
-	char key_file[PATH_MAX]; /* --key-file, absolute; "": the host's key */
+	char key_file[PATH_MAX]; /* the key: --key-file or the host's, absolute */
 	bool leave, precopy;
 };
 
-/* --key-file, made absolute (the supervisor seals its state with it) and
- * handed to ursa-store as restore hands its own ($URSA_CKPT_KEY) */
+/* the key, --key-file or the host's (ckpt_key_path), made absolute (the
+ * supervisor seals its state with it) and handed to ursa-store as restore
+ * hands its own ($URSA_CKPT_KEY) */
 static int key_file_arg(const char *arg, char *out, size_t len)
 {
-	char cwd[PATH_MAX];
-	int n = arg[0] == '/'		   ? snprintf(out, len, "%s", arg)
+	char host[PATH_MAX], cwd[PATH_MAX];
+	if (!arg && ckpt_key_path(host, sizeof(host)) == 0)
+		arg = host;
+	int n = !arg			   ? -1
+		: arg[0] == '/'		   ? snprintf(out, len, "%s", arg)
 		: getcwd(cwd, sizeof(cwd)) ? snprintf(out, len, "%s/%s", cwd, arg)
 					   : -1;
 	if (n < 0 || (size_t) n >= len || strpbrk(out, "\t\n")) {
-		urs_error("checkpoint: --key-file %s: not a usable path", arg);
+		urs_error("checkpoint: key file %s: not a usable path", arg ? arg : "(too long)");
 		return -1;
 	}
 	if (setenv("URSA_CKPT_KEY", out, 1) < 0) {
@@ -259,9 +263,7 @@ struct ckpt_run {
 	bool paused;	     /* it was paused, and is again when we are done */
 	bool moved;	     /* its pause moved to the v2 freezer (pause_to_v2) */
 	int pidfd;
-	int guardfd;	      /* the supervisor's guard (ctl_guard), or -1 */
-	const char *key_file; /* the key: --key-file, or the host's (ckpt_key_path) */
-	char key_path[PATH_MAX];
+	int guardfd; /* the supervisor's guard (ctl_guard), or -1 */
 	bool masked; /* every signal but SIGKILL blocked (oldmask to restore) */
 	sigset_t oldmask;
 };
@@ -392,11 +394,11 @@ static int ask_supervisor(struct ckpt_run *c)
 	char req[4352];
 	snprintf(req, sizeof(req), "%s/%s", c->dir, URS_SUPSTATE_FILE);
 	unlink(req); /* an older image's: never sealed into this one */
-	int n = snprintf(req, sizeof(req), "checkpoint %s\t%s", c->dir, c->key_file);
+	int n = snprintf(req, sizeof(req), "checkpoint %s\t%s", c->dir, c->a->key_file);
 	if (n < 0 || (size_t) n >= sizeof(req) || strpbrk(c->dir, "\t\n")) {
 		urs_error("checkpoint %s: the image directory %s (with the key file %s) is too "
 			  "long or holds a tab or newline",
-			  c->st->id, c->dir, c->key_file);
+			  c->st->id, c->dir, c->a->key_file);
 		return -1;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &c->ask.asked);
@@ -411,7 +413,7 @@ static int prepare(struct ckpt_run *c)
 {
 	struct urs_err err = {{0}};
 	struct urs_state *st = c->st;
-	if (urs_ckpt_key(c->key_file, true, c->key, &err) < 0) {
+	if (urs_ckpt_key(c->a->key_file, true, c->key, &err) < 0) {
 		urs_error("checkpoint %s: %s", st->id, err.msg);
 		return -1;
 	}
@@ -549,15 +551,6 @@ static int checkpoint_run(struct urs_state *st, const struct ckpt_args *a)
 			     .ask = {.ctlfd = -2, .st = st, .work = a->work},
 			     .pidfd = -1,
 			     .guardfd = -1};
-	/* the key's path goes to the supervisor, which seals its state with it */
-	if (a->key_file[0])
-		c.key_file = a->key_file;
-	else if (ckpt_key_path(c.key_path, sizeof(c.key_path)) == 0)
-		c.key_file = c.key_path;
-	else {
-		urs_error("checkpoint: the checkpoint key's path is too long");
-		return 1;
-	}
 	_cleanup_close_ int lockfd = lock_running(st, c.sdir, sizeof(c.sdir), &c.paused);
 	if (lockfd < 0 || image_dir(&c) < 0)
 		return 1;
@@ -633,7 +626,7 @@ int cmd_checkpoint(int argc, char **argv)
 			      .leave = leave,
 			      .profile = profile,
 			      .precopy = precopy};
-	if (key_file && key_file_arg(key_file, a.key_file, sizeof(a.key_file)) < 0) {
+	if (key_file_arg(key_file, a.key_file, sizeof(a.key_file)) < 0) {
 		urs_state_clear(&st);
 		return 1;
 	}
