@@ -3,13 +3,15 @@
  * regular file), which the checkpointer must refuse: locks are not saved,
  * and a restored process that silently lost its lock would let another
  * writer in. The argument picks the kind: flock, posix (fcntl F_SETLK) or
- * ofd (F_OFD_SETLK). Writes an incrementing line every 10 ms.
+ * ofd (F_OFD_SETLK). It writes "1" once locked, then the next number each
+ * time it gets SIGUSR1 (no pace of its own: the test drives it, and a line
+ * after a refused dump shows it was let go, not left stopped).
  */
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
-#include <time.h>
 #include <unistd.h>
 
 int main(int argc, char **argv)
@@ -31,9 +33,15 @@ int main(int argc, char **argv)
 		perror(kind);
 		return 1;
 	}
+	sigset_t usr1;
+	sigemptyset(&usr1);
+	sigaddset(&usr1, SIGUSR1);
+	sigprocmask(SIG_BLOCK, &usr1, NULL);
 	setvbuf(stdout, NULL, _IONBF, 0);
 	for (unsigned long n = 1;; n++) {
 		printf("%lu\n", n);
-		nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
+		int sig;
+		if (sigwait(&usr1, &sig) != 0)
+			return 1;
 	}
 }

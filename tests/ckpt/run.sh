@@ -153,7 +153,24 @@ refuse() { # refuse NAME BINARY PATTERN [ARG]
 refuse threads "$THREADS" "multi-threaded"
 refuse uring "$URING" "io_uring instance"
 refuse uring-mapping "$URING" "io_uring instance (mapping" maponly
-for k in flock posix ofd; do refuse "lock-$k" "$LOCKS" "holds a file lock" "$k"; done
+# a lock holder: refused naming the pid and the lock, let go (it answers
+# SIGUSR1 with a line, which a stopped process could not)
+refuse_lock() { # KIND
+	"$LOCKS" "$1" < /dev/null > "$W/lock-$1.out" 2>&1 &
+	P=$!
+	PIDS="$PIDS $P"
+	wait_for lines "$W/lock-$1.out" 1 || fail "lock-$1: the workload does not take its lock"
+	mkdir "$W/img-lock-$1"
+	if "$CKPT_TOOL" dump "$P" "$W/img-lock-$1" 2> "$W/lock-$1.err"; then fail "lock-$1: dump succeeded"; fi
+	grep -q "pid $P.*holds a file lock" "$W/lock-$1.err" ||
+		fail "lock-$1: error does not name pid $P and the lock: $(cat "$W/lock-$1.err")"
+	[ -z "$(ls "$W/img-lock-$1")" ] || fail "lock-$1: files left in the image directory"
+	kill -USR1 "$P"
+	wait_for lines "$W/lock-$1.out" 2 || fail "lock-$1: left stopped after the refusal ($(state_of "$P"))"
+	kill -9 "$P"
+	echo "ok 3 lock-$1 refused: $(cat "$W/lock-$1.err")"
+}
+for k in flock posix ofd; do refuse_lock "$k"; done
 
 # ---- 4. corrupted / truncated / foreign images ------------------------------------
 bad() { # bad NAME PATTERN: restore of $W/bad must fail with PATTERN, start nothing

@@ -1,8 +1,10 @@
 # tests/containerd/lib.sh — shared by tests/containerd/run and
 # bench/containerd/run: a private containerd and a local busybox image.
 #
-#   ctrd_start DIR      start containerd (config, root, state, socket in DIR);
-#                       sets CTRD_PID and SOCK; logs to DIR/containerd.log
+#   ctrd_start DIR [CRI]  start containerd (config, root, state, socket in
+#                       DIR), waiting (30 s at most) until it answers; sets
+#                       CTRD_PID and SOCK; logs to DIR/containerd.log. CRI:
+#                       TOML for the CRI plugin, which is off without it
 #   ctrd_stop           stop it by pid (TERM, then KILL after 10 s)
 #   ctrd_image DIR NAME [NS [CMD]]  write an OCI layout tarball of Debian's
 #                       busybox-static to DIR/image.tar named NAME (and import
@@ -22,13 +24,13 @@ ctrd_install() {
 }
 
 ctrd_start() {
-	local dir=$1 i
+	local dir=$1 cri=${2:-} i
 	SOCK=$dir/containerd.sock
 	cat >"$dir/config.toml" <<CFG
 version = 2
 root = "$dir/root"
 state = "$dir/state"
-disabled_plugins = ["io.containerd.grpc.v1.cri"]
+$([ -n "$cri" ] || echo 'disabled_plugins = ["io.containerd.grpc.v1.cri"]')
 [grpc]
   address = "$SOCK"
 [ttrpc]
@@ -37,10 +39,11 @@ disabled_plugins = ["io.containerd.grpc.v1.cri"]
   address = "$dir/debug.sock"
 [metrics]
   address = ""
+$cri
 CFG
 	setsid containerd --config "$dir/config.toml" </dev/null >"$dir/containerd.log" 2>&1 &
 	CTRD_PID=$!
-	for i in $(seq 100); do
+	for i in $(seq 300); do # polls its socket (a deadline of 30 s)
 		ctr -a "$SOCK" version >/dev/null 2>&1 && return 0
 		kill -0 "$CTRD_PID" 2>/dev/null || break
 		sleep 0.1

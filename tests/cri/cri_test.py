@@ -18,32 +18,23 @@ Checks, one line each, then "N passed, N failed":
     and both inits) is gone, the pod stops and is removed, no shim is left.
 Every wait polls a condition with a deadline; none sleeps a fixed time.
 """
+import functools
 import json
 import os
 import subprocess
 import sys
-import time
 
+import checks  # tests/lib/checks.py: report, poll, done
 import grpc
 import runtime_pb2 as pb
 import runtime_pb2_grpc as rpc
 
 SOCK, LOGS, TAG = sys.argv[1], sys.argv[2], sys.argv[3]
-results = []
+poll = functools.partial(checks.poll, deadline=30.0)
 
 
 def check(name, ok, detail=""):
-    results.append(ok)
-    print(("ok " if ok else "FAIL ") + name + ("" if ok else ": " + detail), flush=True)
-
-
-def poll(cond, deadline=30.0):
-    end = time.monotonic() + deadline
-    while time.monotonic() < end:
-        if cond():
-            return True
-        time.sleep(0.1)
-    return cond()
+    checks.report(ok, name, detail)
 
 
 def shims():
@@ -170,6 +161,4 @@ try:
     main()
 except grpc.RpcError as e:
     check("cri", False, "%s: %s" % (e.code(), e.details()))
-passed = sum(results)
-print("%d passed, %d failed" % (passed, len(results) - passed))
-sys.exit(0 if results and all(results) else 1)
+sys.exit(checks.done())
