@@ -43,6 +43,23 @@ struct ckpt_policy {
 	uint32_t n_rlim;
 };
 
+struct urs_spec;
+
+/**
+ * ckpt_policy_from_spec() - the policy of the sandbox config.json describes
+ * @spec: the bundle's config
+ * @notify: its seccomp profile has SCMP_ACT_NOTIFY (refused: its listener
+ *          cannot be checkpointed)
+ * @bpf: the compiled seccomp filter every task's oldest must be, or NULL
+ * @bpf_len: its instructions (0: none)
+ * @p: filled
+ * @err: why it cannot be restored into (a user namespace, a notify profile)
+ *
+ * Return: 0, or -ENOTSUP with @err set.
+ */
+int ckpt_policy_from_spec(const struct urs_spec *spec, bool notify, const void *bpf,
+			  uint32_t bpf_len, struct ckpt_policy *p, struct urs_err *err);
+
 /**
  * ckpt_image_check_policy() - may this image become the configured sandbox?
  * @img: a loaded image

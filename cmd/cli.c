@@ -38,7 +38,10 @@ static void print_help(const char *cmd, const char *usage, const struct urs_opt 
 		char left[64];
 		snprintf(left, sizeof(left), "%s%c%s--%s%s", o->short_name ? "-" : "",
 			 o->short_name ? o->short_name : ' ', o->short_name ? ", " : "  ", o->name,
-			 o->kind == URS_OPT_FLAG ? "" : " VALUE");
+			 o->kind == URS_OPT_FLAG || o->kind == URS_OPT_ACCEPT ||
+					 o->kind == URS_OPT_REFUSE
+				 ? ""
+				 : " VALUE");
 		printf("  %-28s %s\n", left, o->help ? o->help : "");
 	}
 }
@@ -73,6 +76,14 @@ int urs_parse(const char *cmd, const char *usage, int argc, char **argv, const s
 			urs_error("%s: unknown option %s (see ursa %s --help)", cmd, a, cmd);
 			return -1;
 		}
+		if (o->kind == URS_OPT_REFUSE || o->kind == URS_OPT_REFUSE_ARG) {
+			urs_error("%s: --%s is not supported", cmd, o->name);
+			return -1;
+		}
+		if (o->kind == URS_OPT_ACCEPT) {
+			i++;
+			continue;
+		}
 		if (o->kind == URS_OPT_FLAG) {
 			bool v = true;
 			if (val)
@@ -89,7 +100,9 @@ int urs_parse(const char *cmd, const char *usage, int argc, char **argv, const s
 			val = argv[++i];
 		}
 		i++;
-		if (o->kind == URS_OPT_STR) {
+		if (o->kind == URS_OPT_ACCEPT_ARG) {
+			continue;
+		} else if (o->kind == URS_OPT_STR) {
 			*(const char **) o->out = val;
 		} else if (o->kind == URS_OPT_INT) {
 			char *end;
@@ -110,6 +123,25 @@ int urs_parse(const char *cmd, const char *usage, int argc, char **argv, const s
 		}
 	}
 	return i;
+}
+
+const char *const urs_cgroups_modes[] = {"soft", "full", "strict", "ignore", NULL};
+
+bool urs_opt_one_of(const char *cmd, const char *opt, const char *val, const char *const *choices)
+{
+	if (!val)
+		return true;
+	char list[256] = "";
+	size_t n = 0;
+	for (const char *const *c = choices; *c; c++) {
+		if (!strcmp(val, *c))
+			return true;
+		if (n < sizeof(list))
+			n += (size_t) snprintf(list + n, sizeof(list) - n, "%s%s",
+					       c == choices ? "" : ", ", *c);
+	}
+	urs_error("%s: --%s %s: unknown (one of %s)", cmd, opt, val, list);
+	return false;
 }
 
 static void log_line(const char *level, const char *msg)
@@ -172,24 +204,6 @@ void urs_debug(const char *fmt, ...)
 	va_end(ap);
 	fprintf(stderr, "ursa: debug: %s\n", msg);
 	log_line("debug", msg);
-}
-
-enum urs_status urs_container_status(const struct urs_state *st)
-{
-	if (!st->pid)
-		return URS_ST_CREATING;
-	if (!urs_proc_alive(st->pid, st->pid_start))
-		return URS_ST_STOPPED;
-	if (st->cgroup) {
-		struct urs_cgroup cg;
-		if (urs_cg_from_string(&cg, st->cgroup, NULL) == 0) {
-			int fr = urs_cg_is_frozen(&cg, NULL);
-			urs_cg_close(&cg);
-			if (fr == 1)
-				return URS_ST_PAUSED;
-		}
-	}
-	return st->started ? URS_ST_RUNNING : URS_ST_CREATED;
 }
 
 bool urs_sup_gone(const struct urs_state *st, char *buf, size_t len)

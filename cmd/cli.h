@@ -25,7 +25,20 @@ struct urs_global {
 
 extern struct urs_global G;
 
-enum urs_opt_kind { URS_OPT_FLAG, URS_OPT_STR, URS_OPT_INT, URS_OPT_LIST };
+/* FLAG bool, STR const char *, INT int, LIST struct urs_strlist; runc's
+ * options ursa takes but has nothing to do for (out NULL): ACCEPT (a
+ * flag), ACCEPT_ARG (with a value); the ones it cannot honour, refused
+ * when given (out NULL): REFUSE, REFUSE_ARG. */
+enum urs_opt_kind {
+	URS_OPT_FLAG,
+	URS_OPT_STR,
+	URS_OPT_INT,
+	URS_OPT_LIST,
+	URS_OPT_ACCEPT,
+	URS_OPT_ACCEPT_ARG,
+	URS_OPT_REFUSE,
+	URS_OPT_REFUSE_ARG,
+};
 
 struct urs_opt {
 	const char *name; /* long name without dashes */
@@ -47,6 +60,12 @@ struct urs_strlist {
  */
 int urs_parse(const char *cmd, const char *usage, int argc, char **argv,
 	      const struct urs_opt *opts);
+
+/* Is @val, the value of option --@opt, one of @choices (NULL-terminated)?
+ * If not, false after printing an error naming them. NULL is. */
+bool urs_opt_one_of(const char *cmd, const char *opt, const char *val, const char *const *choices);
+/* runc's --manage-cgroups-mode values (checkpoint, restore) */
+extern const char *const urs_cgroups_modes[];
 
 __attribute__((format(printf, 1, 2))) void urs_error(const char *fmt, ...);
 __attribute__((format(printf, 1, 2))) void urs_debug(const char *fmt, ...);

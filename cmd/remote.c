@@ -257,3 +257,37 @@ int urs_remote_fetch(const char *url, const char *root, const char *profile, cha
 			   : *msg			     ? msg
 							     : "ursa-store failed");
 }
+
+/* ckpt_run_store on a struct urs_remote_ckpt */
+static int ckpt_start(void *ctx, char *dir, size_t len, int *pages_fd, struct urs_err *err)
+{
+	struct urs_remote_ckpt *rc = ctx;
+	int r = urs_remote_put_start(rc->url, rc->root, rc->profile, &rc->job, err);
+	if (r < 0)
+		return r;
+	snprintf(dir, len, "%s", rc->job.stage);
+	*pages_fd = rc->job.pages_fd;
+	return 0;
+}
+
+static int ckpt_commit(void *ctx, struct urs_err *err)
+{
+	return urs_remote_put_commit(&((struct urs_remote_ckpt *) ctx)->job, err);
+}
+
+static int ckpt_why(void *ctx, struct urs_err *err)
+{
+	return urs_remote_put_why(&((struct urs_remote_ckpt *) ctx)->job, err);
+}
+
+static void ckpt_end(void *ctx)
+{
+	urs_remote_job_end(&((struct urs_remote_ckpt *) ctx)->job);
+}
+
+const struct ckpt_run_store urs_remote_ckpt_ops = {
+	.start = ckpt_start,
+	.commit = ckpt_commit,
+	.why = ckpt_why,
+	.end = ckpt_end,
+};

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/types.h>
 
+#include "ckpt/run.h"
 #include "runtime/err.h"
 
 struct urs_remote_job {
@@ -95,5 +96,12 @@ int urs_remote_fetch(const char *url, const char *root, const char *profile, cha
  * @stage: the directory ("" : nothing)
  */
 void urs_remote_rm_stage(const char *stage);
+
+/* A checkpoint's image going to object storage: ckpt_run_opts.store. */
+struct urs_remote_ckpt {
+	const char *url, *root, *profile; /* as for urs_remote_put_start */
+	struct urs_remote_job job;
+};
+extern const struct ckpt_run_store urs_remote_ckpt_ops;
 
 #endif

@@ -15,7 +15,9 @@
 #include <unistd.h>
 
 #include "runtime/common.h"
+#include "host/cgroup.h"
 #include "host/fs.h"
+#include "host/proc.h"
 #include "runtime/io.h"
 
 const char *urs_status_name(enum urs_status s)
@@ -296,4 +298,22 @@ int urs_state_save_config(const char *root, const char *id, const char *config_p
 			return r;
 	}
 	return n < 0 ? -errno : 0;
+}
+
+enum urs_status urs_container_status(const struct urs_state *st)
+{
+	if (!st->pid)
+		return URS_ST_CREATING;
+	if (!urs_proc_alive(st->pid, st->pid_start))
+		return URS_ST_STOPPED;
+	if (st->cgroup) {
+		struct urs_cgroup cg;
+		if (urs_cg_from_string(&cg, st->cgroup, NULL) == 0) {
+			int fr = urs_cg_is_frozen(&cg, NULL);
+			urs_cg_close(&cg);
+			if (fr == 1)
+				return URS_ST_PAUSED;
+		}
+	}
+	return st->started ? URS_ST_RUNNING : URS_ST_CREATED;
 }

@@ -43,6 +43,17 @@ enum urs_status { URS_ST_CREATING, URS_ST_CREATED, URS_ST_RUNNING, URS_ST_PAUSED
 
 const char *urs_status_name(enum urs_status s);
 
+/**
+ * urs_container_status() - the live status of a recorded container
+ * @st: its record
+ *
+ * Creating (no init yet), stopped (its init is gone), paused (its cgroup
+ * frozen), else running or created (started or not).
+ *
+ * Return: the status.
+ */
+enum urs_status urs_container_status(const struct urs_state *st);
+
 /* Check an id: [A-Za-z0-9][A-Za-z0-9_.+-]{0,255}, like runc. */
 int urs_id_valid(const char *id, struct urs_err *err);
 

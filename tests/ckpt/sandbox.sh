@@ -99,6 +99,13 @@ sleep 0.1
 check "nothing counts any more" '[ "$(last_n "$out")" = "$saved" ]'
 
 # ---- restore ------------------------------------------------------------------
+for opt in --lazy-pages "--lsm-profile x" "--manage-cgroups-mode bogus"; do
+	# shellcheck disable=SC2086
+	check "restore $opt is refused, nothing made" \
+		'! (cd "$work/b" && u restore $opt --detach --image-path "$work/img" ${P}c1) 2>"$work/rsr.err" &&
+		 grep -qE -- "${opt%% *}( [a-z]+)?: |${opt%% *} is not supported" "$work/rsr.err" &&
+		 ! u state ${P}c1 >/dev/null 2>&1' "$(cat "$work/rsr.err" 2>/dev/null)"
+done
 if (cd "$work/b" && u restore --detach --image-path "$work/img" --pid-file "$work/pid" ${P}c1 \
 	>>"$out" 2>"$work/rs.err"); then
 	ok "restore --detach"
@@ -140,6 +147,15 @@ wait_for 20 lines_at_least "$out2" 10 || true
 pid2=$(pid_of ${P}c2)
 check "a checkpoint while another one runs is refused" \
 	'flock "$root/${P}c2" "$URSA" --root "$root" checkpoint --image-path "$work/imgx" ${P}c2 2>&1 | grep -q "a checkpoint is already running"'
+# runc's options ursa cannot honour are refused by name, before anything is done
+for opt in --lazy-pages --pre-dump "--page-server x:1" "--parent-path p" "--external x" \
+	"--manage-cgroups-mode bogus"; do
+	# shellcheck disable=SC2086
+	check "checkpoint $opt is refused, the container runs on, no image" \
+		'! u checkpoint $opt --image-path "$work/imgr" ${P}c2 2>"$work/ckr.err" &&
+		 grep -qE -- "${opt%% *}( [a-z]+)?: |${opt%% *} is not supported" "$work/ckr.err" &&
+		 [ ! -e "$work/imgr" ] && [ "$(status_of ${P}c2)" = running ]' "$(cat "$work/ckr.err" 2>/dev/null)"
+done
 check "checkpoint --leave-running" 'u checkpoint --leave-running --image-path "$work/img2" ${P}c2 2>"$work/ck2.err"' \
 	"$(cat "$work/ck2.err" 2>/dev/null)"
 n2=$(last_n "$out2")
