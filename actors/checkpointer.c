@@ -283,29 +283,14 @@ struct gather {
 	int err;
 };
 
-static void *grow(void *p, uint32_t *cap, uint32_t need, size_t size)
-{
-	if (need <= *cap)
-		return p;
-	uint32_t c = *cap ? *cap * 2 : 16;
-	while (c < need)
-		c *= 2;
-	void *q = realloc(p, (size_t) c * size);
-	if (q)
-		*cap = c;
-	return q;
-}
-
 static int gather_metric(void *ctx, const char *name, const uint64_t *vals, uint32_t n)
 {
 	struct gather *g = ctx;
 	struct sst_root *st = g->st;
-	struct sst_metric *a =
-		grow(st->metrics, &g->metrics_cap, st->metrics_len + 1, sizeof(*st->metrics));
-	if (!a)
+	if (urs_grow((void **) &st->metrics, &g->metrics_cap, st->metrics_len, sizeof(*st->metrics),
+		     16))
 		return -ENOMEM;
-	st->metrics = a;
-	struct sst_metric *m = &a[st->metrics_len];
+	struct sst_metric *m = &st->metrics[st->metrics_len];
 	memset(m, 0, sizeof(*m));
 	m->name = strdup(name);
 	m->vals = malloc((size_t) n * sizeof(*vals) + 1);
@@ -324,12 +309,10 @@ static int gather_neigh(void *ctx, const struct urs_net_neigh_info *e)
 {
 	struct gather *g = ctx;
 	struct sst_net *n = &g->st->net;
-	struct sst_neigh *a =
-		grow(n->neighbors, &g->neigh_cap, n->neighbors_len + 1, sizeof(*n->neighbors));
-	if (!a)
+	if (urs_grow((void **) &n->neighbors, &g->neigh_cap, n->neighbors_len,
+		     sizeof(*n->neighbors), 16))
 		return -ENOMEM;
-	n->neighbors = a;
-	struct sst_neigh *x = &a[n->neighbors_len++];
+	struct sst_neigh *x = &n->neighbors[n->neighbors_len++];
 	memset(x, 0, sizeof(*x));
 	x->family = e->family;
 	memcpy(x->addr, &e->addr, 16);
@@ -341,11 +324,9 @@ static int gather_flow(void *ctx, const struct urs_net_flow_info *f)
 {
 	struct gather *g = ctx;
 	struct sst_net *n = &g->st->net;
-	struct sst_flow *a = grow(n->flows, &g->flows_cap, n->flows_len + 1, sizeof(*n->flows));
-	if (!a)
+	if (urs_grow((void **) &n->flows, &g->flows_cap, n->flows_len, sizeof(*n->flows), 16))
 		return -ENOMEM;
-	n->flows = a;
-	struct sst_flow *x = &a[n->flows_len++];
+	struct sst_flow *x = &n->flows[n->flows_len++];
 	*x = (struct sst_flow){.proto = f->proto,
 			       .family = f->family,
 			       .lport = f->lport,

@@ -371,13 +371,8 @@ static bool split(const struct urs_ms_part *pt, struct pfam **fams, size_t *nf)
 				for (size_t i = 0; i < *nf; i++)
 					if (span_eq((*fams)[i].name, name))
 						return false; /* a family twice */
-				if (*nf == cap) {
-					cap = cap ? cap * 2 : 16;
-					struct pfam *nfm = realloc(*fams, cap * sizeof(**fams));
-					if (!nfm)
-						return false;
-					*fams = nfm;
-				}
+				if (urs_grow_sz((void **) fams, &cap, *nf, sizeof(**fams), 16))
+					return false;
 				cur = &(*fams)[(*nf)++];
 				*cur = (struct pfam){.name = name};
 			}
@@ -441,28 +436,18 @@ int urs_ms_merge(struct urs_ms_part *parts, size_t n, struct urs_ms_buf *out)
 			while (j < ng && !span_eq(g[j].name, pf[k].name))
 				j++;
 			if (j == ng) {
-				if (ng == gcap) {
-					gcap = gcap ? gcap * 2 : 16;
-					struct gfam *ngp = realloc(g, gcap * sizeof(*g));
-					if (!ngp) {
-						r = -ENOMEM;
-						break;
-					}
-					g = ngp;
+				if (urs_grow_sz((void **) &g, &gcap, ng, sizeof(*g), 16)) {
+					r = -ENOMEM;
+					break;
 				}
 				g[ng++] = (struct gfam){pf[k].name, pf[k].help, pf[k].type,
 							pf[k].tword};
 			}
 			if (!pf[k].body.p)
 				continue;
-			if (nb == bcap) {
-				bcap = bcap ? bcap * 2 : 64;
-				struct blk *nbp = realloc(b, bcap * sizeof(*b));
-				if (!nbp) {
-					r = -ENOMEM;
-					break;
-				}
-				b = nbp;
+			if (urs_grow_sz((void **) &b, &bcap, nb, sizeof(*b), 64)) {
+				r = -ENOMEM;
+				break;
 			}
 			b[nb++] = (struct blk){(uint32_t) j, pf[k].body};
 		}
@@ -1130,14 +1115,9 @@ static int list_sandboxes(const char *root, char ***ids, size_t *n)
 			continue;
 		if (e->d_name[0] == '.' || urs_id_valid(e->d_name, NULL) < 0)
 			continue;
-		if (*n == cap) {
-			cap = cap ? cap * 2 : 32;
-			char **nids = realloc(*ids, cap * sizeof(**ids));
-			if (!nids) {
-				r = -ENOMEM;
-				break;
-			}
-			*ids = nids;
+		if (urs_grow_sz((void **) ids, &cap, *n, sizeof(**ids), 32)) {
+			r = -ENOMEM;
+			break;
 		}
 		if (!((*ids)[*n] = strdup(e->d_name))) {
 			r = -ENOMEM;

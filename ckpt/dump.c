@@ -74,7 +74,7 @@ struct dumpctx {
 	pid_t outside;			   /* may be in the cgroup, not dumped */
 	const struct ckpt_dump_opts *opts; /* seccomp_replace, or NULL */
 	struct tree_obj *objs;		   /* pipes and sockets the tree holds */
-	uint32_t nobjs;
+	uint32_t nobjs, capobjs;
 	struct ckpt_sockdiag diag; /* sockets of the tree's network namespace */
 	bool diag_loaded;
 	struct dthread *thr[CKPT_MAX_TASKS]; /* each task's other threads */
@@ -809,13 +809,8 @@ static int tree_add(struct dumpctx *c, uint64_t ino, bool sock, uint32_t acc)
 {
 	struct tree_obj *o = tree_find(c, ino, sock);
 	if (!o) {
-		if (!(c->nobjs & (c->nobjs - 1)) || !c->nobjs) {
-			size_t cap = c->nobjs ? (size_t) c->nobjs * 2 : 16;
-			struct tree_obj *n = realloc(c->objs, cap * sizeof(*n));
-			if (!n)
-				return -ENOMEM;
-			c->objs = n;
-		}
+		if (urs_grow((void **) &c->objs, &c->capobjs, c->nobjs, sizeof(*c->objs), 16))
+			return -ENOMEM;
 		o = &c->objs[c->nobjs++];
 		memset(o, 0, sizeof(*o));
 		o->ino = ino;

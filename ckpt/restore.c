@@ -92,7 +92,7 @@ struct rctx {
 	void *charged_ctx;
 	struct ckpt_restore_stats *st;
 	struct robj *objs; /* pipe ends and sockets created so far */
-	uint32_t nobjs;
+	uint32_t nobjs, capobjs;
 	int32_t *park_base, *park_next; /* per task: parked fds (from park_base on, how
 					 * many), closed once every task has its fds */
 	struct ckpt_tracee *thr;	/* threads created so far (tasks' other threads) */
@@ -659,13 +659,8 @@ static const struct robj *robj_find(const struct rctx *c, uint32_t kind, uint64_
 
 static int robj_add(struct rctx *c, uint32_t kind, uint64_t ino, uint32_t task, int32_t fd)
 {
-	if (!(c->nobjs & (c->nobjs - 1)) || !c->nobjs) {
-		size_t cap = c->nobjs ? (size_t) c->nobjs * 2 : 16;
-		struct robj *n = realloc(c->objs, cap * sizeof(*n));
-		if (!n)
-			return -ENOMEM;
-		c->objs = n;
-	}
+	if (urs_grow((void **) &c->objs, &c->capobjs, c->nobjs, sizeof(*c->objs), 16))
+		return -ENOMEM;
 	c->objs[c->nobjs++] = (struct robj){ino, kind, task, fd};
 	return 0;
 }
@@ -1638,10 +1633,10 @@ static int restore_shm(struct rctx *c, uint32_t i, struct urs_err *err)
 
 /* ---- the rest of the kernel state -------------------------------------------- */
 
-static int restore_misc(struct rctx *c, uint32_t i, struct urs_err *err)
+/* The task's working directory, umask, name and personality. */
+static int restore_cwd_name(struct rctx *c, uint32_t i, struct urs_err *err)
 {
 	const struct ckpt_task *t = &c->img.tasks[i];
-	pid_t pid = c->tr[i].pid;
 	int r = scratch_put(c, i, S_PATH, t->cwd, strlen(t->cwd) + 1);
 	if (!r)
 		r = inj(c, i, SYS_chdir, sarg(c, S_PATH), 0, 0, 0, 0, 0, NULL);
@@ -1662,6 +1657,14 @@ static int restore_misc(struct rctx *c, uint32_t i, struct urs_err *err)
 	if (r)
 		return urs_err_set(err, r, "restore: pid %d: personality: %s", t->r.nspid,
 				   strerror(-r));
+	return 0;
+}
+
+/* The task's signal handlers and alternate signal stack. */
+static int restore_sigactions(struct rctx *c, uint32_t i, struct urs_err *err)
+{
+	const struct ckpt_task *t = &c->img.tasks[i];
+	int r;
 	for (unsigned s = 1; s <= CKPT_NSIG; s++) {
 		const struct ckpt_sigact *sa = &t->r.sigact[s - 1];
 		if (!sa->handler || s == SIGKILL || s == SIGSTOP)
@@ -1684,6 +1687,15 @@ static int restore_misc(struct rctx *c, uint32_t i, struct urs_err *err)
 			return urs_err_set(err, r, "restore: pid %d: sigaltstack: %s", t->r.nspid,
 					   strerror(-r));
 	}
+	return 0;
+}
+
+/* What the kernel holds a user address of for the task: its rseq area,
+ * robust futex list and clear_child_tid. */
+static int restore_user_ptrs(struct rctx *c, uint32_t i, struct urs_err *err)
+{
+	const struct ckpt_task *t = &c->img.tasks[i];
+	int r;
 	if (t->r.rseq_ptr) {
 		r = inj(c, i, SYS_rseq, t->r.rseq_ptr, t->r.rseq_len, 0, t->r.rseq_sig, 0, 0, NULL);
 		if (r)
@@ -1704,6 +1716,13 @@ static int restore_misc(struct rctx *c, uint32_t i, struct urs_err *err)
 			return urs_err_set(err, r, "restore: pid %d: set_tid_address: %s",
 					   t->r.nspid, strerror(-r));
 	}
+	return 0;
+}
+
+/* The task's interval timers (ITIMER_REAL, _VIRTUAL, _PROF). */
+static int restore_itimers(struct rctx *c, uint32_t i, struct urs_err *err)
+{
+	const struct ckpt_task *t = &c->img.tasks[i];
 	for (unsigned which = 0; which < 3; which++) {
 		int64_t it[4];
 		memcpy(it, t->r.itimer[which], sizeof(it));
@@ -1716,13 +1735,30 @@ static int restore_misc(struct rctx *c, uint32_t i, struct urs_err *err)
 			it[2] = it[0];
 			it[3] = it[1];
 		}
-		r = scratch_put(c, i, S_STRUCT, it, sizeof(it));
+		int r = scratch_put(c, i, S_STRUCT, it, sizeof(it));
 		if (!r)
 			r = inj(c, i, SYS_setitimer, which, sarg(c, S_STRUCT), 0, 0, 0, 0, NULL);
 		if (r)
 			return urs_err_set(err, r, "restore: pid %d: setitimer %u: %s", t->r.nspid,
 					   which, strerror(-r));
 	}
+	return 0;
+}
+
+/* The rest of the task's kernel state, then its resource limits and prctl flags. */
+static int restore_misc(struct rctx *c, uint32_t i, struct urs_err *err)
+{
+	const struct ckpt_task *t = &c->img.tasks[i];
+	pid_t pid = c->tr[i].pid;
+	int r = restore_cwd_name(c, i, err);
+	if (!r)
+		r = restore_sigactions(c, i, err);
+	if (!r)
+		r = restore_user_ptrs(c, i, err);
+	if (!r)
+		r = restore_itimers(c, i, err);
+	if (r)
+		return r;
 	for (unsigned k = 0; k < CKPT_NRLIMIT; k++) {
 		struct rlimit rl = {t->r.rlim[k].cur, t->r.rlim[k].max};
 		if (prlimit(pid, (__rlimit_resource_t) k, &rl, NULL) < 0)
@@ -2402,6 +2438,101 @@ int ckpt_image_check_policy(const struct ckpt_image *img, const struct ckpt_poli
 	return 0;
 }
 
+/* The per-task tables of @c, for c->img's tasks. */
+static int rctx_alloc(struct rctx *c, struct urs_err *err)
+{
+	c->tr = calloc(c->img.ntasks, sizeof(*c->tr));
+	c->memfd = malloc(c->img.ntasks * sizeof(int));
+	c->dead = calloc(c->img.ntasks, 1);
+	c->park_base = calloc(c->img.ntasks, sizeof(int32_t));
+	c->park_next = calloc(c->img.ntasks, sizeof(int32_t));
+	if (!c->tr || !c->memfd || !c->dead || !c->park_base || !c->park_next)
+		return urs_err_set(err, -ENOMEM, "restore: out of memory");
+	for (uint32_t i = 0; i < c->img.ntasks; i++)
+		c->memfd[i] = -1;
+	return 0;
+}
+
+/* Create the tree (its root, then every task's children) and rebuild each
+ * live task: its memory and fds, then the rest of its state. */
+static int rebuild_tree(struct rctx *c, struct urs_err *err)
+{
+	int r = c->puppet > 0 ? adopt_root(c, err) : create_root(c, err);
+	ckpt_trace("restore: root ready");
+	/* tasks are in breadth-first order: a parent always precedes its children */
+	for (uint32_t i = 0; !r && i < c->img.ntasks; i++) {
+		if (!c->dead[i])
+			r = set_ids(c, i, err);
+		for (uint32_t j = i + 1; !r && j < c->img.ntasks; j++)
+			if (c->img.tasks[j].r.parent == (int32_t) i)
+				r = create_child(c, j, err);
+	}
+	ckpt_trace("restore: tasks created");
+	struct own_creds own;
+	read_own_creds(&own);
+	/* every task descends from the puppet and has its bounding set, which
+	 * the init already cut to the configuration's (host/init.c): only the
+	 * difference to the image's is dropped by injection */
+	if (c->puppet > 0 && own.ok && task_capbnd(c->puppet, &own.bnd) < 0)
+		read_own_creds(&own);
+	for (uint32_t i = 0; !r && i < c->img.ntasks; i++)
+		if (!c->dead[i])
+			r = rebuild_mm_fds(c, i, err);
+	ckpt_trace("restore: memory and fds rebuilt");
+	for (uint32_t i = 0; !r && i < c->img.ntasks; i++)
+		if (!c->dead[i])
+			r = rebuild_rest(c, i, &own, err);
+	ckpt_trace("restore: tasks rebuilt");
+	return r;
+}
+
+/* Let the rebuilt tree go: its threads released, every live task detached;
+ * *@pid is its root. */
+static int let_go(struct rctx *c, pid_t *pid, struct urs_err *err)
+{
+	int r = release_threads(c, true, err);
+	for (uint32_t i = c->img.ntasks; i-- > 0;)
+		if (!c->dead[i] && ptrace(PTRACE_DETACH, c->tr[i].pid, 0, 0) < 0 && !r)
+			r = urs_err_set(err, -errno, "restore: detaching pid %d: %m",
+					c->img.tasks[i].r.nspid);
+	if (!r)
+		*pid = c->tr[0].pid;
+	return r;
+}
+
+/* A failed restore: kill the tasks created so far and reap them. */
+static void kill_tree(struct rctx *c)
+{
+	/* the whole tree dies with its root (pid namespace init) or by EXITKILL */
+	for (uint32_t i = c->nlive; i-- > 0;)
+		if (c->tr[i].pid > 0) /* never kill(0): tasks not created yet have pid 0 */
+			kill(c->tr[i].pid, SIGKILL);
+	release_threads(c, false, NULL); /* their leaders wait for them */
+	/* reap the traced ones first: a pid namespace's init is not
+	 * released while tasks of its namespace wait to be reaped, and
+	 * traced zombies wait for their tracer — us */
+	for (uint32_t i = c->nlive; i-- > 1;)
+		if (c->tr[i].pid > 0) /* not ours (any more): ECHILD at once */
+			waitpid(c->tr[i].pid, NULL, __WALL);
+	if (c->tr[0].pid > 0)
+		waitpid(c->tr[0].pid, NULL, __WALL);
+}
+
+/* What rctx_alloc and the restore allocated (not the image). */
+static void rctx_free(struct rctx *c)
+{
+	for (uint32_t i = 0; c->memfd && i < c->img.ntasks; i++)
+		if (c->memfd[i] >= 0)
+			close(c->memfd[i]);
+	free(c->memfd);
+	free(c->dead);
+	free(c->park_base);
+	free(c->park_next);
+	free(c->objs);
+	free(c->thr);
+	free(c->tr);
+}
+
 int ckpt_restore_ex(const char *dir, const struct ckpt_restore_opts *opts, pid_t *pid,
 		    struct ckpt_restore_stats *stats, struct urs_err *err)
 {
@@ -2434,79 +2565,16 @@ int ckpt_restore_ex(const char *dir, const struct ckpt_restore_opts *opts, pid_t
 		r = choose_blob(&c, err);
 	if (r)
 		goto out_img;
-	c.tr = calloc(c.img.ntasks, sizeof(*c.tr));
-	c.memfd = malloc(c.img.ntasks * sizeof(int));
-	c.dead = calloc(c.img.ntasks, 1);
-	c.park_base = calloc(c.img.ntasks, sizeof(int32_t));
-	c.park_next = calloc(c.img.ntasks, sizeof(int32_t));
-	if (!c.tr || !c.memfd || !c.dead || !c.park_base || !c.park_next) {
-		r = urs_err_set(err, -ENOMEM, "restore: out of memory");
-		goto out;
-	}
-	for (uint32_t i = 0; i < c.img.ntasks; i++)
-		c.memfd[i] = -1;
-	ckpt_trace("restore: prechecked");
-	r = c.puppet > 0 ? adopt_root(&c, err) : create_root(&c, err);
-	ckpt_trace("restore: root ready");
-	/* tasks are in breadth-first order: a parent always precedes its children */
-	for (uint32_t i = 0; !r && i < c.img.ntasks; i++) {
-		if (!c.dead[i])
-			r = set_ids(&c, i, err);
-		for (uint32_t j = i + 1; !r && j < c.img.ntasks; j++)
-			if (c.img.tasks[j].r.parent == (int32_t) i)
-				r = create_child(&c, j, err);
-	}
-	ckpt_trace("restore: tasks created");
-	struct own_creds own;
-	read_own_creds(&own);
-	/* every task descends from the puppet and has its bounding set, which
-	 * the init already cut to the configuration's (host/init.c): only the
-	 * difference to the image's is dropped by injection */
-	if (c.puppet > 0 && own.ok && task_capbnd(c.puppet, &own.bnd) < 0)
-		read_own_creds(&own);
-	for (uint32_t i = 0; !r && i < c.img.ntasks; i++)
-		if (!c.dead[i])
-			r = rebuild_mm_fds(&c, i, err);
-	ckpt_trace("restore: memory and fds rebuilt");
-	for (uint32_t i = 0; !r && i < c.img.ntasks; i++)
-		if (!c.dead[i])
-			r = rebuild_rest(&c, i, &own, err);
-	ckpt_trace("restore: tasks rebuilt");
+	r = rctx_alloc(&c, err);
 	if (!r) {
-		r = release_threads(&c, true, err);
-		for (uint32_t i = c.img.ntasks; i-- > 0;)
-			if (!c.dead[i] && ptrace(PTRACE_DETACH, c.tr[i].pid, 0, 0) < 0 && !r)
-				r = urs_err_set(err, -errno, "restore: detaching pid %d: %m",
-						c.img.tasks[i].r.nspid);
+		ckpt_trace("restore: prechecked");
+		r = rebuild_tree(&c, err);
 		if (!r)
-			*pid = c.tr[0].pid;
+			r = let_go(&c, pid, err);
 	}
-out:
-	if (r && c.nlive) {
-		/* the whole tree dies with its root (pid namespace init) or by EXITKILL */
-		for (uint32_t i = c.nlive; i-- > 0;)
-			if (c.tr[i].pid > 0) /* never kill(0): tasks not created yet have pid 0 */
-				kill(c.tr[i].pid, SIGKILL);
-		release_threads(&c, false, NULL); /* their leaders wait for them */
-		/* reap the traced ones first: a pid namespace's init is not
-		 * released while tasks of its namespace wait to be reaped, and
-		 * traced zombies wait for their tracer — us */
-		for (uint32_t i = c.nlive; i-- > 1;)
-			if (c.tr[i].pid > 0) /* not ours (any more): ECHILD at once */
-				waitpid(c.tr[i].pid, NULL, __WALL);
-		if (c.tr[0].pid > 0)
-			waitpid(c.tr[0].pid, NULL, __WALL);
-	}
-	for (uint32_t i = 0; c.memfd && i < c.img.ntasks; i++)
-		if (c.memfd[i] >= 0)
-			close(c.memfd[i]);
-	free(c.memfd);
-	free(c.dead);
-	free(c.park_base);
-	free(c.park_next);
-	free(c.objs);
-	free(c.thr);
-	free(c.tr);
+	if (r && c.nlive)
+		kill_tree(&c);
+	rctx_free(&c);
 out_img:
 	ckpt_image_free(&c.img);
 	stats->ms = urs_now_ms() - t0;

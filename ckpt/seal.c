@@ -3,6 +3,7 @@
  * (ckpt/seal.h says what they cover and why).
  */
 #include "ckpt/seal.h"
+#include "runtime/common.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -53,14 +54,8 @@ void ckpt_pagemacs_start(struct ckpt_pagemacs *pm, const struct ckpt_seal *s, co
 /* the chunk in progress is complete (or the last one): its MAC goes in */
 static int chunk_end(struct ckpt_pagemacs *pm)
 {
-	if (pm->n == pm->cap) {
-		uint32_t cap = pm->cap ? pm->cap * 2 : 16;
-		void *m = realloc(pm->mac, (size_t) cap * CKPT_MAC_LEN);
-		if (!m)
-			return -ENOMEM;
-		pm->mac = m;
-		pm->cap = cap;
-	}
+	if (urs_grow((void **) &pm->mac, &pm->cap, pm->n, sizeof(*pm->mac), 16))
+		return -ENOMEM;
 	urs_hmac_sha256_final(&pm->h, pm->mac[pm->n++]);
 	pm->fill = 0;
 	return 0;

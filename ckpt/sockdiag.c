@@ -54,13 +54,8 @@ static int diag_socket_in(pid_t pid, uint64_t *netns)
 
 static int push(struct ckpt_sockdiag *d, const struct ckpt_sk_info *i)
 {
-	if (!(d->n & (d->n - 1)) || !d->n) {
-		size_t cap = d->n ? (size_t) d->n * 2 : 16;
-		struct ckpt_sk_info *nv = realloc(d->v, cap * sizeof(*nv));
-		if (!nv)
-			return -ENOMEM;
-		d->v = nv;
-	}
+	if (urs_grow((void **) &d->v, &d->cap, d->n, sizeof(*d->v), 16))
+		return -ENOMEM;
 	d->v[d->n++] = *i;
 	return 0;
 }

@@ -32,7 +32,7 @@ struct ckpt_sk_info {
 struct ckpt_sockdiag {
 	uint64_t netns; /* inode of the namespace this was read from */
 	struct ckpt_sk_info *v;
-	uint32_t n;
+	uint32_t n, cap;
 };
 
 /**

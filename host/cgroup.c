@@ -652,21 +652,16 @@ int urs_cg_home_v1(struct urs_cgroup *home, const struct urs_cgroup *cg, struct 
 	return 0;
 }
 
-int urs_cg_create(struct urs_cgroup *cg, const char *cgroups_path, const char *id, pid_t caller,
-		  struct urs_err *err)
+/* The sandbox's cgroup relative to its parent: @cgroups_path normalized
+ * (*@abs: it was absolute), or "ursa/@id" when it is empty. */
+static int rel_path(const char *cgroups_path, const char *id, char *rel, size_t len, bool *abs,
+		    struct urs_err *err)
 {
-	int mode = urs_cg_mode();
-	cg_init(cg, mode > 0 ? mode : 0);
-	if (mode < 0)
-		return urs_err_set(err, mode, "cgroup: no cgroup filesystem under " CG_ROOT);
-
-	char rel[URS_CG_PATH_MAX];
-	bool abs = false;
-	int r = normalize(cgroups_path ? cgroups_path : "", rel, sizeof(rel), &abs);
+	int r = normalize(cgroups_path ? cgroups_path : "", rel, len, abs);
 	if (r < 0)
 		return urs_err_set(err, r, "cgroup: invalid cgroupsPath \"%s\"", cgroups_path);
 	if (!rel[0]) {
-		if (abs)
+		if (*abs)
 			return urs_err_set(err, -EINVAL,
 					   "cgroup: cgroupsPath \"%s\" is a hierarchy's root",
 					   cgroups_path);
@@ -674,23 +669,33 @@ int urs_cg_create(struct urs_cgroup *cg, const char *cgroups_path, const char *i
 		    !strcmp(id, ".") || !strcmp(id, "..") || strlen(id) > NAME_MAX)
 			return urs_err_set(err, -EINVAL, "cgroup: invalid container id \"%s\"",
 					   id ? id : "(null)");
-		snprintf(rel, sizeof(rel), "ursa/%s", id);
+		snprintf(rel, len, "ursa/%s", id);
 	}
+	return 0;
+}
 
-	char proc[8192];
-	{
-		char pp[64];
-		if (caller > 0)
-			snprintf(pp, sizeof(pp), "/proc/%d/cgroup", (int) caller);
-		else
-			snprintf(pp, sizeof(pp), "/proc/self/cgroup");
-		r = read_at(AT_FDCWD, pp, proc, sizeof(proc));
-		if (r < 0)
-			return urs_err_set(err, r, "cgroup: reading %s: %s", pp, strerror(-r));
-	}
+/* /proc/@caller/cgroup (ours if @caller is 0) into @proc. */
+static int read_caller_cgroups(pid_t caller, char *proc, size_t len, struct urs_err *err)
+{
+	char pp[64];
+	if (caller > 0)
+		snprintf(pp, sizeof(pp), "/proc/%d/cgroup", (int) caller);
+	else
+		snprintf(pp, sizeof(pp), "/proc/self/cgroup");
+	int r = read_at(AT_FDCWD, pp, proc, len);
+	if (r < 0)
+		return urs_err_set(err, r, "cgroup: reading %s: %s", pp, strerror(-r));
+	return 0;
+}
 
+/* Each hierarchy's path for the sandbox: @rel beneath the caller's cgroup
+ * (as @proc lists it; beneath the root if @abs), or the path of the
+ * hierarchy it is co-mounted with (an alias). @root_len: each mount
+ * point's length. */
+static int hier_paths(struct urs_cgroup *cg, int mode, const char *proc, const char *rel, bool abs,
+		      size_t root_len[URS_CG_NHIER], struct urs_err *err)
+{
 	long hids[URS_CG_NHIER];
-	size_t root_len[URS_CG_NHIER] = {0};
 	for (int h = 0; h < URS_CG_NHIER; h++) {
 		hids[h] = -1;
 		if (!applies(mode, h))
@@ -741,6 +746,30 @@ int urs_cg_create(struct urs_cgroup *cg, const char *cgroups_path, const char *i
 		}
 		root_len[h] = strlen(root);
 	}
+	return 0;
+}
+
+int urs_cg_create(struct urs_cgroup *cg, const char *cgroups_path, const char *id, pid_t caller,
+		  struct urs_err *err)
+{
+	int mode = urs_cg_mode();
+	cg_init(cg, mode > 0 ? mode : 0);
+	if (mode < 0)
+		return urs_err_set(err, mode, "cgroup: no cgroup filesystem under " CG_ROOT);
+
+	char rel[URS_CG_PATH_MAX];
+	bool abs = false;
+	int r = rel_path(cgroups_path, id, rel, sizeof(rel), &abs, err);
+	if (r < 0)
+		return r;
+	char proc[8192];
+	r = read_caller_cgroups(caller, proc, sizeof(proc), err);
+	if (r < 0)
+		return r;
+	size_t root_len[URS_CG_NHIER] = {0};
+	r = hier_paths(cg, mode, proc, rel, abs, root_len, err);
+	if (r < 0)
+		return r;
 
 	for (int h = 0; h < URS_CG_NHIER; h++) {
 		if (!has(cg, h) || cg->h[h].alias >= 0)
@@ -1599,14 +1628,8 @@ struct pidvec {
 
 static int pidvec_push(struct pidvec *pv, pid_t p)
 {
-	if (pv->n == pv->cap) {
-		size_t cap = pv->cap ? pv->cap * 2 : 16;
-		pid_t *v = realloc(pv->v, cap * sizeof(*v));
-		if (!v)
-			return -ENOMEM;
-		pv->v = v;
-		pv->cap = cap;
-	}
+	if (urs_grow_sz((void **) &pv->v, &pv->cap, pv->n, sizeof(*pv->v), 16))
+		return -ENOMEM;
 	pv->v[pv->n++] = p;
 	return 0;
 }

@@ -92,7 +92,10 @@ static inline void *steal_ptr(void *pp)
  * @cap: its capacity in elements
  * @n: the elements in use
  * @elem: an element's size
- * @first: the capacity of a first allocation
+ * @first: the capacity of a first allocation (not 0)
+ *
+ * A capacity that would not fit (its doubling wraps, or its bytes overflow
+ * size_t) fails as an allocation would.
  *
  * Return: 0 (room for one more at index @n), or -ENOMEM (the array as it was).
  */
@@ -101,7 +104,36 @@ static inline int urs_grow(void **arr, uint32_t *cap, uint32_t n, size_t elem, u
 	if (n < *cap)
 		return 0;
 	uint32_t c = *cap ? *cap * 2 : first;
+	if (c <= *cap || c > SIZE_MAX / elem)
+		return -ENOMEM;
 	void *p = realloc(*arr, (size_t) c * elem);
+	if (!p)
+		return -ENOMEM;
+	*arr = p;
+	*cap = c;
+	return 0;
+}
+
+/**
+ * urs_grow_sz() - urs_grow() for an array counted in size_t
+ * @arr: the array (may be NULL while *@cap is 0)
+ * @cap: its capacity in elements
+ * @n: the elements in use
+ * @elem: an element's size
+ * @first: the capacity of a first allocation (not 0)
+ *
+ * The same doubling and the same overflow checks as urs_grow().
+ *
+ * Return: 0 (room for one more at index @n), or -ENOMEM (the array as it was).
+ */
+static inline int urs_grow_sz(void **arr, size_t *cap, size_t n, size_t elem, size_t first)
+{
+	if (n < *cap)
+		return 0;
+	size_t c = *cap ? *cap * 2 : first;
+	if (c <= *cap || c > SIZE_MAX / elem)
+		return -ENOMEM;
+	void *p = realloc(*arr, c * elem);
 	if (!p)
 		return -ENOMEM;
 	*arr = p;

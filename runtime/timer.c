@@ -3,6 +3,7 @@
  * and the loop's single io_uring timeout.
  */
 #include "runtime/timer.h"
+#include "runtime/common.h"
 
 #include <stdlib.h>
 #include <time.h>
@@ -54,14 +55,8 @@ static void sift_down(struct urs_timers *T, uint32_t i)
 
 static int heap_push(struct urs_timers *T, struct urs_timer *t)
 {
-	if (T->n == T->cap) {
-		uint32_t cap = T->cap ? T->cap * 2 : 16;
-		struct urs_timer **h = realloc(T->heap, cap * sizeof(*h));
-		if (!h)
-			return -ENOMEM;
-		T->heap = h;
-		T->cap = cap;
-	}
+	if (urs_grow((void **) &T->heap, &T->cap, T->n, sizeof(*T->heap), 16))
+		return -ENOMEM;
 	T->heap[T->n] = t;
 	sift_up(T, T->n++);
 	return 0;

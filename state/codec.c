@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "state/codec.h"
+#include "runtime/common.h"
 
 #define ENC_DEFAULT_BUF (1u << 20)
 #define ARENA_BLOCK	(1u << 20)
@@ -263,16 +264,10 @@ uint32_t urs_st_enc_new(struct urs_st_enc *e, const void *p, uint32_t type, uint
 		while (e->ht[slot].epoch == e->epoch)
 			slot = (slot + 1) & e->ht_mask;
 	}
-	if (__builtin_expect(e->nobjs == e->objs_cap, 0)) {
-		uint32_t nc = e->objs_cap ? e->objs_cap * 2 : 1024;
-		struct urs_st_eobj *no =
-			nc > e->objs_cap ? realloc(e->objs, (size_t) nc * sizeof(*no)) : NULL;
-		if (!no) {
-			urs_st_enc_fail(e, -ENOMEM, "(object table)");
-			return 0;
-		}
-		e->objs = no;
-		e->objs_cap = nc;
+	if (__builtin_expect(e->nobjs == e->objs_cap, 0) &&
+	    urs_grow((void **) &e->objs, &e->objs_cap, e->nobjs, sizeof(*e->objs), 1024)) {
+		urs_st_enc_fail(e, -ENOMEM, "(object table)");
+		return 0;
 	}
 	uint32_t id = ++e->nobjs;
 	e->objs[id - 1] = (struct urs_st_eobj){p, type, (uint32_t) e->schema->types[type].size};
@@ -283,15 +278,10 @@ uint32_t urs_st_enc_new(struct urs_st_enc *e, const void *p, uint32_t type, uint
 
 bool urs_st_enc_ref_grow(struct urs_st_enc *e)
 {
-	uint32_t nc = e->refs_cap ? e->refs_cap * 2 : 1024;
-	struct urs_st_eref *nr =
-		nc > e->refs_cap ? realloc(e->refs, (size_t) nc * sizeof(*nr)) : NULL;
-	if (!nr) {
+	if (urs_grow((void **) &e->refs, &e->refs_cap, e->nrefs, sizeof(*e->refs), 1024)) {
 		urs_st_enc_fail(e, -ENOMEM, "(reference table)");
 		return false;
 	}
-	e->refs = nr;
-	e->refs_cap = nc;
 	return true;
 }
 
@@ -1013,16 +1003,10 @@ void *urs_st_get_ref(struct urs_st_dec *d, uint32_t want, void *slot)
 		return NULL;
 	if (via_vec && !d->ids[v >> 1].done) {
 		/* the vec's storage is allocated when its object is decoded */
-		if (d->nfix == d->fix_cap) {
-			uint32_t nc = d->fix_cap ? d->fix_cap * 2 : 64;
-			struct urs_st_fixup *nf = realloc(d->fix, (size_t) nc * sizeof(*nf));
-			if (!nf) {
-				d->err = -ENOMEM;
-				d->why = "out of memory";
-				return NULL;
-			}
-			d->fix = nf;
-			d->fix_cap = nc;
+		if (urs_grow((void **) &d->fix, &d->fix_cap, d->nfix, sizeof(*d->fix), 64)) {
+			d->err = -ENOMEM;
+			d->why = "out of memory";
+			return NULL;
 		}
 		struct urs_st_fixup *fx = &d->fix[d->nfix++];
 		fx->slot = slot;
