@@ -5,7 +5,7 @@
  * the v2 freezer), "checkpoint DIR\tKEYFILE" (the supervisor's own state,
  * metrics, netstack tables, config, into DIR/supervisor.img, sealed with
  * the image's key by its checkpointer actor). The supervisor's side is in
- * actors/supervisor.c.
+ * actors/sup_control.c.
  */
 #include "actors/ckpt_sup.h"
 

@@ -2,7 +2,7 @@
  * actors/control.c — the client side of the supervisor's control protocol
  * (actors/control.h): what `ursa` commands use to talk to a sandbox's
  * supervisor over ROOT/ID/ctl.sock. The server side, a loop actor, is in
- * actors/supervisor.c.
+ * actors/sup_control.c.
  */
 #include <errno.h>
 #include <poll.h>

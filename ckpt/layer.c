@@ -124,7 +124,7 @@ static bool find_reg(int dfd, char *rel, size_t len, size_t at, int depth)
  * st_dev as the sandbox sees it — an overlay whose layers are on different
  * file systems shows each layer's non-directories on a device of its own,
  * new at each mount, so the restore learns the new one from the same file
- * (actors/supervisor.c) to match files held open on the layer. Not written
+ * (actors/sup_restore.c) to match files held open on the layer. Not written
  * when that device is not the upper layer's alone (its inode numbers then
  * differ from the layer's own): files held open on the layer are then
  * refused at restore, not matched loosely.

@@ -2446,10 +2446,10 @@ static int rctx_alloc(struct rctx *c, struct urs_err *err)
 	c->dead = calloc(c->img.ntasks, 1);
 	c->park_base = calloc(c->img.ntasks, sizeof(int32_t));
 	c->park_next = calloc(c->img.ntasks, sizeof(int32_t));
+	for (uint32_t i = 0; c->memfd && i < c->img.ntasks; i++)
+		c->memfd[i] = -1; /* before any failure: rctx_free closes them */
 	if (!c->tr || !c->memfd || !c->dead || !c->park_base || !c->park_next)
 		return urs_err_set(err, -ENOMEM, "restore: out of memory");
-	for (uint32_t i = 0; i < c->img.ntasks; i++)
-		c->memfd[i] = -1;
 	return 0;
 }
 

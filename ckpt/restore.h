@@ -102,7 +102,7 @@ struct ckpt_restore_opts {
 	/* Called once, before the restorer writes data the kernel charges to
 	 * the WRITER's memory cgroup (shared memory objects, filled with
 	 * pwrite from here): the caller gets into the sandbox's memory cgroup
-	 * then, if it is not there already (actors/supervisor.c on unified
+	 * then, if it is not there already (actors/sup_cgself.c on unified
 	 * hosts). Failing fails the restore. NULL: nothing to do. */
 	int (*before_charged)(void *ctx);
 	void *charged_ctx;

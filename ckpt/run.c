@@ -221,8 +221,8 @@ static int open_sandbox(struct ckpt_run *c)
 		return urs_err_set(c->err, -ESRCH, "checkpoint: container %s: its init is gone",
 				   st->id);
 	/* A supervisor in the freezer's cgroup must have written its state
-	 * before the freeze. Out of it (hybrid hosts: actors/supervisor.c,
-	 * join_v2_later; or one that could not lower its OOM score) it writes
+	 * before the freeze. Out of it (hybrid hosts: actors/sup_cgself.c,
+	 * sup_join_v2_setup; or one that could not lower its OOM score) it writes
 	 * while we dump. */
 	c->sup_apart = c->freezer && !urs_cg_v2_has(&c->cg, st->sup_pid);
 	return 0;

@@ -54,7 +54,7 @@ int urs_container_delete(const char *id, bool force, struct urs_err *err)
 	char rec[PATH_MAX];
 	/* A create or restore that died before its record: only the directory
 	 * is left, and its supervisor, if it still runs, is removing what it
-	 * made (actors/supervisor.c) and may add a file meanwhile (rmdir:
+	 * made (actors/sup_report.c) and may add a file meanwhile (rmdir:
 	 * ENOTEMPTY) or still write the record. Retried for up to 2 s, taking
 	 * the record's path if one appears. */
 	for (int i = 0; i < 200 && r == -EIO && force &&

@@ -5,7 +5,7 @@
  * (cgroup, namespaces, mounts, root, console), but its init, instead of
  * exec'ing the process, stops once the root is built and the supervisor
  * turns it into the checkpointed process tree (ckpt_restore_ex with the init
- * as the puppet, actors/supervisor.c). So the restored sandbox is an
+ * as the puppet, actors/sup_boot.c). So the restored sandbox is an
  * ordinary one: its init is the pid-file process (our child, as runc's
  * is), and state, kill, delete work on it. The image is untrusted: its credentials, no_new_privs
  * and seccomp filter are checked against config.json first, and any failure

@@ -59,9 +59,9 @@ REQ=ursa_supervisor_control_requests_total
 # cgroup placement (host/cgroup.c, "moving a process in without the kernel's
 # global migration lock"): the init in each of the sandbox's hierarchies,
 # the supervisor in each v1 one (it moved itself in) but pids (it is none
-# of the container's tasks: actors/supervisor.c, pids_leave); on hybrid
+# of the container's tasks: actors/sup_cgself.c, sup_pids_leave); on hybrid
 # hosts the supervisor stays out of the v2 cgroup, whose freezer then stops
-# only the workload (actors/supervisor.c, join_v2_later)
+# only the workload (actors/sup_cgself.c, sup_join_v2_setup)
 hybrid=false
 [ "$(stat -fc %T /sys/fs/cgroup/unified 2>/dev/null)" = cgroup2fs ] && hybrid=true
 placed() { # id
@@ -176,7 +176,7 @@ check "and it still runs" '[ "$(status_of ${P}f)" = running ]'
 u delete --force ${P}f >/dev/null 2>&1
 
 # ---- the unified hosts' way, on a hybrid one (URSA_CG_JOIN_V2=1): the supervisor
-# joins the sandbox's v2 cgroup once it runs (actors/supervisor.c, j2); checkpoint
+# joins the sandbox's v2 cgroup once it runs (actors/sup_cgself.c, sup_j2); checkpoint
 # then gets its state before freezing it; a restore that writes tmpfs contents
 # joins before writing them (they are charged to the writer)
 sup_v2() { [[ $(sed -n 's/^0:://p' "/proc/$(jq -r .sup_pid "$root/$1/state.json")/cgroup") == */$1 ]]; }
