@@ -5,6 +5,7 @@
  */
 #include "cmd/remote.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -18,6 +19,7 @@
 
 #include "ckpt/key.h"
 #include "host/fs.h"
+#include "host/proc.h"
 #include "runtime/common.h"
 #include "runtime/io.h"
 
@@ -41,6 +43,30 @@ static void helper_path(char *out, size_t len)
 	snprintf(out, len, "ursa-store");
 }
 
+static int rm_one(const char *path, const struct stat *sb, int type, struct FTW *f);
+
+/* A stage directory is named WHAT.PID.START.XXXXXX after the process that
+ * made it (its start time: a reused pid is someone else). One whose maker
+ * is gone was left by a command killed halfway (SIGKILL, the OOM killer, a
+ * crash): removed here, by the next one. */
+static void sweep_stages(const char *base)
+{
+	DIR *d = opendir(base);
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		int pid;
+		unsigned long long start;
+		char what[8], path[PATH_MAX];
+		if (sscanf(e->d_name, "%7[a-z].%d.%llu.", what, &pid, &start) != 3 || pid <= 0 ||
+		    urs_proc_alive(pid, start))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", base, e->d_name);
+		nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	}
+	if (d)
+		closedir(d);
+}
+
 static int make_stage(const char *root, const char *what, char *stage, size_t len,
 		      struct urs_err *err)
 {
@@ -49,7 +75,11 @@ static int make_stage(const char *root, const char *what, char *stage, size_t le
 	int r = urs_mkdir_p(base, 0700);
 	if (r < 0)
 		return urs_err_set(err, r, "creating %s: %s", base, strerror(-r));
-	snprintf(stage, len, "%s/%s.XXXXXX", base, what);
+	sweep_stages(base);
+	uint64_t start = 0;
+	urs_proc_start_time(getpid(), &start);
+	snprintf(stage, len, "%s/%s.%d.%llu.XXXXXX", base, what, (int) getpid(),
+		 (unsigned long long) start);
 	if (!mkdtemp(stage))
 		return urs_err_set(err, -errno, "creating a stage directory in %s: %m", base);
 	return 0;

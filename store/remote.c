@@ -444,14 +444,24 @@ static int stream_in(struct urs_remote *r, uint32_t obj, int fd, int abort_fd, s
 	return seal_slot(r, obj, s, true);
 }
 
-static int abort_mpu(struct urs_remote *r)
+/* The failed object's multipart upload aborted. When the store cannot be
+ * reached either (killed, gone past the retries), @err (the failure) says
+ * so too, naming the upload: its parts stay in the bucket until aborted
+ * by hand or by a lifecycle rule (docs/storage.md). */
+static void abort_mpu(struct urs_remote *r, struct urs_err *err)
 {
 	struct urs_err e2 = {{0}};
 	struct urs_s3_req q = {.op = URS_S3_MPU_ABORT,
 			       .bucket = r->bucket,
 			       .key = r->key,
 			       .upload_id = r->create.upload_id_out};
-	return r->mpu_ready ? one(r, &q, &e2) : 0;
+	if (!r->mpu_ready || one(r, &q, &e2) == 0)
+		return;
+	size_t n = strnlen(err->msg, sizeof(err->msg));
+	snprintf(err->msg + n, sizeof(err->msg) - n,
+		 "; its multipart upload %s was not aborted (%s): its parts stay in the bucket "
+		 "until it is (docs/storage.md)",
+		 r->create.upload_id_out, e2.msg);
 }
 
 /* the last part (or the only buffer, as one PutObject), then the upload's end */
@@ -522,7 +532,7 @@ int urs_remote_put_fd(struct urs_remote *r, int fd, const char *file, uint64_t o
 		for (uint32_t i = 0; i < r->nbufs; i++)
 			r->bufs[i].state = B_FREE;
 		r->fail = 0;
-		abort_mpu(r);
+		abort_mpu(r, err);
 		return e;
 	}
 	struct entry *en = &r->ents[r->nents++];

@@ -20,9 +20,14 @@
 #   - a checkpoint whose second part fails (5xx past the retries): an
 #     error naming the object, the sandbox runs on (not frozen), no index
 #     and no object under the prefix
+#   - the store killed mid-upload (a part held, then the store SIGKILLed):
+#     the checkpoint fails naming the object and the multipart upload it
+#     could not abort, the sandbox runs on, no object, no stage
 #   - wrong credentials (a wrong secret for checkpoint, an unknown access
 #     key for restore): the store's 403 and its code in the error, the
 #     sandbox runs on, nothing left in the store or on the host
+#   - a stage directory whose maker is gone is swept by the next command,
+#     a live one's is not
 # Needs root (namespaces, cgroups, ptrace), node (s3rver), python3. Env:
 # URSA (ursa-store beside it), HOG (tests/ckpt/hog.c).
 set -u
@@ -164,6 +169,33 @@ check "the sandbox runs on (not frozen)" \
 check "no object under the prefix, no stage" \
 	'[ -z "$(objects img/c)" ] && [ -z "$(ls -A "$root/.remote" 2>/dev/null)" ]' "$(objects img/c)"
 
+# ---- the store killed mid-upload --------------------------------------------------
+# The second part's request is held (stall), then the store ursa talks to
+# (the proxy) is SIGKILLed: the held connection breaks and every retry finds
+# nobody listening. The checkpoint fails, the sandbox runs on, no object is
+# left, and the error names the multipart upload nobody could abort.
+proxy "__fault?mode=stall&n=1&match=partNumber%3D2" >/dev/null
+u checkpoint --image-path "s3://ursa-test/img/k" ${P}c 2>"$work/ckk.err" &
+ck=$!
+part2_held() { proxy __stats | grep -q "injected=1"; }
+wait_for 60 part2_held || bad "the second part reaches the store" "$(proxy __stats)"
+kill -KILL "$s3proxy_pid"
+if wait $ck; then
+	bad "a checkpoint whose store is killed mid-upload: fails" "it succeeded"
+else
+	ok "a checkpoint whose store is killed mid-upload: fails ($(head -c 300 "$work/ckk.err"))"
+fi
+check "the error names the object and the upload left unaborted" \
+	'grep -q "img/k/1.pages.img" "$work/ckk.err" && grep -q "multipart upload .* was not aborted" "$work/ckk.err"' \
+	"$(cat "$work/ckk.err")"
+c0=$(count)
+check "the sandbox runs on (not frozen)" \
+	'[ "$(status_of ${P}c)" = running ] && wait_for 20 counts_past $((c0 + 3))' "count $(count) after $c0"
+check "no object under the prefix, no stage" \
+	'[ -z "$(objects img/k)" ] && [ -z "$(ls -A "$root/.remote" 2>/dev/null)" ]' "$(objects img/k)"
+s3proxy_start 2 || exit 1
+export AWS_ENDPOINT_URL="http://127.0.0.1:$pport"
+
 # ---- wrong credentials: the store's refusal, named; nothing left ---------------------
 if AWS_SECRET_ACCESS_KEY=not-the-secret u checkpoint --image-path "s3://ursa-test/img/e" ${P}c \
 	2>"$work/cke.err"; then
@@ -219,5 +251,19 @@ else
 fi
 check "every page of it is what was written last: nothing stale" hog_checked "$(cat "$t"/check-* 2>&1)"
 u delete --force ${P}d >/dev/null 2>&1
+
+# ---- stage directories left by a killed command are swept ----------------------------
+# named after their maker (pid, start time): one whose maker is gone goes
+# at the next stage made under the root, a live one's stays
+sh -c 'exit 0' &
+dead=$!
+wait $dead
+self_start=$(awk '{print $22}' /proc/$$/stat)
+mkdir -p "$root/.remote/put.$dead.1.AbCdEf/container" "$root/.remote/get.$$.$self_start.GhIjKl"
+(cd "$work/b" && u restore --detach --image-path "s3://ursa-test/img/none" ${P}x 2>/dev/null)
+check "a dead command's stage is swept, a live one's stays" \
+	'[ ! -e "$root/.remote/put.$dead.1.AbCdEf" ] && [ -d "$root/.remote/get.$$.$self_start.GhIjKl" ]' \
+	"$(ls -la "$root/.remote")"
+rm -rf "$root/.remote/get.$$.$self_start.GhIjKl"
 
 finish

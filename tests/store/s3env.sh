@@ -4,7 +4,7 @@
 # "listening" line), in a temporary directory ($tmp), with the bucket
 # ursa-test created at startup (--configure-bucket); and
 # tests/store/s3proxy.py in front of it (SigV4/Content-MD5 checks and fault
-# injection). Sets $port (s3rver), $pport (the proxy), $tmp; waits on their
+# injection). Sets $port (s3rver), $pport and $s3proxy_pid (the proxy), $tmp; waits on their
 # output, never sleeps; stops both and removes $tmp on exit (the caller's
 # EXIT trap may call s3env_cleanup itself).
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -55,8 +55,14 @@ mkdir "$tmp/data"
 start s3rver 'listening on 127\.0\.0\.1:([0-9]+)' \
 	node --openssl-legacy-provider "$s3rver" -d "$tmp/data" -a 127.0.0.1 -p 0 -s --configure-bucket ursa-test || exit 1
 port=$got
-start proxy 'listening on 127\.0\.0\.1:([0-9]+)' \
-	python3 -u "$here/s3proxy.py" --upstream "127.0.0.1:$port" --secret S3RVER || exit 1
-pport=$got
+# s3proxy_start [N]: a proxy in front of s3rver (again, after a test killed
+# the first: N names its log); sets $pport and $s3proxy_pid
+s3proxy_start() {
+	start "proxy${1:-}" 'listening on 127\.0\.0\.1:([0-9]+)' \
+		python3 -u "$here/s3proxy.py" --upstream "127.0.0.1:$port" --secret S3RVER || return 1
+	pport=$got
+	s3proxy_pid=${pids[-2]} # start added the command, then its drain
+}
+s3proxy_start || exit 1
 echo "# s3rver $(node "$s3rver" --version) on 127.0.0.1:$port, s3proxy on 127.0.0.1:$pport"
 
