@@ -9,6 +9,7 @@
 #include <limits.h>
 #include <stdbool.h>
 
+#include "actors/bundle.h"
 #include "actors/netstack.h"
 #include "actors/sandbox.h"
 #include "host/seccomp_bpf.h"
@@ -20,24 +21,10 @@ struct urs_cmd {
 	const char *summary;
 };
 
-/* create/run share their flags and bundle loading (cmd/create.c) */
-struct urs_create_args {
-	const char *id, *bundle, *pid_file, *console_socket;
-	bool no_pivot, no_new_keyring, detach, no_subreaper, keep;
-	int preserve_fds;
-	char bundle_abs[PATH_MAX], rootfs_abs[PATH_MAX];
-	struct urs_spec *spec;
-	struct urs_bpf bpf; /* compiled seccomp filter (bpf.prog.len == 0: none) */
-	void *filter;	    /* libseccomp filter, kept only for SCMP_ACT_NOTIFY profiles */
-	struct urs_seccomp_denials *denials; /* counted denials' errno table, or NULL */
-	struct urs_netopts net;		     /* from the run.ursa.* annotations */
-	bool plain_seccomp; /* never count denials (restore: images hold the plain filter) */
-};
-
 int urs_create_parse(const char *cmd, int argc, char **argv, struct urs_create_args *c,
 		     bool with_detach);
-int urs_bundle_prepare(struct urs_create_args *c, struct urs_sandbox_opts *o, struct urs_err *err);
-void urs_create_args_free(struct urs_create_args *c);
+/* the CLI's globals and re-exec in @c (urs_create_parse does it) */
+void urs_create_args_cli(struct urs_create_args *c);
 int urs_seal_self_for(const struct urs_spec *spec, struct urs_err *err);
 
 /* delete's work, shared with run (cmd/delete.c) */

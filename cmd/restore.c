@@ -1,101 +1,39 @@
 /*
  * cmd/restore.c — `ursa restore --image-path DIR [--bundle B] [--detach]
  * [--pid-file F] [--console-socket S] [--no-pivot] [-no-subreaper] ID`
- * (runc-compatible): a new sandbox is made the usual way from the bundle
- * (cgroup, namespaces, mounts, root, console), but its init, instead of
- * exec'ing the process, stops once the root is built and the supervisor
- * turns it into the checkpointed process tree (ckpt_restore_ex with the init
- * as the puppet, actors/sup_boot.c). So the restored sandbox is an
- * ordinary one: its init is the pid-file process (our child, as runc's
- * is), and state, kill, delete work on it. The image is untrusted: its credentials, no_new_privs
- * and seccomp filter are checked against config.json first, and any failure
- * leaves nothing (no record, no cgroup, no process).
- * Without --bundle: the current directory if it has a config.json, else the
- * bundle recorded in the image (DIR/container/state.json).
+ * (runc-compatible): the flags, the image fetched first when it is in
+ * object storage (cmd/remote.h), the sandbox made from it
+ * (actors/sandbox_restore.h: any failure leaves nothing), its poststart
+ * hooks, and, without --detach, waited for as `run` waits.
  */
-#include <errno.h>
-#include <stdio.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
+#include "actors/sandbox_restore.h"
 #include "ckpt/key.h"
-#include "ckpt/container.h"
-#include "ckpt/restore.h"
 #include "ckpt/run.h"
 #include "ckpt/trace.h"
 #include "cmd/cli.h"
 #include "cmd/cmd.h"
 #include "cmd/remote.h"
-#include "host/cgroup.h"
 
 int urs_wait_forwarding(pid_t sup, pid_t init);
 
-/* the sandbox's options: the bundle's, with the image's tree as its
- * init's, checked against the policy config.json gives */
-static int restore_opts(struct urs_create_args *c, const char *dir, const char *layer,
-			struct urs_sandbox_opts *o, struct ckpt_policy *pol, struct urs_err *err)
+/* the sandbox restored (actors/sandbox_restore.h), waited for unless
+ * --detach; *rc: the exit status */
+static int restore_run(struct urs_create_args *c, const char *image, const char *stage,
+		       const char *work, int *rc, struct urs_err *err)
 {
-	/* counted seccomp denials need a notify listener, which an image cannot
-	 * carry: the image holds the plain filter (cmd/ckpt_seccomp.c), compile
-	 * that */
-	c->plain_seccomp = true;
-	int r = urs_bundle_prepare(c, o, err);
-	if (r == 0)
-		r = ckpt_policy_from_spec(c->spec, c->filter != NULL, c->bpf.prog.filter,
-					  c->bpf.prog.len, pol, err);
-	if (r < 0)
-		return r;
-	if (*layer) {
-		o->overlay_scratch = layer;
-		o->overlay_prepared = true;
-		/* `ursa do` loads Docker's default filter (not in its config) */
-		pol->bpf = (const uint64_t *) (const void *) urs_default_bpf;
-		pol->bpf_len = urs_default_bpf_len;
-	}
-	if (c->spec->process && c->spec->process->terminal && !c->console_socket)
-		return urs_err_set(err, -EINVAL,
-				   "restore: process.terminal needs --console-socket (the pty "
-				   "replaces the checkpointed stdio)");
-	o->autostart = true; /* restored processes run at once */
-	o->seccomp = NULL;   /* the image brings its filters (checked by the policy) */
-	o->seccomp_notify = false;
-	o->seccomp_count = NULL;
-	o->restore_dir = dir;
-	o->restore_policy = pol;
-	return 0;
-}
-
-/* the image checked (owner, MACs, manifest) before anything is made, the
- * sandbox made from the bundle (an `ursa do` sandbox's layer unpacked as
- * the bundle when none is given), waited for unless --detach; *rc: the
- * exit status */
-static int restore_run(struct urs_create_args *c, const char *image, const char *work,
-		       const char *stage, int *rc, struct urs_err *err)
-{
-	struct ckpt_container_image img;
-	int r = ckpt_container_image_open(stage ? stage : image, G.root, c->id, !c->bundle, &img,
-					  err);
-	if (r < 0)
-		return r;
-	if (*img.layer)
-		c->bundle = img.layer;
-	if (!c->bundle && access("config.json", F_OK) < 0 && img.have_rec)
-		c->bundle = img.rec.bundle;
-	struct urs_sandbox_opts o;
-	struct ckpt_policy pol;
 	struct urs_state st;
 	pid_t sup;
-	if ((r = restore_opts(c, img.dir, img.layer, &o, &pol, err)) < 0)
-		goto out;
-	ckpt_trace("cli: bundle prepared");
-	if ((r = urs_sandbox_create(&o, &sup, &st, err)) < 0)
-		goto out;
+	int r = urs_sandbox_restore(c, stage ? stage : image, &sup, &st, err);
+	if (r < 0)
+		return r;
 	ckpt_trace("cli: sandbox created");
 	if (stage) /* restored: the copy fetched from object storage goes */
 		urs_remote_rm_stage(stage);
-	ckpt_worklog(work, "restore.log", "restored %s from %s: init pid %d", c->id, img.dir,
+	ckpt_worklog(work, "restore.log", "restored %s from %s: init pid %d", c->id, image,
 		     (int) st.pid);
 	urs_sandbox_hooks(G.root, &st, c->spec, URS_HOOK_POSTSTART, "running", urs_warn);
 	*rc = 0;
@@ -106,9 +44,7 @@ static int restore_run(struct urs_create_args *c, const char *image, const char 
 			urs_error("%s", derr.msg);
 	}
 	urs_state_clear(&st);
-out:
-	ckpt_container_image_close(&img, r < 0);
-	return r;
+	return 0;
 }
 
 /* a local image, or one fetched from object storage into a stage
@@ -126,7 +62,7 @@ static int restore_from(struct urs_create_args *c, const char *image, const char
 	if (urs_is_remote(image))
 		r = urs_remote_fetch(image, G.root, profile, stage, sizeof(stage), &err);
 	if (r == 0)
-		r = restore_run(c, image, work, *stage ? stage : NULL, &rc, &err);
+		r = restore_run(c, image, *stage ? stage : NULL, work, &rc, &err);
 	if (r < 0) {
 		urs_error("%s", err.msg);
 		ckpt_worklog(work, "restore.log", "error: %s", err.msg);
@@ -142,6 +78,7 @@ static int restore_from(struct urs_create_args *c, const char *image, const char
 int cmd_restore(int argc, char **argv)
 {
 	struct urs_create_args c = {0};
+	urs_create_args_cli(&c);
 	const char *image = NULL, *work = NULL, *cgmode = NULL, *profile = NULL, *key_file = NULL;
 	const struct urs_opt opts[] = {
 		{"image-path", 0, URS_OPT_STR, &image,

@@ -94,7 +94,10 @@ int cmd_run(int argc, char **argv)
 	struct urs_sandbox_opts o;
 	struct urs_state st;
 	pid_t sup;
-	if ((r = urs_bundle_prepare(&c, &o, &err)) < 0) {
+	r = urs_bundle_prepare(&c, &o, &err);
+	if (c.count_why)
+		urs_debug("seccomp: denials not counted: %s", c.count_why);
+	if (r < 0) {
 		urs_error("%s", err.msg);
 		urs_create_args_free(&c);
 		return 1;

@@ -87,7 +87,7 @@ static inline void *steal_ptr(void *pp)
 }
 
 /**
- * urs_grow() - make room for one more element in a doubling array
+ * urs_grow_sz() - make room for one more element in a doubling array
  * @arr: the array (may be NULL while *@cap is 0)
  * @cap: its capacity in elements
  * @n: the elements in use
@@ -96,33 +96,6 @@ static inline void *steal_ptr(void *pp)
  *
  * A capacity that would not fit (its doubling wraps, or its bytes overflow
  * size_t) fails as an allocation would.
- *
- * Return: 0 (room for one more at index @n), or -ENOMEM (the array as it was).
- */
-static inline int urs_grow(void **arr, uint32_t *cap, uint32_t n, size_t elem, uint32_t first)
-{
-	if (n < *cap)
-		return 0;
-	uint32_t c = *cap ? *cap * 2 : first;
-	if (c <= *cap || c > SIZE_MAX / elem)
-		return -ENOMEM;
-	void *p = realloc(*arr, (size_t) c * elem);
-	if (!p)
-		return -ENOMEM;
-	*arr = p;
-	*cap = c;
-	return 0;
-}
-
-/**
- * urs_grow_sz() - urs_grow() for an array counted in size_t
- * @arr: the array (may be NULL while *@cap is 0)
- * @cap: its capacity in elements
- * @n: the elements in use
- * @elem: an element's size
- * @first: the capacity of a first allocation (not 0)
- *
- * The same doubling and the same overflow checks as urs_grow().
  *
  * Return: 0 (room for one more at index @n), or -ENOMEM (the array as it was).
  */
@@ -139,6 +112,30 @@ static inline int urs_grow_sz(void **arr, size_t *cap, size_t n, size_t elem, si
 	*arr = p;
 	*cap = c;
 	return 0;
+}
+
+/**
+ * urs_grow() - urs_grow_sz() for an array counted in uint32_t
+ * @arr: the array (may be NULL while *@cap is 0)
+ * @cap: its capacity in elements
+ * @n: the elements in use
+ * @elem: an element's size
+ * @first: the capacity of a first allocation (not 0)
+ *
+ * Return: 0 (room for one more at index @n), or -ENOMEM (the array as it
+ * was; also when the doubled capacity would not fit in 32 bits).
+ */
+static inline int urs_grow(void **arr, uint32_t *cap, uint32_t n, size_t elem, uint32_t first)
+{
+	if (n < *cap)
+		return 0;
+	if (*cap > UINT32_MAX / 2)
+		return -ENOMEM;
+	size_t c = *cap;
+	int r = urs_grow_sz(arr, &c, n, elem, first);
+	if (r == 0)
+		*cap = (uint32_t) c;
+	return r;
 }
 
 #endif
