@@ -49,15 +49,13 @@ static const int fwd_signals[] = {SIGHUP,  SIGINT,   SIGQUIT, SIGTERM, SIGUSR1,
  * the container process state (runtime-spec "containerProcessState") as the
  * message, over SCM_RIGHTS.
  */
-static int notify_agent(struct urs_sup_args *a, pid_t pid, int listener, char *msg, size_t len)
+static int notify_agent(struct urs_sup_args *a, pid_t pid, int listener, struct urs_err *err)
 {
 	const struct urs_seccomp *sc = a->launch.spec->lnx->seccomp;
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	if (!sc->listener_path || snprintf(sa.sun_path, sizeof(sa.sun_path), "%s",
-					   sc->listener_path) >= (int) sizeof(sa.sun_path)) {
-		snprintf(msg, len, "linux.seccomp.listenerPath: missing or too long");
-		return -EINVAL;
-	}
+					   sc->listener_path) >= (int) sizeof(sa.sun_path))
+		return urs_err_set(err, -EINVAL, "linux.seccomp.listenerPath: missing or too long");
 	char state[2048], body[4096];
 	if (urs_oci_state_json(state, sizeof(state), a->id, "creating", pid, a->bundle, NULL) < 0)
 		state[0] = 0;
@@ -68,16 +66,15 @@ static int notify_agent(struct urs_sup_args *a, pid_t pid, int listener, char *m
 			 state[0] ? state : "{}");
 	_cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0 || connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0) {
-		snprintf(msg, len, "linux.seccomp.listenerPath %s: connect: %s", sa.sun_path,
-			 strerror(errno));
-		return -errno;
+		int e = errno;
+		return urs_err_set(err, -e, "linux.seccomp.listenerPath %s: connect: %s",
+				   sa.sun_path, strerror(e));
 	}
 	int r = urs_send_fd(fd, body, (size_t) n, listener);
-	if (r < 0) {
-		snprintf(msg, len, "linux.seccomp.listenerPath %s: sending the listener: %s",
-			 sa.sun_path, strerror(-r));
-		return r;
-	}
+	if (r < 0)
+		return urs_err_set(err, r,
+				   "linux.seccomp.listenerPath %s: sending the listener: %s",
+				   sa.sun_path, strerror(-r));
 	return 0;
 }
 
@@ -205,8 +202,8 @@ int sup_boot_checks(struct sup *s)
 	}
 	/* gofer volumes: /dev/fuse is opened before we enter the sandbox's
 	 * device cgroup (which denies it); mounted by the init (docs/gofer.md) */
-	if ((r = sup_gofer_open(a, sup_msg, sizeof(sup_msg))) < 0) {
-		sup_report(a, r, 0, NULL, sup_msg);
+	if ((r = sup_gofer_open(a, &err)) < 0) {
+		sup_report(a, r, 0, NULL, err.msg);
 		return 1;
 	}
 	return 0;
@@ -374,10 +371,13 @@ static int boot_wait_ready(struct sup *s)
 		listener = -1;
 	}
 	if (listener >= 0) {
-		r = notify_agent(a, s->init_pid, listener, sup_msg, sizeof(sup_msg));
+		struct urs_err err = {{0}};
+		r = notify_agent(a, s->init_pid, listener, &err);
 		close(listener);
-		if (r < 0)
+		if (r < 0) {
+			snprintf(sup_msg, sizeof(sup_msg), "%s", err.msg);
 			return fail_kill(s, r);
+		}
 	}
 	if (r < 0 || m.type != URS_SYNC_READY) {
 		snprintf(sup_msg, sizeof(sup_msg), "%s",

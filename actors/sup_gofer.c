@@ -25,7 +25,7 @@
  * mount (the init mounts the former and closes both). After the loop
  * exists: one gofer per volume on it. At exit: stopped before the loop. */
 
-int sup_gofer_open(struct urs_sup_args *a, char *msg, size_t len)
+int sup_gofer_open(struct urs_sup_args *a, struct urs_err *err)
 {
 	const struct urs_spec *spec = a->launch.spec;
 	struct urs_launch *L = &a->launch;
@@ -35,23 +35,22 @@ int sup_gofer_open(struct urs_sup_args *a, char *msg, size_t len)
 		if (!m->gofer)
 			continue;
 		if (L->n_gofer >= URS_GOFER_MAX) {
-			snprintf(msg, len, "mounts[%zu]: too many \"ursa-gofer\" volumes", i);
-			return -E2BIG;
+			return urs_err_set(err, -E2BIG,
+					   "mounts[%zu]: too many \"ursa-gofer\" volumes", i);
 		}
 		int dir = open(m->source, O_PATH | O_DIRECTORY | O_CLOEXEC);
 		if (dir < 0) {
 			int r = -errno;
-			snprintf(msg, len, "mounts[%zu]: gofer volume source %s: %s", i, m->source,
-				 strerror(-r));
-			return r;
+			return urs_err_set(err, r, "mounts[%zu]: gofer volume source %s: %s", i,
+					   m->source, strerror(-r));
 		}
 		int fuse = open("/dev/fuse", O_RDWR | O_CLOEXEC | O_NONBLOCK);
 		if (fuse < 0) {
 			int r = -errno;
 			close(dir);
-			snprintf(msg, len, "mounts[%zu]: gofer volume: opening /dev/fuse: %s", i,
-				 strerror(-r));
-			return r;
+			return urs_err_set(err, r,
+					   "mounts[%zu]: gofer volume: opening /dev/fuse: %s", i,
+					   strerror(-r));
 		}
 		L->gofer_dir[L->n_gofer] = dir;
 		L->gofer_fuse[L->n_gofer] = fuse;
@@ -209,10 +208,11 @@ void sup_gofer_import(struct sup *s)
 	for (int i = 0; i < URS_GOFER_MAX; i++) {
 		if (!s->gofer[i] || !s->gdest[i] || !s->gsaved_any)
 			continue;
-		char msg[256];
-		int r = urs_gofer_state_import(s->gofer[i], &s->gsaved[i], msg, sizeof(msg));
-		if (r < 0 || msg[0])
-			fprintf(stderr, "ursa: restore: gofer volume %s: %s\n", s->gdest[i], msg);
+		struct urs_err err = {{0}};
+		int r = urs_gofer_state_import(s->gofer[i], &s->gsaved[i], &err);
+		if (r < 0 || err.msg[0])
+			fprintf(stderr, "ursa: restore: gofer volume %s: %s\n", s->gdest[i],
+				err.msg);
 	}
 	if (s->gt)
 		urs_gofer_thread_unlock(s->gt);

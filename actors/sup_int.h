@@ -186,7 +186,7 @@ void sup_stop_actors(struct sup *s);
 /* ---- sup_gofer.c ---- */
 
 /* Before the clone: /dev/fuse and the host directory of each volume. */
-int sup_gofer_open(struct urs_sup_args *a, char *msg, size_t len);
+int sup_gofer_open(struct urs_sup_args *a, struct urs_err *err);
 /* Those fds closed, unserved. */
 void sup_gofer_close_fds(struct urs_launch *L);
 /* READY given: each volume served on the gofer thread. */

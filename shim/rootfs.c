@@ -160,13 +160,11 @@ static int mount_in(const char *dir, const char *src, const char *target, const 
 }
 
 int shim_rootfs_mount(const char *bundle, Containerd__Task__V2__Mount *const *m, size_t n,
-		      char *msg, size_t len)
+		      struct urs_err *err)
 {
 	char target[PATH_MAX], data[4096];
-	if (snprintf(target, sizeof(target), "%s/rootfs", bundle) >= (int) sizeof(target)) {
-		snprintf(msg, len, "rootfs: bundle path too long");
-		return -ENAMETOOLONG;
-	}
+	if (snprintf(target, sizeof(target), "%s/rootfs", bundle) >= (int) sizeof(target))
+		return urs_err_set(err, -ENAMETOOLONG, "rootfs: bundle path too long");
 	for (size_t i = 0; i < n; i++) {
 		unsigned long fl, prop;
 		char parent[PATH_MAX] = "";
@@ -177,10 +175,10 @@ int shim_rootfs_mount(const char *bundle, Containerd__Task__V2__Mount *const *m,
 				r = opts_parse(m[i], parent, &fl, &prop, data, sizeof(data));
 		}
 		if (r < 0) {
-			snprintf(msg, len, "rootfs mount %zu (%s): options longer than a page", i,
-				 m[i]->type);
 			shim_rootfs_umount(bundle);
-			return -E2BIG;
+			return urs_err_set(err, -E2BIG,
+					   "rootfs mount %zu (%s): options longer than a page", i,
+					   m[i]->type);
 		}
 		const char *step = "mount";
 		r = mount_in(parent, m[i]->source, target, m[i]->type, fl, data[0] ? data : NULL);
@@ -195,10 +193,9 @@ int shim_rootfs_mount(const char *bundle, Containerd__Task__V2__Mount *const *m,
 		}
 		if (r < 0) {
 			int e = errno;
-			snprintf(msg, len, "rootfs mount %zu: %s %s on %s (%s): %s", i, step,
-				 m[i]->source, target, m[i]->type, strerror(e));
 			shim_rootfs_umount(bundle);
-			return -e;
+			return urs_err_set(err, -e, "rootfs mount %zu: %s %s on %s (%s): %s", i,
+					   step, m[i]->source, target, m[i]->type, strerror(e));
 		}
 	}
 	return 0;

@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 
+#include "runtime/err.h"
 #include "shim/proto/task.pb-c.h"
 
 /**
@@ -16,13 +17,12 @@
  * @bundle: the bundle directory
  * @m: the mounts
  * @n: how many (0: the bundle's rootfs is used as it is)
- * @msg: on failure, which mount failed and why
- * @len: its size
+ * @err: on failure, which mount failed and why
  *
  * On failure what was mounted is unmounted again. Return: 0 or a negative errno.
  */
 int shim_rootfs_mount(const char *bundle, Containerd__Task__V2__Mount *const *m, size_t n,
-		      char *msg, size_t len);
+		      struct urs_err *err);
 
 /**
  * shim_rootfs_umount() - unmount everything on @bundle/rootfs

@@ -18,20 +18,26 @@
 
 enum { IO_IN, IO_OUT };
 
-static int open_one(const char *uri, int dir, char *msg, size_t len)
+static int open_one(const char *uri, int dir, struct urs_err *error)
 {
 	const char *path = uri;
 	int file = 0;
-	if (!uri || !*uri)
-		return open("/dev/null", (dir == IO_IN ? O_RDONLY : O_WRONLY) | O_CLOEXEC);
+	if (!uri || !*uri) {
+		int fd = open("/dev/null", (dir == IO_IN ? O_RDONLY : O_WRONLY) | O_CLOEXEC);
+		if (fd < 0) {
+			int e = errno;
+			return urs_err_set(error, -e, "stdio /dev/null: %s", strerror(e));
+		}
+		return fd;
+	}
 	if (!strncmp(uri, "fifo://", 7)) {
 		path = uri + 7;
 	} else if (!strncmp(uri, "file://", 7)) {
 		path = uri + 7;
 		file = 1;
 	} else if (strstr(uri, "://")) {
-		snprintf(msg, len, "stdio %s: only FIFOs and file:// are supported", uri);
-		return -EPROTONOSUPPORT;
+		return urs_err_set(error, -EPROTONOSUPPORT,
+				   "stdio %s: only FIFOs and file:// are supported", uri);
 	}
 	int fd;
 	if (file && dir == IO_OUT)
@@ -44,31 +50,28 @@ static int open_one(const char *uri, int dir, char *msg, size_t len)
 		fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0) {
 		int e = errno;
-		snprintf(msg, len, "stdio %s: %s", path, strerror(e));
-		return -e;
+		return urs_err_set(error, -e, "stdio %s: %s", path, strerror(e));
 	}
 	struct stat st;
 	if (!file && (fstat(fd, &st) < 0 || !S_ISFIFO(st.st_mode))) {
 		close(fd);
-		snprintf(msg, len, "stdio %s: not a FIFO", path);
-		return -EINVAL;
+		return urs_err_set(error, -EINVAL, "stdio %s: not a FIFO", path);
 	}
 	if (!file && dir == IO_IN && fcntl(fd, F_SETFL, 0) < 0) {
 		int e = errno;
 		close(fd);
-		snprintf(msg, len, "stdio %s: %s", path, strerror(e));
-		return -e;
+		return urs_err_set(error, -e, "stdio %s: %s", path, strerror(e));
 	}
 	return fd;
 }
 
 int shim_stdio_open(struct shim_stdio *io, const char *in, const char *out, const char *err,
-		    int terminal, char *msg, size_t len)
+		    int terminal, struct urs_err *error)
 {
 	*io = (struct shim_stdio){.fd = {-1, -1, -1}, .stdin_keep = -1};
 	const char *uri[3] = {in, out, terminal ? "" : err};
 	for (int i = 0; i < 3; i++) {
-		io->fd[i] = open_one(uri[i], i ? IO_OUT : IO_IN, msg, len);
+		io->fd[i] = open_one(uri[i], i ? IO_OUT : IO_IN, error);
 		if (io->fd[i] < 0) {
 			int r = io->fd[i];
 			io->fd[i] = -1;
@@ -81,9 +84,8 @@ int shim_stdio_open(struct shim_stdio *io, const char *in, const char *out, cons
 		io->stdin_keep = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
 		if (io->stdin_keep < 0) {
 			int e = errno;
-			snprintf(msg, len, "stdio %s: %s", path, strerror(e));
 			shim_stdio_close(io);
-			return -e;
+			return urs_err_set(error, -e, "stdio %s: %s", path, strerror(e));
 		}
 	}
 	return 0;

@@ -12,6 +12,8 @@
 
 #include <stddef.h>
 
+#include "runtime/err.h"
+
 struct shim_stdio {
 	int fd[3];	/* the process's stdin, stdout, stderr */
 	int stdin_keep; /* the shim's writer on the stdin FIFO, or -1 */
@@ -24,13 +26,12 @@ struct shim_stdio {
  * @out: stdout's
  * @err: stderr's (not opened with @terminal: the terminal carries both)
  * @terminal: the process has a terminal (stdout stands for the console)
- * @msg: on failure, what could not be opened and why
- * @len: its size
+ * @error: on failure, what could not be opened and why
  *
  * Return: 0 or a negative errno.
  */
 int shim_stdio_open(struct shim_stdio *io, const char *in, const char *out, const char *err,
-		    int terminal, char *msg, size_t len);
+		    int terminal, struct urs_err *error);
 
 /**
  * shim_stdio_close() - close the process's ends (after they were handed on)

@@ -109,20 +109,19 @@ int shim_task_add_wait(struct shim_proc *p, struct ttrpc_call *call)
 	return 0;
 }
 
-int shim_task_proc_io(struct shim_task *t, struct shim_proc *p, char *msg, size_t len)
+int shim_task_proc_io(struct shim_task *t, struct shim_proc *p, struct urs_err *err)
 {
-	int e = shim_stdio_open(&p->io, p->in, p->out, p->err, p->terminal, msg, len);
+	int e = shim_stdio_open(&p->io, p->in, p->out, p->err, p->terminal, err);
 	if (e < 0 || !p->terminal)
 		return e;
 	p->con_lfd = shim_console_listen(t->run_dir, p->con_path, sizeof(p->con_path));
-	if (p->con_lfd < 0) {
-		snprintf(msg, len, "console socket in %s: %s", t->run_dir, strerror(-p->con_lfd));
-		return p->con_lfd;
-	}
+	if (p->con_lfd < 0)
+		return urs_err_set(err, p->con_lfd, "console socket in %s: %s", t->run_dir,
+				   strerror(-p->con_lfd));
 	return 0;
 }
 
-int shim_task_proc_io_done(struct shim_task *t, struct shim_proc *p, char *msg, size_t len)
+int shim_task_proc_io_done(struct shim_task *t, struct shim_proc *p, struct urs_err *err)
 {
 	if (!p->terminal) {
 		shim_stdio_close(&p->io); /* the process has them now */
@@ -130,16 +129,13 @@ int shim_task_proc_io_done(struct shim_task *t, struct shim_proc *p, char *msg, 
 	}
 	int m = shim_console_take(p->con_lfd, p->con_path);
 	p->con_lfd = -1;
-	if (m < 0) {
-		snprintf(msg, len, "no terminal came over the console socket: %s", strerror(-m));
-		return m;
-	}
+	if (m < 0)
+		return urs_err_set(err, m, "no terminal came over the console socket: %s",
+				   strerror(-m));
 	p->con = shim_console_start(t->loop, m, p->io.fd[0], p->io.fd[1]);
 	p->io.fd[0] = p->io.fd[1] = -1; /* the console's now */
-	if (!p->con) {
-		snprintf(msg, len, "out of memory");
-		return -ENOMEM;
-	}
+	if (!p->con)
+		return urs_err_set(err, -ENOMEM, "out of memory");
 	return 0;
 }
 

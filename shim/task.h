@@ -161,10 +161,10 @@ void shim_task_exited(struct shim_task *t, struct shim_proc *p, int status,
 void shim_task_report_exit(struct shim_task *t, struct shim_proc *p);
 /* answer @call when @p exits */
 int shim_task_add_wait(struct shim_proc *p, struct ttrpc_call *call);
-/* open @p's stdio (and its console socket with a terminal); @msg: why not */
-int shim_task_proc_io(struct shim_task *t, struct shim_proc *p, char *msg, size_t len);
-/* after the backend made @p: hand its stdio on (a terminal's copy starts) */
-int shim_task_proc_io_done(struct shim_task *t, struct shim_proc *p, char *msg, size_t len);
+/* open @p's stdio (and its console socket with a terminal); @err: why not */
+int shim_task_proc_io(struct shim_task *t, struct shim_proc *p, struct urs_err *err);
+/* after the backend made @p: hand its stdio on (a terminal's copy starts); @err: why not */
+int shim_task_proc_io_done(struct shim_task *t, struct shim_proc *p, struct urs_err *err);
 /* free what @p holds (its Wait calls fail with NOT_FOUND); not @p itself */
 void shim_task_proc_free(struct shim_task *t, struct shim_proc *p);
 /* take @c out of the list; it is freed when no operation holds it */

@@ -122,9 +122,9 @@ static void create_done(void *arg, int err, const char *msg)
 	struct shim_task *t = d->t;
 	struct shim_proc *p = d->p;
 	struct shim_ctr *c = p->ctr;
-	char why[256];
-	if (!err && (err = shim_task_proc_io_done(t, p, why, sizeof(why))) < 0)
-		msg = why;
+	struct urs_err why = {{0}};
+	if (!err && (err = shim_task_proc_io_done(t, p, &why)) < 0)
+		msg = why.msg;
 	if (!err)
 		err = shim_task_watch(t, p, d->since);
 	if (err) {
@@ -191,7 +191,6 @@ static void on_create(struct ttrpc_call *call, const ProtobufCMessage *req, void
 {
 	struct shim_task *t = arg;
 	const Containerd__Task__V2__CreateTaskRequest *r = (const void *) req;
-	char msg[512];
 	struct urs_err err = {{0}};
 	if (!*r->bundle)
 		FAIL(call, TTRPC_INVALID_ARGUMENT, "create %s: a bundle is needed", r->id);
@@ -202,13 +201,13 @@ static void on_create(struct ttrpc_call *call, const ProtobufCMessage *req, void
 	struct shim_ctr *c = ctr_new(t, r);
 	if (!c)
 		FAIL(call, TTRPC_INTERNAL, "create %s: out of memory", r->id);
-	int e = shim_rootfs_mount(c->bundle, r->rootfs, r->n_rootfs, msg, sizeof(msg));
+	int e = shim_rootfs_mount(c->bundle, r->rootfs, r->n_rootfs, &err);
 	c->rootfs_mounted = e == 0 && r->n_rootfs;
 	if (e == 0)
-		e = shim_task_proc_io(t, &c->init, msg, sizeof(msg));
+		e = shim_task_proc_io(t, &c->init, &err);
 	struct pend *d = e ? NULL : pend_new(t, call, &c->init);
 	if (e) {
-		ttrpc_fail(call, TTRPC_UNKNOWN, "create %s: %s", r->id, msg);
+		ttrpc_fail(call, TTRPC_UNKNOWN, "create %s: %s", r->id, err.msg);
 		shim_task_ctr_free(t, c);
 		return;
 	}
@@ -232,14 +231,14 @@ static void start_done(void *arg, int err, const char *msg)
 	struct pend *d = arg;
 	struct shim_task *t = d->t;
 	struct shim_proc *p = d->p;
-	char why[256];
+	struct urs_err why = {{0}};
 	bool made = p->exec_id || p->ctr->checkpoint; /* exec'd or restored just now */
 	if (made && p->ctr->gone && !err)
 		p->op = false; /* its exit, if it comes, is nobody's: the container is gone */
 	if (pend_gone(d))
 		return;
-	if (!err && made && (err = shim_task_proc_io_done(t, p, why, sizeof(why))) < 0)
-		msg = why;
+	if (!err && made && (err = shim_task_proc_io_done(t, p, &why)) < 0)
+		msg = why.msg;
 	if (!err && made)
 		err = shim_task_watch(t, p, d->since);
 	if (err) {
@@ -307,7 +306,6 @@ static void on_exec(struct ttrpc_call *call, const ProtobufCMessage *req, void *
 {
 	struct shim_task *t = arg;
 	const Containerd__Task__V2__ExecProcessRequest *r = (const void *) req;
-	char msg[512];
 	struct shim_proc *init = lookup(t, call, r->id, NULL);
 	if (!init)
 		return;
@@ -337,14 +335,14 @@ static void on_exec(struct ttrpc_call *call, const ProtobufCMessage *req, void *
 	if (p->exec_id && p->spec && p->in && p->out && p->err) {
 		memcpy(p->spec, r->spec->value.data, r->spec->value.len);
 		p->spec[r->spec->value.len] = 0;
-		e = shim_task_proc_io(t, p, msg, sizeof(msg));
+		e = shim_task_proc_io(t, p, &err);
 	} else {
-		snprintf(msg, sizeof(msg), "out of memory");
+		urs_err_set(&err, e, "out of memory");
 	}
 	if (e) {
 		shim_task_proc_free(t, p);
 		free(p);
-		FAIL(call, TTRPC_UNKNOWN, "exec %s: %s", r->exec_id, msg);
+		FAIL(call, TTRPC_UNKNOWN, "exec %s: %s", r->exec_id, err.msg);
 	}
 	p->st = SHIM_CREATED;
 	p->next = c->execs;

@@ -24,6 +24,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "runtime/err.h"
 #include "runtime/loop.h"
 
 struct urs_gofer;
@@ -182,11 +183,11 @@ void urs_gofer_state_free(struct urs_gofer_state *s);
 /* Is @dir_fd the volume root the state was saved for? 0, or -ESTALE. */
 int urs_gofer_state_check_root(const struct urs_gofer_state *s, int dir_fd);
 /* After urs_gofer_start of the restored volume: checks root and mode
- * (-ESTALE / -EINVAL with @msg); quota accounting continues from the
+ * (-ESTALE / -EINVAL with @err); quota accounting continues from the
  * host's usage counted at start, a difference from the saved usage is put
- * in @msg (returns 0). */
-int urs_gofer_state_import(struct urs_gofer *g, const struct urs_gofer_state *s, char *msg,
-			   size_t len);
+ * in @err as a notice (returns 0; @err's message is "" without one). */
+int urs_gofer_state_import(struct urs_gofer *g, const struct urs_gofer_state *s,
+			   struct urs_err *err);
 /* To and from the schema (actors/supstate.ursc struct volume): the
  * vec of inodes is calloc'd (the caller frees v->inodes / s->inodes). */
 int urs_gofer_state_to_sst(const struct urs_gofer_state *s, struct sst_volume *v);

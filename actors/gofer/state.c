@@ -95,34 +95,28 @@ int urs_gofer_state_check_root(const struct urs_gofer_state *s, int dir_fd)
 											  : -ESTALE;
 }
 
-int urs_gofer_state_import(struct urs_gofer *g, const struct urs_gofer_state *s, char *msg,
-			   size_t len)
+int urs_gofer_state_import(struct urs_gofer *g, const struct urs_gofer_state *s,
+			   struct urs_err *err)
 {
-	if (msg && len)
-		msg[0] = 0;
+	if (err)
+		err->msg[0] = 0;
 	int r = urs_gofer_state_check_root(s, g->root_fd);
-	if (r < 0) {
-		if (msg)
-			snprintf(msg, len, "the host directory is not the one checkpointed");
-		return r;
-	}
-	if (s->rdonly != g->o.rdonly) {
-		if (msg)
-			snprintf(msg, len, "saved %s, configured %s", s->rdonly ? "ro" : "rw",
-				 g->o.rdonly ? "ro" : "rw");
-		return -EINVAL;
-	}
+	if (r < 0)
+		return urs_err_set(err, r, "the host directory is not the one checkpointed");
+	if (s->rdonly != g->o.rdonly)
+		return urs_err_set(err, -EINVAL, "saved %s, configured %s", s->rdonly ? "ro" : "rw",
+				   g->o.rdonly ? "ro" : "rw");
 	/* Quota usage: the new gofer counted the host at start (the truth: any
 	 * change made on the host meanwhile is in it), so accounting continues
 	 * from there. It equals the saved usage unless the host changed; a
 	 * difference is reported, the host's count kept. */
 	if ((g->o.quota_bytes || g->o.quota_inodes) && (s->quota_bytes || s->quota_inodes) &&
-	    (g->q_bytes != s->used_bytes || g->q_inodes != s->used_inodes) && msg)
-		snprintf(msg, len,
-			 "quota usage changed on the host since the checkpoint: %llu bytes %llu "
-			 "inodes saved, %llu bytes %llu inodes now",
-			 (unsigned long long) s->used_bytes, (unsigned long long) s->used_inodes,
-			 (unsigned long long) g->q_bytes, (unsigned long long) g->q_inodes);
+	    (g->q_bytes != s->used_bytes || g->q_inodes != s->used_inodes))
+		urs_err_set(err, 0,
+			    "quota usage changed on the host since the checkpoint: %llu bytes %llu "
+			    "inodes saved, %llu bytes %llu inodes now",
+			    (unsigned long long) s->used_bytes, (unsigned long long) s->used_inodes,
+			    (unsigned long long) g->q_bytes, (unsigned long long) g->q_inodes);
 	return 0;
 }
 

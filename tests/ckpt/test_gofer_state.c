@@ -168,19 +168,20 @@ static void test_round_trip(void **state)
 	vol_make(&w);
 	close(w.g.root_fd);
 	w.g.root_fd = open(v.dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	char msg[256];
-	assert_int_equal(urs_gofer_state_import(&w.g, &back, msg, sizeof(msg)), 0);
-	assert_string_equal(msg, ""); /* same usage counted at start */
-	w.g.q_bytes = 1234;	      /* the host changed meanwhile: said, kept */
-	assert_int_equal(urs_gofer_state_import(&w.g, &back, msg, sizeof(msg)), 0);
-	assert_non_null(strstr(msg, "40960 bytes"));
+	assert_int_equal(urs_gofer_state_import(&w.g, &back, &err), 0);
+	assert_string_equal(err.msg, ""); /* same usage counted at start */
+	w.g.q_bytes = 1234;		  /* the host changed meanwhile: said, kept */
+	assert_int_equal(urs_gofer_state_import(&w.g, &back, &err), 0);
+	assert_non_null(strstr(err.msg, "40960 bytes"));
 	assert_int_equal(w.g.q_bytes, 1234);
 	w.g.o.rdonly = true;
-	assert_int_equal(urs_gofer_state_import(&w.g, &back, msg, sizeof(msg)), -EINVAL);
+	assert_int_equal(urs_gofer_state_import(&w.g, &back, &err), -EINVAL);
+	assert_string_equal(err.msg, "saved rw, configured ro");
 	w.g.o.rdonly = false;
 	close(w.g.root_fd);
 	w.g.root_fd = open(v.other, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	assert_int_equal(urs_gofer_state_import(&w.g, &back, msg, sizeof(msg)), -ESTALE);
+	assert_int_equal(urs_gofer_state_import(&w.g, &back, &err), -ESTALE);
+	assert_string_equal(err.msg, "the host directory is not the one checkpointed");
 	vol_free(&w);
 
 	urs_supstate_free(&o);

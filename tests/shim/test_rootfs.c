@@ -89,8 +89,9 @@ static void test_bind_readonly(void **state)
 		skip();
 	char *opts[] = {"ro", "rbind", "rprivate"};
 	Containerd__Task__V2__Mount m = mnt("bind", src, opts, 3), *ms[] = {&m};
-	char msg[256] = "", root[192], f[256];
-	assert_int_equal(shim_rootfs_mount(bundle, ms, 1, msg, sizeof(msg)), 0);
+	struct urs_err err = {{0}};
+	char root[192], f[256];
+	assert_int_equal(shim_rootfs_mount(bundle, ms, 1, &err), 0);
 	snprintf(root, sizeof(root), "%s/rootfs", bundle);
 	assert_int_equal(mounts_at(root), 1);
 	snprintf(f, sizeof(f), "%s/x", root);
@@ -115,8 +116,8 @@ static void test_overlay_and_errors(void **state)
 	snprintf(o3, sizeof(o3), "workdir=%s", work);
 	char *opts[] = {o1, o2, o3};
 	Containerd__Task__V2__Mount m = mnt("overlay", "overlay", opts, 3), *ms[] = {&m};
-	char msg[512] = "";
-	assert_int_equal(shim_rootfs_mount(bundle, ms, 1, msg, sizeof(msg)), 0);
+	struct urs_err err = {{0}};
+	assert_int_equal(shim_rootfs_mount(bundle, ms, 1, &err), 0);
 	snprintf(root, sizeof(root), "%s/rootfs", bundle);
 	snprintf(f, sizeof(f), "%s/new", root);
 	int fd = open(f, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
@@ -129,8 +130,8 @@ static void test_overlay_and_errors(void **state)
 	/* a second mount that fails: which one and why, the first taken off */
 	char *bad[] = {"lowerdir=/nonexistent-layer"};
 	Containerd__Task__V2__Mount b = mnt("overlay", "overlay", bad, 1), *two[] = {&m, &b};
-	assert_true(shim_rootfs_mount(bundle, two, 2, msg, sizeof(msg)) < 0);
-	assert_non_null(strstr(msg, "rootfs mount 1"));
+	assert_true(shim_rootfs_mount(bundle, two, 2, &err) < 0);
+	assert_non_null(strstr(err.msg, "rootfs mount 1"));
 	assert_int_equal(mounts_at(root), 0);
 
 	/* data past a page */
@@ -140,8 +141,8 @@ static void test_overlay_and_errors(void **state)
 	memcpy(big, "lowerdir=", 9);
 	char *longo[] = {big};
 	Containerd__Task__V2__Mount l = mnt("overlay", "overlay", longo, 1), *one[] = {&l};
-	assert_int_equal(shim_rootfs_mount(bundle, one, 1, msg, sizeof(msg)), -E2BIG);
-	assert_non_null(strstr(msg, "longer than a page"));
+	assert_int_equal(shim_rootfs_mount(bundle, one, 1, &err), -E2BIG);
+	assert_non_null(strstr(err.msg, "longer than a page"));
 	assert_int_equal(mounts_at(root), 0);
 }
 
@@ -176,9 +177,10 @@ static void test_overlay_many_layers(void **state)
 	snprintf(o3, sizeof(o3), "workdir=%s", work);
 	char *opts[] = {lower, o2, o3};
 	Containerd__Task__V2__Mount m = mnt("overlay", "overlay", opts, 3), *ms[] = {&m};
-	char msg[512] = "", cwd[512], cwd2[512];
+	struct urs_err err = {{0}};
+	char cwd[512], cwd2[512];
 	assert_non_null(getcwd(cwd, sizeof(cwd)));
-	assert_int_equal(shim_rootfs_mount(bundle, ms, 1, msg, sizeof(msg)), 0);
+	assert_int_equal(shim_rootfs_mount(bundle, ms, 1, &err), 0);
 	assert_non_null(getcwd(cwd2, sizeof(cwd2)));
 	assert_string_equal(cwd, cwd2); /* the mount's working directory was put back */
 	snprintf(root, sizeof(root), "%s/rootfs", bundle);
