@@ -237,6 +237,7 @@ static int serve(const struct args *a, int lfd, const char *sock, int ready)
 				    .publish = shim_events_publish,
 				    .pub_arg = &s.ev,
 				    .run_dir = STATE_ROOT,
+				    .ns = a->ns,
 				    .on_empty = on_empty,
 				    .empty_arg = &s};
 	if (r == 0)

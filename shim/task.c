@@ -9,13 +9,16 @@
  * event is out: containerd must see create/start (exec-started) first.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "runtime/common.h"
 #include "shim/proto/events.pb-c.h"
 #include "shim/proto/task.pb-c.h"
+#include "shim/logger.h"
 #include "shim/rootfs.h"
 #include "shim/task.h"
 
@@ -109,9 +112,42 @@ int shim_task_add_wait(struct shim_proc *p, struct ttrpc_call *call)
 	return 0;
 }
 
+static void logger_exit_cb(void *arg, pid_t pid, int status, const struct timespec *at)
+{
+	(void) arg, (void) pid, (void) status, (void) at; /* reaped: all it needed */
+}
+
+/* stdout and stderr to a logging binary (shim/logger.h), which the reaper
+ * reaps when it ends (an exit before the watch, after @since, is kept) */
+static int proc_logger(struct shim_task *t, struct shim_proc *p, uint64_t since,
+		       struct urs_err *err)
+{
+	int out, errfd;
+	pid_t pid;
+	int e = shim_logger_start(p->out, p->ctr->id, t->ns ? t->ns : "default", &out, &errfd, &pid,
+				  err);
+	if (e < 0)
+		return e;
+	p->logger = (int) syscall(SYS_pidfd_open, pid, 0);
+	int status;
+	struct timespec at;
+	shim_reaper_watch(t->reaper, pid, since, logger_exit_cb, NULL, &status, &at);
+	for (int i = 1; i < 3; i++)
+		if (p->io.fd[i] >= 0)
+			close(p->io.fd[i]);
+	p->io.fd[1] = out;
+	p->io.fd[2] = errfd;
+	return 0;
+}
+
 int shim_task_proc_io(struct shim_task *t, struct shim_proc *p, struct urs_err *err)
 {
-	int e = shim_stdio_open(&p->io, p->in, p->out, p->err, p->terminal, err);
+	bool logger = shim_logger_is(p->out);
+	uint64_t since = shim_reaper_seq(t->reaper);
+	int e = shim_stdio_open(&p->io, p->in, logger ? "" : p->out, logger ? "" : p->err,
+				p->terminal, err);
+	if (e == 0 && logger && (e = proc_logger(t, p, since, err)) < 0)
+		shim_stdio_close(&p->io);
 	if (e < 0 || !p->terminal)
 		return e;
 	p->con_lfd = shim_console_listen(t->run_dir, p->con_path, sizeof(p->con_path));
@@ -155,6 +191,11 @@ void shim_task_proc_free(struct shim_task *t, struct shim_proc *p)
 	free(p->waits);
 	shim_stdio_close(&p->io);
 	shim_stdio_close_stdin(&p->io);
+	if (p->logger >= 0) { /* it ends at end of input; deleted first: told to */
+		syscall(SYS_pidfd_send_signal, p->logger, SIGTERM, NULL, 0);
+		close(p->logger);
+		p->logger = -1;
+	}
 	free(p->exec_id);
 	free(p->spec);
 	free(p->in);

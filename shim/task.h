@@ -56,6 +56,7 @@ struct shim_proc {
 	struct shim_stdio io;
 	struct shim_console *con;  /* its terminal's copy, with a terminal */
 	int con_lfd;		   /* the console socket until the master came, or -1 */
+	int logger;		   /* its logging binary's pidfd (shim/logger.h), or -1 */
 	char con_path[108];	   /* its path: --console-socket */
 	struct ttrpc_call **waits; /* Wait calls answered at its exit */
 	uint32_t nwaits, capwaits;
@@ -124,6 +125,7 @@ struct shim_task {
 	shim_publish_fn publish;
 	void *pub_arg;
 	const char *run_dir;	     /* where console sockets go (root-only) */
+	const char *ns;		     /* containerd's namespace (logging binaries) */
 	void (*on_empty)(void *arg); /* Shutdown with no container left */
 	void *empty_arg;
 	struct shim_ctr *ctrs;

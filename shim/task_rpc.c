@@ -171,6 +171,7 @@ static struct shim_ctr *ctr_new(struct shim_task *t,
 	c->init.ctr = c;
 	c->init.io = (struct shim_stdio){.fd = {-1, -1, -1}, .stdin_keep = -1};
 	c->init.con_lfd = -1;
+	c->init.logger = -1;
 	c->id = strdup(r->id);
 	c->bundle = strdup(r->bundle);
 	c->init.in = dup0(r->stdin);
@@ -327,6 +328,7 @@ static void on_exec(struct ttrpc_call *call, const ProtobufCMessage *req, void *
 	p->ctr = c;
 	p->io = (struct shim_stdio){.fd = {-1, -1, -1}, .stdin_keep = -1};
 	p->con_lfd = -1;
+	p->logger = -1;
 	p->terminal = r->terminal;
 	p->exec_id = strdup(r->exec_id);
 	p->spec = malloc(r->spec->value.len + 1);

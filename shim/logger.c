@@ -1,0 +1,159 @@
+/*
+ * shim/logger.c — containerd's logging binaries (shim/logger.h): the URI
+ * parsed, the program spawned with its three pipes, its readiness awaited.
+ * The wait blocks the shim's loop for at most SHIM_LOGGER_READY_MS, as the
+ * runc shim's does (without a bound): a logger that never gets ready fails
+ * the Create or Exec that named it.
+ */
+#include "shim/logger.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "runtime/common.h"
+
+#define MAX_ARGS 32
+
+/* %XX and '+' (in a query) decoded in place; false on a bad escape */
+static bool unescape(char *s, bool query)
+{
+	char *o = s;
+	for (; *s; s++) {
+		if (*s == '%') {
+			unsigned v;
+			if (!s[1] || !s[2] || sscanf(s + 1, "%2x", &v) != 1 || !v)
+				return false;
+			*o++ = (char) v;
+			s += 2;
+		} else {
+			*o++ = query && *s == '+' ? ' ' : *s;
+		}
+	}
+	*o = 0;
+	return true;
+}
+
+/* binary:///PATH?K=V&K2=V2 -> @buf holds PATH, argv[1..] "K" "V" "K2" "V2" */
+static int parse(const char *uri, char *buf, size_t len, char **argv, struct urs_err *error)
+{
+	const char *p = uri + 9;
+	if (!strncmp(p, "localhost/", 10))
+		p += 9;
+	if (*p != '/' || snprintf(buf, len, "%s", p) >= (int) len)
+		return urs_err_set(error, -EINVAL, "stdio %s: not binary:///ABSOLUTE-PATH", uri);
+	char *q = strchr(buf, '?');
+	if (q)
+		*q++ = 0;
+	if (!unescape(buf, false))
+		return urs_err_set(error, -EINVAL, "stdio %s: a bad %%-escape in its path", uri);
+	int n = 0;
+	argv[n++] = buf;
+	for (char *kv = q, *next; kv && *kv; kv = next) {
+		next = strchr(kv, '&');
+		if (next)
+			*next++ = 0;
+		char *v = strchr(kv, '=');
+		if (v)
+			*v++ = 0;
+		if (n + 2 >= MAX_ARGS || !unescape(kv, true) || (v && !unescape(v, true)))
+			return urs_err_set(error, -EINVAL,
+					   "stdio %s: more than %d arguments or a bad %%-escape",
+					   uri, MAX_ARGS / 2 - 1);
+		argv[n++] = kv;
+		if (v && *v) /* containerd passes a key alone when it has no value */
+			argv[n++] = v;
+	}
+	argv[n] = NULL;
+	return 0;
+}
+
+/* the program on fds 3, 4, 5 and /dev/null on 0, 1, 2 */
+static int spawn(char **argv, const char *id, const char *ns, const int fds[3], pid_t *pid,
+		 struct urs_err *error)
+{
+	char env_id[512], env_ns[512];
+	snprintf(env_id, sizeof(env_id), "CONTAINER_ID=%s", id);
+	snprintf(env_ns, sizeof(env_ns), "CONTAINER_NAMESPACE=%s", ns);
+	char *envp[] = {env_id, env_ns, NULL};
+	/* copies above 5: no source is one of the targets 3..5 */
+	int hi[3] = {-1, -1, -1}, r = 0;
+	for (int i = 0; i < 3 && r == 0; i++)
+		if ((hi[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, 6)) < 0)
+			r = errno;
+	posix_spawn_file_actions_t fa;
+	posix_spawn_file_actions_init(&fa);
+	for (int i = 0; i < 3; i++) {
+		posix_spawn_file_actions_adddup2(&fa, hi[i], 3 + i);
+		posix_spawn_file_actions_addopen(&fa, i, "/dev/null", i ? O_WRONLY : O_RDONLY, 0);
+	}
+	if (r == 0)
+		r = posix_spawn(pid, argv[0], &fa, NULL, argv, envp);
+	posix_spawn_file_actions_destroy(&fa);
+	for (int i = 0; i < 3; i++)
+		if (hi[i] >= 0)
+			close(hi[i]);
+	return r ? urs_err_set(error, -r, "logging binary %s: %s", argv[0], strerror(r)) : 0;
+}
+
+/* its ready pipe closed (an exit closes it too) or written: ready; the
+ * deadline: not */
+static int await_ready(int fd, const char *path, struct urs_err *error)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	int n;
+	while ((n = poll(&p, 1, SHIM_LOGGER_READY_MS)) < 0 && errno == EINTR)
+		;
+	if (n <= 0)
+		return urs_err_set(error, n ? -errno : -ETIMEDOUT,
+				   "logging binary %s: not ready after %d s", path,
+				   SHIM_LOGGER_READY_MS / 1000);
+	char c;
+	(void) !read(fd, &c, 1);
+	return 0;
+}
+
+static void close_all(int *fds, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (fds[i] >= 0)
+			close(fds[i]), fds[i] = -1;
+}
+
+int shim_logger_start(const char *uri, const char *id, const char *ns, int *out, int *err,
+		      pid_t *pid, struct urs_err *error)
+{
+	char path[PATH_MAX], *argv[MAX_ARGS];
+	int r = parse(uri, path, sizeof(path), argv, error);
+	if (r < 0)
+		return r;
+	int p[6] = {-1, -1, -1, -1, -1, -1}; /* out r/w, err r/w, ready r/w */
+	for (int i = 0; i < 3; i++)
+		if (pipe2(p + 2 * i, O_CLOEXEC) < 0) {
+			r = urs_err_set(error, -errno, "logging binary %s: pipes: %m", path);
+			close_all(p, 6);
+			return r;
+		}
+	int child[3] = {p[0], p[2], p[5]};
+	r = spawn(argv, id, ns, child, pid, error);
+	close(p[0]), close(p[2]), close(p[5]);
+	if (r == 0 && (r = await_ready(p[4], path, error)) < 0) {
+		kill(*pid, SIGKILL);
+		waitpid(*pid, NULL, 0);
+	}
+	close(p[4]);
+	if (r < 0) {
+		close(p[1]), close(p[3]);
+		return r;
+	}
+	*out = p[1];
+	*err = p[3];
+	return 0;
+}

@@ -1,0 +1,51 @@
+/*
+ * shim/logger.h — containerd's logging binaries: a task whose stdout is
+ * `binary:///PATH?KEY=VALUE&...` (ctr run --log-uri, a CRI runtime's
+ * logger) has its output read by that program, as containerd's runc shim
+ * does it: the program runs with the process's stdout pipe on fd 3, its
+ * stderr pipe on fd 4 and a ready pipe on fd 5, CONTAINER_ID and
+ * CONTAINER_NAMESPACE as its whole environment and "KEY VALUE" per query
+ * pair as its arguments; the process starts once the program closes fd 5
+ * (or writes to it). It ends by itself at end of input (the process and its
+ * children gone); a container deleted before that gets SIGTERM.
+ */
+#ifndef URSA_SHIM_LOGGER_H
+#define URSA_SHIM_LOGGER_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "runtime/err.h"
+
+/* how long a logging binary may take to say it is ready */
+#define SHIM_LOGGER_READY_MS 10000
+
+/**
+ * shim_logger_is() - does @uri name a logging binary?
+ * @uri: a stdio URI, or NULL
+ *
+ * Return: true for binary://.
+ */
+static inline bool shim_logger_is(const char *uri)
+{
+	return uri && !__builtin_strncmp(uri, "binary://", 9);
+}
+
+/**
+ * shim_logger_start() - start the logging binary @uri names and wait until
+ *                       it is ready
+ * @uri: binary:///PATH[?KEY=VALUE&...] (percent-encoded)
+ * @id: the container's id (CONTAINER_ID)
+ * @ns: containerd's namespace (CONTAINER_NAMESPACE)
+ * @out: the process's stdout (a pipe's write end)
+ * @err: its stderr
+ * @pid: the program's pid (a child: reap it)
+ * @error: why it could not be started or did not become ready
+ *
+ * Return: 0, or a negative errno with nothing left (the program killed and
+ * reaped).
+ */
+int shim_logger_start(const char *uri, const char *id, const char *ns, int *out, int *err,
+		      pid_t *pid, struct urs_err *error);
+
+#endif

@@ -1,0 +1,108 @@
+/*
+ * tests/shim/test_logger.c — containerd's logging binaries (shim/logger.c):
+ * a URI's path and %-escaped query become the program and its arguments,
+ * the program gets stdout on fd 3, stderr on fd 4 and only CONTAINER_ID and
+ * CONTAINER_NAMESPACE in its environment, and is waited for until it
+ * closes fd 5; a relative path, a bad escape and a missing program are
+ * refused naming the URI or the program, with no fd or child left.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "shim/logger.h"
+
+static int count_fds(void)
+{
+	int n = 0;
+	for (int fd = 0; fd < 1024; fd++)
+		n += fcntl(fd, F_GETFD) >= 0;
+	return n;
+}
+
+static void refused(const char *uri, int code, const char *text)
+{
+	int fds = count_fds(), out = -1, err = -1;
+	pid_t pid = -1;
+	struct urs_err e = {{0}};
+	assert_int_equal(shim_logger_start(uri, "c1", "ns1", &out, &err, &pid, &e), code);
+	assert_non_null(strstr(e.msg, text));
+	assert_int_equal(count_fds(), fds);
+	assert_int_equal(waitpid(-1, NULL, WNOHANG), -1); /* no child left */
+}
+
+static void test_refused(void **state)
+{
+	(void) state;
+	refused("binary://relative/logger", -EINVAL, "binary://relative/logger");
+	refused("binary:///bin/sh?a=%zz", -EINVAL, "bad %-escape");
+	refused("binary:///nonexistent/logger", -ENOENT, "/nonexistent/logger");
+}
+
+static void test_start(void **state)
+{
+	(void) state;
+	char dir[] = "/tmp/ursa-test-logger.XXXXXX", want[256], got[512] = "";
+	assert_non_null(mkdtemp(dir));
+	/* sh -c SCRIPT ARG0 ARG1: the script copies fd 3, writes its own
+	 * environment and $1, then closes fd 5 */
+	char script[512], uri[2048];
+	snprintf(script, sizeof(script),
+		 "/bin/cat <&3 >%s/out 5>&- & /usr/bin/tr '\\0' ' ' </proc/$$/environ >%s/env; "
+		 "echo \"$1\" >>%s/env; exec 5>&-; wait",
+		 dir, dir, dir);
+	int n = snprintf(uri, sizeof(uri), "binary:///bin/sh?-c=");
+	for (const char *c = script; *c; c++)
+		n += snprintf(uri + n, sizeof(uri) - (size_t) n,
+			      *c == ' '			    ? "+"
+			      : isalnum((unsigned char) *c) ? "%c"
+							    : "%%%02X",
+			      (unsigned char) *c);
+	snprintf(uri + n, sizeof(uri) - (size_t) n, "&arg0=x+y");
+	int out = -1, err = -1;
+	pid_t pid = -1;
+	struct urs_err e = {{0}};
+	assert_int_equal(shim_logger_start(uri, "c1", "ns1", &out, &err, &pid, &e), 0);
+	assert_int_equal(write(out, "hello\n", 6), 6);
+	close(out);
+	close(err);
+	int st;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	snprintf(want, sizeof(want), "%s/out", dir);
+	FILE *f = fopen(want, "r");
+	assert_non_null(f);
+	assert_non_null(fgets(got, sizeof(got), f));
+	fclose(f);
+	assert_string_equal(got, "hello\n");
+	snprintf(want, sizeof(want), "%s/env", dir);
+	f = fopen(want, "r");
+	assert_non_null(f);
+	assert_non_null(fgets(got, sizeof(got), f));
+	fclose(f);
+	/* only the two variables; "arg0" is $0, "x y" $1: the query's pairs in
+	 * order, '+' a space */
+	assert_string_equal(got, "CONTAINER_ID=c1 CONTAINER_NAMESPACE=ns1 x y\n");
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_refused),
+		cmocka_unit_test(test_start),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
