@@ -18,6 +18,10 @@ int ckpt_policy_from_spec(const struct urs_spec *spec, bool notify, const void *
 			  uint32_t bpf_len, struct ckpt_policy *p, struct urs_err *err)
 {
 	const struct urs_process *pr = spec->process;
+	if (!pr)
+		return urs_err_set(err, -EINVAL,
+				   "restore: config.json has no process (the policy the image is "
+				   "checked against comes from it)");
 	if (urs_spec_has_ns(spec, URS_NS_USER))
 		return urs_err_set(
 			err, -ENOTSUP,

@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -148,7 +149,7 @@ static void mask_signals(struct ckpt_run *c)
 		return;
 	sigset_t all;
 	sigfillset(&all);
-	sigprocmask(SIG_BLOCK, &all, &c->oldmask);
+	pthread_sigmask(SIG_BLOCK, &all, &c->oldmask);
 	c->masked = true;
 }
 
@@ -375,12 +376,19 @@ static int dump(struct ckpt_run *c)
 	double pause = 0;
 	if (o->leave && (r = finish(c, true)) == 0 && !c->paused)
 		pause = (ds.thawed_at ? ds.thawed_at : urs_now_ms()) - ds.frozen_at;
+	struct urs_err left = *c->err; /* finish's failure, if it failed */
 	int rc = o->store ? o->store->commit(o->store_ctx, c->err) : 0;
 	if (rc < 0) {
 		/* a failure leaves the sandbox as it was: it runs on, no image */
 		if (!o->leave)
 			unfreeze(c, NULL);
-		return urs_err_wrap(c->err, rc, "checkpoint %s: %s", c->st->id, o->image);
+		urs_err_wrap(c->err, rc, "checkpoint %s: %s", c->st->id, o->image);
+		if (r < 0) { /* and the thaw (or the pause) failed before: say both */
+			size_t n = strnlen(c->err->msg, sizeof(c->err->msg));
+			snprintf(c->err->msg + n, sizeof(c->err->msg) - n, "; before that: %s",
+				 left.msg);
+		}
+		return rc;
 	}
 	dump_log(o->work, &ds, pause);
 	/* the files CRIU's clients look for: podman restores only an image
@@ -411,7 +419,7 @@ static void release(struct ckpt_run *c)
 	if (c->guardfd >= 0)
 		close(c->guardfd);
 	if (c->masked)
-		sigprocmask(SIG_SETMASK, &c->oldmask, NULL);
+		pthread_sigmask(SIG_SETMASK, &c->oldmask, NULL);
 }
 
 int ckpt_run_checkpoint(const struct ckpt_run_opts *o, struct urs_err *err)

@@ -54,7 +54,8 @@ static int remove_killed(const struct urs_state *st, struct urs_err *err)
 static int checkpoint_run(struct ckpt_run_opts *o, const char *profile)
 {
 	struct urs_ckpt_sup sup = {.work = o->work, .ctlfd = -1};
-	struct urs_remote_ckpt remote = {.url = o->image, .root = G.root, .profile = profile};
+	struct urs_remote_ckpt remote = {
+		.url = o->image, .root = G.root, .profile = profile, .key_file = o->key_file};
 	o->root = G.root;
 	o->sup = &urs_ckpt_sup_ops;
 	o->sup_ctx = &sup;

@@ -76,9 +76,14 @@ int urs_parse(const char *cmd, const char *usage, int argc, char **argv, const s
 			urs_error("%s: unknown option %s (see ursa %s --help)", cmd, a, cmd);
 			return -1;
 		}
-		if (o->kind == URS_OPT_REFUSE || o->kind == URS_OPT_REFUSE_ARG) {
+		bool off = val && (!strcmp(val, "false") || !strcmp(val, "0"));
+		if ((o->kind == URS_OPT_REFUSE && !off) || o->kind == URS_OPT_REFUSE_ARG) {
 			urs_error("%s: --%s is not supported", cmd, o->name);
 			return -1;
+		}
+		if (o->kind == URS_OPT_REFUSE) { /* --lazy-pages=false: not asked for */
+			i++;
+			continue;
 		}
 		if (o->kind == URS_OPT_ACCEPT) {
 			i++;

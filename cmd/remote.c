@@ -58,7 +58,7 @@ static void sweep_stages(const char *base)
 		unsigned long long start;
 		char what[8], path[PATH_MAX];
 		if (sscanf(e->d_name, "%7[a-z].%d.%llu.", what, &pid, &start) != 3 || pid <= 0 ||
-		    urs_proc_alive(pid, start))
+		    start == 0 || urs_proc_alive(pid, start))
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", base, e->d_name);
 		nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
@@ -77,7 +77,10 @@ static int make_stage(const char *root, const char *what, char *stage, size_t le
 		return urs_err_set(err, r, "creating %s: %s", base, strerror(-r));
 	sweep_stages(base);
 	uint64_t start = 0;
-	urs_proc_start_time(getpid(), &start);
+	if ((r = urs_proc_start_time(getpid(), &start)) < 0 || start == 0)
+		return urs_err_set(err, r < 0 ? r : -EIO,
+				   "a stage directory in %s: this process's start time: %s", base,
+				   strerror(r < 0 ? -r : EIO));
 	snprintf(stage, len, "%s/%s.%d.%llu.XXXXXX", base, what, (int) getpid(),
 		 (unsigned long long) start);
 	if (!mkdtemp(stage))
@@ -128,11 +131,12 @@ static pid_t spawn(char *const argv[], const int fds[4], struct urs_err *err)
 }
 
 int urs_remote_put_start(const char *url, const char *root, const char *profile,
-			 struct urs_remote_job *j, struct urs_err *err)
+			 const char *key_file, struct urs_remote_job *j, struct urs_err *err)
 {
 	*j = (struct urs_remote_job){.pid = -1, .pages_fd = -1, .ctl_fd = -1, .reply_fd = -1};
 	char key[PATH_MAX];
-	if (ckpt_key_path(key, sizeof(key)) < 0)
+	if (key_file ? snprintf(key, sizeof(key), "%s", key_file) >= (int) sizeof(key)
+		     : ckpt_key_path(key, sizeof(key)) < 0)
 		return urs_err_set(err, -ENAMETOOLONG, "checkpoint key: path too long");
 	int r = make_stage(root, "put", j->stage, sizeof(j->stage), err);
 	if (r < 0)
@@ -292,7 +296,7 @@ int urs_remote_fetch(const char *url, const char *root, const char *profile, cha
 static int ckpt_start(void *ctx, char *dir, size_t len, int *pages_fd, struct urs_err *err)
 {
 	struct urs_remote_ckpt *rc = ctx;
-	int r = urs_remote_put_start(rc->url, rc->root, rc->profile, &rc->job, err);
+	int r = urs_remote_put_start(rc->url, rc->root, rc->profile, rc->key_file, &rc->job, err);
 	if (r < 0)
 		return r;
 	snprintf(dir, len, "%s", rc->job.stage);

@@ -38,13 +38,14 @@ static inline bool urs_is_remote(const char *path)
  * @url: s3://BUCKET/PREFIX
  * @root: the state root (stage directory, key)
  * @profile: the settings' profile, or NULL
+ * @key_file: the key that seals it, or NULL (the host's: ckpt_key_path())
  * @j: filled
  * @err: what failed
  *
  * Return: 0 or a negative errno (nothing left then).
  */
 int urs_remote_put_start(const char *url, const char *root, const char *profile,
-			 struct urs_remote_job *j, struct urs_err *err);
+			 const char *key_file, struct urs_remote_job *j, struct urs_err *err);
 
 /**
  * urs_remote_put_commit() - the dump is sealed: the rest of the image up,
@@ -99,7 +100,7 @@ void urs_remote_rm_stage(const char *stage);
 
 /* A checkpoint's image going to object storage: ckpt_run_opts.store. */
 struct urs_remote_ckpt {
-	const char *url, *root, *profile; /* as for urs_remote_put_start */
+	const char *url, *root, *profile, *key_file; /* as for urs_remote_put_start */
 	struct urs_remote_job job;
 };
 extern const struct ckpt_run_store urs_remote_ckpt_ops;

@@ -77,7 +77,13 @@ static void say(bool reply, const char *fmt, const char *msg)
 {
 	fprintf(stderr, "ursa-store: %s\n", msg);
 	if (reply) {
-		printf(fmt, msg);
+		/* one reply line: a store's text may hold newlines */
+		char one[sizeof(((struct urs_err *) 0)->msg)];
+		snprintf(one, sizeof(one), "%s", msg);
+		for (char *c = one; *c; c++)
+			if (*c == '\n' || *c == '\r')
+				*c = ' ';
+		printf(fmt, one);
 		fflush(stdout);
 	}
 }

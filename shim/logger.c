@@ -7,6 +7,7 @@
  */
 #include "shim/logger.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -29,7 +30,8 @@ static bool unescape(char *s, bool query)
 	for (; *s; s++) {
 		if (*s == '%') {
 			unsigned v;
-			if (!s[1] || !s[2] || sscanf(s + 1, "%2x", &v) != 1 || !v)
+			if (!isxdigit((unsigned char) s[1]) || !isxdigit((unsigned char) s[2]) ||
+			    sscanf(s + 1, "%2x", &v) != 1 || !v)
 				return false;
 			*o++ = (char) v;
 			s += 2;
@@ -56,10 +58,12 @@ static int parse(const char *uri, char *buf, size_t len, char **argv, struct urs
 		return urs_err_set(error, -EINVAL, "stdio %s: a bad %%-escape in its path", uri);
 	int n = 0;
 	argv[n++] = buf;
-	for (char *kv = q, *next; kv && *kv; kv = next) {
+	for (char *kv = q, *next; kv; kv = next) {
 		next = strchr(kv, '&');
 		if (next)
 			*next++ = 0;
+		if (!*kv)
+			continue; /* "a=1&&b=2": no pair */
 		char *v = strchr(kv, '=');
 		if (v)
 			*v++ = 0;
@@ -67,9 +71,13 @@ static int parse(const char *uri, char *buf, size_t len, char **argv, struct urs
 			return urs_err_set(error, -EINVAL,
 					   "stdio %s: more than %d arguments or a bad %%-escape",
 					   uri, MAX_ARGS / 2 - 1);
+		bool seen = false; /* containerd passes a key's first value only */
+		for (int i = 1; i < n && !seen; i += 2)
+			seen = !strcmp(argv[i], kv);
+		if (seen)
+			continue;
 		argv[n++] = kv;
-		if (v && *v) /* containerd passes a key alone when it has no value */
-			argv[n++] = v;
+		argv[n++] = v ? v : (char *) ""; /* a bare key: KEY "" (url.Query's) */
 	}
 	argv[n] = NULL;
 	return 0;
@@ -88,6 +96,16 @@ static int spawn(char **argv, const char *id, const char *ns, const int fds[3], 
 	for (int i = 0; i < 3 && r == 0; i++)
 		if ((hi[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, 6)) < 0)
 			r = errno;
+	/* the shim blocks SIGCHLD (its reaper) and ignores SIGPIPE: the program
+	 * starts with no signal blocked and every one at its default */
+	posix_spawnattr_t at;
+	sigset_t none, all;
+	sigemptyset(&none);
+	sigfillset(&all);
+	posix_spawnattr_init(&at);
+	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+	posix_spawnattr_setsigmask(&at, &none);
+	posix_spawnattr_setsigdefault(&at, &all);
 	posix_spawn_file_actions_t fa;
 	posix_spawn_file_actions_init(&fa);
 	for (int i = 0; i < 3; i++) {
@@ -95,8 +113,9 @@ static int spawn(char **argv, const char *id, const char *ns, const int fds[3], 
 		posix_spawn_file_actions_addopen(&fa, i, "/dev/null", i ? O_WRONLY : O_RDONLY, 0);
 	}
 	if (r == 0)
-		r = posix_spawn(pid, argv[0], &fa, NULL, argv, envp);
+		r = posix_spawn(pid, argv[0], &fa, &at, argv, envp);
 	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&at);
 	for (int i = 0; i < 3; i++)
 		if (hi[i] >= 0)
 			close(hi[i]);
@@ -111,10 +130,11 @@ static int await_ready(int fd, const char *path, struct urs_err *error)
 	int n;
 	while ((n = poll(&p, 1, SHIM_LOGGER_READY_MS)) < 0 && errno == EINTR)
 		;
-	if (n <= 0)
-		return urs_err_set(error, n ? -errno : -ETIMEDOUT,
-				   "logging binary %s: not ready after %d s", path,
-				   SHIM_LOGGER_READY_MS / 1000);
+	if (n < 0)
+		return urs_err_set(error, -errno, "logging binary %s: waiting for it: %m", path);
+	if (n == 0)
+		return urs_err_set(error, -ETIMEDOUT, "logging binary %s: not ready after %d s",
+				   path, SHIM_LOGGER_READY_MS / 1000);
 	char c;
 	(void) !read(fd, &c, 1);
 	return 0;

@@ -4,10 +4,13 @@
  * logger) has its output read by that program, as containerd's runc shim
  * does it: the program runs with the process's stdout pipe on fd 3, its
  * stderr pipe on fd 4 and a ready pipe on fd 5, CONTAINER_ID and
- * CONTAINER_NAMESPACE as its whole environment and "KEY VALUE" per query
- * pair as its arguments; the process starts once the program closes fd 5
- * (or writes to it). It ends by itself at end of input (the process and its
- * children gone); a container deleted before that gets SIGTERM.
+ * CONTAINER_NAMESPACE as its whole environment (CONTAINER_ID is the exec's
+ * id for an exec'd process, as containerd's) and "KEY VALUE" per query
+ * pair as its arguments (a bare key: KEY ""; a repeated key: its first
+ * value), no signal blocked or ignored; the process starts once the
+ * program closes fd 5 (or writes to it). It ends by itself at end of input
+ * (the process and its children gone); a process deleted before that gets
+ * SIGTERM (never escalated to SIGKILL, unlike containerd's 12 s).
  */
 #ifndef URSA_SHIM_LOGGER_H
 #define URSA_SHIM_LOGGER_H
@@ -35,7 +38,7 @@ static inline bool shim_logger_is(const char *uri)
  * shim_logger_start() - start the logging binary @uri names and wait until
  *                       it is ready
  * @uri: binary:///PATH[?KEY=VALUE&...] (percent-encoded)
- * @id: the container's id (CONTAINER_ID)
+ * @id: the container's id, or the exec's (CONTAINER_ID)
  * @ns: containerd's namespace (CONTAINER_NAMESPACE)
  * @out: the process's stdout (a pipe's write end)
  * @err: its stderr

@@ -132,11 +132,16 @@ static int proc_logger(struct shim_task *t, struct shim_proc *p, uint64_t since,
 	int status;
 	struct timespec at;
 	shim_reaper_watch(t->reaper, pid, since, logger_exit_cb, NULL, &status, &at);
-	for (int i = 1; i < 3; i++)
-		if (p->io.fd[i] >= 0)
-			close(p->io.fd[i]);
+	if (p->io.fd[1] >= 0)
+		close(p->io.fd[1]);
 	p->io.fd[1] = out;
-	p->io.fd[2] = errfd;
+	if (p->terminal) { /* the terminal carries both: no stderr, EOF at once */
+		close(errfd);
+	} else {
+		if (p->io.fd[2] >= 0)
+			close(p->io.fd[2]);
+		p->io.fd[2] = errfd;
+	}
 	return 0;
 }
 

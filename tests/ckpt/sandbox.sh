@@ -99,6 +99,13 @@ sleep 0.1
 check "nothing counts any more" '[ "$(last_n "$out")" = "$saved" ]'
 
 # ---- restore ------------------------------------------------------------------
+# a config.json without a process (valid OCI): the image's policy comes
+# from it, so restore refuses, naming why, and makes nothing
+mkdir -p "$work/bnp" && jq 'del(.process)' "$work/b/config.json" >"$work/bnp/config.json"
+check "restore with a config.json without a process is refused, nothing made" \
+	'! u restore --detach --bundle "$work/bnp" --image-path "$work/img" ${P}c1 2>"$work/rsnp.err" &&
+	 grep -q "config.json has no process" "$work/rsnp.err" && ! u state ${P}c1 >/dev/null 2>&1' \
+	"$(cat "$work/rsnp.err" 2>/dev/null)"
 for opt in --lazy-pages "--lsm-profile x" "--manage-cgroups-mode bogus"; do
 	# shellcheck disable=SC2086
 	check "restore $opt is refused, nothing made" \
@@ -156,7 +163,7 @@ for opt in --lazy-pages --pre-dump "--page-server x:1" "--parent-path p" "--exte
 		 grep -qE -- "${opt%% *}( [a-z]+)?: |${opt%% *} is not supported" "$work/ckr.err" &&
 		 [ ! -e "$work/imgr" ] && [ "$(status_of ${P}c2)" = running ]' "$(cat "$work/ckr.err" 2>/dev/null)"
 done
-check "checkpoint --leave-running" 'u checkpoint --leave-running --image-path "$work/img2" ${P}c2 2>"$work/ck2.err"' \
+check "checkpoint --leave-running (with --lazy-pages=false: not asked for)" 'u checkpoint --leave-running --lazy-pages=false --image-path "$work/img2" ${P}c2 2>"$work/ck2.err"' \
 	"$(cat "$work/ck2.err" 2>/dev/null)"
 n2=$(last_n "$out2")
 wait_for 20 lines_at_least "$out2" $((n2 + 20)) || true

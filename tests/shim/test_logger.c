@@ -59,7 +59,7 @@ static void test_start(void **state)
 	char script[512], uri[2048];
 	snprintf(script, sizeof(script),
 		 "/bin/cat <&3 >%s/out 5>&- & /usr/bin/tr '\\0' ' ' </proc/$$/environ >%s/env; "
-		 "echo \"$1\" >>%s/env; exec 5>&-; wait",
+		 "echo \"$1|$2|$3|$#\" >>%s/env; exec 5>&-; wait",
 		 dir, dir, dir);
 	int n = snprintf(uri, sizeof(uri), "binary:///bin/sh?-c=");
 	for (const char *c = script; *c; c++)
@@ -68,7 +68,7 @@ static void test_start(void **state)
 			      : isalnum((unsigned char) *c) ? "%c"
 							    : "%%%02X",
 			      (unsigned char) *c);
-	snprintf(uri + n, sizeof(uri) - (size_t) n, "&arg0=x+y");
+	snprintf(uri + n, sizeof(uri) - (size_t) n, "&arg0=x+y&&arg0=again&bare");
 	int out = -1, err = -1;
 	pid_t pid = -1;
 	struct urs_err e = {{0}};
@@ -90,9 +90,9 @@ static void test_start(void **state)
 	assert_non_null(f);
 	assert_non_null(fgets(got, sizeof(got), f));
 	fclose(f);
-	/* only the two variables; "arg0" is $0, "x y" $1: the query's pairs in
-	 * order, '+' a space */
-	assert_string_equal(got, "CONTAINER_ID=c1 CONTAINER_NAMESPACE=ns1 x y\n");
+	/* only the two variables; "arg0" is $0, "x y" $1 ('+' a space), the
+	 * repeated key and the empty pair dropped, the bare key "bare" "" */
+	assert_string_equal(got, "CONTAINER_ID=c1 CONTAINER_NAMESPACE=ns1 x y|bare||3\n");
 	char cmd[128];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	assert_int_equal(system(cmd), 0);
