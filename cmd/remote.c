@@ -43,8 +43,6 @@ static void helper_path(char *out, size_t len)
 	snprintf(out, len, "ursa-store");
 }
 
-static int rm_one(const char *path, const struct stat *sb, int type, struct FTW *f);
-
 /* A stage directory is named WHAT.PID.START.XXXXXX after the process that
  * made it (its start time: a reused pid is someone else). One whose maker
  * is gone was left by a command killed halfway (SIGKILL, the OOM killer, a
@@ -61,7 +59,7 @@ static void sweep_stages(const char *base)
 		    start == 0 || urs_proc_alive(pid, start))
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", base, e->d_name);
-		nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+		urs_remote_rm_stage(path);
 	}
 	if (d)
 		closedir(d);
