@@ -340,18 +340,25 @@ static int shm_object(struct dumpctx *c, pid_t pid, const char *file, const char
 		      uint32_t *id, struct urs_err *err);
 
 /* A "VmFlags:" line of smaps: the flags a mapping keeps that maps does not
- * show and a restore must give it again. */
-static void vma_vmflags(struct ckpt_vma *v, const char *line)
+ * show and a restore must give it again. Returns true for a mapping
+ * registered with a userfaultfd in missing mode ("um"): its absent pages
+ * are someone's to supply (a lazy restore still at work, or the program's
+ * own pager), not zeros, so it cannot be saved. */
+static bool vma_vmflags(struct ckpt_vma *v, const char *line)
 {
 	const char *p = line + strlen("VmFlags:");
+	bool um = false;
 	for (; *p; p++) {
 		if (*p == ' ' || *p == '\n')
 			continue;
-		if (p[0] == 'n' && p[1] == 'r' && (p[2] == ' ' || p[2] == '\n' || !p[2]))
+		bool two = p[1] && (p[2] == ' ' || p[2] == '\n' || !p[2]);
+		um |= two && p[0] == 'u' && p[1] == 'm';
+		if (two && p[0] == 'n' && p[1] == 'r')
 			v->r.flags |= CKPT_VMA_NORESERVE;
 		while (p[1] && p[1] != ' ' && p[1] != '\n')
 			p++;
 	}
+	return um;
 }
 
 /* one mapping line of smaps, parsed */
@@ -478,8 +485,16 @@ static int dump_maps(struct dumpctx *c, struct ckpt_task *t, pid_t pid, struct u
 		int pos = 0;
 		size_t tok = strcspn(line, " \n");
 		if (tok && line[tok - 1] == ':') { /* a field of the mapping above */
-			if (prev && !strncmp(line, "VmFlags:", 8))
-				vma_vmflags(prev, line);
+			if (prev && !strncmp(line, "VmFlags:", 8) && vma_vmflags(prev, line))
+				return urs_err_set(
+					err, -EBUSY,
+					"pid %d: its memory at %#llx-%#llx is supplied by a "
+					"userfaultfd (a lazy restore still bringing it in, or the "
+					"program's own): absent pages there are not zeros, so it "
+					"cannot be saved; checkpoint once the restore has "
+					"completed",
+					pid, (unsigned long long) prev->r.start,
+					(unsigned long long) prev->r.end);
 			continue;
 		}
 		prev = NULL;

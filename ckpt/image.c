@@ -1151,6 +1151,13 @@ int ckpt_image_check_core(const char *dir, const struct ckpt_seal *seal, struct 
 int ckpt_image_load(const char *dir, const struct ckpt_seal *seal, struct ckpt_image *img,
 		    struct urs_err *err)
 {
+	return ckpt_image_load_ex(dir, seal, 0, img, err);
+}
+
+int ckpt_image_load_ex(const char *dir, const struct ckpt_seal *seal, unsigned flags,
+		       struct ckpt_image *img, struct urs_err *err)
+{
+	bool lazy = flags & CKPT_LOAD_LAZY;
 	memset(img, 0, sizeof(*img));
 	_cleanup_close_ int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dirfd < 0)
@@ -1172,7 +1179,8 @@ int ckpt_image_load(const char *dir, const struct ckpt_seal *seal, struct ckpt_i
 				(unsigned long long) (CKPT_PAGE_SIZE + img->pages_len));
 		goto fail;
 	}
-	void *m = mmap(NULL, (size_t) st.st_size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, pfd, 0);
+	void *m = mmap(NULL, (size_t) st.st_size, PROT_READ,
+		       MAP_PRIVATE | (lazy ? 0 : MAP_POPULATE), pfd, 0);
 	if (m == MAP_FAILED) {
 		r = urs_err_set(err, -errno, "restore: mapping pages.img: %m");
 		goto fail;
@@ -1194,6 +1202,8 @@ int ckpt_image_load(const char *dir, const struct ckpt_seal *seal, struct ckpt_i
 				"restore: pages.img belongs to another image (id mismatch)");
 		goto fail;
 	}
+	if (lazy) /* the pager authenticates each chunk before its first use */
+		return 0;
 	if (ckpt_crc32c(0, img->pages_map + CKPT_PAGE_SIZE, img->pages_len) != img->pages_crc) {
 		r = urs_err_set(err, -EBADMSG,
 				"restore: pages.img checksum mismatch (corrupted page data)");

@@ -555,6 +555,22 @@ int ckpt_image_check_core(const char *dir, const struct ckpt_seal *seal, struct 
 int ckpt_image_load(const char *dir, const struct ckpt_seal *seal, struct ckpt_image *img,
 		    struct urs_err *err);
 
+#define CKPT_LOAD_LAZY 0x1u /* pages.img mapped, not read: its chunks are checked at use */
+
+/**
+ * ckpt_image_load_ex() - ckpt_image_load() with flags
+ * @dir: the image directory
+ * @seal: the key
+ * @flags: CKPT_LOAD_LAZY: pages.img is mapped but not read, its header,
+ *         id and length checked, its chunks left to ckpt_lazy_verify()
+ * @img: filled (zeroed first; ckpt_image_free releases it)
+ * @err: what is wrong, naming the file
+ *
+ * Return: as ckpt_image_load().
+ */
+int ckpt_image_load_ex(const char *dir, const struct ckpt_seal *seal, unsigned flags,
+		       struct ckpt_image *img, struct urs_err *err);
+
 /**
  * ckpt_page_is_zero() - does a page hold only zeros (then it is not stored)?
  * @p: CKPT_PAGE_SIZE bytes, 8-byte aligned

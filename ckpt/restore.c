@@ -46,6 +46,7 @@
 #include <unistd.h>
 
 #include "ckpt/image.h"
+#include "ckpt/lazy.h"
 #include "ckpt/ptrace.h"
 #include "ckpt/trace.h"
 #include "runtime/common.h"
@@ -98,7 +99,16 @@ struct rctx {
 	struct ckpt_tracee *thr;	/* threads created so far (tasks' other threads) */
 	uint32_t nthr;
 	struct ckpt_root_rec root_now; /* the root the tasks are restored into */
+	struct ckpt_lazy *lz;	       /* a lazy restore's pager (ckpt/lazy.h), or NULL */
+	struct ckpt_run *lruns;	       /* write_pages: the task's lazy runs */
+	uint32_t nlruns, caplruns;
 };
+
+/* byte 0 of the image's page data (the pager's after a lazy load) */
+static const uint8_t *page_data(const struct rctx *c)
+{
+	return c->lz ? ckpt_lazy_data(c->lz) : c->img.pages_map + CKPT_PAGE_SIZE;
+}
 
 /*
  * Is the file saved as (@dev, @ino) the one now at (@ndev, @nino)? On the
@@ -572,21 +582,116 @@ static int map_vdso(struct rctx *c, uint32_t i, struct urs_err *err)
 			   t->r.nspid);
 }
 
+/* Lazy restore: may the pages of @m come in later, through userfaultfd?
+ * Private anonymous memory only (heap and stacks included); file and
+ * shared mappings take theirs now. */
+static bool vma_lazy(const struct ckpt_vma *m)
+{
+	return m->r.kind == CKPT_VMA_ANON && !(m->r.flags & CKPT_VMA_SHARED);
+}
+
+/* [@a, @b) of @run now (eager), from the image */
+static int write_piece(struct rctx *c, uint32_t i, const struct ckpt_run *run, uint64_t a,
+		       uint64_t b, struct urs_err *err)
+{
+	const struct ckpt_task *t = &c->img.tasks[i];
+	uint64_t off = run->off + (a - run->vaddr);
+	int r = c->lz ? ckpt_lazy_verify(c->lz, off, b - a, err) : 0;
+	if (r)
+		return r;
+	r = ckpt_mem_write(c->memfd[i], a, page_data(c) + off, b - a);
+	if (r)
+		return urs_err_set(err, r, "restore: pid %d: writing pages at %#" PRIx64 ": %s",
+				   t->r.nspid, a, strerror(-r));
+	c->st->pages += (b - a) / CKPT_PAGE_SIZE;
+	return 0;
+}
+
+/* [@a, @b) of @run later: a lazy run of the task, inside one mapping (a
+ * userfaultfd copy never crosses mappings) */
+static int defer_piece(struct rctx *c, const struct ckpt_run *run, uint64_t a, uint64_t b)
+{
+	if (urs_grow((void **) &c->lruns, &c->caplruns, c->nlruns, sizeof(*c->lruns), 64))
+		return -ENOMEM;
+	c->lruns[c->nlruns++] =
+		(struct ckpt_run){a, (b - a) / CKPT_PAGE_SIZE, run->off + (a - run->vaddr)};
+	return 0;
+}
+
+/* the pages of @run: each piece by the mapping it lies in, now or later */
+static int write_run(struct rctx *c, uint32_t i, const struct ckpt_run *run, struct urs_err *err)
+{
+	const struct ckpt_task *t = &c->img.tasks[i];
+	uint64_t a = run->vaddr, end = run->vaddr + run->npages * CKPT_PAGE_SIZE;
+	while (a < end) {
+		const struct ckpt_vma *m = NULL;
+		for (uint32_t v = 0; v < t->nvmas && !m; v++)
+			if (t->vmas[v].r.start <= a && a < t->vmas[v].r.end)
+				m = &t->vmas[v];
+		uint64_t b = m && m->r.end < end ? m->r.end : end;
+		int r = c->lz && m && vma_lazy(m) ? defer_piece(c, run, a, b)
+						  : write_piece(c, i, run, a, b, err);
+		if (r)
+			return r == -ENOMEM ? urs_err_set(err, r, "restore: out of memory") : r;
+		a = b;
+	}
+	return 0;
+}
+
+/* Lazy restore: a userfaultfd made by task i itself (it is its address
+ * space's), taken out with pidfd_getfd and closed in the task; its lazy
+ * mappings registered; handed to the pager with the task's lazy runs. */
+static int lazy_register(struct rctx *c, uint32_t i, struct urs_err *err)
+{
+	const struct ckpt_task *t = &c->img.tasks[i];
+	long tfd;
+	int r = inj(c, i, SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK, 0, 0, 0, 0, 0, &tfd);
+	if (r)
+		return urs_err_set(err, r, "lazy restore: pid %d: userfaultfd: %s", t->r.nspid,
+				   strerror(-r));
+	_cleanup_close_ int pidfd = (int) syscall(SYS_pidfd_open, c->tr[i].pid, 0);
+	int uffd = pidfd < 0 ? -1 : (int) syscall(SYS_pidfd_getfd, pidfd, (int) tfd, 0);
+	r = uffd < 0 ? -errno : 0;
+	inj(c, i, SYS_close, (uint64_t) tfd, 0, 0, 0, 0, 0, NULL);
+	if (r)
+		return urs_err_set(err, r, "lazy restore: pid %d: taking its userfaultfd: %s",
+				   t->r.nspid, strerror(-r));
+	struct uffdio_api api = {.api = UFFD_API, .features = CKPT_LAZY_FEATURES};
+	if (ioctl(uffd, UFFDIO_API, &api) < 0) {
+		r = -errno;
+		close(uffd);
+		return urs_err_set(err, r, "lazy restore: userfaultfd features %#llx: %s",
+				   (unsigned long long) CKPT_LAZY_FEATURES, strerror(-r));
+	}
+	for (uint32_t v = 0; v < t->nvmas; v++) {
+		const struct ckpt_vma *m = &t->vmas[v];
+		bool used = false;
+		for (uint32_t k = 0; k < c->nlruns && !used; k++)
+			used = c->lruns[k].vaddr >= m->r.start && c->lruns[k].vaddr < m->r.end;
+		struct uffdio_register reg = {.range = {m->r.start, m->r.end - m->r.start},
+					      .mode = UFFDIO_REGISTER_MODE_MISSING};
+		if (used && ioctl(uffd, UFFDIO_REGISTER, &reg) < 0) {
+			r = -errno;
+			close(uffd);
+			return urs_err_set(err, r,
+					   "lazy restore: pid %d: registering %#" PRIx64
+					   "-%#" PRIx64 ": %s",
+					   t->r.nspid, m->r.start, m->r.end, strerror(-r));
+		}
+	}
+	return ckpt_lazy_add(c->lz, uffd, c->tr[i].pid, c->lruns, c->nlruns, err);
+}
+
 static int write_pages(struct rctx *c, uint32_t i, struct urs_err *err)
 {
 	const struct ckpt_task *t = &c->img.tasks[i];
+	c->nlruns = 0;
 	for (uint32_t k = 0; k < t->nruns; k++) {
-		const struct ckpt_run *run = &t->runs[k];
-		int r = ckpt_mem_write(c->memfd[i], run->vaddr,
-				       c->img.pages_map + CKPT_PAGE_SIZE + run->off,
-				       run->npages * CKPT_PAGE_SIZE);
+		int r = write_run(c, i, &t->runs[k], err);
 		if (r)
-			return urs_err_set(err, r,
-					   "restore: pid %d: writing pages at %#" PRIx64 ": %s",
-					   t->r.nspid, run->vaddr, strerror(-r));
-		c->st->pages += run->npages;
+			return r;
 	}
-	return 0;
+	return c->nlruns ? lazy_register(c, i, err) : 0;
 }
 
 static int set_mm(struct rctx *c, uint32_t i, struct urs_err *err)
@@ -1453,8 +1558,11 @@ static int shm_fill(struct rctx *c, uint32_t i, long fd, const struct ckpt_shm *
 		return -errno;
 	for (uint32_t k = 0; k < o->nruns; k++) {
 		const struct ckpt_run *run = &o->runs[k];
-		const uint8_t *p = c->img.pages_map + CKPT_PAGE_SIZE + run->off;
+		const uint8_t *p = page_data(c) + run->off;
 		uint64_t n = run->npages * CKPT_PAGE_SIZE, at = run->vaddr;
+		int v = c->lz ? ckpt_lazy_verify(c->lz, run->off, n, NULL) : 0;
+		if (v)
+			return v;
 		if (at + n > o->r.size) /* the last page of an object of odd size */
 			n = o->r.size - at;
 		while (n) {
@@ -2531,6 +2639,7 @@ static void rctx_free(struct rctx *c)
 	free(c->objs);
 	free(c->thr);
 	free(c->tr);
+	free(c->lruns);
 }
 
 int ckpt_restore_ex(const char *dir, const struct ckpt_restore_opts *opts, pid_t *pid,
@@ -2551,7 +2660,12 @@ int ckpt_restore_ex(const char *dir, const struct ckpt_restore_opts *opts, pid_t
 		return urs_err_set(err, -ENOKEY, "restore: no key to authenticate the image with");
 	struct ckpt_seal seal;
 	memcpy(seal.key, opts->key, sizeof(seal.key));
-	int r = ckpt_image_load(dir, &seal, &c.img, err);
+	bool lazy = opts->lazy && opts->lazy_out;
+	int r = ckpt_image_load_ex(dir, &seal, lazy ? CKPT_LOAD_LAZY : 0, &c.img, err);
+	if (!r && lazy &&
+	    (r = ckpt_lazy_new(&c.lz, &c.img, &seal, opts->lazy_hold, opts->lazy_fail,
+			       opts->lazy_ctx, err)))
+		ckpt_image_free(&c.img);
 	explicit_bzero(&seal, sizeof(seal));
 	if (r)
 		return r;
@@ -2574,6 +2688,12 @@ int ckpt_restore_ex(const char *dir, const struct ckpt_restore_opts *opts, pid_t
 	}
 	if (r && c.nlive)
 		kill_tree(&c);
+	if (!r && c.lz) {
+		ckpt_lazy_seal(c.lz);
+		*opts->lazy_out = c.lz;
+	} else {
+		ckpt_lazy_free(c.lz);
+	}
 	rctx_free(&c);
 out_img:
 	ckpt_image_free(&c.img);

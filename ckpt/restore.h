@@ -109,6 +109,15 @@ struct ckpt_restore_opts {
 	/* The host's checkpoint key (ckpt/key.h): the image must authenticate
 	 * under it (ckpt/seal.h). Required. */
 	const uint8_t *key;
+	/* Lazy restore (ckpt/lazy.h): private anonymous memory is filled by a
+	 * pager thread after the tasks run; *lazy_out gets it on success
+	 * (ckpt_lazy_free when done with it). lazy_fail(lazy_ctx, why) is
+	 * called from its thread if paging fails later. */
+	bool lazy;
+	bool lazy_hold; /* faults only until ckpt_lazy_go (ckpt_lazy_new's hold) */
+	struct ckpt_lazy **lazy_out;
+	void (*lazy_fail)(void *ctx, const char *why);
+	void *lazy_ctx;
 };
 
 /**

@@ -1,0 +1,713 @@
+/*
+ * ckpt/lazy.c — the lazy restore's pager (ckpt/lazy.h): one thread with
+ * its own fd table, serving every userfaultfd of a restored tree. Each
+ * address space ("space") keeps the runs of image pages it still lacks,
+ * sorted by address. A fault copies a block around it and cuts it from the
+ * runs; the background prefetch takes blocks from the front of the runs;
+ * munmap, MADV_DONTNEED and mremap cut or move runs; a fork copies them.
+ * A space with no runs left is closed: from then on its memory is ordinary
+ * memory. The thread ends when no space is left and no more will come.
+ */
+#include "ckpt/lazy.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "runtime/common.h"
+#include "runtime/io.h"
+#include "state/sha256.h"
+
+#define PAGE	       CKPT_PAGE_SIZE
+#define FAULT_BLOCK    (16u * PAGE)  /* copied around a fault */
+#define PREFETCH_BLOCK (256u * PAGE) /* copied per prefetch step */
+#define MAX_RETRY      64u	     /* faults waiting out an mremap/fork */
+
+struct space {
+	int fd;
+	pid_t pid; /* 0: a fork's child (unknown) */
+	struct ckpt_run *runs;
+	uint32_t nruns, cap;
+	uint64_t retry[MAX_RETRY]; /* fault addresses to serve again */
+	uint32_t nretry;
+};
+
+struct ckpt_lazy {
+	struct ckpt_seal seal;
+	uint8_t id[16];
+	const uint8_t *data; /* page data (after pages.img's header page) */
+	uint64_t len;
+	void *map;
+	size_t maplen;
+	uint8_t (*macs)[CKPT_MAC_LEN];
+	uint8_t *ok; /* per chunk: authenticated (atomic) */
+	uint32_t nmacs;
+	int sock[2]; /* [0]: ours, adds; [1]: the thread's */
+	pthread_t th;
+	bool th_started;
+	ckpt_lazy_fail_fn fail;
+	void *fail_ctx;
+	/* the thread's own */
+	struct space **sp;
+	uint32_t nsp, spcap, rr;
+	struct pollfd *pfd;
+	uint32_t pfdcap;
+	bool sock_open, sealed;
+	bool hold; /* faults only, no prefetch, until ckpt_lazy_go */
+	double t0;
+	/* shared (atomics; why written once before failed is set) */
+	struct ckpt_lazy_stats st;
+	bool stop;
+	char why[256];
+};
+
+/* What goes through the socket: a space with its fd (SCM_RIGHTS), or
+ * one of these without */
+struct add_msg {
+	struct space *s;
+};
+#define MSG_SEAL ((struct space *) 1)
+#define MSG_GO	 ((struct space *) 2)
+
+static void stat_add(const struct ckpt_lazy *lz, const uint64_t *field, uint64_t n)
+{
+	(void) lz;
+	__atomic_add_fetch((uint64_t *) field, n, __ATOMIC_RELAXED);
+}
+
+int ckpt_lazy_verify(struct ckpt_lazy *lz, uint64_t off, uint64_t len, struct urs_err *err)
+{
+	if (!len)
+		return 0;
+	if (off > lz->len || len > lz->len - off)
+		return urs_err_set(err, -EBADMSG,
+				   "lazy restore: pages %llu+%llu outside the page data",
+				   (unsigned long long) off, (unsigned long long) len);
+	for (uint64_t c = off / CKPT_MAC_CHUNK; c <= (off + len - 1) / CKPT_MAC_CHUNK; c++) {
+		if (__atomic_load_n(&lz->ok[c], __ATOMIC_ACQUIRE))
+			continue;
+		uint64_t at = c * CKPT_MAC_CHUNK;
+		uint64_t n = lz->len - at < CKPT_MAC_CHUNK ? lz->len - at : CKPT_MAC_CHUNK;
+		uint8_t m[CKPT_MAC_LEN];
+		ckpt_seal_chunk(&lz->seal, lz->id, c, lz->data + at, n, m);
+		if (!urs_mac_equal(m, lz->macs[c], CKPT_MAC_LEN))
+			return urs_err_set(
+				err, -EBADMSG,
+				"lazy restore: pages.img chunk %llu (bytes %llu..%llu of "
+				"the page data) fails authentication: altered, moved or "
+				"from another image",
+				(unsigned long long) c, (unsigned long long) at,
+				(unsigned long long) (at + n));
+		__atomic_store_n(&lz->ok[c], 1, __ATOMIC_RELEASE);
+		stat_add(lz, &lz->st.chunks, 1);
+	}
+	return 0;
+}
+
+const uint8_t *ckpt_lazy_data(const struct ckpt_lazy *lz)
+{
+	return lz->data;
+}
+
+/* ---- a space's runs ---- */
+
+/* the run holding @addr, or -1 */
+static int32_t run_at(const struct space *s, uint64_t addr)
+{
+	uint32_t lo = 0, hi = s->nruns;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		const struct ckpt_run *r = &s->runs[mid];
+		if (addr < r->vaddr)
+			hi = mid;
+		else if (addr >= r->vaddr + r->npages * PAGE)
+			lo = mid + 1;
+		else
+			return (int32_t) mid;
+	}
+	return -1;
+}
+
+static int run_insert(struct space *s, uint32_t at, struct ckpt_run r)
+{
+	if (urs_grow((void **) &s->runs, &s->cap, s->nruns, sizeof(*s->runs), 16))
+		return -ENOMEM;
+	memmove(&s->runs[at + 1], &s->runs[at], (s->nruns - at) * sizeof(*s->runs));
+	s->runs[at] = r;
+	s->nruns++;
+	return 0;
+}
+
+/* Remove [@a, @b) (page aligned) from the runs; what was there goes to
+ * @moved (if not NULL, room for the pieces is the caller's: at most nruns+1). */
+static int runs_cut(struct space *s, uint64_t a, uint64_t b, struct ckpt_run *moved,
+		    uint32_t *nmoved)
+{
+	for (uint32_t k = 0; k < s->nruns; k++) {
+		struct ckpt_run *r = &s->runs[k];
+		uint64_t rs = r->vaddr, re = r->vaddr + r->npages * PAGE;
+		if (re <= a || rs >= b)
+			continue;
+		uint64_t cs = rs > a ? rs : a, ce = re < b ? re : b;
+		if (moved)
+			moved[(*nmoved)++] =
+				(struct ckpt_run){cs, (ce - cs) / PAGE, r->off + (cs - rs)};
+		struct ckpt_run tail = {ce, (re - ce) / PAGE, r->off + (ce - rs)};
+		r->npages = (cs - rs) / PAGE;
+		if (tail.npages) {
+			if (run_insert(s, k + 1, tail))
+				return -ENOMEM;
+			r = &s->runs[k];
+		}
+		if (!r->npages) {
+			memmove(r, r + 1, (s->nruns - k - 1) * sizeof(*r));
+			s->nruns--;
+			k--;
+		}
+	}
+	return 0;
+}
+
+/* mremap moved [@from, @from+@len) to @to: so do the pages still to come */
+static int runs_move(struct space *s, uint64_t from, uint64_t to, uint64_t len)
+{
+	uint32_t n = 0;
+	_cleanup_free_ struct ckpt_run *moved = malloc((s->nruns + 1) * sizeof(*moved));
+	if (!moved || runs_cut(s, from, from + len, moved, &n))
+		return -ENOMEM;
+	for (uint32_t k = 0; k < n; k++) {
+		struct ckpt_run r = moved[k];
+		r.vaddr = r.vaddr - from + to;
+		uint32_t at = 0;
+		while (at < s->nruns && s->runs[at].vaddr < r.vaddr)
+			at++;
+		if (run_insert(s, at, r))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* ---- copying ---- */
+
+/* UFFDIO_COPY @n bytes of run @k at its @skip: 0 (all copied, woken),
+ * -EAGAIN (an mremap/fork/unmap event comes first), -ESRCH (the space is
+ * gone), or another negative errno; *@done: bytes copied or found there */
+static int copy_in(struct ckpt_lazy *lz, struct space *s, const struct ckpt_run *r, uint64_t skip,
+		   uint64_t n, uint64_t *done, struct urs_err *err)
+{
+	*done = 0;
+	int v = ckpt_lazy_verify(lz, r->off + skip, n, err);
+	if (v)
+		return v;
+	struct uffdio_copy c = {.dst = r->vaddr + skip,
+				.src = (uint64_t) (uintptr_t) (lz->data + r->off + skip),
+				.len = n};
+	if (ioctl(s->fd, UFFDIO_COPY, &c) == 0) {
+		*done = n;
+		return 0;
+	}
+	int e = errno;
+	if (c.copy > 0) { /* part of it: the next page is there already, or an event */
+		*done = (uint64_t) c.copy;
+		return 0;
+	}
+	if (e == EEXIST) { /* that page is in (a fault's block, a fork's copy) */
+		*done = PAGE;
+		return 0;
+	}
+	if (e == ENOENT && n > PAGE) /* crosses mappings (split by mprotect): a page at a time */
+		return copy_in(lz, s, r, skip, PAGE, done, err);
+	if (e == ENOENT) { /* that page is mapped no more, or not by us: nothing to bring */
+		*done = PAGE;
+		return 0;
+	}
+	if (e == EAGAIN || e == ESRCH)
+		return -e;
+	return urs_err_set(err, -e, "lazy restore: UFFDIO_COPY at %#llx: %s",
+			   (unsigned long long) c.dst, strerror(e));
+}
+
+static int wake_or_zero(struct space *s, uint64_t addr, bool zero, struct urs_err *err)
+{
+	if (zero) {
+		struct uffdio_zeropage z = {.range = {addr, PAGE}};
+		if (ioctl(s->fd, UFFDIO_ZEROPAGE, &z) == 0)
+			return 0;
+		if (errno == EAGAIN || errno == ESRCH)
+			return -errno;
+		if (errno != EEXIST && errno != ENOENT)
+			return urs_err_set(err, -errno,
+					   "lazy restore: UFFDIO_ZEROPAGE at %#llx: %m",
+					   (unsigned long long) addr);
+	}
+	struct uffdio_range w = {addr, PAGE};
+	if (ioctl(s->fd, UFFDIO_WAKE, &w) < 0 && errno != ESRCH)
+		return urs_err_set(err, -errno, "lazy restore: UFFDIO_WAKE at %#llx: %m",
+				   (unsigned long long) addr);
+	return 0;
+}
+
+/* a fault at @addr: the block of its run around it, else a zero page */
+static int serve_fault(struct ckpt_lazy *lz, struct space *s, uint64_t addr, struct urs_err *err)
+{
+	addr &= ~(uint64_t) (PAGE - 1);
+	int32_t k = run_at(s, addr);
+	if (k < 0) {
+		int r = wake_or_zero(s, addr, true, err);
+		if (!r)
+			stat_add(lz, &lz->st.zero_pages, 1);
+		return r;
+	}
+	struct ckpt_run run = s->runs[k];
+	uint64_t end = run.vaddr + run.npages * PAGE;
+	uint64_t a = addr & ~(uint64_t) (FAULT_BLOCK - 1), b = a + FAULT_BLOCK;
+	a = a < run.vaddr ? run.vaddr : a;
+	b = b > end ? end : b;
+	uint64_t done, one = 0;
+	int r = copy_in(lz, s, &run, a - run.vaddr, b - a, &done, err);
+	/* something in the block is in already (copy_in stopped there) and the
+	 * fault's page was not reached: just that page */
+	if (!r && a + done <= addr)
+		r = copy_in(lz, s, &run, addr - run.vaddr, PAGE, &one, err);
+	if (r)
+		return r;
+	stat_add(lz, &lz->st.fault_pages, (done + one) / PAGE);
+	/* whether copied now or found there, the page is in: wake its waiter;
+	 * only what is in leaves the runs (the rest of the block may not be) */
+	r = wake_or_zero(s, addr, false, err);
+	if (!r)
+		r = runs_cut(s, a, a + done, NULL, NULL);
+	return r || !one ? r : runs_cut(s, addr, addr + PAGE, NULL, NULL);
+}
+
+/* ---- events ---- */
+
+static int space_new(struct ckpt_lazy *lz, int fd, pid_t pid, const struct ckpt_run *runs,
+		     uint32_t n, struct space **out)
+{
+	struct space *s = calloc(1, sizeof(*s));
+	if (!s || urs_grow((void **) &lz->sp, &lz->spcap, lz->nsp, sizeof(*lz->sp), 8)) {
+		free(s);
+		return -ENOMEM;
+	}
+	s->fd = fd;
+	s->pid = pid;
+	s->cap = n ? n : 1;
+	s->runs = malloc(s->cap * sizeof(*s->runs));
+	if (!s->runs) {
+		free(s);
+		return -ENOMEM;
+	}
+	if (n)
+		memcpy(s->runs, runs, n * sizeof(*runs));
+	s->nruns = n;
+	lz->sp[lz->nsp++] = s;
+	stat_add(lz, &lz->st.spaces, 1);
+	if (out)
+		*out = s;
+	return 0;
+}
+
+static int on_event(struct ckpt_lazy *lz, struct space *s, const struct uffd_msg *m,
+		    struct urs_err *err)
+{
+	switch (m->event) {
+	case UFFD_EVENT_PAGEFAULT: {
+		stat_add(lz, &lz->st.faults, 1);
+		int r = serve_fault(lz, s, m->arg.pagefault.address, err);
+		if (r == -EAGAIN && s->nretry < MAX_RETRY) {
+			s->retry[s->nretry++] = m->arg.pagefault.address;
+			return 0;
+		}
+		return r == -EAGAIN ? urs_err_set(err, -EAGAIN,
+						  "lazy restore: too many faults "
+						  "waiting out address-space changes")
+				    : r;
+	}
+	case UFFD_EVENT_FORK:
+		if (space_new(lz, (int) m->arg.fork.ufd, 0, s->runs, s->nruns, NULL)) {
+			close((int) m->arg.fork.ufd);
+			return urs_err_set(err, -ENOMEM, "lazy restore: out of memory at a fork");
+		}
+		return 0;
+	case UFFD_EVENT_REMAP:
+		if (runs_move(s, m->arg.remap.from, m->arg.remap.to, m->arg.remap.len))
+			return urs_err_set(err, -ENOMEM,
+					   "lazy restore: out of memory at an mremap");
+		return 0;
+	case UFFD_EVENT_REMOVE:
+	case UFFD_EVENT_UNMAP:
+		if (runs_cut(s, m->arg.remove.start, m->arg.remove.end, NULL, NULL))
+			return urs_err_set(err, -ENOMEM, "lazy restore: out of memory at an unmap");
+		return 0;
+	default:
+		return urs_err_set(err, -EPROTO, "lazy restore: unexpected userfaultfd event %u",
+				   m->event);
+	}
+}
+
+/* every event @s has queued, then the faults that waited for them */
+static int drain(struct ckpt_lazy *lz, struct space *s, struct urs_err *err)
+{
+	struct uffd_msg m[16];
+	for (;;) {
+		ssize_t n = read(s->fd, m, sizeof(m));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			break;
+		if (n < 0)
+			return urs_err_set(err, -errno, "lazy restore: reading a userfaultfd: %m");
+		/* the fork's new spaces may move lz->sp; s itself stays */
+		for (size_t k = 0; k < (size_t) n / sizeof(m[0]); k++) {
+			int r = on_event(lz, s, &m[k], err);
+			if (r)
+				return r;
+		}
+	}
+	uint32_t n = s->nretry;
+	s->nretry = 0;
+	uint64_t again[MAX_RETRY];
+	memcpy(again, s->retry, n * sizeof(again[0]));
+	for (uint32_t k = 0; k < n; k++) {
+		struct uffd_msg f = {.event = UFFD_EVENT_PAGEFAULT};
+		f.arg.pagefault.address = again[k];
+		int r = on_event(lz, s, &f, err);
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
+/* one block from the front of @s's runs; -EAGAIN: read its events first */
+static int prefetch(struct ckpt_lazy *lz, struct space *s, struct urs_err *err)
+{
+	struct ckpt_run *r = &s->runs[0];
+	uint64_t n = r->npages * PAGE < PREFETCH_BLOCK ? r->npages * PAGE : PREFETCH_BLOCK;
+	uint64_t done;
+	int e = copy_in(lz, s, r, 0, n, &done, err);
+	if (e)
+		return e;
+	if (done != n) /* stopped at a page that is in: the next step skips it */
+		stat_add(lz, &lz->st.prefetch_pages, done / PAGE);
+	else
+		stat_add(lz, &lz->st.prefetch_pages, n / PAGE);
+	uint64_t a = r->vaddr;
+	return runs_cut(s, a, a + (done ? done : PAGE), NULL, NULL);
+}
+
+/* ---- the thread ---- */
+
+static void space_close(struct ckpt_lazy *lz, uint32_t k)
+{
+	struct space *s = lz->sp[k];
+	close(s->fd);
+	free(s->runs);
+	free(s);
+	lz->sp[k] = lz->sp[--lz->nsp];
+}
+
+static int take_add(struct ckpt_lazy *lz, struct urs_err *err)
+{
+	struct add_msg a;
+	union {
+		struct cmsghdr h;
+		char b[CMSG_SPACE(sizeof(int))];
+	} u;
+	struct iovec iov = {&a, sizeof(a)};
+	struct msghdr mh = {.msg_iov = &iov,
+			    .msg_iovlen = 1,
+			    .msg_control = u.b,
+			    .msg_controllen = sizeof(u.b)};
+	ssize_t n = recvmsg(lz->sock[1], &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return 0;
+	if (n <= 0) { /* the other end closed: sealed, and no go will come */
+		close(lz->sock[1]);
+		lz->sock[1] = -1;
+		lz->sock_open = false;
+		lz->sealed = true;
+		lz->hold = false;
+		return 0;
+	}
+	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+	if (n == sizeof(a) && !c && (a.s == MSG_SEAL || a.s == MSG_GO)) {
+		lz->sealed |= a.s == MSG_SEAL;
+		lz->hold &= a.s != MSG_GO;
+		return 0;
+	}
+	if (n != sizeof(a) || !c || c->cmsg_type != SCM_RIGHTS)
+		return urs_err_set(err, -EPROTO, "lazy restore: a malformed add");
+	int fd;
+	memcpy(&fd, CMSG_DATA(c), sizeof(fd));
+	a.s->fd = fd;
+	if (urs_grow((void **) &lz->sp, &lz->spcap, lz->nsp, sizeof(*lz->sp), 8)) {
+		close(fd);
+		free(a.s->runs);
+		free(a.s);
+		return urs_err_set(err, -ENOMEM, "lazy restore: out of memory");
+	}
+	lz->sp[lz->nsp++] = a.s;
+	stat_add(lz, &lz->st.spaces, 1);
+	return 0;
+}
+
+/* one turn: wait (not while there is prefetching to do), events, one block */
+static int turn(struct ckpt_lazy *lz, struct urs_err *err)
+{
+	uint32_t n = 0;
+	if (urs_grow((void **) &lz->pfd, &lz->pfdcap, lz->nsp + 1, sizeof(*lz->pfd), 16))
+		return urs_err_set(err, -ENOMEM, "lazy restore: out of memory");
+	if (lz->sock_open)
+		lz->pfd[n++] = (struct pollfd){lz->sock[1], POLLIN, 0};
+	for (uint32_t k = 0; k < lz->nsp; k++)
+		lz->pfd[n++] = (struct pollfd){lz->sp[k]->fd, POLLIN, 0};
+	int timeout = lz->nsp && !lz->hold ? 0 : -1;
+	if (poll(lz->pfd, n, timeout) < 0 && errno != EINTR)
+		return urs_err_set(err, -errno, "lazy restore: poll: %m");
+	int r = lz->sock_open && lz->pfd[0].revents ? take_add(lz, err) : 0;
+	for (uint32_t k = 0; !r && k < lz->nsp; k++) {
+		r = drain(lz, lz->sp[k], err);
+		if (r == -ESRCH) { /* exited or exec'd: nothing more to bring */
+			space_close(lz, k--);
+			r = 0;
+		}
+	}
+	if (r || !lz->nsp || lz->hold)
+		return r;
+	uint32_t k = lz->rr++ % lz->nsp;
+	struct space *s = lz->sp[k];
+	if (s->nruns)
+		r = prefetch(lz, s, err);
+	if (r == -EAGAIN)
+		r = 0; /* its events first, next turn */
+	if (r == -ESRCH || (!r && !s->nruns && !s->nretry)) {
+		space_close(lz, k); /* complete: its memory is ordinary memory now */
+		r = 0;
+	}
+	return r;
+}
+
+static void fail_all(struct ckpt_lazy *lz, const char *why)
+{
+	snprintf(lz->why, sizeof(lz->why), "%s", why);
+	for (uint32_t k = 0; k < lz->nsp; k++)
+		if (lz->sp[k]->pid > 0)
+			kill(lz->sp[k]->pid, SIGKILL);
+	__atomic_store_n(&lz->st.failed, true, __ATOMIC_RELEASE);
+	if (lz->fail)
+		lz->fail(lz->fail_ctx, why);
+}
+
+static void *pager_main(void *arg)
+{
+	struct ckpt_lazy *lz = arg;
+	struct urs_err err = {{0}};
+	/* a table of its own, holding only its end of the socket: the
+	 * creator closes that end in its table once told (ckpt_lazy_new) */
+	int r = unshare(CLONE_FILES) < 0 ? -errno : 0;
+	int me = lz->sock[1];
+	if (!r && me > 0)
+		syscall(SYS_close_range, 0u, (unsigned) me - 1, 0u);
+	if (!r)
+		syscall(SYS_close_range, (unsigned) me + 1, ~0u, 0u);
+	if (send(me, &r, sizeof(r), MSG_NOSIGNAL) != sizeof(r) || r)
+		return NULL; /* ckpt_lazy_new fails (shared table: it keeps the fds) */
+	while (!r && (lz->nsp || !lz->sealed) && !__atomic_load_n(&lz->stop, __ATOMIC_ACQUIRE))
+		r = turn(lz, &err);
+	if (r)
+		fail_all(lz, err.msg);
+	else if (lz->nsp) /* stopped with pages to come: they must not read as zeros */
+		fail_all(lz, "lazy restore: stopped before every page was in");
+	while (lz->nsp)
+		space_close(lz, 0);
+	if (lz->sock[1] >= 0)
+		close(lz->sock[1]);
+	lz->st.ms = urs_now_ms() - lz->t0;
+	__atomic_store_n(&lz->st.done, !r && !__atomic_load_n(&lz->st.failed, __ATOMIC_ACQUIRE),
+			 __ATOMIC_RELEASE);
+	return NULL;
+}
+
+int ckpt_lazy_new(struct ckpt_lazy **out, struct ckpt_image *img, const struct ckpt_seal *seal,
+		  bool hold, ckpt_lazy_fail_fn fail, void *ctx, struct urs_err *err)
+{
+	struct ckpt_lazy *lz = calloc(1, sizeof(*lz));
+	uint32_t nmacs = (uint32_t) ckpt_seal_nchunks(img->pages_len);
+	if (!lz || !(lz->ok = calloc(nmacs ? nmacs : 1, 1))) {
+		free(lz);
+		return urs_err_set(err, -ENOMEM, "lazy restore: out of memory");
+	}
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, lz->sock) < 0) {
+		int e = errno;
+		free(lz->ok);
+		free(lz);
+		return urs_err_set(err, -e, "lazy restore: socketpair: %s", strerror(e));
+	}
+	lz->seal = *seal;
+	memcpy(lz->id, img->id, 16);
+	lz->data = img->pages_map + CKPT_PAGE_SIZE;
+	lz->len = img->pages_len;
+	lz->map = (void *) img->pages_map;
+	lz->maplen = img->pages_map_len;
+	lz->macs = img->page_macs;
+	lz->nmacs = nmacs;
+	lz->fail = fail;
+	lz->fail_ctx = ctx;
+	lz->sock_open = true;
+	lz->hold = hold;
+	lz->t0 = urs_now_ms();
+	int e = pthread_create(&lz->th, NULL, pager_main, lz);
+	if (e) {
+		close(lz->sock[0]);
+		close(lz->sock[1]);
+		explicit_bzero(&lz->seal, sizeof(lz->seal));
+		free(lz->ok);
+		free(lz);
+		return urs_err_set(err, -e, "lazy restore: starting the pager: %s", strerror(e));
+	}
+	lz->th_started = true;
+	int ready = -EIO;
+	if (recv(lz->sock[0], &ready, sizeof(ready), 0) != sizeof(ready) || ready) {
+		pthread_join(lz->th, NULL);
+		close(lz->sock[0]);
+		close(lz->sock[1]);
+		explicit_bzero(&lz->seal, sizeof(lz->seal));
+		free(lz->ok);
+		free(lz);
+		return urs_err_set(err, ready ? ready : -EIO,
+				   "lazy restore: the pager's own fd table: %s",
+				   strerror(ready ? -ready : EIO));
+	}
+	close(lz->sock[1]); /* the thread's copy is the only one now */
+	img->pages_map = NULL;
+	img->pages_map_len = 0;
+	img->page_macs = NULL;
+	*out = lz;
+	return 0;
+}
+
+int ckpt_lazy_add(struct ckpt_lazy *lz, int uffd, pid_t pid, const struct ckpt_run *runs,
+		  uint32_t nruns, struct urs_err *err)
+{
+	struct space *s = calloc(1, sizeof(*s));
+	if (s && nruns && !(s->runs = malloc(nruns * sizeof(*runs)))) {
+		free(s);
+		s = NULL;
+	}
+	if (!s) {
+		close(uffd);
+		return urs_err_set(err, -ENOMEM, "lazy restore: out of memory");
+	}
+	if (nruns)
+		memcpy(s->runs, runs, nruns * sizeof(*runs));
+	s->nruns = s->cap = nruns;
+	s->pid = pid;
+	s->fd = -1;
+	struct add_msg a = {s};
+	union {
+		struct cmsghdr h;
+		char b[CMSG_SPACE(sizeof(int))];
+	} u = {0};
+	struct iovec iov = {&a, sizeof(a)};
+	struct msghdr mh = {.msg_iov = &iov,
+			    .msg_iovlen = 1,
+			    .msg_control = u.b,
+			    .msg_controllen = sizeof(u.b)};
+	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &uffd, sizeof(int));
+	ssize_t n;
+	do
+		n = sendmsg(lz->sock[0], &mh, MSG_NOSIGNAL);
+	while (n < 0 && errno == EINTR);
+	int e = errno;
+	close(uffd);
+	if (n != sizeof(a)) {
+		free(s->runs);
+		free(s);
+		return urs_err_set(err, n < 0 ? -e : -EIO,
+				   "lazy restore: handing pid %d to the pager: %s", pid,
+				   n < 0 ? strerror(e) : "short write");
+	}
+	return 0;
+}
+
+static void say(struct ckpt_lazy *lz, struct space *what)
+{
+	struct add_msg a = {what};
+	if (lz->sock[0] >= 0)
+		send(lz->sock[0], &a, sizeof(a), MSG_NOSIGNAL);
+}
+
+void ckpt_lazy_seal(struct ckpt_lazy *lz)
+{
+	say(lz, MSG_SEAL);
+}
+
+void ckpt_lazy_go(struct ckpt_lazy *lz)
+{
+	say(lz, MSG_GO);
+}
+
+void ckpt_lazy_stats(const struct ckpt_lazy *lz, struct ckpt_lazy_stats *st)
+{
+	const struct ckpt_lazy_stats *s = &lz->st;
+	st->faults = __atomic_load_n(&s->faults, __ATOMIC_RELAXED);
+	st->fault_pages = __atomic_load_n(&s->fault_pages, __ATOMIC_RELAXED);
+	st->zero_pages = __atomic_load_n(&s->zero_pages, __ATOMIC_RELAXED);
+	st->prefetch_pages = __atomic_load_n(&s->prefetch_pages, __ATOMIC_RELAXED);
+	st->spaces = __atomic_load_n(&s->spaces, __ATOMIC_RELAXED);
+	st->chunks = __atomic_load_n(&s->chunks, __ATOMIC_RELAXED);
+	st->done = __atomic_load_n(&s->done, __ATOMIC_ACQUIRE);
+	st->failed = __atomic_load_n(&s->failed, __ATOMIC_ACQUIRE);
+	st->ms = st->done || st->failed ? s->ms : 0;
+}
+
+const char *ckpt_lazy_why(const struct ckpt_lazy *lz)
+{
+	return __atomic_load_n(&lz->st.failed, __ATOMIC_ACQUIRE) ? lz->why : "";
+}
+
+int ckpt_lazy_wait(struct ckpt_lazy *lz)
+{
+	if (lz->sock[0] >= 0) { /* sealed, and released if held */
+		close(lz->sock[0]);
+		lz->sock[0] = -1;
+	}
+	if (lz->th_started) {
+		pthread_join(lz->th, NULL);
+		lz->th_started = false;
+	}
+	return __atomic_load_n(&lz->st.failed, __ATOMIC_ACQUIRE) ? -EIO : 0;
+}
+
+void ckpt_lazy_free(struct ckpt_lazy *lz)
+{
+	if (!lz)
+		return;
+	__atomic_store_n(&lz->stop, true, __ATOMIC_RELEASE);
+	ckpt_lazy_wait(lz);
+	free(lz->sp);
+	free(lz->pfd);
+	free(lz->ok);
+	free(lz->macs);
+	if (lz->map)
+		munmap(lz->map, lz->maplen);
+	explicit_bzero(&lz->seal, sizeof(lz->seal));
+	free(lz);
+}

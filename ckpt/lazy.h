@@ -1,0 +1,161 @@
+/*
+ * ckpt/lazy.h — lazy restore: a restored task's private anonymous memory is
+ * left empty and registered with userfaultfd, and a pager thread fills it
+ * from the image: the pages a task faults on first (a block around each
+ * fault), the rest in address order in the background, until every page of
+ * the image is in and the userfaultfds are closed (docs/checkpoint.md
+ * "Lazy restore"). Each 1 MiB chunk of page data is authenticated
+ * (ckpt/seal.h) the first time it is used, never copied unchecked.
+ *
+ * The pager follows the address spaces it serves: fork (the child gets a
+ * userfaultfd of its own and the parent's pages still to come), mremap (the
+ * pages to come move), munmap and MADV_DONTNEED (the pages to come there are
+ * dropped: they must read as zeros, never as the image's). The thread has
+ * its own fd table (unshare(CLONE_FILES)): the userfaultfds are in no other
+ * table, so a caller that closes every fd it does not know keeps paging.
+ */
+#ifndef URSA_CKPT_LAZY_H
+#define URSA_CKPT_LAZY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <linux/userfaultfd.h>
+#include <sys/types.h>
+
+#include "ckpt/image.h"
+#include "ckpt/seal.h"
+#include "runtime/err.h"
+
+struct ckpt_lazy;
+
+struct ckpt_lazy_stats {
+	uint64_t faults;	 /* missing-page faults served */
+	uint64_t fault_pages;	 /* pages of the image copied for them */
+	uint64_t zero_pages;	 /* faults on pages the image does not hold */
+	uint64_t prefetch_pages; /* pages copied in address order */
+	uint64_t spaces;	 /* address spaces served (forks included) */
+	uint64_t chunks;	 /* chunks authenticated */
+	double ms;		 /* from the pager's start until all was in */
+	bool done;		 /* every page is in, every userfaultfd closed */
+	bool failed;		 /* it stopped on an error (why: ckpt_lazy_why) */
+};
+
+/* Called from the pager's thread when paging fails (a chunk that does not
+ * authenticate, a userfaultfd error): the tasks it knows are SIGKILLed
+ * already; the caller ends what else belongs to them (the sandbox). */
+typedef void (*ckpt_lazy_fail_fn)(void *ctx, const char *why);
+
+/**
+ * ckpt_lazy_new() - take @img's page data and start a pager thread on it
+ * @out: the pager
+ * @img: a loaded image (ckpt_image_load with CKPT_LOAD_LAZY); its page
+ *       mapping and chunk MACs move to the pager (cleared in @img)
+ * @seal: the key its chunks are authenticated with (copied)
+ * @hold: serve faults only, no prefetch, until ckpt_lazy_go()
+ * @fail: called once from the pager's thread if paging fails (may be NULL)
+ * @ctx: for @fail
+ * @err: what failed
+ *
+ * Return: 0, or a negative errno (nothing taken from @img).
+ */
+int ckpt_lazy_new(struct ckpt_lazy **out, struct ckpt_image *img, const struct ckpt_seal *seal,
+		  bool hold, ckpt_lazy_fail_fn fail, void *ctx, struct urs_err *err);
+
+/**
+ * ckpt_lazy_verify() - authenticate the chunks of page data a range touches
+ * @lz: the pager
+ * @off: byte offset in the page data
+ * @len: bytes
+ * @err: names the chunk that does not authenticate
+ *
+ * For the restorer's own (eager) reads of page data; chunks already
+ * checked are not checked again. Safe beside the pager's thread.
+ *
+ * Return: 0, or -EBADMSG.
+ */
+int ckpt_lazy_verify(struct ckpt_lazy *lz, uint64_t off, uint64_t len, struct urs_err *err);
+
+/**
+ * ckpt_lazy_data() - the page data (after ckpt_lazy_verify of the range)
+ * @lz: the pager
+ *
+ * Return: byte 0 of the page data.
+ */
+const uint8_t *ckpt_lazy_data(const struct ckpt_lazy *lz);
+
+/**
+ * ckpt_lazy_add() - hand a registered userfaultfd and its pages to the pager
+ * @lz: the pager
+ * @uffd: a userfaultfd of @pid's address space, UFFDIO_API done with
+ *        CKPT_LAZY_FEATURES, its lazy ranges registered (missing mode);
+ *        always consumed (closed here)
+ * @pid: the task (killed if paging fails)
+ * @runs: the pages to bring in, sorted by address, each inside one
+ *        registered range (copied)
+ * @nruns: their number
+ * @err: what failed
+ *
+ * Return: 0, or a negative errno.
+ */
+int ckpt_lazy_add(struct ckpt_lazy *lz, int uffd, pid_t pid, const struct ckpt_run *runs,
+		  uint32_t nruns, struct urs_err *err);
+
+/* The userfaultfd features the pager needs (ckpt_lazy_add). */
+#define CKPT_LAZY_FEATURES                                                                \
+	(UFFD_FEATURE_EVENT_FORK | UFFD_FEATURE_EVENT_REMAP | UFFD_FEATURE_EVENT_REMOVE | \
+	 UFFD_FEATURE_EVENT_UNMAP)
+
+/**
+ * ckpt_lazy_seal() - no more address spaces will be added
+ * @lz: the pager
+ *
+ * Once every one added is complete, the pager's thread ends. Closing
+ * the caller's end of the pager's socket (a process closing the fds it
+ * does not know) seals it as well, and releases a hold.
+ */
+void ckpt_lazy_seal(struct ckpt_lazy *lz);
+
+/**
+ * ckpt_lazy_go() - start the prefetch of a pager made with @hold
+ * @lz: the pager
+ *
+ * Until then only the pages faulted on come in (the tests use it to
+ * look at a restore half-way).
+ */
+void ckpt_lazy_go(struct ckpt_lazy *lz);
+
+/**
+ * ckpt_lazy_stats() - how far paging is
+ * @lz: the pager
+ * @st: filled
+ */
+void ckpt_lazy_stats(const struct ckpt_lazy *lz, struct ckpt_lazy_stats *st);
+
+/**
+ * ckpt_lazy_why() - why paging failed
+ * @lz: the pager
+ *
+ * Return: the reason, "" while it has not failed.
+ */
+const char *ckpt_lazy_why(const struct ckpt_lazy *lz);
+
+/**
+ * ckpt_lazy_wait() - wait until paging is complete or has failed
+ * @lz: the pager
+ *
+ * Seals @lz first, and releases a hold.
+ *
+ * Return: 0 when complete, -EIO when it failed.
+ */
+int ckpt_lazy_wait(struct ckpt_lazy *lz);
+
+/**
+ * ckpt_lazy_free() - stop the pager and release it
+ * @lz: the pager, or NULL
+ *
+ * A pager still at work kills the tasks it serves first (their pages
+ * would otherwise read as zeros once its userfaultfds close).
+ */
+void ckpt_lazy_free(struct ckpt_lazy *lz);
+
+#endif
