@@ -36,6 +36,7 @@ struct urs_create_args {
 	const char *count_why;		     /* why denials are not counted, or NULL */
 	struct urs_netopts net;		     /* from the run.ursa.* annotations */
 	bool plain_seccomp; /* never count denials (restore: images hold the plain filter) */
+	bool lazy_pages;    /* restore: memory through userfaultfd after it runs (ckpt/lazy.h) */
 };
 
 /* Load @c's bundle (--bundle, or the current directory) into @o: every

@@ -123,6 +123,7 @@ static __attribute__((noreturn)) void run_supervisor(const struct urs_sandbox_op
 		.profile = o->profile,
 		.restore_dir = o->restore_dir,
 		.restore_policy = o->restore_policy,
+		.restore_lazy = o->restore_lazy,
 		.log = o->log,
 		.log_json = o->log_json,
 	};

@@ -51,6 +51,7 @@ static int restore_opts(struct urs_create_args *c, const char *dir, const char *
 	o->seccomp_count = NULL;
 	o->restore_dir = dir;
 	o->restore_policy = pol;
+	o->restore_lazy = c->lazy_pages;
 	return 0;
 }
 

@@ -27,6 +27,7 @@
 #include "actors/checkpointer.h"
 #include "actors/metrics.h"
 #include "actors/netstack.h"
+#include "ckpt/lazy.h"
 #include "ckpt/restore.h"
 #include "ckpt/trace.h"
 #include "host/cgroup.h"
@@ -451,6 +452,7 @@ int sup_boot_restore(struct sup *s)
 				       .puppet = s->init_pid,
 				       .dev_map = map,
 				       .before_charged = sup_join_v2_now};
+	sup_lazy_opts(s, &ro);
 	pid_t restored;
 	ckpt_trace("sup: init ready, restoring");
 	int r = sup_restore_files(s, map, &nmap, &err);
@@ -516,7 +518,7 @@ void sup_boot_let_go(struct sup *s)
 		dup2(null, fd);
 	if (null > 2)
 		close(null);
-	int keepfds[3 + 1 + 1 + URS_NET_MAX_FWD + 2 * URS_GOFER_MAX + 1] = {s->sync_fd, s->pidfd,
+	int keepfds[3 + 1 + 1 + URS_NET_MAX_FWD + 2 * URS_GOFER_MAX + 2] = {s->sync_fd, s->pidfd,
 									    s->ctl_fd, s->tapfd};
 	size_t nkeep = 4;
 	if (s->late) /* READY is reported after the restore */
@@ -528,6 +530,8 @@ void sup_boot_let_go(struct sup *s)
 	for (unsigned i = 0; a->net && i < a->net->n_fwd; i++)
 		keepfds[nkeep++] = a->net->fwd[i].fd;
 	keepfds[nkeep++] = urs_sup_seccomp_fd(); /* counted seccomp denials, or -1 */
+	if (s->lazy)				 /* a lazy restore's pager: its end of paging */
+		keepfds[nkeep++] = ckpt_lazy_done_fd(s->lazy);
 	sup_close_all_but(keepfds, nkeep);
 
 	sigset_t set;

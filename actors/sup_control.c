@@ -145,7 +145,12 @@ static void exec_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint3
 	if (s->sync_fd >= 0)
 		close(s->sync_fd);
 	s->sync_fd = -1;
-	while (s->exec_waiters) {
+	sup_exec_waiters_answer(s);
+}
+
+void sup_exec_waiters_answer(struct sup *s)
+{
+	while (s->exec_waiters && (s->execd || !s->started || s->exited) && !s->paging) {
 		struct ctl_conn *c = s->exec_waiters;
 		s->exec_waiters = c->next_waiter;
 		c->waiting = false;
@@ -168,11 +173,13 @@ void sup_watch_exec(struct sup *s)
 
 /* "exec-wait": `ursa checkpoint` of a container started a moment ago waits
  * until its init has exec'd (before, it holds our fds: the dump would
- * refuse them); at once when it has, or was never ours to start */
+ * refuse them), and one restored lazily until its memory is in (the dump
+ * refuses memory a userfaultfd supplies); at once when it has, or was never
+ * ours to start */
 static void ctl_exec_wait(struct ctl_conn *c)
 {
 	struct sup *s = c->s;
-	if (s->execd || !s->started || s->exited) {
+	if ((s->execd || !s->started || s->exited) && (!s->paging || s->exited)) {
 		conn_reply(c, "ok");
 		return;
 	}
@@ -193,7 +200,11 @@ static bool exec_wait_expired(struct ctl_conn *c)
 		if (*p == c) {
 			*p = c->next_waiter;
 			c->waiting = false;
-			conn_reply(c, "error: the container's process has not started yet");
+			conn_reply(c,
+				   s->paging
+					   ? "error: the container's memory is still coming in "
+					     "from its lazy restore"
+					   : "error: the container's process has not started yet");
 			return true;
 		}
 	return false;

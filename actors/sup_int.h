@@ -75,6 +75,12 @@ struct sup {
 	bool started, execd;
 	struct urs_op exec_op;
 	struct ctl_conn *exec_waiters;
+	/* a lazy restore's pager (ckpt/lazy.h), its memory still coming in
+	 * while paging: "exec-wait" waits for that too (a dump would refuse) */
+	struct ckpt_lazy *lazy;
+	bool paging;
+	struct urs_op lazy_op;
+	uint64_t lazy_val;
 };
 
 /* ---- supervisor.c ---- */
@@ -175,6 +181,8 @@ void sup_accept_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint32
 void sup_conn_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint32_t flags);
 /* START sent: watch for the init's exec. */
 void sup_watch_exec(struct sup *s);
+/* The "exec-wait"s answered, if the init has exec'd and no page is to come. */
+void sup_exec_waiters_answer(struct sup *s);
 
 /* ---- sup_actors.c ---- */
 
@@ -214,5 +222,10 @@ int sup_supstate_load(struct sup *s, struct urs_err *err);
 int sup_restore_files(struct sup *s, struct ckpt_dev_map *map, uint32_t *n, struct urs_err *err);
 /* `ursa restore` with gofer volumes, once they serve; READY after it. */
 int sup_late_ready(struct sup *s);
+struct ckpt_restore_opts;
+/* A restore's options for --lazy-pages (a->restore_lazy): the pager into s->lazy. */
+void sup_lazy_opts(struct sup *s, struct ckpt_restore_opts *ro);
+/* On the loop: the end of paging awaited (s->paging until then). */
+void sup_lazy_watch(struct sup *s);
 
 #endif

@@ -23,6 +23,7 @@
 
 #include "actors/checkpointer.h"
 #include "actors/gofer/gofer.h"
+#include "ckpt/lazy.h"
 #include "ckpt/restore.h"
 #include "ckpt/tmpfs.h"
 #include "ckpt/trace.h"
@@ -160,6 +161,7 @@ static int late_restore(struct sup *s, struct urs_err *err)
 					   .dev_map = map,
 					   .n_dev_map = nmap,
 					   .before_charged = sup_join_v2_now};
+	sup_lazy_opts(s, &lr.ro);
 	int r = urs_ckpt_key(NULL, false, lr.key, err);
 	if (r < 0)
 		return r;
@@ -189,6 +191,52 @@ static int late_restore(struct sup *s, struct urs_err *err)
 	return 0;
 }
 
+/* The pager failed (on its thread, with a table of its own): its tasks
+ * are SIGKILLed, the init first; the reason goes where `ursa state` and
+ * `ursa delete` find it (ROOT/ID/killed, cmd/cli.c urs_sup_killed). */
+static void lazy_fail(void *ctx, const char *why)
+{
+	struct sup *s = ctx;
+	char path[PATH_MAX];
+	if (!s->a->state_dir ||
+	    snprintf(path, sizeof(path), "%s/killed", s->a->state_dir) >= (int) sizeof(path))
+		return;
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return;
+	dprintf(fd, "killed by ursa: %s\n", why);
+	close(fd);
+}
+
+void sup_lazy_opts(struct sup *s, struct ckpt_restore_opts *ro)
+{
+	ro->lazy = s->a->restore_lazy;
+	ro->lazy_out = &s->lazy;
+	ro->lazy_fail = lazy_fail;
+	ro->lazy_ctx = s;
+}
+
+static void lazy_done_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint32_t flags)
+{
+	(void) loop, (void) flags;
+	struct sup *s = container_of(op, struct sup, lazy_op);
+	if (res == -ECANCELED)
+		return;
+	s->paging = false;
+	sup_exec_waiters_answer(s);
+}
+
+void sup_lazy_watch(struct sup *s)
+{
+	if (!s->lazy)
+		return;
+	s->paging = true;
+	io_uring_prep_read(urs_op_sqe(&s->lazy_op), ckpt_lazy_done_fd(s->lazy), &s->lazy_val,
+			   sizeof(s->lazy_val), 0);
+	s->lazy_op.flags = URS_OPF_WEAK;
+	urs_submit(&s->loop, &s->lazy_op, lazy_done_cb);
+}
+
 /* ursa restore with gofer volumes: now that they serve; READY after it */
 int sup_late_ready(struct sup *s)
 {
@@ -202,6 +250,7 @@ int sup_late_ready(struct sup *s)
 		return 1;
 	}
 	sup_gofer_import(s);
+	sup_lazy_watch(s);
 	if (sup_ready_recorded(s, sup_cgstr) < 0) {
 		sup_stop_actors(s);
 		sup_abandon(s);

@@ -26,6 +26,7 @@
 #include "actors/checkpointer.h"
 #include "actors/metrics.h"
 #include "actors/netstack.h"
+#include "ckpt/lazy.h"
 #include "host/cgroup.h"
 #include "host/proc.h"
 #include "runtime/loop.h"
@@ -101,6 +102,8 @@ static void run_loop(struct sup *s)
 		sup_watch_exec(s);
 	if (s->sig_fd >= 0)
 		sig_arm(s);
+	if (s->lazy && !urs_op_busy(&s->lazy_op)) /* (a late restore watches already) */
+		sup_lazy_watch(s);
 	if (s->ctl_fd >= 0) {
 		io_uring_prep_multishot_accept(urs_op_sqe(&s->accept_op), s->ctl_fd, NULL, NULL,
 					       SOCK_CLOEXEC);
@@ -133,6 +136,10 @@ static void wind_down(struct sup *s)
 	if (s->exited && s->cg && s->cg->h[URS_CG_V2].path[0]) /* not a paused, live one */
 		urs_cg2_freeze(s->cg->h[URS_CG_V2].path, false, NULL);
 	sup_gofer_stop(s); /* gofer volumes */
+	/* a lazy restore's pager: its address spaces are gone with the init
+	 * (its pid namespace), so it has ended or ends at its next copy */
+	ckpt_lazy_free(s->lazy);
+	s->lazy = NULL;
 	if (sup_home.mode)
 		urs_cg_enter_self_v1(&sup_home, NULL);
 	if (s->net)

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -55,6 +56,7 @@ struct ckpt_lazy {
 	uint8_t *ok; /* per chunk: authenticated (atomic) */
 	uint32_t nmacs;
 	int sock[2]; /* [0]: ours, adds; [1]: the thread's */
+	int efd;     /* eventfd, in both tables: 1 when the thread ends */
 	pthread_t th;
 	bool th_started;
 	ckpt_lazy_fail_fn fail;
@@ -66,6 +68,7 @@ struct ckpt_lazy {
 	uint32_t pfdcap;
 	bool sock_open, sealed;
 	bool hold; /* faults only, no prefetch, until ckpt_lazy_go */
+	bool held; /* the creator's copy of hold: its end stays open for go */
 	double t0;
 	/* shared (atomics; why written once before failed is set) */
 	struct ckpt_lazy_stats st;
@@ -119,6 +122,11 @@ int ckpt_lazy_verify(struct ckpt_lazy *lz, uint64_t off, uint64_t len, struct ur
 const uint8_t *ckpt_lazy_data(const struct ckpt_lazy *lz)
 {
 	return lz->data;
+}
+
+int ckpt_lazy_done_fd(const struct ckpt_lazy *lz)
+{
+	return lz->efd;
 }
 
 /* ---- a space's runs ---- */
@@ -518,18 +526,29 @@ static void *pager_main(void *arg)
 	/* a table of its own, holding only its end of the socket: the
 	 * creator closes that end in its table once told (ckpt_lazy_new) */
 	int r = unshare(CLONE_FILES) < 0 ? -errno : 0;
-	int me = lz->sock[1];
-	if (!r && me > 0)
-		syscall(SYS_close_range, 0u, (unsigned) me - 1, 0u);
+	unsigned me = (unsigned) lz->sock[1], ev = (unsigned) lz->efd;
+	unsigned lo = me < ev ? me : ev, hi = me < ev ? ev : me;
+	if (!r && lo > 0)
+		syscall(SYS_close_range, 0u, lo - 1, 0u);
+	if (!r && hi > lo + 1)
+		syscall(SYS_close_range, lo + 1, hi - 1, 0u);
 	if (!r)
-		syscall(SYS_close_range, (unsigned) me + 1, ~0u, 0u);
+		syscall(SYS_close_range, hi + 1, ~0u, 0u);
 	if (send(me, &r, sizeof(r), MSG_NOSIGNAL) != sizeof(r) || r)
 		return NULL; /* ckpt_lazy_new fails (shared table: it keeps the fds) */
 	while (!r && (lz->nsp || !lz->sealed) && !__atomic_load_n(&lz->stop, __ATOMIC_ACQUIRE))
 		r = turn(lz, &err);
+	/* stopped: the address spaces already gone (the sandbox ended) are
+	 * no failure; one still there would read zeros for its pages to come */
+	for (uint32_t k = 0; !r && k < lz->nsp; k++) {
+		uint64_t done;
+		struct space *s = lz->sp[k];
+		if (!s->nruns || copy_in(lz, s, &s->runs[0], 0, PAGE, &done, NULL) == -ESRCH)
+			space_close(lz, k--);
+	}
 	if (r)
 		fail_all(lz, err.msg);
-	else if (lz->nsp) /* stopped with pages to come: they must not read as zeros */
+	else if (lz->nsp)
 		fail_all(lz, "lazy restore: stopped before every page was in");
 	while (lz->nsp)
 		space_close(lz, 0);
@@ -538,6 +557,10 @@ static void *pager_main(void *arg)
 	lz->st.ms = urs_now_ms() - lz->t0;
 	__atomic_store_n(&lz->st.done, !r && !__atomic_load_n(&lz->st.failed, __ATOMIC_ACQUIRE),
 			 __ATOMIC_RELEASE);
+	uint64_t one = 1;
+	if (write(lz->efd, &one, sizeof(one)) < 0) { /* cannot fail: a fresh counter */
+	}
+	close(lz->efd); /* (its copy in this thread's table) */
 	return NULL;
 }
 
@@ -550,8 +573,11 @@ int ckpt_lazy_new(struct ckpt_lazy **out, struct ckpt_image *img, const struct c
 		free(lz);
 		return urs_err_set(err, -ENOMEM, "lazy restore: out of memory");
 	}
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, lz->sock) < 0) {
+	lz->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (lz->efd < 0 || socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, lz->sock) < 0) {
 		int e = errno;
+		if (lz->efd >= 0)
+			close(lz->efd);
 		free(lz->ok);
 		free(lz);
 		return urs_err_set(err, -e, "lazy restore: socketpair: %s", strerror(e));
@@ -567,12 +593,13 @@ int ckpt_lazy_new(struct ckpt_lazy **out, struct ckpt_image *img, const struct c
 	lz->fail = fail;
 	lz->fail_ctx = ctx;
 	lz->sock_open = true;
-	lz->hold = hold;
+	lz->hold = lz->held = hold;
 	lz->t0 = urs_now_ms();
 	int e = pthread_create(&lz->th, NULL, pager_main, lz);
 	if (e) {
 		close(lz->sock[0]);
 		close(lz->sock[1]);
+		close(lz->efd);
 		explicit_bzero(&lz->seal, sizeof(lz->seal));
 		free(lz->ok);
 		free(lz);
@@ -584,6 +611,7 @@ int ckpt_lazy_new(struct ckpt_lazy **out, struct ckpt_image *img, const struct c
 		pthread_join(lz->th, NULL);
 		close(lz->sock[0]);
 		close(lz->sock[1]);
+		close(lz->efd);
 		explicit_bzero(&lz->seal, sizeof(lz->seal));
 		free(lz->ok);
 		free(lz);
@@ -656,7 +684,12 @@ static void say(struct ckpt_lazy *lz, struct space *what)
 
 void ckpt_lazy_seal(struct ckpt_lazy *lz)
 {
-	say(lz, MSG_SEAL);
+	if (lz->held) {
+		say(lz, MSG_SEAL);
+	} else if (lz->sock[0] >= 0) { /* nothing more to say: its end goes */
+		close(lz->sock[0]);
+		lz->sock[0] = -1;
+	}
 }
 
 void ckpt_lazy_go(struct ckpt_lazy *lz)
@@ -702,6 +735,7 @@ void ckpt_lazy_free(struct ckpt_lazy *lz)
 		return;
 	__atomic_store_n(&lz->stop, true, __ATOMIC_RELEASE);
 	ckpt_lazy_wait(lz);
+	close(lz->efd);
 	free(lz->sp);
 	free(lz->pfd);
 	free(lz->ok);

@@ -84,6 +84,19 @@ int ckpt_lazy_verify(struct ckpt_lazy *lz, uint64_t off, uint64_t len, struct ur
 const uint8_t *ckpt_lazy_data(const struct ckpt_lazy *lz);
 
 /**
+ * ckpt_lazy_done_fd() - an eventfd that becomes readable when paging ends
+ * @lz: the pager
+ *
+ * Readable once every page is in, or paging failed (ckpt_lazy_stats tells
+ * which): for a caller's event loop. Owned by @lz (closed by
+ * ckpt_lazy_free), and the only fd of the caller's table @lz keeps after
+ * ckpt_lazy_seal() without a hold.
+ *
+ * Return: the fd.
+ */
+int ckpt_lazy_done_fd(const struct ckpt_lazy *lz);
+
+/**
  * ckpt_lazy_add() - hand a registered userfaultfd and its pages to the pager
  * @lz: the pager
  * @uffd: a userfaultfd of @pid's address space, UFFDIO_API done with
@@ -109,9 +122,11 @@ int ckpt_lazy_add(struct ckpt_lazy *lz, int uffd, pid_t pid, const struct ckpt_r
  * ckpt_lazy_seal() - no more address spaces will be added
  * @lz: the pager
  *
- * Once every one added is complete, the pager's thread ends. Closing
- * the caller's end of the pager's socket (a process closing the fds it
- * does not know) seals it as well, and releases a hold.
+ * Once every one added is complete, the pager's thread ends. Without a
+ * hold, the caller's end of the pager's socket is closed here: @lz holds
+ * no fd of the caller's any more. With one, it stays open for
+ * ckpt_lazy_go(); closing it (a process closing the fds it does not
+ * know) seals as well, and releases the hold.
  */
 void ckpt_lazy_seal(struct ckpt_lazy *lz);
 

@@ -234,6 +234,20 @@ bool urs_sup_gone(const struct urs_state *st, char *buf, size_t len)
 	return true;
 }
 
+bool urs_sandbox_killed(const struct urs_state *st, char *buf, size_t len)
+{
+	char path[PATH_MAX];
+	if (urs_state_path(path, sizeof(path), G.root, st->id, "killed") < 0)
+		return false;
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	ssize_t n = fd >= 0 ? read(fd, buf, len - 1) : -1;
+	if (n <= 0)
+		return false;
+	buf[n] = 0;
+	buf[strcspn(buf, "\n")] = 0;
+	return true;
+}
+
 int urs_signal_parse(const char *s)
 {
 	char *end;

@@ -78,6 +78,10 @@ enum urs_status urs_container_status(const struct urs_state *st);
  * ROOT/ID/exit)? Then true, and @buf says how: its crash note
  * (actors/sup_crash.c) or, without one, that it was killed. */
 bool urs_sup_gone(const struct urs_state *st, char *buf, size_t len);
+/* Did ursa kill the container's processes itself (ROOT/ID/killed: a lazy
+ * restore whose pages could not come in, actors/sup_restore.c)? Then true,
+ * and @buf says why. */
+bool urs_sandbox_killed(const struct urs_state *st, char *buf, size_t len);
 
 /* Signal name or number ("KILL", "SIGKILL", "9") -> number, or -1. */
 int urs_signal_parse(const char *s);

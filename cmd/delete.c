@@ -85,6 +85,8 @@ int urs_container_remove(const struct urs_state *rec, bool force, struct urs_err
 	char why[600];
 	if (urs_sup_gone(&st, why, sizeof(why)))
 		urs_warn(why);
+	if (urs_sandbox_killed(&st, why, sizeof(why)))
+		urs_warn(why);
 	if (s != URS_ST_STOPPED && s != URS_ST_CREATED && s != URS_ST_CREATING && !force)
 		return urs_err_set(err, -EBUSY,
 				   "cannot delete container %s that is not stopped: %s", id,

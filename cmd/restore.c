@@ -107,7 +107,10 @@ int cmd_restore(int argc, char **argv)
 		{"manage-cgroups-mode", 0, URS_OPT_STR, &cgmode,
 		 "(accepted: the cgroup is made from config.json)"},
 		{"empty-ns", 0, URS_OPT_ACCEPT_ARG, NULL, "(accepted)"},
-		{"lazy-pages", 0, URS_OPT_REFUSE, NULL, "refused"},
+		{"lazy-pages", 0, URS_OPT_FLAG, &c.lazy_pages,
+		 "the workload runs before its memory is in: pages come through userfaultfd, "
+		 "faulted ones first (docs/checkpoint.md \"Lazy restore\")"},
+		{"lazy", 0, URS_OPT_FLAG, &c.lazy_pages, "the same as --lazy-pages"},
 		{"auto-dedup", 0, URS_OPT_ACCEPT, NULL, "(accepted)"},
 		{"lsm-profile", 0, URS_OPT_REFUSE_ARG, NULL, "refused"},
 		{"lsm-mount-context", 0, URS_OPT_REFUSE_ARG, NULL, "refused"},

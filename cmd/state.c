@@ -36,6 +36,8 @@ int cmd_state(int argc, char **argv)
 	char why[600];
 	if (urs_sup_gone(&st, why, sizeof(why)))
 		urs_warn(why);
+	if (urs_sandbox_killed(&st, why, sizeof(why)))
+		urs_warn(why);
 	json_t *o = urs_state_json(&st, urs_container_status(&st));
 	char *s = json_dumps(o, JSON_INDENT(2));
 	printf("%s\n", s);

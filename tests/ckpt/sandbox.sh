@@ -106,7 +106,7 @@ check "restore with a config.json without a process is refused, nothing made" \
 	'! u restore --detach --bundle "$work/bnp" --image-path "$work/img" ${P}c1 2>"$work/rsnp.err" &&
 	 grep -q "config.json has no process" "$work/rsnp.err" && ! u state ${P}c1 >/dev/null 2>&1' \
 	"$(cat "$work/rsnp.err" 2>/dev/null)"
-for opt in --lazy-pages "--lsm-profile x" "--manage-cgroups-mode bogus"; do
+for opt in "--lsm-mount-context x" "--lsm-profile x" "--manage-cgroups-mode bogus"; do
 	# shellcheck disable=SC2086
 	check "restore $opt is refused, nothing made" \
 		'! (cd "$work/b" && u restore $opt --detach --image-path "$work/img" ${P}c1) 2>"$work/rsr.err" &&
