@@ -37,6 +37,8 @@ struct urs_create_args {
 	struct urs_netopts net;		     /* from the run.ursa.* annotations */
 	bool plain_seccomp; /* never count denials (restore: images hold the plain filter) */
 	bool lazy_pages;    /* restore: memory through userfaultfd after it runs (ckpt/lazy.h) */
+	bool lazy_remote;   /* ... its page data from ursa-store on lazy_src (cmd/remote.h) */
+	int lazy_src;
 };
 
 /* Load @c's bundle (--bundle, or the current directory) into @o: every

@@ -518,7 +518,7 @@ void sup_boot_let_go(struct sup *s)
 		dup2(null, fd);
 	if (null > 2)
 		close(null);
-	int keepfds[3 + 1 + 1 + URS_NET_MAX_FWD + 2 * URS_GOFER_MAX + 2] = {s->sync_fd, s->pidfd,
+	int keepfds[3 + 1 + 1 + URS_NET_MAX_FWD + 2 * URS_GOFER_MAX + 3] = {s->sync_fd, s->pidfd,
 									    s->ctl_fd, s->tapfd};
 	size_t nkeep = 4;
 	if (s->late) /* READY is reported after the restore */
@@ -532,6 +532,8 @@ void sup_boot_let_go(struct sup *s)
 	keepfds[nkeep++] = urs_sup_seccomp_fd(); /* counted seccomp denials, or -1 */
 	if (s->lazy)				 /* a lazy restore's pager: its end of paging */
 		keepfds[nkeep++] = ckpt_lazy_done_fd(s->lazy);
+	if (s->late && a->restore_remote) /* ... yet to come, with its ursa-store */
+		keepfds[nkeep++] = a->restore_src;
 	sup_close_all_but(keepfds, nkeep);
 
 	sigset_t set;

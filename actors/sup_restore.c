@@ -211,6 +211,8 @@ static void lazy_fail(void *ctx, const char *why)
 void sup_lazy_opts(struct sup *s, struct ckpt_restore_opts *ro)
 {
 	ro->lazy = s->a->restore_lazy;
+	ro->lazy_remote = s->a->restore_remote;
+	ro->lazy_src = s->a->restore_src;
 	ro->lazy_out = &s->lazy;
 	ro->lazy_fail = lazy_fail;
 	ro->lazy_ctx = s;

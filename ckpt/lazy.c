@@ -30,11 +30,13 @@
 #include "runtime/common.h"
 #include "runtime/io.h"
 #include "state/sha256.h"
+#include "store/serve.h"
 
 #define PAGE	       CKPT_PAGE_SIZE
 #define FAULT_BLOCK    (16u * PAGE)  /* copied around a fault */
 #define PREFETCH_BLOCK (256u * PAGE) /* copied per prefetch step */
 #define MAX_RETRY      64u	     /* faults waiting out an mremap/fork */
+#define READ_AHEAD     6u	     /* chunks asked for ahead of the prefetch */
 
 struct space {
 	int fd;
@@ -55,6 +57,13 @@ struct ckpt_lazy {
 	uint8_t (*macs)[CKPT_MAC_LEN];
 	uint8_t *ok; /* per chunk: authenticated (atomic) */
 	uint32_t nmacs;
+	/* a remote image: the page data comes into pages.img chunk by chunk
+	 * from ursa-store (store/remote.h urs_remote_serve) on src, in both
+	 * tables; asked and present per chunk, the socket under mu */
+	int src;
+	bool src_main_closed;
+	pthread_mutex_t mu;
+	uint8_t *asked, *present;
 	int sock[2]; /* [0]: ours, adds; [1]: the thread's */
 	int efd;     /* eventfd, in both tables: 1 when the thread ends */
 	pthread_t th;
@@ -90,6 +99,75 @@ static void stat_add(const struct ckpt_lazy *lz, const uint64_t *field, uint64_t
 	__atomic_add_fetch((uint64_t *) field, n, __ATOMIC_RELAXED);
 }
 
+/* ---- a remote image's chunks ---- */
+
+static int ask(struct ckpt_lazy *lz, uint32_t c, struct urs_err *err)
+{
+	struct urs_remote_chunk_req q = {.chunk = c};
+	int e = urs_write_all(lz->src, &q, sizeof(q));
+	if (e < 0)
+		return urs_err_set(err, e, "lazy restore: asking ursa-store for chunk %u: %s", c,
+				   strerror(-e));
+	lz->asked[c] = 1;
+	return 0;
+}
+
+/* one reply of ursa-store's, waited for */
+static int answer(struct ckpt_lazy *lz, struct urs_err *err)
+{
+	struct urs_remote_chunk_reply rp;
+	size_t got = 0;
+	while (got < sizeof(rp)) {
+		ssize_t n = read(lz->src, (char *) &rp + got, sizeof(rp) - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return urs_err_set(err, n < 0 ? -errno : -EPIPE,
+					   "lazy restore: ursa-store, which fetches the page data "
+					   "from object storage, is gone (%s)",
+					   n < 0 ? strerror(errno) : "it closed its socket");
+		got += (size_t) n;
+	}
+	rp.msg[sizeof(rp.msg) - 1] = 0;
+	if (rp.status < 0)
+		return urs_err_set(err, rp.status < -4095 ? -EIO : rp.status,
+				   "lazy restore: page data from object storage: %s", rp.msg);
+	if (rp.chunk >= lz->nmacs || !lz->asked[rp.chunk])
+		return urs_err_set(err, -EPROTO,
+				   "lazy restore: ursa-store answered chunk %u, never asked for",
+				   rp.chunk);
+	__atomic_store_n(&lz->present[rp.chunk], 1, __ATOMIC_RELEASE);
+	return 0;
+}
+
+/* chunk @c in pages.img: asked for if it was not, and waited for */
+static int ensure(struct ckpt_lazy *lz, uint32_t c, struct urs_err *err)
+{
+	if (lz->src < 0 || __atomic_load_n(&lz->present[c], __ATOMIC_ACQUIRE))
+		return 0;
+	pthread_mutex_lock(&lz->mu);
+	int r = lz->asked[c] ? 0 : ask(lz, c, err);
+	while (!r && !__atomic_load_n(&lz->present[c], __ATOMIC_ACQUIRE))
+		r = answer(lz, err);
+	pthread_mutex_unlock(&lz->mu);
+	return r;
+}
+
+/* the chunks after @off+@n asked for ahead (not waited for) */
+static int ahead(struct ckpt_lazy *lz, uint64_t off, uint64_t n, struct urs_err *err)
+{
+	if (lz->src < 0)
+		return 0;
+	uint64_t c0 = (off + n + CKPT_MAC_CHUNK - 1) / CKPT_MAC_CHUNK;
+	int r = 0;
+	pthread_mutex_lock(&lz->mu);
+	for (uint64_t c = c0; !r && c < c0 + READ_AHEAD && c < lz->nmacs; c++)
+		if (!lz->asked[c])
+			r = ask(lz, (uint32_t) c, err);
+	pthread_mutex_unlock(&lz->mu);
+	return r;
+}
+
 int ckpt_lazy_verify(struct ckpt_lazy *lz, uint64_t off, uint64_t len, struct urs_err *err)
 {
 	if (!len)
@@ -101,6 +179,9 @@ int ckpt_lazy_verify(struct ckpt_lazy *lz, uint64_t off, uint64_t len, struct ur
 	for (uint64_t c = off / CKPT_MAC_CHUNK; c <= (off + len - 1) / CKPT_MAC_CHUNK; c++) {
 		if (__atomic_load_n(&lz->ok[c], __ATOMIC_ACQUIRE))
 			continue;
+		int r = ensure(lz, (uint32_t) c, err);
+		if (r)
+			return r;
 		uint64_t at = c * CKPT_MAC_CHUNK;
 		uint64_t n = lz->len - at < CKPT_MAC_CHUNK ? lz->len - at : CKPT_MAC_CHUNK;
 		uint8_t m[CKPT_MAC_LEN];
@@ -405,7 +486,9 @@ static int prefetch(struct ckpt_lazy *lz, struct space *s, struct urs_err *err)
 	struct ckpt_run *r = &s->runs[0];
 	uint64_t n = r->npages * PAGE < PREFETCH_BLOCK ? r->npages * PAGE : PREFETCH_BLOCK;
 	uint64_t done;
-	int e = copy_in(lz, s, r, 0, n, &done, err);
+	int e = ahead(lz, r->off, n, err);
+	if (!e)
+		e = copy_in(lz, s, r, 0, n, &done, err);
 	if (e)
 		return e;
 	if (done != n) /* stopped at a page that is in: the next step skips it */
@@ -519,6 +602,28 @@ static void fail_all(struct ckpt_lazy *lz, const char *why)
 		lz->fail(lz->fail_ctx, why);
 }
 
+/* close every fd but @a, @b, @c (-1: none) */
+static void keep_only(int a, int b, int c)
+{
+	int k[3] = {a, b, c};
+	for (int i = 0; i < 3; i++) /* sorted */
+		for (int j = i + 1; j < 3; j++)
+			if (k[j] < k[i]) {
+				int t = k[i];
+				k[i] = k[j];
+				k[j] = t;
+			}
+	unsigned from = 0;
+	for (int i = 0; i < 3; i++) {
+		if (k[i] < 0)
+			continue;
+		if ((unsigned) k[i] > from)
+			syscall(SYS_close_range, from, (unsigned) k[i] - 1, 0u);
+		from = (unsigned) k[i] + 1;
+	}
+	syscall(SYS_close_range, from, ~0u, 0u);
+}
+
 static void *pager_main(void *arg)
 {
 	struct ckpt_lazy *lz = arg;
@@ -526,14 +631,9 @@ static void *pager_main(void *arg)
 	/* a table of its own, holding only its end of the socket: the
 	 * creator closes that end in its table once told (ckpt_lazy_new) */
 	int r = unshare(CLONE_FILES) < 0 ? -errno : 0;
-	unsigned me = (unsigned) lz->sock[1], ev = (unsigned) lz->efd;
-	unsigned lo = me < ev ? me : ev, hi = me < ev ? ev : me;
-	if (!r && lo > 0)
-		syscall(SYS_close_range, 0u, lo - 1, 0u);
-	if (!r && hi > lo + 1)
-		syscall(SYS_close_range, lo + 1, hi - 1, 0u);
+	int me = lz->sock[1];
 	if (!r)
-		syscall(SYS_close_range, hi + 1, ~0u, 0u);
+		keep_only(me, lz->efd, lz->src);
 	if (send(me, &r, sizeof(r), MSG_NOSIGNAL) != sizeof(r) || r)
 		return NULL; /* ckpt_lazy_new fails (shared table: it keeps the fds) */
 	while (!r && (lz->nsp || !lz->sealed) && !__atomic_load_n(&lz->stop, __ATOMIC_ACQUIRE))
@@ -560,34 +660,59 @@ static void *pager_main(void *arg)
 	uint64_t one = 1;
 	if (write(lz->efd, &one, sizeof(one)) < 0) { /* cannot fail: a fresh counter */
 	}
-	close(lz->efd); /* (its copy in this thread's table) */
+	close(lz->efd); /* (its copies in this thread's table) */
+	if (lz->src >= 0)
+		close(lz->src); /* ursa-store ends with it */
 	return NULL;
 }
 
+/* what ckpt_lazy_new made before its thread runs (img keeps its pages) */
+static void lazy_undo(struct ckpt_lazy *lz)
+{
+	int fds[] = {lz->sock[0], lz->sock[1], lz->efd, lz->src};
+	for (size_t k = 0; k < URS_ARRAY_SIZE(fds); k++)
+		if (fds[k] >= 0)
+			close(fds[k]);
+	explicit_bzero(&lz->seal, sizeof(lz->seal));
+	free(lz->ok);
+	free(lz->asked);
+	free(lz->present);
+	free(lz);
+}
+
+static int lazy_fds(struct ckpt_lazy *lz, int src, struct urs_err *err)
+{
+	lz->sock[0] = lz->sock[1] = lz->efd = lz->src = -1;
+	if (src >= 0 && (lz->src = fcntl(src, F_DUPFD_CLOEXEC, 3)) < 0)
+		return urs_err_set(err, -errno, "lazy restore: the page server's socket: %m");
+	if ((lz->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0 ||
+	    socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, lz->sock) < 0) {
+		lz->sock[0] = lz->sock[1] = -1;
+		return urs_err_set(err, -errno, "lazy restore: the pager's sockets: %m");
+	}
+	return 0;
+}
+
 int ckpt_lazy_new(struct ckpt_lazy **out, struct ckpt_image *img, const struct ckpt_seal *seal,
-		  bool hold, ckpt_lazy_fail_fn fail, void *ctx, struct urs_err *err)
+		  bool hold, int src, ckpt_lazy_fail_fn fail, void *ctx, struct urs_err *err)
 {
 	struct ckpt_lazy *lz = calloc(1, sizeof(*lz));
-	uint32_t nmacs = (uint32_t) ckpt_seal_nchunks(img->pages_len);
-	if (!lz || !(lz->ok = calloc(nmacs ? nmacs : 1, 1))) {
-		free(lz);
+	uint32_t nmacs = (uint32_t) ckpt_seal_nchunks(img->pages_len), n = nmacs ? nmacs : 1;
+	if (!lz)
 		return urs_err_set(err, -ENOMEM, "lazy restore: out of memory");
+	int r = lazy_fds(lz, src, err);
+	if (!r && (!(lz->ok = calloc(n, 1)) || !(lz->asked = calloc(n, 1)) ||
+		   !(lz->present = calloc(n, 1))))
+		r = urs_err_set(err, -ENOMEM, "lazy restore: out of memory");
+	if (r) {
+		lazy_undo(lz);
+		return r;
 	}
-	lz->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (lz->efd < 0 || socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, lz->sock) < 0) {
-		int e = errno;
-		if (lz->efd >= 0)
-			close(lz->efd);
-		free(lz->ok);
-		free(lz);
-		return urs_err_set(err, -e, "lazy restore: socketpair: %s", strerror(e));
-	}
+	pthread_mutex_init(&lz->mu, NULL);
 	lz->seal = *seal;
 	memcpy(lz->id, img->id, 16);
 	lz->data = img->pages_map + CKPT_PAGE_SIZE;
 	lz->len = img->pages_len;
-	lz->map = (void *) img->pages_map;
-	lz->maplen = img->pages_map_len;
 	lz->macs = img->page_macs;
 	lz->nmacs = nmacs;
 	lz->fail = fail;
@@ -596,30 +721,18 @@ int ckpt_lazy_new(struct ckpt_lazy **out, struct ckpt_image *img, const struct c
 	lz->hold = lz->held = hold;
 	lz->t0 = urs_now_ms();
 	int e = pthread_create(&lz->th, NULL, pager_main, lz);
-	if (e) {
-		close(lz->sock[0]);
-		close(lz->sock[1]);
-		close(lz->efd);
-		explicit_bzero(&lz->seal, sizeof(lz->seal));
-		free(lz->ok);
-		free(lz);
-		return urs_err_set(err, -e, "lazy restore: starting the pager: %s", strerror(e));
+	int ready = -EIO;
+	if (!e && (recv(lz->sock[0], &ready, sizeof(ready), 0) != sizeof(ready) || ready))
+		pthread_join(lz->th, NULL);
+	if (e || ready) {
+		lazy_undo(lz);
+		return urs_err_set(err, e ? -e : ready, "lazy restore: starting the pager: %s",
+				   strerror(e ? e : -ready));
 	}
 	lz->th_started = true;
-	int ready = -EIO;
-	if (recv(lz->sock[0], &ready, sizeof(ready), 0) != sizeof(ready) || ready) {
-		pthread_join(lz->th, NULL);
-		close(lz->sock[0]);
-		close(lz->sock[1]);
-		close(lz->efd);
-		explicit_bzero(&lz->seal, sizeof(lz->seal));
-		free(lz->ok);
-		free(lz);
-		return urs_err_set(err, ready ? ready : -EIO,
-				   "lazy restore: the pager's own fd table: %s",
-				   strerror(ready ? -ready : EIO));
-	}
 	close(lz->sock[1]); /* the thread's copy is the only one now */
+	lz->map = (void *) img->pages_map;
+	lz->maplen = img->pages_map_len;
 	img->pages_map = NULL;
 	img->pages_map_len = 0;
 	img->page_macs = NULL;
@@ -684,6 +797,9 @@ static void say(struct ckpt_lazy *lz, struct space *what)
 
 void ckpt_lazy_seal(struct ckpt_lazy *lz)
 {
+	/* the restore is over: only the thread asks ursa-store any more, on
+	 * its copy (same number, its own table) */
+	lz->src_main_closed = lz->src >= 0 && close(lz->src) == 0;
 	if (lz->held) {
 		say(lz, MSG_SEAL);
 	} else if (lz->sock[0] >= 0) { /* nothing more to say: its end goes */
@@ -736,9 +852,14 @@ void ckpt_lazy_free(struct ckpt_lazy *lz)
 	__atomic_store_n(&lz->stop, true, __ATOMIC_RELEASE);
 	ckpt_lazy_wait(lz);
 	close(lz->efd);
+	if (lz->src >= 0 && !lz->src_main_closed)
+		close(lz->src);
+	pthread_mutex_destroy(&lz->mu);
 	free(lz->sp);
 	free(lz->pfd);
 	free(lz->ok);
+	free(lz->asked);
+	free(lz->present);
 	free(lz->macs);
 	if (lz->map)
 		munmap(lz->map, lz->maplen);

@@ -52,6 +52,10 @@ typedef void (*ckpt_lazy_fail_fn)(void *ctx, const char *why);
  *       mapping and chunk MACs move to the pager (cleared in @img)
  * @seal: the key its chunks are authenticated with (copied)
  * @hold: serve faults only, no prefetch, until ckpt_lazy_go()
+ * @src: -1, or a stream socket to ursa-store serving the page data
+ *       (store/remote.h urs_remote_serve): pages.img is sparse past its
+ *       header page and each chunk is asked for before its first use;
+ *       duplicated (the caller keeps @src)
  * @fail: called once from the pager's thread if paging fails (may be NULL)
  * @ctx: for @fail
  * @err: what failed
@@ -59,7 +63,7 @@ typedef void (*ckpt_lazy_fail_fn)(void *ctx, const char *why);
  * Return: 0, or a negative errno (nothing taken from @img).
  */
 int ckpt_lazy_new(struct ckpt_lazy **out, struct ckpt_image *img, const struct ckpt_seal *seal,
-		  bool hold, ckpt_lazy_fail_fn fail, void *ctx, struct urs_err *err);
+		  bool hold, int src, ckpt_lazy_fail_fn fail, void *ctx, struct urs_err *err);
 
 /**
  * ckpt_lazy_verify() - authenticate the chunks of page data a range touches

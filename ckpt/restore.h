@@ -115,6 +115,10 @@ struct ckpt_restore_opts {
 	 * called from its thread if paging fails later. */
 	bool lazy;
 	bool lazy_hold; /* faults only until ckpt_lazy_go (ckpt_lazy_new's hold) */
+	/* the page data is not in pages.img yet (sparse): each chunk is asked
+	 * for on lazy_src first (ckpt_lazy_new's src; the caller keeps its fd) */
+	bool lazy_remote;
+	int lazy_src;
 	struct ckpt_lazy **lazy_out;
 	void (*lazy_fail)(void *ctx, const char *why);
 	void *lazy_ctx;

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -103,13 +104,23 @@ void urs_remote_rm_stage(const char *stage)
 }
 
 /* fork + exec ursa-store with @fds as its 0, 1, 2 and 3 (-1: /dev/null) */
-static pid_t spawn(char *const argv[], const int fds[4], struct urs_err *err)
+/* ursa-store with fds[i] as its fd i (-1: /dev/null); @detach: as the
+ * grandchild, reparented at once (it outlives us: a lazy restore's
+ * server), and 0 is returned once the child between has been reaped */
+static pid_t spawn(char *const argv[], const int fds[4], bool detach, struct urs_err *err)
 {
 	char path[PATH_MAX];
 	helper_path(path, sizeof(path));
 	pid_t pid = fork();
 	if (pid < 0)
 		return urs_err_set(err, -errno, "starting ursa-store: %m");
+	if (pid == 0 && detach && fork() != 0)
+		_exit(0); /* (a failed fork: the EOF says ursa-store did not start) */
+	if (pid > 0 && detach) {
+		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+			;
+		return 0;
+	}
 	if (pid == 0) {
 		int null = open("/dev/null", O_RDWR);
 		int tmp[4];
@@ -163,7 +174,7 @@ int urs_remote_put_start(const char *url, const char *root, const char *profile,
 	argv[n++] = (char *) url;
 	argv[n++] = j->stage;
 	int fds[4] = {ctl[0], reply[1], -1, pages[0]};
-	j->pid = spawn(argv, fds, err);
+	j->pid = spawn(argv, fds, false, err);
 	close(ctl[0]), close(reply[1]), close(pages[0]);
 	j->pages_fd = pages[1], j->ctl_fd = ctl[1], j->reply_fd = reply[0];
 	if (j->pid < 0) {
@@ -241,7 +252,7 @@ void urs_remote_job_end(struct urs_remote_job *j)
 }
 
 int urs_remote_fetch(const char *url, const char *root, const char *profile, char *stage,
-		     size_t len, struct urs_err *err)
+		     size_t len, int *serve, struct urs_err *err)
 {
 	char key[PATH_MAX], dir[PATH_MAX];
 	if (ckpt_key_path(key, sizeof(key)) < 0)
@@ -255,19 +266,29 @@ int urs_remote_fetch(const char *url, const char *root, const char *profile, cha
 		urs_remote_rm_stage(dir);
 		return urs_err_set(err, -errno, "a pipe for ursa-store: %m");
 	}
-	char *argv[10] = {"ursa-store", "get", "--key-file", key};
+	int sp[2] = {-1, -1};
+	if (serve && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0) {
+		close(out[0]), close(out[1]);
+		urs_remote_rm_stage(dir);
+		return urs_err_set(err, -errno, "a socket for ursa-store: %m");
+	}
+	char *argv[11] = {"ursa-store", "get", "--key-file", key};
 	int n = 4;
 	if (profile)
 		argv[n++] = "--profile", argv[n++] = (char *) profile;
+	if (serve)
+		argv[n++] = "--serve";
 	argv[n++] = (char *) url;
 	argv[n++] = stage;
-	int fds[4] = {-1, out[1], out[1], -1};
-	pid_t pid = spawn(argv, fds, err);
+	int fds[4] = {-1, out[1], out[1], sp[1]};
+	pid_t pid = spawn(argv, fds, serve != NULL, err);
 	close(out[1]);
+	if (sp[1] >= 0)
+		close(sp[1]);
 	char msg[1200] = "";
 	size_t m = 0;
 	ssize_t k;
-	while (pid > 0 && m + 1 < sizeof(msg) &&
+	while (pid >= 0 && m + 1 < sizeof(msg) &&
 	       ((k = read(out[0], msg + m, sizeof(msg) - 1 - m)) > 0 || (k < 0 && errno == EINTR)))
 		m += k > 0 ? (size_t) k : 0;
 	msg[m] = 0;
@@ -275,8 +296,14 @@ int urs_remote_fetch(const char *url, const char *root, const char *profile, cha
 	int status = 0;
 	while (pid > 0 && waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
-	if (pid > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0)
+	if (serve && pid == 0 && !strcmp(msg, "ok\n")) { /* the rest is in; it serves on */
+		*serve = sp[0];
 		return 0;
+	}
+	if (!serve && pid > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		return 0;
+	if (sp[0] >= 0)
+		close(sp[0]); /* a detached ursa-store that failed ends with it */
 	urs_remote_rm_stage(dir);
 	stage[0] = 0;
 	if (pid < 0)

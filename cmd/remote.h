@@ -85,12 +85,17 @@ void urs_remote_job_end(struct urs_remote_job *j);
  * @profile: the settings' profile, or NULL
  * @stage: filled with the directory (remove with urs_remote_rm_stage)
  * @len: its size
+ * @serve: NULL: everything fetched, ursa-store gone; else the page data is
+ *         left out (pages.img sparse past its header page) and *@serve gets
+ *         a stream socket to an ursa-store that fetches it chunk by chunk
+ *         (store/remote.h urs_remote_serve) for a lazy restore's pager
+ *         (ckpt/lazy.h); it runs detached until that socket closes
  * @err: what failed (ursa-store's message)
  *
- * Return: 0 or a negative errno (no stage left then).
+ * Return: 0 or a negative errno (no stage, no ursa-store left then).
  */
 int urs_remote_fetch(const char *url, const char *root, const char *profile, char *stage,
-		     size_t len, struct urs_err *err);
+		     size_t len, int *serve, struct urs_err *err);
 
 /**
  * urs_remote_rm_stage() - remove a stage directory and what it holds

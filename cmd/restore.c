@@ -59,10 +59,15 @@ static int restore_from(struct urs_create_args *c, const char *image, const char
 	char stage[PATH_MAX] = "";
 	struct urs_err err = {{0}};
 	int rc = 1, r = 0;
+	c->lazy_src = -1;
+	c->lazy_remote = urs_is_remote(image) && c->lazy_pages;
 	if (urs_is_remote(image))
-		r = urs_remote_fetch(image, G.root, profile, stage, sizeof(stage), &err);
+		r = urs_remote_fetch(image, G.root, profile, stage, sizeof(stage),
+				     c->lazy_remote ? &c->lazy_src : NULL, &err);
 	if (r == 0)
 		r = restore_run(c, image, *stage ? stage : NULL, work, &rc, &err);
+	if (c->lazy_src >= 0) /* the supervisor's pager has its own (or none: it failed) */
+		close(c->lazy_src);
 	if (r < 0) {
 		urs_error("%s", err.msg);
 		ckpt_worklog(work, "restore.log", "error: %s", err.msg);

@@ -25,6 +25,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,12 +40,13 @@
 
 struct args {
 	const char *cmd, *url, *dir, *key_file, *config, *profile, *stream;
+	bool serve;
 };
 
 static int usage(void)
 {
 	fprintf(stderr, "usage: ursa-store put|get --key-file FILE [--config FILE] "
-			"[--profile NAME] [--stream FILE@OFF] s3://BUCKET/PREFIX DIR\n");
+			"[--profile NAME] [--stream FILE@OFF] [--serve] s3://BUCKET/PREFIX DIR\n");
 	return 2;
 }
 
@@ -57,7 +59,9 @@ static int parse_args(int argc, char **argv, struct args *a)
 				   : !strcmp(argv[i], "--profile") ? &a->profile
 				   : !strcmp(argv[i], "--stream")  ? &a->stream
 								   : NULL;
-		if (opt && i + 1 < argc)
+		if (!strcmp(argv[i], "--serve"))
+			a->serve = true;
+		else if (opt && i + 1 < argc)
 			*opt = argv[++i];
 		else if (opt || argv[i][0] == '-')
 			return -1;
@@ -173,7 +177,23 @@ static int get(struct urs_remote *r, const struct args *a, struct urs_err *err)
 	_cleanup_close_ int dfd = open(a->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
 	if (dfd < 0)
 		return urs_err_set(err, -errno, "opening %s: %m", a->dir);
-	return urs_remote_get(r, dfd, err);
+	if (!a->serve)
+		return urs_remote_get(r, dfd, err);
+	/* --serve: the page data is left out, then served on fd 3 chunk by
+	 * chunk (a lazy restore's pager asks); "ok" says the rest is in */
+	int e = urs_remote_get_ex(r, dfd, "pages.img", 4096 /* after its header page */, err);
+	if (e < 0)
+		return e;
+	signal(SIGPIPE, SIG_IGN); /* the pager may go first: EPIPE, not death */
+	printf("ok\n");
+	fflush(stdout);
+	int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	if (null >= 0) { /* the caller reads to EOF: no copy of its pipe stays */
+		dup2(null, 1);
+		dup2(null, 2);
+		close(null);
+	}
+	return urs_remote_serve(r, dfd, 3, err);
 }
 
 int main(int argc, char **argv)

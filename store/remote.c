@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -66,7 +67,10 @@ struct urs_remote {
 	int fail; /* the first failure of a request in flight */
 	struct urs_err ferr;
 	struct urs_remote_stats st;
-	int files_fd; /* get: the directory */
+	int files_fd;	  /* get: the directory */
+	int32_t lazy_ent; /* get: the entry left to urs_remote_serve, or -1 */
+	uint64_t lazy_off;
+	int lazy_fd; /* serve: its file, opened once (the directory may go) */
 };
 
 /* ---- helpers ---- */
@@ -188,6 +192,8 @@ int urs_remote_open(struct urs_loop *loop, const struct urs_s3_conf *conf, const
 		return urs_err_set(err, -ENOMEM, "object storage: out of memory");
 	r->loop = loop;
 	r->files_fd = -1;
+	r->lazy_ent = -1;
+	r->lazy_fd = -1;
 	memcpy(r->master, master, URS_CRYPT_KEY_LEN);
 	snprintf(r->bucket, sizeof(r->bucket), "%s", bucket);
 	snprintf(r->prefix, sizeof(r->prefix), "%s", prefix);
@@ -240,6 +246,8 @@ void urs_remote_close(struct urs_remote *r)
 	urs_crypt_free(r->crypt);
 	if (r->files_fd >= 0)
 		close(r->files_fd);
+	if (r->lazy_fd >= 0)
+		close(r->lazy_fd);
 	explicit_bzero(r->master, sizeof(r->master));
 	free(r);
 }
@@ -737,7 +745,10 @@ static int range_done(struct urs_remote *r, int dirfd, struct pbuf *b, struct ur
 	if (!b->chunk0 && (urs_crypt_hdr_parse(b->p, b->req.len, &h, err) < 0 || h.obj != en->obj ||
 			   memcmp(h.id, r->id, sizeof(r->id))))
 		return bad(r, b->req.key, "is not this image's object", err);
-	_cleanup_close_ int fd = open_file(dirfd, en->file, err);
+	_cleanup_close_ int own = -1;
+	int fd = (int32_t) b->ent == r->lazy_ent && r->lazy_fd >= 0
+			 ? r->lazy_fd
+			 : (own = open_file(dirfd, en->file, err));
 	if (fd < 0)
 		return fd;
 	for (uint64_t c = b->chunk0; c < b->chunk0 + b->nchunks; c++) {
@@ -784,13 +795,58 @@ static int get_range(struct urs_remote *r, struct pbuf *b, uint32_t ent, uint64_
 
 int urs_remote_get(struct urs_remote *r, int dirfd, struct urs_err *err)
 {
+	return urs_remote_get_ex(r, dirfd, NULL, 0, err);
+}
+
+/* the entry of @file at @off, or -1 */
+static int32_t find_entry(const struct urs_remote *r, const char *file, uint64_t off)
+{
+	for (uint32_t i = 0; file && i < r->nents; i++)
+		if (r->ents[i].off == off && !strcmp(r->ents[i].file, file))
+			return (int32_t) i;
+	return -1;
+}
+
+/* the entry left for later: its file made as long as it will be (sparse) */
+static int lazy_file(struct urs_remote *r, int dirfd, const char *file, struct urs_err *err)
+{
+	if ((r->lazy_ent = find_entry(r, file, r->lazy_off)) < 0)
+		return urs_err_set(err, -EBADMSG,
+				   "object storage: s3://%s/%s: the image has no %s at %llu to "
+				   "read lazily",
+				   r->bucket, r->prefix, file, (unsigned long long) r->lazy_off);
+	const struct entry *en = &r->ents[r->lazy_ent];
+	/* kept open for urs_remote_serve: the caller may remove the directory */
+	int fd = open_file(dirfd, en->file, err);
+	if (fd < 0)
+		return fd;
+	struct stat st;
+	if (fstat(fd, &st) < 0 || ((uint64_t) st.st_size < en->off + en->len &&
+				   ftruncate(fd, (off_t) (en->off + en->len)) < 0)) {
+		int e = urs_err_set(err, -errno, "restore: sizing %s: %m", en->file);
+		close(fd);
+		return e;
+	}
+	if (r->lazy_fd >= 0)
+		close(r->lazy_fd);
+	r->lazy_fd = fd;
+	return 0;
+}
+
+int urs_remote_get_ex(struct urs_remote *r, int dirfd, const char *lazy, uint64_t lazy_off,
+		      struct urs_err *err)
+{
 	int e = get_index(r, err);
 	if (e < 0)
 		return e;
+	r->lazy_off = lazy_off;
+	if (lazy && (e = lazy_file(r, dirfd, lazy, err)) < 0)
+		return e;
+	uint32_t skip = r->lazy_ent >= 0 ? (uint32_t) r->lazy_ent : UINT32_MAX;
 	char(*keys)[KEY_MAX] = calloc(r->nbufs, KEY_MAX);
 	if (!keys)
 		return urs_err_set(err, -ENOMEM, "object storage: out of memory");
-	uint32_t ent = 0;
+	uint32_t ent = skip == 0 ? 1 : 0;
 	uint64_t c0 = 0;
 	r->fail = 0;
 	while (e == 0) {
@@ -805,7 +861,7 @@ int urs_remote_get(struct urs_remote *r, int dirfd, struct urs_err *err)
 					break;
 				c0 += b->nchunks;
 				if (c0 >= nchunks(r->ents[ent].len)) {
-					ent++;
+					ent += ent + 1 == skip ? 2 : 1;
 					c0 = 0;
 					r->st.objects++;
 				}
@@ -828,5 +884,123 @@ int urs_remote_get(struct urs_remote *r, int dirfd, struct urs_err *err)
 		*err = r->ferr;
 	drain(r);
 	free(keys);
+	return e;
+}
+
+/* ---- serving the lazy entry's chunks ---- */
+
+#define SERVE_QUEUE 1024u /* requests read ahead of the ranges in flight */
+
+struct serve {
+	struct urs_remote *r;
+	int sock;
+	struct urs_op poll;
+	bool readable, eof;
+	uint32_t q[SERVE_QUEUE], qn, qhead;
+	char (*keys)[KEY_MAX];
+};
+
+static void serve_poll_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint32_t flags)
+{
+	(void) loop, (void) flags;
+	struct serve *sv = container_of(op, struct serve, poll);
+	sv->readable = true;
+	if (res < 0 && res != -ECANCELED)
+		sv->eof = true;
+}
+
+static int reply(struct serve *sv, uint32_t chunk, int status, const char *msg)
+{
+	struct urs_remote_chunk_reply rp = {.chunk = chunk, .status = status};
+	snprintf(rp.msg, sizeof(rp.msg), "%s", msg ? msg : "");
+	int e = urs_write_all(sv->sock, &rp, sizeof(rp));
+	return e < 0 && !status ? e : status;
+}
+
+/* requests waiting on the socket, into the queue (not past it) */
+static void take_requests(struct serve *sv)
+{
+	const struct entry *en = &sv->r->ents[sv->r->lazy_ent];
+	while (sv->qn < SERVE_QUEUE) {
+		struct urs_remote_chunk_req rq;
+		ssize_t n = recv(sv->sock, &rq, sizeof(rq), MSG_DONTWAIT | MSG_WAITALL);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			break;
+		if (n != (ssize_t) sizeof(rq) || rq.chunk >= nchunks(en->len)) {
+			sv->eof = true; /* closed, or not the protocol: serve no more */
+			break;
+		}
+		sv->q[(sv->qhead + sv->qn++) % SERVE_QUEUE] = rq.chunk;
+	}
+	sv->readable = false;
+}
+
+/* one turn: finished ranges answered, queued chunks to free buffers */
+static int serve_turn(struct serve *sv, struct urs_err *err)
+{
+	struct urs_remote *r = sv->r;
+	for (uint32_t i = 0; i < r->nbufs; i++) {
+		struct pbuf *b = &r->bufs[i];
+		if (b->state == B_WAIT) {
+			int e = range_done(r, r->files_fd, b, err);
+			b->state = B_FREE;
+			if ((e = reply(sv, (uint32_t) b->chunk0, e, e < 0 ? err->msg : NULL)) < 0)
+				return e;
+		}
+		if (b->state == B_FREE && sv->qn) {
+			uint32_t c = sv->q[sv->qhead];
+			sv->qhead = (sv->qhead + 1) % SERVE_QUEUE;
+			sv->qn--;
+			int e = get_range(r, b, (uint32_t) r->lazy_ent, c, sv->keys);
+			if (e < 0)
+				return reply(
+					sv, c,
+					urs_err_set(err, e, "object storage: %s", strerror(-e)),
+					err->msg);
+		}
+	}
+	if (r->fail) { /* a range failed past its retries */
+		*err = r->ferr;
+		return reply(sv, UINT32_MAX, r->fail, err->msg);
+	}
+	if (!sv->eof && !sv->readable && !urs_op_busy(&sv->poll) && sv->qn < SERVE_QUEUE) {
+		io_uring_prep_poll_add(urs_op_sqe(&sv->poll), sv->sock, POLLIN | POLLRDHUP);
+		urs_submit(r->loop, &sv->poll, serve_poll_cb);
+	}
+	return 0;
+}
+
+int urs_remote_serve(struct urs_remote *r, int dirfd, int sock, struct urs_err *err)
+{
+	if (r->lazy_ent < 0)
+		return urs_err_set(err, -EINVAL, "object storage: nothing was left to serve");
+	struct serve sv = {.r = r, .sock = sock};
+	if (!(sv.keys = calloc(r->nbufs, KEY_MAX)))
+		return urs_err_set(err, -ENOMEM, "object storage: out of memory");
+	r->files_fd = dirfd;
+	r->part_chunks = 1; /* a range is one chunk: what was asked for */
+	r->fail = 0;
+	int e = 0;
+	while (e == 0) {
+		if (sv.readable)
+			take_requests(&sv);
+		if ((e = serve_turn(&sv, err)) < 0)
+			break;
+		if (sv.eof && !sv.qn && !r->inflight)
+			break;
+		e = turn(r);
+	}
+	if (urs_op_busy(&sv.poll)) {
+		urs_cancel(r->loop, &sv.poll);
+		while (urs_op_busy(&sv.poll) && urs_loop_run_once(r->loop, true) >= 0)
+			;
+	}
+	r->files_fd = -1; /* the caller's */
+	drain(r);
+	close(r->lazy_fd);
+	r->lazy_fd = -1;
+	free(sv.keys);
 	return e;
 }

@@ -29,6 +29,7 @@
 #include "runtime/err.h"
 #include "runtime/loop.h"
 #include "store/crypt.h"
+#include "store/serve.h"
 #include "store/s3.h"
 
 #define URS_REMOTE_INDEX    "index"
@@ -154,6 +155,39 @@ int urs_remote_put_abort(struct urs_remote *r, struct urs_err *err);
  * the directory holds partial files: the caller removes it.
  */
 int urs_remote_get(struct urs_remote *r, int dirfd, struct urs_err *err);
+
+/**
+ * urs_remote_get_ex() - urs_remote_get(), one object left to be served later
+ * @r: the client
+ * @dirfd: an empty directory
+ * @lazy: the file whose object at @lazy_off is not read now, or NULL (then
+ *        as urs_remote_get); that file is made as long as the object
+ *        makes it (the rest sparse) for urs_remote_serve() to fill
+ * @lazy_off: where that object goes in it
+ * @err: what failed
+ *
+ * Return: as urs_remote_get(); -EBADMSG also when the image has no such
+ * object.
+ */
+int urs_remote_get_ex(struct urs_remote *r, int dirfd, const char *lazy, uint64_t lazy_off,
+		      struct urs_err *err);
+
+/**
+ * urs_remote_serve() - fill the object urs_remote_get_ex() left, on demand
+ * @r: the client, after urs_remote_get_ex() with a @lazy file
+ * @dirfd: the directory it filled
+ * @sock: a stream socket: struct urs_remote_chunk_req in, one struct
+ *        urs_remote_chunk_reply out per request once its chunk is in the
+ *        file (opened and authenticated: as urs_remote_get), in any order
+ * @err: what failed
+ *
+ * Up to the client's buffers' ranges are in flight; requests wait in
+ * order. Ends when @sock closes and nothing is in flight, or at the first
+ * failure, which is replied first (to its request, or as chunk UINT32_MAX).
+ *
+ * Return: 0, or the failure's negative errno.
+ */
+int urs_remote_serve(struct urs_remote *r, int dirfd, int sock, struct urs_err *err);
 
 /**
  * urs_remote_index_parse() - parse an index's text (tests, fuzzing)

@@ -10,7 +10,8 @@ Forwards every request to --upstream, except that:
       GET /__fault?mode=stall&n=1               read the request and never
                                                 answer (until the client hangs up)
     A fault armed with &match=TEXT takes only requests whose path and query
-    contain TEXT (e.g. match=partNumber%3D2: the second part of an upload).
+    contain TEXT (e.g. match=partNumber%3D2: the second part of an upload);
+    with &skip=K the first K of those pass untouched.
     GET /__stats returns "seen=N injected=N forwarded=N sig_bad=N";
     GET /__clear zeroes the counters and disarms faults.
   * with --secret, every S3 request's AWS SigV4 Authorization header is
@@ -38,7 +39,7 @@ import urllib.parse
 
 HOP = {"connection", "keep-alive", "transfer-encoding", "expect", "proxy-connection"}
 LOCK = threading.Lock()
-STATE = {"mode": None, "n": 0, "status": 503, "match": ""}
+STATE = {"mode": None, "n": 0, "status": 503, "match": "", "skip": 0}
 STATS = {"seen": 0, "injected": 0, "forwarded": 0, "sig_bad": 0}
 
 
@@ -128,9 +129,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         with LOCK:
             if u.path == "/__fault":
                 STATE.update(mode=q.get("mode", "status"), n=int(q.get("n", "1")),
-                             status=int(q.get("status", "503")), match=q.get("match", ""))
+                             status=int(q.get("status", "503")), match=q.get("match", ""),
+                             skip=int(q.get("skip", "0")))
             elif u.path == "/__clear":
-                STATE.update(mode=None, n=0, match="")
+                STATE.update(mode=None, n=0, match="", skip=0)
                 for k in STATS:
                     STATS[k] = 0
             text = " ".join("%s=%d" % kv for kv in STATS.items())
@@ -139,7 +141,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def take_fault(self):
         with LOCK:
             STATS["seen"] += 1
-            if STATE["n"] > 0 and STATE["match"] in self.path:
+            if STATE["n"] > 0 and STATE["match"] in self.path and STATE["skip"] > 0:
+                STATE["skip"] -= 1  # &skip=K: the first K matching requests pass
+            elif STATE["n"] > 0 and STATE["match"] in self.path:
                 STATE["n"] -= 1
                 STATS["injected"] += 1
                 return STATE["mode"], STATE["status"]

@@ -1,0 +1,25 @@
+/*
+ * store/serve.h — the chunk protocol between a lazy restore's pager
+ * (ckpt/lazy.c, in the supervisor) and the ursa-store that fills the image's
+ * page data for it (store/remote.h urs_remote_serve): both ends on one host,
+ * over a stream socket. Apart from store/remote.h so that the pager, which
+ * never links the S3 client, shares only these two structs.
+ */
+#ifndef URSA_STORE_SERVE_H
+#define URSA_STORE_SERVE_H
+
+#include <stdint.h>
+
+/* A request: bytes [chunk MiB, +1 MiB) of the page data object's plaintext. */
+struct urs_remote_chunk_req {
+	uint32_t chunk;
+};
+
+/* Its reply, once that chunk is in the file (opened, authenticated). */
+struct urs_remote_chunk_reply {
+	uint32_t chunk; /* UINT32_MAX: a failure of no one request (status < 0) */
+	int32_t status; /* 0: written into the file; else -errno */
+	char msg[248];	/* the failure, named */
+};
+
+#endif

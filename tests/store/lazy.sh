@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# tests/store/lazy.sh — `ursa restore --lazy-pages --image-path s3://...`:
+# the page data stays in the store until the pager asks for it, chunk by
+# chunk, through an ursa-store that serves it (store/remote.h
+# urs_remote_serve, ckpt/lazy.h). A real sandbox (tests/ckpt/hog.c, 64 MiB
+# over two threads) and a real s3rver behind tests/store/s3proxy.py:
+#   - restored lazily from s3://: running, the counter goes on, both
+#     threads find every word of their memory as they left it, no stage is
+#     left, and the ursa-store that served it ends once every page is in;
+#   - the store killed while the pages come in (a ranged read of the page
+#     data held after the restore returned, then the store SIGKILLed): the
+#     sandbox is killed, `ursa state` says why, nothing hangs and no
+#     ursa-store is left.
+# Needs root, node (s3rver), python3. Env: URSA (ursa-store beside it), HOG.
+set -u
+URSA=${URSA:?} HOG=${HOG:?}
+. "$(dirname "$0")/s3env.sh"
+. "$(dirname "$0")/../lib/check.sh"
+P=lzs$$-
+work=$tmp/work
+root=$work/root
+u() { "$URSA" --root "$root" "$@"; }
+cleanup() {
+	for id in ${P}a ${P}b; do u delete --force "$id" >/dev/null 2>&1; done
+	s3env_cleanup
+}
+trap cleanup EXIT
+export AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER AWS_REGION=us-east-1
+export AWS_ENDPOINT_URL="http://127.0.0.1:$pport"
+unset AWS_PROFILE AWS_SESSION_TOKEN
+
+t=$work/rootfs/tmp
+count() { tr -d ' \n' <"$t/tick-0" 2>/dev/null; }
+counts_past() { local c; c=$(count); [ -n "$c" ] && [ "$c" -gt "$1" ]; }
+status_of() { u state "$1" 2>/dev/null | jq -r .status; }
+is_stopped() { [ "$(status_of "$1")" = stopped ]; }
+proxy() { curl -fsS "http://127.0.0.1:$pport/$1"; }
+servers() { pgrep -f "ursa-store get --key-file .* --serve .*$root" | wc -l; }
+no_server() { [ "$(servers)" = 0 ]; }
+checked() { # both threads check their memory: "ok"
+	rm -f "$t"/check-*
+	kill -USR1 "$(u state "$1" | jq -r .pid)" &&
+		wait_for 60 test -s "$t/check-0" && wait_for 60 test -s "$t/check-1" &&
+		[ "$(cat "$t/check-0")" = ok ] && [ "$(cat "$t/check-1")" = ok ]
+}
+
+mkdir -p "$work/rootfs/bin" "$work/rootfs/proc" "$work/rootfs/dev" "$work/rootfs/sys" "$t" "$work/b"
+cp /bin/busybox "$work/rootfs/bin/" && ln -s busybox "$work/rootfs/bin/sh"
+cp "$HOG" "$work/rootfs/bin/hog"
+(cd "$work/b" && "$URSA" spec) || exit 1
+jq --arg rootfs "$work/rootfs" '.root.path = $rootfs | .root.readonly = false
+	| .process.terminal = false | .process.args = ["/bin/hog", "64", "2", "/tmp"]
+	| .annotations = {"run.ursa.network": "none"}' "$work/b/config.json" >"$work/b/c" &&
+	mv "$work/b/c" "$work/b/config.json"
+(cd "$work/b" && u run -d ${P}a >/dev/null 2>"$work/run.err") &&
+	wait_for 60 test -s "$t/ready-0" && wait_for 30 test -s "$t/tick-0" ||
+	bad "run ${P}a" "$(cat "$work/run.err")"
+u checkpoint --image-path "s3://ursa-test/lz/a" ${P}a 2>"$work/ck.err" ||
+	bad "checkpoint to s3://ursa-test/lz/a" "$(cat "$work/ck.err")"
+saved=$(count)
+restore() { # id
+	(cd "$work/b" && u restore --lazy-pages --detach --image-path "s3://ursa-test/lz/a" "$1" \
+		2>"$work/rs.err")
+}
+
+# ---- restored lazily ---------------------------------------------------------------
+check "restore --lazy-pages from s3://ursa-test/lz/a" 'restore ${P}a' "$(cat "$work/rs.err")"
+check "the counter goes on from $saved" 'wait_for 30 counts_past $((saved + 5))' "count $(count)"
+check "every word of its memory is as it was" 'checked ${P}a' "$(cat "$t"/check-* 2>&1)"
+check "no stage is left" '[ -z "$(ls -A "$root/.remote" 2>/dev/null)" ]' "$(ls -la "$root/.remote" 2>&1)"
+check "the ursa-store that served the pages ends once they are in" 'wait_for 60 no_server' \
+	"$(pgrep -af ursa-store)"
+u delete --force ${P}a >/dev/null 2>&1
+
+# ---- the store killed while the pages come in ---------------------------------------
+# the first 8 ranged reads of the page data pass (the restore's own, and
+# some of the prefetch), the ninth is held until the store is gone
+proxy "__fault?mode=stall&n=1&skip=8&match=1.pages.img" >/dev/null
+check "restore --lazy-pages returns before the held read" 'restore ${P}b' "$(cat "$work/rs.err")"
+held() { proxy __stats | grep -q "injected=1"; }
+check "a read of the page data is held" 'wait_for 60 held' "$(proxy __stats)"
+kill -KILL "$s3proxy_pid"
+check "the sandbox is killed" 'wait_for 120 is_stopped ${P}b' "status $(status_of ${P}b)"
+u state ${P}b >/dev/null 2>"$work/st.err"
+check "ursa state says why" \
+	'grep -q "killed by ursa: lazy restore: page data from object storage: .*1.pages.img" "$work/st.err"' \
+	"$(cat "$work/st.err")"
+check "no ursa-store is left" 'wait_for 30 no_server' "$(pgrep -af ursa-store)"
+u delete --force ${P}b >/dev/null 2>&1
+finish
