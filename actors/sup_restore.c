@@ -218,6 +218,28 @@ void sup_lazy_opts(struct sup *s, struct ckpt_restore_opts *ro)
 	ro->lazy_ctx = s;
 }
 
+/* ROOT/ID/paged: how the memory came in (one line, for people and benchmarks) */
+static void lazy_report(struct sup *s)
+{
+	struct ckpt_lazy_stats st;
+	char path[PATH_MAX];
+	ckpt_lazy_stats(s->lazy, &st);
+	if (!s->a->state_dir ||
+	    snprintf(path, sizeof(path), "%s/paged", s->a->state_dir) >= (int) sizeof(path))
+		return;
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return;
+	dprintf(fd,
+		"%s ms=%.1f faults=%llu fault_pages=%llu zero_pages=%llu prefetch_pages=%llu "
+		"spaces=%llu chunks=%llu\n",
+		st.done ? "done" : "failed", st.ms, (unsigned long long) st.faults,
+		(unsigned long long) st.fault_pages, (unsigned long long) st.zero_pages,
+		(unsigned long long) st.prefetch_pages, (unsigned long long) st.spaces,
+		(unsigned long long) st.chunks);
+	close(fd);
+}
+
 static void lazy_done_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint32_t flags)
 {
 	(void) loop, (void) flags;
@@ -225,6 +247,7 @@ static void lazy_done_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, 
 	if (res == -ECANCELED)
 		return;
 	s->paging = false;
+	lazy_report(s);
 	sup_exec_waiters_answer(s);
 }
 

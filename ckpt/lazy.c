@@ -36,7 +36,7 @@
 #define FAULT_BLOCK    (16u * PAGE)  /* copied around a fault */
 #define PREFETCH_BLOCK (256u * PAGE) /* copied per prefetch step */
 #define MAX_RETRY      64u	     /* faults waiting out an mremap/fork */
-#define READ_AHEAD     6u	     /* chunks asked for ahead of the prefetch */
+#define READ_AHEAD     48u	     /* chunks asked for ahead of the prefetch */
 
 struct space {
 	int fd;
@@ -101,14 +101,15 @@ static void stat_add(const struct ckpt_lazy *lz, const uint64_t *field, uint64_t
 
 /* ---- a remote image's chunks ---- */
 
-static int ask(struct ckpt_lazy *lz, uint32_t c, struct urs_err *err)
+/* chunks [@c, @c + @n) in one range */
+static int ask(struct ckpt_lazy *lz, uint32_t c, uint32_t n, struct urs_err *err)
 {
-	struct urs_remote_chunk_req q = {.chunk = c};
+	struct urs_remote_chunk_req q = {.chunk = c, .n = n};
 	int e = urs_write_all(lz->src, &q, sizeof(q));
 	if (e < 0)
 		return urs_err_set(err, e, "lazy restore: asking ursa-store for chunk %u: %s", c,
 				   strerror(-e));
-	lz->asked[c] = 1;
+	memset(&lz->asked[c], 1, n);
 	return 0;
 }
 
@@ -146,7 +147,7 @@ static int ensure(struct ckpt_lazy *lz, uint32_t c, struct urs_err *err)
 	if (lz->src < 0 || __atomic_load_n(&lz->present[c], __ATOMIC_ACQUIRE))
 		return 0;
 	pthread_mutex_lock(&lz->mu);
-	int r = lz->asked[c] ? 0 : ask(lz, c, err);
+	int r = lz->asked[c] ? 0 : ask(lz, c, 1, err);
 	while (!r && !__atomic_load_n(&lz->present[c], __ATOMIC_ACQUIRE))
 		r = answer(lz, err);
 	pthread_mutex_unlock(&lz->mu);
@@ -158,12 +159,20 @@ static int ahead(struct ckpt_lazy *lz, uint64_t off, uint64_t n, struct urs_err 
 {
 	if (lz->src < 0)
 		return 0;
-	uint64_t c0 = (off + n + CKPT_MAC_CHUNK - 1) / CKPT_MAC_CHUNK;
+	uint64_t c0 = off / CKPT_MAC_CHUNK, end = (off + n) / CKPT_MAC_CHUNK + READ_AHEAD;
 	int r = 0;
+	end = end < lz->nmacs ? end : lz->nmacs;
 	pthread_mutex_lock(&lz->mu);
-	for (uint64_t c = c0; !r && c < c0 + READ_AHEAD && c < lz->nmacs; c++)
-		if (!lz->asked[c])
-			r = ask(lz, (uint32_t) c, err);
+	/* what is not asked for and starts in the window, in ranges that may
+	 * reach past it: as the window moves a chunk at a time, a request
+	 * still asks for URS_REMOTE_SERVE_MAXN (each costs the store one) */
+	for (uint64_t c = c0; !r && c < end;) {
+		uint32_t k = 0;
+		while (c + k < lz->nmacs && k < URS_REMOTE_SERVE_MAXN && !lz->asked[c + k])
+			k++;
+		r = k ? ask(lz, (uint32_t) c, k, err) : 0;
+		c += k ? k : 1;
+	}
 	pthread_mutex_unlock(&lz->mu);
 	return r;
 }

@@ -219,7 +219,9 @@ int main(int argc, char **argv)
 		say(is_put, "error: %s\n", err.msg);
 		return 1;
 	}
-	e = urs_remote_open(&loop, &conf, url.bucket, url.prefix, key, NULL, &r, &err);
+	/* --serve: ranges of up to URS_REMOTE_SERVE_MAXN chunks, as the pager asks */
+	struct urs_remote_opts ro = {.part_chunks = a.serve ? URS_REMOTE_SERVE_MAXN : 0};
+	e = urs_remote_open(&loop, &conf, url.bucket, url.prefix, key, &ro, &r, &err);
 	explicit_bzero(key, sizeof(key));
 	explicit_bzero(&conf, sizeof(conf));
 	if (e == 0)

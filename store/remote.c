@@ -769,14 +769,14 @@ static int range_done(struct urs_remote *r, int dirfd, struct pbuf *b, struct ur
 	return 0;
 }
 
-static int get_range(struct urs_remote *r, struct pbuf *b, uint32_t ent, uint64_t c0,
+static int get_range(struct urs_remote *r, struct pbuf *b, uint32_t ent, uint64_t c0, uint64_t max,
 		     char keys[][KEY_MAX])
 {
 	const struct entry *en = &r->ents[ent];
 	uint64_t total = nchunks(en->len);
 	b->ent = ent;
 	b->chunk0 = c0;
-	b->nchunks = total - c0 < r->part_chunks ? total - c0 : r->part_chunks;
+	b->nchunks = total - c0 < max ? total - c0 : max;
 	uint64_t off = c0 ? URS_CRYPT_HDR_LEN + c0 * URS_CRYPT_STRIDE : 0,
 		 len = c0 ? 0 : URS_CRYPT_HDR_LEN;
 	for (uint64_t c = c0; c < c0 + b->nchunks; c++)
@@ -857,7 +857,7 @@ int urs_remote_get_ex(struct urs_remote *r, int dirfd, const char *lazy, uint64_
 				b->state = B_FREE;
 			}
 			if (e == 0 && b->state == B_FREE && ent < r->nents) {
-				if ((e = get_range(r, b, ent, c0, keys)) < 0)
+				if ((e = get_range(r, b, ent, c0, r->part_chunks, keys)) < 0)
 					break;
 				c0 += b->nchunks;
 				if (c0 >= nchunks(r->ents[ent].len)) {
@@ -896,7 +896,8 @@ struct serve {
 	int sock;
 	struct urs_op poll;
 	bool readable, eof;
-	uint32_t q[SERVE_QUEUE], qn, qhead;
+	struct urs_remote_chunk_req q[SERVE_QUEUE];
+	uint32_t qn, qhead;
 	char (*keys)[KEY_MAX];
 };
 
@@ -928,11 +929,12 @@ static void take_requests(struct serve *sv)
 			continue;
 		if (n < 0 && errno == EAGAIN)
 			break;
-		if (n != (ssize_t) sizeof(rq) || rq.chunk >= nchunks(en->len)) {
+		if (n != (ssize_t) sizeof(rq) || rq.chunk >= nchunks(en->len) || !rq.n ||
+		    rq.n > URS_REMOTE_SERVE_MAXN || rq.n > sv->r->part_chunks) {
 			sv->eof = true; /* closed, or not the protocol: serve no more */
 			break;
 		}
-		sv->q[(sv->qhead + sv->qn++) % SERVE_QUEUE] = rq.chunk;
+		sv->q[(sv->qhead + sv->qn++) % SERVE_QUEUE] = rq;
 	}
 	sv->readable = false;
 }
@@ -946,17 +948,18 @@ static int serve_turn(struct serve *sv, struct urs_err *err)
 		if (b->state == B_WAIT) {
 			int e = range_done(r, r->files_fd, b, err);
 			b->state = B_FREE;
-			if ((e = reply(sv, (uint32_t) b->chunk0, e, e < 0 ? err->msg : NULL)) < 0)
-				return e;
+			for (uint64_t c = b->chunk0; c < b->chunk0 + b->nchunks; c++)
+				if ((e = reply(sv, (uint32_t) c, e, e < 0 ? err->msg : NULL)) < 0)
+					return e;
 		}
 		if (b->state == B_FREE && sv->qn) {
-			uint32_t c = sv->q[sv->qhead];
+			struct urs_remote_chunk_req rq = sv->q[sv->qhead];
 			sv->qhead = (sv->qhead + 1) % SERVE_QUEUE;
 			sv->qn--;
-			int e = get_range(r, b, (uint32_t) r->lazy_ent, c, sv->keys);
+			int e = get_range(r, b, (uint32_t) r->lazy_ent, rq.chunk, rq.n, sv->keys);
 			if (e < 0)
 				return reply(
-					sv, c,
+					sv, rq.chunk,
 					urs_err_set(err, e, "object storage: %s", strerror(-e)),
 					err->msg);
 		}
@@ -979,8 +982,7 @@ int urs_remote_serve(struct urs_remote *r, int dirfd, int sock, struct urs_err *
 	struct serve sv = {.r = r, .sock = sock};
 	if (!(sv.keys = calloc(r->nbufs, KEY_MAX)))
 		return urs_err_set(err, -ENOMEM, "object storage: out of memory");
-	r->files_fd = dirfd;
-	r->part_chunks = 1; /* a range is one chunk: what was asked for */
+	r->files_fd = dirfd; /* a range is what was asked for (part_chunks at most) */
 	r->fail = 0;
 	int e = 0;
 	while (e == 0) {

@@ -10,12 +10,15 @@
 
 #include <stdint.h>
 
-/* A request: bytes [chunk MiB, +1 MiB) of the page data object's plaintext. */
+/* A request: chunks [chunk, chunk + n) of the page data object's
+ * plaintext (chunk i: bytes [i MiB, +1 MiB)), read in one range; n is 1
+ * to URS_REMOTE_SERVE_MAXN. */
 struct urs_remote_chunk_req {
-	uint32_t chunk;
+	uint32_t chunk, n;
 };
+#define URS_REMOTE_SERVE_MAXN 16u
 
-/* Its reply, once that chunk is in the file (opened, authenticated). */
+/* A reply per chunk, once it is in the file (opened, authenticated). */
 struct urs_remote_chunk_reply {
 	uint32_t chunk; /* UINT32_MAX: a failure of no one request (status < 0) */
 	int32_t status; /* 0: written into the file; else -errno */

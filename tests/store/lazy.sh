@@ -73,9 +73,10 @@ check "the ursa-store that served the pages ends once they are in" 'wait_for 60 
 u delete --force ${P}a >/dev/null 2>&1
 
 # ---- the store killed while the pages come in ---------------------------------------
-# the first 8 ranged reads of the page data pass (the restore's own, and
-# some of the prefetch), the ninth is held until the store is gone
-proxy "__fault?mode=stall&n=1&skip=8&match=1.pages.img" >/dev/null
+# the first 3 ranged reads of the page data pass (the restore's own, of a
+# chunk each, and the prefetch's first 16 MiB), the fourth (a later part
+# of the prefetch) is held until the store is gone
+proxy "__fault?mode=stall&n=1&skip=3&match=1.pages.img" >/dev/null
 check "restore --lazy-pages returns before the held read" 'restore ${P}b' "$(cat "$work/rs.err")"
 held() { proxy __stats | grep -q "injected=1"; }
 check "a read of the page data is held" 'wait_for 60 held' "$(proxy __stats)"
