@@ -78,7 +78,7 @@ struct sup {
 	/* a lazy restore's pager (ckpt/lazy.h), its memory still coming in
 	 * while paging: "exec-wait" waits for that too (a dump would refuse) */
 	struct ckpt_lazy *lazy;
-	bool paging;
+	bool paging, lazy_watched;
 	struct urs_op lazy_op;
 	uint64_t lazy_val;
 };

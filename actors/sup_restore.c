@@ -253,8 +253,9 @@ static void lazy_done_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, 
 
 void sup_lazy_watch(struct sup *s)
 {
-	if (!s->lazy)
+	if (!s->lazy || s->lazy_watched)
 		return;
+	s->lazy_watched = true;
 	s->paging = true;
 	io_uring_prep_read(urs_op_sqe(&s->lazy_op), ckpt_lazy_done_fd(s->lazy), &s->lazy_val,
 			   sizeof(s->lazy_val), 0);

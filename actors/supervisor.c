@@ -102,8 +102,7 @@ static void run_loop(struct sup *s)
 		sup_watch_exec(s);
 	if (s->sig_fd >= 0)
 		sig_arm(s);
-	if (s->lazy && !urs_op_busy(&s->lazy_op)) /* (a late restore watches already) */
-		sup_lazy_watch(s);
+	sup_lazy_watch(s); /* a lazy restore's end of paging (once: a late restore's may run) */
 	if (s->ctl_fd >= 0) {
 		io_uring_prep_multishot_accept(urs_op_sqe(&s->accept_op), s->ctl_fd, NULL, NULL,
 					       SOCK_CLOEXEC);

@@ -191,18 +191,11 @@ int ckpt_lazy_verify(struct ckpt_lazy *lz, uint64_t off, uint64_t len, struct ur
 		int r = ensure(lz, (uint32_t) c, err);
 		if (r)
 			return r;
-		uint64_t at = c * CKPT_MAC_CHUNK;
-		uint64_t n = lz->len - at < CKPT_MAC_CHUNK ? lz->len - at : CKPT_MAC_CHUNK;
-		uint8_t m[CKPT_MAC_LEN];
-		ckpt_seal_chunk(&lz->seal, lz->id, c, lz->data + at, n, m);
-		if (!urs_mac_equal(m, lz->macs[c], CKPT_MAC_LEN))
-			return urs_err_set(
-				err, -EBADMSG,
-				"lazy restore: pages.img chunk %llu (bytes %llu..%llu of "
-				"the page data) fails authentication: altered, moved or "
-				"from another image",
-				(unsigned long long) c, (unsigned long long) at,
-				(unsigned long long) (at + n));
+		r = ckpt_seal_check_chunk(&lz->seal, lz->id, lz->data, lz->len, c,
+					  (const uint8_t(*)[CKPT_MAC_LEN]) lz->macs, "lazy restore",
+					  err);
+		if (r)
+			return r;
 		__atomic_store_n(&lz->ok[c], 1, __ATOMIC_RELEASE);
 		stat_add(lz, &lz->st.chunks, 1);
 	}
@@ -611,6 +604,22 @@ static void fail_all(struct ckpt_lazy *lz, const char *why)
 		lz->fail(lz->fail_ctx, why);
 }
 
+/* does @pid run (not gone, not a zombie)? */
+static bool pid_alive(pid_t pid)
+{
+	char path[32], buf[512];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int) pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = 0;
+	const char *p = strrchr(buf, ')');
+	return p && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
+}
+
 /* close every fd but @a, @b, @c (-1: none) */
 static void keep_only(int a, int b, int c)
 {
@@ -647,14 +656,15 @@ static void *pager_main(void *arg)
 		return NULL; /* ckpt_lazy_new fails (shared table: it keeps the fds) */
 	while (!r && (lz->nsp || !lz->sealed) && !__atomic_load_n(&lz->stop, __ATOMIC_ACQUIRE))
 		r = turn(lz, &err);
-	/* stopped: the address spaces already gone (the sandbox ended) are
-	 * no failure; one still there would read zeros for its pages to come */
-	for (uint32_t k = 0; !r && k < lz->nsp; k++) {
-		uint64_t done;
-		struct space *s = lz->sp[k];
-		if (!s->nruns || copy_in(lz, s, &s->runs[0], 0, PAGE, &done, NULL) == -ESRCH)
-			space_close(lz, k--);
-	}
+	/* stopped: address spaces of a tree that is gone (the sandbox ended)
+	 * are no failure; one still there would read zeros for its pages to
+	 * come. A fork's child has no pid here: it goes with its tree */
+	bool alive = false;
+	for (uint32_t k = 0; k < lz->nsp; k++)
+		alive |= lz->sp[k]->pid > 0 && pid_alive(lz->sp[k]->pid);
+	if (!r && !alive)
+		while (lz->nsp)
+			space_close(lz, 0);
 	if (r)
 		fail_all(lz, err.msg);
 	else if (lz->nsp)

@@ -623,14 +623,16 @@ static int write_run(struct rctx *c, uint32_t i, const struct ckpt_run *run, str
 {
 	const struct ckpt_task *t = &c->img.tasks[i];
 	uint64_t a = run->vaddr, end = run->vaddr + run->npages * CKPT_PAGE_SIZE;
+	if (!c->lz) /* all of it now */
+		return write_piece(c, i, run, a, end, err);
 	while (a < end) {
 		const struct ckpt_vma *m = NULL;
 		for (uint32_t v = 0; v < t->nvmas && !m; v++)
 			if (t->vmas[v].r.start <= a && a < t->vmas[v].r.end)
 				m = &t->vmas[v];
 		uint64_t b = m && m->r.end < end ? m->r.end : end;
-		int r = c->lz && m && vma_lazy(m) ? defer_piece(c, run, a, b)
-						  : write_piece(c, i, run, a, b, err);
+		int r = m && vma_lazy(m) ? defer_piece(c, run, a, b)
+					 : write_piece(c, i, run, a, b, err);
 		if (r)
 			return r == -ENOMEM ? urs_err_set(err, r, "restore: out of memory") : r;
 		a = b;
@@ -2689,14 +2691,14 @@ int ckpt_restore_ex(const char *dir, const struct ckpt_restore_opts *opts, pid_t
 	}
 	if (r && c.nlive)
 		kill_tree(&c);
-	if (!r && c.lz) {
+	if (!r && c.lz) { /* the pager goes on, the caller's now */
 		ckpt_lazy_seal(c.lz);
 		*opts->lazy_out = c.lz;
-	} else {
-		ckpt_lazy_free(c.lz);
+		c.lz = NULL;
 	}
 	rctx_free(&c);
 out_img:
+	ckpt_lazy_free(c.lz); /* a failed restore's: its tasks are gone (or never were) */
 	ckpt_image_free(&c.img);
 	stats->ms = urs_now_ms() - t0;
 	return r;

@@ -93,23 +93,29 @@ void ckpt_pagemacs_free(struct ckpt_pagemacs *pm)
 	explicit_bzero(pm, sizeof(*pm));
 }
 
+int ckpt_seal_check_chunk(const struct ckpt_seal *s, const uint8_t id[16], const uint8_t *p,
+			  uint64_t len, uint64_t i, const uint8_t (*mac)[CKPT_MAC_LEN],
+			  const char *what, struct urs_err *err)
+{
+	uint64_t off = i * CKPT_MAC_CHUNK;
+	size_t k = len - off < CKPT_MAC_CHUNK ? (size_t) (len - off) : CKPT_MAC_CHUNK;
+	uint8_t m[CKPT_MAC_LEN];
+	ckpt_seal_chunk(s, id, i, p + off, k, m);
+	if (urs_mac_equal(m, mac[i], CKPT_MAC_LEN))
+		return 0;
+	return urs_err_set(err, -EBADMSG,
+			   "%s: pages.img chunk %llu (bytes %llu..%llu of the page data) fails "
+			   "authentication: altered, moved or from another image",
+			   what, (unsigned long long) i, (unsigned long long) off,
+			   (unsigned long long) (off + k));
+}
+
 int ckpt_seal_check_pages(const struct ckpt_seal *s, const uint8_t id[16], const uint8_t *p,
 			  uint64_t len, const uint8_t (*mac)[CKPT_MAC_LEN], struct urs_err *err)
 {
 	uint64_t n = ckpt_seal_nchunks(len);
-	for (uint64_t i = 0; i < n; i++) {
-		uint64_t off = i * CKPT_MAC_CHUNK;
-		size_t k = len - off < CKPT_MAC_CHUNK ? (size_t) (len - off) : CKPT_MAC_CHUNK;
-		uint8_t m[CKPT_MAC_LEN];
-		ckpt_seal_chunk(s, id, i, p + off, k, m);
-		if (!urs_mac_equal(m, mac[i], CKPT_MAC_LEN))
-			return urs_err_set(
-				err, -EBADMSG,
-				"restore: pages.img chunk %llu (bytes %llu..%llu of the "
-				"page data) fails authentication: altered, moved or from "
-				"another image",
-				(unsigned long long) i, (unsigned long long) off,
-				(unsigned long long) (off + k));
-	}
-	return 0;
+	int r = 0;
+	for (uint64_t i = 0; i < n && !r; i++)
+		r = ckpt_seal_check_chunk(s, id, p, len, i, mac, "restore", err);
+	return r;
 }

@@ -110,6 +110,23 @@ int ckpt_pagemacs_finish(struct ckpt_pagemacs *pm);
 void ckpt_pagemacs_free(struct ckpt_pagemacs *pm);
 
 /**
+ * ckpt_seal_check_chunk() - check one chunk of page data against its MAC
+ * @s: the key
+ * @id: the image id
+ * @p: the page data (all of it)
+ * @len: its length
+ * @i: the chunk (< ckpt_seal_nchunks(@len))
+ * @mac: ckpt_seal_nchunks(@len) MACs
+ * @what: the message's first words ("restore", "lazy restore")
+ * @err: names the chunk if it does not match
+ *
+ * Return: 0, or -EBADMSG for a chunk that was altered, moved or swapped.
+ */
+int ckpt_seal_check_chunk(const struct ckpt_seal *s, const uint8_t id[16], const uint8_t *p,
+			  uint64_t len, uint64_t i, const uint8_t (*mac)[CKPT_MAC_LEN],
+			  const char *what, struct urs_err *err);
+
+/**
  * ckpt_seal_check_pages() - check page data against its chunk MACs
  * @s: the key
  * @id: the image id

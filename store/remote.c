@@ -934,7 +934,13 @@ static void take_requests(struct serve *sv)
 			sv->eof = true; /* closed, or not the protocol: serve no more */
 			break;
 		}
-		sv->q[(sv->qhead + sv->qn++) % SERVE_QUEUE] = rq;
+		if (rq.n == 1) { /* a fault waits on it: ahead of the prefetch's ranges */
+			sv->qhead = (sv->qhead + SERVE_QUEUE - 1) % SERVE_QUEUE;
+			sv->q[sv->qhead] = rq;
+			sv->qn++;
+		} else {
+			sv->q[(sv->qhead + sv->qn++) % SERVE_QUEUE] = rq;
+		}
 	}
 	sv->readable = false;
 }

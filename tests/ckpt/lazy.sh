@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # tests/ckpt/lazy.sh — lazy restore (ckpt/lazy.h) with ckpt_tool, each
 # workload pid 1 of its own pid namespace, dumped stopped and killed:
-#  1. tests/ckpt/hog.c, 64 MiB over 4 threads: restored lazily, its threads
-#     check every word of their memory (SIGUSR1) while it comes in; the
-#     pager served faults and finished (done=1);
+#  1. tests/ckpt/hog.c, 64 MiB over 4 threads, restored lazily with the
+#     prefetch held: its threads check every word of their memory
+#     (SIGUSR1), all of it brought in by their faults; released, the pager
+#     finishes (done=1, faults counted);
 #  2. tests/ckpt/lazyops.c, restored with the prefetch held (faults only):
 #     a dump is refused while its memory is still to come; then it forks
 #     (the child checks the memory as it was), drops a region
@@ -63,15 +64,16 @@ lazy() {
 	PIDS="$PIDS $LP"
 }
 
-# 1. threads checking their memory while it comes in
+# 1. threads checking their memory, brought in by their faults
 dumped hog ready-0 "$HOG" 64 4 "$W/hog"
-lazy hog
+lazy hog --lazy-hold
 rm -f "$W"/hog/check-*
 kill -USR1 "$LP"
 wait_for 60 nfiles hog 'check-*' 4 || fail "hog: the threads did not check ($(cat "$W/lazy-hog.log"))"
 for f in "$W"/hog/check-*; do
 	grep -qx ok "$f" || fail "hog: $(basename "$f"): $(cat "$f")"
 done
+kill -USR2 "$LT"
 wait "$LT" || fail "hog: the pager failed: $(cat "$W/lazy-hog.log")"
 grep -Eq '^lazy done=1 faults=[1-9]' "$W/lazy-hog.log" ||
 	fail "hog: not paged lazily: $(cat "$W/lazy-hog.log")"

@@ -16,6 +16,7 @@
 set -u
 . "$(dirname "$0")/../lib/skip.sh"
 . "$(dirname "$0")/../lib/check.sh"
+. "$(dirname "$0")/../lib/hog.sh"
 [ "$(id -u)" = 0 ] || skip_or_fail "needs root"
 URSA=${URSA:?} HOG=${HOG:?}
 P=pc$$-
@@ -28,14 +29,7 @@ cleanup() {
 }
 trap cleanup EXIT
 t=$work/rootfs/tmp
-mkdir -p "$work/rootfs/bin" "$work/rootfs/proc" "$work/rootfs/dev" "$work/rootfs/sys" "$t" "$work/b"
-cp /bin/busybox "$work/rootfs/bin/" && ln -s busybox "$work/rootfs/bin/sh"
-cp "$HOG" "$work/rootfs/bin/hog"
-(cd "$work/b" && "$URSA" spec) || exit 1
-jq --arg rootfs "$work/rootfs" '.root.path = $rootfs | .root.readonly = false
-	| .process.terminal = false | .process.args = ["/bin/hog", "64", "2", "/tmp"]
-	| .annotations = {"run.ursa.network": "none"}' "$work/b/config.json" >"$work/b/c" &&
-	mv "$work/b/c" "$work/b/config.json"
+hog_bundle "$work" 64 2 || exit 1
 tick() { tr -d ' \n' <"$t/tick-$1" 2>/dev/null; }
 moved() { local n; n=$(tick "$1"); [ -n "$n" ] && [ "$n" -gt "$2" ]; }
 checked() { # both threads check their memory: "ok"

@@ -16,6 +16,7 @@ set -u
 URSA=${URSA:?} HOG=${HOG:?}
 . "$(dirname "$0")/s3env.sh"
 . "$(dirname "$0")/../lib/check.sh"
+. "$(dirname "$0")/../lib/hog.sh"
 P=lzs$$-
 work=$tmp/work
 root=$work/root
@@ -44,14 +45,7 @@ checked() { # both threads check their memory: "ok"
 		[ "$(cat "$t/check-0")" = ok ] && [ "$(cat "$t/check-1")" = ok ]
 }
 
-mkdir -p "$work/rootfs/bin" "$work/rootfs/proc" "$work/rootfs/dev" "$work/rootfs/sys" "$t" "$work/b"
-cp /bin/busybox "$work/rootfs/bin/" && ln -s busybox "$work/rootfs/bin/sh"
-cp "$HOG" "$work/rootfs/bin/hog"
-(cd "$work/b" && "$URSA" spec) || exit 1
-jq --arg rootfs "$work/rootfs" '.root.path = $rootfs | .root.readonly = false
-	| .process.terminal = false | .process.args = ["/bin/hog", "64", "2", "/tmp"]
-	| .annotations = {"run.ursa.network": "none"}' "$work/b/config.json" >"$work/b/c" &&
-	mv "$work/b/c" "$work/b/config.json"
+hog_bundle "$work" 64 2 || exit 1
 (cd "$work/b" && u run -d ${P}a >/dev/null 2>"$work/run.err") &&
 	wait_for 60 test -s "$t/ready-0" && wait_for 30 test -s "$t/tick-0" ||
 	bad "run ${P}a" "$(cat "$work/run.err")"
