@@ -276,6 +276,10 @@ int sup_late_ready(struct sup *s)
 		return 1;
 	}
 	sup_gofer_import(s);
+	if (a->restore_remote && a->restore_src >= 0) { /* the pager has its own copy */
+		close(a->restore_src);
+		a->restore_src = -1;
+	}
 	sup_lazy_watch(s);
 	if (sup_ready_recorded(s, sup_cgstr) < 0) {
 		sup_stop_actors(s);

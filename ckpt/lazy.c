@@ -35,7 +35,6 @@
 #define PAGE	       CKPT_PAGE_SIZE
 #define FAULT_BLOCK    (16u * PAGE)  /* copied around a fault */
 #define PREFETCH_BLOCK (256u * PAGE) /* copied per prefetch step */
-#define MAX_RETRY      64u	     /* faults waiting out an mremap/fork */
 #define READ_AHEAD     48u	     /* chunks asked for ahead of the prefetch */
 
 struct space {
@@ -43,8 +42,8 @@ struct space {
 	pid_t pid; /* 0: a fork's child (unknown) */
 	struct ckpt_run *runs;
 	uint32_t nruns, cap;
-	uint64_t retry[MAX_RETRY]; /* fault addresses to serve again */
-	uint32_t nretry;
+	uint64_t *retry; /* fault addresses to serve again (an event came first) */
+	uint32_t nretry, capretry;
 };
 
 struct ckpt_lazy {
@@ -105,7 +104,11 @@ static void stat_add(const struct ckpt_lazy *lz, const uint64_t *field, uint64_t
 static int ask(struct ckpt_lazy *lz, uint32_t c, uint32_t n, struct urs_err *err)
 {
 	struct urs_remote_chunk_req q = {.chunk = c, .n = n};
-	int e = urs_write_all(lz->src, &q, sizeof(q));
+	ssize_t w;
+	do /* (a stream socket: 8 bytes go at once; no SIGPIPE if it is gone) */
+		w = send(lz->src, &q, sizeof(q), MSG_NOSIGNAL);
+	while (w < 0 && errno == EINTR);
+	int e = w == (ssize_t) sizeof(q) ? 0 : w < 0 ? -errno : -EIO;
 	if (e < 0)
 		return urs_err_set(err, e, "lazy restore: asking ursa-store for chunk %u: %s", c,
 				   strerror(-e));
@@ -418,14 +421,12 @@ static int on_event(struct ckpt_lazy *lz, struct space *s, const struct uffd_msg
 	case UFFD_EVENT_PAGEFAULT: {
 		stat_add(lz, &lz->st.faults, 1);
 		int r = serve_fault(lz, s, m->arg.pagefault.address, err);
-		if (r == -EAGAIN && s->nretry < MAX_RETRY) {
-			s->retry[s->nretry++] = m->arg.pagefault.address;
-			return 0;
-		}
-		return r == -EAGAIN ? urs_err_set(err, -EAGAIN,
-						  "lazy restore: too many faults "
-						  "waiting out address-space changes")
-				    : r;
+		if (r != -EAGAIN)
+			return r;
+		if (urs_grow((void **) &s->retry, &s->capretry, s->nretry, sizeof(*s->retry), 16))
+			return urs_err_set(err, -ENOMEM, "lazy restore: out of memory");
+		s->retry[s->nretry++] = m->arg.pagefault.address;
+		return 0;
 	}
 	case UFFD_EVENT_FORK:
 		if (space_new(lz, (int) m->arg.fork.ufd, 0, s->runs, s->nruns, NULL)) {
@@ -449,10 +450,35 @@ static int on_event(struct ckpt_lazy *lz, struct space *s, const struct uffd_msg
 	}
 }
 
-/* every event @s has queued, then the faults that waited for them */
+/* the first error of a batch is kept; -ESRCH (the space is gone) only
+ * where nothing worse happened */
+static int worst(int have, int r)
+{
+	return !have || (have == -ESRCH && r && r != -ESRCH) ? r : have;
+}
+
+/* One read's messages. The kernel hands out pending faults before events,
+ * and counts an event handled once read: the task that caused it goes on
+ * (its fork made, its pages zapped or moved). So the events are applied
+ * first — a fork's child gets the runs as they were, DONTNEED/munmap/mremap
+ * change the runs — and only then the faults read with them. Every message
+ * is taken even after an error (a fork's new fd must not be dropped). */
+static int batch(struct ckpt_lazy *lz, struct space *s, const struct uffd_msg *m, size_t n,
+		 struct urs_err *err)
+{
+	int have = 0;
+	for (int faults = 0; faults < 2; faults++)
+		for (size_t k = 0; k < n; k++)
+			if ((m[k].event == UFFD_EVENT_PAGEFAULT) == faults)
+				have = worst(have, on_event(lz, s, &m[k], have ? NULL : err));
+	return have;
+}
+
+/* every message @s has queued, then the faults that waited for events */
 static int drain(struct ckpt_lazy *lz, struct space *s, struct urs_err *err)
 {
 	struct uffd_msg m[16];
+	int have = 0;
 	for (;;) {
 		ssize_t n = read(s->fd, m, sizeof(m));
 		if (n < 0 && errno == EINTR)
@@ -462,24 +488,21 @@ static int drain(struct ckpt_lazy *lz, struct space *s, struct urs_err *err)
 		if (n < 0)
 			return urs_err_set(err, -errno, "lazy restore: reading a userfaultfd: %m");
 		/* the fork's new spaces may move lz->sp; s itself stays */
-		for (size_t k = 0; k < (size_t) n / sizeof(m[0]); k++) {
-			int r = on_event(lz, s, &m[k], err);
-			if (r)
-				return r;
-		}
+		have = worst(have, batch(lz, s, m, (size_t) n / sizeof(m[0]), have ? NULL : err));
 	}
 	uint32_t n = s->nretry;
+	_cleanup_free_ uint64_t *again = n ? malloc(n * sizeof(*again)) : NULL;
+	if (n && !again)
+		return urs_err_set(err, -ENOMEM, "lazy restore: out of memory");
+	if (n)
+		memcpy(again, s->retry, n * sizeof(*again));
 	s->nretry = 0;
-	uint64_t again[MAX_RETRY];
-	memcpy(again, s->retry, n * sizeof(again[0]));
 	for (uint32_t k = 0; k < n; k++) {
 		struct uffd_msg f = {.event = UFFD_EVENT_PAGEFAULT};
 		f.arg.pagefault.address = again[k];
-		int r = on_event(lz, s, &f, err);
-		if (r)
-			return r;
+		have = worst(have, on_event(lz, s, &f, have ? NULL : err));
 	}
-	return 0;
+	return have;
 }
 
 /* one block from the front of @s's runs; -EAGAIN: read its events first */
@@ -508,6 +531,7 @@ static void space_close(struct ckpt_lazy *lz, uint32_t k)
 	struct space *s = lz->sp[k];
 	close(s->fd);
 	free(s->runs);
+	free(s->retry);
 	free(s);
 	lz->sp[k] = lz->sp[--lz->nsp];
 }
@@ -676,6 +700,10 @@ static void *pager_main(void *arg)
 	lz->st.ms = urs_now_ms() - lz->t0;
 	__atomic_store_n(&lz->st.done, !r && !__atomic_load_n(&lz->st.failed, __ATOMIC_ACQUIRE),
 			 __ATOMIC_RELEASE);
+	if (lz->map && lz->sealed) { /* all in, the restorer done with it: the image goes */
+		munmap(lz->map, lz->maplen);
+		lz->map = NULL;
+	}
 	uint64_t one = 1;
 	if (write(lz->efd, &one, sizeof(one)) < 0) { /* cannot fail: a fresh counter */
 	}
@@ -739,9 +767,14 @@ int ckpt_lazy_new(struct ckpt_lazy **out, struct ckpt_image *img, const struct c
 	lz->sock_open = true;
 	lz->hold = lz->held = hold;
 	lz->t0 = urs_now_ms();
+	lz->map = (void *) img->pages_map; /* (the thread's to unmap once it is done) */
+	lz->maplen = img->pages_map_len;
 	int e = pthread_create(&lz->th, NULL, pager_main, lz);
 	int ready = -EIO;
-	if (!e && (recv(lz->sock[0], &ready, sizeof(ready), 0) != sizeof(ready) || ready))
+	ssize_t got = -1;
+	while (!e && (got = recv(lz->sock[0], &ready, sizeof(ready), 0)) < 0 && errno == EINTR)
+		;
+	if (!e && (got != sizeof(ready) || ready))
 		pthread_join(lz->th, NULL);
 	if (e || ready) {
 		lazy_undo(lz);
@@ -750,8 +783,6 @@ int ckpt_lazy_new(struct ckpt_lazy **out, struct ckpt_image *img, const struct c
 	}
 	lz->th_started = true;
 	close(lz->sock[1]); /* the thread's copy is the only one now */
-	lz->map = (void *) img->pages_map;
-	lz->maplen = img->pages_map_len;
 	img->pages_map = NULL;
 	img->pages_map_len = 0;
 	img->page_macs = NULL;

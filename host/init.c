@@ -269,6 +269,8 @@ static int mini_init(const struct urs_launch *L, const char *exe, struct urs_err
 	sigfillset(&all);
 	sigprocmask(SIG_SETMASK, &all, &old); /* until the handlers are in place */
 	mi_tty = isatty(0);
+	/* named before the command exists: it may look at /proc/1/comm at once */
+	prctl(PR_SET_NAME, "ursa-init", 0, 0, 0);
 	pid_t pid = fork();
 	if (pid < 0) {
 		r = urs_err_set(err, -errno, "fork (the minimal init's command): %m");
@@ -278,7 +280,6 @@ static int mini_init(const struct urs_launch *L, const char *exe, struct urs_err
 	if (pid == 0)
 		mi_child(L, exe, &old);
 	mi_cmd = pid;
-	prctl(PR_SET_NAME, "ursa-init", 0, 0, 0);
 	/* the command has its fds: the init keeps none, nor a cwd */
 	if (syscall(SYS_close_range, 0u, ~0u, 0u) < 0) {
 		struct rlimit rl = {.rlim_cur = 1024};

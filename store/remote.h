@@ -176,9 +176,10 @@ int urs_remote_get_ex(struct urs_remote *r, int dirfd, const char *lazy, uint64_
  * urs_remote_serve() - fill the object urs_remote_get_ex() left, on demand
  * @r: the client, after urs_remote_get_ex() with a @lazy file
  * @dirfd: the directory it filled
- * @sock: a stream socket: struct urs_remote_chunk_req in, one struct
- *        urs_remote_chunk_reply out per request once its chunk is in the
- *        file (opened and authenticated: as urs_remote_get), in any order
+ * @sock: a stream socket: struct urs_remote_chunk_req in (a range of
+ *        chunks), one struct urs_remote_chunk_reply out per chunk once it
+ *        is in the file (opened and authenticated: as urs_remote_get), in
+ *        any order; single-chunk requests (faults) go ahead of ranges
  * @err: what failed
  *
  * Up to the client's buffers' ranges are in flight; requests wait in
