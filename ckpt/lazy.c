@@ -30,7 +30,10 @@
 #include "runtime/common.h"
 #include "runtime/io.h"
 #include "state/sha256.h"
+#include "ckpt/workingset.h"
 #include "store/serve.h"
+
+_Static_assert(CKPT_WS_MAX <= URS_REMOTE_WS_MAX, "a working set fits ursa-store's message");
 
 #define PAGE	       CKPT_PAGE_SIZE
 #define FAULT_BLOCK    (16u * PAGE)  /* copied around a fault */
@@ -78,6 +81,13 @@ struct ckpt_lazy {
 	bool hold; /* faults only, no prefetch, until ckpt_lazy_go */
 	bool held; /* the creator's copy of hold: its end stays open for go */
 	double t0;
+	/* the working set (ckpt/workingset.h): ws, the recorded one, brought
+	 * in before the tasks run (NULL: none); rec, the one being recorded
+	 * while rec_open, from the restore's end (rec_t0) for a window */
+	uint8_t *ws, *rec;
+	char *dir; /* a local image's directory: the record goes there */
+	bool rec_open;
+	double rec_t0;
 	/* shared (atomics; why written once before failed is set) */
 	struct ckpt_lazy_stats st;
 	bool stop;
@@ -353,6 +363,152 @@ static int wake_or_zero(struct space *s, uint64_t addr, bool zero, struct urs_er
 	return 0;
 }
 
+/* ---- the working set ---- */
+
+static bool ws_has(const struct ckpt_lazy *lz, uint64_t off)
+{
+	uint64_t b = off / CKPT_WS_BLOCK;
+	return lz->ws[b / 8] & (1u << (b % 8));
+}
+
+/* a fault brought [@off, +@n) of the page data in: recorded in the window */
+static void ws_note(struct ckpt_lazy *lz, uint64_t off, uint64_t n)
+{
+	if (!lz->rec_open || !n ||
+	    (!lz->held && lz->rec_t0 > 0 && urs_now_ms() - lz->rec_t0 >= CKPT_WS_WINDOW_MS))
+		return;
+	for (uint64_t b = off / CKPT_WS_BLOCK; b <= (off + n - 1) / CKPT_WS_BLOCK; b++)
+		lz->rec[b / 8] |= (uint8_t) (1u << (b % 8));
+}
+
+/* the chunks the recorded working set needs, asked for at once (not waited for) */
+static int ws_ask(struct ckpt_lazy *lz, struct urs_err *err)
+{
+	const uint32_t per = CKPT_MAC_CHUNK / CKPT_WS_BLOCK;
+	int r = 0;
+	pthread_mutex_lock(&lz->mu);
+	for (uint32_t c = 0; !r && c < lz->nmacs;) {
+		uint32_t k = 0;
+		for (bool need = true; need && c + k < lz->nmacs && k < URS_REMOTE_SERVE_MAXN;) {
+			need = false;
+			for (uint32_t b = (c + k) * per; b < (c + k + 1) * per && !need; b++)
+				need = (uint64_t) b * CKPT_WS_BLOCK < lz->len &&
+				       ws_has(lz, (uint64_t) b * CKPT_WS_BLOCK);
+			k += need;
+		}
+		r = k ? ask(lz, c, k, err) : 0;
+		c += k ? k : 1;
+	}
+	pthread_mutex_unlock(&lz->mu);
+	return r;
+}
+
+/* the recorded working set or, without one, the recording to make: read
+ * from @dir (NULL: neither) */
+static int ws_setup(struct ckpt_lazy *lz, const char *dir, struct urs_err *err)
+{
+	uint8_t *bits = dir ? calloc(ckpt_ws_nbytes(lz->len) + 1, 1) : NULL;
+	if (!dir)
+		return 0;
+	if (!bits)
+		return urs_err_set(err, -ENOMEM, "lazy restore: out of memory");
+	long k = ckpt_ws_load(dir, &lz->seal, lz->id, lz->len, bits, err);
+	if (k == -ENOENT) { /* none yet (or of another image): record it */
+		lz->rec = bits;
+		lz->rec_open = true;
+		if (lz->src < 0 && !(lz->dir = strdup(dir)))
+			return urs_err_set(err, -ENOMEM, "lazy restore: out of memory");
+		return 0;
+	}
+	if (k < 0) {
+		free(bits);
+		return urs_err_wrap(err, (int) k, "lazy restore");
+	}
+	lz->ws = bits;
+	lz->st.ws_blocks = (uint64_t) k;
+	return lz->src >= 0 ? ws_ask(lz, err) : 0;
+}
+
+/* the recorded working set's pages of a task that does not run yet: in
+ * before it does, and out of its runs */
+static int ws_fill(struct ckpt_lazy *lz, struct space *s, const struct ckpt_run *runs, uint32_t n,
+		   struct urs_err *err)
+{
+	for (uint32_t k = 0; k < n; k++) {
+		const struct ckpt_run *r = &runs[k];
+		for (uint64_t p = 0, q; p < r->npages; p = q) {
+			for (q = p + 1; q < r->npages && ws_has(lz, r->off + p * PAGE) ==
+								 ws_has(lz, r->off + q * PAGE);)
+				q++;
+			if (!ws_has(lz, r->off + p * PAGE))
+				continue;
+			for (uint64_t at = p * PAGE, done; at < q * PAGE; at += done) {
+				int e = copy_in(lz, s, r, at, q * PAGE - at, &done, err);
+				if (e == -EAGAIN || e == -ESRCH)
+					return urs_err_set(err, e,
+							   "lazy restore: pid %d moved "
+							   "before it ran",
+							   s->pid);
+				if (e)
+					return e;
+			}
+			stat_add(lz, &lz->st.ws_pages, q - p);
+			if (runs_cut(s, r->vaddr + p * PAGE, r->vaddr + q * PAGE, NULL, NULL))
+				return urs_err_set(err, -ENOMEM, "lazy restore: out of memory");
+		}
+	}
+	return 0;
+}
+
+/* to ursa-store, which stores it beside the remote image */
+static int ws_send(struct ckpt_lazy *lz, const uint8_t *p, size_t n)
+{
+	struct urs_remote_chunk_req q = {.chunk = URS_REMOTE_SERVE_WS, .n = (uint32_t) n};
+	struct iovec iov[2] = {{&q, sizeof(q)}, {(void *) p, n}};
+	struct msghdr mh = {.msg_iov = iov, .msg_iovlen = 2};
+	size_t left = sizeof(q) + n;
+	int e = 0;
+	pthread_mutex_lock(&lz->mu);
+	while (!e && left) {
+		ssize_t w = sendmsg(lz->src, &mh, MSG_NOSIGNAL);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			e = w < 0 ? -errno : -EIO;
+			break;
+		}
+		left -= (size_t) w;
+		while (w > 0 && mh.msg_iovlen) { /* past what went */
+			size_t t =
+				(size_t) w < mh.msg_iov->iov_len ? (size_t) w : mh.msg_iov->iov_len;
+			mh.msg_iov->iov_base = (char *) mh.msg_iov->iov_base + t;
+			mh.msg_iov->iov_len -= t;
+			w -= (ssize_t) t;
+			if (!mh.msg_iov->iov_len) {
+				mh.msg_iov++;
+				mh.msg_iovlen--;
+			}
+		}
+	}
+	pthread_mutex_unlock(&lz->mu);
+	return e;
+}
+
+/* the window closed (or paging ended first): the record goes with the image */
+static void ws_record(struct ckpt_lazy *lz)
+{
+	lz->rec_open = false;
+	size_t n = ckpt_ws_file_len(lz->len);
+	_cleanup_free_ uint8_t *buf = malloc(n);
+	long k = buf ? ckpt_ws_encode(&lz->seal, lz->id, lz->len, lz->rec, buf) : -ENOMEM;
+	int e = k < 0	       ? (int) k
+		: lz->src >= 0 ? ws_send(lz, buf, (size_t) k)
+		: lz->dir      ? ckpt_ws_store(lz->dir, buf, (size_t) k)
+			       : 0;
+	lz->st.rec_blocks = ckpt_ws_count(lz->rec, lz->len);
+	__atomic_store_n(&lz->st.rec, e < 0 ? e : 1, __ATOMIC_RELEASE);
+}
+
 /* a fault at @addr: the block of its run around it, else a zero page */
 static int serve_fault(struct ckpt_lazy *lz, struct space *s, uint64_t addr, struct urs_err *err)
 {
@@ -378,6 +534,8 @@ static int serve_fault(struct ckpt_lazy *lz, struct space *s, uint64_t addr, str
 	if (r)
 		return r;
 	stat_add(lz, &lz->st.fault_pages, (done + one) / PAGE);
+	ws_note(lz, run.off + (a - run.vaddr), done);
+	ws_note(lz, run.off + (addr - run.vaddr), one);
 	/* whether copied now or found there, the page is in: wake its waiter;
 	 * only what is in leaves the runs (the rest of the block may not be) */
 	r = wake_or_zero(s, addr, false, err);
@@ -557,12 +715,19 @@ static int take_add(struct ckpt_lazy *lz, struct urs_err *err)
 		lz->sock_open = false;
 		lz->sealed = true;
 		lz->hold = false;
+		lz->rec_t0 = lz->rec_t0 > 0 ? lz->rec_t0 : urs_now_ms();
+		if (lz->rec_open && lz->held) /* the hold was the window */
+			ws_record(lz);
 		return 0;
 	}
 	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
 	if (n == sizeof(a) && !c && (a.s == MSG_SEAL || a.s == MSG_GO)) {
 		lz->sealed |= a.s == MSG_SEAL;
 		lz->hold &= a.s != MSG_GO;
+		if (lz->sealed && !(lz->rec_t0 > 0))
+			lz->rec_t0 = urs_now_ms(); /* the tasks run: the window opens */
+		if (a.s == MSG_GO && lz->rec_open) /* the hold was the window */
+			ws_record(lz);
 		return 0;
 	}
 	if (n != sizeof(a) || !c || c->cmsg_type != SCM_RIGHTS)
@@ -592,8 +757,16 @@ static int turn(struct ckpt_lazy *lz, struct urs_err *err)
 	for (uint32_t k = 0; k < lz->nsp; k++)
 		lz->pfd[n++] = (struct pollfd){lz->sp[k]->fd, POLLIN, 0};
 	int timeout = lz->nsp && !lz->hold ? 0 : -1;
+	if (lz->rec_open && !lz->held && lz->rec_t0 > 0) { /* woken when the window closes */
+		double left = lz->rec_t0 + CKPT_WS_WINDOW_MS - urs_now_ms();
+		int ms = left > 0 ? (int) left + 1 : 0;
+		timeout = timeout < 0 || ms < timeout ? ms : timeout;
+	}
 	if (poll(lz->pfd, n, timeout) < 0 && errno != EINTR)
 		return urs_err_set(err, -errno, "lazy restore: poll: %m");
+	if (lz->rec_open && !lz->held && lz->rec_t0 > 0 &&
+	    urs_now_ms() - lz->rec_t0 >= CKPT_WS_WINDOW_MS)
+		ws_record(lz);
 	int r = lz->sock_open && lz->pfd[0].revents ? take_add(lz, err) : 0;
 	for (uint32_t k = 0; !r && k < lz->nsp; k++) {
 		r = drain(lz, lz->sp[k], err);
@@ -693,6 +866,8 @@ static void *pager_main(void *arg)
 		fail_all(lz, err.msg);
 	else if (lz->nsp)
 		fail_all(lz, "lazy restore: stopped before every page was in");
+	else if (lz->rec_open && lz->sealed) /* all in before the window closed */
+		ws_record(lz);
 	while (lz->nsp)
 		space_close(lz, 0);
 	if (lz->sock[1] >= 0)
@@ -709,7 +884,7 @@ static void *pager_main(void *arg)
 	}
 	close(lz->efd); /* (its copies in this thread's table) */
 	if (lz->src >= 0)
-		close(lz->src); /* ursa-store ends with it */
+		close(lz->src); /* ursa-store ends with it (and stores the record) */
 	return NULL;
 }
 
@@ -724,6 +899,9 @@ static void lazy_undo(struct ckpt_lazy *lz)
 	free(lz->ok);
 	free(lz->asked);
 	free(lz->present);
+	free(lz->ws);
+	free(lz->rec);
+	free(lz->dir);
 	free(lz);
 }
 
@@ -740,8 +918,9 @@ static int lazy_fds(struct ckpt_lazy *lz, int src, struct urs_err *err)
 	return 0;
 }
 
-int ckpt_lazy_new(struct ckpt_lazy **out, struct ckpt_image *img, const struct ckpt_seal *seal,
-		  bool hold, int src, ckpt_lazy_fail_fn fail, void *ctx, struct urs_err *err)
+int ckpt_lazy_new(struct ckpt_lazy **out, struct ckpt_image *img, const char *dir,
+		  const struct ckpt_seal *seal, bool hold, int src, ckpt_lazy_fail_fn fail,
+		  void *ctx, struct urs_err *err)
 {
 	struct ckpt_lazy *lz = calloc(1, sizeof(*lz));
 	uint32_t nmacs = (uint32_t) ckpt_seal_nchunks(img->pages_len), n = nmacs ? nmacs : 1;
@@ -760,8 +939,13 @@ int ckpt_lazy_new(struct ckpt_lazy **out, struct ckpt_image *img, const struct c
 	memcpy(lz->id, img->id, 16);
 	lz->data = img->pages_map + CKPT_PAGE_SIZE;
 	lz->len = img->pages_len;
-	lz->macs = img->page_macs;
 	lz->nmacs = nmacs;
+	if ((r = ws_setup(lz, dir, err))) {
+		pthread_mutex_destroy(&lz->mu);
+		lazy_undo(lz);
+		return r;
+	}
+	lz->macs = img->page_macs;
 	lz->fail = fail;
 	lz->fail_ctx = ctx;
 	lz->sock_open = true;
@@ -806,7 +990,15 @@ int ckpt_lazy_add(struct ckpt_lazy *lz, int uffd, pid_t pid, const struct ckpt_r
 		memcpy(s->runs, runs, nruns * sizeof(*runs));
 	s->nruns = s->cap = nruns;
 	s->pid = pid;
+	s->fd = uffd;
+	int e = lz->ws ? ws_fill(lz, s, runs, nruns, err) : 0;
 	s->fd = -1;
+	if (e) {
+		close(uffd);
+		free(s->runs);
+		free(s);
+		return e;
+	}
 	struct add_msg a = {s};
 	union {
 		struct cmsghdr h;
@@ -826,7 +1018,7 @@ int ckpt_lazy_add(struct ckpt_lazy *lz, int uffd, pid_t pid, const struct ckpt_r
 	do
 		n = sendmsg(lz->sock[0], &mh, MSG_NOSIGNAL);
 	while (n < 0 && errno == EINTR);
-	int e = errno;
+	e = errno;
 	close(uffd);
 	if (n != sizeof(a)) {
 		free(s->runs);
@@ -872,6 +1064,10 @@ void ckpt_lazy_stats(const struct ckpt_lazy *lz, struct ckpt_lazy_stats *st)
 	st->prefetch_pages = __atomic_load_n(&s->prefetch_pages, __ATOMIC_RELAXED);
 	st->spaces = __atomic_load_n(&s->spaces, __ATOMIC_RELAXED);
 	st->chunks = __atomic_load_n(&s->chunks, __ATOMIC_RELAXED);
+	st->ws_blocks = s->ws_blocks;
+	st->ws_pages = __atomic_load_n(&s->ws_pages, __ATOMIC_RELAXED);
+	st->rec = __atomic_load_n(&s->rec, __ATOMIC_ACQUIRE);
+	st->rec_blocks = st->rec ? s->rec_blocks : 0;
 	st->done = __atomic_load_n(&s->done, __ATOMIC_ACQUIRE);
 	st->failed = __atomic_load_n(&s->failed, __ATOMIC_ACQUIRE);
 	st->ms = st->done || st->failed ? s->ms : 0;
@@ -911,6 +1107,9 @@ void ckpt_lazy_free(struct ckpt_lazy *lz)
 	free(lz->asked);
 	free(lz->present);
 	free(lz->macs);
+	free(lz->ws);
+	free(lz->rec);
+	free(lz->dir);
 	if (lz->map)
 		munmap(lz->map, lz->maplen);
 	explicit_bzero(&lz->seal, sizeof(lz->seal));

@@ -35,6 +35,10 @@ struct ckpt_lazy_stats {
 	uint64_t prefetch_pages; /* pages copied in address order */
 	uint64_t spaces;	 /* address spaces served (forks included) */
 	uint64_t chunks;	 /* chunks authenticated */
+	uint64_t ws_blocks;	 /* blocks in the recorded working set it found */
+	uint64_t ws_pages;	 /* pages of it brought in before the tasks ran */
+	uint64_t rec_blocks;	 /* blocks in the working set it recorded */
+	int rec;		 /* that record: 1 stored, 0 not (yet), or -errno */
 	double ms;		 /* from the pager's start until all was in */
 	bool done;		 /* every page is in, every userfaultfd closed */
 	bool failed;		 /* it stopped on an error (why: ckpt_lazy_why) */
@@ -50,6 +54,12 @@ typedef void (*ckpt_lazy_fail_fn)(void *ctx, const char *why);
  * @out: the pager
  * @img: a loaded image (ckpt_image_load with CKPT_LOAD_LAZY); its page
  *       mapping and chunk MACs move to the pager (cleared in @img)
+ * @dir: its directory, or NULL: the recorded working set is read from it
+ *       (ckpt/workingset.h) and its pages brought in by ckpt_lazy_add
+ *       before the tasks run; without one, the faults of the first
+ *       CKPT_WS_WINDOW_MS after ckpt_lazy_seal (with @hold: those until
+ *       ckpt_lazy_go) are recorded, into @dir or, with @src, through
+ *       ursa-store beside the remote image
  * @seal: the key its chunks are authenticated with (copied)
  * @hold: serve faults only, no prefetch, until ckpt_lazy_go()
  * @src: -1, or a stream socket to ursa-store serving the page data
@@ -62,8 +72,9 @@ typedef void (*ckpt_lazy_fail_fn)(void *ctx, const char *why);
  *
  * Return: 0, or a negative errno (nothing taken from @img).
  */
-int ckpt_lazy_new(struct ckpt_lazy **out, struct ckpt_image *img, const struct ckpt_seal *seal,
-		  bool hold, int src, ckpt_lazy_fail_fn fail, void *ctx, struct urs_err *err);
+int ckpt_lazy_new(struct ckpt_lazy **out, struct ckpt_image *img, const char *dir,
+		  const struct ckpt_seal *seal, bool hold, int src, ckpt_lazy_fail_fn fail,
+		  void *ctx, struct urs_err *err);
 
 /**
  * ckpt_lazy_verify() - authenticate the chunks of page data a range touches
@@ -111,6 +122,9 @@ int ckpt_lazy_done_fd(const struct ckpt_lazy *lz);
  *        registered range (copied)
  * @nruns: their number
  * @err: what failed
+ *
+ * The task must not run yet: the pages of the recorded working set are
+ * copied in here, their chunks waited for.
  *
  * Return: 0, or a negative errno.
  */

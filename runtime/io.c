@@ -1,5 +1,5 @@
 /*
- * runtime/io.c — whole writes and a millisecond clock (runtime/io.h).
+ * runtime/io.c — whole writes, whole reads and a millisecond clock (runtime/io.h).
  */
 #include <errno.h>
 #include <time.h>
@@ -27,6 +27,22 @@ int urs_pwrite_all(int fd, const void *p, size_t n, uint64_t off)
 	const uint8_t *c = p;
 	while (n) {
 		ssize_t k = pwrite(fd, c, n, (off_t) off);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return k < 0 ? -errno : -EIO;
+		c += k;
+		n -= (size_t) k;
+		off += (uint64_t) k;
+	}
+	return 0;
+}
+
+int urs_pread_all(int fd, void *p, size_t n, uint64_t off)
+{
+	uint8_t *c = p;
+	while (n) {
+		ssize_t k = pread(fd, c, n, (off_t) off);
 		if (k < 0 && errno == EINTR)
 			continue;
 		if (k <= 0)

@@ -32,6 +32,17 @@ int urs_write_all(int fd, const void *p, size_t n);
 int urs_pwrite_all(int fd, const void *p, size_t n, uint64_t off);
 
 /**
+ * urs_pread_all() - read exactly @n bytes of @fd at @off
+ * @fd: a blocking, seekable fd
+ * @p: where they go
+ * @n: their count
+ * @off: the file offset of the first byte
+ *
+ * Return: 0, or a negative errno (-EIO when the file ends first).
+ */
+int urs_pread_all(int fd, void *p, size_t n, uint64_t off);
+
+/**
  * urs_now_ms() - CLOCK_MONOTONIC in milliseconds (for durations in logs and
  *                statistics, never for deciding what is correct)
  *

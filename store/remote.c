@@ -21,9 +21,12 @@
 
 #include "runtime/common.h"
 #include "runtime/io.h"
+#include "store/serve.h"
 
 #define INDEX_MAX (1u << 20) /* an index's plaintext at most */
 #define KEY_MAX	  (URS_S3_KEY_MAX + 1)
+/* the working set's object number (its own random id: its own key) */
+#define WS_OBJ UINT32_MAX
 
 enum { B_FREE, B_FILL, B_WAIT, B_BUSY };
 
@@ -81,6 +84,14 @@ static int object_key(struct urs_remote *r, char *out, uint32_t obj, const char 
 			       obj, file)
 		    : snprintf(out, KEY_MAX, "%s%s%s", r->prefix, *r->prefix ? "/" : "",
 			       URS_REMOTE_INDEX);
+	return n < 0 || n >= KEY_MAX ? -ENAMETOOLONG : 0;
+}
+
+/* the working set beside the image (store/serve.h) */
+static int ws_key(struct urs_remote *r, char *out)
+{
+	int n = snprintf(out, KEY_MAX, "%s%s%s", r->prefix, *r->prefix ? "/" : "",
+			 URS_REMOTE_WS_OBJECT);
 	return n < 0 || n >= KEY_MAX ? -ENAMETOOLONG : 0;
 }
 
@@ -293,9 +304,14 @@ int urs_remote_put_begin(struct urs_remote *r, struct urs_err *err)
 	char key[KEY_MAX];
 	if (object_key(r, key, 0, NULL) < 0)
 		return urs_err_set(err, -ENAMETOOLONG, "object storage: prefix too long");
-	/* the old image, if any, stops being one before anything is replaced */
+	/* the old image, if any, stops being one before anything is replaced;
+	 * its working set goes too (a new image's would not use it) */
 	struct urs_s3_req q = {.op = URS_S3_DELETE, .bucket = r->bucket, .key = key};
 	e = one(r, &q, err);
+	if ((e == 0 || e == -ENOENT) && ws_key(r, key) == 0) {
+		q = (struct urs_s3_req){.op = URS_S3_DELETE, .bucket = r->bucket, .key = key};
+		e = one(r, &q, err);
+	}
 	return e == -ENOENT ? 0 : e;
 }
 
@@ -604,6 +620,41 @@ int urs_remote_put_abort(struct urs_remote *r, struct urs_err *err)
 	return first;
 }
 
+int urs_remote_put_ws(struct urs_remote *r, const void *p, size_t n, struct urs_err *err)
+{
+	uint8_t id[URS_CRYPT_ID_LEN];
+	char key[KEY_MAX];
+	struct urs_crypt *c = NULL;
+	if (n > URS_REMOTE_WS_MAX)
+		return urs_err_set(err, -E2BIG, "object storage: a working set of %zu bytes", n);
+	if (ws_key(r, key) < 0)
+		return urs_err_set(err, -ENAMETOOLONG, "object storage: prefix too long");
+	if (urs_crypt_random_id(id) < 0)
+		return urs_err_set(err, -EIO, "object storage: getrandom failed");
+	int e = urs_crypt_new(r->master, id, &c, err);
+	_cleanup_free_ uint8_t *buf =
+		e < 0 ? NULL : malloc(URS_CRYPT_HDR_LEN + n + URS_CRYPT_TAG_LEN);
+	if (e == 0 && !buf)
+		e = urs_err_set(err, -ENOMEM, "object storage: out of memory");
+	if (e == 0) { /* a key of its own: a record written again never reuses a nonce */
+		urs_crypt_hdr_write(c, WS_OBJ, buf);
+		memcpy(buf + URS_CRYPT_HDR_LEN, p, n);
+		if (urs_crypt_seal(c, WS_OBJ, 0, true, buf + URS_CRYPT_HDR_LEN, n,
+				   buf + URS_CRYPT_HDR_LEN) < 0)
+			e = urs_err_set(err, -EIO, "object storage: sealing the working set");
+	}
+	urs_crypt_free(c);
+	if (e < 0)
+		return e;
+	struct urs_s3_req q = {.op = URS_S3_PUT,
+			       .bucket = r->bucket,
+			       .key = key,
+			       .body = buf,
+			       .body_len = URS_CRYPT_HDR_LEN + n + URS_CRYPT_TAG_LEN};
+	e = one(r, &q, err);
+	return e < 0 ? urs_err_wrap(err, e, "object storage: the working set") : 0;
+}
+
 /* ---- reading ---- */
 
 int urs_remote_index_parse(const char *p, size_t n,
@@ -713,6 +764,47 @@ static int get_index(struct urs_remote *r, struct urs_err *err)
 	r->nents = 0;
 	e = urs_remote_index_parse((const char *) text, n, add_entry, r, err);
 	return e < 0 ? urs_err_wrap(err, e, "object storage: s3://%s/%s", r->bucket, key) : 0;
+}
+
+/* the image's working set, if it has one, opened into the directory */
+static int get_ws(struct urs_remote *r, int dirfd, struct urs_err *err)
+{
+	char key[KEY_MAX];
+	if (ws_key(r, key) < 0)
+		return urs_err_set(err, -ENAMETOOLONG, "object storage: prefix too long");
+	struct pbuf *b = &r->bufs[0];
+	struct urs_s3_req q = {
+		.op = URS_S3_GET, .bucket = r->bucket, .key = key, .buf = b->p, .buf_cap = r->cap};
+	int e = one(r, &q, err);
+	if (e == -ENOENT)
+		return 0; /* none recorded */
+	if (e == -EMSGSIZE)
+		return bad(r, key, "is too large for a working set", err);
+	if (e < 0)
+		return e;
+	struct urs_crypt_hdr h;
+	struct urs_crypt *c = NULL;
+	size_t n = q.len - URS_CRYPT_HDR_LEN - URS_CRYPT_TAG_LEN;
+	if (q.len < URS_CRYPT_HDR_LEN + URS_CRYPT_TAG_LEN ||
+	    urs_crypt_hdr_parse(b->p, q.len, &h, err) < 0 || h.obj != WS_OBJ ||
+	    n > URS_REMOTE_WS_MAX)
+		return bad(r, key, "is not a working set", err);
+	if ((e = urs_crypt_new(r->master, h.id, &c, err)) < 0)
+		return e;
+	uint8_t *text = b->p + URS_CRYPT_HDR_LEN;
+	e = urs_crypt_open(c, WS_OBJ, 0, true, text, n, text);
+	urs_crypt_free(c);
+	if (e < 0)
+		return bad(r, key, "fails authentication: altered, or sealed under another key",
+			   err);
+	/* which image it belongs to, the restore checks (ckpt/workingset.h) */
+	_cleanup_close_ int fd =
+		openat(dirfd, URS_REMOTE_WS_OBJECT,
+		       O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0 || (e = urs_write_all(fd, text, n)) < 0)
+		return urs_err_set(err, fd < 0 ? -errno : e, "restore: writing %s: %s",
+				   URS_REMOTE_WS_OBJECT, strerror(fd < 0 ? errno : -e));
+	return 0;
 }
 
 static int open_file(int dirfd, const char *file, struct urs_err *err)
@@ -837,6 +929,8 @@ int urs_remote_get_ex(struct urs_remote *r, int dirfd, const char *lazy, uint64_
 		      struct urs_err *err)
 {
 	int e = get_index(r, err);
+	if (e == 0 && lazy)
+		e = get_ws(r, dirfd, err);
 	if (e < 0)
 		return e;
 	r->lazy_off = lazy_off;
@@ -899,6 +993,8 @@ struct serve {
 	struct urs_remote_chunk_req q[SERVE_QUEUE];
 	uint32_t qn, qhead;
 	char (*keys)[KEY_MAX];
+	uint8_t *ws; /* the working set the pager recorded (stored at the end) */
+	size_t nws;
 };
 
 static void serve_poll_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint32_t flags)
@@ -918,6 +1014,24 @@ static int reply(struct serve *sv, uint32_t chunk, int status, const char *msg)
 	return e < 0 && !status ? e : status;
 }
 
+/* the working set follows its request at once: read whole */
+static void take_ws(struct serve *sv, uint32_t n)
+{
+	uint8_t *p = n <= URS_REMOTE_WS_MAX && !sv->ws ? malloc(n ? n : 1) : NULL;
+	ssize_t got = -1;
+	if (p)
+		do
+			got = recv(sv->sock, p, n, MSG_WAITALL);
+		while (got < 0 && errno == EINTR);
+	if (got != (ssize_t) n) {
+		free(p);
+		sv->eof = true; /* not the protocol: serve no more */
+		return;
+	}
+	sv->ws = p;
+	sv->nws = n;
+}
+
 /* requests waiting on the socket, into the queue (not past it) */
 static void take_requests(struct serve *sv)
 {
@@ -929,6 +1043,10 @@ static void take_requests(struct serve *sv)
 			continue;
 		if (n < 0 && errno == EAGAIN)
 			break;
+		if (n == (ssize_t) sizeof(rq) && rq.chunk == URS_REMOTE_SERVE_WS) {
+			take_ws(sv, rq.n);
+			continue;
+		}
 		if (n != (ssize_t) sizeof(rq) || rq.chunk >= nchunks(en->len) || !rq.n ||
 		    rq.n > URS_REMOTE_SERVE_MAXN || rq.n > sv->r->part_chunks) {
 			sv->eof = true; /* closed, or not the protocol: serve no more */
@@ -1010,5 +1128,11 @@ int urs_remote_serve(struct urs_remote *r, int dirfd, int sock, struct urs_err *
 	close(r->lazy_fd);
 	r->lazy_fd = -1;
 	free(sv.keys);
+	r->fail = 0;
+	struct urs_err e2 = {{0}};
+	if (sv.ws && urs_remote_put_ws(r, sv.ws, sv.nws, &e2) < 0) /* no failure of the restore's */
+		fprintf(stderr, "ursa-store: warning: %s (the next restore records it again)\n",
+			e2.msg);
+	free(sv.ws);
 	return e;
 }

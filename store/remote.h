@@ -143,6 +143,22 @@ int urs_remote_put_commit(struct urs_remote *r, struct urs_err *err);
 int urs_remote_put_abort(struct urs_remote *r, struct urs_err *err);
 
 /**
+ * urs_remote_put_ws() - store a lazy restore's recorded working set beside
+ *                       the image (URS_REMOTE_WS_OBJECT, store/serve.h)
+ * @r: a client for the image's location
+ * @p: the record (ckpt/workingset.h; opaque here)
+ * @n: its length, at most URS_REMOTE_WS_MAX
+ * @err: what failed
+ *
+ * Sealed as one chunk of an object of its own random id (its own key);
+ * urs_remote_get_ex() opens it into the directory, the restore checks
+ * which image it is of.
+ *
+ * Return: 0 or a negative errno.
+ */
+int urs_remote_put_ws(struct urs_remote *r, const void *p, size_t n, struct urs_err *err);
+
+/**
  * urs_remote_get() - read the image into a directory
  * @r: the client
  * @dirfd: an empty directory; its files and subdirectories are created

@@ -18,6 +18,14 @@ struct urs_remote_chunk_req {
 };
 #define URS_REMOTE_SERVE_MAXN 16u
 
+/* A request with chunk URS_REMOTE_SERVE_WS carries the image's recorded
+ * working set (ckpt/workingset.h): n bytes (at most URS_REMOTE_WS_MAX)
+ * follow it, to be stored beside the image (URS_REMOTE_WS_OBJECT). No
+ * reply. */
+#define URS_REMOTE_SERVE_WS  UINT32_MAX
+#define URS_REMOTE_WS_MAX    ((1u << 20) + 4096u)
+#define URS_REMOTE_WS_OBJECT "workingset"
+
 /* A reply per chunk, once it is in the file (opened, authenticated). */
 struct urs_remote_chunk_reply {
 	uint32_t chunk; /* UINT32_MAX: a failure of no one request (status < 0) */

@@ -4,7 +4,12 @@
 #  1. tests/ckpt/hog.c, 64 MiB over 4 threads, restored lazily with the
 #     prefetch held: its threads check every word of their memory
 #     (SIGUSR1), all of it brought in by their faults; released, the pager
-#     finishes (done=1, faults counted);
+#     finishes (done=1, faults counted). Its faults while held are its
+#     working set (ckpt/workingset.h): recorded into the image (rec=1);
+#  1b. restored again: that working set is in before it runs (ws_pages),
+#     its check takes a tenth of the faults or fewer, and nothing is
+#     recorded again; a working set of another image is ignored and
+#     recorded anew; an altered one is refused, naming it;
 #  2. tests/ckpt/lazyops.c, restored with the prefetch held (faults only):
 #     a dump is refused while its memory is still to come; then it forks
 #     (the child checks the memory as it was), drops a region
@@ -79,6 +84,27 @@ grep -Eq '^lazy done=1 faults=[1-9]' "$W/lazy-hog.log" ||
 	fail "hog: not paged lazily: $(cat "$W/lazy-hog.log")"
 echo "hog: $(grep '^lazy' "$W/lazy-hog.log")"
 kill -9 "$LP"
+stat_of() { sed -n "s/^lazy .* $2=\([-0-9]*\) .*/\1/p" "$W/lazy-$1.log"; }
+[ "$(stat_of hog rec)" = 1 ] && [ "$(stat_of hog rec_blocks)" -gt 0 ] &&
+	[ -f "$W/img-hog/workingset" ] || fail "hog: no working set recorded: $(cat "$W/lazy-hog.log")"
+faults1=$(stat_of hog faults)
+
+# 1b. the recorded working set first
+cp "$W/lazy-hog.log" "$W/lazy-hog1.log"
+lazy hog --lazy-hold
+rm -f "$W"/hog/check-*
+kill -USR1 "$LP"
+wait_for 60 nfiles hog 'check-*' 4 || fail "hog 2: the threads did not check ($(cat "$W/lazy-hog.log"))"
+for f in "$W"/hog/check-*; do
+	grep -qx ok "$f" || fail "hog 2: $(basename "$f"): $(cat "$f")"
+done
+kill -USR2 "$LT"
+wait "$LT" || fail "hog 2: the pager failed: $(cat "$W/lazy-hog.log")"
+[ "$(stat_of hog ws_pages)" -gt 0 ] && [ "$(stat_of hog rec)" = 0 ] &&
+	[ $(($(stat_of hog faults) * 10)) -le "$faults1" ] ||
+	fail "hog 2: the working set did not come first (first: $(grep '^lazy' "$W/lazy-hog1.log")): $(grep '^lazy' "$W/lazy-hog.log")"
+echo "hog 2: $(grep '^lazy' "$W/lazy-hog.log")"
+kill -9 "$LP"
 
 # 2. a dump refused half-way; fork, DONTNEED, munmap, mremap while it comes in
 dumped ops ready "$LAZYOPS" 128 "$W/ops"
@@ -103,6 +129,30 @@ rm -rf "$W/img-half" && mkdir "$W/img-half"
 "$CKPT_TOOL" dump "$LP" "$W/img-half" > "$W/half.log" 2>&1 ||
 	fail "ops: dump once complete: $(cat "$W/half.log")"
 kill -9 "$LP"
+
+# 1c. a working set of another image: ignored, recorded again; one
+# altered: refused before anything runs
+cp "$W/img-hog/workingset" "$W/ws-hog"
+cp "$W/img-hog/workingset" "$W/img-ops/workingset"
+lazy ops
+wait "$LT" || fail "ops ws: $(cat "$W/lazy-ops.log")"
+[ "$(stat_of ops ws_blocks)" = 0 ] && [ "$(stat_of ops rec)" = 1 ] ||
+	fail "ops ws: another image's working set used: $(grep '^lazy' "$W/lazy-ops.log")"
+kill -9 "$LP"
+cmp -s "$W/ws-hog" "$W/img-ops/workingset" && fail "ops ws: not recorded again"
+flip() { # FILE OFFSET: one bit of one byte changed
+	local b
+	b=$(od -An -tu1 -j "$2" -N1 "$1" | tr -d ' ')
+	printf "$(printf '\\%03o' $((b ^ 1)))" | dd of="$1" bs=1 seek="$2" conv=notrunc status=none
+}
+flip "$W/img-hog/workingset" 45
+if "$CKPT_TOOL" restore --lazy "$W/img-hog" > "$W/ws-bad.log" 2>&1; then
+	fail "altered working set: restored: $(cat "$W/ws-bad.log")"
+fi
+grep -q 'workingset fails authentication' "$W/ws-bad.log" ||
+	fail "altered working set: $(cat "$W/ws-bad.log")"
+echo "altered working set: $(cat "$W/ws-bad.log")"
+rm "$W/img-hog/workingset" # (case 3 wants the chunk read late)
 
 # 3. a changed chunk: refused when the pager reaches it, the task killed
 size=$(stat -c %s "$W/img-hog/pages.img")
