@@ -86,11 +86,14 @@ long ckpt_ws_decode(const struct ckpt_seal *s, const uint8_t id[16], uint64_t le
 				   "%s does not fit its image (%llu bytes of page data in blocks "
 				   "of %u)",
 				   CKPT_WS_FILE, (unsigned long long) len, CKPT_WS_BLOCK);
-	memcpy(bits, p + CKPT_WS_HDR_LEN, nb);
 	uint64_t blocks = (len + CKPT_WS_BLOCK - 1) / CKPT_WS_BLOCK;
-	if (nb && blocks % 8) /* bits past the last block: clear */
-		bits[nb - 1] &= (uint8_t) ((1u << (blocks % 8)) - 1);
-	return (long) ckpt_ws_count(bits, len);
+	uint32_t set = ckpt_ws_count(p + CKPT_WS_HDR_LEN, len);
+	if ((blocks % 8 && p[CKPT_WS_HDR_LEN + nb - 1] >> (blocks % 8)) || le_get(p + 36, 4) != set)
+		return urs_err_set(err, -EBADMSG,
+				   "%s: malformed (blocks past the end, or not %u set)",
+				   CKPT_WS_FILE, set);
+	memcpy(bits, p + CKPT_WS_HDR_LEN, nb);
+	return (long) set;
 }
 
 long ckpt_ws_load(const char *dir, const struct ckpt_seal *s, const uint8_t id[16], uint64_t len,

@@ -10,7 +10,11 @@
 #   - the store killed while the pages come in (a ranged read of the page
 #     data held after the restore returned, then the store SIGKILLed): the
 #     sandbox is killed, `ursa state` says why, nothing hangs and no
-#     ursa-store is left.
+#     ursa-store is left;
+#   - the working set: the first restore records the pages it faulted on
+#     in its first second, stored beside the image through ursa-store; the
+#     second restore brings them in before the sandbox runs (ROOT/ID/paged
+#     says how many); a new checkpoint to the same place drops it.
 # Needs root, node (s3rver), python3. Env: URSA (ursa-store beside it), HOG.
 set -u
 URSA=${URSA:?} HOG=${HOG:?}
@@ -64,7 +68,22 @@ check "every word of its memory is as it was" 'checked ${P}a' "$(cat "$t"/check-
 check "no stage is left" '[ -z "$(ls -A "$root/.remote" 2>/dev/null)" ]' "$(ls -la "$root/.remote" 2>&1)"
 check "the ursa-store that served the pages ends once they are in" 'wait_for 60 no_server' \
 	"$(pgrep -af ursa-store)"
+paged() { cat "$root/$1/paged" 2>/dev/null; }
+field() { paged "$1" | sed -n "s/.* $2=\([-0-9]*\).*/\1/p"; }
+check "its working set was recorded and stored" \
+	'[ "$(field ${P}a rec)" = 1 ] && [ "$(field ${P}a rec_blocks)" -gt 0 ]' "$(paged ${P}a)"
+blocks=$(field ${P}a rec_blocks)
 u delete --force ${P}a >/dev/null 2>&1
+
+# ---- the working set first ---------------------------------------------------------
+check "restored again" 'restore ${P}a' "$(cat "$work/rs.err")"
+check "the counter goes on" 'wait_for 30 counts_past $((saved + 5))' "count $(count)"
+check "the ursa-store ends" 'wait_for 60 no_server' "$(pgrep -af ursa-store)"
+check "its $blocks blocks of working set came in before it ran" \
+	'[ "$(field ${P}a ws_blocks)" = "$blocks" ] && [ "$(field ${P}a ws_pages)" -gt 0 ] &&
+	[ "$(field ${P}a rec)" = 0 ]' "$(paged ${P}a)"
+u checkpoint --image-path "s3://ursa-test/lz/a" ${P}a 2>"$work/ck.err" ||
+	bad "checkpoint to s3://ursa-test/lz/a again" "$(cat "$work/ck.err")"
 
 # ---- the store killed while the pages come in ---------------------------------------
 # the first 3 ranged reads of the page data pass (the restore's own, of a
@@ -81,5 +100,7 @@ check "ursa state says why" \
 	'grep -q "killed by ursa: lazy restore: page data from object storage: .*1.pages.img" "$work/st.err"' \
 	"$(cat "$work/st.err")"
 check "no ursa-store is left" 'wait_for 30 no_server' "$(pgrep -af ursa-store)"
+check "the new image did not take the old one's working set" \
+	'wait_for 30 test -s "$root/${P}b/paged" && [ "$(field ${P}b ws_blocks)" = 0 ]' "$(paged ${P}b)"
 u delete --force ${P}b >/dev/null 2>&1
 finish
