@@ -78,8 +78,9 @@ struct ckpt_lazy {
 	struct pollfd *pfd;
 	uint32_t pfdcap;
 	bool sock_open, sealed;
-	bool hold; /* faults only, no prefetch, until ckpt_lazy_go */
-	bool held; /* the creator's copy of hold: its end stays open for go */
+	bool starved; /* the prefetch waits for ursa-store's next chunk */
+	bool hold;    /* faults only, no prefetch, until ckpt_lazy_go */
+	bool held;    /* the creator's copy of hold: its end stays open for go */
 	double t0;
 	/* the working set (ckpt/workingset.h): ws, the recorded one, brought
 	 * in before the tasks run (NULL: none); rec, the one being recorded
@@ -110,6 +111,9 @@ static void stat_add(const struct ckpt_lazy *lz, const uint64_t *field, uint64_t
 
 /* ---- a remote image's chunks ---- */
 
+/* asked[c]: not yet, in a range (served in turn), alone (ahead of ranges) */
+enum { ASKED_NO, ASKED_RANGE, ASKED_ALONE };
+
 /* chunks [@c, @c + @n) in one range */
 static int ask(struct ckpt_lazy *lz, uint32_t c, uint32_t n, struct urs_err *err)
 {
@@ -122,7 +126,7 @@ static int ask(struct ckpt_lazy *lz, uint32_t c, uint32_t n, struct urs_err *err
 	if (e < 0)
 		return urs_err_set(err, e, "lazy restore: asking ursa-store for chunk %u: %s", c,
 				   strerror(-e));
-	memset(&lz->asked[c], 1, n);
+	memset(&lz->asked[c], n == 1 ? ASKED_ALONE : ASKED_RANGE, n);
 	return 0;
 }
 
@@ -154,17 +158,48 @@ static int answer(struct ckpt_lazy *lz, struct urs_err *err)
 	return 0;
 }
 
-/* chunk @c in pages.img: asked for if it was not, and waited for */
-static int ensure(struct ckpt_lazy *lz, uint32_t c, struct urs_err *err)
+/* chunk @c in pages.img: asked for if it was not, and waited for; @urgent
+ * (a task waits on it): asked for alone even if a range holds it, so that
+ * it does not wait for the range (ursa-store keeps a buffer for those) */
+static int ensure(struct ckpt_lazy *lz, uint32_t c, bool urgent, struct urs_err *err)
 {
 	if (lz->src < 0 || __atomic_load_n(&lz->present[c], __ATOMIC_ACQUIRE))
 		return 0;
 	pthread_mutex_lock(&lz->mu);
-	int r = lz->asked[c] ? 0 : ask(lz, c, 1, err);
+	int r = lz->asked[c] == ASKED_ALONE || (lz->asked[c] && !urgent) ? 0 : ask(lz, c, 1, err);
 	while (!r && !__atomic_load_n(&lz->present[c], __ATOMIC_ACQUIRE))
 		r = answer(lz, err);
 	pthread_mutex_unlock(&lz->mu);
 	return r;
+}
+
+/* the replies that have come (not waited for): the thread polls src */
+static int replies(struct ckpt_lazy *lz, struct urs_err *err)
+{
+	struct urs_remote_chunk_reply rp;
+	int r = 0;
+	pthread_mutex_lock(&lz->mu);
+	for (;;) {
+		ssize_t n = recv(lz->src, &rp, sizeof(rp), MSG_PEEK | MSG_DONTWAIT);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if ((n < 0 && errno == EAGAIN) || (n > 0 && n < (ssize_t) sizeof(rp)))
+			break;		   /* (a reply is written whole: the rest is on its way) */
+		if ((r = answer(lz, err))) /* whole, or the error of a socket gone */
+			break;
+	}
+	pthread_mutex_unlock(&lz->mu);
+	return r;
+}
+
+/* are the chunks of [@off, +@n) in pages.img? */
+static bool in_file(const struct ckpt_lazy *lz, uint64_t off, uint64_t n)
+{
+	for (uint64_t c = off / CKPT_MAC_CHUNK; lz->src >= 0 && c <= (off + n - 1) / CKPT_MAC_CHUNK;
+	     c++)
+		if (!__atomic_load_n(&lz->present[c], __ATOMIC_ACQUIRE))
+			return false;
+	return true;
 }
 
 /* the chunks after @off+@n asked for ahead (not waited for) */
@@ -190,7 +225,8 @@ static int ahead(struct ckpt_lazy *lz, uint64_t off, uint64_t n, struct urs_err 
 	return r;
 }
 
-int ckpt_lazy_verify(struct ckpt_lazy *lz, uint64_t off, uint64_t len, struct urs_err *err)
+static int verify(struct ckpt_lazy *lz, uint64_t off, uint64_t len, bool urgent,
+		  struct urs_err *err)
 {
 	if (!len)
 		return 0;
@@ -201,7 +237,7 @@ int ckpt_lazy_verify(struct ckpt_lazy *lz, uint64_t off, uint64_t len, struct ur
 	for (uint64_t c = off / CKPT_MAC_CHUNK; c <= (off + len - 1) / CKPT_MAC_CHUNK; c++) {
 		if (__atomic_load_n(&lz->ok[c], __ATOMIC_ACQUIRE))
 			continue;
-		int r = ensure(lz, (uint32_t) c, err);
+		int r = ensure(lz, (uint32_t) c, urgent, err);
 		if (r)
 			return r;
 		r = ckpt_seal_check_chunk(&lz->seal, lz->id, lz->data, lz->len, c,
@@ -213,6 +249,11 @@ int ckpt_lazy_verify(struct ckpt_lazy *lz, uint64_t off, uint64_t len, struct ur
 		stat_add(lz, &lz->st.chunks, 1);
 	}
 	return 0;
+}
+
+int ckpt_lazy_verify(struct ckpt_lazy *lz, uint64_t off, uint64_t len, struct urs_err *err)
+{
+	return verify(lz, off, len, true, err);
 }
 
 const uint8_t *ckpt_lazy_data(const struct ckpt_lazy *lz)
@@ -309,10 +350,10 @@ static int runs_move(struct space *s, uint64_t from, uint64_t to, uint64_t len)
  * -EAGAIN (an mremap/fork/unmap event comes first), -ESRCH (the space is
  * gone), or another negative errno; *@done: bytes copied or found there */
 static int copy_in(struct ckpt_lazy *lz, struct space *s, const struct ckpt_run *r, uint64_t skip,
-		   uint64_t n, uint64_t *done, struct urs_err *err)
+		   uint64_t n, bool urgent, uint64_t *done, struct urs_err *err)
 {
 	*done = 0;
-	int v = ckpt_lazy_verify(lz, r->off + skip, n, err);
+	int v = verify(lz, r->off + skip, n, urgent, err);
 	if (v)
 		return v;
 	struct uffdio_copy c = {.dst = r->vaddr + skip,
@@ -332,7 +373,7 @@ static int copy_in(struct ckpt_lazy *lz, struct space *s, const struct ckpt_run 
 		return 0;
 	}
 	if (e == ENOENT && n > PAGE) /* crosses mappings (split by mprotect): a page at a time */
-		return copy_in(lz, s, r, skip, PAGE, done, err);
+		return copy_in(lz, s, r, skip, PAGE, urgent, done, err);
 	if (e == ENOENT) { /* that page is mapped no more, or not by us: nothing to bring */
 		*done = PAGE;
 		return 0;
@@ -443,7 +484,7 @@ static int ws_fill(struct ckpt_lazy *lz, struct space *s, const struct ckpt_run 
 			if (!ws_has(lz, r->off + p * PAGE))
 				continue;
 			for (uint64_t at = p * PAGE, done; at < q * PAGE; at += done) {
-				int e = copy_in(lz, s, r, at, q * PAGE - at, &done, err);
+				int e = copy_in(lz, s, r, at, q * PAGE - at, false, &done, err);
 				if (e == -EAGAIN || e == -ESRCH)
 					return urs_err_set(err, e,
 							   "lazy restore: pid %d moved "
@@ -526,11 +567,11 @@ static int serve_fault(struct ckpt_lazy *lz, struct space *s, uint64_t addr, str
 	a = a < run.vaddr ? run.vaddr : a;
 	b = b > end ? end : b;
 	uint64_t done, one = 0;
-	int r = copy_in(lz, s, &run, a - run.vaddr, b - a, &done, err);
+	int r = copy_in(lz, s, &run, a - run.vaddr, b - a, true, &done, err);
 	/* something in the block is in already (copy_in stopped there) and the
 	 * fault's page was not reached: just that page */
 	if (!r && a + done <= addr)
-		r = copy_in(lz, s, &run, addr - run.vaddr, PAGE, &one, err);
+		r = copy_in(lz, s, &run, addr - run.vaddr, PAGE, true, &one, err);
 	if (r)
 		return r;
 	stat_add(lz, &lz->st.fault_pages, (done + one) / PAGE);
@@ -663,15 +704,19 @@ static int drain(struct ckpt_lazy *lz, struct space *s, struct urs_err *err)
 	return have;
 }
 
-/* one block from the front of @s's runs; -EAGAIN: read its events first */
+/* one block from the front of @s's runs; -EAGAIN: read its events first;
+ * -EINPROGRESS: its chunks are not in yet (the thread does not wait for
+ * them here: faults would wait behind it) */
 static int prefetch(struct ckpt_lazy *lz, struct space *s, struct urs_err *err)
 {
 	struct ckpt_run *r = &s->runs[0];
 	uint64_t n = r->npages * PAGE < PREFETCH_BLOCK ? r->npages * PAGE : PREFETCH_BLOCK;
 	uint64_t done;
 	int e = ahead(lz, r->off, n, err);
+	if (!e && !in_file(lz, r->off, n))
+		return -EINPROGRESS;
 	if (!e)
-		e = copy_in(lz, s, r, 0, n, &done, err);
+		e = copy_in(lz, s, r, 0, n, false, &done, err);
 	if (e)
 		return e;
 	if (done != n) /* stopped at a page that is in: the next step skips it */
@@ -750,13 +795,18 @@ static int take_add(struct ckpt_lazy *lz, struct urs_err *err)
 static int turn(struct ckpt_lazy *lz, struct urs_err *err)
 {
 	uint32_t n = 0;
-	if (urs_grow((void **) &lz->pfd, &lz->pfdcap, lz->nsp + 1, sizeof(*lz->pfd), 16))
+	if (urs_grow((void **) &lz->pfd, &lz->pfdcap, lz->nsp + 2, sizeof(*lz->pfd), 16))
 		return urs_err_set(err, -ENOMEM, "lazy restore: out of memory");
+	if (lz->src >= 0) /* (first: its replies are read before the faults) */
+		lz->pfd[n++] = (struct pollfd){lz->src, POLLIN, 0};
 	if (lz->sock_open)
 		lz->pfd[n++] = (struct pollfd){lz->sock[1], POLLIN, 0};
+	uint32_t sp0 = n;
 	for (uint32_t k = 0; k < lz->nsp; k++)
 		lz->pfd[n++] = (struct pollfd){lz->sp[k]->fd, POLLIN, 0};
-	int timeout = lz->nsp && !lz->hold ? 0 : -1;
+	/* no wait while there is prefetching to do; a starved one waits for a
+	 * reply (or 5 ms: the restorer's thread may have read it) */
+	int timeout = !lz->nsp || lz->hold ? -1 : lz->starved ? 5 : 0;
 	if (lz->rec_open && !lz->held && lz->rec_t0 > 0) { /* woken when the window closes */
 		double left = lz->rec_t0 + CKPT_WS_WINDOW_MS - urs_now_ms();
 		int ms = left > 0 ? (int) left + 1 : 0;
@@ -767,7 +817,10 @@ static int turn(struct ckpt_lazy *lz, struct urs_err *err)
 	if (lz->rec_open && !lz->held && lz->rec_t0 > 0 &&
 	    urs_now_ms() - lz->rec_t0 >= CKPT_WS_WINDOW_MS)
 		ws_record(lz);
-	int r = lz->sock_open && lz->pfd[0].revents ? take_add(lz, err) : 0;
+	int r = lz->src >= 0 && lz->pfd[0].revents ? replies(lz, err) : 0;
+	lz->starved &= !(lz->src >= 0 && lz->pfd[0].revents);
+	if (!r && lz->sock_open && lz->pfd[sp0 - 1].revents)
+		r = take_add(lz, err);
 	for (uint32_t k = 0; !r && k < lz->nsp; k++) {
 		r = drain(lz, lz->sp[k], err);
 		if (r == -ESRCH) { /* exited or exec'd: nothing more to bring */
@@ -783,6 +836,10 @@ static int turn(struct ckpt_lazy *lz, struct urs_err *err)
 		r = prefetch(lz, s, err);
 	if (r == -EAGAIN)
 		r = 0; /* its events first, next turn */
+	if (r == -EINPROGRESS) {
+		lz->starved = true;
+		return 0;
+	}
 	if (r == -ESRCH || (!r && !s->nruns && !s->nretry)) {
 		space_close(lz, k); /* complete: its memory is ordinary memory now */
 		r = 0;

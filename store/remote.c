@@ -1063,10 +1063,23 @@ static void take_requests(struct serve *sv)
 	sv->readable = false;
 }
 
-/* one turn: finished ranges answered, queued chunks to free buffers */
+/* buffers free or about to be (finished, to answer) */
+static uint32_t serve_free(const struct urs_remote *r)
+{
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < r->nbufs; i++)
+		n += r->bufs[i].state != B_BUSY;
+	return n;
+}
+
+/* one turn: finished ranges answered, queued chunks to free buffers; a
+ * range never takes the last free buffer: a fault's chunk (asked for
+ * alone, at the queue's head) finds one at once instead of waiting for
+ * a range of the prefetch to finish */
 static int serve_turn(struct serve *sv, struct urs_err *err)
 {
 	struct urs_remote *r = sv->r;
+	uint32_t nfree = serve_free(r);
 	for (uint32_t i = 0; i < r->nbufs; i++) {
 		struct pbuf *b = &r->bufs[i];
 		if (b->state == B_WAIT) {
@@ -1076,8 +1089,10 @@ static int serve_turn(struct serve *sv, struct urs_err *err)
 				if ((e = reply(sv, (uint32_t) c, e, e < 0 ? err->msg : NULL)) < 0)
 					return e;
 		}
-		if (b->state == B_FREE && sv->qn) {
+		if (b->state == B_FREE && sv->qn &&
+		    (sv->q[sv->qhead].n == 1 || nfree > 1 || r->nbufs == 1)) {
 			struct urs_remote_chunk_req rq = sv->q[sv->qhead];
+			nfree--;
 			sv->qhead = (sv->qhead + 1) % SERVE_QUEUE;
 			sv->qn--;
 			int e = get_range(r, b, (uint32_t) r->lazy_ent, rq.chunk, rq.n, sv->keys);

@@ -11,7 +11,10 @@
  * those files for stalls); it is the workload's pace, no test waits on it.
  * SIGUSR1 makes every thread check its whole share — the pattern, and in
  * each page's first word the last count it wrote there — and write
- * DIR/check-T: "ok" or the first bad word. Static, for a busybox rootfs.
+ * DIR/check-T: "ok" or the first bad word. SIGUSR2 is a request: thread 0
+ * reads a hot region (every 4th page of the 16 MiB at three quarters of
+ * the memory: the working set bench/remote/ws records) and writes
+ * DIR/answer-0, "ok" or the first bad page. Static, for a busybox rootfs.
  */
 #include <fcntl.h>
 #include <pthread.h>
@@ -28,7 +31,8 @@
 static uint8_t *mem;
 static size_t pages_per;
 static const char *dir = "/tmp";
-static volatile sig_atomic_t check_req;
+static size_t npages;
+static volatile sig_atomic_t check_req, answer_req;
 
 static uint64_t pat(uint64_t i)
 {
@@ -83,6 +87,21 @@ static void check(int t, uint64_t n)
 	put("check", t, res);
 }
 
+/* the hot region: its pages' pattern words (word 0 is the ticks') */
+static void answer(void)
+{
+	size_t from = npages / 4 * 3, to = from + 16 * 256 < npages ? from + 16 * 256 : npages;
+	char res[96] = "ok\n";
+	for (size_t p = from; p < to; p += 4) {
+		const uint64_t *w = (const uint64_t *) (mem + p * PAGE);
+		if (w[1] != pat(p * (PAGE / 8) + 1)) {
+			snprintf(res, sizeof(res), "bad page %zu\n", p);
+			break;
+		}
+	}
+	put("answer", 0, res);
+}
+
 static void *run(void *arg)
 {
 	int t = (int) (intptr_t) arg;
@@ -103,6 +122,10 @@ static void *run(void *arg)
 			seen = (uint64_t) check_req;
 			check(t, n);
 		}
+		if (!t && answer_req) {
+			answer_req = 0;
+			answer();
+		}
 		nanosleep(&ms, NULL);
 	}
 	return NULL;
@@ -112,6 +135,12 @@ static void on_usr1(int s)
 {
 	(void) s;
 	check_req++;
+}
+
+static void on_usr2(int s)
+{
+	(void) s;
+	answer_req = 1;
 }
 
 int main(int argc, char **argv)
@@ -125,7 +154,7 @@ int main(int argc, char **argv)
 		sprintf(marker, "%s-%d", argv[4], 6 * 7);
 	if (threads < 1)
 		threads = 1;
-	size_t pages = mib * 256;
+	size_t pages = npages = mib * 256;
 	pages_per = pages / (size_t) threads;
 	mem = aligned_alloc(PAGE, pages * PAGE);
 	if (!mem || !pages_per)
@@ -133,6 +162,7 @@ int main(int argc, char **argv)
 	for (size_t p = 0; p < pages; p++)
 		fill(mem + p * PAGE, p);
 	signal(SIGUSR1, on_usr1);
+	signal(SIGUSR2, on_usr2);
 	pthread_t th;
 	for (int t = 1; t < threads; t++)
 		pthread_create(&th, NULL, run, (void *) (intptr_t) t);
