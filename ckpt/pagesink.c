@@ -128,6 +128,8 @@ int ckpt_pagesink_drain(struct ckpt_pages_writer *w, struct urs_err *err)
 	int r = urs_sink_flush(&s->sink);
 	if (r)
 		return urs_err_set(err, r, "checkpoint: writing the page data: %s", strerror(-r));
+	if (s->stream_fd < 0 && w->fd >= 0 && fdatasync(w->fd) < 0)
+		return urs_err_set(err, -errno, "checkpoint: syncing the page data: %m");
 	/* the reader takes it as fast as it can; 120 s is a reader that stopped */
 	for (double end = urs_now_ms() + 120000; s->stream_fd >= 0;) {
 		int queued = 0;

@@ -86,7 +86,9 @@ int ckpt_pagesink_finish(struct ckpt_pages_writer *w, const void *hdr, struct ur
  * @err: what failed
  *
  * Before a freeze: what the freeze appends then finds room in the pipe
- * instead of waiting for the reader (the upload) with the sandbox frozen.
+ * instead of waiting for the reader (the upload) with the sandbox frozen;
+ * a local pages.img is written to disk (fdatasync), so that the commit's
+ * fsync, with the sandbox frozen, has only what the freeze added.
  * Waits for the pipe to empty, polling every 0.5 ms, at most 120 s.
  *
  * Return: 0, the write's negative errno, or -ETIMEDOUT.
