@@ -178,12 +178,11 @@ static int ensure(struct ckpt_lazy *lz, uint32_t c, bool urgent, struct urs_err 
 	return r;
 }
 
-/* the replies that have come (not waited for): the thread polls src */
-static int replies(struct ckpt_lazy *lz, struct urs_err *err)
+/* the replies that have come (not waited for), under mu */
+static int replies_locked(struct ckpt_lazy *lz, struct urs_err *err)
 {
 	struct urs_remote_chunk_reply rp;
 	int r = 0;
-	pthread_mutex_lock(&lz->mu);
 	for (;;) {
 		ssize_t n = recv(lz->src, &rp, sizeof(rp), MSG_PEEK | MSG_DONTWAIT);
 		if (n < 0 && errno == EINTR)
@@ -193,6 +192,14 @@ static int replies(struct ckpt_lazy *lz, struct urs_err *err)
 		if ((r = answer(lz, err))) /* whole, or the error of a socket gone */
 			break;
 	}
+	return r;
+}
+
+/* the same, for the thread, which polls src */
+static int replies(struct ckpt_lazy *lz, struct urs_err *err)
+{
+	pthread_mutex_lock(&lz->mu);
+	int r = replies_locked(lz, err);
 	pthread_mutex_unlock(&lz->mu);
 	return r;
 }
@@ -506,7 +513,9 @@ static int ws_fill(struct ckpt_lazy *lz, struct space *s, const struct ckpt_run 
 	return 0;
 }
 
-/* to ursa-store, which stores it beside the remote image */
+/* to ursa-store, which stores it beside the remote image; replies are
+ * read meanwhile (ursa-store, writing one, would not read: neither side
+ * would move once both socket buffers are full) */
 static int ws_send(struct ckpt_lazy *lz, const uint8_t *p, size_t n)
 {
 	struct urs_remote_chunk_req q = {.chunk = URS_REMOTE_SERVE_WS, .n = (uint32_t) n};
@@ -516,9 +525,18 @@ static int ws_send(struct ckpt_lazy *lz, const uint8_t *p, size_t n)
 	int e = 0;
 	pthread_mutex_lock(&lz->mu);
 	while (!e && left) {
-		ssize_t w = sendmsg(lz->src, &mh, MSG_NOSIGNAL);
+		ssize_t w = sendmsg(lz->src, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (w < 0 && errno == EINTR)
 			continue;
+		if (w < 0 && errno == EAGAIN) {
+			struct pollfd pf = {lz->src, POLLIN | POLLOUT, 0};
+			struct urs_err ignored;
+			if (poll(&pf, 1, -1) < 0 && errno != EINTR)
+				e = -errno;
+			else if (pf.revents & POLLIN)
+				e = replies_locked(lz, &ignored);
+			continue;
+		}
 		if (w <= 0) {
 			e = w < 0 ? -errno : -EIO;
 			break;

@@ -15,7 +15,9 @@
 #   - a second checkpoint of the restored sandbox; its host directory is
 #     replaced (same contents, another directory): restore is refused naming
 #     the volume and leaves nothing (record, cgroup, process, mount); with
-#     the directory put back the same image restores
+#     the directory put back the same image restores, lazily
+#     (--lazy-pages: the restore runs late, on a thread, once the volumes
+#     serve; its pager hands over to the supervisor and finishes)
 #   - an open file replaced on the host (another inode): restore refused by
 #     the restorer (after the volumes serve), leaving nothing
 #   - a file unlinked while open on a gofer volume: checkpoint refused naming
@@ -142,14 +144,18 @@ check "an open file replaced on the host: restore refused, naming it" \
 	'[ $rc != 0 ] && grep -q "/data/pos" "$work/rs4.err"' "rc $rc: $(cat "$work/rs4.err")"
 check "and leaves nothing" "nothing_left ${P}a"
 mv "$work/pos.keep" "$work/vol/pos"
-if (cd "$work/b" && u restore --detach --image-path "$work/img2" ${P}a >/dev/null 2>"$work/rs3.err"); then
-	ok "with the directory back, the same image restores"
+if (cd "$work/b" && u restore --lazy-pages --detach --image-path "$work/img2" ${P}a >/dev/null \
+	2>"$work/rs3.err"); then
+	ok "with the directory back, the same image restores lazily"
 else
-	bad "with the directory back, the same image restores" "$(cat "$work/rs3.err")"
+	bad "with the directory back, the same image restores lazily" "$(cat "$work/rs3.err")"
 fi
 poll '[ "$(lines "$work/vol/log")" -gt $((n_ck2 + 2)) ]'
 check "log still one gapless sequence ($n_ck2 -> $(wc -l <"$work/vol/log") lines)" \
 	'gapless "$work/vol/log" $((n_ck2 + 2))'
+check "its memory came in through the pager, to the end" \
+	'poll "grep -q \"^done .* spaces=[1-9]\" \"$root/${P}a/paged\" 2>/dev/null"' \
+	"$(cat "$root/${P}a/paged" 2>&1)"
 u delete --force ${P}a >/dev/null 2>&1
 
 # ---- a file unlinked while open: refused, naming pid, fd and path --------------------
