@@ -42,7 +42,7 @@ _Static_assert(CKPT_WS_MAX <= URS_REMOTE_WS_MAX, "a working set fits ursa-store'
 
 struct space {
 	int fd;
-	pid_t pid; /* 0: a fork's child (unknown) */
+	pid_t pid; /* 0: a fork's child (unknown: messages say pid 0) */
 	struct ckpt_run *runs;
 	uint32_t nruns, cap;
 	uint64_t *retry; /* fault addresses to serve again (an event came first) */
@@ -392,7 +392,7 @@ static int copy_in(struct ckpt_lazy *lz, struct space *s, const struct ckpt_run 
 	}
 	if (e == EAGAIN || e == ESRCH)
 		return -e;
-	return urs_err_set(err, -e, "lazy restore: UFFDIO_COPY at %#llx: %s",
+	return urs_err_set(err, -e, "lazy restore: pid %d: UFFDIO_COPY at %#llx: %s", s->pid,
 			   (unsigned long long) c.dst, strerror(e));
 }
 
@@ -406,13 +406,13 @@ static int wake_or_zero(struct space *s, uint64_t addr, bool zero, struct urs_er
 			return -errno;
 		if (errno != EEXIST && errno != ENOENT)
 			return urs_err_set(err, -errno,
-					   "lazy restore: UFFDIO_ZEROPAGE at %#llx: %m",
-					   (unsigned long long) addr);
+					   "lazy restore: pid %d: UFFDIO_ZEROPAGE at %#llx: %m",
+					   s->pid, (unsigned long long) addr);
 	}
 	struct uffdio_range w = {addr, PAGE};
 	if (ioctl(s->fd, UFFDIO_WAKE, &w) < 0 && errno != ESRCH)
-		return urs_err_set(err, -errno, "lazy restore: UFFDIO_WAKE at %#llx: %m",
-				   (unsigned long long) addr);
+		return urs_err_set(err, -errno, "lazy restore: pid %d: UFFDIO_WAKE at %#llx: %m",
+				   s->pid, (unsigned long long) addr);
 	return 0;
 }
 

@@ -1550,8 +1550,11 @@ static int restore_fds(struct rctx *c, uint32_t i, struct urs_err *err)
  * others before any mapping (F_SEAL_WRITE refuses writable ones) */
 #define SEALS_LATE (0x0001u /* F_SEAL_SEAL */ | 0x0010u /* F_SEAL_FUTURE_WRITE */)
 
-/* Fill the new memfd fd of task i with the object's saved pages and seals. */
-static int shm_fill(struct rctx *c, uint32_t i, long fd, const struct ckpt_shm *o)
+/* Fill the new memfd fd of task i with the object's saved pages and seals;
+ * @why (may be NULL) names a chunk of a lazy restore that does not
+ * authenticate. */
+static int shm_fill(struct rctx *c, uint32_t i, long fd, const struct ckpt_shm *o,
+		    struct urs_err *why)
 {
 	char path[64];
 	snprintf(path, sizeof(path), "/proc/%d/fd/%ld", c->tr[i].pid, fd);
@@ -1562,7 +1565,7 @@ static int shm_fill(struct rctx *c, uint32_t i, long fd, const struct ckpt_shm *
 		const struct ckpt_run *run = &o->runs[k];
 		const uint8_t *p = page_data(c) + run->off;
 		uint64_t n = run->npages * CKPT_PAGE_SIZE, at = run->vaddr;
-		int v = c->lz ? ckpt_lazy_verify(c->lz, run->off, n, NULL) : 0;
+		int v = c->lz ? ckpt_lazy_verify(c->lz, run->off, n, why) : 0;
 		if (v)
 			return v;
 		if (at + n > o->r.size) /* the last page of an object of odd size */
@@ -1616,8 +1619,8 @@ static int shm_seal_late(struct rctx *c, uint32_t id)
 	return 0;
 }
 
-/* Create object id in task i and park it there. */
-static int shm_create(struct rctx *c, uint32_t i, uint32_t id)
+/* Create object id in task i and park it there (@why: as shm_fill). */
+static int shm_create(struct rctx *c, uint32_t i, uint32_t id, struct urs_err *why)
 {
 	const struct ckpt_shm *o = &c->img.shms[id];
 	char name[CKPT_SHM_NAME];
@@ -1636,7 +1639,7 @@ static int shm_create(struct rctx *c, uint32_t i, uint32_t id)
 		c->before_charged = NULL;
 	}
 	if (!r)
-		r = shm_fill(c, i, fd, o);
+		r = shm_fill(c, i, fd, o, why);
 	if (r) {
 		inj(c, i, SYS_close, (uint64_t) fd, 0, 0, 0, 0, 0, NULL);
 		return r;
@@ -1654,7 +1657,7 @@ static int open_shm_fd(struct rctx *c, uint32_t i, const struct ckpt_fd *f, long
 	const struct robj *o = robj_find(c, OBJ_SHM, f->r.sub);
 	int r = 0;
 	if (!o) {
-		r = shm_create(c, i, f->r.sub);
+		r = shm_create(c, i, f->r.sub, NULL);
 		if (r)
 			return r;
 		o = robj_find(c, OBJ_SHM, f->r.sub);
@@ -1692,12 +1695,14 @@ static int restore_shm(struct rctx *c, uint32_t i, struct urs_err *err)
 			continue;
 		const struct robj *o = robj_find(c, OBJ_SHM, m->shm);
 		if (!o) {
-			r = shm_create(c, i, m->shm);
+			struct urs_err why = {{0}};
+			r = shm_create(c, i, m->shm, &why);
 			if (r)
 				return urs_err_set(err, r,
 						   "restore: pid %d: creating shared memory object "
 						   "%u: %s",
-						   t->r.nspid, m->shm, strerror(-r));
+						   t->r.nspid, m->shm,
+						   why.msg[0] ? why.msg : strerror(-r));
 			o = robj_find(c, OBJ_SHM, m->shm);
 		}
 		long mfd = o->fd;

@@ -1049,6 +1049,14 @@ static void take_requests(struct serve *sv)
 		}
 		if (n != (ssize_t) sizeof(rq) || rq.chunk >= nchunks(en->len) || !rq.n ||
 		    rq.n > URS_REMOTE_SERVE_MAXN || rq.n > sv->r->part_chunks) {
+			char why[128];
+			if (n == (ssize_t) sizeof(rq)) { /* said, then no more served */
+				snprintf(why, sizeof(why),
+					 "ursa-store: a request out of the protocol (chunks %u+%u "
+					 "of %llu)",
+					 rq.chunk, rq.n, (unsigned long long) nchunks(en->len));
+				reply(sv, UINT32_MAX, -EPROTO, why);
+			}
 			sv->eof = true; /* closed, or not the protocol: serve no more */
 			break;
 		}
