@@ -97,7 +97,9 @@ int ckpt_container_checkpoint(const struct ckpt_container_ckpt *o, struct ckpt_d
 				       .key = o->key,
 				       .pages_stream = o->pages_stream,
 				       .pages_fd = o->pages_fd,
-				       .precopy = o->precopy};
+				       .precopy = o->precopy,
+				       .pages_cut = o->pages_cut,
+				       .cut_ctx = o->cut_ctx};
 	int r = ckpt_dump(o->record->pid, o->dir, &dopts, stats, err);
 	ckpt_trace("ckpt: dumped");
 	bool dumped = r == 0;

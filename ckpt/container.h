@@ -47,8 +47,11 @@ struct ckpt_container_ckpt {
 	 * an image streamed to object storage; the caller closes the pipe */
 	bool pages_stream;
 	int pages_fd;
-	/* copy memory before the freeze (ckpt_dump_opts.precopy) */
+	/* copy memory before the freeze (ckpt_dump_opts.precopy), and cut
+	 * the streamed page data after it (ckpt_dump_opts.pages_cut) */
 	bool precopy;
+	int (*pages_cut)(void *ctx, uint64_t len, struct urs_err *err);
+	void *cut_ctx;
 	/* thaw the freezer's cgroup as soon as the image holds all it needs
 	 * (the tree dumped, its files saved), before the record is saved and
 	 * the image synced and sealed: --leave-running. stats->thawed_at says

@@ -2977,6 +2977,33 @@ static int pages_open(struct dumpctx *c, const struct ckpt_seal *seal, struct ur
 				      seal, c->img.id, err);
 }
 
+#define CUT_MAX	 4u		       /* cuts at most */
+#define CUT_LEFT (4u * CKPT_MAC_CHUNK) /* what the freeze may find uncommitted */
+
+/* The pre-copied page data committed as an object of its own while the
+ * tree runs (opts->pages_cut): padded to a whole MiB with zero pages no
+ * task refers to (an object ends on a chunk), the pipe drained, cut; then
+ * more rounds for what was written meanwhile, and again while those came
+ * to more than CUT_LEFT: the freeze's upload is then one small object. */
+static int precopy_cut(struct dumpctx *c, struct urs_err *err)
+{
+	static const uint8_t zero[CKPT_PAGE_SIZE];
+	uint64_t at, cut = 0;
+	int r = 0;
+	for (uint32_t k = 0; !r && k < CUT_MAX && c->pw.off - cut > CUT_LEFT; k++) {
+		while (!r && c->pw.off % CKPT_MAC_CHUNK)
+			r = ckpt_pages_append(&c->pw, zero, sizeof(zero), &at, err);
+		if (r == 0)
+			r = ckpt_pagesink_drain(&c->pw, err);
+		if (r == 0)
+			r = c->opts->pages_cut(c->opts->cut_ctx, cut = c->pw.off, err);
+		ckpt_trace("dump: pre-copy committed");
+		if (r == 0)
+			r = ckpt_precopy_more(&c->pre, &c->pw, c->chunk, CHUNK, err);
+	}
+	return r;
+}
+
 /* The tree's memory copied while it runs (opts->precopy), unless it is
  * frozen already (a paused container: nothing to gain, and a frozen task
  * cannot be seized to track it) */
@@ -2988,6 +3015,8 @@ static int precopy(struct dumpctx *c, pid_t pid, const struct ckpt_seal *seal, s
 	int r = pages_open(c, seal, err);
 	if (r == 0)
 		r = ckpt_precopy_run(&c->pre, pid, &c->pw, c->chunk, CHUNK, err);
+	if (r == 0 && c->opts->pages_cut && c->opts->pages_stream && c->pre.n)
+		r = precopy_cut(c, err);
 	if (r == 0) /* the freeze must not wait for the upload of the pre-copy */
 		r = ckpt_pagesink_drain(&c->pw, err);
 	c->st->precopy_pages = c->pre.pages;

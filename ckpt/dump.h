@@ -72,6 +72,14 @@ struct ckpt_dump_opts {
 	 * meanwhile. Where the kernel cannot track writes (no
 	 * UFFD_FEATURE_WP_ASYNC) or the cgroup is frozen already, ignored. */
 	bool precopy;
+	/* With precopy and pages_stream: once the pre-copy rounds are done,
+	 * the page data is padded to a whole MiB and, the pipe drained,
+	 * pages_cut(cut_ctx, bytes so far) makes it an object of its own,
+	 * completed while the tree runs (ckpt_run_store.cut); more rounds
+	 * then take what was written meanwhile, and the freeze adds only its
+	 * own pages to the stream. NULL: no cut. */
+	int (*pages_cut)(void *ctx, uint64_t len, struct urs_err *err);
+	void *cut_ctx;
 };
 
 /**

@@ -147,6 +147,10 @@ static int answer(struct ckpt_lazy *lz, struct urs_err *err)
 		got += (size_t) n;
 	}
 	rp.msg[sizeof(rp.msg) - 1] = 0;
+	if (rp.chunk == URS_REMOTE_SERVE_WS) { /* the working set stored, or not */
+		__atomic_store_n(&lz->st.rec, rp.status < 0 ? rp.status : 1, __ATOMIC_RELEASE);
+		return 0;
+	}
 	if (rp.status < 0)
 		return urs_err_set(err, rp.status < -4095 ? -EIO : rp.status,
 				   "lazy restore: page data from object storage: %s", rp.msg);
@@ -434,13 +438,18 @@ static void ws_note(struct ckpt_lazy *lz, uint64_t off, uint64_t n)
 		lz->rec[b / 8] |= (uint8_t) (1u << (b % 8));
 }
 
-/* the chunks the recorded working set needs, asked for at once (not waited for) */
+/* the chunks the recorded working set needs, asked for at once (not waited
+ * for), in WS_ASK_MAX requests at most: nothing reads ursa-store's replies
+ * yet, and once its queue and both socket buffers were full neither side
+ * would move (the rest is asked for when ckpt_lazy_add needs it) */
+#define WS_ASK_MAX 256u
 static int ws_ask(struct ckpt_lazy *lz, struct urs_err *err)
 {
 	const uint32_t per = CKPT_MAC_CHUNK / CKPT_WS_BLOCK;
 	int r = 0;
+	uint32_t asks = 0;
 	pthread_mutex_lock(&lz->mu);
-	for (uint32_t c = 0; !r && c < lz->nmacs;) {
+	for (uint32_t c = 0; !r && c < lz->nmacs && asks < WS_ASK_MAX;) {
 		uint32_t k = 0;
 		for (bool need = true; need && c + k < lz->nmacs && k < URS_REMOTE_SERVE_MAXN;) {
 			need = false;
@@ -450,6 +459,7 @@ static int ws_ask(struct ckpt_lazy *lz, struct urs_err *err)
 			k += need;
 		}
 		r = k ? ask(lz, c, k, err) : 0;
+		asks += k ? 1 : 0;
 		c += k ? k : 1;
 	}
 	pthread_mutex_unlock(&lz->mu);
@@ -516,7 +526,7 @@ static int ws_fill(struct ckpt_lazy *lz, struct space *s, const struct ckpt_run 
 /* to ursa-store, which stores it beside the remote image; replies are
  * read meanwhile (ursa-store, writing one, would not read: neither side
  * would move once both socket buffers are full) */
-static int ws_send(struct ckpt_lazy *lz, const uint8_t *p, size_t n)
+static int ws_send(struct ckpt_lazy *lz, const uint8_t *p, size_t n, struct urs_err *err)
 {
 	struct urs_remote_chunk_req q = {.chunk = URS_REMOTE_SERVE_WS, .n = (uint32_t) n};
 	struct iovec iov[2] = {{&q, sizeof(q)}, {(void *) p, n}};
@@ -530,15 +540,16 @@ static int ws_send(struct ckpt_lazy *lz, const uint8_t *p, size_t n)
 			continue;
 		if (w < 0 && errno == EAGAIN) {
 			struct pollfd pf = {lz->src, POLLIN | POLLOUT, 0};
-			struct urs_err ignored;
 			if (poll(&pf, 1, -1) < 0 && errno != EINTR)
-				e = -errno;
+				e = urs_err_set(err, -errno, "lazy restore: poll: %m");
 			else if (pf.revents & POLLIN)
-				e = replies_locked(lz, &ignored);
+				e = replies_locked(lz, err); /* (the store's error: the pager's) */
 			continue;
 		}
 		if (w <= 0) {
-			e = w < 0 ? -errno : -EIO;
+			e = urs_err_set(err, w < 0 ? -errno : -EIO,
+					"lazy restore: the working set to ursa-store: %s",
+					w < 0 ? strerror(errno) : "nothing written");
 			break;
 		}
 		left -= (size_t) w;
@@ -554,23 +565,54 @@ static int ws_send(struct ckpt_lazy *lz, const uint8_t *p, size_t n)
 			}
 		}
 	}
+	if (e && left < sizeof(q) + n) /* cut short: ursa-store must not read on */
+		shutdown(lz->src, SHUT_WR);
 	pthread_mutex_unlock(&lz->mu);
 	return e;
 }
 
-/* the window closed (or paging ended first): the record goes with the image */
-static void ws_record(struct ckpt_lazy *lz)
+/* the window closed (or paging ended first): the record goes with the
+ * image. Its own failure is only counted (st.rec); an error ursa-store
+ * answered meanwhile is the pager's. Not after ckpt_lazy_free (a failed
+ * restore: what it saw is no working set). */
+static int ws_record(struct ckpt_lazy *lz, struct urs_err *err)
 {
 	lz->rec_open = false;
+	if (__atomic_load_n(&lz->stop, __ATOMIC_ACQUIRE))
+		return 0;
 	size_t n = ckpt_ws_file_len(lz->len);
 	_cleanup_free_ uint8_t *buf = malloc(n);
 	long k = buf ? ckpt_ws_encode(&lz->seal, lz->id, lz->len, lz->rec, buf) : -ENOMEM;
+	struct urs_err why = {{0}};
 	int e = k < 0	       ? (int) k
-		: lz->src >= 0 ? ws_send(lz, buf, (size_t) k)
+		: lz->src >= 0 ? ws_send(lz, buf, (size_t) k, &why)
 		: lz->dir      ? ckpt_ws_store(lz->dir, buf, (size_t) k)
 			       : 0;
 	lz->st.rec_blocks = ckpt_ws_count(lz->rec, lz->len);
-	__atomic_store_n(&lz->st.rec, e < 0 ? e : 1, __ATOMIC_RELEASE);
+	/* through ursa-store: stored once it says so (ws_stored) */
+	__atomic_store_n(&lz->st.rec, e < 0 ? e : lz->src >= 0 ? 2 : 1, __ATOMIC_RELEASE);
+	if (e < 0 && lz->src >= 0) {
+		*err = why;
+		return e;
+	}
+	return 0;
+}
+
+/* paging over, the working set handed to ursa-store: its side closed, what
+ * ursa-store says about storing it read (chunk replies on the way too) */
+static void ws_stored(struct ckpt_lazy *lz)
+{
+	struct urs_err ignored;
+	if (lz->src < 0 || __atomic_load_n(&lz->st.rec, __ATOMIC_ACQUIRE) != 2)
+		return;
+	shutdown(lz->src, SHUT_WR);
+	pthread_mutex_lock(&lz->mu);
+	while (__atomic_load_n(&lz->st.rec, __ATOMIC_ACQUIRE) == 2)
+		if (answer(lz, &ignored) < 0) {
+			__atomic_store_n(&lz->st.rec, -EPIPE, __ATOMIC_RELEASE);
+			break;
+		}
+	pthread_mutex_unlock(&lz->mu);
 }
 
 /* a fault at @addr: the block of its run around it, else a zero page */
@@ -785,7 +827,7 @@ static int take_add(struct ckpt_lazy *lz, struct urs_err *err)
 		lz->hold = false;
 		lz->rec_t0 = lz->rec_t0 > 0 ? lz->rec_t0 : urs_now_ms();
 		if (lz->rec_open && lz->held) /* the hold was the window */
-			ws_record(lz);
+			return ws_record(lz, err);
 		return 0;
 	}
 	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
@@ -795,7 +837,7 @@ static int take_add(struct ckpt_lazy *lz, struct urs_err *err)
 		if (lz->sealed && !(lz->rec_t0 > 0))
 			lz->rec_t0 = urs_now_ms(); /* the tasks run: the window opens */
 		if (a.s == MSG_GO && lz->rec_open) /* the hold was the window */
-			ws_record(lz);
+			return ws_record(lz, err);
 		return 0;
 	}
 	if (n != sizeof(a) || !c || c->cmsg_type != SCM_RIGHTS)
@@ -837,11 +879,11 @@ static int turn(struct ckpt_lazy *lz, struct urs_err *err)
 	}
 	if (poll(lz->pfd, n, timeout) < 0 && errno != EINTR)
 		return urs_err_set(err, -errno, "lazy restore: poll: %m");
-	if (lz->rec_open && !lz->held && lz->rec_t0 > 0 &&
-	    urs_now_ms() - lz->rec_t0 >= CKPT_WS_WINDOW_MS)
-		ws_record(lz);
 	int r = lz->src >= 0 && lz->pfd[0].revents ? replies(lz, err) : 0;
 	lz->starved &= !(lz->src >= 0 && lz->pfd[0].revents);
+	if (!r && lz->rec_open && !lz->held && lz->rec_t0 > 0 &&
+	    urs_now_ms() - lz->rec_t0 >= CKPT_WS_WINDOW_MS)
+		r = ws_record(lz, err);
 	if (!r && lz->sock_open && lz->pfd[sp0 - 1].revents)
 		r = take_add(lz, err);
 	for (uint32_t k = 0; !r && k < lz->nsp; k++) {
@@ -947,7 +989,9 @@ static void *pager_main(void *arg)
 	else if (lz->nsp)
 		fail_all(lz, "lazy restore: stopped before every page was in");
 	else if (lz->rec_open && lz->sealed) /* all in before the window closed */
-		ws_record(lz);
+		ws_record(lz, &err);	     /* (a store's error now: paging is over) */
+	if (!r && !lz->nsp) /* complete: before it says so, whether the record was stored */
+		ws_stored(lz);
 	while (lz->nsp)
 		space_close(lz, 0);
 	if (lz->sock[1] >= 0)
@@ -964,7 +1008,7 @@ static void *pager_main(void *arg)
 	}
 	close(lz->efd); /* (its copies in this thread's table) */
 	if (lz->src >= 0)
-		close(lz->src); /* ursa-store ends with it (and stores the record) */
+		close(lz->src); /* ursa-store ends with it */
 	return NULL;
 }
 

@@ -38,7 +38,8 @@ struct ckpt_lazy_stats {
 	uint64_t ws_blocks;	 /* blocks in the recorded working set it found */
 	uint64_t ws_pages;	 /* pages of it brought in before the tasks ran */
 	uint64_t rec_blocks;	 /* blocks in the working set it recorded */
-	int rec;		 /* that record: 1 stored, 0 not (yet), or -errno */
+	int rec;		 /* that record: 1 stored, 2 handed to ursa-store,
+				  * 0 not (yet), or -errno */
 	double ms;		 /* from the pager's start until all was in */
 	bool done;		 /* every page is in, every userfaultfd closed */
 	bool failed;		 /* it stopped on an error (why: ckpt_lazy_why) */

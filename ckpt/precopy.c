@@ -144,10 +144,10 @@ static int copy_proc(struct copy *c)
  * waiting for the upload) or stops shrinking (a workload that writes
  * faster than the copy goes: the freeze copies the rest). */
 static int later_rounds(struct ckpt_precopy *pc, struct ckpt_pages_writer *pw, uint8_t *chunk,
-			uint32_t chunk_pages, struct urs_err *err)
+			uint32_t chunk_pages, uint32_t max, struct urs_err *err)
 {
 	uint64_t last = UINT64_MAX;
-	while (pc->rounds < CKPT_PRECOPY_ROUNDS) {
+	while (pc->rounds < max) {
 		uint64_t taken = 0;
 		for (uint32_t i = 0; i < pc->n; i++) {
 			struct copy c = {.again = true,
@@ -200,8 +200,19 @@ int ckpt_precopy_run(struct ckpt_precopy *pc, pid_t root, struct ckpt_pages_writ
 	}
 	pc->rounds = 1;
 	if (r == 0)
-		r = later_rounds(pc, pw, chunk, chunk_pages, err);
+		r = later_rounds(pc, pw, chunk, chunk_pages, CKPT_PRECOPY_ROUNDS, err);
 	pc->ms = urs_now_ms() - t0;
+	return r;
+}
+
+int ckpt_precopy_more(struct ckpt_precopy *pc, struct ckpt_pages_writer *pw, uint8_t *chunk,
+		      uint32_t chunk_pages, struct urs_err *err)
+{
+	if (!pc->n)
+		return 0;
+	double t0 = urs_now_ms();
+	int r = later_rounds(pc, pw, chunk, chunk_pages, pc->rounds + CKPT_PRECOPY_ROUNDS, err);
+	pc->ms += urs_now_ms() - t0;
 	return r;
 }
 

@@ -77,6 +77,20 @@ int ckpt_precopy_run(struct ckpt_precopy *pc, pid_t root, struct ckpt_pages_writ
 		     uint8_t *chunk, uint32_t chunk_pages, struct urs_err *err);
 
 /**
+ * ckpt_precopy_more() - more rounds after ckpt_precopy_run()
+ * @pc: the pre-copy (tracking still on)
+ * @pw, @chunk, @chunk_pages, @err: as ckpt_precopy_run()
+ *
+ * What was written since the last round, again and again until it is small
+ * or stops shrinking (the same rule, up to CKPT_PRECOPY_ROUNDS more): after
+ * a pause in the copying (the pre-copied data being committed).
+ *
+ * Return: 0 or the page writer's negative errno.
+ */
+int ckpt_precopy_more(struct ckpt_precopy *pc, struct ckpt_pages_writer *pw, uint8_t *chunk,
+		      uint32_t chunk_pages, struct urs_err *err);
+
+/**
  * ckpt_precopy_proc() - a process's pre-copy
  * @pc: the pre-copy
  * @pid: the process

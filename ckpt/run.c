@@ -353,20 +353,25 @@ static int dump_failed(struct ckpt_run *c, int r)
 static int dump(struct ckpt_run *c)
 {
 	const struct ckpt_run_opts *o = c->o;
-	struct ckpt_container_ckpt co = {.dir = c->dir,
-					 .state_root = o->root,
-					 .record = c->st,
-					 .freezer = c->freezer,
-					 .key = c->key,
-					 .seccomp_replace = o->seccomp_replace,
-					 .seccomp_ctx = c->st,
-					 .sup_wait = c->asked && c->sup_apart ? sup_wait_cb : NULL,
-					 .sup_ctx = (void *) o,
-					 .pages_stream = c->pages_fd >= 0,
-					 .pages_fd = c->pages_fd,
-					 .precopy = o->leave || o->precopy,
-					 .thaw_early = o->leave,
-					 .paused = c->paused};
+	struct ckpt_container_ckpt co = {
+		.dir = c->dir,
+		.state_root = o->root,
+		.record = c->st,
+		.freezer = c->freezer,
+		.key = c->key,
+		.seccomp_replace = o->seccomp_replace,
+		.seccomp_ctx = c->st,
+		.sup_wait = c->asked && c->sup_apart ? sup_wait_cb : NULL,
+		.sup_ctx = (void *) o,
+		.pages_stream = c->pages_fd >= 0,
+		.pages_fd = c->pages_fd,
+		.precopy = o->leave || o->precopy,
+		/* migration: the pre-copy committed while it runs
+		 * (--leave-running thaws before the upload ends) */
+		.pages_cut = o->store && !o->leave && !c->paused ? o->store->cut : NULL,
+		.cut_ctx = o->store_ctx,
+		.thaw_early = o->leave,
+		.paused = c->paused};
 	struct ckpt_dump_stats ds;
 	int r = ckpt_container_checkpoint(&co, &ds, c->err);
 	if (r < 0)

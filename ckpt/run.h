@@ -42,6 +42,10 @@ struct ckpt_run_store {
 	int (*start)(void *ctx, char *dir, size_t len, int *pages_fd, struct urs_err *err);
 	/* the image committed once the dump is sealed */
 	int (*commit)(void *ctx, struct urs_err *err);
+	/* the page data streamed so far (@len bytes) made an object of its
+	 * own, completed before returning (a migration's pre-copy: the freeze
+	 * then uploads only what it adds); NULL: not supported */
+	int (*cut)(void *ctx, uint64_t len, struct urs_err *err);
 	/* why the page data's pipe broke (the store's own error) */
 	int (*why)(void *ctx, struct urs_err *err);
 	/* the store let go: what it wrote removed unless committed */

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -102,7 +103,7 @@ long ckpt_ws_load(const char *dir, const struct ckpt_seal *s, const uint8_t id[1
 	char path[PATH_MAX];
 	if (snprintf(path, sizeof(path), "%s/%s", dir, CKPT_WS_FILE) >= (int) sizeof(path))
 		return urs_err_set(err, -ENAMETOOLONG, "%s/%s: path too long", dir, CKPT_WS_FILE);
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	if (fd < 0 && errno == ENOENT)
 		return -ENOENT;
 	if (fd < 0)
@@ -110,6 +111,8 @@ long ckpt_ws_load(const char *dir, const struct ckpt_seal *s, const uint8_t id[1
 	struct stat st;
 	if (fstat(fd, &st) < 0)
 		return urs_err_set(err, -errno, "%s: %m", path);
+	if (!S_ISREG(st.st_mode))
+		return urs_err_set(err, -EBADMSG, "%s: not a regular file", path);
 	if (st.st_size > (off_t) CKPT_WS_MAX || st.st_size < 0)
 		return urs_err_set(err, -EBADMSG, "%s: too large for a working set", path);
 	size_t n = (size_t) st.st_size;
@@ -127,20 +130,28 @@ long ckpt_ws_load(const char *dir, const struct ckpt_seal *s, const uint8_t id[1
 
 int ckpt_ws_store(const char *dir, const uint8_t *p, size_t n)
 {
-	char tmp[PATH_MAX];
+	char tmp[64];
+	uint64_t rnd;
 	_cleanup_close_ int dfd = open(dir, O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
 	if (dfd < 0)
 		return -errno;
-	snprintf(tmp, sizeof(tmp), "%s.%d", CKPT_WS_FILE, (int) getpid());
-	unlinkat(dfd, tmp, 0);
+	if (getrandom(&rnd, sizeof(rnd), 0) != (ssize_t) sizeof(rnd))
+		return -EIO;
+	/* a name of its own (O_EXCL): two pagers never share a temporary file */
+	snprintf(tmp, sizeof(tmp), ".%s.%016llx", CKPT_WS_FILE, (unsigned long long) rnd);
 	_cleanup_close_ int fd =
 		openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
 		return -errno;
+	/* on disk before its name: a crash leaves the old file or the new, whole */
 	int e = urs_write_all(fd, p, n);
+	if (!e && fsync(fd) < 0)
+		e = -errno;
 	if (!e && renameat(dfd, tmp, dfd, CKPT_WS_FILE) < 0)
 		e = -errno;
 	if (e)
 		unlinkat(dfd, tmp, 0);
+	else if (fsync(dfd) < 0)
+		e = -errno;
 	return e;
 }

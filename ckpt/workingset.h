@@ -29,8 +29,8 @@
 #define CKPT_WS_FILE	  "workingset"
 #define CKPT_WS_BLOCK	  (64u << 10) /* bytes of page data per bit */
 #define CKPT_WS_HDR_LEN	  40u
-#define CKPT_WS_MAX	  (CKPT_WS_HDR_LEN + (1u << 20) + CKPT_MAC_LEN) /* 512 GiB of pages */
-#define CKPT_WS_WINDOW_MS 1000u /* recorded: faults this long after the restore */
+#define CKPT_WS_MAX	  (1u << 20) /* a file at most: ~512 GiB of page data */
+#define CKPT_WS_WINDOW_MS 1000u	     /* recorded: faults this long after the restore */
 
 /**
  * ckpt_ws_nbytes() - the bitmap's size for @len bytes of page data

@@ -225,6 +225,18 @@ int urs_remote_put_commit(struct urs_remote_job *j, struct urs_err *err)
 	return r;
 }
 
+int urs_remote_put_cut(struct urs_remote_job *j, uint64_t len, struct urs_err *err)
+{
+	char line[1200], want[40];
+	int n = snprintf(want, sizeof(want), "cut %llu\n",
+			 (unsigned long long) (PAGE_SIZE_IMG + len)); /* where in pages.img */
+	if (urs_write_all(j->ctl_fd, want, (size_t) n) < 0)
+		return urs_err_set(err, -EIO, "ursa-store is gone");
+	want[n - 1] = 0; /* the same words back once the object is complete */
+	int r = reply_line(j, want, line, sizeof(line), err);
+	return r < 0 ? urs_err_wrap(err, r, "object storage: completing the pre-copied pages") : 0;
+}
+
 int urs_remote_put_why(struct urs_remote_job *j, struct urs_err *err)
 {
 	char line[1200];
@@ -296,7 +308,12 @@ int urs_remote_fetch(const char *url, const char *root, const char *profile, cha
 	int status = 0;
 	while (pid > 0 && waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
-	if (serve && pid == 0 && !strcmp(msg, "ok\n")) { /* the rest is in; it serves on */
+	/* "ok": the rest is in, it serves on; warnings before it are passed on */
+	size_t ml = strlen(msg);
+	if (serve && pid == 0 && ml >= 3 && !strcmp(msg + ml - 3, "ok\n") &&
+	    (ml == 3 || msg[ml - 4] == '\n')) {
+		if (ml > 3)
+			fprintf(stderr, "%.*s", (int) (ml - 3), msg);
 		*serve = sp[0];
 		return 0;
 	}
@@ -334,6 +351,11 @@ static int ckpt_commit(void *ctx, struct urs_err *err)
 	return urs_remote_put_commit(&((struct urs_remote_ckpt *) ctx)->job, err);
 }
 
+static int ckpt_cut(void *ctx, uint64_t len, struct urs_err *err)
+{
+	return urs_remote_put_cut(&((struct urs_remote_ckpt *) ctx)->job, len, err);
+}
+
 static int ckpt_why(void *ctx, struct urs_err *err)
 {
 	return urs_remote_put_why(&((struct urs_remote_ckpt *) ctx)->job, err);
@@ -347,6 +369,7 @@ static void ckpt_end(void *ctx)
 const struct ckpt_run_store urs_remote_ckpt_ops = {
 	.start = ckpt_start,
 	.commit = ckpt_commit,
+	.cut = ckpt_cut,
 	.why = ckpt_why,
 	.end = ckpt_end,
 };

@@ -59,6 +59,18 @@ int urs_remote_put_start(const char *url, const char *root, const char *profile,
 int urs_remote_put_commit(struct urs_remote_job *j, struct urs_err *err);
 
 /**
+ * urs_remote_put_cut() - make the page data streamed since the last cut an
+ *                        object of its own, completed (ursa-store's "cut N")
+ * @j: the job
+ * @len: the bytes written to its page pipe so far, all read by it (the
+ *       pipe drained), a whole number of MiB
+ * @err: ursa-store's error
+ *
+ * Return: 0 once the object is complete, or a negative errno.
+ */
+int urs_remote_put_cut(struct urs_remote_job *j, uint64_t len, struct urs_err *err);
+
+/**
  * urs_remote_put_why() - why the page data's pipe broke: ursa-store's own
  *                        error (a refused upload, bad credentials)
  * @j: the job (pages_fd closed here)

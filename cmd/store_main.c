@@ -8,7 +8,11 @@
  *
  *   ursa-store put [OPTS] [--stream FILE@OFF] s3://BUCKET/PREFIX STAGE
  *     With --stream, fd 3 is read to its end into FILE at OFF (the dumper's
- *     pages, never on local disk); then "streamed BYTES" on stdout. Then a
+ *     pages, never on local disk); then "streamed BYTES" on stdout. Meanwhile
+ *     "cut N" on stdin (N: where in FILE the stream is, all of it read,
+ *     objects of whole MiB) makes what came since the last cut an object of
+ *     its own, completed at once, answered "cut N"; the rest goes into the
+ *     next. Then a
  *     line "commit" on stdin uploads every file of the directory STAGE (the
  *     image's small files) and the index, and answers "ok OBJECTS BYTES".
  *     Anything else on stdin — EOF above all, the caller died — removes
@@ -140,7 +144,17 @@ static int stream(struct urs_remote *r, const char *spec, struct urs_err *err)
 	int fl = fcntl(3, F_GETFL);
 	if (fl < 0 || fcntl(3, F_SETFL, fl | O_NONBLOCK) < 0)
 		return urs_err_set(err, -EBADF, "--stream: fd 3 is not open");
-	return urs_remote_put_fd(r, 3, file, off, STDIN_FILENO, err);
+	/* "cut N" on stdin: what came so far is an object, completed now
+	 * ("cut N" back once it is), and the stream goes on into the next */
+	for (uint64_t at = off;;) {
+		uint64_t before = urs_remote_stats(r)->plain;
+		int e = urs_remote_put_fd(r, 3, file, at, STDIN_FILENO, err);
+		if (e <= 0)
+			return e;
+		at += urs_remote_stats(r)->plain - before;
+		printf("cut %llu\n", (unsigned long long) at);
+		fflush(stdout);
+	}
 }
 
 static int put(struct urs_remote *r, const struct args *a, struct urs_err *err)

@@ -27,6 +27,7 @@
 #define KEY_MAX	  (URS_S3_KEY_MAX + 1)
 /* the working set's object number (its own random id: its own key) */
 #define WS_OBJ UINT32_MAX
+_Static_assert(URS_REMOTE_WS_MAX <= URS_CRYPT_CHUNK, "a working set is one sealed chunk");
 
 enum { B_FREE, B_FILL, B_WAIT, B_BUSY };
 
@@ -36,9 +37,14 @@ struct pbuf {
 	int state;
 	struct urs_s3_req req;
 	struct urs_remote *r;
-	/* reads: the entry and the range's first chunk */
+	/* reads: the entry and the range's first chunk; served: the entry's
+	 * first chunk in the lazy file's data (replies count from there) */
 	uint32_t ent;
-	uint64_t chunk0, nchunks;
+	uint64_t chunk0, nchunks, base;
+	/* put: a small object's PutObject, not waited for (its key kept here,
+	 * for the retries); its failure goes to afail */
+	bool async;
+	char key[URS_S3_KEY_MAX + 1];
 };
 
 struct entry {
@@ -69,11 +75,20 @@ struct urs_remote {
 	uint32_t inflight;
 	int fail; /* the first failure of a request in flight */
 	struct urs_err ferr;
+	int afail; /* the first failure of a PutObject not waited for */
+	struct urs_err aerr;
 	struct urs_remote_stats st;
-	int files_fd;	  /* get: the directory */
-	int32_t lazy_ent; /* get: the entry left to urs_remote_serve, or -1 */
-	uint64_t lazy_off;
+	int files_fd; /* get: the directory */
+	/* get: the entries left to urs_remote_serve (lazy_file's from
+	 * lazy_off on: the first, or -1), lazy_len bytes from lazy_off */
+	int32_t lazy_ent;
+	uint64_t lazy_off, lazy_len;
+	const char *lazy_name;
 	int lazy_fd; /* serve: its file, opened once (the directory may go) */
+	/* put: where the object being written began (st.plain), and whether
+	 * the caller cut it there (urs_remote_put_fd returns 1) */
+	uint64_t obj0, obj_off;
+	bool cut;
 };
 
 /* ---- helpers ---- */
@@ -109,6 +124,11 @@ static void on_req(struct urs_s3_req *q, int res)
 					      "replaced (not the size the index says)",
 					      r->bucket, q->key);
 	}
+	if (res < 0 && b->async && !r->afail) {
+		r->afail = res;
+		r->aerr = q->err;
+	}
+	b->async = false;
 	b->state = B_FREE;
 	if (res == 0 && q->op == URS_S3_MPU_PART) {
 		struct urs_s3_part *pt = &r->parts[q->part_number - 1];
@@ -298,6 +318,7 @@ int urs_remote_put_begin(struct urs_remote *r, struct urs_err *err)
 	urs_crypt_free(r->crypt);
 	r->crypt = NULL;
 	r->nents = 0;
+	r->afail = 0;
 	int e = urs_crypt_new(r->master, id, &r->crypt, err);
 	if (e < 0)
 		return e;
@@ -416,6 +437,37 @@ static bool hung_up(int fd)
 	return fd >= 0 && poll(&p, 1, 0) == 1;
 }
 
+/* @abort_fd has something: "cut N\n" ends the object where its file
+ * reaches N (all of it read, a whole number of chunks): 1; anything else
+ * cancels */
+static int cut_line(struct urs_remote *r, int abort_fd, struct urs_err *err)
+{
+	char line[64];
+	size_t n = 0;
+	while (n + 1 < sizeof(line)) {
+		ssize_t k = read(abort_fd, line + n, 1);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0 || line[n] == '\n')
+			break;
+		n++;
+	}
+	line[n] = 0;
+	unsigned long long at;
+	int used = -1;
+	if (sscanf(line, "cut %llu%n", &at, &used) != 1 || used != (int) n)
+		return -ECANCELED;
+	uint64_t have = r->st.plain - r->obj0;
+	if (at != r->obj_off + have || have % URS_CRYPT_CHUNK || !have)
+		return urs_err_set(err, -EPROTO,
+				   "object storage: %s cut at %llu, %llu bytes read from %llu (a "
+				   "cut is at a whole number of %u-byte chunks, all of them read)",
+				   r->key, at, (unsigned long long) have,
+				   (unsigned long long) r->obj_off, URS_CRYPT_CHUNK);
+	r->cut = true;
+	return 1;
+}
+
 /* read @fd to its end into sealed chunks; full part buffers go up as they
  * fill. On return @s is the last slot (sealed as last), its buffer unsent. */
 static int stream_in(struct urs_remote *r, uint32_t obj, int fd, int abort_fd, struct slot *s,
@@ -430,7 +482,10 @@ static int stream_in(struct urs_remote *r, uint32_t obj, int fd, int abort_fd, s
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && errno == EAGAIN) {
-			if ((e = wait_readable(r, fd, abort_fd)) < 0)
+			if ((e = wait_readable(r, fd, abort_fd)) == -ECANCELED &&
+			    (e = cut_line(r, abort_fd, err)) == 1)
+				break;
+			if (e < 0)
 				return e;
 			continue;
 		}
@@ -448,8 +503,6 @@ static int stream_in(struct urs_remote *r, uint32_t obj, int fd, int abort_fd, s
 		}
 		if ((s->fill += (size_t) n) < URS_CRYPT_CHUNK)
 			continue;
-		if (hung_up(abort_fd))
-			return -ECANCELED;
 		pend = *s;
 		s->pos += URS_CRYPT_STRIDE;
 		s->idx++;
@@ -459,6 +512,10 @@ static int stream_in(struct urs_remote *r, uint32_t obj, int fd, int abort_fd, s
 			if (!(s->b = free_buf(r, &e)))
 				return e;
 		}
+		if (hung_up(abort_fd) && (e = cut_line(r, abort_fd, err)) != 1)
+			return e;
+		if (e == 1)
+			break;
 	}
 	if (s->fill == 0 && pend.b) { /* ended on a full chunk: that one is last */
 		if (s->b != pend.b)
@@ -488,18 +545,27 @@ static void abort_mpu(struct urs_remote *r, struct urs_err *err)
 		 r->create.upload_id_out, e2.msg);
 }
 
-/* the last part (or the only buffer, as one PutObject), then the upload's end */
-static int put_last(struct urs_remote *r, struct pbuf *b, struct urs_err *err)
+/* the last part (or the only buffer, as one PutObject), then the upload's
+ * end; a PutObject is not waited for unless @wait (urs_remote_put_commit
+ * waits for them all before the index) */
+static int put_last(struct urs_remote *r, struct pbuf *b, bool wait, struct urs_err *err)
 {
 	int e;
 	if (!r->mpu) {
 		r->st.sealed += b->len;
+		snprintf(b->key, sizeof(b->key), "%s", r->key);
 		b->req = (struct urs_s3_req){.op = URS_S3_PUT,
 					     .bucket = r->bucket,
-					     .key = r->key,
+					     .key = b->key,
 					     .body = b->p,
 					     .body_len = b->len};
+		b->async = !wait;
 		e = submit(r, b);
+		if (!wait) { /* (a failure of its submit is a failure now) */
+			if (e < 0)
+				*err = r->ferr;
+			return e;
+		}
 	} else {
 		e = send_part(r, b);
 	}
@@ -536,10 +602,16 @@ int urs_remote_put_fd(struct urs_remote *r, int fd, const char *file, uint64_t o
 	uint32_t obj = r->nents + 1;
 	if (object_key(r, r->key, obj, file) < 0)
 		return urs_err_set(err, -ENAMETOOLONG, "object storage: %s: key too long", file);
+	if (r->afail) { /* an earlier object's PutObject failed */
+		*err = r->aerr;
+		return r->afail;
+	}
 	r->mpu = r->mpu_ready = false;
 	r->nparts = 0;
 	r->fail = 0;
-	uint64_t plain0 = r->st.plain;
+	r->cut = false;
+	uint64_t plain0 = r->obj0 = r->st.plain;
+	r->obj_off = off;
 	int e = 0;
 	struct slot s = {.pos = URS_CRYPT_HDR_LEN};
 	if (!(s.b = free_buf(r, &e)))
@@ -547,7 +619,7 @@ int urs_remote_put_fd(struct urs_remote *r, int fd, const char *file, uint64_t o
 	urs_crypt_hdr_write(r->crypt, obj, s.b->p);
 	e = stream_in(r, obj, fd, abort_fd, &s, err);
 	if (e == 0)
-		e = put_last(r, s.b, err);
+		e = put_last(r, s.b, false, err);
 	if (e < 0) {
 		if (!err->msg[0])
 			urs_err_set(err, e, "object storage: writing %s: %s", r->key,
@@ -565,15 +637,19 @@ int urs_remote_put_fd(struct urs_remote *r, int fd, const char *file, uint64_t o
 	en->len = r->st.plain - plain0;
 	snprintf(en->file, sizeof(en->file), "%s", file);
 	r->st.objects++;
-	return 0;
+	return r->cut ? 1 : 0;
 }
 
 int urs_remote_put_commit(struct urs_remote *r, struct urs_err *err)
 {
 	if (!r->crypt)
 		return urs_err_set(err, -EINVAL, "object storage: no image begun");
-	int e = 0;
-	struct pbuf *b = free_buf(r, &e);
+	int e = drain(r); /* every object in before the index names it */
+	if (e == 0 && r->afail) {
+		*err = r->aerr;
+		return r->afail;
+	}
+	struct pbuf *b = e < 0 ? NULL : free_buf(r, &e);
 	if (!b)
 		return urs_err_set(err, e, "object storage: %s", strerror(-e));
 	char *text = (char *) b->p + URS_CRYPT_HDR_LEN;
@@ -591,7 +667,7 @@ int urs_remote_put_commit(struct urs_remote *r, struct urs_err *err)
 	struct slot s = {.b = b, .pos = URS_CRYPT_HDR_LEN, .fill = n};
 	r->mpu = false;
 	if ((e = seal_slot(r, 0, &s, true)) == 0)
-		e = put_last(r, b, err);
+		e = put_last(r, b, true, err);
 	r->fail = 0;
 	return e < 0 && !err->msg[0]
 		       ? urs_err_set(err, e, "object storage: the index: %s", strerror(-e))
@@ -719,6 +795,13 @@ static size_t chunk_plain(uint64_t plain, uint64_t c)
 	return left > URS_CRYPT_CHUNK ? URS_CRYPT_CHUNK : (size_t) left;
 }
 
+/* is entry @i one of those left for later? */
+static bool is_lazy(const struct urs_remote *r, uint32_t i)
+{
+	return r->lazy_ent >= 0 && r->ents[i].off >= r->lazy_off &&
+	       !strcmp(r->ents[i].file, r->lazy_name);
+}
+
 static int bad(struct urs_remote *r, const char *key, const char *why, struct urs_err *err)
 {
 	return urs_err_set(err, -EBADMSG, "object storage: s3://%s/%s %s", r->bucket, key, why);
@@ -775,13 +858,18 @@ static int get_ws(struct urs_remote *r, int dirfd, struct urs_err *err)
 	struct pbuf *b = &r->bufs[0];
 	struct urs_s3_req q = {
 		.op = URS_S3_GET, .bucket = r->bucket, .key = key, .buf = b->p, .buf_cap = r->cap};
-	int e = one(r, &q, err);
+	struct urs_err why = {{0}};
+	int e = one(r, &q, &why);
 	if (e == -ENOENT)
 		return 0; /* none recorded */
 	if (e == -EMSGSIZE)
 		return bad(r, key, "is too large for a working set", err);
-	if (e < 0)
-		return e;
+	if (e < 0) { /* (403 for a missing key without s3:ListBucket, a store that
+		      * gave up): the image is whole without it, the restore goes on */
+		fprintf(stderr, "ursa-store: warning: the working set: %s (restoring without it)\n",
+			why.msg);
+		return 0;
+	}
 	struct urs_crypt_hdr h;
 	struct urs_crypt *c = NULL;
 	size_t n = q.len - URS_CRYPT_HDR_LEN - URS_CRYPT_TAG_LEN;
@@ -838,9 +926,8 @@ static int range_done(struct urs_remote *r, int dirfd, struct pbuf *b, struct ur
 			   memcmp(h.id, r->id, sizeof(r->id))))
 		return bad(r, b->req.key, "is not this image's object", err);
 	_cleanup_close_ int own = -1;
-	int fd = (int32_t) b->ent == r->lazy_ent && r->lazy_fd >= 0
-			 ? r->lazy_fd
-			 : (own = open_file(dirfd, en->file, err));
+	int fd = is_lazy(r, b->ent) && r->lazy_fd >= 0 ? r->lazy_fd
+						       : (own = open_file(dirfd, en->file, err));
 	if (fd < 0)
 		return fd;
 	for (uint64_t c = b->chunk0; c < b->chunk0 + b->nchunks; c++) {
@@ -899,23 +986,55 @@ static int32_t find_entry(const struct urs_remote *r, const char *file, uint64_t
 	return -1;
 }
 
-/* the entry left for later: its file made as long as it will be (sparse) */
+/* the lazy entry holding chunk @c of the lazy data (its first chunk in
+ * *@base), or -1 */
+static int32_t lazy_at(const struct urs_remote *r, uint64_t c, uint64_t *base)
+{
+	for (uint32_t i = 0; i < r->nents; i++) {
+		const struct entry *en = &r->ents[i];
+		uint64_t b = (en->off - r->lazy_off) / URS_CRYPT_CHUNK;
+		if (is_lazy(r, i) && c >= b && c < b + nchunks(en->len)) {
+			*base = b;
+			return (int32_t) i;
+		}
+	}
+	return -1;
+}
+
+/* the entries of @file from lazy_off on, left for later: one after the
+ * other (a migration's page data may be cut in several objects, each but
+ * the last a whole number of chunks); the file made as long as they make
+ * it (sparse) */
 static int lazy_file(struct urs_remote *r, int dirfd, const char *file, struct urs_err *err)
 {
+	r->lazy_name = file;
 	if ((r->lazy_ent = find_entry(r, file, r->lazy_off)) < 0)
 		return urs_err_set(err, -EBADMSG,
 				   "object storage: s3://%s/%s: the image has no %s at %llu to "
 				   "read lazily",
 				   r->bucket, r->prefix, file, (unsigned long long) r->lazy_off);
-	const struct entry *en = &r->ents[r->lazy_ent];
+	r->lazy_len = 0;
+	for (int32_t i; (i = find_entry(r, file, r->lazy_off + r->lazy_len)) >= 0;) {
+		if (r->lazy_len % URS_CRYPT_CHUNK || !r->ents[i].len)
+			break; /* (refused below: not where a cut may be) */
+		r->lazy_len += r->ents[i].len;
+	}
+	uint64_t n = 0;
+	for (uint32_t i = 0; i < r->nents; i++)
+		n += is_lazy(r, i) ? r->ents[i].len : 0;
+	if (n != r->lazy_len)
+		return urs_err_set(err, -EBADMSG,
+				   "object storage: s3://%s/%s: the objects of %s past %llu do not "
+				   "follow one another in whole chunks",
+				   r->bucket, r->prefix, file, (unsigned long long) r->lazy_off);
 	/* kept open for urs_remote_serve: the caller may remove the directory */
-	int fd = open_file(dirfd, en->file, err);
+	int fd = open_file(dirfd, file, err);
 	if (fd < 0)
 		return fd;
 	struct stat st;
-	if (fstat(fd, &st) < 0 || ((uint64_t) st.st_size < en->off + en->len &&
-				   ftruncate(fd, (off_t) (en->off + en->len)) < 0)) {
-		int e = urs_err_set(err, -errno, "restore: sizing %s: %m", en->file);
+	uint64_t end = r->lazy_off + r->lazy_len;
+	if (fstat(fd, &st) < 0 || ((uint64_t) st.st_size < end && ftruncate(fd, (off_t) end) < 0)) {
+		int e = urs_err_set(err, -errno, "restore: sizing %s: %m", file);
 		close(fd);
 		return e;
 	}
@@ -936,11 +1055,12 @@ int urs_remote_get_ex(struct urs_remote *r, int dirfd, const char *lazy, uint64_
 	r->lazy_off = lazy_off;
 	if (lazy && (e = lazy_file(r, dirfd, lazy, err)) < 0)
 		return e;
-	uint32_t skip = r->lazy_ent >= 0 ? (uint32_t) r->lazy_ent : UINT32_MAX;
 	char(*keys)[KEY_MAX] = calloc(r->nbufs, KEY_MAX);
 	if (!keys)
 		return urs_err_set(err, -ENOMEM, "object storage: out of memory");
-	uint32_t ent = skip == 0 ? 1 : 0;
+	uint32_t ent = 0;
+	while (ent < r->nents && is_lazy(r, ent))
+		ent++;
 	uint64_t c0 = 0;
 	r->fail = 0;
 	while (e == 0) {
@@ -955,7 +1075,8 @@ int urs_remote_get_ex(struct urs_remote *r, int dirfd, const char *lazy, uint64_
 					break;
 				c0 += b->nchunks;
 				if (c0 >= nchunks(r->ents[ent].len)) {
-					ent += ent + 1 == skip ? 2 : 1;
+					while (++ent < r->nents && is_lazy(r, ent))
+						;
 					c0 = 0;
 					r->st.objects++;
 				}
@@ -1035,7 +1156,7 @@ static void take_ws(struct serve *sv, uint32_t n)
 /* requests waiting on the socket, into the queue (not past it) */
 static void take_requests(struct serve *sv)
 {
-	const struct entry *en = &sv->r->ents[sv->r->lazy_ent];
+	uint64_t total = nchunks(sv->r->lazy_len);
 	while (sv->qn < SERVE_QUEUE) {
 		struct urs_remote_chunk_req rq;
 		ssize_t n = recv(sv->sock, &rq, sizeof(rq), MSG_DONTWAIT | MSG_WAITALL);
@@ -1047,14 +1168,14 @@ static void take_requests(struct serve *sv)
 			take_ws(sv, rq.n);
 			continue;
 		}
-		if (n != (ssize_t) sizeof(rq) || rq.chunk >= nchunks(en->len) || !rq.n ||
+		if (n != (ssize_t) sizeof(rq) || rq.chunk >= total || !rq.n ||
 		    rq.n > URS_REMOTE_SERVE_MAXN || rq.n > sv->r->part_chunks) {
 			char why[128];
 			if (n == (ssize_t) sizeof(rq)) { /* said, then no more served */
 				snprintf(why, sizeof(why),
 					 "ursa-store: a request out of the protocol (chunks %u+%u "
 					 "of %llu)",
-					 rq.chunk, rq.n, (unsigned long long) nchunks(en->len));
+					 rq.chunk, rq.n, (unsigned long long) total);
 				reply(sv, UINT32_MAX, -EPROTO, why);
 			}
 			sv->eof = true; /* closed, or not the protocol: serve no more */
@@ -1094,7 +1215,8 @@ static int serve_turn(struct serve *sv, struct urs_err *err)
 			int e = range_done(r, r->files_fd, b, err);
 			b->state = B_FREE;
 			for (uint64_t c = b->chunk0; c < b->chunk0 + b->nchunks; c++)
-				if ((e = reply(sv, (uint32_t) c, e, e < 0 ? err->msg : NULL)) < 0)
+				if ((e = reply(sv, (uint32_t) (b->base + c), e,
+					       e < 0 ? err->msg : NULL)) < 0)
 					return e;
 		}
 		if (b->state == B_FREE && sv->qn &&
@@ -1103,12 +1225,24 @@ static int serve_turn(struct serve *sv, struct urs_err *err)
 			nfree--;
 			sv->qhead = (sv->qhead + 1) % SERVE_QUEUE;
 			sv->qn--;
-			int e = get_range(r, b, (uint32_t) r->lazy_ent, rq.chunk, rq.n, sv->keys);
+			uint64_t base = 0;
+			int32_t ent = lazy_at(r, rq.chunk, &base); /* (take_requests checked) */
+			int e = ent < 0 ? -EPROTO
+					: get_range(r, b, (uint32_t) ent, rq.chunk - base, rq.n,
+						    sv->keys);
 			if (e < 0)
 				return reply(
 					sv, rq.chunk,
 					urs_err_set(err, e, "object storage: %s", strerror(-e)),
 					err->msg);
+			b->base = base;
+			if (b->nchunks < rq.n) { /* the rest is the next object's: first in line */
+				sv->qhead = (sv->qhead + SERVE_QUEUE - 1) % SERVE_QUEUE;
+				sv->q[sv->qhead] = (struct urs_remote_chunk_req){
+					rq.chunk + (uint32_t) b->nchunks,
+					rq.n - (uint32_t) b->nchunks};
+				sv->qn++;
+			}
 		}
 	}
 	if (r->fail) { /* a range failed past its retries */
@@ -1153,9 +1287,10 @@ int urs_remote_serve(struct urs_remote *r, int dirfd, int sock, struct urs_err *
 	free(sv.keys);
 	r->fail = 0;
 	struct urs_err e2 = {{0}};
-	if (sv.ws && urs_remote_put_ws(r, sv.ws, sv.nws, &e2) < 0) /* no failure of the restore's */
-		fprintf(stderr, "ursa-store: warning: %s (the next restore records it again)\n",
-			e2.msg);
+	if (sv.ws && e == 0) { /* no failure of the restore's: said to the pager, which counts it */
+		int w = urs_remote_put_ws(r, sv.ws, sv.nws, &e2);
+		reply(&sv, URS_REMOTE_SERVE_WS, w < 0 ? w : 0, w < 0 ? e2.msg : NULL);
+	}
 	free(sv.ws);
 	return e;
 }

@@ -114,11 +114,16 @@ int urs_remote_put_begin(struct urs_remote *r, struct urs_err *err);
  * @file: the file the bytes belong to (relative, no "..")
  * @off: where in @file
  * @abort_fd: -1, or an fd whose readability (data, EOF or hang-up) stops
- *            the transfer with -ECANCELED
+ *            the transfer with -ECANCELED; but the line "cut N\n" on it,
+ *            N the offset in @file this object reached (all of it read
+ *            from @fd, a whole number of URS_CRYPT_CHUNK), ends the
+ *            object there: it is completed, and the caller goes on with
+ *            the next object of @file at N (a migration's pre-copied page
+ *            data, committed while the sandbox runs: ckpt_dump_opts.pages_cut)
  * @err: what failed
  *
- * Return: 0 or a negative errno (the object is not part of the image then;
- * put_abort removes what was written).
+ * Return: 0 (@fd ended), 1 (cut), or a negative errno (the object is not
+ * part of the image then; put_abort removes what was written).
  */
 int urs_remote_put_fd(struct urs_remote *r, int fd, const char *file, uint64_t off, int abort_fd,
 		      struct urs_err *err);

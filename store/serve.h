@@ -20,10 +20,11 @@ struct urs_remote_chunk_req {
 
 /* A request with chunk URS_REMOTE_SERVE_WS carries the image's recorded
  * working set (ckpt/workingset.h): n bytes (at most URS_REMOTE_WS_MAX)
- * follow it, to be stored beside the image (URS_REMOTE_WS_OBJECT). No
- * reply. */
-#define URS_REMOTE_SERVE_WS  UINT32_MAX
-#define URS_REMOTE_WS_MAX    ((1u << 20) + 4096u)
+ * follow it, to be stored beside the image (URS_REMOTE_WS_OBJECT) once the
+ * pager has closed its side; the reply then, chunk URS_REMOTE_SERVE_WS,
+ * says whether it was stored. */
+#define URS_REMOTE_SERVE_WS  (UINT32_MAX - 1) /* (UINT32_MAX: a failure of no one) */
+#define URS_REMOTE_WS_MAX    (1u << 20) /* (one sealed chunk) */
 #define URS_REMOTE_WS_OBJECT "workingset"
 
 /* A reply per chunk, once it is in the file (opened, authenticated). */

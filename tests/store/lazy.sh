@@ -14,7 +14,12 @@
 #   - the working set: the first restore records the pages it faulted on
 #     in its first second, stored beside the image through ursa-store; the
 #     second restore brings them in before the sandbox runs (ROOT/ID/paged
-#     says how many); a new checkpoint to the same place drops it.
+#     says how many); a new checkpoint to the same place drops it;
+#   - a migration (`checkpoint --pre-copy`, the kill path) of the writing
+#     workload: the pre-copied page data is committed as objects of its
+#     own while it runs (ckpt_dump_opts.pages_cut), the freeze's in
+#     another; restored lazily and then eagerly from those objects, every
+#     page holds what it last wrote.
 # Needs root, node (s3rver), python3. Env: URSA (ursa-store beside it), HOG.
 set -u
 URSA=${URSA:?} HOG=${HOG:?}
@@ -26,7 +31,7 @@ work=$tmp/work
 root=$work/root
 u() { "$URSA" --root "$root" "$@"; }
 cleanup() {
-	for id in ${P}a ${P}b; do u delete --force "$id" >/dev/null 2>&1; done
+	for id in ${P}a ${P}b ${P}m; do u delete --force "$id" >/dev/null 2>&1; done
 	s3env_cleanup
 }
 trap cleanup EXIT
@@ -81,12 +86,33 @@ check "the counter goes on" 'wait_for 30 counts_past $((saved + 5))' "count $(co
 check "the ursa-store ends" 'wait_for 60 no_server' "$(pgrep -af ursa-store)"
 check "its $blocks blocks of working set came in before it ran" \
 	'[ "$(field ${P}a ws_blocks)" = "$blocks" ] && [ "$(field ${P}a ws_pages)" -gt 0 ] &&
-	[ "$(field ${P}a rec)" = 0 ]' "$(paged ${P}a)"
+	[ "$(field ${P}a rec)" = 0 ]' "$(paged ${P}a); $(cat "$work/rs.err")"
 wsobj=$tmp/data/ursa-test/lz/a/workingset._S3rver_object
 check "the working set is an object beside the image" 'test -f "$wsobj"' "$(ls "$(dirname "$wsobj")")"
 u checkpoint --image-path "s3://ursa-test/lz/a" ${P}a 2>"$work/ck.err" ||
 	bad "checkpoint to s3://ursa-test/lz/a again" "$(cat "$work/ck.err")"
 check "a new checkpoint there drops it" '! test -e "$wsobj"' "$(ls "$(dirname "$wsobj")")"
+
+# ---- a migration: the pre-copy committed while it runs ------------------------------
+u delete --force ${P}a >/dev/null 2>&1
+(cd "$work/b" && u run -d ${P}m >/dev/null 2>"$work/run.err") &&
+	wait_for 60 test -s "$t/ready-0" || bad "run ${P}m" "$(cat "$work/run.err")"
+check "checkpoint --pre-copy to s3://ursa-test/lz/m" \
+	'u checkpoint --pre-copy --image-path "s3://ursa-test/lz/m" ${P}m 2>"$work/ckm.err"' \
+	"$(cat "$work/ckm.err")"
+pobjs() { ls "$tmp/data/ursa-test/lz/m/" | grep -c '^[0-9]*\.pages\.img\._S3rver_object$'; }
+check "its page data is in several objects (the pre-copy's first): $(pobjs) with the header's" \
+	'[ "$(pobjs)" -ge 3 ]' "$(ls "$tmp/data/ursa-test/lz/m/")"
+restore_m() { # id [--lazy-pages]
+	(cd "$work/b" && u restore ${2:-} --detach --image-path "s3://ursa-test/lz/m" "$1" 2>"$work/rs.err")
+}
+check "restored lazily from those objects" 'restore_m ${P}m --lazy-pages' "$(cat "$work/rs.err")"
+check "every page holds what it last wrote" 'checked ${P}m' "$(cat "$t"/check-* 2>&1)"
+check "the ursa-store that served it ends" 'wait_for 60 no_server' "$(pgrep -af ursa-store)"
+u delete --force ${P}m >/dev/null 2>&1
+check "restored eagerly from them" 'restore_m ${P}m' "$(cat "$work/rs.err")"
+check "every page holds what it last wrote, again" 'checked ${P}m' "$(cat "$t"/check-* 2>&1)"
+u delete --force ${P}m >/dev/null 2>&1
 
 # ---- the store killed while the pages come in ---------------------------------------
 # the first 3 ranged reads of the page data pass (the restore's own, of a

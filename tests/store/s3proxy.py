@@ -172,6 +172,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                      ("PUT", "POST") else None, headers=hdrs)
         resp = conn.getresponse()
         data = resp.read()
+        with LOCK:  # counted before the client has the reply: it may ask __stats next
+            STATS["forwarded"] += 1
         self.send_response(resp.status, resp.reason)
         for k, v in resp.getheaders():
             if k.lower() not in HOP and k.lower() != "content-length":
@@ -182,8 +184,6 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if self.command != "HEAD":
             self.wfile.write(data)
         conn.close()
-        with LOCK:
-            STATS["forwarded"] += 1
 
     def handle_any(self):
         if self.path.startswith("/__"):
