@@ -162,16 +162,6 @@ static int list_files(int dfd, const char *dir, char (*names)[NAME_LEN], struct 
 	return n;
 }
 
-static void seal_mac(const struct ckpt_seal *s, const void *p, size_t n, uint8_t out[CKPT_MAC_LEN])
-{
-	struct urs_hmac_sha256 h;
-	urs_hmac_sha256_init(&h, s->key, sizeof(s->key));
-	urs_hmac_sha256_update(&h, LABEL, sizeof(LABEL));
-	urs_hmac_sha256_update(&h, p, n);
-	urs_hmac_sha256_final(&h, out);
-	explicit_bzero(&h, sizeof(h));
-}
-
 /* Every directory above @dir: owned by root or us, and writable by nobody
  * else unless sticky (where only an entry's owner may rename it): nobody
  * can swap the image directory, or a file in it, after it was checked. */
@@ -244,7 +234,7 @@ static ssize_t build(int dfd, const char *dir, const struct ckpt_seal *s, uint8_
 		r = hash_file(dfd, dir, names[k], &e[k], err);
 	if (r)
 		return r;
-	seal_mac(s, b, len - CKPT_MAC_LEN, b + len - CKPT_MAC_LEN);
+	ckpt_seal_labelled(s, LABEL, b, len - CKPT_MAC_LEN, b + len - CKPT_MAC_LEN);
 	*out = steal_ptr(&b);
 	return (ssize_t) len;
 }
@@ -337,7 +327,7 @@ static ssize_t load(int dfd, const char *dir, const struct ckpt_seal *s, uint8_t
 		return urs_err_set(err, -EIO, "checkpoint image %s: reading %s", dir,
 				   CKPT_MANIFEST);
 	uint8_t mac[CKPT_MAC_LEN];
-	seal_mac(s, b, len - CKPT_MAC_LEN, mac);
+	ckpt_seal_labelled(s, LABEL, b, len - CKPT_MAC_LEN, mac);
 	if (!urs_mac_equal(mac, b + len - CKPT_MAC_LEN, CKPT_MAC_LEN))
 		return urs_err_set(err, -EBADMSG,
 				   "checkpoint image %s: %s fails authentication (altered, or "

@@ -1570,16 +1570,8 @@ static int shm_fill(struct rctx *c, uint32_t i, long fd, const struct ckpt_shm *
 			return v;
 		if (at + n > o->r.size) /* the last page of an object of odd size */
 			n = o->r.size - at;
-		while (n) {
-			ssize_t w = pwrite(hfd, p, n, (off_t) at);
-			if (w < 0 && errno == EINTR)
-				continue;
-			if (w <= 0)
-				return w < 0 ? -errno : -EIO;
-			p += w;
-			at += (uint64_t) w;
-			n -= (uint64_t) w;
-		}
+		if ((v = urs_pwrite_all(hfd, p, n, at)))
+			return v;
 		c->st->pages += run->npages;
 	}
 	if ((o->r.seals & ~SEALS_LATE) &&

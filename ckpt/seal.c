@@ -12,14 +12,20 @@
 #define CORE_LABEL  "ursa core v5" /* with its NUL */
 #define PAGES_LABEL "ursa pages v5"
 
-void ckpt_seal_core(const struct ckpt_seal *s, const void *p, size_t n, uint8_t out[CKPT_MAC_LEN])
+void ckpt_seal_labelled(const struct ckpt_seal *s, const char *label, const void *p, size_t n,
+			uint8_t out[CKPT_MAC_LEN])
 {
 	struct urs_hmac_sha256 h;
 	urs_hmac_sha256_init(&h, s->key, sizeof(s->key));
-	urs_hmac_sha256_update(&h, CORE_LABEL, sizeof(CORE_LABEL));
+	urs_hmac_sha256_update(&h, label, strlen(label) + 1);
 	urs_hmac_sha256_update(&h, p, n);
 	urs_hmac_sha256_final(&h, out);
 	explicit_bzero(&h, sizeof(h));
+}
+
+void ckpt_seal_core(const struct ckpt_seal *s, const void *p, size_t n, uint8_t out[CKPT_MAC_LEN])
+{
+	ckpt_seal_labelled(s, CORE_LABEL, p, n, out);
 }
 
 static void chunk_begin(struct urs_hmac_sha256 *h, const struct ckpt_seal *s, const uint8_t id[16],

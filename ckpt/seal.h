@@ -52,6 +52,19 @@ static inline uint64_t ckpt_seal_nchunks(uint64_t len)
 void ckpt_seal_core(const struct ckpt_seal *s, const void *p, size_t n, uint8_t out[CKPT_MAC_LEN]);
 
 /**
+ * ckpt_seal_labelled() - HMAC-SHA256 under the key of @label (with its NUL)
+ *                        then @p: the MAC of each of an image's files, the
+ *                        label keeping one file's MAC from passing for another's
+ * @s: the key
+ * @label: the file's label ("ursa manifest v1", ...)
+ * @p: the bytes
+ * @n: their count
+ * @out: the MAC
+ */
+void ckpt_seal_labelled(const struct ckpt_seal *s, const char *label, const void *p, size_t n,
+			uint8_t out[CKPT_MAC_LEN]);
+
+/**
  * ckpt_seal_chunk() - the MAC of one chunk of page data
  * @s: the key
  * @id: the image id

@@ -34,15 +34,6 @@ static uint64_t le_get(const uint8_t *p, int n)
 	return v;
 }
 
-static void ws_mac(const struct ckpt_seal *s, const uint8_t *p, size_t n, uint8_t out[CKPT_MAC_LEN])
-{
-	struct urs_hmac_sha256 h;
-	urs_hmac_sha256_init(&h, s->key, sizeof(s->key));
-	urs_hmac_sha256_update(&h, LABEL, sizeof(LABEL));
-	urs_hmac_sha256_update(&h, p, n);
-	urs_hmac_sha256_final(&h, out);
-}
-
 uint32_t ckpt_ws_count(const uint8_t *bits, uint64_t len)
 {
 	uint32_t k = 0;
@@ -63,7 +54,7 @@ long ckpt_ws_encode(const struct ckpt_seal *s, const uint8_t id[16], uint64_t le
 	le_put(out + 32, CKPT_WS_BLOCK, 4);
 	le_put(out + 36, ckpt_ws_count(bits, len), 4);
 	memcpy(out + CKPT_WS_HDR_LEN, bits, nb);
-	ws_mac(s, out, CKPT_WS_HDR_LEN + nb, out + CKPT_WS_HDR_LEN + nb);
+	ckpt_seal_labelled(s, LABEL, out, CKPT_WS_HDR_LEN + nb, out + CKPT_WS_HDR_LEN + nb);
 	return (long) (CKPT_WS_HDR_LEN + nb + CKPT_MAC_LEN);
 }
 
@@ -76,7 +67,7 @@ long ckpt_ws_decode(const struct ckpt_seal *s, const uint8_t id[16], uint64_t le
 	if (memcmp(p + 8, id, 16))
 		return urs_err_set(err, -ESTALE, "%s: of another image", CKPT_WS_FILE);
 	uint8_t mac[CKPT_MAC_LEN];
-	ws_mac(s, p, n - CKPT_MAC_LEN, mac);
+	ckpt_seal_labelled(s, LABEL, p, n - CKPT_MAC_LEN, mac);
 	if (!urs_mac_equal(mac, p + n - CKPT_MAC_LEN, CKPT_MAC_LEN))
 		return urs_err_set(err, -EBADMSG,
 				   "%s fails authentication: altered, or sealed under another key",

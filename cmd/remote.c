@@ -194,16 +194,7 @@ fail_errno:
 static int reply_line(struct urs_remote_job *j, const char *want, char *line, size_t len,
 		      struct urs_err *err)
 {
-	size_t n = 0;
-	while (n + 1 < len) {
-		ssize_t k = read(j->reply_fd, line + n, 1);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0 || line[n] == '\n')
-			break;
-		n++;
-	}
-	line[n] = 0;
+	size_t n = urs_read_line(j->reply_fd, line, len);
 	if (!strncmp(line, want, strlen(want)))
 		return 0;
 	if (!strncmp(line, "error: ", 7))

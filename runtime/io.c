@@ -54,6 +54,21 @@ int urs_pread_all(int fd, void *p, size_t n, uint64_t off)
 	return 0;
 }
 
+size_t urs_read_line(int fd, char *buf, size_t len)
+{
+	size_t n = 0;
+	while (n + 1 < len) {
+		ssize_t k = read(fd, buf + n, 1);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0 || buf[n] == '\n')
+			break;
+		n++;
+	}
+	buf[n] = 0;
+	return n;
+}
+
 double urs_now_ms(void)
 {
 	struct timespec ts;

@@ -43,6 +43,17 @@ int urs_pwrite_all(int fd, const void *p, size_t n, uint64_t off);
 int urs_pread_all(int fd, void *p, size_t n, uint64_t off);
 
 /**
+ * urs_read_line() - one line of @fd, read a byte at a time (nothing past it
+ *                   is taken: the rest stays for the next reader)
+ * @fd: a blocking fd (a pipe between processes)
+ * @buf: the line, without its newline, NUL-terminated
+ * @len: @buf's size (a longer line is cut there)
+ *
+ * Return: its length; what came before EOF or an error, if one ended it.
+ */
+size_t urs_read_line(int fd, char *buf, size_t len);
+
+/**
  * urs_now_ms() - CLOCK_MONOTONIC in milliseconds (for durations in logs and
  *                statistics, never for deciding what is correct)
  *

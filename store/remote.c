@@ -443,16 +443,7 @@ static bool hung_up(int fd)
 static int cut_line(struct urs_remote *r, int abort_fd, struct urs_err *err)
 {
 	char line[64];
-	size_t n = 0;
-	while (n + 1 < sizeof(line)) {
-		ssize_t k = read(abort_fd, line + n, 1);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0 || line[n] == '\n')
-			break;
-		n++;
-	}
-	line[n] = 0;
+	size_t n = urs_read_line(abort_fd, line, sizeof(line));
 	unsigned long long at;
 	int used = -1;
 	if (sscanf(line, "cut %llu%n", &at, &used) != 1 || used != (int) n)

@@ -24,7 +24,7 @@ struct urs_remote_chunk_req {
  * pager has closed its side; the reply then, chunk URS_REMOTE_SERVE_WS,
  * says whether it was stored. */
 #define URS_REMOTE_SERVE_WS  (UINT32_MAX - 1) /* (UINT32_MAX: a failure of no one) */
-#define URS_REMOTE_WS_MAX    (1u << 20) /* (one sealed chunk) */
+#define URS_REMOTE_WS_MAX    (1u << 20)	      /* (one sealed chunk) */
 #define URS_REMOTE_WS_OBJECT "workingset"
 
 /* A reply per chunk, once it is in the file (opened, authenticated). */

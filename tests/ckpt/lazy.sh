@@ -70,16 +70,21 @@ lazy() {
 }
 
 # 1. threads checking their memory, brought in by their faults
+# held_check WHAT: the hog restored with the prefetch held, its threads
+# check every word (their faults bring it in), released, paged to the end
+held_check() {
+	lazy hog --lazy-hold
+	rm -f "$W"/hog/check-*
+	kill -USR1 "$LP"
+	wait_for 60 nfiles hog 'check-*' 4 || fail "$1: the threads did not check ($(cat "$W/lazy-hog.log"))"
+	for f in "$W"/hog/check-*; do
+		grep -qx ok "$f" || fail "$1: $(basename "$f"): $(cat "$f")"
+	done
+	kill -USR2 "$LT"
+	wait "$LT" || fail "$1: the pager failed: $(cat "$W/lazy-hog.log")"
+}
 dumped hog ready-0 "$HOG" 64 4 "$W/hog"
-lazy hog --lazy-hold
-rm -f "$W"/hog/check-*
-kill -USR1 "$LP"
-wait_for 60 nfiles hog 'check-*' 4 || fail "hog: the threads did not check ($(cat "$W/lazy-hog.log"))"
-for f in "$W"/hog/check-*; do
-	grep -qx ok "$f" || fail "hog: $(basename "$f"): $(cat "$f")"
-done
-kill -USR2 "$LT"
-wait "$LT" || fail "hog: the pager failed: $(cat "$W/lazy-hog.log")"
+held_check hog
 grep -Eq '^lazy done=1 faults=[1-9]' "$W/lazy-hog.log" ||
 	fail "hog: not paged lazily: $(cat "$W/lazy-hog.log")"
 echo "hog: $(grep '^lazy' "$W/lazy-hog.log")"
@@ -91,15 +96,7 @@ faults1=$(stat_of hog faults)
 
 # 1b. the recorded working set first
 cp "$W/lazy-hog.log" "$W/lazy-hog1.log"
-lazy hog --lazy-hold
-rm -f "$W"/hog/check-*
-kill -USR1 "$LP"
-wait_for 60 nfiles hog 'check-*' 4 || fail "hog 2: the threads did not check ($(cat "$W/lazy-hog.log"))"
-for f in "$W"/hog/check-*; do
-	grep -qx ok "$f" || fail "hog 2: $(basename "$f"): $(cat "$f")"
-done
-kill -USR2 "$LT"
-wait "$LT" || fail "hog 2: the pager failed: $(cat "$W/lazy-hog.log")"
+held_check "hog 2"
 [ "$(stat_of hog ws_pages)" -gt 0 ] && [ "$(stat_of hog rec)" = 0 ] &&
 	[ $(($(stat_of hog faults) * 10)) -le "$faults1" ] ||
 	fail "hog 2: the working set did not come first (first: $(grep '^lazy' "$W/lazy-hog1.log")): $(grep '^lazy' "$W/lazy-hog.log")"

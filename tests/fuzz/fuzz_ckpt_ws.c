@@ -45,11 +45,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!p)
 		return 0;
 	memcpy(p, data, size);
-	struct urs_hmac_sha256 h; /* the MAC ckpt/workingset.c computes */
-	urs_hmac_sha256_init(&h, key.key, sizeof(key.key));
-	urs_hmac_sha256_update(&h, "ursa workingset v1", sizeof("ursa workingset v1"));
-	urs_hmac_sha256_update(&h, p, size);
-	urs_hmac_sha256_final(&h, p + size);
+	/* the MAC ckpt/workingset.c computes */
+	ckpt_seal_labelled(&key, "ursa workingset v1", p, size, p + size);
 	one(p, size + CKPT_MAC_LEN);
 	free(p);
 	return 0;
