@@ -603,8 +603,14 @@ static int ws_record(struct ckpt_lazy *lz, struct urs_err *err)
 static void ws_stored(struct ckpt_lazy *lz)
 {
 	struct urs_err ignored;
-	if (lz->src < 0 || __atomic_load_n(&lz->st.rec, __ATOMIC_ACQUIRE) != 2)
+	struct urs_remote_chunk_req go = {.chunk = URS_REMOTE_SERVE_WS, .n = 0};
+	if (lz->src < 0 || __atomic_load_n(&lz->st.rec, __ATOMIC_ACQUIRE) != 2 ||
+	    __atomic_load_n(&lz->stop, __ATOMIC_ACQUIRE))
 		return;
+	if (send(lz->src, &go, sizeof(go), MSG_NOSIGNAL) != (ssize_t) sizeof(go)) {
+		__atomic_store_n(&lz->st.rec, -EPIPE, __ATOMIC_RELEASE);
+		return;
+	}
 	shutdown(lz->src, SHUT_WR);
 	pthread_mutex_lock(&lz->mu);
 	while (__atomic_load_n(&lz->st.rec, __ATOMIC_ACQUIRE) == 2)

@@ -225,6 +225,8 @@ int urs_remote_put_cut(struct urs_remote_job *j, uint64_t len, struct urs_err *e
 		return urs_err_set(err, -EIO, "ursa-store is gone");
 	want[n - 1] = 0; /* the same words back once the object is complete */
 	int r = reply_line(j, want, line, sizeof(line), err);
+	if (r == 0 && strcmp(line, want))
+		r = urs_err_set(err, -EPROTO, "ursa-store answered \"%s\" to \"%s\"", line, want);
 	return r < 0 ? urs_err_wrap(err, r, "object storage: completing the pre-copied pages") : 0;
 }
 

@@ -115,7 +115,10 @@ static void on_req(struct urs_s3_req *q, int res)
 	struct pbuf *b = q->arg;
 	struct urs_remote *r = b->r;
 	r->inflight--;
-	if (res < 0 && !r->fail) {
+	if (res < 0 && b->async && !r->afail) { /* its own: never another request's */
+		r->afail = res;
+		r->aerr = q->err;
+	} else if (res < 0 && !b->async && !r->fail) {
 		r->fail = res;
 		r->ferr = q->err;
 		if (q->op == URS_S3_GET && q->status == 416) /* a range past its end */
@@ -123,10 +126,6 @@ static void on_req(struct urs_s3_req *q, int res)
 					      "object storage: s3://%s/%s is truncated or was "
 					      "replaced (not the size the index says)",
 					      r->bucket, q->key);
-	}
-	if (res < 0 && b->async && !r->afail) {
-		r->afail = res;
-		r->aerr = q->err;
 	}
 	b->async = false;
 	b->state = B_FREE;
@@ -550,8 +549,8 @@ static int put_last(struct urs_remote *r, struct pbuf *b, bool wait, struct urs_
 					     .key = b->key,
 					     .body = b->p,
 					     .body_len = b->len};
-		b->async = !wait;
 		e = submit(r, b);
+		b->async = e == 0 && !wait;
 		if (!wait) { /* (a failure of its submit is a failure now) */
 			if (e < 0)
 				*err = r->ferr;
@@ -609,8 +608,8 @@ int urs_remote_put_fd(struct urs_remote *r, int fd, const char *file, uint64_t o
 		return urs_err_set(err, e, "object storage: %s", strerror(-e));
 	urs_crypt_hdr_write(r->crypt, obj, s.b->p);
 	e = stream_in(r, obj, fd, abort_fd, &s, err);
-	if (e == 0)
-		e = put_last(r, s.b, false, err);
+	if (e == 0) /* (a cut is answered once its object is complete) */
+		e = put_last(r, s.b, r->cut, err);
 	if (e < 0) {
 		if (!err->msg[0])
 			urs_err_set(err, e, "object storage: writing %s: %s", r->key,
@@ -1107,6 +1106,7 @@ struct serve {
 	char (*keys)[KEY_MAX];
 	uint8_t *ws; /* the working set the pager recorded (stored at the end) */
 	size_t nws;
+	bool ws_go; /* ... if the pager says paging ended well */
 };
 
 static void serve_poll_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint32_t flags)
@@ -1129,6 +1129,10 @@ static int reply(struct serve *sv, uint32_t chunk, int status, const char *msg)
 /* the working set follows its request at once: read whole */
 static void take_ws(struct serve *sv, uint32_t n)
 {
+	if (!n) { /* paging ended well: store it */
+		sv->ws_go = true;
+		return;
+	}
 	uint8_t *p = n <= URS_REMOTE_WS_MAX && !sv->ws ? malloc(n ? n : 1) : NULL;
 	ssize_t got = -1;
 	if (p)
@@ -1160,7 +1164,8 @@ static void take_requests(struct serve *sv)
 			continue;
 		}
 		if (n != (ssize_t) sizeof(rq) || rq.chunk >= total || !rq.n ||
-		    rq.n > URS_REMOTE_SERVE_MAXN || rq.n > sv->r->part_chunks) {
+		    rq.n > total - rq.chunk || rq.n > URS_REMOTE_SERVE_MAXN ||
+		    rq.n > sv->r->part_chunks) {
 			char why[128];
 			if (n == (ssize_t) sizeof(rq)) { /* said, then no more served */
 				snprintf(why, sizeof(why),
@@ -1181,6 +1186,19 @@ static void take_requests(struct serve *sv)
 		}
 	}
 	sv->readable = false;
+}
+
+/* @rq back in the queue (there is room: one was just taken), after the
+ * single chunks at its head (faults go first) */
+static void requeue(struct serve *sv, struct urs_remote_chunk_req rq)
+{
+	uint32_t p = 0;
+	while (p < sv->qn && sv->q[(sv->qhead + p) % SERVE_QUEUE].n == 1)
+		p++;
+	for (uint32_t k = sv->qn; k > p; k--)
+		sv->q[(sv->qhead + k) % SERVE_QUEUE] = sv->q[(sv->qhead + k - 1) % SERVE_QUEUE];
+	sv->q[(sv->qhead + p) % SERVE_QUEUE] = rq;
+	sv->qn++;
 }
 
 /* buffers free or about to be (finished, to answer) */
@@ -1227,13 +1245,10 @@ static int serve_turn(struct serve *sv, struct urs_err *err)
 					urs_err_set(err, e, "object storage: %s", strerror(-e)),
 					err->msg);
 			b->base = base;
-			if (b->nchunks < rq.n) { /* the rest is the next object's: first in line */
-				sv->qhead = (sv->qhead + SERVE_QUEUE - 1) % SERVE_QUEUE;
-				sv->q[sv->qhead] = (struct urs_remote_chunk_req){
-					rq.chunk + (uint32_t) b->nchunks,
-					rq.n - (uint32_t) b->nchunks};
-				sv->qn++;
-			}
+			if (b->nchunks < rq.n) /* the rest is the next object's: next in line */
+				requeue(sv, (struct urs_remote_chunk_req){
+						    rq.chunk + (uint32_t) b->nchunks,
+						    rq.n - (uint32_t) b->nchunks});
 		}
 	}
 	if (r->fail) { /* a range failed past its retries */
@@ -1278,7 +1293,7 @@ int urs_remote_serve(struct urs_remote *r, int dirfd, int sock, struct urs_err *
 	free(sv.keys);
 	r->fail = 0;
 	struct urs_err e2 = {{0}};
-	if (sv.ws && e == 0) { /* no failure of the restore's: said to the pager, which counts it */
+	if (sv.ws && sv.ws_go && e == 0) { /* said to the pager, which counts it */
 		int w = urs_remote_put_ws(r, sv.ws, sv.nws, &e2);
 		reply(&sv, URS_REMOTE_SERVE_WS, w < 0 ? w : 0, w < 0 ? e2.msg : NULL);
 	}

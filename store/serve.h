@@ -20,9 +20,10 @@ struct urs_remote_chunk_req {
 
 /* A request with chunk URS_REMOTE_SERVE_WS carries the image's recorded
  * working set (ckpt/workingset.h): n bytes (at most URS_REMOTE_WS_MAX)
- * follow it, to be stored beside the image (URS_REMOTE_WS_OBJECT) once the
+ * follow it. It is stored beside the image (URS_REMOTE_WS_OBJECT) only
+ * once a second such request, with n = 0, says paging ended well, and the
  * pager has closed its side; the reply then, chunk URS_REMOTE_SERVE_WS,
- * says whether it was stored. */
+ * says whether it was stored. A bare EOF (a pager that failed) drops it. */
 #define URS_REMOTE_SERVE_WS  (UINT32_MAX - 1) /* (UINT32_MAX: a failure of no one) */
 #define URS_REMOTE_WS_MAX    (1u << 20)	      /* (one sealed chunk) */
 #define URS_REMOTE_WS_OBJECT "workingset"

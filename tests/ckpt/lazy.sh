@@ -144,6 +144,7 @@ flip() { # FILE OFFSET: one bit of one byte changed
 }
 flip "$W/img-hog/workingset" 45
 if "$CKPT_TOOL" restore --lazy "$W/img-hog" > "$W/ws-bad.log" 2>&1; then
+	kill -9 "$(awk '$1 == "pid" {print $2}' "$W/ws-bad.log")" 2>/dev/null
 	fail "altered working set: restored: $(cat "$W/ws-bad.log")"
 fi
 grep -q 'workingset fails authentication' "$W/ws-bad.log" ||
