@@ -79,7 +79,10 @@ int ckpt_precopy_run(struct ckpt_precopy *pc, pid_t root, struct ckpt_pages_writ
 /**
  * ckpt_precopy_more() - more rounds after ckpt_precopy_run()
  * @pc: the pre-copy (tracking still on)
- * @pw, @chunk, @chunk_pages, @err: as ckpt_precopy_run()
+ * @pw: the image's page writer, open
+ * @chunk: a buffer of @chunk_pages pages
+ * @chunk_pages: its size in pages
+ * @err: what failed
  *
  * What was written since the last round, again and again until it is small
  * or stops shrinking (the same rule, up to CKPT_PRECOPY_ROUNDS more): after

@@ -98,7 +98,11 @@ long ckpt_ws_decode(const struct ckpt_seal *s, const uint8_t id[16], uint64_t le
 /**
  * ckpt_ws_load() - read DIR/workingset, if there is one
  * @dir: the image directory
- * @s, @id, @len, @bits, @err: as ckpt_ws_decode()
+ * @s: the host's checkpoint key
+ * @id: the image id it must be of
+ * @len: the image's page-data length
+ * @bits: its bitmap, on success (ckpt_ws_nbytes(@len) bytes)
+ * @err: what is wrong, naming the file
  *
  * Return: as ckpt_ws_decode(); -ENOENT when there is none (or it is
  * stale); another negative errno when it cannot be read.
