@@ -183,6 +183,7 @@ int urs_bundle_prepare(struct urs_create_args *c, struct urs_sandbox_opts *o, st
 		.net = &c->net,
 		.log = c->log,
 		.log_json = c->log_json,
+		.host_socket = c->host_socket,
 	};
 	return 0;
 }

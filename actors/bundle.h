@@ -20,6 +20,7 @@
  * urs_bundle_prepare loads (free with urs_create_args_free) */
 struct urs_create_args {
 	const char *id, *bundle, *pid_file, *console_socket;
+	const char *host_socket; /* create --host-socket (actors/hosted.h), or NULL */
 	bool no_pivot, no_new_keyring, detach, no_subreaper, keep;
 	int preserve_fds;
 	/* the caller's: the state root, --log/--log-format, --profile */

@@ -128,6 +128,7 @@ static __attribute__((noreturn)) void run_supervisor(const struct urs_sandbox_op
 		.restore_src = o->restore_src,
 		.log = o->log,
 		.log_json = o->log_json,
+		.host_socket = o->host_socket,
 	};
 	a.launch = (struct urs_launch){
 		.spec = o->spec,

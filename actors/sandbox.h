@@ -49,6 +49,7 @@ struct urs_sandbox_opts {
 	int restore_src;
 	const char *log; /* ursa --log: the supervisor tells a crash there too */
 	bool log_json;
+	const char *host_socket; /* hand the sandbox over there (actors/hosted.h), or NULL */
 };
 
 /*

@@ -23,6 +23,25 @@ static struct urs_net *ckpt_engine(void *ctx)
 	return s->net ? urs_netstack_engine(s->net) : NULL;
 }
 
+/* the checkpointer, and what it reads of us */
+void sup_start_checkpointer(struct sup *s)
+{
+	struct urs_sup_args *a = s->a;
+	s->ckpt_src = (struct urs_ckpt_src){.id = a->id,
+					    .bundle = a->bundle,
+					    .state_dir = a->state_dir,
+					    .net = a->net,
+					    .engine = ckpt_engine,
+					    .engine_ctx = s,
+					    .loop = s->lp,
+					    .gofers = s->gofer,
+					    .gofer_thread = &s->gt,
+					    .gofer_dest = s->gdest,
+					    .gofer_src = s->gsrc,
+					    .init_pid = s->init_pid};
+	urs_checkpointer_init(&s->ckpt, s->lp, &s->ckpt_src);
+}
+
 /* the actors on the loop: metrics, netstack, checkpointer, seccomp
  * counting, gofer volumes */
 void sup_start_actors(struct sup *s)
@@ -33,7 +52,7 @@ void sup_start_actors(struct sup *s)
 	if (s->tapfd >= 0) {
 		/* the engine owns the tap and the forwards from here; failing now
 		 * leaves the sandbox without network: say so, and stop it */
-		r = urs_netstack_start(&s->net, &s->loop, s->tapfd, &s->netcfg, a->net, &err);
+		r = urs_netstack_start(&s->net, s->lp, s->tapfd, &s->netcfg, a->net, &err);
 		s->tapfd = -1;
 		if (r < 0) {
 			fprintf(stderr, "ursa: %s\n", err.msg);
@@ -45,20 +64,8 @@ void sup_start_actors(struct sup *s)
 			fprintf(stderr, "ursa: restore: %s\n", err.msg);
 		urs_supstate_free(&s->saved);
 	}
-	s->ckpt_src = (struct urs_ckpt_src){.id = a->id,
-					    .bundle = a->bundle,
-					    .state_dir = a->state_dir,
-					    .net = a->net,
-					    .engine = ckpt_engine,
-					    .engine_ctx = s,
-					    .loop = &s->loop,
-					    .gofers = s->gofer,
-					    .gofer_thread = &s->gt,
-					    .gofer_dest = s->gdest,
-					    .gofer_src = s->gsrc,
-					    .init_pid = s->init_pid};
-	urs_checkpointer_init(&s->ckpt, &s->loop, &s->ckpt_src);
-	if ((r = urs_sup_seccomp_start(&s->loop)) < 0) {
+	sup_start_checkpointer(s);
+	if ((r = urs_sup_seccomp_start(s->lp)) < 0) {
 		/* unanswered, denied syscalls would fail with ENOSYS instead of
 		 * the profile's errno: do not run the workload like that */
 		fprintf(stderr, "ursa: counting seccomp denials: %s\n", strerror(-r));
@@ -73,5 +80,5 @@ void sup_stop_actors(struct sup *s)
 	if (s->net)
 		urs_netstack_stop(s->net);
 	sup_gofer_stop(s);
-	urs_loop_fini(&s->loop);
+	urs_loop_fini(s->lp);
 }

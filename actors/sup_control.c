@@ -52,11 +52,14 @@ static void conn_release(struct ctl_conn *c)
 {
 	if (urs_op_busy(&c->op) || urs_timer_busy(&c->idle) || c->waiting)
 		return;
+	struct sup *s = c->s;
 	close(c->fd);
-	c->s->conns--;
+	s->conns--;
 	free(c->reply);
 	free(c->ckreq);
 	free(c);
+	if (s->hosted)
+		sup_hosted_release(s);
 }
 
 static bool exec_wait_expired(struct ctl_conn *c);
@@ -76,7 +79,7 @@ static void conn_reply(struct ctl_conn *c, const char *text)
 	snprintf(c->buf, sizeof(c->buf), "%s", text);
 	c->replying = true;
 	io_uring_prep_send(urs_op_sqe(&c->op), c->fd, c->buf, strlen(c->buf) + 1, MSG_NOSIGNAL);
-	urs_submit(&c->s->loop, &c->op, sup_conn_cb);
+	urs_submit(c->s->lp, &c->op, sup_conn_cb);
 }
 
 /* the checkpointer wrote DIR/supervisor.img (or failed): the reply */
@@ -130,9 +133,9 @@ static void ctl_guard(struct ctl_conn *c)
 {
 	c->guard = true;
 	if (urs_timer_busy(&c->idle))
-		urs_timer_cancel(&c->s->loop, &c->idle);
+		urs_timer_cancel(c->s->lp, &c->idle);
 	io_uring_prep_recv(urs_op_sqe(&c->op), c->fd, c->buf, sizeof(c->buf), 0);
-	urs_submit(&c->s->loop, &c->op, sup_conn_cb);
+	urs_submit(c->s->lp, &c->op, sup_conn_cb);
 }
 
 /* the init's end of the sync socket closed (its exec, or its end): the
@@ -146,6 +149,8 @@ static void exec_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint3
 		close(s->sync_fd);
 	s->sync_fd = -1;
 	sup_exec_waiters_answer(s);
+	if (s->hosted)
+		sup_hosted_release(s);
 }
 
 void sup_exec_waiters_answer(struct sup *s)
@@ -168,7 +173,7 @@ void sup_watch_exec(struct sup *s)
 	}
 	io_uring_prep_poll_add(urs_op_sqe(&s->exec_op), s->sync_fd, POLLRDHUP | POLLHUP);
 	s->exec_op.flags = URS_OPF_WEAK;
-	urs_submit(&s->loop, &s->exec_op, exec_cb);
+	urs_submit(s->lp, &s->exec_op, exec_cb);
 }
 
 /* "exec-wait": `ursa checkpoint` of a container started a moment ago waits
@@ -223,7 +228,7 @@ static int metrics_reply(struct sup *s, struct ctl_conn *c)
 		if (!b)
 			return -ENOMEM;
 		c->reply = b;
-		int n = urs_sup_metrics_render(s->a->id, &s->loop, s->cg, b, len);
+		int n = urs_sup_metrics_render(s->a->id, s->lp, s->cg, b, len);
 		if (n >= 0 && s->net) {
 			char labels[160];
 			snprintf(labels, sizeof(labels), "sandbox=\"%s\"", s->a->id);
@@ -278,7 +283,7 @@ void sup_conn_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint32_t
 		c->replying = true;
 		io_uring_prep_send(urs_op_sqe(&c->op), c->fd, c->reply, (size_t) n + 1,
 				   MSG_NOSIGNAL);
-		urs_submit(&s->loop, &c->op, sup_conn_cb);
+		urs_submit(s->lp, &c->op, sup_conn_cb);
 		return;
 	}
 	if (req == URS_REQ_START) {
@@ -333,12 +338,18 @@ void sup_accept_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint32
 			urs_timer_start(loop, &c->idle, CTL_IDLE_NS, 0, conn_idle_cb);
 		}
 	}
-	if (!(flags & IORING_CQE_F_MORE) && res != -ECANCELED && !s->exited) {
-		io_uring_prep_multishot_accept(urs_op_sqe(&s->accept_op), s->ctl_fd, NULL, NULL,
-					       SOCK_CLOEXEC);
-		s->accept_op.flags = URS_OPF_WEAK;
-		urs_submit(loop, &s->accept_op, sup_accept_cb);
-	}
+	if (!(flags & IORING_CQE_F_MORE) && res != -ECANCELED && !s->exited)
+		sup_accept_start(s);
+	else if (!(flags & IORING_CQE_F_MORE) && s->hosted)
+		sup_hosted_release(s);
+}
+
+void sup_accept_start(struct sup *s)
+{
+	io_uring_prep_multishot_accept(urs_op_sqe(&s->accept_op), s->ctl_fd, NULL, NULL,
+				       SOCK_CLOEXEC);
+	s->accept_op.flags = URS_OPF_WEAK;
+	urs_submit(s->lp, &s->accept_op, sup_accept_cb);
 }
 
 int sup_ctl_listen(const char *dir)

@@ -41,7 +41,9 @@ struct ckpt_dev_map;
 /* The supervisor: one per process (urs_supervisor_main's), its loop and
  * everything on it. */
 struct sup {
-	struct urs_loop loop;
+	struct urs_loop loop; /* its own (a supervisor process) */
+	struct urs_loop *lp;  /* the one it runs on: &loop, or its host's */
+	bool hosted;	      /* adopted by a host (actors/sup_hosted.c) */
 	struct urs_sup_args *a;
 	pid_t init_pid;
 	int pidfd, sync_fd, ctl_fd, sig_fd;
@@ -87,6 +89,18 @@ struct sup {
 
 /* The init killed (during setup) and waited for, not reaped. */
 void sup_kill_init(struct sup *s);
+/* Has the init ended? Then its wait status is in s->status. */
+bool sup_init_ended(struct sup *s);
+/* ROOT/ID/exit: the init's wait status; returns the exit code it means. */
+int sup_write_exit(struct sup *s);
+
+/* ---- sup_hosted.c ---- */
+
+/* Hand the sandbox over to a host (--host-socket): 1 done (exit now), 0
+ * serve it ourselves (not one to hand over, or no host took it). */
+int sup_hand_over(struct sup *s);
+/* Something of an adopted @s ended: freed if it was the last. */
+void sup_hosted_release(struct sup *s);
 
 /* ---- sup_boot.c: the boot steps, in the order urs_supervisor_main takes
  * them. Each reports its own failure to the `ursa` command and returns
@@ -173,6 +187,9 @@ int sup_pids_leave(struct urs_cgroup *cg, struct urs_cgroup *home, const struct 
 
 /* ---- sup_control.c ---- */
 
+/* Accept on the control socket (once the loop exists). */
+void sup_accept_start(struct sup *s);
+
 /* The control socket DIR/ctl.sock, listening: its fd or -errno. */
 int sup_ctl_listen(const char *dir);
 /* The loop's callback for accepted control connections. */
@@ -188,6 +205,8 @@ void sup_exec_waiters_answer(struct sup *s);
 
 /* The actors on the loop, once it exists. */
 void sup_start_actors(struct sup *s);
+/* The checkpointer alone (sup_start_actors', a host's). */
+void sup_start_checkpointer(struct sup *s);
 /* ... stopped, and the loop with them. */
 void sup_stop_actors(struct sup *s);
 

@@ -179,9 +179,9 @@ static int late_restore(struct sup *s, struct urs_err *err)
 		return urs_err_set(err, -r, "restore: thread: %s", strerror(r));
 	}
 	io_uring_prep_read(urs_op_sqe(&lr.op), lr.efd, &lr.val, sizeof(lr.val), 0);
-	urs_submit(&s->loop, &lr.op, late_done_cb);
+	urs_submit(s->lp, &lr.op, late_done_cb);
 	while (!lr.done)
-		if (urs_loop_run_once(&s->loop, true) < 0)
+		if (urs_loop_run_once(s->lp, true) < 0)
 			break;
 	pthread_join(th, NULL);
 	close(lr.efd);
@@ -261,7 +261,7 @@ void sup_lazy_watch(struct sup *s)
 	io_uring_prep_read(urs_op_sqe(&s->lazy_op), ckpt_lazy_done_fd(s->lazy), &s->lazy_val,
 			   sizeof(s->lazy_val), 0);
 	s->lazy_op.flags = URS_OPF_WEAK;
-	urs_submit(&s->loop, &s->lazy_op, lazy_done_cb);
+	urs_submit(s->lp, &s->lazy_op, lazy_done_cb);
 }
 
 /* ursa restore with gofer volumes: now that they serve; READY after it */

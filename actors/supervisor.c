@@ -35,7 +35,7 @@
 
 /* Has the init ended? Then its status is in s->status. It is not our child
  * (CLONE_PARENT): its reaper gets the status; we read it from its pidfd. */
-static bool init_ended(struct sup *s)
+bool sup_init_ended(struct sup *s)
 {
 	int st;
 	int r = urs_pidfd_exit_status(s->pidfd, s->init_pid, &st);
@@ -62,10 +62,10 @@ static void pid_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint32
 {
 	(void) op;
 	(void) flags;
-	struct sup *s = container_of(loop, struct sup, loop);
+	struct sup *s = container_of(op, struct sup, pid_op);
 	if (res < 0 && res != -ECANCELED)
 		return;
-	if (init_ended(s))
+	if (sup_init_ended(s))
 		urs_loop_stop(loop);
 }
 
@@ -90,33 +90,29 @@ static void sig_arm(struct sup *s)
 {
 	io_uring_prep_read(urs_op_sqe(&s->sig_op), s->sig_fd, &s->si, sizeof(s->si), 0);
 	s->sig_op.flags = URS_OPF_WEAK;
-	urs_submit(&s->loop, &s->sig_op, sig_cb);
+	urs_submit(s->lp, &s->sig_op, sig_cb);
 }
 
 /* until the init has ended: its pidfd, our signals, the control socket */
 static void run_loop(struct sup *s)
 {
 	io_uring_prep_poll_add(urs_op_sqe(&s->pid_op), s->pidfd, POLLIN);
-	urs_submit(&s->loop, &s->pid_op, pid_cb);
+	urs_submit(s->lp, &s->pid_op, pid_cb);
 	if (s->started && !s->execd) /* run/do: START went before the loop ran */
 		sup_watch_exec(s);
 	if (s->sig_fd >= 0)
 		sig_arm(s);
 	sup_lazy_watch(s); /* a lazy restore's end of paging (once: a late restore's may run) */
-	if (s->ctl_fd >= 0) {
-		io_uring_prep_multishot_accept(urs_op_sqe(&s->accept_op), s->ctl_fd, NULL, NULL,
-					       SOCK_CLOEXEC);
-		s->accept_op.flags = URS_OPF_WEAK;
-		urs_submit(&s->loop, &s->accept_op, sup_accept_cb);
-	}
+	if (s->ctl_fd >= 0)
+		sup_accept_start(s);
 	sup_release_boot_memory();
 	while (!s->exited) {
-		if (urs_loop_run(&s->loop) < 0)
+		if (urs_loop_run(s->lp) < 0)
 			break;
-		if (!s->exited && !init_ended(s) && !urs_op_busy(&s->pid_op)) {
+		if (!s->exited && !sup_init_ended(s) && !urs_op_busy(&s->pid_op)) {
 			/* woken without an exit: watch again */
 			io_uring_prep_poll_add(urs_op_sqe(&s->pid_op), s->pidfd, POLLIN);
-			urs_submit(&s->loop, &s->pid_op, pid_cb);
+			urs_submit(s->lp, &s->pid_op, pid_cb);
 		}
 	}
 }
@@ -143,7 +139,7 @@ static void wind_down(struct sup *s)
 		urs_cg_enter_self_v1(&sup_home, NULL);
 	if (s->net)
 		urs_netstack_stop(s->net);
-	urs_loop_fini(&s->loop);
+	urs_loop_fini(s->lp);
 }
 
 static int exit_code(int status)
@@ -156,7 +152,7 @@ static int exit_code(int status)
 }
 
 /* ROOT/ID/exit: the init's wait status, our last act */
-static int write_exit(struct sup *s)
+int sup_write_exit(struct sup *s)
 {
 	if (s->a->state_dir) {
 		char path[4096], val[32];
@@ -192,6 +188,7 @@ int urs_supervisor_main(struct urs_sup_args *a)
 	struct urs_err err = {{0}};
 	int cgv2 = -1, r;
 	s->a = a;
+	s->lp = &s->loop;
 	if ((r = sup_boot_self(s)) || (r = sup_boot_checks(s)))
 		return r;
 	if (!a->no_cgroup && (r = sup_boot_cgroup(s, &cgv2)))
@@ -208,6 +205,8 @@ int urs_supervisor_main(struct urs_sup_args *a)
 	if ((a->restore_dir && !s->late && (r = sup_boot_restore(s))) || (r = sup_boot_ready(s)))
 		return r;
 	sup_boot_let_go(s);
+	if (sup_hand_over(s))
+		return 0; /* its host serves it now (actors/hosted.h) */
 	s->cg = a->no_cgroup ? NULL : &sup_cg;
 	urs_sup_metrics_init(); /* before the loop, as the metrics rules want */
 	if (s->saved.root && urs_supstate_apply_metrics(&s->saved, &err) < 0)
@@ -215,14 +214,14 @@ int urs_supervisor_main(struct urs_sup_args *a)
 	if (a->profile)
 		profile_init();
 	struct urs_loop_opts lo = {.entries = 16};
-	if (urs_loop_init(&s->loop, &lo) < 0) {
+	if (urs_loop_init(s->lp, &lo) < 0) {
 		/* no loop: still be a correct parent */
 		urs_sup_seccomp_take(-1, NULL);	 /* nobody answers: denied calls get ENOSYS */
 		sup_gofer_close_fds(&a->launch); /* gofer volumes: unserved, accesses fail */
 		struct pollfd p = {.fd = s->pidfd, .events = POLLIN};
-		while (!init_ended(s))
+		while (!sup_init_ended(s))
 			poll(&p, 1, -1);
-		return write_exit(s);
+		return sup_write_exit(s);
 	}
 	sup_start_actors(s);
 	sup_join_v2_start(); /* (after sup_close_all_but and the ring: see there) */
@@ -230,5 +229,5 @@ int urs_supervisor_main(struct urs_sup_args *a)
 		return r;
 	run_loop(s);
 	wind_down(s);
-	return write_exit(s);
+	return sup_write_exit(s);
 }

@@ -48,6 +48,9 @@ struct urs_sup_args {
 	int restore_src;
 	const char *log; /* ursa --log (and --log-format json): where a crash is told */
 	bool log_json;
+	/* `ursa create --host-socket`: once built, the sandbox is handed over
+	 * to the process listening there (actors/hosted.h); NULL: we serve it */
+	const char *host_socket;
 };
 
 /* A report that only carries the cgroup, sent as soon as it is made: if

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "actors/hosted.h"
 #include "host/cgroup.h"
 #include "host/proc.h"
 #include "runtime/common.h"
@@ -214,11 +215,24 @@ void urs_debug(const char *fmt, ...)
 bool urs_sup_gone(const struct urs_state *st, char *buf, size_t len)
 {
 	char path[PATH_MAX];
-	if (st->sup_pid <= 0 || urs_proc_alive(st->sup_pid, st->sup_start))
+	pid_t host;
+	uint64_t host_start;
+	if (urs_state_path(path, sizeof(path), G.root, st->id, NULL) < 0)
+		return false;
+	bool hosted = urs_hosted_read(path, &host, &host_start) == 0;
+	if (hosted ? urs_proc_alive(host, host_start)
+		   : st->sup_pid <= 0 || urs_proc_alive(st->sup_pid, st->sup_start))
 		return false;
 	if (urs_state_path(path, sizeof(path), G.root, st->id, "exit") < 0 ||
 	    access(path, F_OK) == 0)
 		return false; /* it saw the init end and said so: a normal exit */
+	if (hosted) {
+		snprintf(buf, len,
+			 "the shim serving %s (pid %d) is gone: its container has no supervision "
+			 "any more",
+			 st->id, (int) host);
+		return true;
+	}
 	urs_state_path(path, sizeof(path), G.root, st->id, "crash");
 	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
 	ssize_t n = fd >= 0 ? read(fd, buf, len - 1) : -1;

@@ -59,6 +59,9 @@ int urs_create_parse(const char *cmd, int argc, char **argv, struct urs_create_a
 		 with_detach ? "do not wait" : "(ignored)"},
 		{"no-subreaper", 0, URS_OPT_FLAG, &c->no_subreaper, "(accepted)"},
 		{"keep", 0, URS_OPT_FLAG, &c->keep, "run: do not delete after exit"},
+		{"host-socket", 0, URS_OPT_STR, &c->host_socket,
+		 "create: hand the sandbox's supervision to the process listening here "
+		 "(containerd-shim-ursa-v2)"},
 		{NULL, 0, 0, NULL, NULL},
 	};
 	int i = urs_parse(cmd, "[options] ID", argc, argv, opts);
@@ -68,6 +71,10 @@ int urs_create_parse(const char *cmd, int argc, char **argv, struct urs_create_a
 		return -1;
 	if (i + 1 < argc) {
 		urs_error("%s: unexpected argument \"%s\" after the id", cmd, argv[i + 1]);
+		return -1;
+	}
+	if (c->host_socket && strcmp(cmd, "create")) {
+		urs_error("%s: --host-socket: only create hands a sandbox over", cmd);
 		return -1;
 	}
 	if (c->preserve_fds < 0 || c->preserve_fds > 200) {

@@ -178,9 +178,13 @@ static int cli_create(void *be, struct shim_ctr *c, shim_done done, void *arg)
 	char pid_file[PATH_MAX];
 	snprintf(pid_file, sizeof(pid_file), "%s/init.pid", c->bundle);
 	unlink(pid_file);
-	const char *args[9] = {"create", "--bundle", c->bundle, "--pid-file", pid_file, c->id};
+	const char *args[11] = {"create", "--bundle", c->bundle, "--pid-file", pid_file};
+	size_t n = 5;
 	if (c->init.terminal) /* its stdio is the terminal: the command's is /dev/null */
-		args[5] = "--console-socket", args[6] = c->init.con_path, args[7] = c->id;
+		args[n++] = "--console-socket", args[n++] = c->init.con_path;
+	if (b->host_sock[0]) /* this shim supervises it once it is built */
+		args[n++] = "--host-socket", args[n++] = b->host_sock;
+	args[n] = c->id;
 	return run(b, c->bundle, args, c->init.terminal ? NULL : c->init.io.fd, &c->init.pid,
 		   pid_file, done, arg);
 }

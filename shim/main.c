@@ -31,6 +31,7 @@
 #include "runtime/common.h"
 #include "runtime/io.h"
 #include "shim/backend_cli.h"
+#include "shim/host.h"
 #include "shim/events.h"
 #include "shim/proto/task.pb-c.h"
 #include "shim/rootfs.h"
@@ -197,6 +198,7 @@ struct shim {
 	struct shim_events ev;
 	struct shim_task task;
 	struct shim_cli cli;
+	struct shim_host host; /* its pod's sandboxes, handed over (shim/host.h) */
 	struct ttrpc_server *srv;
 	char sock[108]; /* its path while it is this shim's */
 };
@@ -211,6 +213,7 @@ static void on_empty(void *arg)
 		return;
 	unlink(s->sock);
 	s->sock[0] = 0;
+	shim_host_close(&s->host);
 	ttrpc_server_close(s->srv);
 	s->srv = NULL;
 }
@@ -220,6 +223,7 @@ static int serve(const struct args *a, int lfd, const char *sock, int ready)
 {
 	static struct shim s;
 	char root[PATH_MAX];
+	s.host.fd = -1;
 	snprintf(root, sizeof(root), "%s/%s", STATE_ROOT, a->ns);
 	/* listening again makes this process the socket's peer (SO_PEERCRED):
 	 * shim_alive() asks for it */
@@ -242,10 +246,16 @@ static int serve(const struct args *a, int lfd, const char *sock, int ready)
 				    .empty_arg = &s};
 	if (r == 0)
 		r = shim_cli_init(&s.cli, &s.task, NULL, root);
+	char host[sizeof(s.cli.host_sock)];
+	if (r == 0 && snprintf(host, sizeof(host), "%s.h", sock) < (int) sizeof(host) &&
+	    shim_host_init(&s.host, &s.loop, &s.task, s.cli.root, host) == 0)
+		snprintf(s.cli.host_sock, sizeof(s.cli.host_sock), "%s", host);
+	/* else: no hand-over, each sandbox keeps its supervisor process */
 	if (r == 0 && !(s.srv = ttrpc_server_new(&s.loop, lfd, shim_task_methods, &s.task)))
 		r = -errno;
 	if (r < 0) {
 		dprintf(ready, "containerd-shim-ursa-v2: %s", strerror(-r));
+		shim_host_close(&s.host);
 		close(ready);
 		unlink(sock);
 		return 1;
@@ -255,6 +265,7 @@ static int serve(const struct args *a, int lfd, const char *sock, int ready)
 	r = urs_loop_run(&s.loop);
 	if (s.sock[0]) /* ended otherwise than by Shutdown */
 		unlink(s.sock);
+	shim_host_close(&s.host);
 	shim_events_fini(&s.ev);
 	shim_task_fini(&s.task);
 	shim_reaper_fini(&s.reaper);
@@ -383,8 +394,11 @@ static void remove_dead_socket(const char *bundle)
 		addr[0] = 0;
 	fclose(f);
 	const char *path = !strncmp(addr, "unix://", 7) ? addr + 7 : NULL;
-	if (path && !strncmp(path, SOCK_DIR "/", strlen(SOCK_DIR) + 1) && !shim_alive(path))
+	if (path && !strncmp(path, SOCK_DIR "/", strlen(SOCK_DIR) + 1) && !shim_alive(path)) {
 		unlink(path);
+		snprintf(p, sizeof(p), "%s.h", path); /* its hand-over socket (shim/host.h) */
+		unlink(p);
+	}
 }
 
 static int do_delete(const struct args *a)

@@ -92,6 +92,13 @@ def first_pod(rt):
     check("containers-running", running, str([state(rt, c) for c in ids]))
     s = shims()
     check("one-shim-per-pod", len(s) == 1, "shims: %s" % s)
+    # ... and the shim is the pod's one supervisor (issue #21 step 2): the
+    # pause container's and both containers' supervisors handed their
+    # sandboxes over to it and exited
+    sups = lambda: subprocess.run(["pgrep", "-P", s[0] if s else "0", "-x", "ursa-sup"],
+                                  capture_output=True, text=True).stdout.split()
+    check("one-process-per-pod", bool(s) and poll(lambda: not sups()),
+          "supervisors beside the shim: %s" % sups())
     nets = set()
     for c in ids:
         p = pid(rt, c)

@@ -1,0 +1,88 @@
+/*
+ * actors/hosted.h — a sandbox's supervision handed over to the process
+ * that hosts it (issue #21, docs/shim.md "One process per pod").
+ *
+ * `ursa create --host-socket PATH` builds the sandbox as always: its
+ * supervisor makes the namespaces, the cgroups and the init. Then, instead
+ * of staying as a process beside the init, the supervisor hands the
+ * serving part over to the process listening on PATH (the pod's
+ * containerd-shim-ursa-v2): the init's pidfd, the control socket's
+ * listener and the sync socket go over SCM_RIGHTS, and the host runs the
+ * control protocol, the checkpointer and the init's exit on its own loop,
+ * one `struct sup` per sandbox. The builder then exits.
+ *
+ * Only a sandbox whose supervisor has nothing else to run is handed over:
+ * no user-mode network, no gofer volume, no counted seccomp denials, no
+ * restore, no profile. Any other, or a host that refuses or is not there,
+ * keeps its supervisor process (nothing is lost: the hand-over is an
+ * optimisation of memory, never of behaviour).
+ *
+ * ROOT/ID/hosted ("PID START\n": the host's pid and start time) says who
+ * serves the sandbox now; `ursa state` checks that process's life instead
+ * of the builder's.
+ */
+#ifndef URSA_ACTORS_HOSTED_H
+#define URSA_ACTORS_HOSTED_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "host/state.h"
+#include "runtime/err.h"
+#include "runtime/loop.h"
+
+#define URS_HOSTED_FILE	   "hosted"
+#define URS_HANDOVER_MAGIC 0x55485631u /* "UHV1" */
+
+/* The hand-over message; its fds: the init's pidfd, the control socket's
+ * listener, and the sync socket unless the init has exec'd (execd). */
+struct urs_handover {
+	uint32_t magic;
+	int32_t init_pid;
+	uint8_t started, execd;
+	char id[URS_ID_MAX];
+};
+#define URS_HANDOVER_FDS 3
+
+/* What a host needs of the sandbox it adopts, besides the message. */
+struct urs_adopt {
+	const struct urs_handover *h;
+	int fds[URS_HANDOVER_FDS]; /* taken (closed on failure too); -1: none */
+	const char *root;	   /* ursa's --root, where ROOT/ID is */
+	const char *bundle;
+	const char *cgroup; /* the record's serialized cgroup, or NULL */
+};
+
+/**
+ * urs_sup_adopt() - serve a handed-over sandbox on @loop
+ * @loop: the host's loop
+ * @o: the sandbox (its fds are taken whatever happens)
+ * @err: why not
+ *
+ * Starts the control socket, the checkpointer and the watch on the init;
+ * when the init ends its status goes to ROOT/ID/exit and everything of the
+ * sandbox is freed once its last connection closed.
+ *
+ * Return: 0, or a negative errno with @err set.
+ */
+int urs_sup_adopt(struct urs_loop *loop, const struct urs_adopt *o, struct urs_err *err);
+
+/**
+ * urs_sup_adopted() - sandboxes served now
+ *
+ * Return: how many urs_sup_adopt() took that are not freed yet.
+ */
+unsigned urs_sup_adopted(void);
+
+/**
+ * urs_hosted_read() - who hosts the sandbox in @state_dir
+ * @state_dir: ROOT/ID
+ * @pid: the host's pid
+ * @start: its start time (host/proc.h)
+ *
+ * Return: 0, -ENOENT when it is not handed over, another negative errno.
+ */
+int urs_hosted_read(const char *state_dir, pid_t *pid, uint64_t *start);
+
+#endif

@@ -1,0 +1,287 @@
+/*
+ * actors/sup_hosted.c — the hand-over of a sandbox's supervision to the
+ * process hosting it (actors/hosted.h): the supervisor's side (connect,
+ * send the fds, ROOT/ID/hosted, exit) and the host's (a `struct sup` on
+ * the host's loop per adopted sandbox, freed once its init ended and its
+ * last control connection closed).
+ */
+#include "actors/sup_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "actors/hosted.h"
+#include "actors/metrics.h"
+#include "actors/netstack.h"
+#include "host/cgroup.h"
+#include "host/proc.h"
+#include "runtime/common.h"
+#include "runtime/io.h"
+
+/* ---- the supervisor's side ---- */
+
+/* Nothing but the control socket, the checkpointer and the init's exit to
+ * serve: what a host runs (the rest stays in a supervisor process). */
+static bool can_hand_over(const struct sup *s)
+{
+	const struct urs_sup_args *a = s->a;
+	return a->host_socket && a->state_dir && s->tapfd < 0 && !s->net &&
+	       (!a->net || (a->net->mode != URS_NET_SANDBOX && a->net->n_fwd == 0)) &&
+	       a->launch.n_gofer == 0 && !a->restore_dir && !s->lazy && !a->profile &&
+	       urs_sup_seccomp_fd() < 0 && s->pidfd >= 0 && s->ctl_fd >= 0 && !s->exited;
+}
+
+/* ROOT/ID/hosted: "PID START\n" of the host, complete or absent */
+static int write_hosted(const char *dir, pid_t pid, uint64_t start)
+{
+	char tmp[4096], path[4096], val[64];
+	if (snprintf(path, sizeof(path), "%s/%s", dir, URS_HOSTED_FILE) >= (int) sizeof(path) ||
+	    snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", dir, URS_HOSTED_FILE) >= (int) sizeof(tmp))
+		return -ENAMETOOLONG;
+	int n = snprintf(val, sizeof(val), "%d %" PRIu64 "\n", (int) pid, start);
+	_cleanup_close_ int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	int r = urs_write_all(fd, val, (size_t) n);
+	if (r < 0 || rename(tmp, path) < 0) {
+		r = r < 0 ? r : -errno;
+		unlink(tmp);
+		return r;
+	}
+	return 0;
+}
+
+static void unlink_hosted(const char *dir)
+{
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/%s", dir, URS_HOSTED_FILE);
+	unlink(path);
+}
+
+static int send_handover(int fd, const struct sup *s)
+{
+	struct urs_handover h = {.magic = URS_HANDOVER_MAGIC,
+				 .init_pid = s->init_pid,
+				 .started = s->started,
+				 .execd = s->execd || s->sync_fd < 0};
+	snprintf(h.id, sizeof(h.id), "%s", s->a->id);
+	int fds[URS_HANDOVER_FDS] = {s->pidfd, s->ctl_fd, s->sync_fd};
+	size_t nfd = h.execd ? 2 : 3;
+	char cbuf[CMSG_SPACE(sizeof(fds))] = {0};
+	struct iovec iov = {.iov_base = &h, .iov_len = sizeof(h)};
+	struct msghdr mh = {.msg_iov = &iov,
+			    .msg_iovlen = 1,
+			    .msg_control = cbuf,
+			    .msg_controllen = CMSG_SPACE(nfd * sizeof(int))};
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(nfd * sizeof(int));
+	memcpy(CMSG_DATA(cm), fds, nfd * sizeof(int));
+	ssize_t n;
+	do
+		n = sendmsg(fd, &mh, MSG_NOSIGNAL);
+	while (n < 0 && errno == EINTR);
+	return n == (ssize_t) sizeof(h) ? 0 : -EPIPE;
+}
+
+int sup_hand_over(struct sup *s)
+{
+	if (!can_hand_over(s))
+		return 0;
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	if (snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", s->a->host_socket) >=
+	    (int) sizeof(sa.sun_path))
+		return 0;
+	_cleanup_close_ int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0)
+		return 0; /* no host: we serve it ourselves */
+	struct ucred cr;
+	socklen_t cl = sizeof(cr);
+	uint64_t start;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0 || cr.uid != geteuid() ||
+	    urs_proc_start_time(cr.pid, &start) < 0)
+		return 0;
+	/* before the host serves: never a moment with us gone and no word of it */
+	if (write_hosted(s->a->state_dir, cr.pid, start) < 0)
+		return 0;
+	char reply[64];
+	ssize_t n = -1;
+	if (send_handover(fd, s) == 0)
+		do
+			n = recv(fd, reply, sizeof(reply) - 1, 0);
+		while (n < 0 && errno == EINTR);
+	if (n == 2 && !memcmp(reply, "ok", 2))
+		return 1; /* the host serves it: ours are closed by our exit */
+	unlink_hosted(s->a->state_dir);
+	return 0;
+}
+
+/* ---- the host's side ---- */
+
+struct hosted {
+	struct sup s;
+	struct urs_sup_args a;
+	struct urs_cgroup cg;
+};
+
+static unsigned n_adopted;
+
+unsigned urs_sup_adopted(void)
+{
+	return n_adopted;
+}
+
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+void sup_hosted_release(struct sup *s)
+{
+	if (!s->exited || urs_op_busy(&s->pid_op) || urs_op_busy(&s->accept_op) ||
+	    urs_op_busy(&s->exec_op) || s->conns || urs_checkpointer_busy(&s->ckpt))
+		return;
+	struct hosted *h = container_of(s, struct hosted, s);
+	close_fd(&s->pidfd);
+	close_fd(&s->ctl_fd);
+	close_fd(&s->sync_fd);
+	urs_cg_close(&h->cg);
+	free((char *) h->a.id);
+	free((char *) h->a.bundle);
+	free((char *) h->a.state_dir);
+	free(h);
+	n_adopted--;
+}
+
+/* the init has ended: its status written, the cgroup thawed (a checkpoint
+ * that died frozen), the control socket closed once its accept is off */
+static void hosted_end(struct sup *s)
+{
+	if (s->cg && s->cg->h[URS_CG_V2].path[0])
+		urs_cg2_freeze(s->cg->h[URS_CG_V2].path, false, NULL);
+	sup_write_exit(s);
+	if (urs_op_busy(&s->accept_op))
+		urs_cancel(s->lp, &s->accept_op);
+	if (urs_op_busy(&s->exec_op))
+		urs_cancel(s->lp, &s->exec_op);
+	sup_exec_waiters_answer(s);
+	sup_hosted_release(s);
+}
+
+static void hosted_pid_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint32_t flags)
+{
+	(void) flags;
+	struct sup *s = container_of(op, struct sup, pid_op);
+	if (s->exited || sup_init_ended(s)) {
+		hosted_end(s);
+		return;
+	}
+	if (res == -ECANCELED)
+		return;
+	io_uring_prep_poll_add(urs_op_sqe(&s->pid_op), s->pidfd, POLLIN);
+	s->pid_op.flags = URS_OPF_WEAK;
+	urs_submit(loop, &s->pid_op, hosted_pid_cb);
+}
+
+static int adopt_fill(struct hosted *h, struct urs_loop *loop, const struct urs_adopt *o,
+		      struct urs_err *err)
+{
+	struct sup *s = &h->s;
+	char dir[4096];
+	int r = urs_state_path(dir, sizeof(dir), o->root, o->h->id, NULL);
+	if (r < 0)
+		return urs_err_set(err, r, "%s: state directory: %s", o->h->id, strerror(-r));
+	h->a.id = strdup(o->h->id);
+	h->a.state_dir = strdup(dir);
+	h->a.bundle = strdup(o->bundle ? o->bundle : "");
+	if (!h->a.id || !h->a.state_dir || !h->a.bundle)
+		return urs_err_set(err, -ENOMEM, "%s: out of memory", o->h->id);
+	if (o->cgroup && *o->cgroup) {
+		if ((r = urs_cg_from_string(&h->cg, o->cgroup, err)) < 0)
+			return r;
+		s->cg = &h->cg;
+	}
+	s->a = &h->a;
+	s->lp = loop;
+	s->hosted = true;
+	s->init_pid = o->h->init_pid;
+	s->pidfd = o->fds[0];
+	s->ctl_fd = o->fds[1];
+	s->sync_fd = o->h->execd ? -1 : o->fds[2];
+	s->sig_fd = s->tapfd = -1;
+	s->started = o->h->started;
+	s->execd = o->h->execd;
+	return 0;
+}
+
+int urs_sup_adopt(struct urs_loop *loop, const struct urs_adopt *o, struct urs_err *err)
+{
+	static bool metrics;
+	int fds[URS_HANDOVER_FDS];
+	memcpy(fds, o->fds, sizeof(fds));
+	struct hosted *h = calloc(1, sizeof(*h));
+	int r = h ? 0 : urs_err_set(err, -ENOMEM, "%s: out of memory", o->h->id);
+	if (!r && o->h->magic != URS_HANDOVER_MAGIC)
+		r = urs_err_set(err, -EPROTO, "%s: not a hand-over message", o->h->id);
+	if (!r && (fds[0] < 0 || fds[1] < 0 || (!o->h->execd && fds[2] < 0)))
+		r = urs_err_set(err, -EBADF, "%s: the hand-over lacks its fds", o->h->id);
+	if (!r)
+		r = adopt_fill(h, loop, o, err);
+	if (r < 0) {
+		for (int i = 0; i < URS_HANDOVER_FDS; i++)
+			close_fd(&fds[i]);
+		if (h) {
+			free((char *) h->a.id);
+			free((char *) h->a.bundle);
+			free((char *) h->a.state_dir);
+		}
+		free(h);
+		return r;
+	}
+	if (o->h->execd)
+		close_fd(&fds[2]);
+	struct sup *s = &h->s;
+	n_adopted++;
+	if (!metrics) /* the host's process-wide counters: once */
+		metrics = urs_sup_metrics_init() == 0;
+	sup_start_checkpointer(s);
+	io_uring_prep_poll_add(urs_op_sqe(&s->pid_op), s->pidfd, POLLIN);
+	s->pid_op.flags = URS_OPF_WEAK;
+	urs_submit(loop, &s->pid_op, hosted_pid_cb);
+	if (s->started && !s->execd)
+		sup_watch_exec(s);
+	sup_accept_start(s);
+	return 0;
+}
+
+int urs_hosted_read(const char *state_dir, pid_t *pid, uint64_t *start)
+{
+	char path[4096], buf[64];
+	if (snprintf(path, sizeof(path), "%s/%s", state_dir, URS_HOSTED_FILE) >= (int) sizeof(path))
+		return -ENAMETOOLONG;
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	if (n <= 0)
+		return n < 0 ? -errno : -EINVAL;
+	buf[n] = 0;
+	int p;
+	uint64_t t;
+	if (sscanf(buf, "%d %" SCNu64, &p, &t) != 2 || p <= 0)
+		return -EINVAL;
+	*pid = p;
+	*start = t;
+	return 0;
+}

@@ -1,0 +1,179 @@
+/*
+ * shim/host.c — see host.h. The listener (a multishot accept on the loop),
+ * one recvmsg per connection for the hand-over and its fds, the checks
+ * (root peer, the supervisor of record, a container of ours), the
+ * adoption (actors/hosted.h) and the one-line answer.
+ */
+#include "shim/host.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "actors/hosted.h"
+#include "host/state.h"
+#include "runtime/common.h"
+
+struct host_conn {
+	struct urs_op op;
+	struct shim_host *h;
+	int fd;
+	struct urs_handover msg;
+	struct iovec iov;
+	struct msghdr mh;
+	char cbuf[CMSG_SPACE(URS_HANDOVER_FDS * sizeof(int))];
+};
+
+/* the fds that came with @c's message, -1 for the rest */
+static void take_fds(struct host_conn *c, int fds[URS_HANDOVER_FDS])
+{
+	for (int i = 0; i < URS_HANDOVER_FDS; i++)
+		fds[i] = -1;
+	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&c->mh); cm; cm = CMSG_NXTHDR(&c->mh, cm)) {
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		size_t n = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		int got[URS_HANDOVER_FDS + 8];
+		n = n < URS_ARRAY_SIZE(got) ? n : URS_ARRAY_SIZE(got);
+		memcpy(got, CMSG_DATA(cm), n * sizeof(int));
+		for (size_t i = 0; i < n; i++) {
+			if (i < URS_HANDOVER_FDS && fds[i] < 0)
+				fds[i] = got[i];
+			else
+				close(got[i]);
+		}
+	}
+}
+
+/* the peer is root and the supervisor ursa's record names for @id, a
+ * container of ours not yet gone; its record's cgroup in *@cg */
+static int check_peer(struct host_conn *c, struct shim_ctr **ctr, char **cg, struct urs_err *err)
+{
+	struct shim_host *h = c->h;
+	const char *id = c->msg.id;
+	struct ucred cr;
+	socklen_t cl = sizeof(cr);
+	if (getsockopt(c->fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0)
+		return urs_err_set(err, -errno, "hand-over: peer credentials: %m");
+	if (cr.uid != geteuid())
+		return urs_err_set(err, -EPERM, "hand-over: peer uid %u is not ours", cr.uid);
+	if (!memchr(id, 0, sizeof(c->msg.id)) || !(*ctr = shim_task_find(h->t, id)) || (*ctr)->gone)
+		return urs_err_set(err, -ENOENT, "hand-over: not a container of this shim");
+	struct urs_state st;
+	int r = urs_state_read(h->root, id, &st, err);
+	if (r < 0)
+		return r;
+	if (st.sup_pid != cr.pid || st.pid != c->msg.init_pid)
+		r = urs_err_set(err, -EPERM, "hand-over: %s: pid %d is not its supervisor", id,
+				(int) cr.pid);
+	else if (st.cgroup && !(*cg = strdup(st.cgroup)))
+		r = urs_err_set(err, -ENOMEM, "out of memory");
+	urs_state_clear(&st);
+	return r;
+}
+
+static void conn_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint32_t flags)
+{
+	(void) loop, (void) flags;
+	struct host_conn *c = container_of(op, struct host_conn, op);
+	struct urs_err err = {{0}};
+	int fds[URS_HANDOVER_FDS];
+	take_fds(c, fds);
+	struct shim_ctr *ctr = NULL;
+	_cleanup_free_ char *cg = NULL;
+	int r = res == (int32_t) sizeof(c->msg) && !(c->mh.msg_flags & MSG_CTRUNC)
+			? check_peer(c, &ctr, &cg, &err)
+			: urs_err_set(&err, -EPROTO, "hand-over: a short or truncated message");
+	if (r == 0) {
+		struct urs_adopt o = {
+			.h = &c->msg, .root = c->h->root, .bundle = ctr->bundle, .cgroup = cg};
+		memcpy(o.fds, fds, sizeof(fds));
+		r = urs_sup_adopt(c->h->loop, &o, &err); /* takes the fds */
+	} else {
+		for (int i = 0; i < URS_HANDOVER_FDS; i++)
+			if (fds[i] >= 0)
+				close(fds[i]);
+	}
+	if (r == 0)
+		c->h->taken++;
+	else
+		c->h->refused++;
+	/* one line, taken at once: a SEQPACKET socket that was just written to */
+	const char *ans = r == 0 ? "ok" : err.msg;
+	if (send(c->fd, ans, strlen(ans), MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
+		/* the supervisor is gone: what it handed over is ours or closed */
+	}
+	close(c->fd);
+	free(c);
+}
+
+static void accept_arm(struct shim_host *h);
+
+static void accept_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint32_t flags)
+{
+	struct shim_host *h = container_of(op, struct shim_host, accept_op);
+	struct host_conn *c = res >= 0 ? calloc(1, sizeof(*c)) : NULL;
+	if (c) {
+		c->h = h;
+		c->fd = res;
+		c->iov = (struct iovec){.iov_base = &c->msg, .iov_len = sizeof(c->msg)};
+		c->mh = (struct msghdr){.msg_iov = &c->iov,
+					.msg_iovlen = 1,
+					.msg_control = c->cbuf,
+					.msg_controllen = sizeof(c->cbuf)};
+		io_uring_prep_recvmsg(urs_op_sqe(&c->op), c->fd, &c->mh, MSG_CMSG_CLOEXEC);
+		c->op.flags = URS_OPF_WEAK;
+		urs_submit(loop, &c->op, conn_cb);
+	} else if (res >= 0) {
+		close(res);
+	}
+	if (!(flags & IORING_CQE_F_MORE) && res != -ECANCELED && h->fd >= 0)
+		accept_arm(h);
+}
+
+static void accept_arm(struct shim_host *h)
+{
+	io_uring_prep_multishot_accept(urs_op_sqe(&h->accept_op), h->fd, NULL, NULL, SOCK_CLOEXEC);
+	h->accept_op.flags = URS_OPF_WEAK;
+	urs_submit(h->loop, &h->accept_op, accept_cb);
+}
+
+int shim_host_init(struct shim_host *h, struct urs_loop *loop, struct shim_task *t,
+		   const char *root, const char *path)
+{
+	*h = (struct shim_host){.loop = loop, .t = t, .root = root, .fd = -1};
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	if (snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path) >= (int) sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	unlink(path); /* a killed shim's of this group */
+	if (bind(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0 || chmod(path, 0600) < 0 ||
+	    listen(fd, 64) < 0) {
+		int r = -errno;
+		close(fd);
+		unlink(path);
+		return r;
+	}
+	h->fd = fd;
+	snprintf(h->path, sizeof(h->path), "%s", path);
+	accept_arm(h);
+	return 0;
+}
+
+void shim_host_close(struct shim_host *h)
+{
+	if (h->fd < 0)
+		return;
+	unlink(h->path);
+	if (urs_op_busy(&h->accept_op))
+		urs_cancel(h->loop, &h->accept_op);
+	close(h->fd); /* the cancelled accept's completion does not re-arm */
+	h->fd = -1;
+}

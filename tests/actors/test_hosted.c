@@ -1,0 +1,200 @@
+/*
+ * tests/actors/test_hosted.c — a sandbox handed over to a host
+ * (actors/hosted.h, actors/sup_hosted.c), the host's side on a real loop:
+ * a real child process stands for the init; the adopted sandbox answers
+ * its control socket, and when the child dies its wait status goes to
+ * ROOT/ID/exit and everything of it is freed. A hand-over without its fds
+ * or with a wrong magic is refused and closes what came. ROOT/ID/hosted is
+ * read as written, refused when malformed.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "actors/control.h"
+#include "actors/hosted.h"
+#include "runtime/loop.h"
+
+static char root[64];
+
+static void write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+static void test_hosted_read(void **state)
+{
+	(void) state;
+	char dir[128], path[160];
+	snprintf(dir, sizeof(dir), "%s/r", root);
+	assert_int_equal(mkdir(dir, 0700), 0);
+	pid_t pid = 0;
+	uint64_t start = 0;
+	assert_int_equal(urs_hosted_read(dir, &pid, &start), -ENOENT);
+	snprintf(path, sizeof(path), "%s/%s", dir, URS_HOSTED_FILE);
+	write_file(path, "1234 98765\n");
+	assert_int_equal(urs_hosted_read(dir, &pid, &start), 0);
+	assert_int_equal(pid, 1234);
+	assert_int_equal(start, 98765);
+	write_file(path, "nonsense\n");
+	assert_int_equal(urs_hosted_read(dir, &pid, &start), -EINVAL);
+	write_file(path, "-3 5\n");
+	assert_int_equal(urs_hosted_read(dir, &pid, &start), -EINVAL);
+}
+
+static bool fd_open(int fd)
+{
+	return fcntl(fd, F_GETFD) >= 0;
+}
+
+static void test_refused(void **state)
+{
+	(void) state;
+	struct urs_loop loop;
+	assert_int_equal(urs_loop_init(&loop, NULL), 0);
+	int p[2];
+	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+	struct urs_handover h = {.magic = 0xdead, .init_pid = 1, .execd = 1};
+	snprintf(h.id, sizeof(h.id), "x");
+	struct urs_adopt o = {.h = &h, .fds = {p[0], p[1], -1}, .root = root};
+	struct urs_err err = {{0}};
+	assert_int_equal(urs_sup_adopt(&loop, &o, &err), -EPROTO);
+	assert_non_null(strstr(err.msg, "not a hand-over"));
+	assert_false(fd_open(p[0]) || fd_open(p[1])); /* taken, so closed */
+	/* the right magic, the control socket missing */
+	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+	h.magic = URS_HANDOVER_MAGIC;
+	o.fds[0] = p[0], o.fds[1] = -1, o.fds[2] = p[1];
+	assert_int_equal(urs_sup_adopt(&loop, &o, &err), -EBADF);
+	assert_false(fd_open(p[0]) || fd_open(p[1]));
+	assert_int_equal(urs_sup_adopted(), 0);
+	urs_loop_fini(&loop);
+}
+
+/* run the loop until @done says so, at most ~10 s */
+static bool run_until(struct urs_loop *loop, bool (*done)(void *), void *arg)
+{
+	for (int i = 0; i < 10000; i++) {
+		assert_int_equal(urs_loop_run_once(loop, false), 0);
+		if (done(arg))
+			return true;
+		poll(NULL, 0, 1);
+	}
+	return false;
+}
+
+static bool readable(void *arg)
+{
+	struct pollfd p = {.fd = *(int *) arg, .events = POLLIN};
+	return poll(&p, 1, 0) == 1;
+}
+
+static bool none_adopted(void *arg)
+{
+	(void) arg;
+	return urs_sup_adopted() == 0;
+}
+
+/* "ping" on ROOT/ID/ctl.sock, answered by the host */
+static void ping(struct urs_loop *loop, const char *ctl)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", ctl);
+	int c = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	assert_int_equal(connect(c, (struct sockaddr *) &sa, sizeof(sa)), 0);
+	assert_int_equal(send(c, "ping", 5, 0), 5);
+	assert_true(run_until(loop, readable, &c));
+	char buf[64] = "";
+	assert_true(recv(c, buf, sizeof(buf) - 1, 0) > 0);
+	assert_string_equal(buf, "ok");
+	close(c);
+}
+
+static void test_adopt_serve_exit(void **state)
+{
+	(void) state;
+	char dir[128], ctl[160], path[160];
+	snprintf(dir, sizeof(dir), "%s/c1", root);
+	assert_int_equal(mkdir(dir, 0700), 0);
+	snprintf(ctl, sizeof(ctl), "%s/%s", dir, CTL_NAME);
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", ctl);
+	int lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	assert_int_equal(bind(lfd, (struct sockaddr *) &sa, sizeof(sa)), 0);
+	assert_int_equal(listen(lfd, 8), 0);
+	pid_t child = fork();
+	assert_true(child >= 0);
+	if (child == 0) {
+		pause();
+		_exit(0);
+	}
+	int pidfd = (int) syscall(SYS_pidfd_open, child, 0);
+	assert_true(pidfd >= 0);
+
+	struct urs_loop loop;
+	assert_int_equal(urs_loop_init(&loop, NULL), 0);
+	struct urs_handover h = {
+		.magic = URS_HANDOVER_MAGIC, .init_pid = child, .started = 1, .execd = 1};
+	snprintf(h.id, sizeof(h.id), "c1");
+	struct urs_adopt o = {.h = &h, .fds = {pidfd, lfd, -1}, .root = root, .bundle = "/b"};
+	struct urs_err err = {{0}};
+	assert_int_equal(urs_sup_adopt(&loop, &o, &err), 0);
+	assert_int_equal(urs_sup_adopted(), 1);
+	ping(&loop, ctl);
+	ping(&loop, ctl); /* one request per connection, and the next */
+
+	kill(child, SIGKILL);
+	assert_int_equal(waitpid(child, NULL, 0), child); /* reaped, as a shim does */
+	assert_true(run_until(&loop, none_adopted, NULL));
+	snprintf(path, sizeof(path), "%s/exit", dir);
+	char buf[32] = "";
+	FILE *f = fopen(path, "r");
+	assert_non_null(f);
+	assert_non_null(fgets(buf, sizeof(buf), f));
+	fclose(f);
+	assert_int_equal(atoi(buf), SIGKILL); /* the wait status */
+	assert_false(fd_open(pidfd) || fd_open(lfd));
+	urs_loop_fini(&loop);
+}
+
+static int setup(void **state)
+{
+	(void) state;
+	snprintf(root, sizeof(root), "/tmp/ursa-hosted.XXXXXX");
+	return mkdtemp(root) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	(void) state;
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_hosted_read),
+		cmocka_unit_test(test_refused),
+		cmocka_unit_test(test_adopt_serve_exit),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
