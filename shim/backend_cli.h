@@ -13,8 +13,8 @@
 
 struct shim_cli {
 	struct shim_task *t;
-	char ursa[4096]; /* the ursa binary */
-	char root[4096]; /* its --root */
+	char ursa[4096];     /* the ursa binary */
+	char root[4096];     /* its --root */
 	char host_sock[108]; /* create's --host-socket (shim/host.h), or "" */
 };
 
