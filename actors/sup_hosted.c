@@ -93,6 +93,15 @@ static int send_handover(int fd, const struct sup *s)
 	return n == (ssize_t) sizeof(h) ? 0 : -EPIPE;
 }
 
+/* The host is who ran `ursa create`: our parent's parent, or our parent
+ * once that command exited (the host is a subreaper) — not whoever else
+ * could listen at the path. */
+static bool is_our_host(pid_t peer)
+{
+	pid_t pp = getppid();
+	return peer == pp || peer == urs_proc_ppid(pp);
+}
+
 int sup_hand_over(struct sup *s)
 {
 	if (!can_hand_over(s))
@@ -101,20 +110,27 @@ int sup_hand_over(struct sup *s)
 	if (snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", s->a->host_socket) >=
 	    (int) sizeof(sa.sun_path))
 		return 0;
+	/* connect and send may wait for a busy host, not forever: meanwhile
+	 * nobody accepts on the control socket */
+	struct timeval tv = {.tv_sec = 5};
 	_cleanup_close_ int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (fd < 0 || connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0)
+	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) < 0 ||
+	    connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0)
 		return 0; /* no host: we serve it ourselves */
 	struct ucred cr;
 	socklen_t cl = sizeof(cr);
 	uint64_t start;
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0 || cr.uid != geteuid() ||
-	    urs_proc_start_time(cr.pid, &start) < 0)
+	    !is_our_host(cr.pid) || urs_proc_start_time(cr.pid, &start) < 0)
 		return 0;
 	/* before the host serves: never a moment with us gone and no word of it */
 	if (write_hosted(s->a->state_dir, cr.pid, start) < 0)
 		return 0;
 	char reply[64];
 	ssize_t n = -1;
+	/* after the send, the host's answer is the commit point: no receive
+	 * timeout (a late "ok" after we took the sandbox back would make two
+	 * servers) */
 	if (send_handover(fd, s) == 0)
 		do
 			n = recv(fd, reply, sizeof(reply) - 1, 0);
@@ -131,9 +147,20 @@ struct hosted {
 	struct sup s;
 	struct urs_sup_args a;
 	struct urs_cgroup cg;
+	struct hosted *next;
 };
 
+static struct hosted *adopted; /* every one not freed yet */
 static unsigned n_adopted;
+
+/* a sandbox of @id served now (its init not ended) */
+static bool serving(const char *id)
+{
+	for (struct hosted *h = adopted; h; h = h->next)
+		if (!h->s.exited && !strcmp(h->a.id, id))
+			return true;
+	return false;
+}
 
 unsigned urs_sup_adopted(void)
 {
@@ -153,6 +180,12 @@ void sup_hosted_release(struct sup *s)
 	    urs_op_busy(&s->exec_op) || s->conns || urs_checkpointer_busy(&s->ckpt))
 		return;
 	struct hosted *h = container_of(s, struct hosted, s);
+	for (struct hosted **p = &adopted; *p; p = &(*p)->next)
+		if (*p == h) {
+			*p = h->next;
+			break;
+		}
+	close_fd(&s->state_dfd);
 	close_fd(&s->pidfd);
 	close_fd(&s->ctl_fd);
 	close_fd(&s->sync_fd);
@@ -202,6 +235,9 @@ static int adopt_fill(struct hosted *h, struct urs_loop *loop, const struct urs_
 	int r = urs_state_path(dir, sizeof(dir), o->root, o->h->id, NULL);
 	if (r < 0)
 		return urs_err_set(err, r, "%s: state directory: %s", o->h->id, strerror(-r));
+	s->state_dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (s->state_dfd < 0)
+		return urs_err_set(err, -errno, "%s: %s: %m", o->h->id, dir);
 	h->a.id = strdup(o->h->id);
 	h->a.state_dir = strdup(dir);
 	h->a.bundle = strdup(o->bundle ? o->bundle : "");
@@ -236,12 +272,17 @@ int urs_sup_adopt(struct urs_loop *loop, const struct urs_adopt *o, struct urs_e
 		r = urs_err_set(err, -EPROTO, "%s: not a hand-over message", o->h->id);
 	if (!r && (fds[0] < 0 || fds[1] < 0 || (!o->h->execd && fds[2] < 0)))
 		r = urs_err_set(err, -EBADF, "%s: the hand-over lacks its fds", o->h->id);
+	if (!r && (!memchr(o->h->id, 0, sizeof(o->h->id)) || serving(o->h->id)))
+		r = urs_err_set(err, -EEXIST, "%.64s: already served here", o->h->id);
+	if (h)
+		h->s.state_dfd = -1;
 	if (!r)
 		r = adopt_fill(h, loop, o, err);
 	if (r < 0) {
 		for (int i = 0; i < URS_HANDOVER_FDS; i++)
 			close_fd(&fds[i]);
 		if (h) {
+			close_fd(&h->s.state_dfd);
 			free((char *) h->a.id);
 			free((char *) h->a.bundle);
 			free((char *) h->a.state_dir);
@@ -252,6 +293,8 @@ int urs_sup_adopt(struct urs_loop *loop, const struct urs_adopt *o, struct urs_e
 	if (o->h->execd)
 		close_fd(&fds[2]);
 	struct sup *s = &h->s;
+	h->next = adopted;
+	adopted = h;
 	n_adopted++;
 	if (!metrics) /* the host's process-wide counters: once */
 		metrics = urs_sup_metrics_init() == 0;

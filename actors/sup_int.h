@@ -44,6 +44,7 @@ struct sup {
 	struct urs_loop loop; /* its own (a supervisor process) */
 	struct urs_loop *lp;  /* the one it runs on: &loop, or its host's */
 	bool hosted;	      /* adopted by a host (actors/sup_hosted.c) */
+	int state_dfd;	      /* a host's: ROOT/ID, held (-1: by path, a->state_dir) */
 	struct urs_sup_args *a;
 	pid_t init_pid;
 	int pidfd, sync_fd, ctl_fd, sig_fd;

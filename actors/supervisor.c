@@ -158,7 +158,11 @@ int sup_write_exit(struct sup *s)
 		char path[4096], val[32];
 		snprintf(path, sizeof(path), "%s/exit", s->a->state_dir);
 		snprintf(val, sizeof(val), "%d\n", s->status);
-		int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		/* a host writes into the directory it adopted: once `ursa delete`
+		 * removed it, into nothing (never a new container's of that id) */
+		int flags = O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC;
+		int fd = s->state_dfd >= 0 ? openat(s->state_dfd, "exit", flags, 0600)
+					   : open(path, flags, 0600);
 		if (fd >= 0) {
 			if (write(fd, val, strlen(val)) < 0) {
 				/* nothing to do: state falls back to "stopped" without a code */
@@ -189,6 +193,7 @@ int urs_supervisor_main(struct urs_sup_args *a)
 	int cgv2 = -1, r;
 	s->a = a;
 	s->lp = &s->loop;
+	s->state_dfd = -1;
 	if ((r = sup_boot_self(s)) || (r = sup_boot_checks(s)))
 		return r;
 	if (!a->no_cgroup && (r = sup_boot_cgroup(s, &cgv2)))

@@ -91,7 +91,7 @@ int ckpt_container_checkpoint(const struct ckpt_container_ckpt *o, struct ckpt_d
 	for (size_t k = 0; k < URS_ARRAY_SIZE(stale); k++)
 		unlink_in(o->dir, stale[k]);
 	struct ckpt_dump_opts dopts = {.freezer = o->freezer,
-				       .outside = o->record->sup_pid,
+				       .outside = urs_state_sup_live(o->record),
 				       .seccomp_replace = o->seccomp_replace,
 				       .seccomp_ctx = o->seccomp_ctx,
 				       .key = o->key,

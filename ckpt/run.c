@@ -225,7 +225,8 @@ static int open_sandbox(struct ckpt_run *c)
 	 * before the freeze. Out of it (hybrid hosts: actors/sup_cgself.c,
 	 * sup_join_v2_setup; or one that could not lower its OOM score) it writes
 	 * while we dump. */
-	c->sup_apart = c->freezer && !urs_cg_v2_has(&c->cg, st->sup_pid);
+	pid_t sup = urs_state_sup_live(st); /* 0: handed over to a host, or gone */
+	c->sup_apart = c->freezer && !(sup && urs_cg_v2_has(&c->cg, sup));
 	return 0;
 }
 

@@ -47,9 +47,11 @@ int cmd_kill(int argc, char **argv)
 			urs_cg_close(&cg);
 			goto out;
 		}
-		/* everything but the supervisor, which is in there too */
+		/* everything but the supervisor, which is in there too (while
+		 * it lives: a pid it left may be a container's process now) */
+		pid_t sup = urs_state_sup_live(&st);
 		for (size_t k = 0; k < n; k++)
-			if (pids[k] != st.sup_pid)
+			if (pids[k] != sup)
 				kill(pids[k], sig);
 		free(pids);
 		rc = 0;

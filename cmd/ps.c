@@ -37,6 +37,7 @@ int cmd_ps(int argc, char **argv)
 		urs_state_clear(&st);
 		return 1;
 	}
+	pid_t sup = urs_state_sup_live(&st); /* left out while it lives */
 	bool json = !strcmp(format, "json");
 	if (json)
 		printf("[");
@@ -44,7 +45,7 @@ int cmd_ps(int argc, char **argv)
 		printf("%-8s %s\n", "PID", "CMD");
 	bool first = true;
 	for (size_t k = 0; k < n; k++) {
-		if (pids[k] == st.sup_pid)
+		if (pids[k] == sup)
 			continue;
 		if (json) {
 			printf("%s%d", first ? "" : ",", (int) pids[k]);

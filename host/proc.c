@@ -60,6 +60,31 @@ static int stat_field(pid_t pid, int field, unsigned long long *v)
 	return sscanf(p, "%llu", v) == 1 ? 0 : -EINVAL;
 }
 
+pid_t urs_proc_ppid(pid_t pid)
+{
+	unsigned long long v;
+	int r = stat_field(pid, 4, &v); /* ppid */
+	return r < 0 ? r : (pid_t) v;
+}
+
+pid_t urs_pidfd_pid(int pidfd)
+{
+	char path[64], buf[512];
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", pidfd);
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	if (n <= 0)
+		return n < 0 ? -errno : -EINVAL;
+	buf[n] = 0;
+	const char *p = strstr(buf, "\nPid:\t");
+	int pid;
+	if (!p || sscanf(p + 6, "%d", &pid) != 1)
+		return -EINVAL;
+	return pid > 0 ? pid : -ESRCH; /* -1: reaped */
+}
+
 int urs_proc_start_time(pid_t pid, uint64_t *ticks)
 {
 	unsigned long long v;

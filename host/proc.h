@@ -17,6 +17,21 @@
 
 /* Start time of @pid in clock ticks since boot; -ESRCH if gone. */
 int urs_proc_start_time(pid_t pid, uint64_t *ticks);
+/**
+ * urs_proc_ppid() - the parent of a process
+ * @pid: the process
+ *
+ * Return: its parent's pid, or a negative errno (-ESRCH: gone).
+ */
+pid_t urs_proc_ppid(pid_t pid);
+/**
+ * urs_pidfd_pid() - the process a pidfd refers to
+ * @pidfd: the pidfd (of this process's fd table)
+ *
+ * Return: its pid (in our pid namespace), -ESRCH once it was reaped, or
+ * another negative errno (-EINVAL: not a pidfd).
+ */
+pid_t urs_pidfd_pid(int pidfd);
 /* State letter (R, S, D, Z, T, t, X, ...) of @pid or -ESRCH. */
 int urs_proc_state(pid_t pid);
 /* A pidfd for @pid if it still started at @ticks; -ESRCH otherwise. */

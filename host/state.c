@@ -218,6 +218,14 @@ void urs_state_clear(struct urs_state *st)
 	st->cgroup = st->annotations = st->config = NULL;
 }
 
+pid_t urs_state_sup_live(const struct urs_state *st)
+{
+	return st->sup_pid > 0 && urs_proc_alive(st->sup_pid, st->sup_start) ? st->sup_pid : 0;
+}
+
+/* ROOT/ID's entries unlinked, then ROOT/ID: a file a late writer made
+ * meanwhile (a hosting shim's exit record, actors/hosted.h) goes on the
+ * next pass */
 int urs_state_remove(const char *root, const char *id)
 {
 	char path[PATH_MAX];
@@ -226,15 +234,20 @@ int urs_state_remove(const char *root, const char *id)
 	_cleanup_close_ int dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return errno == ENOENT ? 0 : -errno;
-	DIR *d = fdopendir(dup(dfd));
-	if (d) {
-		struct dirent *e;
-		while ((e = readdir(d)))
-			if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
-				unlinkat(dfd, e->d_name, 0);
-		closedir(d);
+	for (int pass = 0;; pass++) {
+		DIR *d = fdopendir(dup(dfd));
+		if (d) {
+			struct dirent *e;
+			while ((e = readdir(d)))
+				if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+					unlinkat(dfd, e->d_name, 0);
+			closedir(d);
+		}
+		if (rmdir(path) == 0 || errno == ENOENT)
+			return 0;
+		if (errno != ENOTEMPTY || pass == 2)
+			return -errno;
 	}
-	return rmdir(path) < 0 && errno != ENOENT ? -errno : 0;
 }
 
 void urs_rfc3339_now(char *buf, size_t len)

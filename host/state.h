@@ -63,6 +63,17 @@ int urs_state_write(const char *root, const struct urs_state *st, struct urs_err
 /* -ENOENT (message says "container ID does not exist") if there is none. */
 int urs_state_read(const char *root, const char *id, struct urs_state *st, struct urs_err *err);
 void urs_state_clear(struct urs_state *st);
+/**
+ * urs_state_sup_live() - the record's supervisor, if it is still that process
+ * @st: the record
+ *
+ * A supervisor that handed its sandbox over (actors/hosted.h), or died, left
+ * its pid free for reuse: a container's process may hold it now, and must
+ * not be taken for the supervisor (kill --all, ps, dumps).
+ *
+ * Return: its pid while it is alive with its start time, else 0.
+ */
+pid_t urs_state_sup_live(const struct urs_state *st);
 /* Keep a copy of the bundle's config.json in ROOT/ID (hooks and exec use it
  * later, even if the bundle is gone). */
 int urs_state_save_config(const char *root, const char *id, const char *config_path);

@@ -282,7 +282,7 @@ static int cli_update(void *be, struct shim_ctr *c, const char *json, shim_done 
 	return run(be, c->bundle, args, NULL, NULL, NULL, done, arg);
 }
 
-/* the container's cgroups (and its supervisor's pid), from ursa's record */
+/* the container's cgroups (and its live supervisor's pid), from ursa's record */
 static int cgroup_sup(struct shim_cli *b, struct shim_ctr *c, struct urs_cgroup *cg, pid_t *sup)
 {
 	struct urs_state st;
@@ -291,7 +291,7 @@ static int cgroup_sup(struct shim_cli *b, struct shim_ctr *c, struct urs_cgroup 
 	if (r < 0)
 		return r;
 	r = st.cgroup && *st.cgroup ? urs_cg_from_string(cg, st.cgroup, &err) : -ENOENT;
-	*sup = st.sup_pid;
+	*sup = urs_state_sup_live(&st); /* 0 once it handed over (actors/hosted.h) */
 	urs_state_clear(&st);
 	return r;
 }

@@ -15,9 +15,13 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "actors/control.h"
 #include "actors/hosted.h"
+#include "host/proc.h"
 #include "host/state.h"
 #include "runtime/common.h"
+
+#define HOST_MAX_CONNS 64
 
 struct host_conn {
 	struct urs_op op;
@@ -65,16 +69,39 @@ static int check_peer(struct host_conn *c, struct shim_ctr **ctr, char **cg, str
 	if (!memchr(id, 0, sizeof(c->msg.id)) || !(*ctr = shim_task_find(h->t, id)) || (*ctr)->gone)
 		return urs_err_set(err, -ENOENT, "hand-over: not a container of this shim");
 	struct urs_state st;
+	uint64_t start = 0;
 	int r = urs_state_read(h->root, id, &st, err);
 	if (r < 0)
 		return r;
-	if (st.sup_pid != cr.pid || st.pid != c->msg.init_pid)
+	/* the process the record names, not one that got its pid since */
+	if (st.sup_pid != cr.pid || urs_proc_start_time(cr.pid, &start) < 0 ||
+	    start != st.sup_start || st.pid != c->msg.init_pid)
 		r = urs_err_set(err, -EPERM, "hand-over: %s: pid %d is not its supervisor", id,
 				(int) cr.pid);
 	else if (st.cgroup && !(*cg = strdup(st.cgroup)))
 		r = urs_err_set(err, -ENOMEM, "out of memory");
 	urs_state_clear(&st);
 	return r;
+}
+
+/* the fds are what they claim: a pidfd of the record's init, and the
+ * listener bound at ROOT/ID/ctl.sock */
+static int check_fds(struct host_conn *c, const int fds[URS_HANDOVER_FDS], struct urs_err *err)
+{
+	const char *id = c->msg.id;
+	if (fds[0] < 0 || urs_pidfd_pid(fds[0]) != c->msg.init_pid)
+		return urs_err_set(err, -EPERM, "hand-over: %s: no pidfd of its init", id);
+	char want[sizeof(((struct sockaddr_un *) 0)->sun_path)];
+	int r = urs_state_path(want, sizeof(want), c->h->root, id, CTL_NAME);
+	struct sockaddr_un sa = {0};
+	socklen_t sl = sizeof(sa);
+	int listening = 0;
+	socklen_t il = sizeof(listening);
+	if (r < 0 || fds[1] < 0 || getsockname(fds[1], (struct sockaddr *) &sa, &sl) < 0 ||
+	    sa.sun_family != AF_UNIX || strncmp(sa.sun_path, want, sizeof(sa.sun_path)) ||
+	    getsockopt(fds[1], SOL_SOCKET, SO_ACCEPTCONN, &listening, &il) < 0 || !listening)
+		return urs_err_set(err, -EPERM, "hand-over: %s: not its control socket", id);
+	return 0;
 }
 
 static void conn_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint32_t flags)
@@ -89,6 +116,8 @@ static void conn_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint3
 	int r = res == (int32_t) sizeof(c->msg) && !(c->mh.msg_flags & MSG_CTRUNC)
 			? check_peer(c, &ctr, &cg, &err)
 			: urs_err_set(&err, -EPROTO, "hand-over: a short or truncated message");
+	if (r == 0)
+		r = check_fds(c, fds, &err);
 	if (r == 0) {
 		struct urs_adopt o = {
 			.h = &c->msg, .root = c->h->root, .bundle = ctr->bundle, .cgroup = cg};
@@ -109,6 +138,7 @@ static void conn_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint3
 		/* the supervisor is gone: what it handed over is ours or closed */
 	}
 	close(c->fd);
+	c->h->conns--;
 	free(c);
 }
 
@@ -117,8 +147,11 @@ static void accept_arm(struct shim_host *h);
 static void accept_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint32_t flags)
 {
 	struct shim_host *h = container_of(op, struct shim_host, accept_op);
-	struct host_conn *c = res >= 0 ? calloc(1, sizeof(*c)) : NULL;
+	/* a bounded number at once: a peer that connects and never sends pins
+	 * one of them, not the shim's memory */
+	struct host_conn *c = res >= 0 && h->conns < HOST_MAX_CONNS ? calloc(1, sizeof(*c)) : NULL;
 	if (c) {
+		h->conns++;
 		c->h = h;
 		c->fd = res;
 		c->iov = (struct iovec){.iov_base = &c->msg, .iov_len = sizeof(c->msg)};
@@ -131,6 +164,12 @@ static void accept_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uin
 		urs_submit(loop, &c->op, conn_cb);
 	} else if (res >= 0) {
 		close(res);
+	}
+	if (res == -EMFILE || res == -ENFILE || res == -ENOMEM) {
+		/* out of fds: stop taking sandboxes (their supervisors serve them
+		 * themselves) rather than spin on an accept that fails */
+		shim_host_close(h);
+		return;
 	}
 	if (!(flags & IORING_CQE_F_MORE) && res != -ECANCELED && h->fd >= 0)
 		accept_arm(h);

@@ -23,6 +23,7 @@ struct shim_host {
 	struct urs_op accept_op;
 	char path[108];
 	unsigned taken, refused; /* hand-overs so far */
+	unsigned conns;		 /* hand-over connections open */
 };
 
 /**

@@ -157,6 +157,13 @@ static void test_adopt_serve_exit(void **state)
 	struct urs_err err = {{0}};
 	assert_int_equal(urs_sup_adopt(&loop, &o, &err), 0);
 	assert_int_equal(urs_sup_adopted(), 1);
+	/* the same sandbox again (a second message, other fds): refused */
+	int p[2];
+	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+	struct urs_adopt again = {.h = &h, .fds = {p[0], p[1], -1}, .root = root};
+	assert_int_equal(urs_sup_adopt(&loop, &again, &err), -EEXIST);
+	assert_false(fd_open(p[0]) || fd_open(p[1]));
+	assert_int_equal(urs_sup_adopted(), 1);
 	ping(&loop, ctl);
 	ping(&loop, ctl); /* one request per connection, and the next */
 
