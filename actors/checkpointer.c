@@ -427,7 +427,7 @@ static int gather(const struct urs_ckpt_src *src, struct sst_root *st, struct ur
 			memcpy(f->host, &no->fwd[i].host, f->hostlen);
 		}
 	}
-	int r = urs_sup_metrics_save(src->loop, gather_metric, &g);
+	int r = urs_sup_metrics_save(src->loop, src->sc, gather_metric, &g);
 	if (r)
 		return urs_err_set(err, r < 0 ? r : -EIO, "saving metrics: %s", strerror(-r));
 	struct urs_net *net = src->engine ? src->engine(src->engine_ctx) : NULL;

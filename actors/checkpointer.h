@@ -46,6 +46,7 @@
 struct sst_root;
 struct urs_net;
 struct urs_netopts;
+struct urs_sc_count;
 
 /* The checkpoint key in @file, or the host's when NULL (ckpt/key.h). */
 static inline int urs_ckpt_key(const char *file, bool create, uint8_t key[URS_CKPT_KEY_LEN],
@@ -96,6 +97,8 @@ struct urs_ckpt_src {
 	struct urs_gofer_thread *const *gofer_thread;
 	const char *const *gofer_dest, *const *gofer_src;
 	int init_pid;
+	/* its counted seccomp denials (actors/sc_count.h), NULL: the process's */
+	const struct urs_sc_count *sc;
 };
 
 /* res: 0 or a negative errno; msg: why (empty on success). */

@@ -12,9 +12,9 @@
  * one `struct sup` per sandbox. The builder then exits.
  *
  * Only a sandbox whose supervisor has nothing else to run is handed over:
- * no user-mode network, no gofer volume, no counted seccomp denials, no
- * restore, no profile. Any other, or a host that refuses or is not there,
- * keeps its supervisor process (nothing is lost: the hand-over is an
+ * no user-mode network, no gofer volume, no restore, no profile. Counted
+ * seccomp denials go with it (the filter's listener and its errno table). Any other, or a host that
+ * refuses or is not there, keeps its supervisor process (nothing is lost: the hand-over is an
  * optimisation of memory, never of behaviour).
  *
  * ROOT/ID/hosted ("PID START\n": the host's pid and start time) says who
@@ -28,27 +28,36 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "actors/sc_count.h"
 #include "host/state.h"
 #include "runtime/err.h"
 #include "runtime/loop.h"
 
 #define URS_HOSTED_FILE	   "hosted"
-#define URS_HANDOVER_MAGIC 0x55485631u /* "UHV1" */
+#define URS_HANDOVER_MAGIC 0x55485632u /* "UHV2" */
 
-/* The hand-over message; its fds: the init's pidfd, the control socket's
- * listener, and the sync socket unless the init has exec'd (execd). */
+/* The hand-over message; its fds, in this order: the init's pidfd, the
+ * control socket's listener, the sync socket unless the init has exec'd
+ * (execd), and the seccomp filter's listener with counted denials (sc:
+ * then sc_table is the profile's errno table, actors/sc_count.h). */
 struct urs_handover {
 	uint32_t magic;
 	int32_t init_pid;
-	uint8_t started, execd;
+	uint8_t started, execd, sc;
 	char id[URS_ID_MAX];
+	struct {
+		uint16_t base_errno, n_exc;
+		uint32_t converted, native_arch;
+		struct urs_seccomp_deny_exc exc[URS_SC_EXC_MAX];
+	} sc_table;
 };
-#define URS_HANDOVER_FDS 3
+#define URS_HANDOVER_FDS 4
 
 /* What a host needs of the sandbox it adopts, besides the message. */
 struct urs_adopt {
 	const struct urs_handover *h;
-	int fds[URS_HANDOVER_FDS]; /* taken (closed on failure too); -1: none */
+	int fds[URS_HANDOVER_FDS]; /* as they came, -1 after the last; taken (closed on failure too)
+				    */
 	const char *root;	   /* ursa's --root, where ROOT/ID is */
 	const char *bundle;
 	const char *cgroup; /* the record's serialized cgroup, or NULL */
@@ -67,6 +76,21 @@ struct urs_adopt {
  * Return: 0, or a negative errno with @err set.
  */
 int urs_sup_adopt(struct urs_loop *loop, const struct urs_adopt *o, struct urs_err *err);
+
+/**
+ * urs_sup_hosted_start() - `ursa start` of a sandbox served here, in-process
+ * @root: ursa's --root
+ * @id: the container
+ * @err: why not
+ *
+ * What `ursa start` does, without running it: the init told to go, the
+ * record marked started. Not for a container whose record names poststart
+ * hooks (or cannot say): those run in the command.
+ *
+ * Return: 0; -ENOENT when @id is not served here, -EAGAIN when it has hooks
+ * (run the command for either); another negative errno with @err set.
+ */
+int urs_sup_hosted_start(const char *root, const char *id, struct urs_err *err);
 
 /**
  * urs_sup_adopted() - sandboxes served now

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "actors/sc_count.h"
 #include "host/seccomp.h"
 #include "host/seccomp_bpf.h"
 #include "runtime/actor.h"
@@ -73,7 +74,6 @@ static struct urs_metric m_pids = {
 
 static struct urs_metrics set;
 static struct urs_metrics prof_set; /* --profile only: empty otherwise */
-static int seccomp_render(const char *cl, char *buf, size_t len);
 
 int urs_sup_metrics_init(void)
 {
@@ -88,153 +88,35 @@ int urs_sup_metrics_init(void)
 	return 0;
 }
 
-/* ---- counted seccomp denials ----
- *
- * One counter per native syscall number below URS_SECCOMP_COUNT_NR, plus
- * "other" (another ABI, or a larger number): a plain array in .bss, so the
- * pages are not even touched until something is denied. It is exposed
- * sparsely (only the syscalls denied at least once; libseccomp names them
- * at scrape time) by seccomp_render() rather than through runtime/metrics,
- * whose exposition prints every cell: 513 lines of zeros per scrape would be
- * most of the reply. At most SC_SERIES syscalls get a series of their own,
- * in the order they are first denied; later ones count as "other" (a
- * workload walking the syscall table must not be able to grow the scrape
- * past the reply buffer and blind the metrics; every series stays
- * monotonic). */
+/* ---- counted seccomp denials: the process's own (actors/sc_count.h) ---- */
 
-#define SC_OTHER  URS_SECCOMP_COUNT_NR
-#define SC_SERIES 64
-static _Atomic uint64_t sc_denied[URS_SECCOMP_COUNT_NR + 1];
-static bool sc_shown[URS_SECCOMP_COUNT_NR + 1]; /* has a series of its own */
-static unsigned sc_nshown;
-static _Atomic uint64_t sc_errors; /* notifications we could not answer */
-static struct {
-	int fd;
-	const struct urs_seccomp_denials *d;
-	struct urs_op op;
-	bool active;
-} sc = {.fd = -1};
+/* in .bss, so its counters cost nothing until something is denied (an
+ * initializer would put all of it in .data) */
+static struct urs_sc_count proc_sc;
+static bool proc_sc_ready;
+
+static struct urs_sc_count *proc(void)
+{
+	if (!proc_sc_ready) {
+		proc_sc.fd = -1;
+		proc_sc_ready = true;
+	}
+	return &proc_sc;
+}
 
 void urs_sup_seccomp_take(int listener, const struct urs_seccomp_denials *d)
 {
-	if (sc.fd >= 0)
-		close(sc.fd);
-	sc.fd = listener;
-	sc.d = d;
-	sc.active = listener >= 0 && d;
+	urs_sc_take(proc(), listener, d, false);
 }
 
 int urs_sup_seccomp_fd(void)
 {
-	return sc.fd;
-}
-
-static void sc_arm(struct urs_loop *loop);
-
-static void sc_stop(void)
-{
-	/* From now on the kernel fails the notifying syscalls with ENOSYS. */
-	close(sc.fd);
-	sc.fd = -1;
-}
-
-static void sc_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint32_t flags)
-{
-	(void) op;
-	(void) flags;
-	if (res == -ECANCELED)
-		return;
-	if (res < 0 || (res & (POLLERR | POLLNVAL))) {
-		atomic_fetch_add_explicit(&sc_errors, 1, memory_order_relaxed);
-		sc_stop();
-		return;
-	}
-	if (res & POLLIN) {
-		/* one notification per readiness: a second RECV could block */
-		uint32_t arch;
-		int32_t nr;
-		int r = urs_seccomp_notify_answer(sc.fd, sc.d, &arch, &nr);
-		if (nr >= 0) {
-			size_t cell = arch == sc.d->native_arch && nr < URS_SECCOMP_COUNT_NR
-					      ? (size_t) nr
-					      : SC_OTHER;
-			if (!sc_shown[cell] && cell != SC_OTHER) {
-				if (sc_nshown < SC_SERIES) {
-					sc_shown[cell] = true;
-					sc_nshown++;
-				} else {
-					cell = SC_OTHER;
-				}
-			}
-			atomic_fetch_add_explicit(&sc_denied[cell], 1, memory_order_relaxed);
-		}
-		if (r < 0 && r != -ENOENT && r != -EINTR)
-			atomic_fetch_add_explicit(&sc_errors, 1, memory_order_relaxed);
-	} else if (res & POLLHUP) {
-		sc_stop(); /* no task uses the filter any more */
-		return;
-	}
-	sc_arm(loop);
-}
-
-static void sc_arm(struct urs_loop *loop)
-{
-	io_uring_prep_poll_add(urs_op_sqe(&sc.op), sc.fd, POLLIN);
-	sc.op.flags = URS_OPF_WEAK;
-	urs_submit(loop, &sc.op, sc_cb);
+	return proc()->fd;
 }
 
 int urs_sup_seccomp_start(struct urs_loop *loop)
 {
-	if (!sc.active)
-		return 0;
-	int r = urs_seccomp_notify_setup(sc.fd);
-	if (r < 0) {
-		sc_stop();
-		return r;
-	}
-	sc_arm(loop);
-	return 0;
-}
-
-static int seccomp_render(const char *cl, char *buf, size_t len)
-{
-	if (!sc.active)
-		return 0;
-	size_t o = 0;
-	int n = snprintf(buf, len,
-			 "# HELP ursa_seccomp_denied_total Syscalls the seccomp profile denied "
-			 "(answered by the supervisor), by syscall; \"other\": another ABI or "
-			 "number.\n# TYPE ursa_seccomp_denied_total counter\n");
-	for (size_t i = 0; i <= SC_OTHER; i++) {
-		if (n < 0 || (size_t) n >= len - o)
-			return -ENOSPC;
-		o += (size_t) n;
-		n = 0;
-		uint64_t v = atomic_load_explicit(&sc_denied[i], memory_order_relaxed);
-		if (!v || (i != SC_OTHER && !sc_shown[i]))
-			continue;
-		char name[64] = "other";
-		if (i != SC_OTHER)
-			urs_seccomp_syscall_name((int) i, name, sizeof(name));
-		if (!*name) /* a number libseccomp has no name for */
-			snprintf(name, sizeof(name), "%zu", i);
-		n = snprintf(buf + o, len - o,
-			     "ursa_seccomp_denied_total{%s,syscall=\"%s\"} %" PRIu64 "\n", cl, name,
-			     v);
-	}
-	if (n < 0 || (size_t) n >= len - o)
-		return -ENOSPC;
-	o += (size_t) n;
-	n = snprintf(buf + o, len - o,
-		     "# HELP ursa_seccomp_notify_errors_total Seccomp notifications the "
-		     "supervisor failed to receive or answer.\n"
-		     "# TYPE ursa_seccomp_notify_errors_total counter\n"
-		     "ursa_seccomp_notify_errors_total{%s} %" PRIu64 "\n",
-		     cl, atomic_load_explicit(&sc_errors, memory_order_relaxed));
-	if (n < 0 || (size_t) n >= len - o)
-		return -ENOSPC;
-	return (int) (o + (size_t) n);
+	return urs_sc_start(proc(), loop);
 }
 
 /* ---- --profile ----
@@ -352,7 +234,7 @@ int urs_sup_profile_init(const struct urs_prof_name *names, size_t n)
 		prof_values[prof_n++] = names[i].name;
 	}
 	if (prof_n < URS_PROF_MAX) {
-		prof_fns[prof_n] = (const void *) sc_cb;
+		prof_fns[prof_n] = urs_sc_handler;
 		prof_values[prof_n++] = "seccomp";
 	}
 	prof_values[prof_n] = "other";
@@ -399,8 +281,10 @@ static bool sampled(const struct urs_metric *m)
 	       m == &m_loop_cqes;
 }
 
-int urs_sup_metrics_save(const struct urs_loop *loop, urs_sup_metric_fn fn, void *ctx)
+int urs_sup_metrics_save(const struct urs_loop *loop, const struct urs_sc_count *sc,
+			 urs_sup_metric_fn fn, void *ctx)
 {
+	sc = sc ? sc : proc();
 	int r;
 	for (struct urs_metric *m = set.head; m; m = m->next)
 		if (!sampled(m) &&
@@ -414,10 +298,10 @@ int urs_sup_metrics_save(const struct urs_loop *loop, urs_sup_metric_fn fn, void
 	if ((r = fn(ctx, m_loop_turns.name, &lv[0], 1)) ||
 	    (r = fn(ctx, m_loop_cqes.name, &lv[1], 1)))
 		return r;
-	if ((r = save_cells(fn, ctx, "ursa_seccomp_denied_total", sc_denied,
-			    URS_ARRAY_SIZE(sc_denied))))
+	if ((r = save_cells(fn, ctx, "ursa_seccomp_denied_total", sc->denied,
+			    URS_ARRAY_SIZE(sc->denied))))
 		return r;
-	return save_cells(fn, ctx, "ursa_seccomp_notify_errors_total", &sc_errors, 1);
+	return save_cells(fn, ctx, "ursa_seccomp_notify_errors_total", &sc->errors, 1);
 }
 
 static void add_cells(_Atomic uint64_t *cells, const uint64_t *vals, uint32_t n)
@@ -450,30 +334,14 @@ int urs_sup_metrics_load(const char *name, const uint64_t *vals, uint32_t n, boo
 		if (n != 1)
 			return -EINVAL;
 		if (!check)
-			add_cells(&sc_errors, vals, 1);
+			add_cells(&proc()->errors, vals, 1);
 		return 0;
 	}
 	if (strcmp(name, "ursa_seccomp_denied_total"))
 		return -ENOENT;
-	if (n != URS_ARRAY_SIZE(sc_denied))
+	if (n != URS_ARRAY_SIZE(proc_sc.denied))
 		return -EINVAL;
-	if (check)
-		return 0;
-	add_cells(sc_denied, vals, n);
-	/* the series shown: the syscalls denied before, in number order (their
-	 * first-denial order is not saved), within the cap */
-	for (uint32_t i = 0; i < SC_OTHER; i++)
-		if (!sc_shown[i] && atomic_load_explicit(&sc_denied[i], memory_order_relaxed)) {
-			if (sc_nshown < SC_SERIES) {
-				sc_shown[i] = true;
-				sc_nshown++;
-			} else {
-				atomic_fetch_add_explicit(&sc_denied[SC_OTHER], sc_denied[i],
-							  memory_order_relaxed);
-				sc_denied[i] = 0;
-			}
-		}
-	return 0;
+	return check ? 0 : urs_sc_load_denied(proc(), vals, n);
 }
 
 static long pss_anon_kb(void)
@@ -490,7 +358,7 @@ static long pss_anon_kb(void)
 }
 
 int urs_sup_metrics_render(const char *id, const struct urs_loop *loop, struct urs_cgroup *cg,
-			   char *buf, size_t len)
+			   const struct urs_sc_count *sc, char *buf, size_t len)
 {
 	urs_metric_set(&m_pss_anon, 0, (uint64_t) pss_anon_kb() * 1024);
 	if (loop) {
@@ -510,7 +378,7 @@ int urs_sup_metrics_render(const char *id, const struct urs_loop *loop, struct u
 	int n = urs_metrics_expose(&set, cl, buf, len);
 	if (n < 0)
 		return n;
-	int m = seccomp_render(cl, buf + n, len - (size_t) n);
+	int m = urs_sc_render(sc ? sc : proc(), cl, buf + n, len - (size_t) n);
 	if (m < 0)
 		return m;
 	n += m;

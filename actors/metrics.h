@@ -37,8 +37,10 @@ extern struct urs_metric urs_m_ctl_requests, urs_m_signals;
 
 int urs_sup_metrics_init(void);
 /* Sample the gauges and write the exposition for sandbox @id. Length or -ENOSPC. */
+struct urs_sc_count;
+/* @sc: the sandbox's counted seccomp denials, NULL: the process's own */
 int urs_sup_metrics_render(const char *id, const struct urs_loop *loop, struct urs_cgroup *cg,
-			   char *buf, size_t len);
+			   const struct urs_sc_count *sc, char *buf, size_t len);
 
 /* ---- checkpoint (actors/checkpointer.c) ----
  * The values that must continue across a checkpoint/restore: counters and
@@ -50,7 +52,8 @@ int urs_sup_metrics_render(const char *id, const struct urs_loop *loop, struct u
 /* @vals: the metric's storage (cells × stride slots) at the call. */
 typedef int (*urs_sup_metric_fn)(void *ctx, const char *name, const uint64_t *vals, uint32_t n);
 /* Call @fn for each saved metric; stops at (and returns) the first non-zero. */
-int urs_sup_metrics_save(const struct urs_loop *loop, urs_sup_metric_fn fn, void *ctx);
+int urs_sup_metrics_save(const struct urs_loop *loop, const struct urs_sc_count *sc,
+			 urs_sup_metric_fn fn, void *ctx);
 /* Add the saved @vals to metric @name, so it continues from them (@check:
  * only say whether it would). 0, -ENOENT (not a saved metric of this
  * build: ignore it), -EINVAL (its shape — label values, buckets — differs:

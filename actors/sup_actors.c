@@ -38,7 +38,8 @@ void sup_start_checkpointer(struct sup *s)
 					    .gofer_thread = &s->gt,
 					    .gofer_dest = s->gdest,
 					    .gofer_src = s->gsrc,
-					    .init_pid = s->init_pid};
+					    .init_pid = s->init_pid,
+					    .sc = s->sc};
 	urs_checkpointer_init(&s->ckpt, s->lp, &s->ckpt_src);
 }
 

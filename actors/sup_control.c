@@ -31,6 +31,7 @@
 #define CTL_REPLY_MIN (64u << 10)
 #define CTL_REPLY_MAX (2u << 20)
 #define CTL_IDLE_NS   (2ull * 1000000000ull) /* a request and its reply, at most */
+#define CTL_RETRY_NS  (100ull * 1000000ull)  /* accept again after running out of fds */
 
 /* One control connection: one request, one reply, at most CTL_IDLE_NS of
  * it. Freed when both its op and its timer have had their final callback. */
@@ -228,7 +229,7 @@ static int metrics_reply(struct sup *s, struct ctl_conn *c)
 		if (!b)
 			return -ENOMEM;
 		c->reply = b;
-		int n = urs_sup_metrics_render(s->a->id, s->lp, s->cg, b, len);
+		int n = urs_sup_metrics_render(s->a->id, s->lp, s->cg, s->sc, b, len);
 		if (n >= 0 && s->net) {
 			char labels[160];
 			snprintf(labels, sizeof(labels), "sandbox=\"%s\"", s->a->id);
@@ -319,6 +320,16 @@ void sup_conn_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint32_t
 	conn_reply(c, "error: unknown request");
 }
 
+static void accept_retry_cb(struct urs_loop *loop, struct urs_timer *t, int res)
+{
+	(void) loop;
+	struct sup *s = container_of(t, struct sup, accept_retry);
+	if (res == 0 && !s->exited)
+		sup_accept_start(s);
+	else if (s->hosted)
+		sup_hosted_release(s);
+}
+
 void sup_accept_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint32_t flags)
 {
 	struct sup *s = container_of(op, struct sup, accept_op);
@@ -338,10 +349,16 @@ void sup_accept_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint32
 			urs_timer_start(loop, &c->idle, CTL_IDLE_NS, 0, conn_idle_cb);
 		}
 	}
-	if (!(flags & IORING_CQE_F_MORE) && res != -ECANCELED && !s->exited)
-		sup_accept_start(s);
-	else if (!(flags & IORING_CQE_F_MORE) && s->hosted)
+	bool starved = res == -EMFILE || res == -ENFILE || res == -ENOMEM || res == -ENOBUFS;
+	if (!(flags & IORING_CQE_F_MORE) && res != -ECANCELED && !s->exited) {
+		/* out of fds or memory: again in a while, not at once (a spin,
+		 * and in a host the spin of every sandbox it serves) */
+		if (!starved ||
+		    urs_timer_start(loop, &s->accept_retry, CTL_RETRY_NS, 0, accept_retry_cb) < 0)
+			sup_accept_start(s);
+	} else if (!(flags & IORING_CQE_F_MORE) && s->hosted) {
 		sup_hosted_release(s);
+	}
 }
 
 void sup_accept_start(struct sup *s)

@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,7 +37,9 @@ static bool can_hand_over(const struct sup *s)
 	return a->host_socket && a->state_dir && s->tapfd < 0 && !s->net &&
 	       (!a->net || (a->net->mode != URS_NET_SANDBOX && a->net->n_fwd == 0)) &&
 	       a->launch.n_gofer == 0 && !a->restore_dir && !s->lazy && !a->profile &&
-	       urs_sup_seccomp_fd() < 0 && s->pidfd >= 0 && s->ctl_fd >= 0 && !s->exited;
+	       (urs_sup_seccomp_fd() < 0 ||
+		(a->seccomp_count && a->seccomp_count->n_exc <= URS_SC_EXC_MAX)) &&
+	       s->pidfd >= 0 && s->ctl_fd >= 0 && !s->exited;
 }
 
 /* ROOT/ID/hosted: "PID START\n" of the host, complete or absent */
@@ -73,8 +76,20 @@ static int send_handover(int fd, const struct sup *s)
 				 .started = s->started,
 				 .execd = s->execd || s->sync_fd < 0};
 	snprintf(h.id, sizeof(h.id), "%s", s->a->id);
-	int fds[URS_HANDOVER_FDS] = {s->pidfd, s->ctl_fd, s->sync_fd};
-	size_t nfd = h.execd ? 2 : 3;
+	int fds[URS_HANDOVER_FDS] = {s->pidfd, s->ctl_fd};
+	size_t nfd = 2;
+	if (!h.execd)
+		fds[nfd++] = s->sync_fd;
+	const struct urs_seccomp_denials *d = s->a->seccomp_count;
+	if (urs_sup_seccomp_fd() >= 0 && d) { /* counted denials: checked to fit */
+		h.sc = 1;
+		fds[nfd++] = urs_sup_seccomp_fd();
+		h.sc_table.base_errno = d->base_errno;
+		h.sc_table.n_exc = d->n_exc;
+		h.sc_table.converted = d->converted;
+		h.sc_table.native_arch = d->native_arch;
+		memcpy(h.sc_table.exc, d->exc, d->n_exc * sizeof(*d->exc));
+	}
 	char cbuf[CMSG_SPACE(sizeof(fds))] = {0};
 	struct iovec iov = {.iov_base = &h, .iov_len = sizeof(h)};
 	struct msghdr mh = {.msg_iov = &iov,
@@ -153,13 +168,13 @@ struct hosted {
 static struct hosted *adopted; /* every one not freed yet */
 static unsigned n_adopted;
 
-/* a sandbox of @id served now (its init not ended) */
-static bool serving(const char *id)
+/* the sandbox of @id served now (its init not ended), or NULL */
+static struct hosted *serving(const char *id)
 {
 	for (struct hosted *h = adopted; h; h = h->next)
 		if (!h->s.exited && !strcmp(h->a.id, id))
-			return true;
-	return false;
+			return h;
+	return NULL;
 }
 
 unsigned urs_sup_adopted(void)
@@ -174,10 +189,23 @@ static void close_fd(int *fd)
 	*fd = -1;
 }
 
+static void hosted_free(struct hosted *h)
+{
+	if (h->s.sc)
+		urs_sc_stop(h->s.sc, h->s.lp);
+	free(h->s.sc);
+	close_fd(&h->s.state_dfd);
+	free((char *) h->a.id);
+	free((char *) h->a.bundle);
+	free((char *) h->a.state_dir);
+	free(h);
+}
+
 void sup_hosted_release(struct sup *s)
 {
 	if (!s->exited || urs_op_busy(&s->pid_op) || urs_op_busy(&s->accept_op) ||
-	    urs_op_busy(&s->exec_op) || s->conns || urs_checkpointer_busy(&s->ckpt))
+	    urs_op_busy(&s->exec_op) || urs_timer_busy(&s->accept_retry) || s->conns ||
+	    urs_checkpointer_busy(&s->ckpt) || (s->sc && urs_sc_busy(s->sc)))
 		return;
 	struct hosted *h = container_of(s, struct hosted, s);
 	for (struct hosted **p = &adopted; *p; p = &(*p)->next)
@@ -185,15 +213,12 @@ void sup_hosted_release(struct sup *s)
 			*p = h->next;
 			break;
 		}
-	close_fd(&s->state_dfd);
 	close_fd(&s->pidfd);
 	close_fd(&s->ctl_fd);
 	close_fd(&s->sync_fd);
-	urs_cg_close(&h->cg);
-	free((char *) h->a.id);
-	free((char *) h->a.bundle);
-	free((char *) h->a.state_dir);
-	free(h);
+	if (s->cg) /* (h->cg is all zeros otherwise: its fds would read as 0) */
+		urs_cg_close(&h->cg);
+	hosted_free(h);
 	n_adopted--;
 }
 
@@ -206,8 +231,12 @@ static void hosted_end(struct sup *s)
 	sup_write_exit(s);
 	if (urs_op_busy(&s->accept_op))
 		urs_cancel(s->lp, &s->accept_op);
+	if (urs_timer_busy(&s->accept_retry))
+		urs_timer_cancel(s->lp, &s->accept_retry);
 	if (urs_op_busy(&s->exec_op))
 		urs_cancel(s->lp, &s->exec_op);
+	if (s->sc)
+		urs_sc_stop(s->sc, s->lp);
 	sup_exec_waiters_answer(s);
 	sup_hosted_release(s);
 }
@@ -227,7 +256,7 @@ static void hosted_pid_cb(struct urs_loop *loop, struct urs_op *op, int32_t res,
 	urs_submit(loop, &s->pid_op, hosted_pid_cb);
 }
 
-static int adopt_fill(struct hosted *h, struct urs_loop *loop, const struct urs_adopt *o,
+static int adopt_fill(struct hosted *h, struct urs_loop *loop, const struct urs_adopt *o, int sync,
 		      struct urs_err *err)
 {
 	struct sup *s = &h->s;
@@ -254,44 +283,54 @@ static int adopt_fill(struct hosted *h, struct urs_loop *loop, const struct urs_
 	s->init_pid = o->h->init_pid;
 	s->pidfd = o->fds[0];
 	s->ctl_fd = o->fds[1];
-	s->sync_fd = o->h->execd ? -1 : o->fds[2];
+	s->sync_fd = sync;
 	s->sig_fd = s->tapfd = -1;
 	s->started = o->h->started;
 	s->execd = o->h->execd;
 	return 0;
 }
 
-int urs_sup_adopt(struct urs_loop *loop, const struct urs_adopt *o, struct urs_err *err)
+/* The fds as they came (pidfd, control socket, then the sync socket and
+ * the seccomp listener when the message says so) into @sync and @sc; any
+ * other closed. -EBADF if one is missing. */
+static int map_fds(const struct urs_handover *m, int fds[URS_HANDOVER_FDS], int *sync, int *sc)
+{
+	int i = 2;
+	*sync = m->execd ? -1 : fds[i++];
+	*sc = m->sc ? fds[i++] : -1;
+	for (; i < URS_HANDOVER_FDS; i++)
+		close_fd(&fds[i]);
+	return fds[0] >= 0 && fds[1] >= 0 && (m->execd || *sync >= 0) && (!m->sc || *sc >= 0)
+		       ? 0
+		       : -EBADF;
+}
+
+static void sc_ended(void *arg)
+{
+	sup_hosted_release(arg);
+}
+
+/* the seccomp listener and its errno table, counted on @s's own counters */
+static int adopt_sc(struct sup *s, const struct urs_handover *m, int fd, struct urs_err *err)
+{
+	if (m->sc_table.n_exc > URS_SC_EXC_MAX)
+		return urs_err_set(err, -E2BIG, "%s: seccomp table too large", m->id);
+	if (!(s->sc = calloc(1, sizeof(*s->sc))))
+		return urs_err_set(err, -ENOMEM, "%s: out of memory", m->id);
+	s->sc->fd = -1;
+	s->sc->ended = sc_ended; /* its op's end may be the last we wait for */
+	s->sc->ended_arg = s;
+	struct urs_seccomp_denials d = {.base_errno = m->sc_table.base_errno,
+					.n_exc = m->sc_table.n_exc,
+					.converted = m->sc_table.converted,
+					.native_arch = m->sc_table.native_arch,
+					.exc = m->sc_table.exc};
+	return urs_sc_take(s->sc, fd, &d, true);
+}
+
+static void adopt_start(struct hosted *h, struct urs_loop *loop)
 {
 	static bool metrics;
-	int fds[URS_HANDOVER_FDS];
-	memcpy(fds, o->fds, sizeof(fds));
-	struct hosted *h = calloc(1, sizeof(*h));
-	int r = h ? 0 : urs_err_set(err, -ENOMEM, "%s: out of memory", o->h->id);
-	if (!r && o->h->magic != URS_HANDOVER_MAGIC)
-		r = urs_err_set(err, -EPROTO, "%s: not a hand-over message", o->h->id);
-	if (!r && (fds[0] < 0 || fds[1] < 0 || (!o->h->execd && fds[2] < 0)))
-		r = urs_err_set(err, -EBADF, "%s: the hand-over lacks its fds", o->h->id);
-	if (!r && (!memchr(o->h->id, 0, sizeof(o->h->id)) || serving(o->h->id)))
-		r = urs_err_set(err, -EEXIST, "%.64s: already served here", o->h->id);
-	if (h)
-		h->s.state_dfd = -1;
-	if (!r)
-		r = adopt_fill(h, loop, o, err);
-	if (r < 0) {
-		for (int i = 0; i < URS_HANDOVER_FDS; i++)
-			close_fd(&fds[i]);
-		if (h) {
-			close_fd(&h->s.state_dfd);
-			free((char *) h->a.id);
-			free((char *) h->a.bundle);
-			free((char *) h->a.state_dir);
-		}
-		free(h);
-		return r;
-	}
-	if (o->h->execd)
-		close_fd(&fds[2]);
 	struct sup *s = &h->s;
 	h->next = adopted;
 	adopted = h;
@@ -305,7 +344,79 @@ int urs_sup_adopt(struct urs_loop *loop, const struct urs_adopt *o, struct urs_e
 	if (s->started && !s->execd)
 		sup_watch_exec(s);
 	sup_accept_start(s);
+	/* unanswered, denied syscalls would fail with ENOSYS instead of the
+	 * profile's errno: not a way to run the workload (as a supervisor) */
+	if (s->sc && urs_sc_start(s->sc, loop) < 0)
+		urs_pidfd_signal(s->pidfd, SIGKILL);
+}
+
+int urs_sup_adopt(struct urs_loop *loop, const struct urs_adopt *o, struct urs_err *err)
+{
+	int fds[URS_HANDOVER_FDS], sync = -1, scfd = -1;
+	memcpy(fds, o->fds, sizeof(fds));
+	struct hosted *h = calloc(1, sizeof(*h));
+	int r = h ? 0 : urs_err_set(err, -ENOMEM, "%s: out of memory", o->h->id);
+	if (h)
+		h->s.state_dfd = -1;
+	if (!r && o->h->magic != URS_HANDOVER_MAGIC)
+		r = urs_err_set(err, -EPROTO, "%s: not a hand-over message", o->h->id);
+	if (!r && map_fds(o->h, fds, &sync, &scfd) < 0)
+		r = urs_err_set(err, -EBADF, "%s: the hand-over lacks its fds", o->h->id);
+	if (!r && (!memchr(o->h->id, 0, sizeof(o->h->id)) || serving(o->h->id)))
+		r = urs_err_set(err, -EEXIST, "%.64s: already served here", o->h->id);
+	if (!r)
+		r = adopt_fill(h, loop, o, sync, err);
+	if (!r && o->h->sc && (r = adopt_sc(&h->s, o->h, scfd, err)) == 0)
+		scfd = -1; /* its own now */
+	if (r < 0) {
+		for (int i = 0; i < URS_HANDOVER_FDS; i++)
+			close_fd(&fds[i]);
+		if (h && h->s.sc && h->s.sc->fd == scfd)
+			h->s.sc->fd = -1; /* closed above */
+		if (h)
+			hosted_free(h);
+		return r;
+	}
+	adopt_start(h, loop);
 	return 0;
+}
+
+/* the init told to go, the record marked started (as `ursa start` does) */
+static int start_now(struct sup *s, const char *root, struct urs_state *st, struct urs_err *err)
+{
+	int r = urs_sync_send(s->sync_fd, URS_SYNC_START, 0, NULL);
+	if (r < 0)
+		close_fd(&s->sync_fd);
+	sup_watch_exec(s); /* started either way, as the control "start" has it */
+	if (r < 0)
+		return urs_err_set(err, r, "start %s: the container's init is gone", st->id);
+	st->started = true;
+	return urs_state_write(root, st, err);
+}
+
+int urs_sup_hosted_start(const char *root, const char *id, struct urs_err *err)
+{
+	struct hosted *h = serving(id);
+	if (!h)
+		return -ENOENT;
+	struct sup *s = &h->s;
+	struct urs_state st;
+	int r = urs_state_read(root, id, &st, err);
+	if (r < 0)
+		return r;
+	enum urs_status now = urs_container_status(&st);
+	if (st.hooks < 0 || (st.hooks & (1 << URS_HOOK_POSTSTART)))
+		r = -EAGAIN; /* `ursa start` runs them */
+	else if (st.pid != s->init_pid)
+		r = urs_err_set(err, -ESRCH, "start %s: its record names another init", id);
+	else if (now == URS_ST_STOPPED)
+		r = urs_err_set(err, -EINVAL, "cannot start a container that has stopped");
+	else if (now != URS_ST_CREATED || s->started || s->sync_fd < 0)
+		r = urs_err_set(err, -EINVAL, "cannot start an already running container");
+	else
+		r = start_now(s, root, &st, err);
+	urs_state_clear(&st);
+	return r;
 }
 
 int urs_hosted_read(const char *state_dir, pid_t *pid, uint64_t *start)
@@ -313,13 +424,9 @@ int urs_hosted_read(const char *state_dir, pid_t *pid, uint64_t *start)
 	char path[4096], buf[64];
 	if (snprintf(path, sizeof(path), "%s/%s", state_dir, URS_HOSTED_FILE) >= (int) sizeof(path))
 		return -ENAMETOOLONG;
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	if (n <= 0)
-		return n < 0 ? -errno : -EINVAL;
-	buf[n] = 0;
+	ssize_t n = urs_read_small(path, buf, sizeof(buf));
+	if (n < 0)
+		return n == -ENODATA ? -EINVAL : (int) n;
 	int p;
 	uint64_t t;
 	if (sscanf(buf, "%d %" SCNu64, &p, &t) != 2 || p <= 0)

@@ -34,6 +34,7 @@
 #include "host/cgroup.h"
 #include "runtime/err.h"
 #include "runtime/loop.h"
+#include "runtime/timer.h"
 
 struct ctl_conn;
 struct ckpt_dev_map;
@@ -41,10 +42,11 @@ struct ckpt_dev_map;
 /* The supervisor: one per process (urs_supervisor_main's), its loop and
  * everything on it. */
 struct sup {
-	struct urs_loop loop; /* its own (a supervisor process) */
-	struct urs_loop *lp;  /* the one it runs on: &loop, or its host's */
-	bool hosted;	      /* adopted by a host (actors/sup_hosted.c) */
-	int state_dfd;	      /* a host's: ROOT/ID, held (-1: by path, a->state_dir) */
+	struct urs_loop loop;	 /* its own (a supervisor process) */
+	struct urs_loop *lp;	 /* the one it runs on: &loop, or its host's */
+	bool hosted;		 /* adopted by a host (actors/sup_hosted.c) */
+	int state_dfd;		 /* a host's: ROOT/ID, held (-1: by path, a->state_dir) */
+	struct urs_sc_count *sc; /* a host's: its counted seccomp denials, or NULL */
 	struct urs_sup_args *a;
 	pid_t init_pid;
 	int pidfd, sync_fd, ctl_fd, sig_fd;
@@ -56,6 +58,7 @@ struct sup {
 	struct urs_net_cfg netcfg;
 	struct urs_netstack *net;
 	struct urs_op pid_op, accept_op, sig_op;
+	struct urs_timer accept_retry;		/* accept again later: out of fds, memory */
 	struct urs_gofer *gofer[URS_GOFER_MAX]; /* mediated volumes (docs/gofer.md) */
 	struct urs_gofer_thread *gt;		/* their thread: look at them under its lock */
 	struct urs_gofer_budget gofer_fds;	/* their shared fd caps (docs/gofer.md "Inodes") */

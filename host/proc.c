@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "runtime/common.h"
+#include "runtime/io.h"
 
 int urs_pidfd_open(pid_t pid, unsigned flags)
 {
@@ -71,13 +72,9 @@ pid_t urs_pidfd_pid(int pidfd)
 {
 	char path[64], buf[512];
 	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", pidfd);
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	if (n <= 0)
-		return n < 0 ? -errno : -EINVAL;
-	buf[n] = 0;
+	ssize_t n = urs_read_small(path, buf, sizeof(buf));
+	if (n < 0)
+		return n == -ENODATA ? -EINVAL : (pid_t) n;
 	const char *p = strstr(buf, "\nPid:\t");
 	int pid;
 	if (!p || sscanf(p + 6, "%d", &pid) != 1)

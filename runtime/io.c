@@ -2,6 +2,7 @@
  * runtime/io.c — whole writes, whole reads and a millisecond clock (runtime/io.h).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -74,4 +75,18 @@ double urs_now_ms(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double) ts.tv_sec * 1e3 + (double) ts.tv_nsec / 1e6;
+}
+
+ssize_t urs_read_small(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ssize_t n = read(fd, buf, len - 1);
+	int e = errno;
+	close(fd);
+	if (n <= 0)
+		return n < 0 ? -e : -ENODATA;
+	buf[n] = 0;
+	return n;
 }

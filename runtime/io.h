@@ -54,6 +54,19 @@ int urs_pread_all(int fd, void *p, size_t n, uint64_t off);
 size_t urs_read_line(int fd, char *buf, size_t len);
 
 /**
+ * urs_read_small() - a small file's text (/proc entries, records)
+ * @path: the file
+ * @buf: its first @len - 1 bytes, NUL-terminated
+ * @len: @buf's size
+ *
+ * One read(2): enough for what /proc gives in one piece and for files of a
+ * few bytes; a longer file is cut.
+ *
+ * Return: the length read, or a negative errno (-ENODATA: empty).
+ */
+ssize_t urs_read_small(const char *path, char *buf, size_t len);
+
+/**
  * urs_now_ms() - CLOCK_MONOTONIC in milliseconds (for durations in logs and
  *                statistics, never for deciding what is correct)
  *

@@ -113,7 +113,7 @@ static void conn_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint3
 	take_fds(c, fds);
 	struct shim_ctr *ctr = NULL;
 	_cleanup_free_ char *cg = NULL;
-	int r = res == (int32_t) sizeof(c->msg) && !(c->mh.msg_flags & MSG_CTRUNC)
+	int r = res == (int32_t) sizeof(c->msg) && !(c->mh.msg_flags & (MSG_CTRUNC | MSG_TRUNC))
 			? check_peer(c, &ctr, &cg, &err)
 			: urs_err_set(&err, -EPROTO, "hand-over: a short or truncated message");
 	if (r == 0)

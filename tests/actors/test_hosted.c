@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
@@ -27,6 +28,9 @@
 
 #include "actors/control.h"
 #include "actors/hosted.h"
+#include "host/init.h"
+#include "host/proc.h"
+#include "host/state.h"
 #include "runtime/loop.h"
 
 static char root[64];
@@ -73,7 +77,7 @@ static void test_refused(void **state)
 	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
 	struct urs_handover h = {.magic = 0xdead, .init_pid = 1, .execd = 1};
 	snprintf(h.id, sizeof(h.id), "x");
-	struct urs_adopt o = {.h = &h, .fds = {p[0], p[1], -1}, .root = root};
+	struct urs_adopt o = {.h = &h, .fds = {p[0], p[1], -1, -1}, .root = root};
 	struct urs_err err = {{0}};
 	assert_int_equal(urs_sup_adopt(&loop, &o, &err), -EPROTO);
 	assert_non_null(strstr(err.msg, "not a hand-over"));
@@ -81,7 +85,7 @@ static void test_refused(void **state)
 	/* the right magic, the control socket missing */
 	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
 	h.magic = URS_HANDOVER_MAGIC;
-	o.fds[0] = p[0], o.fds[1] = -1, o.fds[2] = p[1];
+	o.fds[0] = p[0], o.fds[1] = -1, o.fds[2] = p[1], o.fds[3] = -1;
 	assert_int_equal(urs_sup_adopt(&loop, &o, &err), -EBADF);
 	assert_false(fd_open(p[0]) || fd_open(p[1]));
 	assert_int_equal(urs_sup_adopted(), 0);
@@ -142,6 +146,7 @@ static void test_adopt_serve_exit(void **state)
 	pid_t child = fork();
 	assert_true(child >= 0);
 	if (child == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL); /* a failed test leaves nothing */
 		pause();
 		_exit(0);
 	}
@@ -153,14 +158,14 @@ static void test_adopt_serve_exit(void **state)
 	struct urs_handover h = {
 		.magic = URS_HANDOVER_MAGIC, .init_pid = child, .started = 1, .execd = 1};
 	snprintf(h.id, sizeof(h.id), "c1");
-	struct urs_adopt o = {.h = &h, .fds = {pidfd, lfd, -1}, .root = root, .bundle = "/b"};
+	struct urs_adopt o = {.h = &h, .fds = {pidfd, lfd, -1, -1}, .root = root, .bundle = "/b"};
 	struct urs_err err = {{0}};
 	assert_int_equal(urs_sup_adopt(&loop, &o, &err), 0);
 	assert_int_equal(urs_sup_adopted(), 1);
 	/* the same sandbox again (a second message, other fds): refused */
 	int p[2];
 	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
-	struct urs_adopt again = {.h = &h, .fds = {p[0], p[1], -1}, .root = root};
+	struct urs_adopt again = {.h = &h, .fds = {p[0], p[1], -1, -1}, .root = root};
 	assert_int_equal(urs_sup_adopt(&loop, &again, &err), -EEXIST);
 	assert_false(fd_open(p[0]) || fd_open(p[1]));
 	assert_int_equal(urs_sup_adopted(), 1);
@@ -178,6 +183,65 @@ static void test_adopt_serve_exit(void **state)
 	fclose(f);
 	assert_int_equal(atoi(buf), SIGKILL); /* the wait status */
 	assert_false(fd_open(pidfd) || fd_open(lfd));
+	urs_loop_fini(&loop);
+}
+
+/* `ursa start` in-process: the init's end of the sync socket gets START,
+ * the record says started; a second start, an unknown sandbox and one with
+ * poststart hooks (or a record that cannot say) are refused or left to the
+ * command */
+static void test_hosted_start(void **state)
+{
+	(void) state;
+	char dir[128];
+	snprintf(dir, sizeof(dir), "%s/s1", root);
+	assert_int_equal(mkdir(dir, 0700), 0);
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s", dir, CTL_NAME);
+	int lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	assert_int_equal(bind(lfd, (struct sockaddr *) &sa, sizeof(sa)), 0);
+	assert_int_equal(listen(lfd, 8), 0);
+	int sync[2];
+	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sync), 0);
+	pid_t child = fork();
+	assert_true(child >= 0);
+	if (child == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL); /* a failed test leaves nothing */
+		pause();
+		_exit(0);
+	}
+	int pidfd = (int) syscall(SYS_pidfd_open, child, 0);
+	struct urs_state st = {.id = "s1", .pid = child, .hooks = -1, .exit_status = -1};
+	assert_int_equal(urs_proc_start_time(child, &st.pid_start), 0);
+	struct urs_err err = {{0}};
+	assert_int_equal(urs_state_write(root, &st, &err), 0);
+
+	struct urs_loop loop;
+	assert_int_equal(urs_loop_init(&loop, NULL), 0);
+	struct urs_handover h = {.magic = URS_HANDOVER_MAGIC, .init_pid = child};
+	snprintf(h.id, sizeof(h.id), "s1");
+	struct urs_adopt o = {.h = &h, .fds = {pidfd, lfd, sync[0], -1}, .root = root};
+	assert_int_equal(urs_sup_adopt(&loop, &o, &err), 0);
+
+	assert_int_equal(urs_sup_hosted_start(root, "nope", &err), -ENOENT);
+	assert_int_equal(urs_sup_hosted_start(root, "s1", &err), -EAGAIN); /* hooks unknown */
+	st.hooks = 0;
+	assert_int_equal(urs_state_write(root, &st, &err), 0);
+	assert_int_equal(urs_sup_hosted_start(root, "s1", &err), 0);
+	struct urs_sync_msg m;
+	assert_int_equal(urs_sync_recv(sync[1], &m), 0);
+	assert_int_equal(m.type, URS_SYNC_START);
+	struct urs_state back;
+	assert_int_equal(urs_state_read(root, "s1", &back, &err), 0);
+	assert_true(back.started);
+	urs_state_clear(&back);
+	assert_int_equal(urs_sup_hosted_start(root, "s1", &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "already running"));
+
+	close(sync[1]); /* the init's end: "exec'd" */
+	kill(child, SIGKILL);
+	assert_int_equal(waitpid(child, NULL, 0), child);
+	assert_true(run_until(&loop, none_adopted, NULL));
 	urs_loop_fini(&loop);
 }
 
@@ -202,6 +266,7 @@ int main(void)
 		cmocka_unit_test(test_hosted_read),
 		cmocka_unit_test(test_refused),
 		cmocka_unit_test(test_adopt_serve_exit),
+		cmocka_unit_test(test_hosted_start),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -60,7 +60,7 @@ static char out[64 << 10];
 
 static void render(struct urs_loop *loop)
 {
-	int n = urs_sup_metrics_render("t", loop, NULL, out, sizeof(out));
+	int n = urs_sup_metrics_render("t", loop, NULL, NULL, out, sizeof(out));
 	assert_true(n > 0);
 }
 

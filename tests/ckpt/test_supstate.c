@@ -224,7 +224,7 @@ static void test_foreign_kind(void **state)
 static uint64_t scrape(const char *series)
 {
 	static char buf[1 << 16];
-	int n = urs_sup_metrics_render("t", NULL, NULL, buf, sizeof(buf));
+	int n = urs_sup_metrics_render("t", NULL, NULL, NULL, buf, sizeof(buf));
 	assert_true(n > 0);
 	const char *p = strstr(buf, series);
 	assert_non_null(p);
@@ -291,7 +291,7 @@ static void test_metrics_continue(void **state)
 	/* urs_sup_metrics_save -> load: every saved metric loads back, so
 	 * applying the supervisor's own values doubles its counters */
 	struct collect c = {0};
-	assert_int_equal(urs_sup_metrics_save(NULL, collect_cb, &c), 0);
+	assert_int_equal(urs_sup_metrics_save(NULL, NULL, collect_cb, &c), 0);
 	assert_true(c.n >= 4);
 	f.st.metrics = c.m;
 	f.st.metrics_len = c.n;

@@ -123,15 +123,27 @@ static void test_proc_identity(void **state)
 	assert_int_equal(urs_pidfd_open_checked(getpid(), me + 1), -ESRCH);
 	int fd = urs_pidfd_open_checked(getpid(), me);
 	assert_true(fd >= 0);
+	assert_int_equal(urs_pidfd_pid(fd), getpid()); /* what the pidfd names */
 	close(fd);
+	assert_int_equal(urs_proc_ppid(getpid()), getppid());
+	int p[2];
+	assert_int_equal(pipe(p), 0);
+	assert_int_equal(urs_pidfd_pid(p[0]), -EINVAL); /* not a pidfd */
+	close(p[0]);
+	close(p[1]);
 	pid_t c = fork();
 	if (c == 0)
 		_exit(0);
 	uint64_t cs = 0;
 	urs_proc_start_time(c, &cs);
+	fd = urs_pidfd_open_checked(c, cs);
+	assert_true(fd >= 0);
 	waitpid(c, NULL, 0);
+	assert_int_equal(urs_pidfd_pid(fd), -ESRCH); /* reaped: the pidfd names none */
+	close(fd);
 	assert_false(urs_proc_alive(c, cs));
 	assert_int_equal(urs_proc_start_time(c, &cs), -ESRCH);
+	assert_int_equal(urs_proc_ppid(c), -ESRCH);
 }
 
 /* A rootfs with hostile symlinks: /evil -> /, /dev -> /etc, /proc -> ../../.. */
