@@ -32,6 +32,7 @@
 #include "host/proc.h"
 #include "host/state.h"
 #include "runtime/loop.h"
+#include "runtime/timer.h"
 
 static char root[64];
 
@@ -92,16 +93,41 @@ static void test_refused(void **state)
 	urs_loop_fini(&loop);
 }
 
-/* run the loop until @done says so, at most ~10 s */
+/* A deadline for the waits below: the loop sleeps in io_uring_enter until
+ * its next completion (the armed timer keeps it waiting, and ends it at
+ * the latest) */
+static struct urs_timer deadline;
+static bool expired;
+
+static void deadline_cb(struct urs_loop *loop, struct urs_timer *t, int res)
+{
+	(void) loop, (void) t;
+	expired = res == 0;
+}
+
+static void deadline_arm(struct urs_loop *loop, uint64_t s)
+{
+	expired = false;
+	assert_int_equal(urs_timer_start(loop, &deadline, s * 1000000000ull, 0, deadline_cb), 0);
+}
+
+static void deadline_off(struct urs_loop *loop)
+{
+	if (urs_timer_busy(&deadline))
+		urs_timer_cancel(loop, &deadline);
+	while (urs_timer_busy(&deadline))
+		assert_int_equal(urs_loop_run_once(loop, false), 0);
+}
+
+/* run the loop until @done says so, waiting for its completions; 10 s at most */
 static bool run_until(struct urs_loop *loop, bool (*done)(void *), void *arg)
 {
-	for (int i = 0; i < 10000; i++) {
-		assert_int_equal(urs_loop_run_once(loop, false), 0);
-		if (done(arg))
-			return true;
-		poll(NULL, 0, 1);
-	}
-	return false;
+	deadline_arm(loop, 10);
+	bool ok;
+	while (!(ok = done(arg)) && !expired)
+		assert_int_equal(urs_loop_run_once(loop, true), 0);
+	deadline_off(loop);
+	return ok;
 }
 
 static bool readable(void *arg)
@@ -131,18 +157,26 @@ static void ping(struct urs_loop *loop, const char *ctl)
 	close(c);
 }
 
+/* ROOT/@id made (its path in @dir), and the control socket listening in
+ * it, as a supervisor hands it over */
+static int sandbox_dir(const char *id, char *dir, size_t len)
+{
+	snprintf(dir, len, "%s/%s", root, id);
+	assert_int_equal(mkdir(dir, 0700), 0);
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s", dir, CTL_NAME);
+	int lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	assert_int_equal(bind(lfd, (struct sockaddr *) &sa, sizeof(sa)), 0);
+	assert_int_equal(listen(lfd, 8), 0);
+	return lfd;
+}
+
 static void test_adopt_serve_exit(void **state)
 {
 	(void) state;
 	char dir[128], ctl[160], path[160];
-	snprintf(dir, sizeof(dir), "%s/c1", root);
-	assert_int_equal(mkdir(dir, 0700), 0);
+	int lfd = sandbox_dir("c1", dir, sizeof(dir));
 	snprintf(ctl, sizeof(ctl), "%s/%s", dir, CTL_NAME);
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", ctl);
-	int lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	assert_int_equal(bind(lfd, (struct sockaddr *) &sa, sizeof(sa)), 0);
-	assert_int_equal(listen(lfd, 8), 0);
 	pid_t child = fork();
 	assert_true(child >= 0);
 	if (child == 0) {
@@ -194,13 +228,7 @@ static void test_hosted_start(void **state)
 {
 	(void) state;
 	char dir[128];
-	snprintf(dir, sizeof(dir), "%s/s1", root);
-	assert_int_equal(mkdir(dir, 0700), 0);
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s", dir, CTL_NAME);
-	int lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	assert_int_equal(bind(lfd, (struct sockaddr *) &sa, sizeof(sa)), 0);
-	assert_int_equal(listen(lfd, 8), 0);
+	int lfd = sandbox_dir("s1", dir, sizeof(dir));
 	int sync[2];
 	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sync), 0);
 	pid_t child = fork();
