@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "runtime/common.h"
+#include "runtime/mem.h"
 
 /* Close every fd from 3 up except those in @keep (-1 entries ignored). */
 void sup_close_all_but(int *keep, size_t n)
@@ -56,45 +57,9 @@ void sup_prewarm_fd_table(void)
  * ours too, private and dirty, for the sandbox's whole life. Once the boot
  * is done they are dead: give them back before the loop starts. */
 
-#define SUP_STACK_KEEP (1u << 10) /* below our frame: the loop's own calls */
-
-/* the lowest address of the [stack] mapping, or 0 */
-static uintptr_t stack_low(void)
-{
-	_cleanup_close_ int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-	char buf[512];
-	size_t have = 0;
-	while (fd >= 0) {
-		ssize_t n = read(fd, buf + have, sizeof(buf) - 1 - have);
-		if (n <= 0)
-			return 0;
-		have += (size_t) n;
-		buf[have] = 0;
-		char *line = buf, *nl;
-		for (; (nl = strchr(line, '\n')); line = nl + 1) {
-			*nl = 0;
-			if (nl - line > 7 && !strcmp(nl - 7, "[stack]"))
-				return (uintptr_t) strtoull(line, NULL, 16);
-		}
-		have = strlen(line); /* a partial line, carried over */
-		memmove(buf, line, have);
-		if (have == sizeof(buf) - 1)
-			have = 0; /* no line is that long: skip it */
-	}
-	return 0;
-}
-
 __attribute__((noinline)) void sup_release_boot_memory(void)
 {
-	malloc_trim(0); /* free heap pages, the CLI's included */
-	char here;
-	uintptr_t pg = (uintptr_t) sysconf(_SC_PAGESIZE);
-	uintptr_t top = ((uintptr_t) &here - SUP_STACK_KEEP) & ~(pg - 1);
-	uintptr_t low = stack_low();
-	/* dead frames only: everything below our caller's, less a margin;
-	 * they fault in again, zeroed, if a deeper call wants them */
-	if (low && low < top)
-		madvise((void *) low, top - low, MADV_DONTNEED);
+	urs_mem_settle(); /* the CLI's freed heap too */
 }
 
 /* ---- end of memory at boot */

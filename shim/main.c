@@ -30,6 +30,7 @@
 
 #include "runtime/common.h"
 #include "runtime/io.h"
+#include "runtime/mem.h"
 #include "shim/backend_cli.h"
 #include "shim/host.h"
 #include "shim/events.h"
@@ -38,13 +39,16 @@
 #include "shim/task.h"
 #include "state/sha256.h"
 
-#define SOCK_DIR   "/run/containerd/s"
-#define STATE_ROOT "/run/containerd/ursa"
+#define SOCK_DIR    "/run/containerd/s"
+#define STATE_ROOT  "/run/containerd/ursa"
+#define SERVE_LFD   3 /* "serve": the listener start made */
+#define SERVE_READY 4 /* "serve": the pipe start reads the daemon's word from */
+#define SETTLE_NS   (100 * 1000 * 1000ull) /* after a burst of requests */
 
 extern char **environ;
 
 struct args {
-	const char *ns, *address, *publish, *id, *bundle, *action;
+	const char *ns, *address, *publish, *id, *bundle, *sock, *action;
 	int debug;
 };
 
@@ -52,7 +56,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 {
 	static const char *const valued[] = {
 		"namespace", "address", "publish-binary", "id", "bundle", "socket", NULL};
-	const char **dst[] = {&a->ns, &a->address, &a->publish, &a->id, &a->bundle, NULL};
+	const char **dst[] = {&a->ns, &a->address, &a->publish, &a->id, &a->bundle, &a->sock};
 	*a = (struct args){.ns = "default", .address = ""};
 	for (int i = 1; i < argc; i++) {
 		const char *s = argv[i];
@@ -76,8 +80,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 			return -EINVAL;
 		}
 		const char *v = eq ? eq + 1 : argv[++i];
-		if (dst[k] && k < 5)
-			*dst[k] = v;
+		*dst[k] = v;
 	}
 	return 0;
 }
@@ -200,8 +203,17 @@ struct shim {
 	struct shim_cli cli;
 	struct shim_host host; /* its pod's sandboxes, handed over (shim/host.h) */
 	struct ttrpc_server *srv;
-	char sock[108]; /* its path while it is this shim's */
+	struct urs_mem_settler settle; /* memory handed back after each burst */
+	char sock[108];		       /* its path while it is this shim's */
 };
+
+/* after each request: settle once the burst is over (runtime/mem.h); an
+ * idle pod keeps only what its sandboxes need */
+static void settle_soon(void *arg)
+{
+	struct shim *s = arg;
+	urs_mem_settle_soon(&s->loop, &s->settle);
+}
 
 /* Shutdown found no container: the socket's name goes first (a start for
  * the group from now on makes a new shim, whose socket must not be the one
@@ -213,6 +225,7 @@ static void on_empty(void *arg)
 		return;
 	unlink(s->sock);
 	s->sock[0] = 0;
+	urs_mem_settle_off(&s->loop, &s->settle);
 	shim_host_close(&s->host);
 	ttrpc_server_close(s->srv);
 	s->srv = NULL;
@@ -260,6 +273,8 @@ static int serve(const struct args *a, int lfd, const char *sock, int ready)
 		unlink(sock);
 		return 1;
 	}
+	s.settle.delay_ns = SETTLE_NS;
+	ttrpc_server_on_handled(s.srv, settle_soon, &s);
 	close(ready); /* serving: start may print the address */
 	snprintf(s.sock, sizeof(s.sock), "%s", sock);
 	r = urs_loop_run(&s.loop);
@@ -316,6 +331,50 @@ static void daemonize(void)
 	signal(SIGPIPE, SIG_IGN);
 }
 
+/* The daemon runs as a fresh image of this program ("serve", its listener
+ * as fd 3 and the word to start as fd 4): a forked start process would hand
+ * it the heap, stack and data pages start touched, which every idle pod
+ * would keep (bench/RESULTS.md, density). Returns only if exec failed. */
+static void reexec(const struct args *a, int lfd, const char *sock, int ready)
+{
+	/* above both places first (either may sit on the other's), then in
+	 * place: dup2's copies have no FD_CLOEXEC, the originals close */
+	int l = fcntl(lfd, F_DUPFD_CLOEXEC, SERVE_READY + 1);
+	int r = fcntl(ready, F_DUPFD_CLOEXEC, SERVE_READY + 1);
+	if (l < 0 || r < 0 || dup2(l, SERVE_LFD) < 0 || dup2(r, SERVE_READY) < 0)
+		return;
+	/* containerd's flags again, as runc's shim keeps them: ps shows whose */
+	char *const argv[] = {"containerd-shim-ursa-v2",
+			      "-namespace",
+			      (char *) a->ns,
+			      "-id",
+			      (char *) (a->id ? a->id : ""),
+			      "-address",
+			      (char *) a->address,
+			      "-socket",
+			      (char *) sock,
+			      "serve",
+			      NULL};
+	execve("/proc/self/exe", argv, environ);
+}
+
+/* "serve": what start's daemon runs (reexec); refused unless fd 3 is a
+ * listening socket at -socket and fd 4 a pipe, as start leaves them */
+static int do_serve(const struct args *a)
+{
+	int on = 0;
+	socklen_t len = sizeof(on);
+	struct stat st;
+	if (!a->sock || getsockopt(SERVE_LFD, SOL_SOCKET, SO_ACCEPTCONN, &on, &len) < 0 || !on ||
+	    fstat(SERVE_READY, &st) < 0 || !S_ISFIFO(st.st_mode)) {
+		fprintf(stderr, "containerd-shim-ursa-v2: serve is started by start only\n");
+		return 2;
+	}
+	fcntl(SERVE_LFD, F_SETFD, FD_CLOEXEC);
+	fcntl(SERVE_READY, F_SETFD, FD_CLOEXEC);
+	return serve(a, SERVE_LFD, a->sock, SERVE_READY);
+}
+
 static int do_start(const struct args *a)
 {
 	char group[256], sock[108], addr[128];
@@ -357,7 +416,8 @@ static int do_start(const struct args *a)
 		set_oom_score(oom < 1000 ? oom + 1
 					 : 1000); /* as containerd's shims: just above it */
 		daemonize();
-		_exit(serve(a, lfd, sock, rp[1]));
+		reexec(a, lfd, sock, rp[1]);
+		_exit(serve(a, lfd, sock, rp[1])); /* could not: serve from here */
 	}
 	close(lfd);
 	close(rp[1]);
@@ -456,6 +516,8 @@ int main(int argc, char **argv)
 		return do_start(&a);
 	if (a.action && !strcmp(a.action, "delete") && a.id)
 		return do_delete(&a);
+	if (a.action && !strcmp(a.action, "serve"))
+		return do_serve(&a);
 	fprintf(stderr, "usage: containerd-shim-ursa-v2 -namespace NS -address ADDR "
 			"-publish-binary BIN -id ID [-bundle DIR] [-debug] start|delete\n"
 			"(started by containerd for the runtime io.containerd.ursa.v2)\n");

@@ -61,6 +61,8 @@ struct ttrpc_server {
 	struct ttrpc_conn *conns;
 	unsigned nconns;
 	struct ttrpc_call *free_calls;
+	void (*handled)(void *arg);
+	void *handled_arg;
 	bool closing;
 };
 
@@ -272,6 +274,8 @@ static void handle(struct ttrpc_conn *c, uint32_t sid, const uint8_t *p, size_t 
 		m->fn(k, in, s->arg);
 	}
 	ttrpc_arena_reset(&s->arena);
+	if (s->handled)
+		s->handled(s->handled_arg);
 }
 
 /* Handle every whole frame in the buffer; keep the rest at its start, with
@@ -415,6 +419,12 @@ struct ttrpc_server *ttrpc_server_new(struct urs_loop *loop, int listen_fd,
 unsigned ttrpc_server_conns(const struct ttrpc_server *srv)
 {
 	return srv->nconns;
+}
+
+void ttrpc_server_on_handled(struct ttrpc_server *srv, void (*fn)(void *arg), void *arg)
+{
+	srv->handled = fn;
+	srv->handled_arg = arg;
 }
 
 void ttrpc_server_close(struct ttrpc_server *s)

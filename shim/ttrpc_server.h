@@ -46,6 +46,14 @@ struct ttrpc_server *ttrpc_server_new(struct urs_loop *loop, int listen_fd,
 				      const struct ttrpc_method *methods, void *arg);
 
 /**
+ * ttrpc_server_on_handled() - call @fn after each request's handler returns
+ * @srv: the server
+ * @fn: the hook (NULL: none), e.g. to settle memory after a burst
+ * @arg: passed to @fn
+ */
+void ttrpc_server_on_handled(struct ttrpc_server *srv, void (*fn)(void *arg), void *arg);
+
+/**
  * ttrpc_server_close() - stop accepting; close every connection once its
  * replies are sent; free the server when the last one has gone
  * @srv: the server
