@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <limits.h>
+#include <malloc.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -372,6 +373,8 @@ static int do_serve(const struct args *a)
 	}
 	fcntl(SERVE_LFD, F_SETFD, FD_CLOEXEC);
 	fcntl(SERVE_READY, F_SETFD, FD_CLOEXEC);
+	mallopt(M_MMAP_THRESHOLD, 8192);
+	mallopt(M_TOP_PAD, 0);
 	return serve(a, SERVE_LFD, a->sock, SERVE_READY);
 }
 
