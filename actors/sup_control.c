@@ -59,8 +59,7 @@ static void conn_release(struct ctl_conn *c)
 	free(c->reply);
 	free(c->ckreq);
 	free(c);
-	if (s->hosted)
-		sup_hosted_release(s);
+	sup_part_ended(s);
 }
 
 static bool exec_wait_expired(struct ctl_conn *c);
@@ -150,8 +149,7 @@ static void exec_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint3
 		close(s->sync_fd);
 	s->sync_fd = -1;
 	sup_exec_waiters_answer(s);
-	if (s->hosted)
-		sup_hosted_release(s);
+	sup_part_ended(s);
 }
 
 void sup_exec_waiters_answer(struct sup *s)
@@ -326,8 +324,8 @@ static void accept_retry_cb(struct urs_loop *loop, struct urs_timer *t, int res)
 	struct sup *s = container_of(t, struct sup, accept_retry);
 	if (res == 0 && !s->exited)
 		sup_accept_start(s);
-	else if (s->hosted)
-		sup_hosted_release(s);
+	else
+		sup_part_ended(s);
 }
 
 void sup_accept_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint32_t flags)
@@ -356,8 +354,8 @@ void sup_accept_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint32
 		if (!starved ||
 		    urs_timer_start(loop, &s->accept_retry, CTL_RETRY_NS, 0, accept_retry_cb) < 0)
 			sup_accept_start(s);
-	} else if (!(flags & IORING_CQE_F_MORE) && s->hosted) {
-		sup_hosted_release(s);
+	} else if (!(flags & IORING_CQE_F_MORE)) {
+		sup_part_ended(s);
 	}
 }
 

@@ -23,6 +23,7 @@
 #include "actors/metrics.h"
 #include "actors/netstack.h"
 #include "host/cgroup.h"
+#include "host/fdpass.h"
 #include "host/proc.h"
 #include "runtime/common.h"
 #include "runtime/io.h"
@@ -50,16 +51,7 @@ static int write_hosted(const char *dir, pid_t pid, uint64_t start)
 	    snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", dir, URS_HOSTED_FILE) >= (int) sizeof(tmp))
 		return -ENAMETOOLONG;
 	int n = snprintf(val, sizeof(val), "%d %" PRIu64 "\n", (int) pid, start);
-	_cleanup_close_ int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -errno;
-	int r = urs_write_all(fd, val, (size_t) n);
-	if (r < 0 || rename(tmp, path) < 0) {
-		r = r < 0 ? r : -errno;
-		unlink(tmp);
-		return r;
-	}
-	return 0;
+	return urs_write_file_atomic(path, tmp, val, (size_t) n, 0600);
 }
 
 static void unlink_hosted(const char *dir)
@@ -90,22 +82,7 @@ static int send_handover(int fd, const struct sup *s)
 		h.sc_table.native_arch = d->native_arch;
 		memcpy(h.sc_table.exc, d->exc, d->n_exc * sizeof(*d->exc));
 	}
-	char cbuf[CMSG_SPACE(sizeof(fds))] = {0};
-	struct iovec iov = {.iov_base = &h, .iov_len = sizeof(h)};
-	struct msghdr mh = {.msg_iov = &iov,
-			    .msg_iovlen = 1,
-			    .msg_control = cbuf,
-			    .msg_controllen = CMSG_SPACE(nfd * sizeof(int))};
-	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(nfd * sizeof(int));
-	memcpy(CMSG_DATA(cm), fds, nfd * sizeof(int));
-	ssize_t n;
-	do
-		n = sendmsg(fd, &mh, MSG_NOSIGNAL);
-	while (n < 0 && errno == EINTR);
-	return n == (ssize_t) sizeof(h) ? 0 : -EPIPE;
+	return urs_send_fds(fd, &h, sizeof(h), fds, nfd);
 }
 
 /* The host is who ran `ursa create`: our parent's parent, or our parent
@@ -114,7 +91,11 @@ static int send_handover(int fd, const struct sup *s)
 static bool is_our_host(pid_t peer)
 {
 	pid_t pp = getppid();
-	return peer == pp || peer == urs_proc_ppid(pp);
+	if (peer == pp || peer == urs_proc_ppid(pp))
+		return true;
+	/* the command may have exited (and been reaped) between the two
+	 * looks: then the host, its subreaper, is our parent now */
+	return peer == getppid();
 }
 
 int sup_hand_over(struct sup *s)
@@ -166,7 +147,6 @@ struct hosted {
 };
 
 static struct hosted *adopted; /* every one not freed yet */
-static unsigned n_adopted;
 
 /* the sandbox of @id served now (its init not ended), or NULL */
 static struct hosted *serving(const char *id)
@@ -179,14 +159,10 @@ static struct hosted *serving(const char *id)
 
 unsigned urs_sup_adopted(void)
 {
-	return n_adopted;
-}
-
-static void close_fd(int *fd)
-{
-	if (*fd >= 0)
-		close(*fd);
-	*fd = -1;
+	unsigned n = 0;
+	for (struct hosted *h = adopted; h; h = h->next)
+		n++;
+	return n;
 }
 
 static void hosted_free(struct hosted *h)
@@ -194,7 +170,7 @@ static void hosted_free(struct hosted *h)
 	if (h->s.sc)
 		urs_sc_stop(h->s.sc, h->s.lp);
 	free(h->s.sc);
-	close_fd(&h->s.state_dfd);
+	urs_closep(&h->s.state_dfd);
 	free((char *) h->a.id);
 	free((char *) h->a.bundle);
 	free((char *) h->a.state_dir);
@@ -213,13 +189,12 @@ void sup_hosted_release(struct sup *s)
 			*p = h->next;
 			break;
 		}
-	close_fd(&s->pidfd);
-	close_fd(&s->ctl_fd);
-	close_fd(&s->sync_fd);
+	urs_closep(&s->pidfd);
+	urs_closep(&s->ctl_fd);
+	urs_closep(&s->sync_fd);
 	if (s->cg) /* (h->cg is all zeros otherwise: its fds would read as 0) */
 		urs_cg_close(&h->cg);
 	hosted_free(h);
-	n_adopted--;
 }
 
 /* the init has ended: its status written, the cgroup thawed (a checkpoint
@@ -280,6 +255,7 @@ static int adopt_fill(struct hosted *h, struct urs_loop *loop, const struct urs_
 	s->a = &h->a;
 	s->lp = loop;
 	s->hosted = true;
+	s->part_ended = sup_hosted_release;
 	s->init_pid = o->h->init_pid;
 	s->pidfd = o->fds[0];
 	s->ctl_fd = o->fds[1];
@@ -299,7 +275,7 @@ static int map_fds(const struct urs_handover *m, int fds[URS_HANDOVER_FDS], int 
 	*sync = m->execd ? -1 : fds[i++];
 	*sc = m->sc ? fds[i++] : -1;
 	for (; i < URS_HANDOVER_FDS; i++)
-		close_fd(&fds[i]);
+		urs_closep(&fds[i]);
 	return fds[0] >= 0 && fds[1] >= 0 && (m->execd || *sync >= 0) && (!m->sc || *sc >= 0)
 		       ? 0
 		       : -EBADF;
@@ -334,7 +310,6 @@ static void adopt_start(struct hosted *h, struct urs_loop *loop)
 	struct sup *s = &h->s;
 	h->next = adopted;
 	adopted = h;
-	n_adopted++;
 	if (!metrics) /* the host's process-wide counters: once */
 		metrics = urs_sup_metrics_init() == 0;
 	sup_start_checkpointer(s);
@@ -370,7 +345,7 @@ int urs_sup_adopt(struct urs_loop *loop, const struct urs_adopt *o, struct urs_e
 		scfd = -1; /* its own now */
 	if (r < 0) {
 		for (int i = 0; i < URS_HANDOVER_FDS; i++)
-			close_fd(&fds[i]);
+			urs_closep(&fds[i]);
 		if (h && h->s.sc && h->s.sc->fd == scfd)
 			h->s.sc->fd = -1; /* closed above */
 		if (h)
@@ -386,7 +361,7 @@ static int start_now(struct sup *s, const char *root, struct urs_state *st, stru
 {
 	int r = urs_sync_send(s->sync_fd, URS_SYNC_START, 0, NULL);
 	if (r < 0)
-		close_fd(&s->sync_fd);
+		urs_closep(&s->sync_fd);
 	sup_watch_exec(s); /* started either way, as the control "start" has it */
 	if (r < 0)
 		return urs_err_set(err, r, "start %s: the container's init is gone", st->id);

@@ -42,9 +42,12 @@ struct ckpt_dev_map;
 /* The supervisor: one per process (urs_supervisor_main's), its loop and
  * everything on it. */
 struct sup {
-	struct urs_loop loop;	 /* its own (a supervisor process) */
-	struct urs_loop *lp;	 /* the one it runs on: &loop, or its host's */
-	bool hosted;		 /* adopted by a host (actors/sup_hosted.c) */
+	struct urs_loop loop; /* its own (a supervisor process) */
+	struct urs_loop *lp;  /* the one it runs on: &loop, or its host's */
+	bool hosted;	      /* adopted by a host (actors/sup_hosted.c) */
+	/* an op, timer or connection of it has ended: a host frees it once all
+	 * have (NULL in a supervisor process, which exits instead) */
+	void (*part_ended)(struct sup *s);
 	int state_dfd;		 /* a host's: ROOT/ID, held (-1: by path, a->state_dir) */
 	struct urs_sc_count *sc; /* a host's: its counted seccomp denials, or NULL */
 	struct urs_sup_args *a;
@@ -97,6 +100,13 @@ void sup_kill_init(struct sup *s);
 bool sup_init_ended(struct sup *s);
 /* ROOT/ID/exit: the init's wait status; returns the exit code it means. */
 int sup_write_exit(struct sup *s);
+
+/* Something of @s that kept it alive has ended (see part_ended). */
+static inline void sup_part_ended(struct sup *s)
+{
+	if (s->part_ended)
+		s->part_ended(s);
+}
 
 /* ---- sup_hosted.c ---- */
 

@@ -5,27 +5,58 @@
 
 #include <errno.h>
 #include <string.h>
-#include <sys/socket.h>
+#include <unistd.h>
 
-int urs_send_fd(int sock, const void *data, size_t len, int fd)
+int urs_send_fds(int sock, const void *data, size_t len, const int *fds, size_t nfd)
 {
-	char cbuf[CMSG_SPACE(sizeof(int))] = {0};
+	if (nfd > URS_FDPASS_MAX)
+		return -EINVAL;
+	char cbuf[CMSG_SPACE(URS_FDPASS_MAX * sizeof(int))] = {0};
 	struct iovec iov = {.iov_base = (void *) data, .iov_len = len};
 	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
-	if (fd >= 0) {
+	if (nfd) {
 		mh.msg_control = cbuf;
-		mh.msg_controllen = sizeof(cbuf);
+		mh.msg_controllen = CMSG_SPACE(nfd * sizeof(int));
 		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
 		c->cmsg_level = SOL_SOCKET;
 		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(c), &fd, sizeof(int));
+		c->cmsg_len = CMSG_LEN(nfd * sizeof(int));
+		memcpy(CMSG_DATA(c), fds, nfd * sizeof(int));
 	}
 	ssize_t n;
 	do
 		n = sendmsg(sock, &mh, MSG_NOSIGNAL);
 	while (n < 0 && errno == EINTR);
-	return n < 0 ? -errno : 0;
+	if (n < 0)
+		return -errno;
+	return (size_t) n == len ? 0 : -EPIPE;
+}
+
+int urs_send_fd(int sock, const void *data, size_t len, int fd)
+{
+	return urs_send_fds(sock, data, len, &fd, fd >= 0);
+}
+
+size_t urs_take_fds(struct msghdr *mh, int *fds, size_t max)
+{
+	size_t have = 0;
+	for (size_t i = 0; i < max; i++)
+		fds[i] = -1;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS ||
+		    c->cmsg_len < CMSG_LEN(0))
+			continue;
+		size_t n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < n; i++) {
+			int fd;
+			memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+			if (have < max)
+				fds[have++] = fd;
+			else
+				close(fd);
+		}
+	}
+	return have;
 }
 
 ssize_t urs_recv_fd(int sock, void *data, size_t len, int *fd)
@@ -43,9 +74,6 @@ ssize_t urs_recv_fd(int sock, void *data, size_t len, int *fd)
 	while (n < 0 && errno == EINTR);
 	if (n <= 0)
 		return n < 0 ? -errno : -EPIPE;
-	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-	if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
-	    c->cmsg_len == CMSG_LEN(sizeof(int)))
-		memcpy(fd, CMSG_DATA(c), sizeof(int));
+	urs_take_fds(&mh, fd, 1);
 	return n;
 }

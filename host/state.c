@@ -128,23 +128,10 @@ int urs_state_write(const char *root, const struct urs_state *st, struct urs_err
 		return urs_err_set(err, -ENOMEM, "state: out of memory");
 	/* 0644 whatever the umask: writable by us alone (an image's copy of it
 	 * must pass the manifest's owner check) */
-	int r = 0, fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd >= 0 && fchmod(fd, 0644) < 0)
-		r = -errno;
-	if (fd < 0 || r < 0 || (r = urs_write_all(fd, text, strlen(text))) < 0)
-		r = r < 0 ? r : -errno; /* ENOSPC says so, not EIO */
-	if (fd >= 0 && close(fd) < 0 && !r)
-		r = -errno;
+	int r = urs_write_file_atomic(path, tmp, text, strlen(text), 0644);
 	free(text);
-	if (r < 0) {
-		unlink(tmp);
-		return urs_err_set(err, r, "state: writing %s: %s", tmp, strerror(-r));
-	}
-	if (rename(tmp, path) < 0) {
-		r = -errno;
-		unlink(tmp);
-		return urs_err_set(err, r, "state: rename to %s: %s", path, strerror(-r));
-	}
+	if (r < 0)
+		return urs_err_set(err, r, "state: writing %s: %s", path, strerror(-r));
 	return 0;
 }
 

@@ -31,7 +31,8 @@ static inline void urs_freep(void *p)
 }
 
 /**
- * urs_closep() - close(*fd) if it is open: the cleanup of _cleanup_close_
+ * urs_closep() - close(*fd) if it is open, and leave it -1: the cleanup of
+ * _cleanup_close_, and the way to close an fd a record keeps
  * @fd: the address of an fd variable (negative: nothing to close)
  *
  * errno is kept as it was, so a failure path can still report it.
@@ -43,6 +44,7 @@ static inline void urs_closep(int *fd)
 		close(*fd);
 		errno = saved;
 	}
+	*fd = -1;
 }
 
 /**

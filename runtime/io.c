@@ -1,8 +1,11 @@
 /*
- * runtime/io.c — whole writes, whole reads and a millisecond clock (runtime/io.h).
+ * runtime/io.c — whole writes, whole reads, files replaced whole and a
+ * millisecond clock (runtime/io.h).
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -89,4 +92,22 @@ ssize_t urs_read_small(const char *path, char *buf, size_t len)
 		return n < 0 ? -e : -ENODATA;
 	buf[n] = 0;
 	return n;
+}
+
+int urs_write_file_atomic(const char *path, const char *tmp, const void *p, size_t n, unsigned mode)
+{
+	int r = 0, fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+	if (fd < 0)
+		return -errno;
+	if (fchmod(fd, mode) < 0)
+		r = -errno;
+	if (!r)
+		r = urs_write_all(fd, p, n);
+	if (close(fd) < 0 && !r)
+		r = -errno;
+	if (!r && rename(tmp, path) < 0)
+		r = -errno;
+	if (r)
+		unlink(tmp);
+	return r;
 }

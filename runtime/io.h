@@ -1,7 +1,8 @@
 /*
  * runtime/io.h — the small blocking helpers every layer needs and each
- * once wrote for itself: whole writes (short writes and EINTR handled) and
- * a monotonic clock in milliseconds. Not for the loop's hot paths, which
+ * once wrote for itself: whole writes (short writes and EINTR handled),
+ * files replaced all or nothing (a temporary renamed over them) and a
+ * monotonic clock in milliseconds. Not for the loop's hot paths, which
  * go through io_uring.
  */
 #ifndef URSA_RUNTIME_IO_H
@@ -65,6 +66,22 @@ size_t urs_read_line(int fd, char *buf, size_t len);
  * Return: the length read, or a negative errno (-ENODATA: empty).
  */
 ssize_t urs_read_small(const char *path, char *buf, size_t len);
+
+/**
+ * urs_write_file_atomic() - make @path hold @p, all or nothing
+ * @path: the file
+ * @tmp: a name beside it, written first and renamed over @path
+ * @p: the bytes
+ * @n: their count
+ * @mode: the file's mode, whatever the umask
+ *
+ * A reader sees the old file or the whole new one, never part of it; on
+ * failure @tmp is gone and @path as it was.
+ *
+ * Return: 0, or a negative errno (ENOSPC says so).
+ */
+int urs_write_file_atomic(const char *path, const char *tmp, const void *p, size_t n,
+			  unsigned mode);
 
 /**
  * urs_now_ms() - CLOCK_MONOTONIC in milliseconds (for durations in logs and

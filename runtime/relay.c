@@ -22,6 +22,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "runtime/common.h"
+
 #define RELAY_BUDGET	 16 /* pump rounds per direction per turn */
 #define RELAY_PIPE_DEFLT (1u << 20)
 #define SPLICE_FL	 (SPLICE_F_NONBLOCK | SPLICE_F_MOVE)
@@ -34,13 +36,6 @@ static bool poll_multi_refused;
 static void poll0_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint32_t flags);
 static void poll1_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint32_t flags);
 static void kick_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint32_t flags);
-
-static void close_fd(int *fd)
-{
-	if (*fd >= 0)
-		close(*fd);
-	*fd = -1;
-}
 
 static void set_rst(int fd)
 {
@@ -120,9 +115,9 @@ static void finish(struct urs_relay *r, int res, bool reset)
 	for (int i = 0; i < 2; i++) {
 		if (urs_op_busy(&r->poll[i]))
 			urs_cancel(r->loop, &r->poll[i]);
-		close_fd(&r->fd[i]);
-		close_fd(&r->dir[i].pr);
-		close_fd(&r->dir[i].pw);
+		urs_closep(&r->fd[i]);
+		urs_closep(&r->dir[i].pr);
+		urs_closep(&r->dir[i].pw);
 	}
 	arm_kick(r);
 }
@@ -281,8 +276,8 @@ int urs_relay_start(struct urs_relay *r, struct urs_loop *loop, int a, int b,
 		int e = make_pipe(&r->dir[d], want, &r->pipe_size);
 		if (e < 0) {
 			for (int k = 0; k < 2; k++) {
-				close_fd(&r->dir[k].pr);
-				close_fd(&r->dir[k].pw);
+				urs_closep(&r->dir[k].pr);
+				urs_closep(&r->dir[k].pw);
 			}
 			return e;
 		}

@@ -17,6 +17,7 @@
 
 #include "actors/control.h"
 #include "actors/hosted.h"
+#include "host/fdpass.h"
 #include "host/proc.h"
 #include "host/state.h"
 #include "runtime/common.h"
@@ -34,26 +35,6 @@ struct host_conn {
 };
 
 /* the fds that came with @c's message, -1 for the rest */
-static void take_fds(struct host_conn *c, int fds[URS_HANDOVER_FDS])
-{
-	for (int i = 0; i < URS_HANDOVER_FDS; i++)
-		fds[i] = -1;
-	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&c->mh); cm; cm = CMSG_NXTHDR(&c->mh, cm)) {
-		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
-			continue;
-		size_t n = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-		int got[URS_HANDOVER_FDS + 8];
-		n = n < URS_ARRAY_SIZE(got) ? n : URS_ARRAY_SIZE(got);
-		memcpy(got, CMSG_DATA(cm), n * sizeof(int));
-		for (size_t i = 0; i < n; i++) {
-			if (i < URS_HANDOVER_FDS && fds[i] < 0)
-				fds[i] = got[i];
-			else
-				close(got[i]);
-		}
-	}
-}
-
 /* the peer is root and the supervisor ursa's record names for @id, a
  * container of ours not yet gone; its record's cgroup in *@cg */
 static int check_peer(struct host_conn *c, struct shim_ctr **ctr, char **cg, struct urs_err *err)
@@ -110,7 +91,7 @@ static void conn_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint3
 	struct host_conn *c = container_of(op, struct host_conn, op);
 	struct urs_err err = {{0}};
 	int fds[URS_HANDOVER_FDS];
-	take_fds(c, fds);
+	urs_take_fds(&c->mh, fds, URS_HANDOVER_FDS);
 	struct shim_ctr *ctr = NULL;
 	_cleanup_free_ char *cg = NULL;
 	int r = res == (int32_t) sizeof(c->msg) && !(c->mh.msg_flags & (MSG_CTRUNC | MSG_TRUNC))
@@ -130,8 +111,12 @@ static void conn_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint3
 	}
 	if (r == 0)
 		c->h->taken++;
-	else
+	else { /* to containerd's log (the shim's stderr): why a pod keeps a
+		* supervisor process */
 		c->h->refused++;
+		fprintf(stderr, "containerd-shim-ursa-v2: %s (its supervisor serves it)\n",
+			err.msg);
+	}
 	/* one line, taken at once: a SEQPACKET socket that was just written to */
 	const char *ans = r == 0 ? "ok" : err.msg;
 	if (send(c->fd, ans, strlen(ans), MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {

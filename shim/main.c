@@ -184,14 +184,7 @@ static bool private_dir(const char *dir)
 /* BUNDLE/address, written whole (a temporary file renamed) */
 static int write_address(const char *addr)
 {
-	int fd = open(".address", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return -errno;
-	int r = urs_write_all(fd, addr, strlen(addr));
-	close(fd);
-	if (r == 0 && rename(".address", "address") < 0)
-		r = -errno;
-	return r;
+	return urs_write_file_atomic("address", ".address", addr, strlen(addr), 0644);
 }
 
 /* -- serving ------------------------------------------------------------- */

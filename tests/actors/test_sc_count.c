@@ -27,6 +27,7 @@
 
 #include <cmocka.h>
 
+#include "host/fdpass.h"
 #include "actors/hosted.h"
 #include "actors/sc_count.h"
 #include "runtime/loop.h"
@@ -60,38 +61,6 @@ static void deadline_off(struct urs_loop *loop)
 		assert_int_equal(urs_loop_run_once(loop, false), 0);
 }
 
-static void send_fd(int sock, int fd)
-{
-	char c = 0, cbuf[CMSG_SPACE(sizeof(int))] = {0};
-	struct iovec iov = {.iov_base = &c, .iov_len = 1};
-	struct msghdr mh = {.msg_iov = &iov,
-			    .msg_iovlen = 1,
-			    .msg_control = cbuf,
-			    .msg_controllen = sizeof(cbuf)};
-	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-	if (sendmsg(sock, &mh, 0) != 1)
-		_exit(3);
-}
-
-static int recv_fd(int sock)
-{
-	char c, cbuf[CMSG_SPACE(sizeof(int))] = {0};
-	struct iovec iov = {.iov_base = &c, .iov_len = 1};
-	struct msghdr mh = {.msg_iov = &iov,
-			    .msg_iovlen = 1,
-			    .msg_control = cbuf,
-			    .msg_controllen = sizeof(cbuf)};
-	if (recvmsg(sock, &mh, MSG_CMSG_CLOEXEC) != 1)
-		return -1;
-	int fd;
-	memcpy(&fd, CMSG_DATA(CMSG_FIRSTHDR(&mh)), sizeof(int));
-	return fd;
-}
-
 /* the child: getpgid notifies; @calls of them, then it exits 0 if each got
  * EACCES (the exception), or waits to be killed (@calls 0) */
 static void child(int sock, int calls)
@@ -101,7 +70,8 @@ static void child(int sock, int calls)
 	if (!ctx || seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(getpgid), 0) < 0 ||
 	    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || seccomp_load(ctx) < 0)
 		_exit(2);
-	send_fd(sock, seccomp_notify_fd(ctx));
+	if (urs_send_fd(sock, "l", 1, seccomp_notify_fd(ctx)) < 0)
+		_exit(3);
 	if (!calls)
 		for (;;)
 			pause();
@@ -125,7 +95,8 @@ static pid_t spawn(int calls, int *listener)
 		child(sp[1], calls);
 	}
 	close(sp[1]);
-	*listener = recv_fd(sp[0]);
+	char c;
+	assert_int_equal(urs_recv_fd(sp[0], &c, 1, listener), 1);
 	close(sp[0]);
 	assert_true(*listener >= 0);
 	return pid;
