@@ -29,7 +29,16 @@ int urs_send_fds(int sock, const void *data, size_t len, const int *fds, size_t 
 	while (n < 0 && errno == EINTR);
 	if (n < 0)
 		return -errno;
-	return (size_t) n == len ? 0 : -EPIPE;
+	/* a stream socket may take part of it: the fds went with that part,
+	 * so the rest must follow (a datagram's is all or nothing) */
+	for (size_t off = (size_t) n; off < len; off += (size_t) n) {
+		do
+			n = send(sock, (const char *) data + off, len - off, MSG_NOSIGNAL);
+		while (n < 0 && errno == EINTR);
+		if (n <= 0)
+			return n < 0 ? -errno : -EPIPE;
+	}
+	return 0;
 }
 
 int urs_send_fd(int sock, const void *data, size_t len, int fd)

@@ -21,8 +21,9 @@
  * @fds: the fds (the caller keeps its own copies)
  * @nfd: their count, at most URS_FDPASS_MAX (0: none)
  *
- * Return: 0 once the whole message went, or a negative errno (-EPIPE for a
- * part of it).
+ * On a stream socket a part taken alone is followed by the rest.
+ *
+ * Return: 0 once the whole message went, or a negative errno.
  */
 int urs_send_fds(int sock, const void *data, size_t len, const int *fds, size_t nfd);
 

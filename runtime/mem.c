@@ -64,9 +64,12 @@ long urs_mem_settle(void)
 
 static void settle_cb(struct urs_loop *loop, struct urs_timer *t, int res)
 {
-	(void) loop;
 	struct urs_mem_settler *s = (struct urs_mem_settler *) t;
 	if (res < 0 || s->off)
+		return;
+	uint64_t now = urs_now_ns();
+	if (now - s->last_ns < s->delay_ns && /* a call since it was armed */
+	    urs_timer_start(loop, &s->t, s->last_ns + s->delay_ns - now, 0, settle_cb) == 0)
 		return;
 	urs_mem_settle();
 	s->settled++;
@@ -74,7 +77,10 @@ static void settle_cb(struct urs_loop *loop, struct urs_timer *t, int res)
 
 void urs_mem_settle_soon(struct urs_loop *loop, struct urs_mem_settler *s)
 {
-	if (s->off || urs_timer_busy(&s->t))
+	if (s->off)
+		return;
+	s->last_ns = urs_now_ns();
+	if (urs_timer_busy(&s->t))
 		return;
 	/* -ENOMEM (the heap could not grow): no settle this time, no harm */
 	(void) urs_timer_start(loop, &s->t, s->delay_ns, 0, settle_cb);

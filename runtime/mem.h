@@ -9,8 +9,8 @@
  * gives them back once the burst is over: the heap's free pages
  * (malloc_trim) and the main thread's stack below the caller's frame
  * (MADV_DONTNEED: zero pages again on the next touch). A coalescing timer
- * settles once after the last of a burst, so an idle process settles once
- * and then costs no CPU.
+ * settles once, a delay after the last activity of a burst, so an idle
+ * process settles once and then costs no CPU.
  */
 #ifndef URSA_RUNTIME_MEM_H
 #define URSA_RUNTIME_MEM_H
@@ -37,18 +37,21 @@ long urs_mem_settle(void);
 struct urs_mem_settler {
 	struct urs_timer t;
 	uint64_t delay_ns;
+	uint64_t last_ns; /* the latest call */
 	unsigned settled; /* times it settled (tests) */
 	bool off;
 };
 
 /**
- * urs_mem_settle_soon() - settle once, @s->delay_ns after the first call of
- * a burst
+ * urs_mem_settle_soon() - settle once, @s->delay_ns after the last of a
+ * burst of calls
  * @loop: the loop the timer runs on
  * @s: the settler (zeroed, then its delay set); its timer holds the loop
  *     until it fires or urs_mem_settle_off() cancels it
  *
- * Calls while the timer is armed add nothing: one settle per burst.
+ * A call while the timer is armed only moves the settle later (the timer,
+ * when it fires early, waits out the rest): one settle per burst, no
+ * syscall per call.
  */
 void urs_mem_settle_soon(struct urs_loop *loop, struct urs_mem_settler *s);
 

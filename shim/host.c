@@ -111,8 +111,8 @@ static void conn_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint3
 	}
 	if (r == 0)
 		c->h->taken++;
-	else { /* to containerd's log (the shim's stderr): why a pod keeps a
-		* supervisor process */
+	else if (res != -ECANCELED) { /* (not the shim closing) to containerd's
+				       * log: why a pod keeps a supervisor */
 		c->h->refused++;
 		fprintf(stderr, "containerd-shim-ursa-v2: %s (its supervisor serves it)\n",
 			err.msg);

@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -328,15 +329,20 @@ static void daemonize(void)
 /* The daemon runs as a fresh image of this program ("serve", its listener
  * as fd 3 and the word to start as fd 4): a forked start process would hand
  * it the heap, stack and data pages start touched, which every idle pod
- * would keep (bench/RESULTS.md, density). Returns only if exec failed. */
-static void reexec(const struct args *a, int lfd, const char *sock, int ready)
+ * would keep (bench/RESULTS.md, density). Returns only if exec failed: then
+ * *@lfd and *@ready are the fds to serve with from here, close-on-exec,
+ * and no other copy of them is open. */
+static void reexec(const struct args *a, int *lfd, const char *sock, int *ready)
 {
 	/* above both places first (either may sit on the other's), then in
 	 * place: dup2's copies have no FD_CLOEXEC, the originals close */
-	int l = fcntl(lfd, F_DUPFD_CLOEXEC, SERVE_READY + 1);
-	int r = fcntl(ready, F_DUPFD_CLOEXEC, SERVE_READY + 1);
-	if (l < 0 || r < 0 || dup2(l, SERVE_LFD) < 0 || dup2(r, SERVE_READY) < 0)
+	int l = fcntl(*lfd, F_DUPFD_CLOEXEC, SERVE_READY + 1);
+	int r = fcntl(*ready, F_DUPFD_CLOEXEC, SERVE_READY + 1);
+	if (l < 0 || r < 0) { /* the originals are as they were */
+		urs_closep(&l);
+		urs_closep(&r);
 		return;
+	}
 	/* containerd's flags again, as runc's shim keeps them: ps shows whose */
 	char *const argv[] = {"containerd-shim-ursa-v2",
 			      "-namespace",
@@ -349,21 +355,41 @@ static void reexec(const struct args *a, int lfd, const char *sock, int ready)
 			      (char *) sock,
 			      "serve",
 			      NULL};
-	execve("/proc/self/exe", argv, environ);
+	if (dup2(l, SERVE_LFD) >= 0 && dup2(r, SERVE_READY) >= 0)
+		execve("/proc/self/exe", argv, environ);
+	/* serve with the copies: fds 3 and 4 are either the originals or
+	 * copies without close-on-exec that every child would inherit */
+	if (*lfd != SERVE_LFD && *lfd != SERVE_READY)
+		close(*lfd);
+	if (*ready != SERVE_LFD && *ready != SERVE_READY)
+		close(*ready);
+	close(SERVE_LFD);
+	close(SERVE_READY);
+	*lfd = l;
+	*ready = r;
 }
 
 /* "serve": what start's daemon runs (reexec); refused unless fd 3 is a
- * listening socket at -socket and fd 4 a pipe, as start leaves them */
+ * socket listening at -socket and fd 4 a pipe (start's word goes there) */
 static int do_serve(const struct args *a)
 {
 	int on = 0;
 	socklen_t len = sizeof(on);
 	struct stat st;
-	if (!a->sock || getsockopt(SERVE_LFD, SOL_SOCKET, SO_ACCEPTCONN, &on, &len) < 0 || !on ||
-	    fstat(SERVE_READY, &st) < 0 || !S_ISFIFO(st.st_mode)) {
-		fprintf(stderr, "containerd-shim-ursa-v2: serve is started by start only\n");
+	struct sockaddr_un sa = {0};
+	socklen_t sl = sizeof(sa);
+	bool is_pipe = fstat(SERVE_READY, &st) == 0 && S_ISFIFO(st.st_mode);
+	if (!a->sock || !is_pipe ||
+	    getsockopt(SERVE_LFD, SOL_SOCKET, SO_ACCEPTCONN, &on, &len) < 0 || !on ||
+	    getsockname(SERVE_LFD, (struct sockaddr *) &sa, &sl) < 0 || sa.sun_family != AF_UNIX ||
+	    strncmp(sa.sun_path, a->sock, sizeof(sa.sun_path))) {
+		const char *why = "containerd-shim-ursa-v2: serve is started by start only";
+		if (is_pipe)
+			dprintf(SERVE_READY, "%s", why);
+		fprintf(stderr, "%s\n", why);
 		return 2;
 	}
+	prctl(PR_SET_NAME, "containerd-shim"); /* as exec'd by containerd, not "exe" */
 	fcntl(SERVE_LFD, F_SETFD, FD_CLOEXEC);
 	fcntl(SERVE_READY, F_SETFD, FD_CLOEXEC);
 	mallopt(M_MMAP_THRESHOLD, 8192);
@@ -412,8 +438,9 @@ static int do_start(const struct args *a)
 		set_oom_score(oom < 1000 ? oom + 1
 					 : 1000); /* as containerd's shims: just above it */
 		daemonize();
-		reexec(a, lfd, sock, rp[1]);
-		_exit(serve(a, lfd, sock, rp[1])); /* could not: serve from here */
+		int ready = rp[1];
+		reexec(a, &lfd, sock, &ready);
+		_exit(serve(a, lfd, sock, ready)); /* could not: serve from here */
 	}
 	close(lfd);
 	close(rp[1]);

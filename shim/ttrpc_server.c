@@ -186,6 +186,8 @@ static void answer(struct ttrpc_call *k, const ProtobufCMessage *reply, int code
 			o->len += (size_t) w;
 		conn_send(c);
 	}
+	if (c->srv->handled) /* an answer that came later (a command's end) */
+		c->srv->handled(c->srv->handled_arg);
 	call_put(k);
 }
 

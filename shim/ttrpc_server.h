@@ -47,6 +47,7 @@ struct ttrpc_server *ttrpc_server_new(struct urs_loop *loop, int listen_fd,
 
 /**
  * ttrpc_server_on_handled() - call @fn after each request's handler returns
+ * and after each answer (a kept call's comes later)
  * @srv: the server
  * @fn: the hook (NULL: none), e.g. to settle memory after a burst
  * @arg: passed to @fn

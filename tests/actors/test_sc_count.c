@@ -102,6 +102,13 @@ static pid_t spawn(int calls, int *listener)
 	return pid;
 }
 
+static bool child_ended;
+static void exit_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint32_t flags)
+{
+	(void) loop, (void) op, (void) res, (void) flags;
+	child_ended = true;
+}
+
 static void test_answer_count_render(void **state)
 {
 	(void) state;
@@ -125,14 +132,24 @@ static void test_answer_count_render(void **state)
 	assert_int_equal(urs_sc_start(c, &loop), 0);
 	int st = -1;
 	bool paced = false;
+	/* the child's exit wakes the loop: its filter (and the listener's
+	 * hang-up) goes only when it is reaped */
+	int pidfd = (int) syscall(SYS_pidfd_open, pid, 0);
+	assert_true(pidfd >= 0);
+	struct urs_op exit_op = {0};
+	child_ended = false;
+	io_uring_prep_poll_add(urs_op_sqe(&exit_op), pidfd, POLLIN);
+	assert_int_equal(urs_submit(&loop, &exit_op, exit_cb), 0);
 	deadline_arm(&loop, 20);
-	while (waitpid(pid, &st, WNOHANG) == 0 && !expired) {
-		/* until a notification, a pacing timer, or the listener's hang-up
-		 * when the child is gone */
+	while (!child_ended && !expired) {
+		/* until a notification, a pacing timer or the child's exit */
 		assert_int_equal(urs_loop_run_once(&loop, true), 0);
 		paced |= urs_timer_busy(&c->pace);
 	}
 	deadline_off(&loop);
+	assert_true(child_ended);
+	close(pidfd);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
 	assert_true(WIFEXITED(st));
 	assert_int_equal(WEXITSTATUS(st), 0); /* answered with the exception's errno */
 	assert_int_equal(c->denied[SYS_getpgid], CALLS);
