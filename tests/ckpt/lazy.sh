@@ -69,6 +69,21 @@ lazy() {
 	PIDS="$PIDS $LP"
 }
 
+# where the restored task's threads and the pager's are, for a failure:
+# each thread's state and kernel wait channel, the checks written so far
+stuck() {
+	local p t
+	for p in "$LP" "$LT"; do
+		echo -n "pid $p:"
+		for t in /proc/"$p"/task/*; do
+			[ -e "$t/stat" ] || continue
+			echo -n " ${t##*/}=$(awk '{ print $3 }' "$t/stat" 2>/dev/null)/$(cat "$t/wchan" 2>/dev/null)"
+		done
+		echo -n "; "
+	done
+	echo "checks: $(ls "$W/hog" 2>/dev/null | grep -c '^check-')"
+}
+
 # 1. threads checking their memory, brought in by their faults
 # held_check WHAT: the hog restored with the prefetch held, its threads
 # check every word (their faults bring it in), released, paged to the end
@@ -76,7 +91,8 @@ held_check() {
 	lazy hog --lazy-hold
 	rm -f "$W"/hog/check-*
 	kill -USR1 "$LP"
-	wait_for 60 nfiles hog 'check-*' 4 || fail "$1: the threads did not check ($(cat "$W/lazy-hog.log"))"
+	wait_for 60 nfiles hog 'check-*' 4 ||
+		fail "$1: the threads did not check ($(cat "$W/lazy-hog.log")); $(stuck)"
 	for f in "$W"/hog/check-*; do
 		grep -qx ok "$f" || fail "$1: $(basename "$f"): $(cat "$f")"
 	done
