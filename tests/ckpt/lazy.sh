@@ -61,11 +61,16 @@ dumped() {
 # lazy NAME [--lazy-hold]: restore lazily in the background; $LP gets the
 # pid, $LT the tool's
 lazy() {
+	# a log left by an earlier restore of the same image would pass the
+	# wait below before this one's shell has truncated it (then $LP read
+	# empty: seen under load)
+	rm -f "$W/lazy-$1.log"
 	"$CKPT_TOOL" restore "${2:---lazy}" "$W/img-$1" > "$W/lazy-$1.log" 2>&1 < /dev/null &
 	LT=$!
 	PIDS="$PIDS $LT"
 	wait_for 20 has "$W/lazy-$1.log" '^pid ' || fail "$1: lazy restore: $(cat "$W/lazy-$1.log")"
 	LP=$(awk '$1 == "pid" {print $2}' "$W/lazy-$1.log")
+	[ -n "$LP" ] || fail "$1: lazy restore: no pid in $(cat "$W/lazy-$1.log")"
 	PIDS="$PIDS $LP"
 }
 
