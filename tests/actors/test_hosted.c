@@ -93,31 +93,7 @@ static void test_refused(void **state)
 	urs_loop_fini(&loop);
 }
 
-/* A deadline for the waits below: the loop sleeps in io_uring_enter until
- * its next completion (the armed timer keeps it waiting, and ends it at
- * the latest) */
-static struct urs_timer deadline;
-static bool expired;
-
-static void deadline_cb(struct urs_loop *loop, struct urs_timer *t, int res)
-{
-	(void) loop, (void) t;
-	expired = res == 0;
-}
-
-static void deadline_arm(struct urs_loop *loop, uint64_t s)
-{
-	expired = false;
-	assert_int_equal(urs_timer_start(loop, &deadline, s * 1000000000ull, 0, deadline_cb), 0);
-}
-
-static void deadline_off(struct urs_loop *loop)
-{
-	if (urs_timer_busy(&deadline))
-		urs_timer_cancel(loop, &deadline);
-	while (urs_timer_busy(&deadline))
-		assert_int_equal(urs_loop_run_once(loop, false), 0);
-}
+#include "tests/lib/deadline.h" /* the waits below */
 
 /* run the loop until @done says so, waiting for its completions; 10 s at most */
 static bool run_until(struct urs_loop *loop, bool (*done)(void *), void *arg)

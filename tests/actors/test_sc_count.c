@@ -35,31 +35,7 @@
 
 #define CALLS 100 /* > URS_SC_BURST: paced */
 
-/* A deadline for the waits below: the loop sleeps in io_uring_enter until
- * its next completion (the armed timer keeps it waiting, and ends it at
- * the latest) */
-static struct urs_timer deadline;
-static bool expired;
-
-static void deadline_cb(struct urs_loop *loop, struct urs_timer *t, int res)
-{
-	(void) loop, (void) t;
-	expired = res == 0;
-}
-
-static void deadline_arm(struct urs_loop *loop, uint64_t s)
-{
-	expired = false;
-	assert_int_equal(urs_timer_start(loop, &deadline, s * 1000000000ull, 0, deadline_cb), 0);
-}
-
-static void deadline_off(struct urs_loop *loop)
-{
-	if (urs_timer_busy(&deadline))
-		urs_timer_cancel(loop, &deadline);
-	while (urs_timer_busy(&deadline))
-		assert_int_equal(urs_loop_run_once(loop, false), 0);
-}
+#include "tests/lib/deadline.h" /* the waits below */
 
 /* the child: getpgid notifies; @calls of them, then it exits 0 if each got
  * EACCES (the exception), or waits to be killed (@calls 0) */
