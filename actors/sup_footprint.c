@@ -9,11 +9,6 @@
 #include "actors/sup_int.h"
 
 #include <fcntl.h>
-#include <malloc.h>
-#include <stdint.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
