@@ -66,8 +66,9 @@ struct ckpt_lazy {
 	bool src_main_closed;
 	pthread_mutex_t mu;
 	uint8_t *asked, *present;
-	int sock[2]; /* [0]: ours, adds; [1]: the thread's */
-	int efd;     /* eventfd, in both tables: 1 when the thread ends */
+	uint32_t wanted; /* chunks ckpt_lazy_want asked for */
+	int sock[2];	 /* [0]: ours, adds; [1]: the thread's */
+	int efd;	 /* eventfd, in both tables: 1 when the thread ends */
 	pthread_t th;
 	bool th_started;
 	ckpt_lazy_fail_fn fail;
@@ -270,6 +271,27 @@ static int verify(struct ckpt_lazy *lz, uint64_t off, uint64_t len, bool urgent,
 int ckpt_lazy_verify(struct ckpt_lazy *lz, uint64_t off, uint64_t len, struct urs_err *err)
 {
 	return verify(lz, off, len, true, err);
+}
+
+/* chunks asked ahead by ckpt_lazy_want, at most: nothing reads the
+ * replies until the restorer verifies, and the requests must fit the
+ * socket's buffer meanwhile (as WS_ASK_MAX) */
+#define WANT_MAX 256u
+
+int ckpt_lazy_want(struct ckpt_lazy *lz, uint64_t off, uint64_t len, struct urs_err *err)
+{
+	if (lz->src < 0 || !len || off > lz->len || len > lz->len - off)
+		return 0; /* (a range outside the data: ckpt_lazy_verify says so) */
+	int r = 0;
+	pthread_mutex_lock(&lz->mu);
+	for (uint64_t c = off / CKPT_MAC_CHUNK;
+	     !r && c <= (off + len - 1) / CKPT_MAC_CHUNK && lz->wanted < WANT_MAX; c++)
+		if (lz->asked[c] != ASKED_ALONE && !lz->present[c]) {
+			r = ask(lz, (uint32_t) c, 1, err);
+			lz->wanted++;
+		}
+	pthread_mutex_unlock(&lz->mu);
+	return r;
 }
 
 const uint8_t *ckpt_lazy_data(const struct ckpt_lazy *lz)

@@ -92,6 +92,23 @@ int ckpt_lazy_new(struct ckpt_lazy **out, struct ckpt_image *img, const char *di
 int ckpt_lazy_verify(struct ckpt_lazy *lz, uint64_t off, uint64_t len, struct urs_err *err);
 
 /**
+ * ckpt_lazy_want() - ask ahead for the page data a range touches
+ * @lz: the pager
+ * @off: byte offset in the page data
+ * @len: bytes
+ * @err: what failed (ursa-store gone)
+ *
+ * For a remote image: each chunk not yet asked for is asked for alone (as
+ * a fault's chunk: ahead of the prefetch's ranges, several in flight) and
+ * not waited for, so that the restorer's eager reads (ckpt_lazy_verify)
+ * wait once for all of them, not once per chunk. At most 256 chunks in
+ * all (the rest are asked for when they are read); a local image: nothing.
+ *
+ * Return: 0, or a negative errno.
+ */
+int ckpt_lazy_want(struct ckpt_lazy *lz, uint64_t off, uint64_t len, struct urs_err *err);
+
+/**
  * ckpt_lazy_data() - the page data (after ckpt_lazy_verify of the range)
  * @lz: the pager
  *

@@ -618,6 +618,34 @@ static int defer_piece(struct rctx *c, const struct ckpt_run *run, uint64_t a, u
 	return 0;
 }
 
+/* Lazy restore from a remote image: every chunk the restorer will read
+ * now (write_piece, shm_fill) asked for at once, so that they come in
+ * together rather than one round trip each */
+static int want_eager(struct rctx *c, struct urs_err *err)
+{
+	int r = 0;
+	for (uint32_t i = 0; !r && i < c->img.nshms; i++)
+		for (uint32_t k = 0; !r && k < c->img.shms[i].nruns; k++)
+			r = ckpt_lazy_want(c->lz, c->img.shms[i].runs[k].off,
+					   c->img.shms[i].runs[k].npages * CKPT_PAGE_SIZE, err);
+	for (uint32_t i = 0; !r && i < c->img.ntasks; i++) {
+		const struct ckpt_task *t = &c->img.tasks[i];
+		for (uint32_t v = 0; v < t->nvmas; v++) {
+			const struct ckpt_vma *m = &t->vmas[v];
+			for (uint32_t k = 0; !r && !vma_lazy(m) && k < t->nruns; k++) {
+				const struct ckpt_run *run = &t->runs[k];
+				uint64_t a = run->vaddr, b = a + run->npages * CKPT_PAGE_SIZE;
+				a = a > m->r.start ? a : m->r.start;
+				b = b < m->r.end ? b : m->r.end;
+				if (a < b)
+					r = ckpt_lazy_want(c->lz, run->off + (a - run->vaddr),
+							   b - a, err);
+			}
+		}
+	}
+	return r;
+}
+
 /* the pages of @run: each piece by the mapping it lies in, now or later */
 static int write_run(struct rctx *c, uint32_t i, const struct ckpt_run *run, struct urs_err *err)
 {
@@ -2669,6 +2697,8 @@ int ckpt_restore_ex(const char *dir, const struct ckpt_restore_opts *opts, pid_t
 	explicit_bzero(&seal, sizeof(seal));
 	if (r)
 		return r;
+	if (c.lz && (r = want_eager(&c, err)))
+		goto out_img;
 	ckpt_trace("restore: image loaded");
 	stats->load_ms = urs_now_ms() - t0;
 	stats->ntasks = c.img.ntasks;

@@ -14,7 +14,9 @@
  *     its own, completed at once, answered "cut N"; the rest goes into the
  *     next. Then a
  *     line "commit" on stdin uploads every file of the directory STAGE (the
- *     image's small files) and the index, and answers "ok OBJECTS BYTES".
+ *     image's small files: inside the index unless they outgrow it, or with
+ *     --no-inline, an object each) and the index, and answers "ok OBJECTS
+ *     BYTES".
  *     Anything else on stdin — EOF above all, the caller died — removes
  *     every object written and exits 1: no image.
  *   ursa-store get [OPTS] s3://BUCKET/PREFIX DEST
@@ -37,6 +39,7 @@
 #include <unistd.h>
 
 #include "ckpt/key.h"
+#include "ckpt/trace.h"
 #include "runtime/common.h"
 #include "runtime/loop.h"
 #include "store/remote.h"
@@ -44,13 +47,14 @@
 
 struct args {
 	const char *cmd, *url, *dir, *key_file, *config, *profile, *stream;
-	bool serve;
+	bool serve, no_inline;
 };
 
 static int usage(void)
 {
 	fprintf(stderr, "usage: ursa-store put|get --key-file FILE [--config FILE] "
-			"[--profile NAME] [--stream FILE@OFF] [--serve] s3://BUCKET/PREFIX DIR\n");
+			"[--profile NAME] [--stream FILE@OFF] [--serve] [--no-inline] "
+			"s3://BUCKET/PREFIX DIR\n");
 	return 2;
 }
 
@@ -65,6 +69,8 @@ static int parse_args(int argc, char **argv, struct args *a)
 								   : NULL;
 		if (!strcmp(argv[i], "--serve"))
 			a->serve = true;
+		else if (!strcmp(argv[i], "--no-inline"))
+			a->no_inline = true;
 		else if (opt && i + 1 < argc)
 			*opt = argv[++i];
 		else if (opt || argv[i][0] == '-')
@@ -198,6 +204,7 @@ static int get(struct urs_remote *r, const struct args *a, struct urs_err *err)
 	int e = urs_remote_get_ex(r, dfd, "pages.img", 4096 /* after its header page */, err);
 	if (e < 0)
 		return e;
+	ckpt_trace("store: all but the page data in");
 	signal(SIGPIPE, SIG_IGN); /* the pager may go first: EPIPE, not death */
 	printf("ok\n");
 	fflush(stdout);
@@ -213,6 +220,7 @@ static int get(struct urs_remote *r, const struct args *a, struct urs_err *err)
 int main(int argc, char **argv)
 {
 	struct args a = {0};
+	ckpt_trace("store: started");
 	if (parse_args(argc, argv, &a) < 0 || (strcmp(a.cmd, "put") && strcmp(a.cmd, "get")))
 		return usage();
 	bool is_put = !strcmp(a.cmd, "put");
@@ -234,10 +242,12 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	/* --serve: ranges of up to URS_REMOTE_SERVE_MAXN chunks, as the pager asks */
-	struct urs_remote_opts ro = {.part_chunks = a.serve ? URS_REMOTE_SERVE_MAXN : 0};
+	struct urs_remote_opts ro = {.part_chunks = a.serve ? URS_REMOTE_SERVE_MAXN : 0,
+				     .no_inline = a.no_inline};
 	e = urs_remote_open(&loop, &conf, url.bucket, url.prefix, key, &ro, &r, &err);
 	explicit_bzero(key, sizeof(key));
 	explicit_bzero(&conf, sizeof(conf));
+	ckpt_trace("store: client ready");
 	if (e == 0)
 		e = is_put ? put(r, &a, &err) : get(r, &a, &err);
 	else

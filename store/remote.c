@@ -24,7 +24,12 @@
 #include "store/serve.h"
 
 #define INDEX_MAX (1u << 20) /* an index's plaintext at most */
-#define KEY_MAX	  (URS_S3_KEY_MAX + 1)
+/* small files' bytes carried in the index itself, at most: with the
+ * lines of URS_REMOTE_FILES entries it still fits the index's one chunk */
+#define INLINE_MAX (512u << 10)
+_Static_assert(INLINE_MAX + URS_REMOTE_FILES * (URS_REMOTE_FILE_MAX + 64) + 16 <= URS_CRYPT_CHUNK,
+	       "an index with its inline files is one sealed chunk");
+#define KEY_MAX (URS_S3_KEY_MAX + 1)
 /* the working set's object number (its own random id: its own key) */
 #define WS_OBJ UINT32_MAX
 _Static_assert(URS_REMOTE_WS_MAX <= URS_CRYPT_CHUNK, "a working set is one sealed chunk");
@@ -35,6 +40,7 @@ struct pbuf {
 	uint8_t *p;
 	size_t len; /* bytes in the part (header, sealed chunks) */
 	int state;
+	int res; /* the request's result */
 	struct urs_s3_req req;
 	struct urs_remote *r;
 	/* reads: the entry and the range's first chunk; served: the entry's
@@ -47,9 +53,13 @@ struct pbuf {
 	char key[URS_S3_KEY_MAX + 1];
 };
 
+/* obj 0: the bytes are in the index (object 0), at inl in its inline
+ * data (put: r->inl; get: data, valid until the index's buffer is reused) */
 struct entry {
 	uint32_t obj;
 	uint64_t off, len;
+	size_t inl;
+	const uint8_t *data;
 	char file[URS_REMOTE_FILE_MAX + 1];
 };
 
@@ -65,6 +75,10 @@ struct urs_remote {
 	struct pbuf *bufs;
 	struct entry ents[URS_REMOTE_FILES];
 	uint32_t nents;
+	/* put: the small files' bytes for the index (INLINE_MAX, allocated
+	 * on first use), inl_len of them used; inline_max 0: none inlined */
+	uint8_t *inl;
+	size_t inl_len, inline_max;
 	/* the object being written */
 	char key[KEY_MAX];
 	bool mpu;	/* a multipart upload was asked for */
@@ -115,6 +129,7 @@ static void on_req(struct urs_s3_req *q, int res)
 	struct pbuf *b = q->arg;
 	struct urs_remote *r = b->r;
 	r->inflight--;
+	b->res = res;
 	if (res < 0 && b->async && !r->afail) { /* its own: never another request's */
 		r->afail = res;
 		r->aerr = q->err;
@@ -234,6 +249,9 @@ int urs_remote_open(struct urs_loop *loop, const struct urs_s3_conf *conf, const
 	if (r->part_chunks < 5)
 		r->part_chunks = 5;
 	r->nbufs = o.nbufs ? o.nbufs : 4;
+	if (r->nbufs < 2) /* (the index and the working set are read together) */
+		r->nbufs = 2;
+	r->inline_max = o.no_inline ? 0 : INLINE_MAX;
 	r->cap = URS_CRYPT_HDR_LEN + (size_t) r->part_chunks * URS_CRYPT_STRIDE;
 	r->bufs = calloc(r->nbufs, sizeof(*r->bufs));
 	struct urs_s3_opts so = o.s3 ? *o.s3 : (struct urs_s3_opts){0};
@@ -273,6 +291,9 @@ void urs_remote_close(struct urs_remote *r)
 	}
 	free(r->bufs);
 	free(r->parts);
+	if (r->inl)
+		explicit_bzero(r->inl, r->inl_len);
+	free(r->inl);
 	urs_crypt_free(r->crypt);
 	if (r->files_fd >= 0)
 		close(r->files_fd);
@@ -317,6 +338,7 @@ int urs_remote_put_begin(struct urs_remote *r, struct urs_err *err)
 	urs_crypt_free(r->crypt);
 	r->crypt = NULL;
 	r->nents = 0;
+	r->inl_len = 0;
 	r->afail = 0;
 	int e = urs_crypt_new(r->master, id, &r->crypt, err);
 	if (e < 0)
@@ -578,6 +600,41 @@ static int put_last(struct urs_remote *r, struct pbuf *b, bool wait, struct urs_
 	return one(r, &q, err);
 }
 
+/* a small regular file read whole into the index's inline data instead of
+ * an object of its own: 0, or 1 when it is no such file or does not fit
+ * (then it is an object) */
+static int put_inline(struct urs_remote *r, int fd, const char *file, uint64_t off,
+		      struct urs_err *err)
+{
+	struct stat sb;
+	off_t pos = r->inline_max ? lseek(fd, 0, SEEK_CUR) : -1;
+	size_t room = r->inline_max - r->inl_len, n = 0;
+	if (pos < 0 || fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode) || sb.st_size < pos ||
+	    (uint64_t) (sb.st_size - pos) > room)
+		return 1;
+	if (!r->inl && !(r->inl = malloc(r->inline_max)))
+		return urs_err_set(err, -ENOMEM, "object storage: out of memory");
+	while (n < room) {
+		ssize_t k = read(fd, r->inl + r->inl_len + n, room - n);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			return urs_err_set(err, -errno, "object storage: reading %s: %m", file);
+		if (k == 0)
+			break;
+		n += (size_t) k;
+	}
+	char more;
+	if (n == room && read(fd, &more, 1) > 0)
+		return urs_err_set(err, -EFBIG, "object storage: %s grew while it was read", file);
+	struct entry *en = &r->ents[r->nents++];
+	*en = (struct entry){.obj = 0, .off = off, .len = n, .inl = r->inl_len};
+	snprintf(en->file, sizeof(en->file), "%s", file);
+	r->inl_len += n;
+	r->st.plain += n;
+	return 0;
+}
+
 int urs_remote_put_fd(struct urs_remote *r, int fd, const char *file, uint64_t off, int abort_fd,
 		      struct urs_err *err)
 {
@@ -596,13 +653,16 @@ int urs_remote_put_fd(struct urs_remote *r, int fd, const char *file, uint64_t o
 		*err = r->aerr;
 		return r->afail;
 	}
+	int e = put_inline(r, fd, file, off, err);
+	if (e <= 0)
+		return e;
 	r->mpu = r->mpu_ready = false;
 	r->nparts = 0;
 	r->fail = 0;
 	r->cut = false;
 	uint64_t plain0 = r->obj0 = r->st.plain;
 	r->obj_off = off;
-	int e = 0;
+	e = 0;
 	struct slot s = {.pos = URS_CRYPT_HDR_LEN};
 	if (!(s.b = free_buf(r, &e)))
 		return urs_err_set(err, e, "object storage: %s", strerror(-e));
@@ -642,16 +702,21 @@ int urs_remote_put_commit(struct urs_remote *r, struct urs_err *err)
 	struct pbuf *b = e < 0 ? NULL : free_buf(r, &e);
 	if (!b)
 		return urs_err_set(err, e, "object storage: %s", strerror(-e));
+	/* the lines, an empty line, the inline files' bytes (store/remote.h) */
 	char *text = (char *) b->p + URS_CRYPT_HDR_LEN;
-	size_t n = (size_t) snprintf(text, URS_CRYPT_CHUNK, "ursa-index 1\n");
+	size_t n = (size_t) snprintf(text, URS_CRYPT_CHUNK, "ursa-index 2\n");
 	for (uint32_t i = 0; i < r->nents && n < URS_CRYPT_CHUNK; i++)
 		n += (size_t) snprintf(text + n, URS_CRYPT_CHUNK - n,
 				       "%" PRIu32 " %" PRIu64 " %" PRIu64 " %s\n", r->ents[i].obj,
 				       r->ents[i].off, r->ents[i].len, r->ents[i].file);
-	if (n >= URS_CRYPT_CHUNK) {
+	if (n + 1 + r->inl_len > URS_CRYPT_CHUNK) {
 		b->state = B_FREE;
 		return urs_err_set(err, -E2BIG, "object storage: the index outgrows one chunk");
 	}
+	text[n++] = '\n';
+	if (r->inl_len)
+		memcpy(text + n, r->inl, r->inl_len);
+	n += r->inl_len;
 	object_key(r, r->key, 0, NULL);
 	urs_crypt_hdr_write(r->crypt, 0, b->p);
 	struct slot s = {.b = b, .pos = URS_CRYPT_HDR_LEN, .fill = n};
@@ -672,8 +737,10 @@ int urs_remote_put_abort(struct urs_remote *r, struct urs_err *err)
 	for (uint32_t i = 0; i <= r->nents; i++) {
 		char key[KEY_MAX];
 		struct urs_err e2 = {{0}};
-		/* the index first: whatever stays behind is no image */
-		if (object_key(r, key, i ? r->ents[i - 1].obj : 0, i ? r->ents[i - 1].file : NULL))
+		/* the index first: whatever stays behind is no image; an inline
+		 * file has no object of its own */
+		if ((i && !r->ents[i - 1].obj) ||
+		    object_key(r, key, i ? r->ents[i - 1].obj : 0, i ? r->ents[i - 1].file : NULL))
 			continue;
 		struct urs_s3_req q = {.op = URS_S3_DELETE, .bucket = r->bucket, .key = key};
 		int e = one(r, &q, &e2);
@@ -723,53 +790,88 @@ int urs_remote_put_ws(struct urs_remote *r, const void *p, size_t n, struct urs_
 
 /* ---- reading ---- */
 
+struct index_line {
+	uint32_t obj;
+	uint64_t off, len;
+	char file[URS_REMOTE_FILE_MAX + 1];
+};
+
+/* the line at *@i (its number @line, @count lines before it) into @l:
+ * 1; 0 at the end of the lines (version 2: the empty line, consumed);
+ * or -EBADMSG */
+static int index_line(const char *p, size_t n, size_t *i, int v, int line, int count,
+		      struct index_line *l, struct urs_err *err)
+{
+	if (*i == n && v == 1)
+		return 0;
+	const char *nl = *i < n ? memchr(p + *i, '\n', n - *i) : NULL;
+	size_t len = nl ? (size_t) (nl - (p + *i)) : 0;
+	char buf[URS_REMOTE_FILE_MAX + 80];
+	int used = -1;
+	if (nl && !len && v == 2) {
+		(*i)++;
+		return 0;
+	}
+	if (!nl || len >= sizeof(buf))
+		return urs_err_set(err, -EBADMSG, "image index: line %d is malformed", line);
+	memcpy(buf, p + *i, len);
+	buf[len] = 0;
+	if (sscanf(buf, "%" SCNu32 " %" SCNu64 " %" SCNu64 " %255s%n", &l->obj, &l->off, &l->len,
+		   l->file, &used) != 4 ||
+	    used != (int) len || !buf[0] || buf[0] == ' ' ||
+	    (l->obj != (uint32_t) count + 1 && (v == 1 || l->obj != 0)) ||
+	    !urs_remote_file_ok(l->file) || l->off > INT64_MAX || l->len > INT64_MAX - l->off ||
+	    (!l->obj && l->len > n))
+		return urs_err_set(err, -EBADMSG, "image index: line %d is malformed", line);
+	if (count == URS_REMOTE_FILES)
+		return urs_err_set(err, -EBADMSG, "image index: more than %d objects",
+				   URS_REMOTE_FILES);
+	*i += len + 1;
+	return 1;
+}
+
 int urs_remote_index_parse(const char *p, size_t n,
 			   int (*visit)(void *arg, uint32_t obj, uint64_t off, uint64_t len,
-					const char *file),
+					const char *file, const void *data),
 			   void *arg, struct urs_err *err)
 {
-	static const char head[] = "ursa-index 1\n";
-	if (n < sizeof(head) - 1 || memcmp(p, head, sizeof(head) - 1))
-		return urs_err_set(err, -EBADMSG, "image index: not \"ursa-index 1\"");
-	size_t i = sizeof(head) - 1;
-	int count = 0;
-	for (int line = 2; i < n; line++) {
-		const char *nl = memchr(p + i, '\n', n - i);
-		size_t len = nl ? (size_t) (nl - (p + i)) : 0;
-		char buf[URS_REMOTE_FILE_MAX + 80], file[URS_REMOTE_FILE_MAX + 1];
-		uint32_t obj;
-		uint64_t off, flen;
-		int used = -1;
-		if (!nl || len >= sizeof(buf))
-			return urs_err_set(err, -EBADMSG, "image index: line %d is malformed",
-					   line);
-		memcpy(buf, p + i, len);
-		buf[len] = 0;
-		if (sscanf(buf, "%" SCNu32 " %" SCNu64 " %" SCNu64 " %255s%n", &obj, &off, &flen,
-			   file, &used) != 4 ||
-		    used != (int) len || !buf[0] || buf[0] == ' ' || obj != (uint32_t) count + 1 ||
-		    !urs_remote_file_ok(file) || off > INT64_MAX || flen > INT64_MAX - off)
-			return urs_err_set(err, -EBADMSG, "image index: line %d is malformed",
-					   line);
-		if (count == URS_REMOTE_FILES)
-			return urs_err_set(err, -EBADMSG, "image index: more than %d objects",
-					   URS_REMOTE_FILES);
-		int e = visit(arg, obj, off, flen, file);
-		if (e < 0)
-			return e;
+	static const char head[] = "ursa-index ?\n";
+	size_t h = sizeof(head) - 1, i = h;
+	if (n < h || memcmp(p, head, h - 2) || (p[h - 2] != '1' && p[h - 2] != '2') ||
+	    p[h - 1] != '\n')
+		return urs_err_set(err, -EBADMSG, "image index: not \"ursa-index 1\" or 2");
+	int v = p[h - 2] - '0', count = 0, e;
+	struct index_line l;
+	uint64_t inl = 0;
+	/* every line first, and the inline bytes they add up to */
+	while ((e = index_line(p, n, &i, v, count + 2, count, &l, err)) == 1) {
 		count++;
-		i += len + 1;
+		inl += l.obj ? 0 : l.len;
+	}
+	if (e < 0)
+		return e;
+	if (inl != n - i)
+		return urs_err_set(err, -EBADMSG,
+				   "image index: %zu bytes of inline files where its lines say "
+				   "%" PRIu64,
+				   n - i, inl);
+	const char *data = p + i;
+	i = h;
+	for (int k = 0; k < count; k++) {
+		index_line(p, n, &i, v, k + 2, k, &l, err);
+		if ((e = visit(arg, l.obj, l.off, l.len, l.file, l.obj ? NULL : data)) < 0)
+			return e;
+		data += l.obj ? 0 : l.len;
 	}
 	return count;
 }
 
-static int add_entry(void *arg, uint32_t obj, uint64_t off, uint64_t len, const char *file)
+static int add_entry(void *arg, uint32_t obj, uint64_t off, uint64_t len, const char *file,
+		     const void *data)
 {
 	struct urs_remote *r = arg;
 	struct entry *en = &r->ents[r->nents++];
-	en->obj = obj;
-	en->off = off;
-	en->len = len;
+	*en = (struct entry){.obj = obj, .off = off, .len = len, .data = data};
 	snprintf(en->file, sizeof(en->file), "%s", file);
 	return 0;
 }
@@ -785,11 +887,17 @@ static size_t chunk_plain(uint64_t plain, uint64_t c)
 	return left > URS_CRYPT_CHUNK ? URS_CRYPT_CHUNK : (size_t) left;
 }
 
-/* is entry @i one of those left for later? */
+/* is entry @i one of those left for later? (never an inline one) */
 static bool is_lazy(const struct urs_remote *r, uint32_t i)
 {
-	return r->lazy_ent >= 0 && r->ents[i].off >= r->lazy_off &&
+	return r->lazy_ent >= 0 && r->ents[i].obj && r->ents[i].off >= r->lazy_off &&
 	       !strcmp(r->ents[i].file, r->lazy_name);
+}
+
+/* is entry @i's object read now? (not inline, not left for later) */
+static bool read_now(const struct urs_remote *r, uint32_t i)
+{
+	return r->ents[i].obj && !is_lazy(r, i);
 }
 
 static int bad(struct urs_remote *r, const char *key, const char *why, struct urs_err *err)
@@ -797,29 +905,61 @@ static int bad(struct urs_remote *r, const char *key, const char *why, struct ur
 	return urs_err_set(err, -EBADMSG, "object storage: s3://%s/%s %s", r->bucket, key, why);
 }
 
-/* the index: read, authenticated, parsed; the image's key from its header */
-static int get_index(struct urs_remote *r, struct urs_err *err)
+static int open_file(int dirfd, const char *file, struct urs_err *err)
 {
-	char key[KEY_MAX];
-	if (object_key(r, key, 0, NULL) < 0)
-		return urs_err_set(err, -ENAMETOOLONG, "object storage: prefix too long");
-	struct pbuf *b = &r->bufs[0];
-	struct urs_s3_req q = {
-		.op = URS_S3_GET, .bucket = r->bucket, .key = key, .buf = b->p, .buf_cap = r->cap};
-	int e = one(r, &q, err);
-	if (e == -ENOENT)
+	char path[URS_REMOTE_FILE_MAX + 1];
+	snprintf(path, sizeof(path), "%s", file);
+	for (char *s = strchr(path, '/'); s; s = strchr(s + 1, '/')) {
+		*s = 0;
+		if (mkdirat(dirfd, path, 0700) < 0 && errno != EEXIST)
+			return urs_err_set(err, -errno, "restore: creating %s: %m", path);
+		*s = '/';
+	}
+	int fd = openat(dirfd, file, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	return fd < 0 ? urs_err_set(err, -errno, "restore: creating %s: %m", file) : fd;
+}
+
+/* the index's inline files written (before its buffer is reused) */
+static int inline_files(struct urs_remote *r, int dirfd, struct urs_err *err)
+{
+	for (uint32_t i = 0; i < r->nents; i++) {
+		const struct entry *en = &r->ents[i];
+		if (en->obj)
+			continue;
+		_cleanup_close_ int fd = open_file(dirfd, en->file, err);
+		if (fd < 0)
+			return fd;
+		int e = urs_pwrite_all(fd, en->data, en->len, (off_t) en->off);
+		if (e < 0)
+			return urs_err_set(err, e, "restore: writing %s: %s", en->file,
+					   strerror(-e));
+		r->st.plain += en->len;
+	}
+	return 0;
+}
+
+/* the index, read (@q, done: @res), authenticated, parsed; the image's
+ * key from its header */
+static int index_open(struct urs_remote *r, struct urs_s3_req *q, int res, struct urs_err *err)
+{
+	const char *key = q->key;
+	uint8_t *p = q->buf;
+	if (res == -ENOENT)
 		return urs_err_set(err, -ENOENT,
 				   "object storage: no image at s3://%s/%s (no %s: never written, "
 				   "or its checkpoint did not finish)",
 				   r->bucket, r->prefix, URS_REMOTE_INDEX);
-	if (e == -EMSGSIZE)
+	if (res == -EMSGSIZE)
 		return bad(r, key, "is too large for an image index", err);
-	if (e < 0)
-		return e;
+	if (res < 0) {
+		*err = q->err;
+		return res;
+	}
 	struct urs_crypt_hdr h;
-	if ((e = urs_crypt_hdr_parse(b->p, q.len, &h, err)) < 0)
+	int e = urs_crypt_hdr_parse(p, q->len, &h, err);
+	if (e < 0)
 		return urs_err_wrap(err, e, "object storage: s3://%s/%s", r->bucket, key);
-	size_t sealed = q.len - URS_CRYPT_HDR_LEN;
+	size_t sealed = q->len - URS_CRYPT_HDR_LEN;
 	if (h.obj != 0 || sealed < URS_CRYPT_TAG_LEN || sealed > URS_CRYPT_STRIDE)
 		return bad(r, key, "is not an image index", err);
 	urs_crypt_free(r->crypt);
@@ -828,7 +968,7 @@ static int get_index(struct urs_remote *r, struct urs_err *err)
 	if ((e = urs_crypt_new(r->master, h.id, &r->crypt, err)) < 0)
 		return e;
 	size_t n = sealed - URS_CRYPT_TAG_LEN;
-	uint8_t *text = b->p + URS_CRYPT_HDR_LEN;
+	uint8_t *text = p + URS_CRYPT_HDR_LEN;
 	if (urs_crypt_open(r->crypt, 0, 0, true, text, n, text) < 0)
 		return bad(r, key,
 			   "fails authentication: altered, or sealed under another key (this "
@@ -839,37 +979,33 @@ static int get_index(struct urs_remote *r, struct urs_err *err)
 	return e < 0 ? urs_err_wrap(err, e, "object storage: s3://%s/%s", r->bucket, key) : 0;
 }
 
-/* the image's working set, if it has one, opened into the directory */
-static int get_ws(struct urs_remote *r, int dirfd, struct urs_err *err)
+/* the image's working set, if it has one (@q, done: @res), opened into
+ * the directory */
+static int ws_open(struct urs_remote *r, int dirfd, struct urs_s3_req *q, int res,
+		   struct urs_err *err)
 {
-	char key[KEY_MAX];
-	if (ws_key(r, key) < 0)
-		return urs_err_set(err, -ENAMETOOLONG, "object storage: prefix too long");
-	struct pbuf *b = &r->bufs[0];
-	struct urs_s3_req q = {
-		.op = URS_S3_GET, .bucket = r->bucket, .key = key, .buf = b->p, .buf_cap = r->cap};
-	struct urs_err why = {{0}};
-	int e = one(r, &q, &why);
-	if (e == -ENOENT)
+	const char *key = q->key;
+	uint8_t *p = q->buf;
+	if (res == -ENOENT)
 		return 0; /* none recorded */
-	if (e == -EMSGSIZE)
+	if (res == -EMSGSIZE)
 		return bad(r, key, "is too large for a working set", err);
-	if (e < 0) { /* (403 for a missing key without s3:ListBucket, a store that
-		      * gave up): the image is whole without it, the restore goes on */
+	if (res < 0) { /* (403 for a missing key without s3:ListBucket, a store that
+			* gave up): the image is whole without it, the restore goes on */
 		fprintf(stderr, "ursa-store: warning: the working set: %s (restoring without it)\n",
-			why.msg);
+			q->err.msg);
 		return 0;
 	}
 	struct urs_crypt_hdr h;
 	struct urs_crypt *c = NULL;
-	size_t n = q.len - URS_CRYPT_HDR_LEN - URS_CRYPT_TAG_LEN;
-	if (q.len < URS_CRYPT_HDR_LEN + URS_CRYPT_TAG_LEN ||
-	    urs_crypt_hdr_parse(b->p, q.len, &h, err) < 0 || h.obj != WS_OBJ ||
-	    n > URS_REMOTE_WS_MAX)
+	size_t n = q->len - URS_CRYPT_HDR_LEN - URS_CRYPT_TAG_LEN;
+	if (q->len < URS_CRYPT_HDR_LEN + URS_CRYPT_TAG_LEN ||
+	    urs_crypt_hdr_parse(p, q->len, &h, err) < 0 || h.obj != WS_OBJ || n > URS_REMOTE_WS_MAX)
 		return bad(r, key, "is not a working set", err);
-	if ((e = urs_crypt_new(r->master, h.id, &c, err)) < 0)
+	int e = urs_crypt_new(r->master, h.id, &c, err);
+	if (e < 0)
 		return e;
-	uint8_t *text = b->p + URS_CRYPT_HDR_LEN;
+	uint8_t *text = p + URS_CRYPT_HDR_LEN;
 	e = urs_crypt_open(c, WS_OBJ, 0, true, text, n, text);
 	urs_crypt_free(c);
 	if (e < 0)
@@ -885,18 +1021,36 @@ static int get_ws(struct urs_remote *r, int dirfd, struct urs_err *err)
 	return 0;
 }
 
-static int open_file(int dirfd, const char *file, struct urs_err *err)
+/* the index and, with @ws, the working set: both asked for at once (one
+ * round trip), into the first two buffers */
+static int get_index(struct urs_remote *r, int dirfd, bool ws, struct urs_err *err)
 {
-	char path[URS_REMOTE_FILE_MAX + 1];
-	snprintf(path, sizeof(path), "%s", file);
-	for (char *s = strchr(path, '/'); s; s = strchr(s + 1, '/')) {
-		*s = 0;
-		if (mkdirat(dirfd, path, 0700) < 0 && errno != EEXIST)
-			return urs_err_set(err, -errno, "restore: creating %s: %m", path);
-		*s = '/';
+	char keys[2][KEY_MAX];
+	if (object_key(r, keys[0], 0, NULL) < 0 || ws_key(r, keys[1]) < 0)
+		return urs_err_set(err, -ENAMETOOLONG, "object storage: prefix too long");
+	struct pbuf q[2];
+	int e = 0, sub = 0;
+	for (int i = 0; i < 1 + ws && sub == 0; i++) {
+		q[i] = (struct pbuf){.r = r};
+		q[i].req = (struct urs_s3_req){.op = URS_S3_GET,
+					       .bucket = r->bucket,
+					       .key = keys[i],
+					       .buf = r->bufs[i].p,
+					       .buf_cap = r->cap};
+		if ((sub = submit(r, &q[i])) < 0)
+			*err = q[i].req.err;
 	}
-	int fd = openat(dirfd, file, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-	return fd < 0 ? urs_err_set(err, -errno, "restore: creating %s: %m", file) : fd;
+	while (e == 0 && r->inflight)
+		e = turn(r);
+	r->fail = 0;
+	if (sub < 0)
+		return sub;
+	if (e < 0)
+		return urs_err_set(err, e, "object storage: the loop failed: %s", strerror(-e));
+	e = index_open(r, &q[0].req, q[0].res, err);
+	if (e == 0)
+		e = inline_files(r, dirfd, err);
+	return e == 0 && ws ? ws_open(r, dirfd, &q[1].req, q[1].res, err) : e;
 }
 
 /* a range read back: its size, the object's header, each chunk opened and
@@ -1037,9 +1191,7 @@ static int lazy_file(struct urs_remote *r, int dirfd, const char *file, struct u
 int urs_remote_get_ex(struct urs_remote *r, int dirfd, const char *lazy, uint64_t lazy_off,
 		      struct urs_err *err)
 {
-	int e = get_index(r, err);
-	if (e == 0 && lazy)
-		e = get_ws(r, dirfd, err);
+	int e = get_index(r, dirfd, lazy != NULL, err);
 	if (e < 0)
 		return e;
 	r->lazy_off = lazy_off;
@@ -1049,7 +1201,7 @@ int urs_remote_get_ex(struct urs_remote *r, int dirfd, const char *lazy, uint64_
 	if (!keys)
 		return urs_err_set(err, -ENOMEM, "object storage: out of memory");
 	uint32_t ent = 0;
-	while (ent < r->nents && is_lazy(r, ent))
+	while (ent < r->nents && !read_now(r, ent))
 		ent++;
 	uint64_t c0 = 0;
 	r->fail = 0;
@@ -1065,7 +1217,7 @@ int urs_remote_get_ex(struct urs_remote *r, int dirfd, const char *lazy, uint64_
 					break;
 				c0 += b->nchunks;
 				if (c0 >= nchunks(r->ents[ent].len)) {
-					while (++ent < r->nents && is_lazy(r, ent))
+					while (++ent < r->nents && !read_now(r, ent))
 						;
 					c0 = 0;
 					r->st.objects++;

@@ -4,8 +4,13 @@
  * an index written last, and read back into a directory.
  *
  * Objects: PREFIX/N.FILE, one per extent of a file (N its number, from 1),
- * and PREFIX/index (object 0): "ursa-index 1" then one line per object,
- * "N OFFSET LENGTH FILE": object N holds LENGTH bytes of FILE at OFFSET.
+ * and PREFIX/index (object 0): "ursa-index 2", one line per extent,
+ * "N OFFSET LENGTH FILE": object N holds LENGTH bytes of FILE at OFFSET,
+ * then an empty line and the bytes of the extents whose N is 0: a small
+ * regular file (the image's metadata) travels inside the index, so a
+ * restore reads it with the index in one request and a checkpoint's
+ * commit writes one object, not one per file. ("ursa-index 1", no N of 0
+ * and no empty line, is still read.)
  * Without the index there is no image; restore reads the index first and
  * every object it names, each authenticated chunk by chunk, so a missing,
  * truncated, swapped, altered or foreign object, or another image's index,
@@ -40,11 +45,14 @@
  * struct urs_remote_opts - sizes; zero fields take the defaults
  * @part_chunks: sealed chunks (1 MiB of plaintext each) per part: default 8,
  *               at least 5 (S3's smallest part)
- * @nbufs: part buffers, so parts in flight + 1: default 4
+ * @nbufs: part buffers, so parts in flight + 1: default 4, at least 2
+ * @no_inline: put every file into an object of its own, none into the
+ *             index (tests: the path an image's larger files take)
  * @s3: the client's tuning, or NULL
  */
 struct urs_remote_opts {
 	uint32_t part_chunks, nbufs;
+	bool no_inline;
 	const struct urs_s3_opts *s3;
 };
 
@@ -212,10 +220,12 @@ int urs_remote_get_ex(struct urs_remote *r, int dirfd, const char *lazy, uint64_
 int urs_remote_serve(struct urs_remote *r, int dirfd, int sock, struct urs_err *err);
 
 /**
- * urs_remote_index_parse() - parse an index's text (tests, fuzzing)
+ * urs_remote_index_parse() - parse an index's plaintext (version 1 or 2)
  * @p: the plaintext
  * @n: its length
- * @visit: called for each entry; a negative return stops the parse
+ * @visit: called for each entry once the whole index has parsed, with the
+ *         entry's bytes (@len of them, inside @p) when it is inline (@obj
+ *         0), else NULL; a negative return stops the parse
  * @arg: for @visit
  * @err: what is wrong, naming the line
  *
@@ -223,7 +233,7 @@ int urs_remote_serve(struct urs_remote *r, int dirfd, int sock, struct urs_err *
  */
 int urs_remote_index_parse(const char *p, size_t n,
 			   int (*visit)(void *arg, uint32_t obj, uint64_t off, uint64_t len,
-					const char *file),
+					const char *file, const void *data),
 			   void *arg, struct urs_err *err);
 
 /**

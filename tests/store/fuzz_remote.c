@@ -15,11 +15,18 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static int visit(void *arg, uint32_t obj, uint64_t off, uint64_t len, const char *file)
+/* what parsed is a name a restore may write, and an inline entry's bytes
+ * lie inside the input (@arg: its bounds) */
+static int visit(void *arg, uint32_t obj, uint64_t off, uint64_t len, const char *file,
+		 const void *data)
 {
-	(void) arg, (void) obj;
-	if (!urs_remote_file_ok(file) || off + len < off)
+	const uint8_t *const *in = arg;
+	const uint8_t *d = data;
+	if (!urs_remote_file_ok(file) || off + len < off || !obj != !!d ||
+	    (d && (d < in[0] || d > in[1] || len > (uint64_t) (in[1] - d))))
 		abort();
+	for (uint64_t i = 0; d && i < len; i++) /* every byte readable (ASan) */
+		(void) *(volatile const uint8_t *) (d + i);
 	return 0;
 }
 
@@ -28,7 +35,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct urs_err err;
 	struct urs_crypt_hdr h;
 	urs_crypt_hdr_parse(data, size, &h, &err);
-	int n = urs_remote_index_parse((const char *) data, size, visit, NULL, &err);
+	const uint8_t *in[2] = {data, data + size};
+	int n = urs_remote_index_parse((const char *) data, size, visit, in, &err);
 	if (n > URS_REMOTE_FILES)
 		abort();
 	return 0;

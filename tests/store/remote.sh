@@ -3,17 +3,21 @@
 # end to end: a real sandbox (tests/ckpt/hog.c: 16 MiB of incompressible
 # memory, a marker string in its heap, a tick file counting), a real s3rver behind
 # tests/store/s3proxy.py (tests/store/s3env.sh):
-#   - checkpoint to s3://: the container is gone, the image is objects
-#     under the prefix with an index, no local copy is left (the stage
+#   - checkpoint to s3://: the container is gone, the image is two objects
+#     under the prefix, the page data and the index with the small files
+#     inside, no local copy is left (the stage
 #     directory is gone), the pages went up as a multipart upload, and the
 #     marker appears in no stored byte (a local checkpoint of the same
 #     sandbox holds it: the check can fail)
 #   - restore from s3://: running, the pid file names the init, the counter
 #     goes on from where it was saved
 #   - refused before anything is made, nothing left (no record, no cgroup,
-#     no stage): a flipped byte in the pages object, a truncated object, an
-#     object swapped in from another image, a missing index (no image), and
-#     a host whose checkpoint key is not the image's
+#     no stage): a flipped byte in the pages object or in the index (which
+#     holds the small files), a truncated object, another image's index
+#     swapped in, a missing index (no image), and a host whose checkpoint
+#     key is not the image's
+#   - an image whose small files are objects of their own (`ursa-store put
+#     --no-inline` of a local image): restored, the counter goes on
 #   - --leave-running while tests/ckpt/hog.c writes (memory copied while it
 #     runs, ckpt/precopy.h): it runs on, and restored from the store every
 #     page holds what it last wrote
@@ -86,8 +90,9 @@ else
 fi
 saved=$(count)
 check "the container is gone" '! u state ${P}a >/dev/null 2>&1'
-check "the image is objects with an index" \
-	'[ -s "$data/img/a/index._S3rver_object" ] && [ "$(objects img/a | wc -l)" -ge 6 ]' "$(objects img/a)"
+check "the image is its page data and an index holding its small files" \
+	'[ -s "$data/img/a/index._S3rver_object" ] && [ -s "$data/img/a/1.pages.img._S3rver_object" ] &&
+	 [ "$(objects img/a | wc -l)" = 2 ]' "$(objects img/a)"
 check "no local copy is left (stage directory gone)" '[ -z "$(ls -A "$root/.remote" 2>/dev/null)" ]' \
 	"$(ls -laR "$root/.remote" 2>&1)"
 pages=$(ls -S $(objects img/a) | head -1)
@@ -135,11 +140,13 @@ cp "$tmp/pages.orig" "$pages"
 truncate -s 5000000 "$pages"
 refused "a truncated pages object" "truncated"
 cp "$tmp/pages.orig" "$pages"
-core=$(objects img/a | grep core.img)
-cp "$core" "$tmp/core.orig"
-cp "$(objects img/b | grep core.img)" "$core"
-refused "another image's core object" "not this image's\|fails authentication\|truncated"
-cp "$tmp/core.orig" "$core"
+index=$data/img/a/index._S3rver_object
+cp "$index" "$tmp/index.orig"
+printf '\x55' | dd of="$index" bs=1 seek=$(($(stat -c %s "$index") - 100)) conv=notrunc 2>/dev/null
+refused "a flipped byte in the index (among its small files)" "fails authentication"
+cp "$data/img/b/index._S3rver_object" "$index"
+refused "another image's index (its page data is not this image's)" "not this image's\|was replaced"
+cp "$tmp/index.orig" "$index"
 head -c 32 /dev/urandom >"$tmp/other.key"
 chmod 600 "$tmp/other.key"
 refused "another host's key" "another key" --key-file "$tmp/other.key"
@@ -151,6 +158,26 @@ if (cd "$work/b" && u restore --detach --image-path "s3://ursa-test/img/a" ${P}x
 else
 	bad "(control: the image restores again once whole)" "$(cat "$work/rs2.err")"
 fi
+u delete --force ${P}x >/dev/null 2>&1
+
+# ---- an image whose small files are objects of their own (a file too large for
+# the index takes that path): the local image put by `ursa-store --no-inline`
+# (its stdin stays open until it exits: EOF there would cancel it)
+if python3 -c 'import subprocess, sys
+p = subprocess.Popen(sys.argv[1:], stdin=subprocess.PIPE)
+p.stdin.write(b"commit\n"); p.stdin.flush()
+sys.exit(p.wait())' "$(dirname "$URSA")/ursa-store" put --key-file "${URSA_CKPT_KEY:-/var/lib/ursa/checkpoint.key}" \
+	--no-inline s3://ursa-test/img/n "$work/local" >"$work/put.out" 2>&1; then
+	ok "ursa-store put --no-inline of a local image ($(cat "$work/put.out"))"
+else
+	bad "ursa-store put --no-inline of a local image" "$(cat "$work/put.out")"
+fi
+check "its small files are objects (core.img, container/config.json among them)" \
+	'objects img/n | grep -q "\.core\.img\." && objects img/n | grep -q "\.container/config\.json\." &&
+	 [ "$(objects img/n | wc -l)" -ge 6 ]' "$(objects img/n)"
+check "restored from it, the counter goes on" \
+	'(cd "$work/b" && u restore --detach --image-path s3://ursa-test/img/n ${P}x 2>"$work/rsn.err") &&
+	 wait_for 20 counts_past $((saved + 5))' "$(cat "$work/rsn.err")"
 u delete --force ${P}x >/dev/null 2>&1
 
 # ---- a failed upload ----------------------------------------------------------------

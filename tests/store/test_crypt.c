@@ -101,31 +101,42 @@ struct seen {
 	int n;
 	char files[4][64];
 	uint64_t off[4], len[4];
+	char data[4][16]; /* an inline entry's bytes ("" for an object) */
 };
 
-static int visit(void *arg, uint32_t obj, uint64_t off, uint64_t len, const char *file)
+static int visit(void *arg, uint32_t obj, uint64_t off, uint64_t len, const char *file,
+		 const void *data)
 {
 	struct seen *s = arg;
-	(void) obj;
 	if (s->n == 4)
 		return -E2BIG;
+	if (!obj != !!data || (data && len >= sizeof(s->data[0])))
+		return -EPROTO; /* data for the inline ones, only they */
 	snprintf(s->files[s->n], sizeof(s->files[0]), "%s", file);
+	if (data)
+		memcpy(s->data[s->n], data, len);
 	s->off[s->n] = off;
 	s->len[s->n++] = len;
 	return 0;
 }
 
-static int parse(const char *text, struct seen *s)
+static int parse_n(const char *text, size_t n, struct seen *s)
 {
 	struct urs_err err = {{0}};
 	memset(s, 0, sizeof(*s));
-	return urs_remote_index_parse(text, strlen(text), visit, s, &err);
+	return urs_remote_index_parse(text, n, visit, s, &err);
+}
+
+static int parse(const char *text, struct seen *s)
+{
+	return parse_n(text, strlen(text), s);
 }
 
 static void index_text(void **state)
 {
 	(void) state;
 	struct seen s;
+	/* version 1: objects only (images written before version 2) */
 	assert_int_equal(parse("ursa-index 1\n1 4096 8192 pages.img\n2 0 4096 pages.img\n"
 			       "3 0 10 container/state.json\n",
 			       &s),
@@ -134,10 +145,35 @@ static void index_text(void **state)
 	assert_int_equal(s.off[0], 4096);
 	assert_int_equal(s.len[1], 4096);
 	assert_int_equal(parse("ursa-index 1\n", &s), 0);
+	/* version 2: inline files (object 0) after the empty line, in order;
+	 * the object numbers count every line */
+	assert_int_equal(parse("ursa-index 2\n0 0 3 core.img\n2 4096 8192 pages.img\n"
+			       "0 5 4 a/b\n\nxyzabcd",
+			       &s),
+			 3);
+	assert_string_equal(s.data[0], "xyz");
+	assert_string_equal(s.data[1], "");
+	assert_string_equal(s.data[2], "abcd");
+	assert_int_equal(s.off[2], 5);
+	assert_string_equal(s.files[2], "a/b");
+	static const char bin[] = "ursa-index 2\n0 0 2 z\n\n\0\n"; /* any bytes */
+	assert_int_equal(parse_n(bin, sizeof(bin) - 1, &s), 1);
+	assert_int_equal(s.len[0], 2);
+	assert_int_equal(parse("ursa-index 2\n\n", &s), 0);
 	static const char *const bad[] = {
-		"ursa-index 2\n",
+		"ursa-index 3\n",
+		"ursa-index 2\n",			     /* no end of the lines */
+		"ursa-index 2\n1 0 1 a\n",		     /* ditto */
+		"ursa-index 2\n0 0 3 a\n\nxy",		     /* fewer inline bytes */
+		"ursa-index 2\n0 0 3 a\n\nxyzw",	     /* more */
+		"ursa-index 2\n\nx",			     /* bytes no line names */
+		"ursa-index 2\n0 0 2 a\n1 0 1 b\n\nxy",	     /* the second line is 2 */
+		"ursa-index 2\n0 0 99999 a\n\nxy",	     /* longer than the index */
+		"ursa-index 1\n0 0 1 a\n",		     /* no inline file in 1 */
+		"ursa-index 1\n1 0 1 a\n\n",		     /* no empty line in 1 */
 		"ursa-index 1\n2 0 1 a\n",		     /* numbers in order from 1 */
 		"ursa-index 1\n1 0 1 ../etc/passwd\n",	     /* no way out */
+		"ursa-index 2\n0 0 1 ../etc/passwd\n\nx",    /* inline neither */
 		"ursa-index 1\n1 0 1 /etc/passwd\n",	     /* relative */
 		"ursa-index 1\n1 0 1 a//b\n",		     /* no empty component */
 		"ursa-index 1\n1 0 1 a b\n",		     /* one name */
