@@ -99,7 +99,8 @@ int ckpt_container_checkpoint(const struct ckpt_container_ckpt *o, struct ckpt_d
 				       .pages_fd = o->pages_fd,
 				       .precopy = o->precopy,
 				       .pages_cut = o->pages_cut,
-				       .cut_ctx = o->cut_ctx};
+				       .cut_ctx = o->cut_ctx,
+				       .tracking = o->tracking};
 	int r = ckpt_dump(o->record->pid, o->dir, &dopts, stats, err);
 	ckpt_trace("ckpt: dumped");
 	bool dumped = r == 0;

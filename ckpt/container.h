@@ -61,6 +61,9 @@ struct ckpt_container_ckpt {
 	 * happens (thaw_early ignored, a failure leaves it frozen too); the
 	 * caller keeps it paused */
 	bool paused;
+	/* ckpt_dump_opts.tracking: the pre-copy's write tracking, left for
+	 * the caller to end once the sandbox runs or is killed (or NULL) */
+	struct ckpt_precopy **tracking;
 };
 
 /**

@@ -10,6 +10,7 @@
  * for the tree; the other threads of a process each get a thread record.
  */
 #include "ckpt/dump.h"
+#include "ckpt/maps.h"
 #include "ckpt/pagesink.h"
 #include "ckpt/precopy.h"
 #include "host/cgroup.h"
@@ -82,7 +83,12 @@ struct dumpctx {
 	uint32_t nthr_all;	 /* all tasks' (an image holds CKPT_MAX_THREADS) */
 	int rootfd;		 /* /proc/PID/root of root_pid (in_task_root), or -1 */
 	struct ckpt_precopy pre; /* memory copied before the freeze (opts->precopy) */
-	bool pages_open;	 /* the page writer is open (before the freeze, to pre-copy) */
+	struct {		 /* each pre-copied process's mappings, read then */
+		pid_t pid;
+		struct ckpt_maps m;
+	} * early;
+	uint32_t nearly;
+	bool pages_open; /* the page writer is open (before the freeze, to pre-copy) */
 	pid_t root_pid;
 	struct { /* in_task_root's last answer (fd 0-2 ask twice) */
 		pid_t pid;
@@ -339,29 +345,7 @@ static bool shm_mapping(const char *name, bool *memfd)
 static int shm_object(struct dumpctx *c, pid_t pid, const char *file, const char *name, bool memfd,
 		      uint32_t *id, struct urs_err *err);
 
-/* A "VmFlags:" line of smaps: the flags a mapping keeps that maps does not
- * show and a restore must give it again. Returns true for a mapping
- * registered with a userfaultfd in missing mode ("um"): its absent pages
- * are someone's to supply (a lazy restore still at work, or the program's
- * own pager), not zeros, so it cannot be saved. */
-static bool vma_vmflags(struct ckpt_vma *v, const char *line)
-{
-	const char *p = line + strlen("VmFlags:");
-	bool um = false;
-	for (; *p; p++) {
-		if (*p == ' ' || *p == '\n')
-			continue;
-		bool two = p[1] && (p[2] == ' ' || p[2] == '\n' || !p[2]);
-		um |= two && p[0] == 'u' && p[1] == 'm';
-		if (two && p[0] == 'n' && p[1] == 'r')
-			v->r.flags |= CKPT_VMA_NORESERVE;
-		while (p[1] && p[1] != ' ' && p[1] != '\n')
-			p++;
-	}
-	return um;
-}
-
-/* one mapping line of smaps, parsed */
+/* one mapping line, parsed */
 struct map_line {
 	unsigned long long start, end, off, ino;
 	unsigned maj, min;
@@ -469,53 +453,62 @@ static int vma_classify(struct dumpctx *c, pid_t pid, const struct map_line *m,
 	return vma_file(pid, m, fc, v, err);
 }
 
+/* the maps read before the freeze for @pid (precopy), or NULL */
+static const struct ckpt_maps *maps_before(const struct dumpctx *c, pid_t pid)
+{
+	for (uint32_t i = 0; i < c->nearly; i++)
+		if (c->early[i].pid == pid)
+			return &c->early[i].m;
+	return NULL;
+}
+
+/* one mapping line (maps' format, @fl its CKPT_VMF_* flags) into @t */
+static int dump_map(struct dumpctx *c, struct ckpt_task *t, pid_t pid, char *line, uint8_t fl,
+		    struct map_file_cache *fc, struct urs_err *err)
+{
+	struct map_line m;
+	int pos = 0;
+	if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &m.start, &m.end, m.perms, &m.off,
+		   &m.maj, &m.min, &m.ino, &pos) < 7)
+		return urs_err_set(err, -EINVAL, "pid %d: cannot parse maps line", pid);
+	m.name = line + pos;
+	/* registered with a userfaultfd in missing mode: its absent pages are
+	 * someone's to supply (a lazy restore still at work, or the program's
+	 * own pager), not zeros, so it cannot be saved */
+	if (fl & CKPT_VMF_UFFD_MISSING)
+		return urs_err_set(err, -EBUSY,
+				   "pid %d: its memory at %#llx-%#llx is supplied by a userfaultfd "
+				   "(a lazy restore still bringing it in, or the program's own): "
+				   "absent pages there are not zeros, so it cannot be saved; "
+				   "checkpoint once the restore has completed",
+				   pid, m.start, m.end);
+	struct ckpt_vma v = {0};
+	int r = vma_classify(c, pid, &m, fc, &v, err);
+	if (r > 0)
+		return 0;
+	if (fl & CKPT_VMF_NORESERVE)
+		v.r.flags |= CKPT_VMA_NORESERVE;
+	if (r == 0)
+		r = add_vma(t, &v);
+	if (r)
+		free(v.path);
+	return r;
+}
+
 static int dump_maps(struct dumpctx *c, struct ckpt_task *t, pid_t pid, struct urs_err *err)
 {
-	char path[64];
-	/* smaps: maps' lines, each followed by the mapping's fields (VmFlags) */
-	snprintf(path, sizeof(path), "/proc/%d/smaps", pid);
-	_cleanup_fclose_ FILE *f = fopen(path, "re");
-	if (!f)
-		return urs_err_set(err, -errno, "pid %d: opening smaps: %m", pid);
-	struct ckpt_vma *prev = NULL; /* the VMA the field lines are about */
-	char line[PATH_MAX + 256];
+	struct ckpt_maps mm;
+	int r = ckpt_maps_read(pid, maps_before(c, pid), &mm, err);
 	struct map_file_cache fc = {0};
-	while (fgets(line, sizeof(line), f)) {
-		struct map_line m;
-		int pos = 0;
-		size_t tok = strcspn(line, " \n");
-		if (tok && line[tok - 1] == ':') { /* a field of the mapping above */
-			if (prev && !strncmp(line, "VmFlags:", 8) && vma_vmflags(prev, line))
-				return urs_err_set(
-					err, -EBUSY,
-					"pid %d: its memory at %#llx-%#llx is supplied by a "
-					"userfaultfd (a lazy restore still bringing it in, or the "
-					"program's own): absent pages there are not zeros, so it "
-					"cannot be saved; checkpoint once the restore has "
-					"completed",
-					pid, (unsigned long long) prev->r.start,
-					(unsigned long long) prev->r.end);
-			continue;
-		}
-		prev = NULL;
-		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &m.start, &m.end, m.perms,
-			   &m.off, &m.maj, &m.min, &m.ino, &pos) < 7)
-			return urs_err_set(err, -EINVAL, "pid %d: cannot parse smaps line", pid);
-		line[pos + strcspn(line + pos, "\n")] = 0;
-		m.name = line + pos;
-		struct ckpt_vma v = {0};
-		int r = vma_classify(c, pid, &m, &fc, &v, err);
-		if (r > 0)
-			continue;
-		if (r == 0)
-			r = add_vma(t, &v);
-		if (r) {
-			free(v.path);
-			return r;
-		}
-		prev = &t->vmas[t->nvmas - 1];
+	char *line = mm.text;
+	for (uint32_t i = 0; r == 0 && i < mm.n; i++) {
+		char *nl = strchr(line, '\n'); /* (every line ends in one) */
+		*nl = 0;
+		r = dump_map(c, t, pid, line, mm.flags[i], &fc, err);
+		line = nl + 1;
 	}
-	return 0;
+	ckpt_maps_free(&mm);
+	return r;
 }
 
 /* ---- pages -------------------------------------------------------------- */
@@ -3019,6 +3012,15 @@ static int precopy(struct dumpctx *c, pid_t pid, const struct ckpt_seal *seal, s
 		r = precopy_cut(c, err);
 	if (r == 0) /* the freeze must not wait for the upload of the pre-copy */
 		r = ckpt_pagesink_drain(&c->pw, err);
+	/* smaps now, the tree running: the freeze reads maps only (ckpt/maps.h) */
+	if (r == 0 && c->pre.n && !(c->early = calloc(c->pre.n, sizeof(*c->early))))
+		r = -ENOMEM;
+	for (uint32_t i = 0; r == 0 && i < c->pre.n; i++) {
+		struct urs_err e2; /* (not read: the freeze reads smaps) */
+		c->early[c->nearly].pid = c->pre.procs[i].pid;
+		if (ckpt_maps_read(c->pre.procs[i].pid, NULL, &c->early[c->nearly].m, &e2) == 0)
+			c->nearly++;
+	}
 	c->st->precopy_pages = c->pre.pages;
 	c->st->precopy_ms = c->pre.ms;
 	c->st->precopy_rounds = c->pre.rounds;
@@ -3087,9 +3089,19 @@ static int release_tree(struct dumpctx *c, int r, struct urs_err *err)
 	return r;
 }
 
+void ckpt_dump_tracking_end(struct ckpt_precopy *pc)
+{
+	if (pc)
+		ckpt_precopy_free(pc);
+	free(pc);
+}
+
 static void dumpctx_free(struct dumpctx *c)
 {
 	free(c->chunk);
+	for (uint32_t i = 0; i < c->nearly; i++)
+		ckpt_maps_free(&c->early[i].m);
+	free(c->early);
 	for (uint32_t i = 0; c->tr && i < CKPT_MAX_TASKS; i++)
 		free(c->thr[i]);
 	free(c->tr);
@@ -3153,8 +3165,16 @@ int ckpt_dump(pid_t pid, const char *dir, const struct ckpt_dump_opts *opts,
 			urs_err_set(err, r, "checkpoint: out of memory");
 	}
 	r = release_tree(&c, r, err);
-	ckpt_precopy_free(&c.pre); /* tracking off: nothing of it stays in the tree */
-	ckpt_trace("dump: tracking off");
+	struct ckpt_precopy *keep = opts->tracking && c.pre.n ? malloc(sizeof(*keep)) : NULL;
+	if (opts->tracking)
+		*opts->tracking = keep;
+	if (keep) { /* the caller ends it, with the tree running or dead */
+		*keep = c.pre;
+		memset(&c.pre, 0, sizeof(c.pre));
+	} else {			   /* (out of memory for it: ended now, as without) */
+		ckpt_precopy_free(&c.pre); /* tracking off: nothing of it stays in the tree */
+		ckpt_trace("dump: tracking off");
+	}
 	stats->ntasks = c.nseized;
 	stats->ms = urs_now_ms() - t0;
 	dumpctx_free(&c);

@@ -24,6 +24,8 @@
 
 #include "runtime/err.h"
 
+struct ckpt_precopy; /* ckpt/precopy.h */
+
 struct ckpt_dump_stats {
 	uint32_t ntasks;
 	uint64_t pages;	     /* pages written to pages.img */
@@ -80,7 +82,22 @@ struct ckpt_dump_opts {
 	 * own pages to the stream. NULL: no cut. */
 	int (*pages_cut)(void *ctx, uint64_t len, struct urs_err *err);
 	void *cut_ctx;
+	/* Where the pre-copy's write tracking is left armed, for the caller
+	 * to end (ckpt_dump_tracking_end) once the tree runs again or is
+	 * killed: unregistering walks the tree's memory (~10 ms per 256 MiB),
+	 * which need not happen with it frozen. NULL: ended before ckpt_dump
+	 * returns. When given, *tracking is set (NULL without a pre-copy). */
+	struct ckpt_precopy **tracking;
 };
+
+/**
+ * ckpt_dump_tracking_end() - end the write tracking ckpt_dump left armed
+ * @pc: *ckpt_dump_opts.tracking, or NULL
+ *
+ * Unregisters and closes the tracking userfaultfds (the tasks may run or
+ * be dead by then) and frees @pc.
+ */
+void ckpt_dump_tracking_end(struct ckpt_precopy *pc);
 
 /**
  * ckpt_dump() - dump the process tree rooted at @pid into @dir

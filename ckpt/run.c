@@ -350,8 +350,8 @@ static int dump_failed(struct ckpt_run *c, int r)
 }
 
 /* the image made, committed, and the sandbox let go or killed; 1: failed
- * with the image complete */
-static int dump(struct ckpt_run *c)
+ * with the image complete; @trk: the pre-copy's write tracking, still on */
+static int dump_commit(struct ckpt_run *c, struct ckpt_precopy **trk)
 {
 	const struct ckpt_run_opts *o = c->o;
 	struct ckpt_container_ckpt co = {
@@ -372,7 +372,8 @@ static int dump(struct ckpt_run *c)
 		.pages_cut = o->store && !o->leave && !c->paused ? o->store->cut : NULL,
 		.cut_ctx = o->store_ctx,
 		.thaw_early = o->leave,
-		.paused = c->paused};
+		.paused = c->paused,
+		.tracking = trk};
 	struct ckpt_dump_stats ds;
 	int r = ckpt_container_checkpoint(&co, &ds, c->err);
 	if (r < 0)
@@ -408,6 +409,17 @@ static int dump(struct ckpt_run *c)
 			     urs_now_ms() - ds.frozen_at, (unsigned long long) ds.precopy_pages,
 			     ds.precopy_rounds);
 	return r < 0 ? 1 : 0;
+}
+
+/* dump_commit, the write tracking ended once the sandbox runs again or is
+ * killed: never inside the freeze */
+static int dump(struct ckpt_run *c)
+{
+	struct ckpt_precopy *trk = NULL;
+	int r = dump_commit(c, &trk);
+	ckpt_dump_tracking_end(trk);
+	ckpt_trace("dump: tracking off");
+	return r;
 }
 
 /* whatever the outcome: the store let go, the key wiped, fds closed, the
