@@ -589,11 +589,13 @@ struct pages_walk {
  * copy is of the same frame is taken from the pre-copy, the rest read now. */
 static int reuse_span(struct pages_walk *w, const struct urs_pm_run *run, bool anon)
 {
-	uint64_t pfn[2048];
+	uint64_t own[2048];
 	for (uint64_t a = run->start; a < run->end;) {
 		uint64_t k = (run->end - a) / CKPT_PAGE_SIZE;
 		k = k > 2048 ? 2048 : k;
-		int r = urs_pagemap_pfns(w->pm, a, k, pfn);
+		/* the frames: the walk's (urs_pagemap_walk_pfns), or read now */
+		const uint64_t *pfn = run->pfn ? run->pfn + (a - run->start) / CKPT_PAGE_SIZE : own;
+		int r = run->pfn ? 0 : urs_pagemap_pfns(w->pm, a, k, own);
 		if (r)
 			return urs_err_set(w->err, r, "pid %d: reading pagemap: %s",
 					   w->t->r.host_pid, strerror(-r));
@@ -659,7 +661,10 @@ static int dump_pages(struct dumpctx *c, struct ckpt_task *t, pid_t pid, int mem
 		    !(m->kind == CKPT_VMA_FILE && !(m->flags & CKPT_VMA_SHARED)))
 			continue;
 		w.m = m;
-		int r = urs_pagemap_walk(pm, m->start, m->end, dump_run, &w);
+		/* pre-copied: runs and frames in one pass (the freeze's largest
+		 * cost is these page-table walks) */
+		int r = w.pre ? urs_pagemap_walk_pfns(pm, m->start, m->end, dump_run, &w)
+			      : urs_pagemap_walk(pm, m->start, m->end, dump_run, &w);
 		if (r && !w.failed)
 			return urs_err_set(
 				err, r, "pid %d: reading pagemap of %#" PRIx64 "-%#" PRIx64 ": %s",

@@ -100,7 +100,7 @@ static int walk_scan(int pm, uint64_t start, uint64_t end, urs_pm_fn fn, void *a
 			return n;
 		for (int i = 0; i < n; i++) {
 			struct urs_pm_run run = {vec[i].start, vec[i].end,
-						 flags_of_categories(vec[i].categories)};
+						 flags_of_categories(vec[i].categories), NULL};
 			int r = fn(arg, &run);
 			if (r)
 				return r;
@@ -119,10 +119,12 @@ static unsigned flags_of_entry(uint64_t e)
 	return f ? f | ((e & PME_UFFD_WP) ? 0 : URS_PM_WRITTEN) : 0;
 }
 
-int urs_pagemap_walk_entries(int pm, uint64_t start, uint64_t end, urs_pm_fn fn, void *arg)
+/* the entries read ENTRIES at a time; @pfns: runs cut at each read's end,
+ * with the frame numbers of their pages */
+static int walk_entries(int pm, uint64_t start, uint64_t end, urs_pm_fn fn, void *arg, bool pfns)
 {
-	uint64_t pme[ENTRIES];
-	struct urs_pm_run run = {0, 0, 0};
+	uint64_t pme[ENTRIES], pfn[ENTRIES];
+	struct urs_pm_run run = {0, 0, 0, NULL};
 	if (start % PAGE || end % PAGE)
 		return -EINVAL; /* page-aligned ranges only: k would be 0 */
 	for (uint64_t a = start; a < end;) {
@@ -133,6 +135,7 @@ int urs_pagemap_walk_entries(int pm, uint64_t start, uint64_t end, urs_pm_fn fn,
 			return got < 0 ? -errno : -EIO;
 		for (uint64_t i = 0; i < k; i++, a += PAGE) {
 			unsigned f = flags_of_entry(pme[i]);
+			pfn[i] = (pme[i] & PME_PRESENT) ? pme[i] & PME_PFN : 0;
 			if (run.end == a && f == run.flags && f) {
 				run.end += PAGE;
 				continue;
@@ -142,10 +145,26 @@ int urs_pagemap_walk_entries(int pm, uint64_t start, uint64_t end, urs_pm_fn fn,
 				if (r)
 					return r;
 			}
-			run = (struct urs_pm_run){a, a + PAGE, f};
+			run = (struct urs_pm_run){a, a + PAGE, f, pfns ? &pfn[i] : NULL};
+		}
+		if (pfns && run.flags) { /* (the frames are this read's) */
+			int r = fn(arg, &run);
+			if (r)
+				return r;
+			run.flags = 0;
 		}
 	}
 	return run.flags ? fn(arg, &run) : 0;
+}
+
+int urs_pagemap_walk_entries(int pm, uint64_t start, uint64_t end, urs_pm_fn fn, void *arg)
+{
+	return walk_entries(pm, start, end, fn, arg, false);
+}
+
+int urs_pagemap_walk_pfns(int pm, uint64_t start, uint64_t end, urs_pm_fn fn, void *arg)
+{
+	return walk_entries(pm, start, end, fn, arg, true);
 }
 
 int urs_pagemap_walk(int pm, uint64_t start, uint64_t end, urs_pm_fn fn, void *arg)

@@ -30,6 +30,9 @@ enum {
 struct urs_pm_run {
 	uint64_t start, end; /* [start, end), page aligned */
 	unsigned flags;	     /* URS_PM_* */
+	/* urs_pagemap_walk_pfns: each page's frame number (0: not present),
+	 * valid during the call; else NULL */
+	const uint64_t *pfn;
 };
 
 /* Called for each run, in address order; a non-zero return stops the walk
@@ -64,6 +67,24 @@ int urs_pagemap_walk(int pm, uint64_t start, uint64_t end, urs_pm_fn fn, void *a
  * Return: as urs_pagemap_walk().
  */
 int urs_pagemap_walk_entries(int pm, uint64_t start, uint64_t end, urs_pm_fn fn, void *arg);
+
+/**
+ * urs_pagemap_walk_pfns() - urs_pagemap_walk() by reading the entries,
+ *                           each run with its pages' frame numbers
+ * @pm: an open /proc/PID/pagemap
+ * @start: page-aligned start of the range
+ * @end: page-aligned end of the range
+ * @fn: called once per run (runs end at least every 512 pages), with
+ *      run->pfn set
+ * @arg: passed to @fn
+ *
+ * One pass over the page tables for a caller that needs the runs and the
+ * frames (a dump checking which pre-copied pages it may reuse), where a
+ * walk and then urs_pagemap_pfns() would make two. Allocates nothing.
+ *
+ * Return: as urs_pagemap_walk().
+ */
+int urs_pagemap_walk_pfns(int pm, uint64_t start, uint64_t end, urs_pm_fn fn, void *arg);
 
 /**
  * urs_pagemap_scan_supported() - does this kernel answer PAGEMAP_SCAN

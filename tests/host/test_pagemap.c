@@ -4,9 +4,11 @@
  * (through PAGEMAP_SCAN, which the kernel here has, and through the entries
  * on a range small enough to read); a private file mapping's own pages are
  * FILE, its copied-on-write page is not; both walks agree; a callback's
- * non-zero return stops the walk.
+ * non-zero return stops the walk; the walk with frames gives each run its
+ * pages' frame numbers, those urs_pagemap_pfns reads.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -125,6 +127,57 @@ static void test_entries_agree(void **state)
 	close(pm);
 }
 
+struct framed {
+	struct runs rs;
+	uint64_t base, pfn[1024]; /* by page index from base */
+};
+
+static int collect_framed(void *arg, const struct urs_pm_run *run)
+{
+	struct framed *f = arg;
+	assert_non_null(run->pfn);
+	for (uint64_t a = run->start; a < run->end; a += PG)
+		f->pfn[(a - f->base) / PG] = run->pfn[(a - run->start) / PG];
+	return collect(&f->rs, run);
+}
+
+/* urs_pagemap_walk_pfns: the entries' runs, cut where a read of 512
+ * entries ends, each with its pages' frames, the frames urs_pagemap_pfns
+ * reads */
+static void test_walk_pfns(void **state)
+{
+	(void) state;
+	int pm = open_pagemap();
+	uint64_t len = 1024 * PG;
+	uint8_t *b = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	assert_true(b != MAP_FAILED);
+	madvise(b, len, MADV_NOHUGEPAGE);
+	for (uint64_t p = 510; p < 515; p++)
+		b[p * PG] = 1;
+	b[1000 * PG] = b[1023 * PG] = 1;
+	static struct framed f;
+	f.base = (uint64_t) (uintptr_t) b;
+	f.rs.n = 0;
+	assert_int_equal(urs_pagemap_walk_pfns(pm, f.base, f.base + len, collect_framed, &f), 0);
+	unsigned pw = URS_PM_PRESENT | URS_PM_WRITTEN;
+	assert_int_equal(f.rs.n, 4);
+	assert_run(&f.rs.r[0], f.base + 510 * PG, 2, pw); /* the first read's end */
+	assert_run(&f.rs.r[1], f.base + 512 * PG, 3, pw);
+	assert_run(&f.rs.r[2], f.base + 1000 * PG, 1, pw);
+	assert_run(&f.rs.r[3], f.base + 1023 * PG, 1, pw);
+	uint64_t want[1024];
+	assert_int_equal(urs_pagemap_pfns(pm, f.base, 1024, want), 0);
+	for (uint64_t p = 0; p < 1024; p++) {
+		bool touched = (p >= 510 && p < 515) || p == 1000 || p == 1023;
+		if (touched)
+			assert_int_equal(f.pfn[p], want[p]);
+		if (touched && geteuid() == 0) /* (frames read as 0 without CAP_SYS_ADMIN) */
+			assert_true(f.pfn[p] != 0);
+	}
+	munmap(b, len);
+	close(pm);
+}
+
 /* A private file mapping: the file's pages are FILE, the page copied on
  * write is not (that one is the process's own memory). */
 static void test_private_file(void **state)
@@ -162,6 +215,7 @@ int main(void)
 		cmocka_unit_test(test_sparse_reservation),
 		cmocka_unit_test(test_entries_agree),
 		cmocka_unit_test(test_private_file),
+		cmocka_unit_test(test_walk_pfns),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
