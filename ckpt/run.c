@@ -81,8 +81,9 @@ struct ckpt_run {
 	bool paused;	     /* it was paused, and is again when we are done */
 	bool moved;	     /* its pause moved to the v2 freezer (pause_to_v2) */
 	int pidfd;
-	int guardfd; /* the supervisor's guard, or -1 */
-	bool masked; /* every signal but SIGKILL blocked (oldmask to restore) */
+	double killed_at; /* urs_now_ms() at the SIGKILL (finish) */
+	int guardfd;	  /* the supervisor's guard, or -1 */
+	bool masked;	  /* every signal but SIGKILL blocked (oldmask to restore) */
 	sigset_t oldmask;
 };
 
@@ -289,6 +290,7 @@ static int finish(struct ckpt_run *c, bool leave)
 	}
 	/* the pid namespace dies with its init (a frozen task still dies of SIGKILL) */
 	urs_pidfd_signal(c->pidfd, SIGKILL);
+	c->killed_at = urs_now_ms();
 	/* the thaw (~0.15 ms) is only for a supervisor frozen with it (unified
 	 * hosts); the cgroup goes with the container */
 	if (c->freezer && !c->sup_apart)
@@ -406,7 +408,7 @@ static int dump_commit(struct ckpt_run *c, struct ckpt_precopy **trk)
 	if (r == 0 && !o->leave && (r = finish(c, false)) == 0 && ds.frozen_at)
 		ckpt_worklog(o->work, "dump.log",
 			     "frozen %.3f ms until killed; %llu pages copied before, in %u rounds",
-			     urs_now_ms() - ds.frozen_at, (unsigned long long) ds.precopy_pages,
+			     c->killed_at - ds.frozen_at, (unsigned long long) ds.precopy_pages,
 			     ds.precopy_rounds);
 	return r < 0 ? 1 : 0;
 }
