@@ -627,6 +627,17 @@ static int reuse_span(struct pages_walk *w, const struct urs_pm_run *run, bool a
 	return 0;
 }
 
+/* Did the pre-copy take at least an eighth of [@start, @end)'s pages? Then
+ * reading an entry per page costs at most 8 per page to reuse. */
+static bool dense(const struct ckpt_precopy_proc *pre, uint64_t start, uint64_t end)
+{
+	uint32_t a = 0, b;
+	ckpt_precopy_page_from(pre, start, &a);
+	b = a;
+	ckpt_precopy_page_from(pre, end, &b);
+	return (uint64_t) (b - a) * 8 * CKPT_PAGE_SIZE >= end - start;
+}
+
 /* A run of touched pages of the VMA: anonymous memory, and in a private file
  * mapping the pages copied on write (not the file's own pages). */
 static int dump_run(void *arg, const struct urs_pm_run *run)
@@ -662,9 +673,12 @@ static int dump_pages(struct dumpctx *c, struct ckpt_task *t, pid_t pid, int mem
 			continue;
 		w.m = m;
 		/* pre-copied: runs and frames in one pass (the freeze's largest
-		 * cost is these page-table walks) */
-		int r = w.pre ? urs_pagemap_walk_pfns(pm, m->start, m->end, dump_run, &w)
-			      : urs_pagemap_walk(pm, m->start, m->end, dump_run, &w);
+		 * cost is these page-table walks) — but one entry per page, holes
+		 * included: a huge reservation (a sanitizer's shadow, a JVM's
+		 * heap) is walked by PAGEMAP_SCAN, which skips them */
+		int r = w.pre && dense(w.pre, m->start, m->end)
+				? urs_pagemap_walk_pfns(pm, m->start, m->end, dump_run, &w)
+				: urs_pagemap_walk(pm, m->start, m->end, dump_run, &w);
 		if (r && !w.failed)
 			return urs_err_set(
 				err, r, "pid %d: reading pagemap of %#" PRIx64 "-%#" PRIx64 ": %s",
@@ -3176,9 +3190,8 @@ int ckpt_dump(pid_t pid, const char *dir, const struct ckpt_dump_opts *opts,
 	if (keep) { /* the caller ends it, with the tree running or dead */
 		*keep = c.pre;
 		memset(&c.pre, 0, sizeof(c.pre));
-	} else {			   /* (out of memory for it: ended now, as without) */
+	} else { /* (out of memory for it, or no caller to end it: ended now) */
 		ckpt_precopy_free(&c.pre); /* tracking off: nothing of it stays in the tree */
-		ckpt_trace("dump: tracking off");
 	}
 	stats->ntasks = c.nseized;
 	stats->ms = urs_now_ms() - t0;

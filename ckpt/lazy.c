@@ -273,9 +273,8 @@ int ckpt_lazy_verify(struct ckpt_lazy *lz, uint64_t off, uint64_t len, struct ur
 	return verify(lz, off, len, true, err);
 }
 
-/* chunks asked ahead by ckpt_lazy_want, at most: nothing reads the
- * replies until the restorer verifies, and the requests must fit the
- * socket's buffer meanwhile (as WS_ASK_MAX) */
+/* chunks asked ahead by ckpt_lazy_want, at most (the pager's thread reads
+ * the replies meanwhile; this bounds what is fetched before it is needed) */
 #define WANT_MAX 256u
 
 int ckpt_lazy_want(struct ckpt_lazy *lz, uint64_t off, uint64_t len, struct urs_err *err)
@@ -286,6 +285,8 @@ int ckpt_lazy_want(struct ckpt_lazy *lz, uint64_t off, uint64_t len, struct urs_
 	pthread_mutex_lock(&lz->mu);
 	for (uint64_t c = off / CKPT_MAC_CHUNK;
 	     !r && c <= (off + len - 1) / CKPT_MAC_CHUNK && lz->wanted < WANT_MAX; c++)
+		/* (in a working-set range too: the restorer would ask for it
+		 * alone anyway, as ensure does, rather than wait for the range) */
 		if (lz->asked[c] != ASKED_ALONE && !lz->present[c]) {
 			r = ask(lz, (uint32_t) c, 1, err);
 			lz->wanted++;

@@ -101,8 +101,10 @@ int ckpt_lazy_verify(struct ckpt_lazy *lz, uint64_t off, uint64_t len, struct ur
  * For a remote image: each chunk not yet asked for is asked for alone (as
  * a fault's chunk: ahead of the prefetch's ranges, several in flight) and
  * not waited for, so that the restorer's eager reads (ckpt_lazy_verify)
- * wait once for all of them, not once per chunk. At most 256 chunks in
- * all (the rest are asked for when they are read); a local image: nothing.
+ * wait once for all of them, not once per chunk. A chunk in a working-set
+ * range already is asked for alone too (a range's GET ends later). At most
+ * 256 chunks in all
+ * (the rest are asked for when they are read); a local image: nothing.
  *
  * Return: 0, or a negative errno.
  */

@@ -7,12 +7,20 @@
  * a checkpoint's freeze that is a quarter of the pause. So a checkpoint
  * that copies memory first reads smaps then, the tree running, and in the
  * freeze reads maps alone: while every line is what it was, the flags
- * read before stand. Neither flag can change under an unchanged line of
- * a tracked mapping: MAP_NORESERVE is set when a mapping is made (a new
- * mapping over the same range made by the program would be untracked,
- * its pages new frames: copied again, ckpt/precopy.h), and a mapping the
- * pre-copy tracks belongs to its userfaultfd (another's registration
- * fails with EBUSY); any other difference reads smaps again.
+ * read before stand. What that rests on, flag by flag:
+ *   - "um" (a userfaultfd supplies the mapping's pages): a userfaultfd
+ *     registered meanwhile needs one held open, and a process of the tree
+ *     holding one is refused anyway (its fd cannot be saved); the dumper's
+ *     own tracking holds each tracked mapping (another's registration
+ *     fails with EBUSY). Seen before, gone since (a lazy restore that
+ *     finished in between): a needless refusal, not a wrong image.
+ *   - "nr" (MAP_NORESERVE) is fixed when a mapping is made. A mapping
+ *     unmapped and made again at the same place with the same protection
+ *     within the moments between the two reads keeps its line and could
+ *     differ in this flag alone: the restored mapping would then be
+ *     accounted for overcommit differently; its pages are new frames, so
+ *     its contents are copied again (ckpt/precopy.h).
+ * Any other difference reads smaps again.
  */
 #ifndef URSA_CKPT_MAPS_H
 #define URSA_CKPT_MAPS_H

@@ -2697,8 +2697,6 @@ int ckpt_restore_ex(const char *dir, const struct ckpt_restore_opts *opts, pid_t
 	explicit_bzero(&seal, sizeof(seal));
 	if (r)
 		return r;
-	if (c.lz && (r = want_eager(&c, err)))
-		goto out_img;
 	ckpt_trace("restore: image loaded");
 	stats->load_ms = urs_now_ms() - t0;
 	stats->ntasks = c.img.ntasks;
@@ -2707,6 +2705,8 @@ int ckpt_restore_ex(const char *dir, const struct ckpt_restore_opts *opts, pid_t
 	r = precheck(&c, &c.img, c.puppet, err);
 	if (!r)
 		r = choose_blob(&c, err);
+	if (!r && c.lz) /* (an image refused above fetches nothing more) */
+		r = want_eager(&c, err);
 	if (r)
 		goto out_img;
 	r = rctx_alloc(&c, err);

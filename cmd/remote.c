@@ -318,13 +318,15 @@ int urs_remote_fetch(const char *url, const char *root, const char *profile, cha
 	stage[0] = 0;
 	if (pid < 0)
 		return pid;
-	char *nl = strchr(msg, '\n');
-	if (nl)
+	char *line = msg, *nl; /* its first line, past URSA_CKPT_TRACE's (ckpt/trace.h) */
+	while (!strncmp(line, "ursa-trace ", 11) && (nl = strchr(line, '\n')))
+		line = nl + 1;
+	if ((nl = strchr(line, '\n')))
 		*nl = 0;
 	return urs_err_set(err, -EIO, "restore: %s",
-			   !strncmp(msg, "ursa-store: ", 12) ? msg + 12
-			   : *msg			     ? msg
-							     : "ursa-store failed");
+			   !strncmp(line, "ursa-store: ", 12) ? line + 12
+			   : *line			      ? line
+							      : "ursa-store failed");
 }
 
 /* ckpt_run_store on a struct urs_remote_ckpt */

@@ -125,7 +125,7 @@ static int put_dir(struct urs_remote *r, const char *dir, const char *sub, struc
 		} else if (S_ISREG(sb.st_mode)) {
 			int fd = open(file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 			e = fd < 0 ? urs_err_set(err, -errno, "opening %s: %m", file)
-				   : urs_remote_put_fd(r, fd, rel, 0, STDIN_FILENO, err);
+				   : urs_remote_put_file(r, fd, rel, STDIN_FILENO, err);
 			if (fd >= 0)
 				close(fd);
 		}

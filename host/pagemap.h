@@ -80,7 +80,9 @@ int urs_pagemap_walk_entries(int pm, uint64_t start, uint64_t end, urs_pm_fn fn,
  *
  * One pass over the page tables for a caller that needs the runs and the
  * frames (a dump checking which pre-copied pages it may reuse), where a
- * walk and then urs_pagemap_pfns() would make two. Allocates nothing.
+ * walk and then urs_pagemap_pfns() would make two. But an entry is read
+ * for every page of the range, holes included (urs_pagemap_walk skips
+ * them): for ranges of bounded size only. Allocates nothing.
  *
  * Return: as urs_pagemap_walk().
  */

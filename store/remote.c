@@ -292,7 +292,7 @@ void urs_remote_close(struct urs_remote *r)
 	free(r->bufs);
 	free(r->parts);
 	if (r->inl)
-		explicit_bzero(r->inl, r->inl_len);
+		explicit_bzero(r->inl, r->inline_max);
 	free(r->inl);
 	urs_crypt_free(r->crypt);
 	if (r->files_fd >= 0)
@@ -635,8 +635,9 @@ static int put_inline(struct urs_remote *r, int fd, const char *file, uint64_t o
 	return 0;
 }
 
-int urs_remote_put_fd(struct urs_remote *r, int fd, const char *file, uint64_t off, int abort_fd,
-		      struct urs_err *err)
+/* urs_remote_put_fd, or with @inl urs_remote_put_file */
+static int put_any(struct urs_remote *r, int fd, const char *file, uint64_t off, int abort_fd,
+		   bool inl, struct urs_err *err)
 {
 	if (!r->crypt)
 		return urs_err_set(err, -EINVAL, "object storage: no image begun");
@@ -653,7 +654,7 @@ int urs_remote_put_fd(struct urs_remote *r, int fd, const char *file, uint64_t o
 		*err = r->aerr;
 		return r->afail;
 	}
-	int e = put_inline(r, fd, file, off, err);
+	int e = inl ? put_inline(r, fd, file, off, err) : 1;
 	if (e <= 0)
 		return e;
 	r->mpu = r->mpu_ready = false;
@@ -690,6 +691,18 @@ int urs_remote_put_fd(struct urs_remote *r, int fd, const char *file, uint64_t o
 	return r->cut ? 1 : 0;
 }
 
+int urs_remote_put_fd(struct urs_remote *r, int fd, const char *file, uint64_t off, int abort_fd,
+		      struct urs_err *err)
+{
+	return put_any(r, fd, file, off, abort_fd, false, err);
+}
+
+int urs_remote_put_file(struct urs_remote *r, int fd, const char *file, int abort_fd,
+			struct urs_err *err)
+{
+	return put_any(r, fd, file, 0, abort_fd, true, err);
+}
+
 int urs_remote_put_commit(struct urs_remote *r, struct urs_err *err)
 {
 	if (!r->crypt)
@@ -702,9 +715,13 @@ int urs_remote_put_commit(struct urs_remote *r, struct urs_err *err)
 	struct pbuf *b = e < 0 ? NULL : free_buf(r, &e);
 	if (!b)
 		return urs_err_set(err, e, "object storage: %s", strerror(-e));
-	/* the lines, an empty line, the inline files' bytes (store/remote.h) */
+	/* the lines, an empty line, the inline files' bytes (store/remote.h);
+	 * without inline files, version 1 (what older readers know) */
+	bool v2 = false;
+	for (uint32_t i = 0; i < r->nents; i++)
+		v2 |= !r->ents[i].obj;
 	char *text = (char *) b->p + URS_CRYPT_HDR_LEN;
-	size_t n = (size_t) snprintf(text, URS_CRYPT_CHUNK, "ursa-index 2\n");
+	size_t n = (size_t) snprintf(text, URS_CRYPT_CHUNK, "ursa-index %d\n", v2 ? 2 : 1);
 	for (uint32_t i = 0; i < r->nents && n < URS_CRYPT_CHUNK; i++)
 		n += (size_t) snprintf(text + n, URS_CRYPT_CHUNK - n,
 				       "%" PRIu32 " %" PRIu64 " %" PRIu64 " %s\n", r->ents[i].obj,
@@ -713,10 +730,12 @@ int urs_remote_put_commit(struct urs_remote *r, struct urs_err *err)
 		b->state = B_FREE;
 		return urs_err_set(err, -E2BIG, "object storage: the index outgrows one chunk");
 	}
-	text[n++] = '\n';
-	if (r->inl_len)
-		memcpy(text + n, r->inl, r->inl_len);
-	n += r->inl_len;
+	if (v2) {
+		text[n++] = '\n';
+		if (r->inl_len)
+			memcpy(text + n, r->inl, r->inl_len);
+		n += r->inl_len;
+	}
 	object_key(r, r->key, 0, NULL);
 	urs_crypt_hdr_write(r->crypt, 0, b->p);
 	struct slot s = {.b = b, .pos = URS_CRYPT_HDR_LEN, .fill = n};
@@ -1022,20 +1041,19 @@ static int ws_open(struct urs_remote *r, int dirfd, struct urs_s3_req *q, int re
 }
 
 /* the index and, with @ws, the working set: both asked for at once (one
- * round trip), into the first two buffers */
+ * round trip), in the first two buffers (their own records: nothing in
+ * flight ever points into this frame) */
 static int get_index(struct urs_remote *r, int dirfd, bool ws, struct urs_err *err)
 {
-	char keys[2][KEY_MAX];
-	if (object_key(r, keys[0], 0, NULL) < 0 || ws_key(r, keys[1]) < 0)
+	struct pbuf *q = r->bufs;
+	if (object_key(r, q[0].key, 0, NULL) < 0 || ws_key(r, q[1].key) < 0)
 		return urs_err_set(err, -ENAMETOOLONG, "object storage: prefix too long");
-	struct pbuf q[2];
 	int e = 0, sub = 0;
 	for (int i = 0; i < 1 + ws && sub == 0; i++) {
-		q[i] = (struct pbuf){.r = r};
 		q[i].req = (struct urs_s3_req){.op = URS_S3_GET,
 					       .bucket = r->bucket,
-					       .key = keys[i],
-					       .buf = r->bufs[i].p,
+					       .key = q[i].key,
+					       .buf = q[i].p,
 					       .buf_cap = r->cap};
 		if ((sub = submit(r, &q[i])) < 0)
 			*err = q[i].req.err;
@@ -1043,6 +1061,7 @@ static int get_index(struct urs_remote *r, int dirfd, bool ws, struct urs_err *e
 	while (e == 0 && r->inflight)
 		e = turn(r);
 	r->fail = 0;
+	q[0].state = q[1].state = B_FREE; /* (a GET's success leaves B_WAIT) */
 	if (sub < 0)
 		return sub;
 	if (e < 0)
@@ -1121,11 +1140,11 @@ int urs_remote_get(struct urs_remote *r, int dirfd, struct urs_err *err)
 	return urs_remote_get_ex(r, dirfd, NULL, 0, err);
 }
 
-/* the entry of @file at @off, or -1 */
+/* the object (never an inline entry) of @file at @off, or -1 */
 static int32_t find_entry(const struct urs_remote *r, const char *file, uint64_t off)
 {
 	for (uint32_t i = 0; file && i < r->nents; i++)
-		if (r->ents[i].off == off && !strcmp(r->ents[i].file, file))
+		if (r->ents[i].obj && r->ents[i].off == off && !strcmp(r->ents[i].file, file))
 			return (int32_t) i;
 	return -1;
 }
@@ -1300,6 +1319,19 @@ static void take_ws(struct serve *sv, uint32_t n)
 	sv->nws = n;
 }
 
+/* @rq into the queue (there is room), after the single chunks at its
+ * head (faults go first, in the order asked) */
+static void requeue(struct serve *sv, struct urs_remote_chunk_req rq)
+{
+	uint32_t p = 0;
+	while (p < sv->qn && sv->q[(sv->qhead + p) % SERVE_QUEUE].n == 1)
+		p++;
+	for (uint32_t k = sv->qn; k > p; k--)
+		sv->q[(sv->qhead + k) % SERVE_QUEUE] = sv->q[(sv->qhead + k - 1) % SERVE_QUEUE];
+	sv->q[(sv->qhead + p) % SERVE_QUEUE] = rq;
+	sv->qn++;
+}
+
 /* requests waiting on the socket, into the queue (not past it) */
 static void take_requests(struct serve *sv)
 {
@@ -1329,28 +1361,14 @@ static void take_requests(struct serve *sv)
 			sv->eof = true; /* closed, or not the protocol: serve no more */
 			break;
 		}
-		if (rq.n == 1) { /* a fault waits on it: ahead of the prefetch's ranges */
-			sv->qhead = (sv->qhead + SERVE_QUEUE - 1) % SERVE_QUEUE;
-			sv->q[sv->qhead] = rq;
-			sv->qn++;
+		if (rq.n == 1) { /* a fault waits on it: ahead of the prefetch's
+				  * ranges, after the single chunks asked before */
+			requeue(sv, rq);
 		} else {
 			sv->q[(sv->qhead + sv->qn++) % SERVE_QUEUE] = rq;
 		}
 	}
 	sv->readable = false;
-}
-
-/* @rq back in the queue (there is room: one was just taken), after the
- * single chunks at its head (faults go first) */
-static void requeue(struct serve *sv, struct urs_remote_chunk_req rq)
-{
-	uint32_t p = 0;
-	while (p < sv->qn && sv->q[(sv->qhead + p) % SERVE_QUEUE].n == 1)
-		p++;
-	for (uint32_t k = sv->qn; k > p; k--)
-		sv->q[(sv->qhead + k) % SERVE_QUEUE] = sv->q[(sv->qhead + k - 1) % SERVE_QUEUE];
-	sv->q[(sv->qhead + p) % SERVE_QUEUE] = rq;
-	sv->qn++;
 }
 
 /* buffers free or about to be (finished, to answer) */

@@ -9,8 +9,9 @@
  * then an empty line and the bytes of the extents whose N is 0: a small
  * regular file (the image's metadata) travels inside the index, so a
  * restore reads it with the index in one request and a checkpoint's
- * commit writes one object, not one per file. ("ursa-index 1", no N of 0
- * and no empty line, is still read.)
+ * commit writes one object, not one per file (urs_remote_put_file).
+ * "ursa-index 1", no N of 0 and no empty line, is what an image without
+ * inline files gets, and what older readers know.
  * Without the index there is no image; restore reads the index first and
  * every object it names, each authenticated chunk by chunk, so a missing,
  * truncated, swapped, altered or foreign object, or another image's index,
@@ -135,6 +136,21 @@ int urs_remote_put_begin(struct urs_remote *r, struct urs_err *err);
  */
 int urs_remote_put_fd(struct urs_remote *r, int fd, const char *file, uint64_t off, int abort_fd,
 		      struct urs_err *err);
+
+/**
+ * urs_remote_put_file() - a regular file of the image, whole: inside the
+ *                         index while the image's small files fit there
+ *                         (512 KiB in all), else as urs_remote_put_fd()
+ * @r: the client, after put_begin
+ * @fd: the file, at its start
+ * @file: its name in the image (relative, no "..")
+ * @abort_fd: as urs_remote_put_fd()
+ * @err: what failed
+ *
+ * Return: 0, or a negative errno (-EFBIG: it grew while it was read).
+ */
+int urs_remote_put_file(struct urs_remote *r, int fd, const char *file, int abort_fd,
+			struct urs_err *err);
 
 /**
  * urs_remote_put_commit() - write the index: the image exists from now on
