@@ -23,7 +23,6 @@
 #include "runtime/io.h"
 #include "store/serve.h"
 
-#define INDEX_MAX (1u << 20) /* an index's plaintext at most */
 /* small files' bytes carried in the index itself, at most: with the
  * lines of URS_REMOTE_FILES entries it still fits the index's one chunk */
 #define INLINE_MAX (512u << 10)
@@ -53,12 +52,11 @@ struct pbuf {
 	char key[URS_S3_KEY_MAX + 1];
 };
 
-/* obj 0: the bytes are in the index (object 0), at inl in its inline
- * data (put: r->inl; get: data, valid until the index's buffer is reused) */
+/* obj 0: the bytes are in the index (object 0): put, in r->inl in entry
+ * order; get, at data (valid until the index's buffer is reused) */
 struct entry {
 	uint32_t obj;
 	uint64_t off, len;
-	size_t inl;
 	const uint8_t *data;
 	char file[URS_REMOTE_FILE_MAX + 1];
 };
@@ -628,7 +626,7 @@ static int put_inline(struct urs_remote *r, int fd, const char *file, uint64_t o
 	if (n == room && read(fd, &more, 1) > 0)
 		return urs_err_set(err, -EFBIG, "object storage: %s grew while it was read", file);
 	struct entry *en = &r->ents[r->nents++];
-	*en = (struct entry){.obj = 0, .off = off, .len = n, .inl = r->inl_len};
+	*en = (struct entry){.obj = 0, .off = off, .len = n};
 	snprintf(en->file, sizeof(en->file), "%s", file);
 	r->inl_len += n;
 	r->st.plain += n;
