@@ -13,6 +13,7 @@
 #include "ckpt/maps.h"
 #include "ckpt/pagesink.h"
 #include "ckpt/precopy.h"
+#include "ckpt/workingset.h"
 #include "host/cgroup.h"
 #include "ckpt/trace.h"
 
@@ -3047,10 +3048,45 @@ static int precopy(struct dumpctx *c, pid_t pid, const struct ckpt_seal *seal, s
 	return r;
 }
 
+/* After a pre-copy: DIR/hotset (ckpt/workingset.h), what the tree wrote
+ * last, for a lazy restore to bring in first; from @from on, the page data
+ * is the freeze's. Without one (nothing pre-copied, or more page data than
+ * one file covers), no hot set, and none of an older image left. */
+static int dump_hotset(struct dumpctx *c, const struct ckpt_seal *seal, uint64_t from,
+		       struct urs_err *err)
+{
+	bool want = c->pre.n && from < c->img.pages_len;
+	size_t n = ckpt_ws_file_len(c->img.pages_len);
+	_cleanup_free_ uint8_t *bits =
+		want ? calloc(ckpt_ws_nbytes(c->img.pages_len) + 1, 1) : NULL;
+	_cleanup_free_ uint8_t *buf = bits ? malloc(n) : NULL;
+	if (want && !buf)
+		return urs_err_set(err, -ENOMEM, "checkpoint: out of memory");
+	uint32_t k = want ? ckpt_hot_bits(&c->img, from, bits) : 0;
+	long len = k ? ckpt_ws_encode(CKPT_WS_HOT, seal, c->img.id, c->img.pages_len, bits, buf)
+		     : -ENOENT; /* (-E2BIG: past what one file covers) */
+	if (unlinkat(c->dirfd, CKPT_HOT_FILE, 0) < 0 && errno != ENOENT)
+		return urs_err_set(err, -errno, "checkpoint: removing an older %s: %m",
+				   CKPT_HOT_FILE);
+	if (len < 0)
+		return 0;
+	/* (not synced here, in the freeze: ckpt_manifest_write syncs it with
+	 * the image's files; a remote image's stage needs no sync) */
+	_cleanup_close_ int fd = openat(c->dirfd, CKPT_HOT_FILE,
+					O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	int e = fd < 0 ? -errno : urs_write_all(fd, buf, (size_t) len);
+	if (e && fd >= 0)
+		unlinkat(c->dirfd, CKPT_HOT_FILE, 0);
+	c->st->hot_blocks = e ? 0 : k;
+	return e ? urs_err_set(err, e, "checkpoint: writing %s: %s", CKPT_HOT_FILE, strerror(-e))
+		 : 0;
+}
+
 /* pages.img, then core.img with the page-chunk MACs */
 static int dump_image(struct dumpctx *c, const struct ckpt_seal *seal, struct urs_err *err)
 {
 	int r = c->pages_open ? 0 : pages_open(c, seal, err);
+	uint64_t from = c->pw.off; /* (after a pre-copy: what the freeze writes begins here) */
 	for (uint32_t i = 0; i < c->nseized && !r; i++) {
 		c->img.tasks[i].r.host_pid = c->tr[i].pid;
 		if (!c->img.tasks[i].r.zombie)
@@ -3069,6 +3105,8 @@ static int dump_image(struct dumpctx *c, const struct ckpt_seal *seal, struct ur
 		c->pw.macs.mac = NULL;
 		r = ckpt_image_write_core(&c->img, c->dirfd, seal, err);
 	}
+	if (!r)
+		r = dump_hotset(c, seal, from, err);
 	ckpt_trace("dump: core written");
 	if (!r) {
 		struct stat st;
@@ -3180,6 +3218,7 @@ int ckpt_dump(pid_t pid, const char *dir, const struct ckpt_dump_opts *opts,
 		unlinkat(c.dirfd, "pages.img", 0);
 		unlinkat(c.dirfd, "core.img.tmp", 0);
 		unlinkat(c.dirfd, "core.img", 0);
+		unlinkat(c.dirfd, CKPT_HOT_FILE, 0);
 		if (r == -ENOMEM)
 			urs_err_set(err, r, "checkpoint: out of memory");
 	}

@@ -38,6 +38,7 @@ struct ckpt_dump_stats {
 	 * runs from there to the caller's thaw) */
 	uint64_t precopy_pages, precopy_reused;
 	uint32_t precopy_rounds;
+	uint32_t hot_blocks; /* blocks in the hot set written (ckpt/workingset.h) */
 	double precopy_ms, frozen_at;
 	double thawed_at; /* ckpt_container_ckpt.thaw_early: when it was thawed */
 };

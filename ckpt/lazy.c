@@ -83,9 +83,10 @@ struct ckpt_lazy {
 	bool hold;    /* faults only, no prefetch, until ckpt_lazy_go */
 	bool held;    /* the creator's copy of hold: its end stays open for go */
 	double t0;
-	/* the working set (ckpt/workingset.h): ws, the recorded one, brought
-	 * in before the tasks run (NULL: none); rec, the one being recorded
-	 * while rec_open, from the restore's end (rec_t0) for a window */
+	/* the working set (ckpt/workingset.h): ws, the recorded one or else
+	 * the image's hot set, brought in before the tasks run (NULL: none);
+	 * rec, the one being recorded while rec_open, from the restore's end
+	 * (rec_t0) for a window */
 	uint8_t *ws, *rec;
 	char *dir; /* a local image's directory: the record goes there */
 	bool rec_open;
@@ -489,8 +490,42 @@ static int ws_ask(struct ckpt_lazy *lz, struct urs_err *err)
 	return r;
 }
 
-/* the recorded working set or, without one, the recording to make: read
- * from @dir (NULL: neither) */
+/* without a recorded working set: the record to make, starting from a
+ * remote image's hot set, if it has one (its pages are brought in first,
+ * so they would never fault: the record keeps them); *@hot: that set, or
+ * NULL. A local image's hot set is not used: its faults cost no round
+ * trip, and bringing scattered blocks in before the tasks run costs a
+ * chunk's authentication each (measured: the restore three times longer) */
+static int ws_record_setup(struct ckpt_lazy *lz, const char *dir, uint8_t *rec, uint8_t **hot,
+			   struct urs_err *err)
+{
+	size_t nb = ckpt_ws_nbytes(lz->len);
+	lz->rec = rec; /* (lz's now, freed with it) */
+	uint8_t *h = lz->src >= 0 ? calloc(nb + 1, 1) : NULL;
+	long k = h		? ckpt_ws_load(CKPT_WS_HOT, dir, &lz->seal, lz->id, lz->len, h, err)
+		 : lz->src >= 0 ? -ENOMEM
+				: -ENOENT;
+	if (k == -ENOMEM)
+		urs_err_set(err, -ENOMEM, "lazy restore: out of memory");
+	if (k < 0 || !k) {
+		free(h);
+		h = NULL;
+	}
+	if (k < 0 && k != -ENOENT)
+		return urs_err_wrap(err, (int) k, "lazy restore");
+	if (h) {
+		memcpy(rec, h, nb);
+		lz->st.hot_blocks = (uint64_t) k;
+	}
+	*hot = h;
+	lz->rec_open = true;
+	if (lz->src < 0 && !(lz->dir = strdup(dir)))
+		return urs_err_set(err, -ENOMEM, "lazy restore: out of memory");
+	return 0;
+}
+
+/* the recorded working set or, without one, the recording to make (and
+ * the hot set): read from @dir (NULL: none of them) */
 static int ws_setup(struct ckpt_lazy *lz, const char *dir, struct urs_err *err)
 {
 	uint8_t *bits = dir ? calloc(ckpt_ws_nbytes(lz->len) + 1, 1) : NULL;
@@ -498,13 +533,10 @@ static int ws_setup(struct ckpt_lazy *lz, const char *dir, struct urs_err *err)
 		return 0;
 	if (!bits)
 		return urs_err_set(err, -ENOMEM, "lazy restore: out of memory");
-	long k = ckpt_ws_load(dir, &lz->seal, lz->id, lz->len, bits, err);
+	long k = ckpt_ws_load(CKPT_WS_REC, dir, &lz->seal, lz->id, lz->len, bits, err);
 	if (k == -ENOENT) { /* none yet (or of another image): record it */
-		lz->rec = bits;
-		lz->rec_open = true;
-		if (lz->src < 0 && !(lz->dir = strdup(dir)))
-			return urs_err_set(err, -ENOMEM, "lazy restore: out of memory");
-		return 0;
+		int e = ws_record_setup(lz, dir, bits, &lz->ws, err);
+		return e || !lz->ws || lz->src < 0 ? e : ws_ask(lz, err);
 	}
 	if (k < 0) {
 		free(bits);
@@ -594,6 +626,14 @@ static int ws_send(struct ckpt_lazy *lz, const uint8_t *p, size_t n, struct urs_
 	return e;
 }
 
+/* into a local image's directory (opened here: the thread's fd table
+ * holds only its own fds) */
+static int ws_store_local(const char *dir, const uint8_t *p, size_t n)
+{
+	_cleanup_close_ int dfd = open(dir, O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	return dfd < 0 ? -errno : ckpt_ws_store(CKPT_WS_REC, dfd, p, n);
+}
+
 /* the window closed (or paging ended first): the record goes with the
  * image. Its own failure is only counted (st.rec); an error ursa-store
  * answered meanwhile is the pager's. Not after ckpt_lazy_free (a failed
@@ -605,11 +645,12 @@ static int ws_record(struct ckpt_lazy *lz, struct urs_err *err)
 		return 0;
 	size_t n = ckpt_ws_file_len(lz->len);
 	_cleanup_free_ uint8_t *buf = malloc(n);
-	long k = buf ? ckpt_ws_encode(&lz->seal, lz->id, lz->len, lz->rec, buf) : -ENOMEM;
+	long k = buf ? ckpt_ws_encode(CKPT_WS_REC, &lz->seal, lz->id, lz->len, lz->rec, buf)
+		     : -ENOMEM;
 	struct urs_err why = {{0}};
 	int e = k < 0	       ? (int) k
 		: lz->src >= 0 ? ws_send(lz, buf, (size_t) k, &why)
-		: lz->dir      ? ckpt_ws_store(lz->dir, buf, (size_t) k)
+		: lz->dir      ? ws_store_local(lz->dir, buf, (size_t) k)
 			       : 0;
 	lz->st.rec_blocks = ckpt_ws_count(lz->rec, lz->len);
 	/* through ursa-store: stored once it says so (ws_stored) */
@@ -644,6 +685,30 @@ static void ws_stored(struct ckpt_lazy *lz)
 	pthread_mutex_unlock(&lz->mu);
 }
 
+/* a fault's run read ahead in address order: the chunks holding the
+ * FAULT_AHEAD bytes after the fault's block, each asked for alone (ahead
+ * of the prefetch's ranges), not waited for: a task that goes through its
+ * memory in order (a scan, a sequential writer) finds them in when it
+ * gets there, instead of waiting a round trip per chunk */
+#define FAULT_AHEAD CKPT_MAC_CHUNK
+static int fault_ahead(struct ckpt_lazy *lz, const struct ckpt_run *run, uint64_t b,
+		       struct urs_err *err)
+{
+	uint64_t end = run->vaddr + run->npages * PAGE;
+	if (lz->src < 0 || b >= end)
+		return 0;
+	uint64_t last = end - b > FAULT_AHEAD ? b + FAULT_AHEAD : end;
+	uint64_t c0 = (run->off + (b - run->vaddr)) / CKPT_MAC_CHUNK;
+	uint64_t c1 = (run->off + (last - run->vaddr) - 1) / CKPT_MAC_CHUNK;
+	int r = 0;
+	pthread_mutex_lock(&lz->mu);
+	for (uint64_t c = c0; !r && c <= c1 && c < lz->nmacs; c++)
+		if (!lz->asked[c] && !__atomic_load_n(&lz->present[c], __ATOMIC_ACQUIRE))
+			r = ask(lz, (uint32_t) c, 1, err);
+	pthread_mutex_unlock(&lz->mu);
+	return r;
+}
+
 /* a fault at @addr: the block of its run around it, else a zero page */
 static int serve_fault(struct ckpt_lazy *lz, struct space *s, uint64_t addr, struct urs_err *err)
 {
@@ -674,6 +739,8 @@ static int serve_fault(struct ckpt_lazy *lz, struct space *s, uint64_t addr, str
 	/* whether copied now or found there, the page is in: wake its waiter;
 	 * only what is in leaves the runs (the rest of the block may not be) */
 	r = wake_or_zero(s, addr, false, err);
+	if (!r)
+		r = fault_ahead(lz, &run, b, err);
 	if (!r)
 		r = runs_cut(s, a, a + done, NULL, NULL);
 	return r || !one ? r : runs_cut(s, addr, addr + PAGE, NULL, NULL);
@@ -1218,6 +1285,7 @@ void ckpt_lazy_stats(const struct ckpt_lazy *lz, struct ckpt_lazy_stats *st)
 	st->spaces = __atomic_load_n(&s->spaces, __ATOMIC_RELAXED);
 	st->chunks = __atomic_load_n(&s->chunks, __ATOMIC_RELAXED);
 	st->ws_blocks = s->ws_blocks;
+	st->hot_blocks = s->hot_blocks;
 	st->ws_pages = __atomic_load_n(&s->ws_pages, __ATOMIC_RELAXED);
 	st->rec = __atomic_load_n(&s->rec, __ATOMIC_ACQUIRE);
 	st->rec_blocks = st->rec ? s->rec_blocks : 0;

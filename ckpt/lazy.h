@@ -36,7 +36,8 @@ struct ckpt_lazy_stats {
 	uint64_t spaces;	 /* address spaces served (forks included) */
 	uint64_t chunks;	 /* chunks authenticated */
 	uint64_t ws_blocks;	 /* blocks in the recorded working set it found */
-	uint64_t ws_pages;	 /* pages of it brought in before the tasks ran */
+	uint64_t hot_blocks;	 /* or else, blocks in the image's hot set */
+	uint64_t ws_pages;	 /* pages of either brought in before the tasks ran */
 	uint64_t rec_blocks;	 /* blocks in the working set it recorded */
 	int rec;		 /* that record: 1 stored, 2 handed to ursa-store,
 				  * 0 not (yet), or -errno */

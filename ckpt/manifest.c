@@ -249,7 +249,7 @@ static int sync_image(int dfd, const char *dir, struct urs_err *err)
 	int n = list_files(dfd, dir, names, err);
 	if (n < 0)
 		return n;
-	static const char *const more[] = {"core.img", "pages.img", "container"};
+	static const char *const more[] = {"core.img", "pages.img", "container", "hotset"};
 	for (size_t k = 0; k < URS_ARRAY_SIZE(more); k++)
 		snprintf(names[n++], NAME_LEN, "%s", more[k]);
 	for (int k = 0; k < n; k++) {

@@ -291,6 +291,9 @@ static int finish(struct ckpt_run *c, bool leave)
 	/* the pid namespace dies with its init (a frozen task still dies of SIGKILL) */
 	urs_pidfd_signal(c->pidfd, SIGKILL);
 	c->killed_at = urs_now_ms();
+	/* its memory freed here too, beside its exit: the container's removal
+	 * waits for that exit (a restore under the same name waits for it) */
+	urs_pidfd_mrelease(c->pidfd);
 	/* the thaw (~0.15 ms) is only for a supervisor frozen with it (unified
 	 * hosts); the cgroup goes with the container */
 	if (c->freezer && !c->sup_apart)
@@ -306,6 +309,7 @@ static int finish(struct ckpt_run *c, bool leave)
 				   "container failed: %s",
 				   id, err.msg);
 	}
+	ckpt_trace("cli: container removed");
 	return 0;
 }
 
@@ -320,9 +324,10 @@ static void dump_log(const char *work, const struct ckpt_dump_stats *ds, double 
 	if (pause > 0)
 		ckpt_worklog(work, "dump.log",
 			     "paused %.3f ms; %llu pages copied before, in %u rounds and %.3f ms, "
-			     "%llu of them unwritten since",
+			     "%llu of them unwritten since; hot set %u blocks",
 			     pause, (unsigned long long) ds->precopy_pages, ds->precopy_rounds,
-			     ds->precopy_ms, (unsigned long long) ds->precopy_reused);
+			     ds->precopy_ms, (unsigned long long) ds->precopy_reused,
+			     ds->hot_blocks);
 }
 
 static int sup_wait_cb(void *ctx, struct urs_err *err)
@@ -407,9 +412,10 @@ static int dump_commit(struct ckpt_run *c, struct ckpt_precopy **trk)
 	client_marker(o->work, "stats-dump");
 	if (r == 0 && !o->leave && (r = finish(c, false)) == 0 && ds.frozen_at)
 		ckpt_worklog(o->work, "dump.log",
-			     "frozen %.3f ms until killed; %llu pages copied before, in %u rounds",
+			     "frozen %.3f ms until killed; %llu pages copied before, in %u rounds; "
+			     "hot set %u blocks",
 			     c->killed_at - ds.frozen_at, (unsigned long long) ds.precopy_pages,
-			     ds.precopy_rounds);
+			     ds.precopy_rounds, ds.hot_blocks);
 	return r < 0 ? 1 : 0;
 }
 

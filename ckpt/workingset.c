@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,8 +18,8 @@
 #include "runtime/common.h"
 #include "runtime/io.h"
 
-#define MAGIC "URSAWS1\n"
-#define LABEL "ursa workingset v1" /* with its NUL */
+static const char magic[2][9] = {"URSAWS1\n", "URSAHS1\n"};
+static const char *const label[2] = {"ursa workingset v1", "ursa hotset v1"}; /* with NUL */
 
 static void le_put(uint8_t *p, uint64_t v, int n)
 {
@@ -42,58 +43,92 @@ uint32_t ckpt_ws_count(const uint8_t *bits, uint64_t len)
 	return k;
 }
 
-long ckpt_ws_encode(const struct ckpt_seal *s, const uint8_t id[16], uint64_t len,
-		    const uint8_t *bits, uint8_t *out)
+/* the blocks of page data [@off, +@n) */
+static void mark(uint8_t *bits, uint64_t off, uint64_t n)
+{
+	for (uint64_t b = off / CKPT_WS_BLOCK; n && b <= (off + n - 1) / CKPT_WS_BLOCK; b++)
+		bits[b / 8] |= (uint8_t) (1u << (b % 8));
+}
+
+uint32_t ckpt_hot_bits(const struct ckpt_image *img, uint64_t from, uint8_t *bits)
+{
+	for (uint32_t i = 0; i < img->ntasks; i++) {
+		const struct ckpt_task *t = &img->tasks[i];
+		for (uint32_t k = 0; k < t->nruns; k++) {
+			const struct ckpt_run *r = &t->runs[k];
+			uint64_t len = r->npages * CKPT_PAGE_SIZE;
+			if (r->off + len <= from || r->off + len > img->pages_len)
+				continue;
+			uint64_t at = r->off > from ? r->off : from;
+			mark(bits, at, r->off + len - at);
+			const struct ckpt_run *nx = k + 1 < t->nruns ? &t->runs[k + 1] : NULL;
+			if (!nx || nx->vaddr != r->vaddr + len ||
+			    nx->off + nx->npages * CKPT_PAGE_SIZE > img->pages_len)
+				continue;
+			uint64_t n = nx->npages * CKPT_PAGE_SIZE;
+			mark(bits, nx->off,
+			     n < CKPT_HOT_NEXT * CKPT_WS_BLOCK ? n : CKPT_HOT_NEXT * CKPT_WS_BLOCK);
+		}
+	}
+	return ckpt_ws_count(bits, img->pages_len);
+}
+
+long ckpt_ws_encode(enum ckpt_ws_kind kind, const struct ckpt_seal *s, const uint8_t id[16],
+		    uint64_t len, const uint8_t *bits, uint8_t *out)
 {
 	size_t nb = ckpt_ws_nbytes(len);
 	if (nb > CKPT_WS_MAX - CKPT_WS_HDR_LEN - CKPT_MAC_LEN)
 		return -E2BIG;
-	memcpy(out, MAGIC, 8);
+	memcpy(out, magic[kind == CKPT_WS_HOT], 8);
 	memcpy(out + 8, id, 16);
 	le_put(out + 24, len, 8);
 	le_put(out + 32, CKPT_WS_BLOCK, 4);
 	le_put(out + 36, ckpt_ws_count(bits, len), 4);
 	memcpy(out + CKPT_WS_HDR_LEN, bits, nb);
-	ckpt_seal_labelled(s, LABEL, out, CKPT_WS_HDR_LEN + nb, out + CKPT_WS_HDR_LEN + nb);
+	ckpt_seal_labelled(s, label[kind == CKPT_WS_HOT], out, CKPT_WS_HDR_LEN + nb,
+			   out + CKPT_WS_HDR_LEN + nb);
 	return (long) (CKPT_WS_HDR_LEN + nb + CKPT_MAC_LEN);
 }
 
-long ckpt_ws_decode(const struct ckpt_seal *s, const uint8_t id[16], uint64_t len, const uint8_t *p,
-		    size_t n, uint8_t *bits, struct urs_err *err)
+long ckpt_ws_decode(enum ckpt_ws_kind kind, const struct ckpt_seal *s, const uint8_t id[16],
+		    uint64_t len, const uint8_t *p, size_t n, uint8_t *bits, struct urs_err *err)
 {
 	size_t nb = ckpt_ws_nbytes(len);
-	if (n < CKPT_WS_HDR_LEN + CKPT_MAC_LEN || memcmp(p, MAGIC, 8))
-		return urs_err_set(err, -EBADMSG, "%s: not a working set", CKPT_WS_FILE);
+	bool hot = kind == CKPT_WS_HOT;
+	const char *file = ckpt_ws_name(kind);
+	if (n < CKPT_WS_HDR_LEN + CKPT_MAC_LEN || memcmp(p, magic[hot], 8))
+		return urs_err_set(err, -EBADMSG, "%s: not a %s", file,
+				   hot ? "hot set" : "working set");
 	if (memcmp(p + 8, id, 16))
-		return urs_err_set(err, -ESTALE, "%s: of another image", CKPT_WS_FILE);
+		return urs_err_set(err, -ESTALE, "%s: of another image", file);
 	uint8_t mac[CKPT_MAC_LEN];
-	ckpt_seal_labelled(s, LABEL, p, n - CKPT_MAC_LEN, mac);
+	ckpt_seal_labelled(s, label[hot], p, n - CKPT_MAC_LEN, mac);
 	if (!urs_mac_equal(mac, p + n - CKPT_MAC_LEN, CKPT_MAC_LEN))
 		return urs_err_set(err, -EBADMSG,
 				   "%s fails authentication: altered, or sealed under another key",
-				   CKPT_WS_FILE);
+				   file);
 	if (le_get(p + 24, 8) != len || le_get(p + 32, 4) != CKPT_WS_BLOCK ||
 	    n != CKPT_WS_HDR_LEN + nb + CKPT_MAC_LEN)
 		return urs_err_set(err, -EBADMSG,
 				   "%s does not fit its image (%llu bytes of page data in blocks "
 				   "of %u)",
-				   CKPT_WS_FILE, (unsigned long long) len, CKPT_WS_BLOCK);
+				   file, (unsigned long long) len, CKPT_WS_BLOCK);
 	uint64_t blocks = (len + CKPT_WS_BLOCK - 1) / CKPT_WS_BLOCK;
 	uint32_t set = ckpt_ws_count(p + CKPT_WS_HDR_LEN, len);
 	if ((blocks % 8 && p[CKPT_WS_HDR_LEN + nb - 1] >> (blocks % 8)) || le_get(p + 36, 4) != set)
 		return urs_err_set(err, -EBADMSG,
-				   "%s: malformed (blocks past the end, or not %u set)",
-				   CKPT_WS_FILE, set);
+				   "%s: malformed (blocks past the end, or not %u set)", file, set);
 	memcpy(bits, p + CKPT_WS_HDR_LEN, nb);
 	return (long) set;
 }
 
-long ckpt_ws_load(const char *dir, const struct ckpt_seal *s, const uint8_t id[16], uint64_t len,
-		  uint8_t *bits, struct urs_err *err)
+long ckpt_ws_load(enum ckpt_ws_kind kind, const char *dir, const struct ckpt_seal *s,
+		  const uint8_t id[16], uint64_t len, uint8_t *bits, struct urs_err *err)
 {
 	char path[PATH_MAX];
-	if (snprintf(path, sizeof(path), "%s/%s", dir, CKPT_WS_FILE) >= (int) sizeof(path))
-		return urs_err_set(err, -ENAMETOOLONG, "%s/%s: path too long", dir, CKPT_WS_FILE);
+	const char *file = ckpt_ws_name(kind);
+	if (snprintf(path, sizeof(path), "%s/%s", dir, file) >= (int) sizeof(path))
+		return urs_err_set(err, -ENAMETOOLONG, "%s/%s: path too long", dir, file);
 	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	if (fd < 0 && errno == ENOENT)
 		return -ENOENT;
@@ -113,23 +148,21 @@ long ckpt_ws_load(const char *dir, const struct ckpt_seal *s, const uint8_t id[1
 	int e = urs_pread_all(fd, buf, n, 0);
 	if (e)
 		return urs_err_set(err, e, "%s: %s", path, strerror(-e));
-	long r = ckpt_ws_decode(s, id, len, buf, n, bits, err);
+	long r = ckpt_ws_decode(kind, s, id, len, buf, n, bits, err);
 	if (r == -ESTALE)
 		return -ENOENT;
 	return r < 0 ? urs_err_wrap(err, (int) r, "%s", dir) : r;
 }
 
-int ckpt_ws_store(const char *dir, const uint8_t *p, size_t n)
+int ckpt_ws_store(enum ckpt_ws_kind kind, int dfd, const uint8_t *p, size_t n)
 {
 	char tmp[64];
 	uint64_t rnd;
-	_cleanup_close_ int dfd = open(dir, O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-	if (dfd < 0)
-		return -errno;
+	const char *file = ckpt_ws_name(kind);
 	if (getrandom(&rnd, sizeof(rnd), 0) != (ssize_t) sizeof(rnd))
 		return -EIO;
 	/* a name of its own (O_EXCL): two pagers never share a temporary file */
-	snprintf(tmp, sizeof(tmp), ".%s.%016llx", CKPT_WS_FILE, (unsigned long long) rnd);
+	snprintf(tmp, sizeof(tmp), ".%s.%016llx", file, (unsigned long long) rnd);
 	_cleanup_close_ int fd =
 		openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
@@ -138,7 +171,7 @@ int ckpt_ws_store(const char *dir, const uint8_t *p, size_t n)
 	int e = urs_write_all(fd, p, n);
 	if (!e && fsync(fd) < 0)
 		e = -errno;
-	if (!e && renameat(dfd, tmp, dfd, CKPT_WS_FILE) < 0)
+	if (!e && renameat(dfd, tmp, dfd, file) < 0)
 		e = -errno;
 	if (e)
 		unlinkat(dfd, tmp, 0);

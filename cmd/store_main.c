@@ -241,8 +241,10 @@ int main(int argc, char **argv)
 		say(is_put, "error: %s\n", err.msg);
 		return 1;
 	}
-	/* --serve: ranges of up to URS_REMOTE_SERVE_MAXN chunks, as the pager asks */
+	/* --serve: ranges of up to URS_REMOTE_SERVE_MAXN chunks, as the pager
+	 * asks, and buffers for faults' chunks of their own */
 	struct urs_remote_opts ro = {.part_chunks = a.serve ? URS_REMOTE_SERVE_MAXN : 0,
+				     .single_bufs = a.serve ? URS_REMOTE_SERVE_SINGLES : 0,
 				     .no_inline = a.no_inline};
 	e = urs_remote_open(&loop, &conf, url.bucket, url.prefix, key, &ro, &r, &err);
 	explicit_bzero(key, sizeof(key));

@@ -47,12 +47,16 @@
  * @part_chunks: sealed chunks (1 MiB of plaintext each) per part: default 8,
  *               at least 5 (S3's smallest part)
  * @nbufs: part buffers, so parts in flight + 1: default 4, at least 2
+ * @single_bufs: serving (urs_remote_serve), more buffers, for single
+ *               chunks only (a fault's): a range never takes them, so a
+ *               fault's chunk waits for no range of the prefetch to end.
+ *               One chunk is all each ever holds (~1 MiB resident)
  * @no_inline: put every file into an object of its own, none into the
  *             index (tests: the path an image's larger files take)
  * @s3: the client's tuning, or NULL
  */
 struct urs_remote_opts {
-	uint32_t part_chunks, nbufs;
+	uint32_t part_chunks, nbufs, single_bufs;
 	bool no_inline;
 	const struct urs_s3_opts *s3;
 };

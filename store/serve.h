@@ -17,6 +17,8 @@ struct urs_remote_chunk_req {
 	uint32_t chunk, n;
 };
 #define URS_REMOTE_SERVE_MAXN 16u
+/* single chunks (faults) fetched at once beside the ranges, at most */
+#define URS_REMOTE_SERVE_SINGLES 3u
 
 /* A request with chunk URS_REMOTE_SERVE_WS carries the image's recorded
  * working set (ckpt/workingset.h): n bytes (at most URS_REMOTE_WS_MAX)

@@ -41,13 +41,13 @@ static int lazy_report(struct ckpt_lazy *lz)
 	struct ckpt_lazy_stats ls;
 	ckpt_lazy_stats(lz, &ls);
 	printf("lazy done=%d faults=%llu fault_pages=%llu zero_pages=%llu prefetch_pages=%llu "
-	       "spaces=%llu chunks=%llu ws_blocks=%llu ws_pages=%llu rec=%d rec_blocks=%llu "
-	       "ms=%.3f\n",
+	       "spaces=%llu chunks=%llu ws_blocks=%llu hot_blocks=%llu ws_pages=%llu rec=%d "
+	       "rec_blocks=%llu ms=%.3f\n",
 	       ls.done, (unsigned long long) ls.faults, (unsigned long long) ls.fault_pages,
 	       (unsigned long long) ls.zero_pages, (unsigned long long) ls.prefetch_pages,
 	       (unsigned long long) ls.spaces, (unsigned long long) ls.chunks,
-	       (unsigned long long) ls.ws_blocks, (unsigned long long) ls.ws_pages, ls.rec,
-	       (unsigned long long) ls.rec_blocks, ls.ms);
+	       (unsigned long long) ls.ws_blocks, (unsigned long long) ls.hot_blocks,
+	       (unsigned long long) ls.ws_pages, ls.rec, (unsigned long long) ls.rec_blocks, ls.ms);
 	if (r)
 		fprintf(stderr, "ckpt_tool: %s\n", ckpt_lazy_why(lz));
 	ckpt_lazy_free(lz);

@@ -25,14 +25,15 @@ static void one(const uint8_t *p, size_t n)
 {
 	uint8_t bits[16], again[256];
 	struct urs_err err = {{0}};
-	long r = ckpt_ws_decode(&key, id, LEN, p, n, bits, &err);
+	long r = ckpt_ws_decode(CKPT_WS_REC, &key, id, LEN, p, n, bits, &err);
 	if (r < 0) {
 		if (!memchr(err.msg, '\0', sizeof(err.msg)) || (r != -EBADMSG && r != -ESTALE))
 			__builtin_trap();
 		return;
 	}
 	if (ckpt_ws_count(bits, LEN) != (uint32_t) r ||
-	    ckpt_ws_encode(&key, id, LEN, bits, again) != (long) n || memcmp(again, p, n - 32))
+	    ckpt_ws_encode(CKPT_WS_REC, &key, id, LEN, bits, again) != (long) n ||
+	    memcmp(again, p, n - 32))
 		__builtin_trap(); /* what decodes must encode, byte for byte */
 }
 

@@ -18,8 +18,10 @@
 #   - a migration (`checkpoint --pre-copy`, the kill path) of the writing
 #     workload: the pre-copied page data is committed as objects of its
 #     own while it runs (ckpt_dump_opts.pages_cut), the freeze's in
-#     another; restored lazily and then eagerly from those objects, every
-#     page holds what it last wrote.
+#     another, with the hot set (ckpt/workingset.h) inline in its index;
+#     restored lazily (the hot set in before it runs, the recording made
+#     from it) and then eagerly from those objects, every page holds what
+#     it last wrote.
 # Needs root, node (s3rver), python3. Env: URSA (ursa-store beside it), HOG.
 set -u
 URSA=${URSA:?} HOG=${HOG:?}
@@ -100,8 +102,9 @@ u delete --force ${P}a >/dev/null 2>&1
 rm -f "$t/ready-0"
 (cd "$work/b" && u run -d ${P}m >/dev/null 2>"$work/run.err") &&
 	wait_for 60 test -s "$t/ready-0" || bad "run ${P}m" "$(cat "$work/run.err")"
+mkdir -p "$work/wpm"
 check "checkpoint --pre-copy to s3://ursa-test/lz/m" \
-	'u checkpoint --pre-copy --image-path "s3://ursa-test/lz/m" ${P}m 2>"$work/ckm.err"' \
+	'u checkpoint --pre-copy --work-path "$work/wpm" --image-path "s3://ursa-test/lz/m" ${P}m 2>"$work/ckm.err"' \
 	"$(cat "$work/ckm.err")"
 pobjs() { ls "$tmp/data/ursa-test/lz/m/" | grep -c '^[0-9]*\.pages\.img\._S3rver_object$'; }
 check "its page data is in several objects (the pre-copy's first): $(pobjs)" \
@@ -109,7 +112,13 @@ check "its page data is in several objects (the pre-copy's first): $(pobjs)" \
 restore_m() { # id [--lazy-pages]
 	(cd "$work/b" && u restore ${2:-} --detach --image-path "s3://ursa-test/lz/m" "$1" 2>"$work/rs.err")
 }
+check "the checkpoint wrote a hot set (what the freeze copied, and after it)" \
+	'grep -q "hot set [1-9][0-9]* blocks" "$work/wpm/dump.log"' "$(cat "$work/wpm/dump.log")"
 check "restored lazily from those objects" 'restore_m ${P}m --lazy-pages' "$(cat "$work/rs.err")"
+check "its hot set was in before it ran, and the recording starts from it" \
+	'wait_for 60 test -s "$root/${P}m/paged" && [ "$(field ${P}m hot_blocks)" -gt 0 ] &&
+	[ "$(field ${P}m ws_blocks)" = 0 ] && [ "$(field ${P}m ws_pages)" -gt 0 ] &&
+	[ "$(field ${P}m rec_blocks)" -ge "$(field ${P}m hot_blocks)" ]' "$(paged ${P}m)"
 check "every page holds what it last wrote" 'checked ${P}m' "$(cat "$t"/check-* 2>&1)"
 check "the ursa-store that served it ends" 'wait_for 60 no_server' "$(pgrep -af ursa-store)"
 u delete --force ${P}m >/dev/null 2>&1
