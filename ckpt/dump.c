@@ -3050,36 +3050,33 @@ static int precopy(struct dumpctx *c, pid_t pid, const struct ckpt_seal *seal, s
 
 /* After a pre-copy: DIR/hotset (ckpt/workingset.h), what the tree wrote
  * last, for a lazy restore to bring in first; from @from on, the page data
- * is the freeze's. Without one (nothing pre-copied, or more page data than
- * one file covers), no hot set, and none of an older image left. */
-static int dump_hotset(struct dumpctx *c, const struct ckpt_seal *seal, uint64_t from,
-		       struct urs_err *err)
+ * is the freeze's. A hint: none without a pre-copy, past CKPT_HOT_MAX
+ * blocks (a tree writing faster than the pre-copy converged: bringing all
+ * that in before it runs would lengthen its downtime) or past what one
+ * file covers, and none if it cannot be written (counted 0 in dump.log);
+ * an older image's is removed either way. */
+static void dump_hotset(struct dumpctx *c, const struct ckpt_seal *seal, uint64_t from)
 {
 	bool want = c->pre.n && from < c->img.pages_len;
 	size_t n = ckpt_ws_file_len(c->img.pages_len);
 	_cleanup_free_ uint8_t *bits =
 		want ? calloc(ckpt_ws_nbytes(c->img.pages_len) + 1, 1) : NULL;
 	_cleanup_free_ uint8_t *buf = bits ? malloc(n) : NULL;
-	if (want && !buf)
-		return urs_err_set(err, -ENOMEM, "checkpoint: out of memory");
-	uint32_t k = want ? ckpt_hot_bits(&c->img, from, bits) : 0;
-	long len = k ? ckpt_ws_encode(CKPT_WS_HOT, seal, c->img.id, c->img.pages_len, bits, buf)
-		     : -ENOENT; /* (-E2BIG: past what one file covers) */
-	if (unlinkat(c->dirfd, CKPT_HOT_FILE, 0) < 0 && errno != ENOENT)
-		return urs_err_set(err, -errno, "checkpoint: removing an older %s: %m",
-				   CKPT_HOT_FILE);
+	uint32_t k = buf ? ckpt_hot_bits(&c->img, from, bits) : 0;
+	long len = k && k <= CKPT_HOT_MAX ? ckpt_ws_encode(CKPT_WS_HOT, seal, c->img.id,
+							   c->img.pages_len, bits, buf)
+					  : -ENOENT;
+	unlinkat(c->dirfd, CKPT_HOT_FILE, 0); /* (an older image's, if any) */
 	if (len < 0)
-		return 0;
+		return;
 	/* (not synced here, in the freeze: ckpt_manifest_write syncs it with
 	 * the image's files; a remote image's stage needs no sync) */
 	_cleanup_close_ int fd = openat(c->dirfd, CKPT_HOT_FILE,
 					O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	int e = fd < 0 ? -errno : urs_write_all(fd, buf, (size_t) len);
-	if (e && fd >= 0)
+	if (fd >= 0 && urs_write_all(fd, buf, (size_t) len) == 0)
+		c->st->hot_blocks = k;
+	else if (fd >= 0)
 		unlinkat(c->dirfd, CKPT_HOT_FILE, 0);
-	c->st->hot_blocks = e ? 0 : k;
-	return e ? urs_err_set(err, e, "checkpoint: writing %s: %s", CKPT_HOT_FILE, strerror(-e))
-		 : 0;
 }
 
 /* pages.img, then core.img with the page-chunk MACs */
@@ -3106,7 +3103,7 @@ static int dump_image(struct dumpctx *c, const struct ckpt_seal *seal, struct ur
 		r = ckpt_image_write_core(&c->img, c->dirfd, seal, err);
 	}
 	if (!r)
-		r = dump_hotset(c, seal, from, err);
+		dump_hotset(c, seal, from);
 	ckpt_trace("dump: core written");
 	if (!r) {
 		struct stat st;

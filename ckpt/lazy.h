@@ -61,9 +61,12 @@ typedef void (*ckpt_lazy_fail_fn)(void *ctx, const char *why);
  *       before the tasks run; without one, the faults of the first
  *       CKPT_WS_WINDOW_MS after ckpt_lazy_seal (with @hold: those until
  *       ckpt_lazy_go) are recorded, into @dir or, with @src, through
- *       ursa-store beside the remote image
+ *       ursa-store beside the remote image; with @src, the image's hot
+ *       set (if any) is brought in before the tasks run instead, and the
+ *       record starts from it
  * @seal: the key its chunks are authenticated with (copied)
- * @hold: serve faults only, no prefetch, until ckpt_lazy_go()
+ * @hold: serve faults only (and a fault's read-ahead), no prefetch, until
+ *        ckpt_lazy_go()
  * @src: -1, or a stream socket to ursa-store serving the page data
  *       (store/remote.h urs_remote_serve): pages.img is sparse past its
  *       header page and each chunk is asked for before its first use;

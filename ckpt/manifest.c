@@ -243,13 +243,14 @@ static ssize_t build(int dfd, const char *dir, const struct ckpt_seal *s, uint8_
  * (and before the caller kills the workload it holds) */
 static int sync_image(int dfd, const char *dir, struct urs_err *err)
 {
-	_cleanup_free_ char(*names)[NAME_LEN] = calloc(MAX_ENTRIES + 3, NAME_LEN);
+	static const char *const more[] = {"core.img", "pages.img", "container", "hotset"};
+	_cleanup_free_ char(*names)[NAME_LEN] =
+		calloc(MAX_ENTRIES + URS_ARRAY_SIZE(more), NAME_LEN);
 	if (!names)
 		return urs_err_set(err, -ENOMEM, "checkpoint image: out of memory");
 	int n = list_files(dfd, dir, names, err);
 	if (n < 0)
 		return n;
-	static const char *const more[] = {"core.img", "pages.img", "container", "hotset"};
 	for (size_t k = 0; k < URS_ARRAY_SIZE(more); k++)
 		snprintf(names[n++], NAME_LEN, "%s", more[k]);
 	for (int k = 0; k < n; k++) {

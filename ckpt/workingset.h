@@ -8,10 +8,11 @@
  *   faulted on during its first second, recorded by the first lazy restore
  *   of the image for the next ones;
  * - the hot set (CKPT_WS_HOT, DIR/hotset, inline in a remote image's
- *   index): written by a checkpoint that pre-copied, the blocks of the
- *   pages written while the tree was frozen (what it was writing last) and
- *   the first blocks that follow each of them in its address space (where
- *   a sequential writer goes next). A lazy restore without a recorded
+ *   index, where it fits): written by a checkpoint that pre-copied, the
+ *   blocks of the pages written while the tree was frozen (what it was
+ *   writing last) and CKPT_HOT_NEXT blocks' worth of the run that follows
+ *   each in its address space (where a sequential writer goes next); none
+ *   past CKPT_HOT_MAX blocks. A lazy restore without a recorded
  *   working set brings these in first, and records from there.
  *
  * The file is a bitmap over CKPT_WS_BLOCK blocks of page data, bound to its
@@ -44,7 +45,8 @@
 #define CKPT_WS_HDR_LEN	  40u
 #define CKPT_WS_MAX	  (1u << 20) /* a file at most: ~512 GiB of page data */
 #define CKPT_WS_WINDOW_MS 1000u	     /* recorded: faults this long after the restore */
-#define CKPT_HOT_NEXT	  4u	     /* hot: blocks after each run written frozen */
+#define CKPT_HOT_NEXT	  4u	     /* hot: blocks' worth after each run written frozen */
+#define CKPT_HOT_MAX	  1024u	     /* hot: blocks at most (64 MiB), else none */
 
 /* which of the two: the file's name, magic and MAC label */
 enum ckpt_ws_kind {

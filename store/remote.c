@@ -246,11 +246,14 @@ static size_t buf_len(const struct urs_remote *r)
  * it held is gone with it (the kernel zeroes a page before reuse). */
 static void *buf_map(const struct urs_remote *r)
 {
+	/* (Linux 6.7+ places an anonymous mapping of 2 MiB or more on a 2 MiB
+	 * boundary: whole huge pages) */
 	void *p =
 		mmap(NULL, buf_len(r), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p == MAP_FAILED)
 		return NULL;
 	madvise(p, buf_len(r), MADV_HUGEPAGE); /* (a hint: without THP, 4 KiB pages) */
+	madvise(p, buf_len(r), MADV_DONTDUMP); /* plaintext: never in a core dump */
 	return p;
 }
 
@@ -1272,7 +1275,8 @@ int urs_remote_get_ex(struct urs_remote *r, int dirfd, const char *lazy, uint64_
 	uint64_t c0 = 0;
 	r->fail = 0;
 	while (e == 0) {
-		for (uint32_t i = 0; e == 0 && i < r->nbufs; i++) {
+		/* (not the buffers kept for a fault's single chunks) */
+		for (uint32_t i = 0; e == 0 && i < r->nbufs - r->single_bufs; i++) {
 			struct pbuf *b = &r->bufs[i];
 			if (b->state == B_WAIT) {
 				e = range_done(r, dirfd, b, err);
@@ -1418,12 +1422,12 @@ static void take_requests(struct serve *sv)
 	sv->readable = false;
 }
 
-/* buffers free or about to be (finished, to answer) */
+/* buffers free (one read back is answered over several turns: not yet) */
 static uint32_t serve_free(const struct urs_remote *r)
 {
 	uint32_t n = 0;
 	for (uint32_t i = 0; i < r->nbufs; i++)
-		n += r->bufs[i].state != B_BUSY;
+		n += r->bufs[i].state == B_FREE;
 	return n;
 }
 

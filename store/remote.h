@@ -48,7 +48,8 @@
  *               at least 5 (S3's smallest part)
  * @nbufs: part buffers, so parts in flight + 1: default 4, at least 2
  * @single_bufs: serving (urs_remote_serve), more buffers, for single
- *               chunks only (a fault's): a range never takes them, so a
+ *               chunks only (a fault's, a read-ahead's, a working set's):
+ *               no range (the eager read's either) takes them, so a
  *               fault's chunk waits for no range of the prefetch to end.
  *               One chunk is all each ever holds (~1 MiB resident)
  * @no_inline: put every file into an object of its own, none into the

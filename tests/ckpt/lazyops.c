@@ -22,6 +22,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define PAGE  4096ul
@@ -91,8 +92,13 @@ int main(int argc, char **argv)
 	uint64_t *e = region(SMALL, 5), *a = region(big, 1);
 	signal(SIGUSR1, on_usr1);
 	put(argv[2], "ready", "ready");
-	while (!go)
-		pause();
+	/* (not pause(): a dump's ptrace stop restarts it, and a SIGUSR1 that
+	 * lands between the restart and the syscall would be waited for
+	 * forever; seen under load, in tests/ckpt/lazy.sh's half-way dump) */
+	while (!go) {
+		struct timespec t = {0, 10 * 1000 * 1000};
+		nanosleep(&t, NULL);
+	}
 	unsigned char *vec = malloc(big / PAGE);
 	size_t missing = 0;
 	if (vec && mincore(a, big, vec) == 0)

@@ -10,7 +10,10 @@
 #     among its fds, and its memory is what it wrote (its own check);
 #   - restored from that image, each thread's memory is the pattern with
 #     the last count it wrote in each page: no page of the image is stale
-#     (a page written during the copy and not copied again would show).
+#     (a page written during the copy and not copied again would show);
+#   - the image holds a hot set (ckpt/workingset.h) that a lazy restore
+#     of this local image does not use (hot_blocks=0), and restored
+#     lazily nothing is stale either.
 # Needs root; skips saying why where the kernel cannot track writes.
 # Env: URSA, HOG.
 set -u
@@ -54,6 +57,9 @@ pre=$(echo "$line" | sed -n 's/.*; \([0-9]*\) pages copied before.*/\1/p')
 reused=$(echo "$line" | sed -n 's/.*ms, \([0-9]*\) of them unwritten since.*/\1/p')
 check "most of the 64 MiB was copied before the pause ($line)" '[ "${pre:-0}" -ge 15000 ]'
 check "and most of it was taken as it was" '[ "${reused:-0}" -ge 12000 ]'
+check "a hot set was written with the image (what the freeze copied)" \
+	'[ "$(echo "$line" | sed -n "s/.*hot set \([0-9]*\) blocks.*/\1/p")" -gt 0 ] &&
+	test -s "$work/img/hotset"' "$line; $(ls "$work/img")"
 pid=$(u state ${P}h | jq -r .pid)
 n0=$(tick 0) n1=$(tick 1)
 check "the workload runs on" 'wait_for 30 moved 0 "$n0" && wait_for 30 moved 1 "$n1"' "ticks $(tick 0) $(tick 1)"
@@ -68,4 +74,12 @@ else
 fi
 check "restored, each page holds the last count written to it: nothing stale" checked \
 	"$(cat "$t"/check-* 2>&1)"
+u delete --force ${P}h >/dev/null 2>&1
+# a local image's hot set is not used (its faults cost no round trip)
+check "restored lazily" \
+	'(cd "$work/b" && u restore --lazy-pages --detach --image-path "$work/img" ${P}h >>"$work/out" 2>"$work/rs.err")' \
+	"$(cat "$work/rs.err")"
+check "its pages all came (the hot set of a local image not brought in first)" \
+	'wait_for 60 grep -q "^done .* hot_blocks=0 " "$root/${P}h/paged"' "$(cat "$root/${P}h/paged" 2>&1)"
+check "restored lazily, nothing stale" checked "$(cat "$t"/check-* 2>&1)"
 finish

@@ -118,7 +118,8 @@ check "restored lazily from those objects" 'restore_m ${P}m --lazy-pages' "$(cat
 check "its hot set was in before it ran, and the recording starts from it" \
 	'wait_for 60 test -s "$root/${P}m/paged" && [ "$(field ${P}m hot_blocks)" -gt 0 ] &&
 	[ "$(field ${P}m ws_blocks)" = 0 ] && [ "$(field ${P}m ws_pages)" -gt 0 ] &&
-	[ "$(field ${P}m rec_blocks)" -ge "$(field ${P}m hot_blocks)" ]' "$(paged ${P}m)"
+	[ "$(field ${P}m rec)" = 1 ] && test -s "$tmp/data/ursa-test/lz/m/workingset._S3rver_object"' \
+	"$(paged ${P}m); $(ls "$tmp/data/ursa-test/lz/m/")"
 check "every page holds what it last wrote" 'checked ${P}m' "$(cat "$t"/check-* 2>&1)"
 check "the ursa-store that served it ends" 'wait_for 60 no_server' "$(pgrep -af ursa-store)"
 u delete --force ${P}m >/dev/null 2>&1
