@@ -44,6 +44,14 @@ static long inchild(long (*f)(void))
 	int st;
 	waitpid(p, &st, 0);
 	int e = WIFEXITED(st) ? WEXITSTATUS(st) : 255;
+	/* killed by SIGSYS (a filter's kill action, e.g. for a foreign arch)
+	 * or SIGSEGV/SIGILL (int $0x80 on a kernel without IA32 emulation):
+	 * the call never ran. Counted as refused, said as such. */
+	if (WIFSIGNALED(st) &&
+	    (WTERMSIG(st) == SIGSYS || WTERMSIG(st) == SIGSEGV || WTERMSIG(st) == SIGILL)) {
+		printf("(the child was killed by signal %d before the call ran)\n", WTERMSIG(st));
+		e = ENOSYS;
+	}
 	errno = e;
 	return e ? -1 : 0;
 }
