@@ -22,13 +22,10 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #define PAGE  4096ul
 #define SMALL (4ul << 20)
-
-static volatile sig_atomic_t go;
 
 static uint64_t pat(uint64_t seed, uint64_t i)
 {
@@ -76,12 +73,6 @@ static void put(const char *dir, const char *name, const char *text)
 	rename(tmp, path);
 }
 
-static void on_usr1(int sig)
-{
-	(void) sig;
-	go = 1;
-}
-
 int main(int argc, char **argv)
 {
 	if (argc != 3)
@@ -90,15 +81,17 @@ int main(int argc, char **argv)
 	/* mmap goes down: the small ones are above A, prefetched last */
 	uint64_t *b = region(SMALL, 2), *c = region(SMALL, 3), *d = region(SMALL, 4);
 	uint64_t *e = region(SMALL, 5), *a = region(big, 1);
-	signal(SIGUSR1, on_usr1);
+	/* SIGUSR1 blocked and taken by sigwaitinfo: one sent while a dump's
+	 * ptrace stop interrupts the wait stays pending, and the restarted
+	 * wait takes it (a handler setting a flag before pause() could lose
+	 * it between the flag's test and the restarted call) */
+	sigset_t usr1;
+	sigemptyset(&usr1);
+	sigaddset(&usr1, SIGUSR1);
+	sigprocmask(SIG_BLOCK, &usr1, NULL);
 	put(argv[2], "ready", "ready");
-	/* (not pause(): a dump's ptrace stop restarts it, and a SIGUSR1 that
-	 * lands between the restart and the syscall would be waited for
-	 * forever; seen under load, in tests/ckpt/lazy.sh's half-way dump) */
-	while (!go) {
-		struct timespec t = {0, 10 * 1000 * 1000};
-		nanosleep(&t, NULL);
-	}
+	while (sigwaitinfo(&usr1, NULL) != SIGUSR1)
+		;
 	unsigned char *vec = malloc(big / PAGE);
 	size_t missing = 0;
 	if (vec && mincore(a, big, vec) == 0)
