@@ -94,13 +94,30 @@ static void test_past_the_end(void **state)
 	assert_non_null(strstr(err.msg, "malformed"));
 }
 
-static void test_directory(void **state)
+/* a fresh directory @dir (a mkdtemp template), opened */
+static int dir_make(char *dir)
 {
-	(void) state;
-	char dir[] = "/tmp/ursa-ws.XXXXXX", path[64];
 	assert_non_null(mkdtemp(dir));
 	int dfd = open(dir, O_DIRECTORY | O_CLOEXEC);
 	assert_true(dfd >= 0);
+	return dfd;
+}
+
+/* @file removed, then @dir, which must be empty: no temporary file left */
+static void dir_done(const char *dir, int dfd, const char *file)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	assert_int_equal(unlink(path), 0);
+	close(dfd);
+	assert_int_equal(rmdir(dir), 0);
+}
+
+static void test_directory(void **state)
+{
+	(void) state;
+	char dir[] = "/tmp/ursa-ws.XXXXXX";
+	int dfd = dir_make(dir);
 	uint8_t out[256], bits[8], back[8];
 	struct urs_err err = {{0}};
 	assert_int_equal(ckpt_ws_load(CKPT_WS_REC, dir, &key, id, LEN, back, &err), -ENOENT);
@@ -118,10 +135,7 @@ static void test_directory(void **state)
 	assert_int_equal(ckpt_ws_store(CKPT_WS_REC, dfd, out, (size_t) n), 0);
 	assert_int_equal(ckpt_ws_load(CKPT_WS_REC, dir, &key, id, LEN, back, &err), -EBADMSG);
 	assert_non_null(strstr(err.msg, dir));
-	snprintf(path, sizeof(path), "%s/%s", dir, CKPT_WS_FILE);
-	unlink(path);
-	close(dfd);
-	assert_int_equal(rmdir(dir), 0); /* no temporary file left */
+	dir_done(dir, dfd, CKPT_WS_FILE);
 }
 
 /* the two kinds: each refused as the other (magic and MAC), each its own
@@ -129,10 +143,8 @@ static void test_directory(void **state)
 static void test_hot_kind(void **state)
 {
 	(void) state;
-	char dir[] = "/tmp/ursa-ws.XXXXXX", path[64];
-	assert_non_null(mkdtemp(dir));
-	int dfd = open(dir, O_DIRECTORY | O_CLOEXEC);
-	assert_true(dfd >= 0);
+	char dir[] = "/tmp/ursa-ws.XXXXXX";
+	int dfd = dir_make(dir);
 	uint8_t out[256], bits[8], back[8];
 	struct urs_err err = {{0}};
 	long n = make(out, bits);
@@ -155,10 +167,7 @@ static void test_hot_kind(void **state)
 	assert_int_equal(ckpt_ws_store(CKPT_WS_HOT, dfd, out + 128, (size_t) h), 0);
 	assert_int_equal(ckpt_ws_load(CKPT_WS_REC, dir, &key, id, LEN, back, &err), -ENOENT);
 	assert_int_equal(ckpt_ws_load(CKPT_WS_HOT, dir, &key, id, LEN, back, &err), 3);
-	snprintf(path, sizeof(path), "%s/%s", dir, CKPT_HOT_FILE);
-	assert_int_equal(unlink(path), 0);
-	close(dfd);
-	assert_int_equal(rmdir(dir), 0);
+	dir_done(dir, dfd, CKPT_HOT_FILE);
 }
 
 /* the hot set of an image: the runs written at or after `from`, and the
