@@ -494,39 +494,34 @@ static int ws_ask(struct ckpt_lazy *lz, struct urs_err *err)
 	return r;
 }
 
-/* without a recorded working set: the record to make, starting from a
- * remote image's hot set, if it has one (its pages are brought in first,
- * so they would never fault: the record keeps them); *@hot: that set, or
- * NULL. A local image's hot set is not used: its faults cost no round
- * trip, and bringing scattered blocks in before the tasks run costs a
- * chunk's authentication each (measured: a 1 GiB migration's restore 35
- * -> 54-62 ms, its downtime no shorter) */
-static int ws_record_setup(struct ckpt_lazy *lz, const char *dir, uint8_t *rec, uint8_t **hot,
-			   struct urs_err *err)
+/* without a recorded working set: the record to make (@rec, lz's now),
+ * starting from a remote image's hot set if it has one, which becomes ws:
+ * its pages are brought in first, so they would never fault, and the
+ * record keeps them. A local image's hot set is not used: its faults cost
+ * no round trip, and bringing scattered blocks in before the tasks run
+ * costs a chunk's authentication each (measured: a 1 GiB migration's
+ * restore 35 -> 54-62 ms, its downtime no shorter) */
+static int ws_record_setup(struct ckpt_lazy *lz, const char *dir, uint8_t *rec, struct urs_err *err)
 {
-	size_t nb = ckpt_ws_nbytes(lz->len);
-	lz->rec = rec; /* (lz's now, freed with it) */
-	uint8_t *h = lz->src >= 0 ? calloc(nb + 1, 1) : NULL;
-	long k = h		? ckpt_ws_load(CKPT_WS_HOT, dir, &lz->seal, lz->id, lz->len, h, err)
-		 : lz->src >= 0 ? -ENOMEM
-				: -ENOENT;
-	if (k == -ENOMEM && !h)
-		return urs_err_set(err, -ENOMEM, "lazy restore: out of memory");
-	if (k < 0 || !k) {
-		free(h);
-		h = NULL;
-	}
-	if (k < 0 && k != -ENOENT)
-		return urs_err_wrap(err, (int) k, "lazy restore");
-	if (h) {
-		memcpy(rec, h, nb);
-		lz->st.hot_blocks = (uint64_t) k;
-	}
-	*hot = h;
+	lz->rec = rec;
 	lz->rec_open = true;
-	if (lz->src < 0 && !(lz->dir = strdup(dir)))
+	if (lz->src < 0)
+		return (lz->dir = strdup(dir))
+			       ? 0
+			       : urs_err_set(err, -ENOMEM, "lazy restore: out of memory");
+	size_t nb = ckpt_ws_nbytes(lz->len);
+	uint8_t *hot = calloc(nb + 1, 1);
+	if (!hot)
 		return urs_err_set(err, -ENOMEM, "lazy restore: out of memory");
-	return 0;
+	long k = ckpt_ws_load(CKPT_WS_HOT, dir, &lz->seal, lz->id, lz->len, hot, err);
+	if (k <= 0) { /* none (-ENOENT), an empty one, or one refused */
+		free(hot);
+		return k == 0 || k == -ENOENT ? 0 : urs_err_wrap(err, (int) k, "lazy restore");
+	}
+	memcpy(rec, hot, nb);
+	lz->ws = hot;
+	lz->st.hot_blocks = (uint64_t) k;
+	return ws_ask(lz, err);
 }
 
 /* the recorded working set or, without one, the recording to make (and
@@ -540,8 +535,7 @@ static int ws_setup(struct ckpt_lazy *lz, const char *dir, struct urs_err *err)
 		return urs_err_set(err, -ENOMEM, "lazy restore: out of memory");
 	long k = ckpt_ws_load(CKPT_WS_REC, dir, &lz->seal, lz->id, lz->len, bits, err);
 	if (k == -ENOENT) { /* none yet (or of another image): record it */
-		int e = ws_record_setup(lz, dir, bits, &lz->ws, err);
-		return e || !lz->ws || lz->src < 0 ? e : ws_ask(lz, err);
+		return ws_record_setup(lz, dir, bits, err);
 	}
 	if (k < 0) {
 		free(bits);

@@ -51,7 +51,8 @@
  *               chunks only (a fault's, a read-ahead's, a working set's):
  *               no range (the eager read's either) takes them, so a
  *               fault's chunk waits for no range of the prefetch to end.
- *               One chunk is all each ever holds (~1 MiB resident)
+ *               One chunk is all each ever holds (one 2 MiB huge page
+ *               resident, or 1 MiB of 4 KiB pages)
  * @no_inline: put every file into an object of its own, none into the
  *             index (tests: the path an image's larger files take)
  * @s3: the client's tuning, or NULL
