@@ -1,9 +1,10 @@
 /*
  * shim/logger.c — containerd's logging binaries (shim/logger.h): the URI
- * parsed, the program spawned with its three pipes, its readiness awaited.
- * The wait blocks the shim's loop for at most SHIM_LOGGER_READY_MS, as the
- * runc shim's does (without a bound): a logger that never gets ready fails
- * the Create or Exec that named it.
+ * parsed, the program spawned with its three pipes, its readiness awaited
+ * on the shim's loop (a poll of the ready pipe and a timer): the other
+ * containers of the pod are served meanwhile. A logger that is not ready
+ * within its deadline fails the Create or Exec that named it (the runc
+ * shim waits without a bound, blocking that call).
  */
 #include "shim/logger.h"
 
@@ -15,11 +16,14 @@
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "runtime/common.h"
+#include "runtime/loop.h"
+#include "runtime/timer.h"
 
 #define MAX_ARGS 32
 
@@ -122,24 +126,6 @@ static int spawn(char **argv, const char *id, const char *ns, const int fds[3], 
 	return r ? urs_err_set(error, -r, "logging binary %s: %s", argv[0], strerror(r)) : 0;
 }
 
-/* its ready pipe closed (an exit closes it too) or written: ready; the
- * deadline: not */
-static int await_ready(int fd, const char *path, struct urs_err *error)
-{
-	struct pollfd p = {.fd = fd, .events = POLLIN};
-	int n;
-	while ((n = poll(&p, 1, SHIM_LOGGER_READY_MS)) < 0 && errno == EINTR)
-		;
-	if (n < 0)
-		return urs_err_set(error, -errno, "logging binary %s: waiting for it: %m", path);
-	if (n == 0)
-		return urs_err_set(error, -ETIMEDOUT, "logging binary %s: not ready after %d s",
-				   path, SHIM_LOGGER_READY_MS / 1000);
-	char c;
-	(void) !read(fd, &c, 1);
-	return 0;
-}
-
 static void close_all(int *fds, int n)
 {
 	for (int i = 0; i < n; i++)
@@ -147,8 +133,8 @@ static void close_all(int *fds, int n)
 			close(fds[i]), fds[i] = -1;
 }
 
-int shim_logger_start(const char *uri, const char *id, const char *ns, int *out, int *err,
-		      pid_t *pid, struct urs_err *error)
+int shim_logger_spawn(const char *uri, const char *id, const char *ns, int *out, int *err,
+		      int *ready, pid_t *pid, struct urs_err *error)
 {
 	char path[PATH_MAX], *argv[MAX_ARGS];
 	int r = parse(uri, path, sizeof(path), argv, error);
@@ -164,16 +150,92 @@ int shim_logger_start(const char *uri, const char *id, const char *ns, int *out,
 	int child[3] = {p[0], p[2], p[5]};
 	r = spawn(argv, id, ns, child, pid, error);
 	close(p[0]), close(p[2]), close(p[5]);
-	if (r == 0 && (r = await_ready(p[4], path, error)) < 0) {
-		kill(*pid, SIGKILL);
-		waitpid(*pid, NULL, 0);
-	}
-	close(p[4]);
 	if (r < 0) {
-		close(p[1]), close(p[3]);
+		close(p[1]), close(p[3]), close(p[4]);
 		return r;
 	}
 	*out = p[1];
 	*err = p[3];
+	*ready = p[4];
+	return 0;
+}
+
+/* -- the wait on the loop ------------------------------------------------ */
+
+struct shim_logger_wait {
+	struct urs_op poll; /* the ready pipe readable or hung up */
+	struct urs_timer deadline;
+	int fd;
+	int err; /* 0 ready; the poll's error; -ETIMEDOUT */
+	unsigned ms;
+	shim_logger_done done;
+	void *arg;
+	char path[]; /* the program, for the message */
+};
+
+/* both the poll and the timer over: tell, free */
+static void wait_end(struct shim_logger_wait *w)
+{
+	if (urs_op_busy(&w->poll) || urs_timer_busy(&w->deadline))
+		return;
+	char msg[PATH_MAX + 64] = "";
+	if (w->err == -ETIMEDOUT)
+		snprintf(msg, sizeof(msg), "logging binary %s: not ready after %u ms", w->path,
+			 w->ms);
+	else if (w->err)
+		snprintf(msg, sizeof(msg), "logging binary %s: waiting for it: %s", w->path,
+			 strerror(-w->err));
+	close(w->fd);
+	shim_logger_done done = w->done;
+	void *arg = w->arg;
+	int e = w->err;
+	free(w);
+	done(arg, e, e ? msg : NULL);
+}
+
+static void poll_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint32_t flags)
+{
+	(void) flags;
+	struct shim_logger_wait *w = container_of(op, struct shim_logger_wait, poll);
+	if (w->err == 0 && res < 0) /* -ECANCELED after the deadline keeps -ETIMEDOUT */
+		w->err = res;
+	if (urs_timer_busy(&w->deadline))
+		urs_timer_cancel(loop, &w->deadline);
+	wait_end(w);
+}
+
+static void deadline_cb(struct urs_loop *loop, struct urs_timer *t, int res)
+{
+	struct shim_logger_wait *w = container_of(t, struct shim_logger_wait, deadline);
+	if (res == 0 && urs_op_busy(&w->poll)) {
+		w->err = -ETIMEDOUT;
+		urs_cancel(loop, &w->poll);
+	}
+	wait_end(w);
+}
+
+int shim_logger_await(struct urs_loop *loop, int fd, const char *uri, unsigned ms,
+		      shim_logger_done done, void *arg)
+{
+	size_t n = strlen(uri) + 1;
+	struct shim_logger_wait *w = calloc(1, sizeof(*w) + n);
+	if (!w) {
+		close(fd);
+		return -ENOMEM;
+	}
+	memcpy(w->path, uri, n);
+	w->fd = fd, w->ms = ms, w->done = done, w->arg = arg;
+	io_uring_prep_poll_add(urs_op_sqe(&w->poll), fd, POLLIN);
+	int r = urs_submit(loop, &w->poll, poll_cb);
+	if (r == 0 &&
+	    (r = urs_timer_start(loop, &w->deadline, (uint64_t) ms * 1000000, 0, deadline_cb)) < 0)
+		urs_cancel(loop, &w->poll); /* poll_cb ends it, with the timer idle */
+	if (r < 0 && !urs_op_busy(&w->poll)) {
+		close(fd);
+		free(w);
+		return r;
+	}
+	if (r < 0)
+		w->err = r;
 	return 0;
 }

@@ -20,8 +20,10 @@
 
 #include "runtime/err.h"
 
-/* how long a logging binary may take to say it is ready */
+/* how long a logging binary may take to say it is ready (the default) */
 #define SHIM_LOGGER_READY_MS 10000
+
+struct urs_loop;
 
 /**
  * shim_logger_is() - does @uri name a logging binary?
@@ -35,20 +37,40 @@ static inline bool shim_logger_is(const char *uri)
 }
 
 /**
- * shim_logger_start() - start the logging binary @uri names and wait until
- *                       it is ready
+ * shim_logger_spawn() - start the logging binary @uri names
  * @uri: binary:///PATH[?KEY=VALUE&...] (percent-encoded)
  * @id: the container's id, or the exec's (CONTAINER_ID)
  * @ns: containerd's namespace (CONTAINER_NAMESPACE)
  * @out: the process's stdout (a pipe's write end)
  * @err: its stderr
+ * @ready: its ready pipe's read end: readable or hung up once the program
+ *         is ready (shim_logger_await())
  * @pid: the program's pid (a child: reap it)
- * @error: why it could not be started or did not become ready
+ * @error: why it could not be started
  *
- * Return: 0, or a negative errno with nothing left (the program killed and
- * reaped).
+ * Return: 0, or a negative errno with nothing left (no fd, no child).
  */
-int shim_logger_start(const char *uri, const char *id, const char *ns, int *out, int *err,
-		      pid_t *pid, struct urs_err *error);
+int shim_logger_spawn(const char *uri, const char *id, const char *ns, int *out, int *err,
+		      int *ready, pid_t *pid, struct urs_err *error);
+
+/* the wait's end: @err 0 (ready), -ETIMEDOUT or the poll's error, @msg why */
+typedef void (*shim_logger_done)(void *arg, int err, const char *msg);
+
+/**
+ * shim_logger_await() - wait on @loop for a logging binary to be ready
+ * @loop: the shim's loop, on its thread
+ * @fd: the ready pipe from shim_logger_spawn(); taken (closed at the end)
+ * @uri: the binary's URI, for the message
+ * @ms: the deadline
+ * @done: called once, from the loop (never inside this call), with 0 or
+ *        why not; killing the program is the caller's
+ * @arg: its argument
+ *
+ * Nothing blocks: a poll of @fd and a timer.
+ *
+ * Return: 0, or -ENOMEM (@fd closed, @done not called).
+ */
+int shim_logger_await(struct urs_loop *loop, int fd, const char *uri, unsigned ms,
+		      shim_logger_done done, void *arg);
 
 #endif

@@ -118,17 +118,19 @@ static void logger_exit_cb(void *arg, pid_t pid, int status, const struct timesp
 }
 
 /* stdout and stderr to a logging binary (shim/logger.h), which the reaper
- * reaps when it ends (an exit before the watch, after @since, is kept) */
+ * reaps when it ends (an exit before the watch, after @since, is kept);
+ * its readiness is awaited by shim_task_proc_ready() */
 static int proc_logger(struct shim_task *t, struct shim_proc *p, uint64_t since,
 		       struct urs_err *err)
 {
-	int out, errfd;
+	int out, errfd, ready;
 	pid_t pid;
-	int e = shim_logger_start(p->out, p->ctr->id, t->ns ? t->ns : "default", &out, &errfd, &pid,
-				  err);
+	int e = shim_logger_spawn(p->out, p->exec_id ? p->exec_id : p->ctr->id,
+				  t->ns ? t->ns : "default", &out, &errfd, &ready, &pid, err);
 	if (e < 0)
 		return e;
 	p->logger = (int) syscall(SYS_pidfd_open, pid, 0);
+	p->logger_ready = ready;
 	int status;
 	struct timespec at;
 	shim_reaper_watch(t->reaper, pid, since, logger_exit_cb, NULL, &status, &at);
@@ -160,6 +162,24 @@ int shim_task_proc_io(struct shim_task *t, struct shim_proc *p, struct urs_err *
 		return urs_err_set(err, p->con_lfd, "console socket in %s: %s", t->run_dir,
 				   strerror(-p->con_lfd));
 	return 0;
+}
+
+int shim_task_proc_ready(struct shim_task *t, struct shim_proc *p, shim_done done, void *arg)
+{
+	if (p->logger_ready < 0)
+		return 0;
+	int fd = p->logger_ready;
+	p->logger_ready = -1;
+	int e = shim_logger_await(t->loop, fd, p->out,
+				  t->logger_ready_ms ? t->logger_ready_ms : SHIM_LOGGER_READY_MS,
+				  done, arg);
+	return e < 0 ? e : 1;
+}
+
+void shim_task_proc_unready(struct shim_proc *p)
+{
+	if (p->logger >= 0) /* not ready: not told to end, made to */
+		syscall(SYS_pidfd_send_signal, p->logger, SIGKILL, NULL, 0);
 }
 
 int shim_task_proc_io_done(struct shim_task *t, struct shim_proc *p, struct urs_err *err)
@@ -196,6 +216,8 @@ void shim_task_proc_free(struct shim_task *t, struct shim_proc *p)
 	free(p->waits);
 	shim_stdio_close(&p->io);
 	shim_stdio_close_stdin(&p->io);
+	if (p->logger_ready >= 0)
+		close(p->logger_ready);
 	if (p->logger >= 0) { /* it ends at end of input; deleted first: told to */
 		syscall(SYS_pidfd_send_signal, p->logger, SIGTERM, NULL, 0);
 		close(p->logger);

@@ -57,6 +57,7 @@ struct shim_proc {
 	struct shim_console *con;  /* its terminal's copy, with a terminal */
 	int con_lfd;		   /* the console socket until the master came, or -1 */
 	int logger;		   /* its logging binary's pidfd (shim/logger.h), or -1 */
+	int logger_ready;	   /* its ready pipe until awaited, or -1 */
 	char con_path[108];	   /* its path: --console-socket */
 	struct ttrpc_call **waits; /* Wait calls answered at its exit */
 	uint32_t nwaits, capwaits;
@@ -128,6 +129,7 @@ struct shim_task {
 	const char *ns;		     /* containerd's namespace (logging binaries) */
 	void (*on_empty)(void *arg); /* Shutdown with no container left */
 	void *empty_arg;
+	unsigned logger_ready_ms; /* a logging binary's deadline; 0: SHIM_LOGGER_READY_MS */
 	struct shim_ctr *ctrs;
 	bool shutdown; /* Shutdown was asked for: exit once the last one goes */
 };
@@ -165,6 +167,11 @@ void shim_task_report_exit(struct shim_task *t, struct shim_proc *p);
 int shim_task_add_wait(struct shim_proc *p, struct ttrpc_call *call);
 /* open @p's stdio (and its console socket with a terminal); @err: why not */
 int shim_task_proc_io(struct shim_task *t, struct shim_proc *p, struct urs_err *err);
+/* @p's logging binary, if any, is ready: 0 none to wait for; 1 @done
+ * runs from the loop once it is (err 0) or is not (why); <0 could not wait */
+int shim_task_proc_ready(struct shim_task *t, struct shim_proc *p, shim_done done, void *arg);
+/* its logging binary was not ready: killed (reaped by the reaper) */
+void shim_task_proc_unready(struct shim_proc *p);
 /* after the backend made @p: hand its stdio on (a terminal's copy starts); @err: why not */
 int shim_task_proc_io_done(struct shim_task *t, struct shim_proc *p, struct urs_err *err);
 /* free what @p holds (its Wait calls fail with NOT_FOUND); not @p itself */

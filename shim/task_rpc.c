@@ -161,6 +161,27 @@ static void create_reply(struct shim_task *t, struct pend *d)
 		shim_task_report_exit(t, p);
 }
 
+/* its logging binary, if any, is ready (@err 0) or not: the container is made */
+static void create_go(void *arg, int err, const char *msg)
+{
+	struct pend *d = arg;
+	struct shim_task *t = d->t;
+	struct shim_ctr *c = d->p->ctr;
+	if (err) {
+		shim_task_proc_unready(&c->init);
+		create_done(d, err, msg);
+		return;
+	}
+	if (c->checkpoint) { /* restored at Start, as runc's shim does: no process yet */
+		create_reply(t, d);
+		return;
+	}
+	d->since = shim_reaper_seq(t->reaper);
+	int e = t->be->create(t->be_arg, c, create_done, d);
+	if (e < 0)
+		create_done(d, e, NULL);
+}
+
 static struct shim_ctr *ctr_new(struct shim_task *t,
 				const Containerd__Task__V2__CreateTaskRequest *r)
 {
@@ -172,6 +193,7 @@ static struct shim_ctr *ctr_new(struct shim_task *t,
 	c->init.io = (struct shim_stdio){.fd = {-1, -1, -1}, .stdin_keep = -1};
 	c->init.con_lfd = -1;
 	c->init.logger = -1;
+	c->init.logger_ready = -1;
 	c->id = strdup(r->id);
 	c->bundle = strdup(r->bundle);
 	c->init.in = dup0(r->stdin);
@@ -214,15 +236,10 @@ static void on_create(struct ttrpc_call *call, const ProtobufCMessage *req, void
 	}
 	if (!d)
 		return shim_task_ctr_free(t, c);
-	if (c->checkpoint) { /* restored at Start, as runc's shim does: no process yet */
-		create_reply(t, d);
-		return;
-	}
-	c->init.op = true;
-	d->since = shim_reaper_seq(t->reaper);
-	e = t->be->create(t->be_arg, c, create_done, d);
-	if (e < 0)
-		create_done(d, e, NULL);
+	c->init.op = true; /* Delete waits for it (refused meanwhile) */
+	e = shim_task_proc_ready(t, &c->init, create_go, d);
+	if (e <= 0)
+		create_go(d, e, e ? strerror(-e) : NULL);
 }
 
 /* -- Start --------------------------------------------------------------- */
@@ -303,6 +320,39 @@ static void on_start(struct ttrpc_call *call, const ProtobufCMessage *req, void 
 
 /* -- Exec ---------------------------------------------------------------- */
 
+/* its logging binary, if any, is ready (@err 0) or not: the exec is added
+ * (unless its container went, or another took its id, meanwhile) */
+static void exec_go(void *arg, int err, const char *msg)
+{
+	struct pend *d = arg;
+	struct shim_task *t = d->t;
+	struct shim_proc *p = d->p;
+	struct shim_ctr *c = p->ctr;
+	int code = TTRPC_UNKNOWN;
+	if (!err && c->gone)
+		code = TTRPC_NOT_FOUND, err = -ENOENT, msg = "its container was deleted: not found";
+	for (struct shim_proc *q = c->execs; q && !err; q = q->next)
+		if (!strcmp(q->exec_id, p->exec_id))
+			code = TTRPC_ALREADY_EXISTS, err = -EEXIST, msg = "already exists";
+	if (err) {
+		ttrpc_fail(d->call, code, "exec %s: %s", p->exec_id, msg);
+		shim_task_proc_unready(p);
+		shim_task_proc_free(t, p);
+		free(p);
+		d->p = &c->init; /* what pend_free() looks at */
+		pend_free(d);
+		return;
+	}
+	p->st = SHIM_CREATED;
+	p->next = c->execs;
+	c->execs = p;
+	Containerd__Events__TaskExecStarted ev = CONTAINERD__EVENTS__TASK_EXEC_STARTED__INIT;
+	ev.container_id = c->id, ev.exec_id = p->exec_id; /* TaskExecAdded: no pid */
+	t->publish(t->pub_arg, "/tasks/exec-added", "containerd.events.TaskExecAdded", &ev.base);
+	ttrpc_reply(d->call, NULL);
+	pend_free(d);
+}
+
 static void on_exec(struct ttrpc_call *call, const ProtobufCMessage *req, void *arg)
 {
 	struct shim_task *t = arg;
@@ -329,6 +379,7 @@ static void on_exec(struct ttrpc_call *call, const ProtobufCMessage *req, void *
 	p->io = (struct shim_stdio){.fd = {-1, -1, -1}, .stdin_keep = -1};
 	p->con_lfd = -1;
 	p->logger = -1;
+	p->logger_ready = -1;
 	p->terminal = r->terminal;
 	p->exec_id = strdup(r->exec_id);
 	p->spec = malloc(r->spec->value.len + 1);
@@ -346,13 +397,15 @@ static void on_exec(struct ttrpc_call *call, const ProtobufCMessage *req, void *
 		free(p);
 		FAIL(call, TTRPC_UNKNOWN, "exec %s: %s", r->exec_id, err.msg);
 	}
-	p->st = SHIM_CREATED;
-	p->next = c->execs;
-	c->execs = p;
-	Containerd__Events__TaskExecStarted ev = CONTAINERD__EVENTS__TASK_EXEC_STARTED__INIT;
-	ev.container_id = c->id, ev.exec_id = p->exec_id; /* TaskExecAdded: no pid */
-	t->publish(t->pub_arg, "/tasks/exec-added", "containerd.events.TaskExecAdded", &ev.base);
-	ttrpc_reply(call, NULL);
+	struct pend *d = pend_new(t, call, p); /* holds the container while its logger starts */
+	if (!d) {
+		shim_task_proc_free(t, p);
+		free(p);
+		return;
+	}
+	e = shim_task_proc_ready(t, p, exec_go, d);
+	if (e <= 0)
+		exec_go(d, e, e ? strerror(-e) : NULL);
 }
 
 /* -- State, Wait, Pids, Connect ------------------------------------------ */

@@ -2,9 +2,11 @@
  * tests/shim/test_logger.c — containerd's logging binaries (shim/logger.c):
  * a URI's path and %-escaped query become the program and its arguments,
  * the program gets stdout on fd 3, stderr on fd 4 and only CONTAINER_ID and
- * CONTAINER_NAMESPACE in its environment, and is waited for until it
- * closes fd 5; a relative path, a bad escape and a missing program are
- * refused naming the URI or the program, with no fd or child left.
+ * CONTAINER_NAMESPACE in its environment, and is waited for on the loop
+ * until it closes fd 5 or writes to it; one that does neither by the
+ * deadline is reported (-ETIMEDOUT, naming it) while the loop went on
+ * serving; a relative path, a bad escape and a missing program are refused
+ * naming the URI or the program, with no fd or child left.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -16,10 +18,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "runtime/common.h"
+#include "runtime/loop.h"
+#include "runtime/timer.h"
 #include "shim/logger.h"
 
 static int count_fds(void)
@@ -30,12 +36,61 @@ static int count_fds(void)
 	return n;
 }
 
+/* -- the wait on a loop -- */
+
+struct waited {
+	bool done, ticked_first;
+	int err, ticks;
+	char msg[256];
+};
+
+static void waited_cb(void *arg, int err, const char *msg)
+{
+	struct waited *w = arg;
+	w->done = true;
+	w->err = err;
+	w->ticked_first = w->ticks > 0;
+	snprintf(w->msg, sizeof(w->msg), "%s", msg ? msg : "");
+}
+
+/* the wait and a periodic timer on the same loop */
+struct side {
+	struct urs_timer tick;
+	struct waited w;
+};
+
+static void tick_cb(struct urs_loop *loop, struct urs_timer *t, int res)
+{
+	(void) loop;
+	if (res == 0)
+		container_of(t, struct side, tick)->w.ticks++;
+}
+
+/* await @ready on a loop that also runs a 10 ms periodic timer (what the
+ * shim serves meanwhile) until the logger's answer */
+static void await(int ready, const char *uri, unsigned ms, struct waited *out)
+{
+	struct side s = {0};
+	struct urs_loop loop;
+	assert_int_equal(urs_loop_init(&loop, NULL), 0);
+	assert_int_equal(urs_timer_start(&loop, &s.tick, 10000000, 10000000, tick_cb), 0);
+	assert_int_equal(shim_logger_await(&loop, ready, uri, ms, waited_cb, &s.w), 0);
+	assert_false(s.w.done); /* never inside the call */
+	while (!s.w.done)
+		assert_true(urs_loop_run_once(&loop, true) >= 0);
+	urs_timer_cancel(&loop, &s.tick);
+	while (loop.live)
+		urs_loop_run_once(&loop, true);
+	urs_loop_fini(&loop);
+	*out = s.w;
+}
+
 static void refused(const char *uri, int code, const char *text)
 {
-	int fds = count_fds(), out = -1, err = -1;
+	int fds = count_fds(), out = -1, err = -1, ready = -1;
 	pid_t pid = -1;
 	struct urs_err e = {{0}};
-	assert_int_equal(shim_logger_start(uri, "c1", "ns1", &out, &err, &pid, &e), code);
+	assert_int_equal(shim_logger_spawn(uri, "c1", "ns1", &out, &err, &ready, &pid, &e), code);
 	assert_non_null(strstr(e.msg, text));
 	assert_int_equal(count_fds(), fds);
 	assert_int_equal(waitpid(-1, NULL, WNOHANG), -1); /* no child left */
@@ -69,10 +124,13 @@ static void test_start(void **state)
 							    : "%%%02X",
 			      (unsigned char) *c);
 	snprintf(uri + n, sizeof(uri) - (size_t) n, "&arg0=x+y&&arg0=again&bare");
-	int out = -1, err = -1;
+	int out = -1, err = -1, ready = -1;
 	pid_t pid = -1;
 	struct urs_err e = {{0}};
-	assert_int_equal(shim_logger_start(uri, "c1", "ns1", &out, &err, &pid, &e), 0);
+	assert_int_equal(shim_logger_spawn(uri, "c1", "ns1", &out, &err, &ready, &pid, &e), 0);
+	struct waited w = {0};
+	await(ready, uri, 10000, &w);
+	assert_int_equal(w.err, 0);
 	assert_int_equal(write(out, "hello\n", 6), 6);
 	close(out);
 	close(err);
@@ -98,11 +156,44 @@ static void test_start(void **state)
 	assert_int_equal(system(cmd), 0);
 }
 
+/* one that keeps fd 5 open and silent: not ready at the deadline, and the
+ * loop served its timer meanwhile; one that writes to fd 5: ready */
+static void test_not_ready(void **state)
+{
+	(void) state;
+	int fds = count_fds();
+	const char *uris[] = {"binary:///bin/sh?-c=exec+sleep+1000",
+			      "binary:///bin/sh?-c=echo+ok+%3E%265%3B+exec+sleep+1000"};
+	for (int i = 0; i < 2; i++) {
+		int out = -1, err = -1, ready = -1;
+		pid_t pid = -1;
+		struct urs_err e = {{0}};
+		assert_int_equal(
+			shim_logger_spawn(uris[i], "c1", "ns1", &out, &err, &ready, &pid, &e), 0);
+		struct waited w = {0};
+		await(ready, uris[i], i ? 10000 : 100, &w);
+		if (i == 0) {
+			assert_int_equal(w.err, -ETIMEDOUT);
+			assert_non_null(strstr(w.msg, "not ready after 100 ms"));
+			assert_non_null(strstr(w.msg, uris[0]));
+			assert_true(w.ticked_first); /* the loop went on meanwhile */
+		} else {
+			assert_int_equal(w.err, 0);
+		}
+		kill(pid, SIGKILL);
+		assert_int_equal(waitpid(pid, NULL, 0), pid);
+		close(out);
+		close(err);
+		assert_int_equal(count_fds(), fds); /* the ready pipe closed too */
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_refused),
 		cmocka_unit_test(test_start),
+		cmocka_unit_test(test_not_ready),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -870,6 +870,54 @@ static void test_delete_during_exec(void **state)
 	assert_topics(f, "create create delete start exec-added exit delete");
 }
 
+/* a logging binary is awaited on the loop: other calls are answered
+ * meanwhile and the container is made only once it is ready; an exec's
+ * that is not ready by the deadline fails the Exec, naming it, and leaves
+ * no exec behind */
+static void test_logger_wait(void **state)
+{
+	struct fx *f = *state;
+	char fifo[128], uri[256];
+	snprintf(fifo, sizeof(fifo), "%s/go", f->dir);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	/* ready when the test writes to the FIFO; then reads its input to EOF */
+	snprintf(uri, sizeof(uri),
+		 "binary:///bin/sh?-c=read+x+%%3C%s%%3B+exec+5%%3E%%26-+cat+%%3C%%263", fifo);
+	Containerd__Task__V2__CreateTaskRequest c = CONTAINERD__TASK__V2__CREATE_TASK_REQUEST__INIT;
+	c.id = "lg";
+	c.bundle = "/nonexistent-bundle";
+	c.stdout = uri;
+	uint32_t sid = call(f, "Create", &c.base);
+	assert_int_equal(state_of(f, "other", NULL, NULL), -TTRPC_NOT_FOUND); /* served meanwhile */
+	assert_null(f->fake.done); /* not made before its logger is ready */
+	int w = open(fifo, O_WRONLY | O_CLOEXEC);
+	assert_true(w >= 0);
+	assert_int_equal(write(w, "go\n", 3), 3);
+	close(w);
+	complete(f, 0, NULL);
+	Ttrpc__Response *r;
+	assert_int_equal(reply(f, sid, &r), 0);
+	assert_true(pid_of(r) > 0);
+	start(f, "lg", NULL);
+
+	f->t.logger_ready_ms = 100;
+	Containerd__Task__V2__ExecProcessRequest e =
+		CONTAINERD__TASK__V2__EXEC_PROCESS_REQUEST__INIT;
+	Google__Protobuf__Any spec = GOOGLE__PROTOBUF__ANY__INIT;
+	spec.value.data = (uint8_t *) "{}";
+	spec.value.len = 2;
+	e.id = "lg";
+	e.exec_id = "slow";
+	e.spec = &spec;
+	e.stdout = "binary:///bin/sh?-c=exec+sleep+1000";
+	char msg[256];
+	assert_int_equal(rpc_code(f, "Exec", &e.base, msg, sizeof(msg)), TTRPC_UNKNOWN);
+	assert_non_null(strstr(msg, "exec slow: logging binary"));
+	assert_non_null(strstr(msg, "not ready after 100 ms"));
+	assert_int_equal(state_of(f, "lg", "slow", NULL), -TTRPC_NOT_FOUND);
+	assert_topics(f, "create start");
+}
+
 /* exits during an operation are told after it: an exec'd process dead
  * before its start returned, an init killed while a pause ran */
 static void test_exits_held(void **state)
@@ -922,6 +970,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_checkpoint_restore, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_delete_during_exec, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_exits_held, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_logger_wait, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
