@@ -44,10 +44,25 @@ static void helper_path(char *out, size_t len)
 	snprintf(out, len, "ursa-store");
 }
 
+static pid_t spawn(char *const argv[], const int fds[4], bool detach, struct urs_err *err);
+
+/* `ursa-store gc JOURNAL`, detached: the multipart upload an ursa-store
+ * killed halfway left open is aborted (cmd/store_main.c), without making
+ * this command wait on a store that may be unreachable */
+static void gc_spawn(const char *journal)
+{
+	char *argv[] = {"ursa-store", "gc", (char *) journal, NULL};
+	int fds[4] = {-1, -1, -1, -1};
+	struct urs_err err = {{0}};
+	if (spawn(argv, fds, true, &err) < 0)
+		fprintf(stderr, "ursa: %s (the upload in %s stays open)\n", err.msg, journal);
+}
+
 /* A stage directory is named WHAT.PID.START.XXXXXX after the process that
  * made it (its start time: a reused pid is someone else). One whose maker
  * is gone was left by a command killed halfway (SIGKILL, the OOM killer, a
- * crash): removed here, by the next one. */
+ * crash): removed here, by the next one; its ursa-store's journal
+ * (STAGE.mpu: a multipart upload still open) goes to gc. */
 static void sweep_stages(const char *base)
 {
 	DIR *d = opendir(base);
@@ -60,7 +75,11 @@ static void sweep_stages(const char *base)
 		    start == 0 || urs_proc_alive(pid, start))
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", base, e->d_name);
-		urs_remote_rm_stage(path);
+		size_t n = strlen(e->d_name);
+		if (n > 4 && !strcmp(e->d_name + n - 4, ".mpu"))
+			gc_spawn(path);
+		else
+			urs_remote_rm_stage(path);
 	}
 	if (d)
 		closedir(d);
@@ -252,6 +271,10 @@ void urs_remote_job_end(struct urs_remote_job *j)
 		while (waitpid(j->pid, NULL, 0) < 0 && errno == EINTR)
 			;
 	j->pid = -1;
+	char journal[PATH_MAX + 8]; /* left: ursa-store did not end the upload */
+	snprintf(journal, sizeof(journal), "%s.mpu", j->stage);
+	if (j->stage[0] && access(journal, F_OK) == 0)
+		gc_spawn(journal);
 	urs_remote_rm_stage(j->stage);
 	j->stage[0] = 0;
 }

@@ -22,6 +22,18 @@
  *   ursa-store get [OPTS] s3://BUCKET/PREFIX DEST
  *     The image into the new directory DEST (0700), each object
  *     authenticated.
+ *     While put has a multipart upload open, STAGE.mpu names it (the
+ *     journal: store/remote.h); one left by an ursa-store killed halfway
+ *     is for gc.
+ *   ursa-store gc STAGE.mpu
+ *     Aborts the multipart upload a journal names (with the profile and
+ *     configuration file put had), then removes the journal: at once when
+ *     the store answered for good (aborted, no such upload, not
+ *     implemented), else (unreachable, 5xx, denied) on a later try, or
+ *     once it is a day old (a
+ *     bucket's lifecycle rule has the parts by then: docs/storage.md).
+ *     One gc per journal at a time (flock); started detached by the CLI
+ *     (cmd/remote.c).
  *   OPTS: --key-file FILE (the host's checkpoint key, required), --config
  *     FILE (default /etc/ursa/s3.conf), --profile NAME.
  * Errors go to stderr as one line ("ursa-store: ..."); put also writes
@@ -35,7 +47,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ckpt/key.h"
@@ -163,6 +178,22 @@ static int stream(struct urs_remote *r, const char *spec, struct urs_err *err)
 	}
 }
 
+/* STAGE.mpu: the open multipart upload, for gc if this process is killed */
+static int journal(struct urs_remote *r, const struct args *a, struct urs_err *err)
+{
+	char path[PATH_MAX], head[1100] = "";
+	size_t n = 0;
+	if (a->profile)
+		n += (size_t) snprintf(head + n, sizeof(head) - n, "profile %s\n", a->profile);
+	if (a->config && n < sizeof(head))
+		n += (size_t) snprintf(head + n, sizeof(head) - n, "config %s\n", a->config);
+	int e = n >= sizeof(head) || snprintf(path, sizeof(path), "%s.mpu", a->dir) >= PATH_MAX
+			? -ENAMETOOLONG
+			: urs_remote_journal(r, path, head);
+	return e < 0 ? urs_err_set(err, e, "the upload's journal %s.mpu: %s", a->dir, strerror(-e))
+		     : 0;
+}
+
 static int put(struct urs_remote *r, const struct args *a, struct urs_err *err)
 {
 	int e = urs_remote_put_begin(r, err);
@@ -217,10 +248,101 @@ static int get(struct urs_remote *r, const struct args *a, struct urs_err *err)
 	return urs_remote_serve(r, dfd, 3, err);
 }
 
+/* the journal's "NAME VALUE" lines */
+struct journal {
+	char profile[130], config[PATH_MAX], bucket[URS_S3_BUCKET_MAX + 1], key[1100],
+		upload[URS_S3_UPLOAD_MAX];
+};
+
+static int journal_read(int fd, struct journal *j)
+{
+	char text[8192];
+	ssize_t n = pread(fd, text, sizeof(text) - 1, 0);
+	if (n < 0)
+		return -errno;
+	text[n] = 0;
+	*j = (struct journal){0};
+	for (char *line = text, *nl; *line; line = nl + 1) {
+		if (!(nl = strchr(line, '\n')))
+			return -EINVAL;
+		*nl = 0;
+		char *v = strchr(line, ' ');
+		if (!v)
+			return -EINVAL;
+		*v++ = 0;
+		const struct {
+			const char *name;
+			char *to;
+			size_t cap;
+		} f[] = {{"profile", j->profile, sizeof(j->profile)},
+			 {"config", j->config, sizeof(j->config)},
+			 {"bucket", j->bucket, sizeof(j->bucket)},
+			 {"key", j->key, sizeof(j->key)},
+			 {"upload", j->upload, sizeof(j->upload)}};
+		for (size_t i = 0; i < URS_ARRAY_SIZE(f); i++)
+			if (!strcmp(line, f[i].name) &&
+			    snprintf(f[i].to, f[i].cap, "%s", v) >= (int) f[i].cap)
+				return -ENAMETOOLONG;
+	}
+	return j->bucket[0] && j->key[0] && j->upload[0] ? 0 : -EINVAL;
+}
+
+/* ursa-store gc JOURNAL: 0 when nothing is left to do */
+static int gc(const char *path)
+{
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : 1;
+	struct stat sb;
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0 || fstat(fd, &sb) < 0)
+		return 0; /* another gc is at it */
+	struct journal j;
+	int e = journal_read(fd, &j);
+	if (e < 0 || time(NULL) - sb.st_mtime > 24 * 3600) {
+		fprintf(stderr, "ursa-store: %s: %s: removed\n", path,
+			e < 0 ? "not a journal"
+			      : "a day old, given up (the bucket's lifecycle rule)");
+		unlink(path);
+		return 0;
+	}
+	struct urs_err err = {{0}};
+	struct urs_s3_conf conf;
+	struct urs_loop loop;
+	struct urs_remote *r = NULL;
+	uint8_t zero[CKPT_KEY_LEN] = {0}; /* no image: nothing sealed */
+	e = urs_s3_conf_load(&conf, j.config[0] ? j.config : NULL, j.profile[0] ? j.profile : NULL,
+			     NULL, &err);
+	bool looped = e == 0 && (e = urs_loop_init(&loop, NULL)) == 0;
+	if (e < 0 && !err.msg[0])
+		urs_err_set(&err, e, "io_uring: %s", strerror(-e));
+	if (looped && (e = urs_remote_open(&loop, &conf, j.bucket, "", zero, NULL, &r, &err)) == 0)
+		e = urs_remote_abort_upload(r, j.key, j.upload, &err);
+	explicit_bzero(&conf, sizeof(conf));
+	/* for good: done, no such upload, or a store that cannot abort one
+	 * (not implemented) or takes the request for a bad one; anything else
+	 * (unreachable, 5xx, credentials this command has but put had not)
+	 * is tried again by a later command */
+	bool transient = e < 0 && e != -ENOENT && e != -EOPNOTSUPP && e != -EINVAL;
+	if (e == 0 || e == -ENOENT)
+		fprintf(stderr, "ursa-store: multipart upload %s of s3://%s/%s %s\n", j.upload,
+			j.bucket, j.key, e ? "was gone already" : "aborted");
+	else
+		fprintf(stderr, "ursa-store: multipart upload %s of s3://%s/%s: %s%s\n", j.upload,
+			j.bucket, j.key, err.msg, transient ? " (tried again later)" : "");
+	if (!transient)
+		unlink(path);
+	urs_remote_close(r);
+	if (looped)
+		urs_loop_fini(&loop);
+	return transient ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct args a = {0};
 	ckpt_trace("store: started");
+	if (argc == 3 && !strcmp(argv[1], "gc"))
+		return gc(argv[2]);
 	if (parse_args(argc, argv, &a) < 0 || (strcmp(a.cmd, "put") && strcmp(a.cmd, "get")))
 		return usage();
 	bool is_put = !strcmp(a.cmd, "put");
@@ -248,6 +370,8 @@ int main(int argc, char **argv)
 				     .no_inline = a.no_inline};
 	e = urs_remote_open(&loop, &conf, url.bucket, url.prefix, key, &ro, &r, &err);
 	explicit_bzero(key, sizeof(key));
+	if (e == 0 && is_put)
+		e = journal(r, &a, &err);
 	explicit_bzero(&conf, sizeof(conf));
 	ckpt_trace("store: client ready");
 	if (e == 0)

@@ -197,7 +197,9 @@ static void poll_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint3
 {
 	(void) flags;
 	struct shim_logger_wait *w = container_of(op, struct shim_logger_wait, poll);
-	if (w->err == 0 && res < 0) /* -ECANCELED after the deadline keeps -ETIMEDOUT */
+	if (res > 0) /* ready, even if the deadline was handled first in this turn */
+		w->err = 0;
+	else if (w->err == 0 && res < 0) /* -ECANCELED after the deadline keeps -ETIMEDOUT */
 		w->err = res;
 	if (urs_timer_busy(&w->deadline))
 		urs_timer_cancel(loop, &w->deadline);
@@ -217,13 +219,17 @@ static void deadline_cb(struct urs_loop *loop, struct urs_timer *t, int res)
 int shim_logger_await(struct urs_loop *loop, int fd, const char *uri, unsigned ms,
 		      shim_logger_done done, void *arg)
 {
-	size_t n = strlen(uri) + 1;
-	struct shim_logger_wait *w = calloc(1, sizeof(*w) + n);
+	/* the program, named without its query (its arguments may be secrets) */
+	const char *path = !strncmp(uri, "binary://", 9) ? uri + 9 : uri;
+	if (!strncmp(path, "localhost/", 10))
+		path += 9;
+	size_t n = strcspn(path, "?");
+	struct shim_logger_wait *w = calloc(1, sizeof(*w) + n + 1);
 	if (!w) {
 		close(fd);
 		return -ENOMEM;
 	}
-	memcpy(w->path, uri, n);
+	memcpy(w->path, path, n);
 	w->fd = fd, w->ms = ms, w->done = done, w->arg = arg;
 	io_uring_prep_poll_add(urs_op_sqe(&w->poll), fd, POLLIN);
 	int r = urs_submit(loop, &w->poll, poll_cb);

@@ -60,7 +60,7 @@ typedef void (*shim_logger_done)(void *arg, int err, const char *msg);
  * shim_logger_await() - wait on @loop for a logging binary to be ready
  * @loop: the shim's loop, on its thread
  * @fd: the ready pipe from shim_logger_spawn(); taken (closed at the end)
- * @uri: the binary's URI, for the message
+ * @uri: the binary's URI: its path names it in the message (not its query)
  * @ms: the deadline
  * @done: called once, from the loop (never inside this call), with 0 or
  *        why not; killing the program is the caller's

@@ -130,10 +130,18 @@ static int proc_logger(struct shim_task *t, struct shim_proc *p, uint64_t since,
 	if (e < 0)
 		return e;
 	p->logger = (int) syscall(SYS_pidfd_open, pid, 0);
-	p->logger_ready = ready;
+	e = p->logger < 0 ? -errno : 0;
+	if (e < 0) /* no handle to end it by later: ended now (not reaped yet: ours) */
+		kill(pid, SIGKILL);
 	int status;
 	struct timespec at;
 	shim_reaper_watch(t->reaper, pid, since, logger_exit_cb, NULL, &status, &at);
+	if (e < 0) {
+		close(out), close(errfd), close(ready);
+		return urs_err_set(err, e, "logging binary %s: pidfd_open: %s", p->out,
+				   strerror(-e));
+	}
+	p->logger_ready = ready;
 	if (p->io.fd[1] >= 0)
 		close(p->io.fd[1]);
 	p->io.fd[1] = out;

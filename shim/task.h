@@ -71,9 +71,11 @@ struct shim_ctr {
 	char *id, *bundle;
 	struct shim_proc init;
 	struct shim_proc *execs;
-	char *checkpoint;     /* the image it is restored from at Start, or NULL */
-	struct shim_oom *oom; /* its OOM kills, watched once it exists */
-	bool rootfs_mounted;  /* by the shim, from CreateTaskRequest.rootfs */
+	struct shim_proc *waiting; /* execs whose logging binary is not ready yet:
+				    * their ids taken, nothing else of them seen */
+	char *checkpoint;	   /* the image it is restored from at Start, or NULL */
+	struct shim_oom *oom;	   /* its OOM kills, watched once it exists */
+	bool rootfs_mounted;	   /* by the shim, from CreateTaskRequest.rootfs */
 	bool deleting;
 	bool gone;	  /* deleted (or its create failed): out of the list, freed
 			   * when the last operation that holds it is over */

@@ -72,6 +72,13 @@ static bool pend_gone(struct pend *d)
 	return true;
 }
 
+/* Shutdown was asked for and the last container is gone: the shim ends */
+static void maybe_empty(struct shim_task *t)
+{
+	if (t->shutdown && !t->ctrs && t->on_empty)
+		t->on_empty(t->empty_arg);
+}
+
 #define FAIL(call, ...)                        \
 	do {                                   \
 		ttrpc_fail(call, __VA_ARGS__); \
@@ -134,6 +141,7 @@ static void create_done(void *arg, int err, const char *msg)
 			t->be->delete (t->be_arg, c, true, forget_done, NULL);
 		shim_task_ctr_gone(t, c);
 		pend_free(d);
+		maybe_empty(t); /* a Shutdown that came meanwhile */
 		return;
 	}
 	shim_task_watch_oom(t, c);
@@ -329,11 +337,17 @@ static void exec_go(void *arg, int err, const char *msg)
 	struct shim_proc *p = d->p;
 	struct shim_ctr *c = p->ctr;
 	int code = TTRPC_UNKNOWN;
-	if (!err && c->gone)
+	for (struct shim_proc **pp = &c->waiting; *pp; pp = &(*pp)->next)
+		if (*pp == p) {
+			*pp = p->next;
+			break;
+		}
+	p->next = NULL;
+	if (!err && (c->gone || c->deleting))
 		code = TTRPC_NOT_FOUND, err = -ENOENT, msg = "its container was deleted: not found";
-	for (struct shim_proc *q = c->execs; q && !err; q = q->next)
-		if (!strcmp(q->exec_id, p->exec_id))
-			code = TTRPC_ALREADY_EXISTS, err = -EEXIST, msg = "already exists";
+	else if (!err && c->init.st != SHIM_RUNNING)
+		code = TTRPC_FAILED_PRECONDITION, err = -EINVAL,
+		msg = "the container is not running";
 	if (err) {
 		ttrpc_fail(d->call, code, "exec %s: %s", p->exec_id, msg);
 		shim_task_proc_unready(p);
@@ -367,6 +381,9 @@ static void on_exec(struct ttrpc_call *call, const ProtobufCMessage *req, void *
 		FAIL(call, TTRPC_INVALID_ARGUMENT, "exec in %s: exec %s", r->id, err.msg);
 	struct shim_ctr *c = init->ctr;
 	for (struct shim_proc *q = c->execs; q; q = q->next)
+		if (!strcmp(q->exec_id, r->exec_id))
+			FAIL(call, TTRPC_ALREADY_EXISTS, "id %s: already exists", r->exec_id);
+	for (struct shim_proc *q = c->waiting; q; q = q->next) /* (reserved) */
 		if (!strcmp(q->exec_id, r->exec_id))
 			FAIL(call, TTRPC_ALREADY_EXISTS, "id %s: already exists", r->exec_id);
 	if (init->st != SHIM_RUNNING)
@@ -404,8 +421,12 @@ static void on_exec(struct ttrpc_call *call, const ProtobufCMessage *req, void *
 		return;
 	}
 	e = shim_task_proc_ready(t, p, exec_go, d);
-	if (e <= 0)
-		exec_go(d, e, e ? strerror(-e) : NULL);
+	if (e > 0) { /* its id is taken meanwhile */
+		p->next = c->waiting;
+		c->waiting = p;
+		return;
+	}
+	exec_go(d, e, e ? strerror(-e) : NULL);
 }
 
 /* -- State, Wait, Pids, Connect ------------------------------------------ */
@@ -777,12 +798,6 @@ static void delete_reply(struct ttrpc_call *call, const struct shim_proc *p)
 	r.exit_status = p->exit_status;
 	r.exited_at = p->reaped ? &ts : NULL;
 	ttrpc_reply(call, &r.base);
-}
-
-static void maybe_empty(struct shim_task *t)
-{
-	if (t->shutdown && !t->ctrs && t->on_empty)
-		t->on_empty(t->empty_arg);
 }
 
 static void delete_done(void *arg, int err, const char *msg)

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <liburing.h>
 #include <poll.h>
 #include <stdio.h>
@@ -107,6 +108,9 @@ struct urs_remote {
 	 * the caller cut it there (urs_remote_put_fd returns 1) */
 	uint64_t obj0, obj_off;
 	bool cut;
+	/* put: where the open multipart upload's id is kept (NULL: nowhere),
+	 * and the caller's lines before it */
+	char *journal, *journal_head;
 };
 
 /* ---- helpers ---- */
@@ -322,6 +326,8 @@ void urs_remote_close(struct urs_remote *r)
 			munmap(r->bufs[i].p, buf_len(r));
 	free(r->bufs);
 	free(r->parts);
+	free(r->journal);
+	free(r->journal_head);
 	if (r->inl)
 		explicit_bzero(r->inl, r->inline_max);
 	free(r->inl);
@@ -388,6 +394,60 @@ int urs_remote_put_begin(struct urs_remote *r, struct urs_err *err)
 	return e == -ENOENT ? 0 : e;
 }
 
+/* ---- the journal of the open multipart upload ---- */
+
+/* written whole under a temporary name, then renamed: never half of one */
+static void journal_write(struct urs_remote *r)
+{
+	if (!r->journal)
+		return;
+	char tmp[PATH_MAX], text[KEY_MAX + URS_S3_BUCKET_MAX + 2048];
+	int n = snprintf(text, sizeof(text), "%sbucket %s\nkey %s\nupload %s\n", r->journal_head,
+			 r->bucket, r->key, r->create.upload_id_out);
+	if (n >= (int) sizeof(text) || snprintf(tmp, sizeof(tmp), "%s.tmp", r->journal) >= PATH_MAX)
+		return;
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return; /* best effort: the upload goes on; only a kill would leave it */
+	bool ok = urs_write_all(fd, text, (size_t) n) == 0;
+	close(fd);
+	if (!ok || rename(tmp, r->journal) < 0)
+		unlink(tmp);
+}
+
+static void journal_drop(struct urs_remote *r)
+{
+	if (r->journal)
+		unlink(r->journal);
+}
+
+int urs_remote_journal(struct urs_remote *r, const char *path, const char *head)
+{
+	free(r->journal), free(r->journal_head);
+	r->journal = r->journal_head = NULL;
+	if (!path)
+		return 0;
+	if (strlen(path) + 5 >= PATH_MAX)
+		return -ENAMETOOLONG;
+	if (strlen(head) > 1024)
+		return -E2BIG;
+	r->journal = strdup(path);
+	r->journal_head = strdup(head);
+	return r->journal && r->journal_head ? 0 : -ENOMEM;
+}
+
+int urs_remote_abort_upload(struct urs_remote *r, const char *key, const char *upload_id,
+			    struct urs_err *err)
+{
+	char k[KEY_MAX], id[sizeof(r->create.upload_id_out)];
+	if (snprintf(k, sizeof(k), "%s", key) >= (int) sizeof(k) ||
+	    snprintf(id, sizeof(id), "%s", upload_id) >= (int) sizeof(id))
+		return urs_err_set(err, -ENAMETOOLONG, "object storage: key or upload id too long");
+	struct urs_s3_req q = {
+		.op = URS_S3_MPU_ABORT, .bucket = r->bucket, .key = k, .upload_id = id};
+	return one(r, &q, err);
+}
+
 /* The multipart upload, asked for when the first part is ready; parts
  * wait (B_WAIT) for its id. */
 static void on_create(struct urs_s3_req *q, int res)
@@ -401,6 +461,7 @@ static void on_create(struct urs_s3_req *q, int res)
 	if (res < 0)
 		return;
 	r->mpu_ready = true;
+	journal_write(r);
 	for (uint32_t i = 0; i < r->nbufs; i++)
 		if (r->bufs[i].state == B_WAIT)
 			submit(r, &r->bufs[i]);
@@ -579,8 +640,11 @@ static void abort_mpu(struct urs_remote *r, struct urs_err *err)
 			       .bucket = r->bucket,
 			       .key = r->key,
 			       .upload_id = r->create.upload_id_out};
-	if (!r->mpu_ready || one(r, &q, &e2) == 0)
+	int e = r->mpu_ready ? one(r, &q, &e2) : 0;
+	if (e == 0 || e == -ENOENT) {
+		journal_drop(r);
 		return;
+	}
 	size_t n = strnlen(err->msg, sizeof(err->msg));
 	snprintf(err->msg + n, sizeof(err->msg) - n,
 		 "; its multipart upload %s was not aborted (%s): its parts stay in the bucket "
@@ -628,7 +692,9 @@ static int put_last(struct urs_remote *r, struct pbuf *b, bool wait, struct urs_
 			       .upload_id = r->create.upload_id_out,
 			       .parts = r->parts,
 			       .nparts = r->nparts};
-	return one(r, &q, err);
+	if ((e = one(r, &q, err)) == 0)
+		journal_drop(r);
+	return e;
 }
 
 /* a small regular file read whole into the index's inline data instead of

@@ -168,6 +168,34 @@ int urs_remote_put_file(struct urs_remote *r, int fd, const char *file, int abor
 int urs_remote_put_commit(struct urs_remote *r, struct urs_err *err);
 
 /**
+ * urs_remote_journal() - name the file that holds the open multipart
+ *                        upload while there is one
+ * @r: the client
+ * @path: the journal (NULL: none); written, by rename, once an upload has
+ *        its id, removed once it is completed or aborted: a process killed
+ *        between leaves it for urs_remote_abort_upload()
+ * @head: lines the caller wants in it before the upload's ("NAME VALUE\n")
+ *
+ * The journal holds @head, then "bucket B", "key K" and "upload ID" lines.
+ *
+ * Return: 0, or -ENAMETOOLONG / -E2BIG.
+ */
+int urs_remote_journal(struct urs_remote *r, const char *path, const char *head);
+
+/**
+ * urs_remote_abort_upload() - abort the multipart upload @upload_id of @key
+ * @r: the client (of the upload's bucket)
+ * @key: the object's key
+ * @upload_id: the upload
+ * @err: what failed
+ *
+ * Return: 0 (aborted), -ENOENT (no such upload: aborted or completed
+ * before), or another negative errno.
+ */
+int urs_remote_abort_upload(struct urs_remote *r, const char *key, const char *upload_id,
+			    struct urs_err *err);
+
+/**
  * urs_remote_put_abort() - remove every object this image wrote (and abort
  *                          an unfinished multipart upload)
  * @r: the client

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -39,7 +40,7 @@ static int count_fds(void)
 /* -- the wait on a loop -- */
 
 struct waited {
-	bool done, ticked_first;
+	bool done;
 	int err, ticks;
 	char msg[256];
 };
@@ -49,28 +50,31 @@ static void waited_cb(void *arg, int err, const char *msg)
 	struct waited *w = arg;
 	w->done = true;
 	w->err = err;
-	w->ticked_first = w->ticks > 0;
 	snprintf(w->msg, sizeof(w->msg), "%s", msg ? msg : "");
 }
 
-/* the wait and a periodic timer on the same loop */
+/* the wait and a periodic timer on the same loop; at its @go_at-th tick
+ * the timer writes a line to @go (a FIFO the logger reads before it says
+ * it is ready): a wait that blocked the loop never sees it ready */
 struct side {
 	struct urs_timer tick;
 	struct waited w;
+	int go, go_at;
 };
 
 static void tick_cb(struct urs_loop *loop, struct urs_timer *t, int res)
 {
 	(void) loop;
-	if (res == 0)
-		container_of(t, struct side, tick)->w.ticks++;
+	struct side *s = container_of(t, struct side, tick);
+	if (res == 0 && ++s->w.ticks == s->go_at)
+		assert_int_equal(write(s->go, "go\n", 3), 3);
 }
 
 /* await @ready on a loop that also runs a 10 ms periodic timer (what the
  * shim serves meanwhile) until the logger's answer */
-static void await(int ready, const char *uri, unsigned ms, struct waited *out)
+static void await(int ready, const char *uri, unsigned ms, int go, struct waited *out)
 {
-	struct side s = {0};
+	struct side s = {.go = go, .go_at = go >= 0 ? 3 : 0};
 	struct urs_loop loop;
 	assert_int_equal(urs_loop_init(&loop, NULL), 0);
 	assert_int_equal(urs_timer_start(&loop, &s.tick, 10000000, 10000000, tick_cb), 0);
@@ -129,7 +133,7 @@ static void test_start(void **state)
 	struct urs_err e = {{0}};
 	assert_int_equal(shim_logger_spawn(uri, "c1", "ns1", &out, &err, &ready, &pid, &e), 0);
 	struct waited w = {0};
-	await(ready, uri, 10000, &w);
+	await(ready, uri, 10000, -1, &w);
 	assert_int_equal(w.err, 0);
 	assert_int_equal(write(out, "hello\n", 6), 6);
 	close(out);
@@ -156,14 +160,22 @@ static void test_start(void **state)
 	assert_int_equal(system(cmd), 0);
 }
 
-/* one that keeps fd 5 open and silent: not ready at the deadline, and the
- * loop served its timer meanwhile; one that writes to fd 5: ready */
+/* one that keeps fd 5 open and silent: not ready at the deadline, named
+ * by its path (not its query); one that closes fd 5 once the loop's timer
+ * has written to its FIFO: ready (a blocking wait would time out) */
 static void test_not_ready(void **state)
 {
 	(void) state;
 	int fds = count_fds();
-	const char *uris[] = {"binary:///bin/sh?-c=exec+sleep+1000",
-			      "binary:///bin/sh?-c=echo+ok+%3E%265%3B+exec+sleep+1000"};
+	char dir[] = "/tmp/ursa-test-logger.XXXXXX", fifo[64], gated[256];
+	assert_non_null(mkdtemp(dir));
+	snprintf(fifo, sizeof(fifo), "%s/go", dir);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	int go = open(fifo, O_RDWR | O_CLOEXEC); /* a writer from the start: no open blocks */
+	assert_true(go >= 0);
+	snprintf(gated, sizeof(gated),
+		 "binary:///bin/sh?-c=read+x+%%3C%s%%3B+exec+5%%3E%%26-+sleep+1000", fifo);
+	const char *uris[] = {"binary:///bin/sh?-c=exec+sleep+1000", gated};
 	for (int i = 0; i < 2; i++) {
 		int out = -1, err = -1, ready = -1;
 		pid_t pid = -1;
@@ -171,21 +183,25 @@ static void test_not_ready(void **state)
 		assert_int_equal(
 			shim_logger_spawn(uris[i], "c1", "ns1", &out, &err, &ready, &pid, &e), 0);
 		struct waited w = {0};
-		await(ready, uris[i], i ? 10000 : 100, &w);
+		await(ready, uris[i], i ? 10000 : 100, i ? go : -1, &w);
 		if (i == 0) {
 			assert_int_equal(w.err, -ETIMEDOUT);
-			assert_non_null(strstr(w.msg, "not ready after 100 ms"));
-			assert_non_null(strstr(w.msg, uris[0]));
-			assert_true(w.ticked_first); /* the loop went on meanwhile */
+			assert_non_null(
+				strstr(w.msg, "logging binary /bin/sh: not ready after 100 ms"));
+			assert_null(strstr(w.msg, "sleep")); /* its arguments are not shown */
 		} else {
 			assert_int_equal(w.err, 0);
+			assert_true(w.ticks >= 3);
 		}
 		kill(pid, SIGKILL);
 		assert_int_equal(waitpid(pid, NULL, 0), pid);
 		close(out);
 		close(err);
-		assert_int_equal(count_fds(), fds); /* the ready pipe closed too */
 	}
+	close(go);
+	unlink(fifo);
+	rmdir(dir);
+	assert_int_equal(count_fds(), fds); /* the ready pipes closed too */
 }
 
 int main(void)

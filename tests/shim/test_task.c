@@ -900,22 +900,41 @@ static void test_logger_wait(void **state)
 	assert_true(pid_of(r) > 0);
 	start(f, "lg", NULL);
 
-	f->t.logger_ready_ms = 100;
+	/* an exec's id is taken while its logger gets ready: the same id again
+	 * is refused at once; then the first is added */
 	Containerd__Task__V2__ExecProcessRequest e =
 		CONTAINERD__TASK__V2__EXEC_PROCESS_REQUEST__INIT;
 	Google__Protobuf__Any spec = GOOGLE__PROTOBUF__ANY__INIT;
 	spec.value.data = (uint8_t *) "{}";
 	spec.value.len = 2;
 	e.id = "lg";
-	e.exec_id = "slow";
+	e.exec_id = "x";
 	e.spec = &spec;
-	e.stdout = "binary:///bin/sh?-c=exec+sleep+1000";
+	e.stdout = uri;
+	sid = call(f, "Exec", &e.base);
+	Containerd__Task__V2__ExecProcessRequest e2 = e;
+	e2.stdout = "";
 	char msg[256];
+	assert_int_equal(rpc_code(f, "Exec", &e2.base, msg, sizeof(msg)), TTRPC_ALREADY_EXISTS);
+	assert_int_equal(state_of(f, "lg", "x", NULL), -TTRPC_NOT_FOUND); /* not seen yet */
+	w = open(fifo, O_WRONLY | O_CLOEXEC);
+	assert_true(w >= 0);
+	assert_int_equal(write(w, "go\n", 3), 3);
+	close(w);
+	assert_int_equal(reply(f, sid, &r), 0);
+	ttrpc__response__free_unpacked(r, NULL);
+	assert_int_equal(state_of(f, "lg", "x", NULL), SHIM_CREATED);
+
+	/* one not ready by the deadline: the Exec fails naming the program (not
+	 * its arguments) and leaves no exec */
+	f->t.logger_ready_ms = 100;
+	e.exec_id = "slow";
+	e.stdout = "binary:///bin/sh?-c=exec+sleep+1000";
 	assert_int_equal(rpc_code(f, "Exec", &e.base, msg, sizeof(msg)), TTRPC_UNKNOWN);
-	assert_non_null(strstr(msg, "exec slow: logging binary"));
-	assert_non_null(strstr(msg, "not ready after 100 ms"));
+	assert_non_null(strstr(msg, "exec slow: logging binary /bin/sh: not ready after 100 ms"));
+	assert_null(strstr(msg, "sleep"));
 	assert_int_equal(state_of(f, "lg", "slow", NULL), -TTRPC_NOT_FOUND);
-	assert_topics(f, "create start");
+	assert_topics(f, "create start exec-added");
 }
 
 /* exits during an operation are told after it: an exec'd process dead

@@ -26,7 +26,13 @@
 #     and no object under the prefix
 #   - the store killed mid-upload (a part held, then the store SIGKILLed):
 #     the checkpoint fails naming the object and the multipart upload it
-#     could not abort, the sandbox runs on, no object, no stage
+#     could not abort, the sandbox runs on, no object, no stage, the
+#     upload's journal kept; `ursa-store gc` of it once a store is back
+#   - ursa-store SIGKILLed with a multipart upload open (its journal names
+#     it): under `ursa checkpoint`, which fails, the sandbox running on, and
+#     starts the gc; and left by a maker that is gone, taken up by the next
+#     command's sweep: either way no upload is left open (s3proxy.py
+#     follows them), no journal, no stage
 #   - wrong credentials (a wrong secret for checkpoint, an unknown access
 #     key for restore): the store's 403 and its code in the error, the
 #     sandbox runs on, nothing left in the store or on the host
@@ -218,10 +224,68 @@ check "the error names the object and the upload left unaborted" \
 c0=$(count)
 check "the sandbox runs on (not frozen)" \
 	'[ "$(status_of ${P}c)" = running ] && wait_for 20 counts_past $((c0 + 3))' "count $(count) after $c0"
-check "no object under the prefix, no stage" \
-	'[ -z "$(objects img/k)" ] && [ -z "$(ls -A "$root/.remote" 2>/dev/null)" ]' "$(objects img/k)"
+check "no object under the prefix, no stage; the open upload's journal kept for gc" \
+	'[ -z "$(objects img/k)" ] && [ -z "$(ls -A "$root/.remote" | grep -v "\.mpu$")" ] &&
+	 grep -q "^upload " "$root"/.remote/put.*.mpu' "$(objects img/k); $(ls -A "$root/.remote")"
 s3proxy_start 2 || exit 1
 export AWS_ENDPOINT_URL="http://127.0.0.1:$pport"
+STORE="$(dirname "$URSA")/ursa-store"
+# the new proxy never saw that upload (s3rver cannot abort one): gone, for gc
+for j in "$root"/.remote/put.*.mpu; do "$STORE" gc "$j" 2>>"$work/gc.err"; done
+check "gc of that journal once the store is back: removed (the upload is unknown there)" \
+	'[ -z "$(ls -A "$root/.remote")" ] && grep -q "was gone already" "$work/gc.err"' \
+	"$(ls -A "$root/.remote"); $(cat "$work/gc.err")"
+
+# ---- ursa-store SIGKILLed with a multipart upload open -----------------------------
+# (1) under `ursa checkpoint`: the checkpoint fails, the sandbox runs on, and
+# the upload ursa-store's journal names is aborted (by `ursa-store gc`,
+# which the command starts detached): none left open in the store.
+proxy "__clear" >/dev/null
+proxy "__fault?mode=stall&n=1&match=partNumber%3D2" >/dev/null
+u checkpoint --image-path "s3://ursa-test/img/s" ${P}c 2>"$work/cks.err" &
+ck=$!
+wait_for 60 part2_held || bad "the second part reaches the store" "$(proxy __stats)"
+check "while the upload is open, its journal names it" \
+	'grep -q "^key img/s/1.pages.img$" "$root"/.remote/put.*.mpu &&
+	 grep -q "^upload ." "$root"/.remote/put.*.mpu' "$(cat "$root"/.remote/put.*.mpu 2>&1)"
+pkill -KILL -f -- "ursa-store put .*s3://ursa-test/img/s "
+if wait $ck; then
+	bad "a checkpoint whose ursa-store is SIGKILLed: fails" "it succeeded"
+else
+	ok "a checkpoint whose ursa-store is SIGKILLed: fails ($(head -c 200 "$work/cks.err"))"
+fi
+c0=$(count)
+check "the sandbox runs on (not frozen)" \
+	'[ "$(status_of ${P}c)" = running ] && wait_for 20 counts_past $((c0 + 3))' "count $(count) after $c0"
+mpu_done() { proxy __stats | grep -q "mpu_open=0 aborted=1"; }
+remote_empty() { [ -z "$(ls -A "$root/.remote")" ]; }
+check "the upload is aborted (none open), no journal, no stage, no object" \
+	'wait_for 20 mpu_done && wait_for 20 remote_empty && [ -z "$(objects img/s)" ]' \
+	"$(proxy __stats); $(ls -A "$root/.remote"); $(objects img/s)"
+# (2) a journal whose maker is gone (here: ursa-store put run by hand with a
+# stage named after pid 1 at another start time, SIGKILLed mid-upload) is
+# taken up by the next command that makes a stage under the same root
+proxy "__clear" >/dev/null
+proxy "__fault?mode=stall&n=1&match=partNumber%3D2" >/dev/null
+st=$root/.remote/put.1.12345.abcdef
+mkdir -p "$st"
+head -c $((20 << 20)) /dev/urandom >"$st/big.img"
+mkfifo "$work/ctl"
+"$STORE" put --key-file "${URSA_CKPT_KEY:-/var/lib/ursa/checkpoint.key}" --no-inline \
+	s3://ursa-test/img/g "$st" <"$work/ctl" >/dev/null 2>"$work/putg.err" &
+sp=$!
+exec 9>"$work/ctl"
+echo commit >&9
+wait_for 60 part2_held || bad "the second part reaches the store" "$(proxy __stats)"
+check "its journal names the upload" 'grep -q "^upload ." "$st.mpu"' "$(cat "$st.mpu" 2>&1)"
+kill -KILL $sp
+wait $sp 2>/dev/null
+exec 9>&-
+(cd "$work/b" && u restore --detach --image-path "s3://ursa-test/img/none" ${P}x 2>/dev/null)
+check "the next command's sweep aborts it: none open, no journal, no stage" \
+	'wait_for 20 mpu_done && wait_for 20 remote_empty' \
+	"$(proxy __stats); $(ls -A "$root/.remote")"
+proxy "__clear" >/dev/null
 
 # ---- wrong credentials: the store's refusal, named; nothing left ---------------------
 if AWS_SECRET_ACCESS_KEY=not-the-secret u checkpoint --image-path "s3://ursa-test/img/e" ${P}c \

@@ -12,8 +12,15 @@ Forwards every request to --upstream, except that:
     A fault armed with &match=TEXT takes only requests whose path and query
     contain TEXT (e.g. match=partNumber%3D2: the second part of an upload);
     with &skip=K the first K of those pass untouched.
-    GET /__stats returns "seen=N injected=N forwarded=N sig_bad=N";
-    GET /__clear zeroes the counters and disarms faults.
+    GET /__stats returns "seen=N injected=N forwarded=N sig_bad=N
+    mpu_open=N aborted=N"; GET /__clear zeroes the counters and disarms
+    faults (the open uploads are kept: they are the store's state).
+  * multipart uploads are followed: one is open from its
+    CreateMultipartUpload's reply until a CompleteMultipartUpload succeeds
+    or an AbortMultipartUpload names it. s3rver 3.7.1 answers
+    AbortMultipartUpload 405 (not implemented), so the proxy answers it
+    itself, as S3 does: 204 for an open upload of that key, 404
+    NoSuchUpload otherwise.
   * with --secret, every S3 request's AWS SigV4 Authorization header is
     checked (canonical request per the AWS SigV4 documentation, written
     here, not taken from any SDK), as are x-amz-content-sha256 against the
@@ -28,6 +35,7 @@ import argparse
 import base64
 import hashlib
 import hmac
+import re
 import http.client
 import http.server
 import select
@@ -40,7 +48,8 @@ import urllib.parse
 HOP = {"connection", "keep-alive", "transfer-encoding", "expect", "proxy-connection"}
 LOCK = threading.Lock()
 STATE = {"mode": None, "n": 0, "status": 503, "match": "", "skip": 0}
-STATS = {"seen": 0, "injected": 0, "forwarded": 0, "sig_bad": 0}
+STATS = {"seen": 0, "injected": 0, "forwarded": 0, "sig_bad": 0, "mpu_open": 0, "aborted": 0}
+OPEN = {}  # upload id -> the path (/bucket/key) it was created for
 
 
 def enc(s, safe):
@@ -135,6 +144,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 STATE.update(mode=None, n=0, match="", skip=0)
                 for k in STATS:
                     STATS[k] = 0
+            STATS["mpu_open"] = len(OPEN)
             text = " ".join("%s=%d" % kv for kv in STATS.items())
         self.reply(200, text.encode(), "text/plain")
 
@@ -174,6 +184,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         data = resp.read()
         with LOCK:  # counted before the client has the reply: it may ask __stats next
             STATS["forwarded"] += 1
+            self.follow_upload(resp.status, data)
         self.send_response(resp.status, resp.reason)
         for k, v in resp.getheaders():
             if k.lower() not in HOP and k.lower() != "content-length":
@@ -184,6 +195,32 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if self.command != "HEAD":
             self.wfile.write(data)
         conn.close()
+
+    def follow_upload(self, status, data):
+        path, _, query = self.path.partition("?")
+        q = dict(urllib.parse.parse_qsl(query, keep_blank_values=True))
+        if self.command == "POST" and "uploads" in q and status == 200:
+            m = re.search(rb"<UploadId>([^<]+)</UploadId>", data)
+            if m:
+                OPEN[m.group(1).decode()] = path
+        elif self.command == "POST" and "uploadId" in q and status == 200 \
+                and b"<Error>" not in data:
+            OPEN.pop(q["uploadId"], None)
+
+    def abort_upload(self):
+        path, _, query = self.path.partition("?")
+        upload = dict(urllib.parse.parse_qsl(query)).get("uploadId")
+        with LOCK:
+            if OPEN.get(upload) == path:
+                del OPEN[upload]
+                STATS["aborted"] += 1
+                ok = True
+            else:
+                ok = False
+        if ok:
+            self.reply(204)
+        else:
+            self.s3_error(404, "NoSuchUpload", "The specified upload does not exist.")
 
     def handle_any(self):
         if self.path.startswith("/__"):
@@ -199,6 +236,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 with LOCK:
                     STATS["sig_bad"] += 1
                 return self.s3_error(*bad)
+        if self.command == "DELETE" and "uploadId=" in self.path:
+            return self.abort_upload()
         self.forward(body)
 
     do_GET = do_PUT = do_POST = do_HEAD = do_DELETE = handle_any
