@@ -679,7 +679,7 @@ do_sig_status()
 {
 	local sig=$1 dur=$2 pid rc
 	shift 2
-	env --default-signal=INT,QUIT "$@" </dev/null >/dev/null 2>&1 &
+	env --default-signal=INT,QUIT,HUP "$@" </dev/null >/dev/null 2>&1 &
 	pid=$!
 	if ! poll 15 pgrep -f "^sleep $dur\$"; then
 		kill -9 "$pid" 2>/dev/null
