@@ -218,6 +218,15 @@ static int reply_line(struct urs_remote_job *j, const char *want, char *line, si
 		return 0;
 	if (!strncmp(line, "error: ", 7))
 		return urs_err_set(err, -EIO, "%s", line + 7);
+	int st = 0; /* no reply: it ended (its stdout closed): how? */
+	if (!n && j->pid > 0 && waitpid(j->pid, &st, 0) == j->pid) {
+		j->pid = -1;
+		if (WIFSIGNALED(st))
+			return urs_err_set(err, -EIO, "ursa-store was killed by signal %d (%s)",
+					   WTERMSIG(st), strsignal(WTERMSIG(st)));
+		return urs_err_set(err, -EIO, "ursa-store exited with status %d without saying why",
+				   WEXITSTATUS(st));
+	}
 	return urs_err_set(err, -EIO, "ursa-store ended without saying why (%s)",
 			   n ? line : "no reply");
 }

@@ -27,13 +27,13 @@
  *     is for gc.
  *   ursa-store gc STAGE.mpu
  *     Aborts the multipart upload a journal names (with the profile and
- *     configuration file put had), then removes the journal: at once when
- *     the store answered for good (aborted, no such upload, not
- *     implemented), else (unreachable, 5xx, denied) on a later try, or
- *     once it is a day old (a
+ *     configuration file, endpoint and region put had), then removes the
+ *     journal: at once when the store answered the abort for good
+ *     (aborted, no such upload, not implemented), else (not asked,
+ *     unreachable, 5xx, 4xx) on a later try, or once it is a day old (a
  *     bucket's lifecycle rule has the parts by then: docs/storage.md).
- *     One gc per journal at a time (flock); started detached by the CLI
- *     (cmd/remote.c).
+ *     One gc per journal at a time (flock), none while the journal's
+ *     ursa-store still runs; started detached by the CLI (cmd/remote.c).
  *   OPTS: --key-file FILE (the host's checkpoint key, required), --config
  *     FILE (default /etc/ursa/s3.conf), --profile NAME.
  * Errors go to stderr as one line ("ursa-store: ..."); put also writes
@@ -55,6 +55,7 @@
 
 #include "ckpt/key.h"
 #include "ckpt/trace.h"
+#include "host/proc.h"
 #include "runtime/common.h"
 #include "runtime/loop.h"
 #include "store/remote.h"
@@ -178,20 +179,31 @@ static int stream(struct urs_remote *r, const char *spec, struct urs_err *err)
 	}
 }
 
-/* STAGE.mpu: the open multipart upload, for gc if this process is killed */
-static int journal(struct urs_remote *r, const struct args *a, struct urs_err *err)
+/* STAGE.mpu: the open multipart upload, for gc if this process is killed;
+ * with this process (pid, start time: gc leaves a live one's alone) and the
+ * store as put resolved it (not a secret), so that a gc under another
+ * environment asks the same store. Best effort: without it, put goes on. */
+static void journal(struct urs_remote *r, const struct args *a, const struct urs_s3_conf *conf)
 {
-	char path[PATH_MAX], head[1100] = "";
-	size_t n = 0;
-	if (a->profile)
-		n += (size_t) snprintf(head + n, sizeof(head) - n, "profile %s\n", a->profile);
-	if (a->config && n < sizeof(head))
-		n += (size_t) snprintf(head + n, sizeof(head) - n, "config %s\n", a->config);
-	int e = n >= sizeof(head) || snprintf(path, sizeof(path), "%s.mpu", a->dir) >= PATH_MAX
+	char path[PATH_MAX], head[1024];
+	uint64_t start = 0;
+	size_t dl = strlen(a->dir);
+	while (dl > 1 && a->dir[dl - 1] == '/')
+		dl--;
+	urs_proc_start_time(getpid(), &start);
+	int n = snprintf(head, sizeof(head),
+			 "owner %d %llu\nprofile %s\nconfig %s\nendpoint %s\nregion %s\n",
+			 (int) getpid(), (unsigned long long) start, conf->profile,
+			 a->config ? a->config : "", conf->endpoint, conf->region);
+	int e = n >= (int) sizeof(head) || snprintf(path, sizeof(path), "%.*s.mpu", (int) dl,
+						    a->dir) >= PATH_MAX
 			? -ENAMETOOLONG
 			: urs_remote_journal(r, path, head);
-	return e < 0 ? urs_err_set(err, e, "the upload's journal %s.mpu: %s", a->dir, strerror(-e))
-		     : 0;
+	if (e < 0)
+		fprintf(stderr,
+			"ursa-store: no journal for the multipart upload (%s): if this "
+			"process is killed mid-upload, the upload stays open\n",
+			strerror(-e));
 }
 
 static int put(struct urs_remote *r, const struct args *a, struct urs_err *err)
@@ -250,8 +262,8 @@ static int get(struct urs_remote *r, const struct args *a, struct urs_err *err)
 
 /* the journal's "NAME VALUE" lines */
 struct journal {
-	char profile[130], config[PATH_MAX], bucket[URS_S3_BUCKET_MAX + 1], key[1100],
-		upload[URS_S3_UPLOAD_MAX];
+	char owner[64], profile[130], config[PATH_MAX], endpoint[520], region[70],
+		bucket[URS_S3_BUCKET_MAX + 1], key[1100], upload[URS_S3_UPLOAD_MAX];
 };
 
 static int journal_read(int fd, struct journal *j)
@@ -274,8 +286,11 @@ static int journal_read(int fd, struct journal *j)
 			const char *name;
 			char *to;
 			size_t cap;
-		} f[] = {{"profile", j->profile, sizeof(j->profile)},
+		} f[] = {{"owner", j->owner, sizeof(j->owner)},
+			 {"profile", j->profile, sizeof(j->profile)},
 			 {"config", j->config, sizeof(j->config)},
+			 {"endpoint", j->endpoint, sizeof(j->endpoint)},
+			 {"region", j->region, sizeof(j->region)},
 			 {"bucket", j->bucket, sizeof(j->bucket)},
 			 {"key", j->key, sizeof(j->key)},
 			 {"upload", j->upload, sizeof(j->upload)}};
@@ -287,22 +302,68 @@ static int journal_read(int fd, struct journal *j)
 	return j->bucket[0] && j->key[0] && j->upload[0] ? 0 : -EINVAL;
 }
 
+/* the store the journal names: its endpoint and region over this
+ * environment's (the credentials are this command's or the file's) */
+static int journal_conf(const struct journal *j, struct urs_s3_conf *conf, struct urs_err *err)
+{
+	extern char **environ;
+	size_t n = 0;
+	while (environ[n])
+		n++;
+	_cleanup_free_ char **env = calloc(n + 3, sizeof(*env));
+	char ep[600], rg[100];
+	if (!env)
+		return urs_err_set(err, -ENOMEM, "out of memory");
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++)
+		if (strncmp(environ[i], "AWS_ENDPOINT_URL=", 17) &&
+		    strncmp(environ[i], "AWS_REGION=", 11) &&
+		    strncmp(environ[i], "AWS_DEFAULT_REGION=", 19) &&
+		    strncmp(environ[i], "AWS_PROFILE=", 12))
+			env[k++] = environ[i];
+	snprintf(ep, sizeof(ep), "AWS_ENDPOINT_URL=%s", j->endpoint);
+	snprintf(rg, sizeof(rg), "AWS_REGION=%s", j->region);
+	if (j->endpoint[0])
+		env[k++] = ep;
+	if (j->region[0])
+		env[k++] = rg;
+	return urs_s3_conf_load(conf, j->config[0] ? j->config : NULL,
+				j->profile[0] ? j->profile : NULL, env, err);
+}
+
+/* remove @path if it is still the file @fd (a new journal renamed onto the
+ * name meanwhile is not ours) */
+static void unlink_same(const char *path, int fd)
+{
+	struct stat a, b;
+	if (fstat(fd, &a) == 0 && stat(path, &b) == 0 && a.st_dev == b.st_dev &&
+	    a.st_ino == b.st_ino)
+		unlink(path);
+}
+
 /* ursa-store gc JOURNAL: 0 when nothing is left to do */
 static int gc(const char *path)
 {
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	setsid(); /* detached from the command's terminal: no SIGINT or SIGHUP from it */
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	if (fd < 0)
 		return errno == ENOENT ? 0 : 1;
 	struct stat sb;
-	if (flock(fd, LOCK_EX | LOCK_NB) < 0 || fstat(fd, &sb) < 0)
-		return 0; /* another gc is at it */
 	struct journal j;
-	int e = journal_read(fd, &j);
+	if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode))
+		return fprintf(stderr, "ursa-store: %s: not a journal\n", path), 1;
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0)
+		return 0; /* another gc is at it */
+	int e = journal_read(fd, &j), pid = 0;
+	unsigned long long start = 0;
+	if (e == 0 && sscanf(j.owner, "%d %llu", &pid, &start) == 2 && pid > 0 &&
+	    urs_proc_alive(pid, start))
+		return 0; /* its ursa-store still runs: the upload is its own */
 	if (e < 0 || time(NULL) - sb.st_mtime > 24 * 3600) {
 		fprintf(stderr, "ursa-store: %s: %s: removed\n", path,
 			e < 0 ? "not a journal"
 			      : "a day old, given up (the bucket's lifecycle rule)");
-		unlink(path);
+		unlink_same(path, fd);
 		return 0;
 	}
 	struct urs_err err = {{0}};
@@ -310,31 +371,31 @@ static int gc(const char *path)
 	struct urs_loop loop;
 	struct urs_remote *r = NULL;
 	uint8_t zero[CKPT_KEY_LEN] = {0}; /* no image: nothing sealed */
-	e = urs_s3_conf_load(&conf, j.config[0] ? j.config : NULL, j.profile[0] ? j.profile : NULL,
-			     NULL, &err);
+	bool asked = false;
+	e = journal_conf(&j, &conf, &err);
 	bool looped = e == 0 && (e = urs_loop_init(&loop, NULL)) == 0;
 	if (e < 0 && !err.msg[0])
 		urs_err_set(&err, e, "io_uring: %s", strerror(-e));
 	if (looped && (e = urs_remote_open(&loop, &conf, j.bucket, "", zero, NULL, &r, &err)) == 0)
-		e = urs_remote_abort_upload(r, j.key, j.upload, &err);
+		e = urs_remote_abort_upload(r, j.key, j.upload, &err), asked = true;
 	explicit_bzero(&conf, sizeof(conf));
-	/* for good: done, no such upload, or a store that cannot abort one
-	 * (not implemented) or takes the request for a bad one; anything else
-	 * (unreachable, 5xx, credentials this command has but put had not)
-	 * is tried again by a later command */
-	bool transient = e < 0 && e != -ENOENT && e != -EOPNOTSUPP && e != -EINVAL;
-	if (e == 0 || e == -ENOENT)
+	/* for good only when the store answered the abort: done, no such
+	 * upload, or one it cannot abort (not implemented); anything else
+	 * (not asked, unreachable, 5xx, 4xx such as expired or other
+	 * credentials) is tried again by a later command */
+	bool done = asked && (e == 0 || e == -ENOENT || e == -EOPNOTSUPP);
+	if (e == 0 || (asked && e == -ENOENT))
 		fprintf(stderr, "ursa-store: multipart upload %s of s3://%s/%s %s\n", j.upload,
 			j.bucket, j.key, e ? "was gone already" : "aborted");
 	else
 		fprintf(stderr, "ursa-store: multipart upload %s of s3://%s/%s: %s%s\n", j.upload,
-			j.bucket, j.key, err.msg, transient ? " (tried again later)" : "");
-	if (!transient)
-		unlink(path);
+			j.bucket, j.key, err.msg, done ? "" : " (tried again later)");
+	if (done)
+		unlink_same(path, fd);
 	urs_remote_close(r);
 	if (looped)
 		urs_loop_fini(&loop);
-	return transient ? 1 : 0;
+	return done ? 0 : 1;
 }
 
 int main(int argc, char **argv)
@@ -371,7 +432,7 @@ int main(int argc, char **argv)
 	e = urs_remote_open(&loop, &conf, url.bucket, url.prefix, key, &ro, &r, &err);
 	explicit_bzero(key, sizeof(key));
 	if (e == 0 && is_put)
-		e = journal(r, &a, &err);
+		journal(r, &a, &conf);
 	explicit_bzero(&conf, sizeof(conf));
 	ckpt_trace("store: client ready");
 	if (e == 0)

@@ -227,11 +227,15 @@ check "the sandbox runs on (not frozen)" \
 check "no object under the prefix, no stage; the open upload's journal kept for gc" \
 	'[ -z "$(objects img/k)" ] && [ -z "$(ls -A "$root/.remote" | grep -v "\.mpu$")" ] &&
 	 grep -q "^upload " "$root"/.remote/put.*.mpu' "$(objects img/k); $(ls -A "$root/.remote")"
-s3proxy_start 2 || exit 1
-export AWS_ENDPOINT_URL="http://127.0.0.1:$pport"
+s3proxy_start 2 "$pport" || exit 1 # back where it was: the journal names that endpoint
 STORE="$(dirname "$URSA")/ursa-store"
 # the new proxy never saw that upload (s3rver cannot abort one): gone, for gc
-for j in "$root"/.remote/put.*.mpu; do "$STORE" gc "$j" 2>>"$work/gc.err"; done
+# (once the gc the failed command started has given up: it holds the lock)
+unlocked() { flock -n "$1" true; }
+for j in "$root"/.remote/put.*.mpu; do
+	wait_for 30 unlocked "$j"
+	"$STORE" gc "$j" 2>>"$work/gc.err"
+done
 check "gc of that journal once the store is back: removed (the upload is unknown there)" \
 	'[ -z "$(ls -A "$root/.remote")" ] && grep -q "was gone already" "$work/gc.err"' \
 	"$(ls -A "$root/.remote"); $(cat "$work/gc.err")"
@@ -254,6 +258,8 @@ if wait $ck; then
 else
 	ok "a checkpoint whose ursa-store is SIGKILLed: fails ($(head -c 200 "$work/cks.err"))"
 fi
+check "the error says ursa-store was killed" \
+	'grep -q "ursa-store was killed by signal 9" "$work/cks.err"' "$(cat "$work/cks.err")"
 c0=$(count)
 check "the sandbox runs on (not frozen)" \
 	'[ "$(status_of ${P}c)" = running ] && wait_for 20 counts_past $((c0 + 3))' "count $(count) after $c0"

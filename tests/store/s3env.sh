@@ -55,11 +55,13 @@ mkdir "$tmp/data"
 start s3rver 'listening on 127\.0\.0\.1:([0-9]+)' \
 	node --openssl-legacy-provider "$s3rver" -d "$tmp/data" -a 127.0.0.1 -p 0 -s --configure-bucket ursa-test || exit 1
 port=$got
-# s3proxy_start [N]: a proxy in front of s3rver (again, after a test killed
-# the first: N names its log); sets $pport and $s3proxy_pid
+# s3proxy_start [N [PORT]]: a proxy in front of s3rver (again, after a test
+# killed the first: N names its log; PORT: on the same port, the store back
+# where it was); sets $pport and $s3proxy_pid
 s3proxy_start() {
 	start "proxy${1:-}" 'listening on 127\.0\.0\.1:([0-9]+)' \
-		python3 -u "$here/s3proxy.py" --upstream "127.0.0.1:$port" --secret S3RVER || return 1
+		python3 -u "$here/s3proxy.py" --upstream "127.0.0.1:$port" --secret S3RVER \
+		--port "${2:-0}" || return 1
 	pport=$got
 	s3proxy_pid=${pids[-2]} # start added the command, then its drain
 }

@@ -247,11 +247,13 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--upstream", required=True, help="HOST:PORT of s3rver")
     ap.add_argument("--secret", help="verify SigV4 with this secret access key")
+    ap.add_argument("--port", type=int, default=0,
+                    help="listen on this port (default: any free one)")
     a = ap.parse_args()
     host, port = a.upstream.rsplit(":", 1)
     Handler.upstream = (host, int(port))
     Handler.secret = a.secret
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", a.port), Handler)
     srv.daemon_threads = True
     print("s3proxy listening on 127.0.0.1:%d" % srv.server_port, flush=True)
     srv.serve_forever()
