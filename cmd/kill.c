@@ -1,7 +1,8 @@
 /*
  * cmd/kill.c — `ursa kill [--all] ID [SIGNAL]`: signal the init (through a
  * pidfd checked against its start time), or with --all every process in the
- * container's cgroup except its supervisor. Works in created and running.
+ * container's cgroup except its supervisor (host/kill.h). Works in created,
+ * running and paused.
  */
 #include <signal.h>
 #include <unistd.h>
@@ -9,8 +10,7 @@
 
 #include "cmd/cli.h"
 #include "cmd/cmd.h"
-#include "host/cgroup.h"
-#include "host/proc.h"
+#include "host/kill.h"
 #include "runtime/common.h"
 
 int cmd_kill(int argc, char **argv)
@@ -32,44 +32,10 @@ int cmd_kill(int argc, char **argv)
 		urs_error("kill: unknown signal \"%s\"", argv[next]);
 		goto out;
 	}
-	enum urs_status status = urs_container_status(&st);
-	if (status == URS_ST_STOPPED) {
-		urs_error("container not running");
-		goto out;
-	}
-	struct urs_cgroup cg;
-	bool have_cg = st.cgroup && urs_cg_from_string(&cg, st.cgroup, NULL) == 0;
-	if (all && have_cg) {
-		pid_t *pids = NULL;
-		size_t n = 0;
-		if (urs_cg_pids(&cg, &pids, &n, &err) < 0) {
-			urs_error("%s", err.msg);
-			urs_cg_close(&cg);
-			goto out;
-		}
-		/* everything but the supervisor, which is in there too (while
-		 * it lives: a pid it left may be a container's process now) */
-		pid_t sup = urs_state_sup_live(&st);
-		for (size_t k = 0; k < n; k++)
-			if (pids[k] != sup)
-				kill(pids[k], sig);
-		free(pids);
+	if (urs_state_kill(&st, sig, all, &err) < 0)
+		urs_error("%s", err.msg);
+	else
 		rc = 0;
-	} else {
-		int pfd = urs_pidfd_open_checked(st.pid, st.pid_start);
-		if (pfd < 0 || urs_pidfd_signal(pfd, sig) < 0)
-			urs_error("container not running");
-		else
-			rc = 0;
-		if (pfd >= 0)
-			close(pfd);
-	}
-	/* v1 freezer: a frozen task dies only once thawed. Like runc, thaw for
-	 * SIGKILL so the kill takes effect (other signals wait for resume). */
-	if (rc == 0 && have_cg && status == URS_ST_PAUSED && sig == SIGKILL)
-		urs_cg_freeze(&cg, false, NULL);
-	if (have_cg)
-		urs_cg_close(&cg);
 out:
 	urs_state_clear(&st);
 	return rc;
