@@ -93,9 +93,9 @@ static uint64_t again_ns;
 static void again_cb(struct urs_loop *loop, struct urs_timer *t, int res)
 {
 	(void) t;
-	if (res == 0) { /* a call in the middle of the burst */
+	if (res == 0) {			 /* a call in the middle of the burst */
+		again_ns = urs_now_ns(); /* before: the settle's own stamp is later */
 		urs_mem_settle_soon(loop, again);
-		again_ns = urs_now_ns();
 	}
 }
 

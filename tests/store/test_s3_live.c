@@ -500,7 +500,8 @@ static void test_retries(void **state)
 static void test_timeout(void **state)
 {
 	(void) state;
-	struct urs_s3_opts o = {.timeout_ms = 1000, .backoff_base_ms = 10};
+	struct urs_s3_opts o = {.timeout_ms = 3000, .backoff_base_ms = 10}; /* (the retry's
+									     * too, under load) */
 	struct urs_s3_client *c = client(proxy, "S3RVER", "S3RVER", &o);
 	char st[256];
 	proxy_ctl("fault?mode=stall&n=1", st);
