@@ -24,10 +24,16 @@ exit $r'
 jq --arg p "$probe" '.process.args=["sh","-c",$p] | .linux.namespaces |= map(select(.type!="pid"))' "$b/config.json" >"$b/c" && mv "$b/c" "$b/config.json"
 newid nopid
 (cd "$b" && timeout 20 "$URSA" --root "$SECROOT" run "$id"); rc=$?
-# kill the supervisor from inside, then check delete --force cleans up
-jq '.process.args=["sh","-c","trap \"\" TERM; sup=$(awk \"/^PPid/{print \\$2}\" /proc/$$/status); kill -9 $sup; sleep 1000"]' "$b/config.json" >"$b/c" && mv "$b/c" "$b/config.json"
+# kill the supervisor from inside (its pid, from the record, left in the
+# rootfs between create and start: the init's parent is not it), then check
+# delete --force cleans up; only if it is ursa-sup: a pid gone stale must not
+# take down whatever has it now (the suite's runner, once)
+jq '.process.args=["sh","-c","trap \"\" TERM; sup=$(cat /sup.pid); grep -q ^ursa-sup /proc/$sup/comm && kill -9 $sup; sleep 1000"]' "$b/config.json" >"$b/c" && mv "$b/c" "$b/config.json"
 newid nopidk; id2=$id
-(cd "$b" && "$URSA" --root "$SECROOT" create "$id2" >/dev/null 2>&1) && u start "$id2"; sleep 2
+(cd "$b" && "$URSA" --root "$SECROOT" create "$id2" >/dev/null 2>&1) &&
+	jq .sup_pid "$SECROOT/$id2/state.json" >"$b/rootfs/sup.pid" && u start "$id2"; sleep 2
+sp=$(cat "$b/rootfs/sup.pid" 2>/dev/null)
+grep -qs '^State:.*[^Z] (' "/proc/$sp/status" && echo "note: the supervisor $sp was not killed from inside"
 st=$(u state "$id2"); ipid=$(echo "$st" | jq .pid); echo "after killing its supervisor: $(echo "$st" | jq -c '{status,pid}')"
 cg=$(jq -r .cgroup "$SECROOT/$id2/state.json")
 u delete --force "$id2"; sleep 1

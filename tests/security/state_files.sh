@@ -17,11 +17,22 @@ rm -f "$SECROOT/symid"
 # state.json pointing at a host process with a wrong start time
 sleep 300 & victim=$!; sleep 0.3   # a different start tick than the init
 newid st; "$URSA" --root "$SECROOT" create "$id" >/dev/null 2>&1 || exit 2
-real=$(jq .pid "$SECROOT/$id/state.json"); rs=$(jq .sup_pid "$SECROOT/$id/state.json")
+# (a pid with its start time: once the container is gone, its pids may be
+# anyone's, and a kill -9 of them hit the suite's runner once)
+real=$(jq -r '"\(.pid):\(.pid_start)"' "$SECROOT/$id/state.json")
+rs=$(jq -r '"\(.sup_pid):\(.sup_start)"' "$SECROOT/$id/state.json")
+kill_same() { # PID:START...: SIGKILL each only while it is that process
+	local t p
+	for t in "$@"; do
+		p=${t%%:*}
+		[ -n "$p" ] && [ "$(sed 's/.*) //' "/proc/$p/stat" 2>/dev/null | cut -d' ' -f20)" = "${t#*:}" ] &&
+			kill -9 "$p" 2>/dev/null
+	done
+}
 jq --argjson v $victim '.pid=$v | .sup_pid=$v' "$SECROOT/$id/state.json" >"$WORK/s" && cp "$WORK/s" "$SECROOT/$id/state.json"
 u kill "$id" KILL 2>/dev/null; u delete --force "$id" 2>/dev/null
 kill -0 $victim 2>/dev/null || { echo "  forged pid (wrong start time) was killed"; fail=1; }
-kill -9 $real $rs 2>/dev/null; kill $victim 2>/dev/null; sleep 0.5
+kill_same "$real" "$rs"; kill $victim 2>/dev/null; sleep 0.5
 echo "$(jq -r .cgroup "$SECROOT/$id/state.json" 2>/dev/null)" | tr ';' '\n' | sed -n 's/^[a-z_]*=1://p' | while read -r d; do rmdir "$d" 2>/dev/null; done
 # --root owned by an unprivileged user
 ER=/tmp/sec-userroot.$$; mkdir -m 0777 "$ER"; chown 65534:65534 "$ER"
@@ -43,9 +54,10 @@ setpriv --reuid=65534 --regid=65534 --clear-groups sh -c "
 "$URSA" --root "$ER" delete --force victimc >/dev/null 2>&1
 if [ -s "$ER/pwned" ]; then echo "  poststop hook planted by uid 65534 ran as uid $(cat "$ER/pwned")"; part=1; fi
 # clean the real one (its supervisor/init from victimc.old)
-p=$(jq .sup_pid "$ER/victimc.old/state.json" 2>/dev/null); i=$(jq .pid "$ER/victimc.old/state.json" 2>/dev/null)
+p=$(jq -r '"\(.sup_pid):\(.sup_start)"' "$ER/victimc.old/state.json" 2>/dev/null)
+i=$(jq -r '"\(.pid):\(.pid_start)"' "$ER/victimc.old/state.json" 2>/dev/null)
 cg=$(jq -r .cgroup "$ER/victimc.old/state.json" 2>/dev/null)
-kill -9 $i $p 2>/dev/null; sleep 0.5
+kill_same "$i" "$p"; sleep 0.5
 echo "$cg" | tr ';' '\n' | sed -n 's/^[a-z_]*=1://p' | while read -r d; do rmdir "$d" 2>/dev/null; done
 rm -rf "$ER"
 [ $fail = 1 ] && broken "see above"
