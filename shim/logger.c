@@ -47,12 +47,17 @@ static bool unescape(char *s, bool query)
 	return true;
 }
 
+/* binary:///PATH?... (or binary://localhost/PATH?...) -> "/PATH?..." */
+static const char *uri_path(const char *uri)
+{
+	const char *p = !strncmp(uri, "binary://", 9) ? uri + 9 : uri;
+	return !strncmp(p, "localhost/", 10) ? p + 9 : p;
+}
+
 /* binary:///PATH?K=V&K2=V2 -> @buf holds PATH, argv[1..] "K" "V" "K2" "V2" */
 static int parse(const char *uri, char *buf, size_t len, char **argv, struct urs_err *error)
 {
-	const char *p = uri + 9;
-	if (!strncmp(p, "localhost/", 10))
-		p += 9;
+	const char *p = uri_path(uri);
 	if (*p != '/' || snprintf(buf, len, "%s", p) >= (int) len)
 		return urs_err_set(error, -EINVAL, "stdio %s: not binary:///ABSOLUTE-PATH", uri);
 	char *q = strchr(buf, '?');
@@ -220,9 +225,7 @@ int shim_logger_await(struct urs_loop *loop, int fd, const char *uri, unsigned m
 		      shim_logger_done done, void *arg)
 {
 	/* the program, named without its query (its arguments may be secrets) */
-	const char *path = !strncmp(uri, "binary://", 9) ? uri + 9 : uri;
-	if (!strncmp(path, "localhost/", 10))
-		path += 9;
+	const char *path = uri_path(uri);
 	size_t n = strcspn(path, "?");
 	struct shim_logger_wait *w = calloc(1, sizeof(*w) + n + 1);
 	if (!w) {

@@ -433,7 +433,11 @@ int urs_remote_journal(struct urs_remote *r, const char *path, const char *head)
 		return -E2BIG;
 	r->journal = strdup(path);
 	r->journal_head = strdup(head);
-	return r->journal && r->journal_head ? 0 : -ENOMEM;
+	if (r->journal && r->journal_head)
+		return 0;
+	free(r->journal), free(r->journal_head); /* none rather than half of one */
+	r->journal = r->journal_head = NULL;
+	return -ENOMEM;
 }
 
 int urs_remote_abort_upload(struct urs_remote *r, const char *key, const char *upload_id,

@@ -9,6 +9,23 @@ IDS=()
 
 u() { "$URSA" --root "$SECROOT" "$@"; }
 
+# poll SECONDS CMD...: run CMD every 20 ms until it succeeds, at most SECONDS
+# (a deadline far above the expected time: an event is waited on, not a sleep)
+poll() {
+	local end=$((SECONDS + $1))
+	shift
+	until "$@"; do
+		[ $SECONDS -ge $end ] && return 1
+		sleep 0.02
+	done
+}
+# gone PID...: none of them is a live (non-zombie) process
+gone() {
+	local p
+	for p in "$@"; do grep -qs '^State:.*[^Z] (' "/proc/$p/status" && return 1; done
+	return 0
+}
+
 # mkbundle DIR: busybox rootfs + default config.json running `sleep 1000`
 mkbundle()
 {

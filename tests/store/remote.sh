@@ -62,6 +62,14 @@ count() { tr -d ' \n' <"$work/rootfs/tmp/tick-0" 2>/dev/null; }
 counts_past() { local c; c=$(count); [ -n "$c" ] && [ "$c" -gt "$1" ]; }
 status_of() { u state "$1" 2>/dev/null | jq -r .status; }
 cg_dirs() { find /sys/fs/cgroup -maxdepth 6 -type d -name "$1" 2>/dev/null | wc -l; }
+# runs_on: ${P}c runs on, not frozen (its counter moves)
+runs_on() {
+	local c0
+	c0=$(count)
+	check "the sandbox runs on (not frozen)" \
+		'[ "$(status_of ${P}c)" = running ] && wait_for 20 counts_past $((c0 + 3))' \
+		"count $(count) after $c0"
+}
 nothing_left() { # id
 	! u state "$1" >/dev/null 2>&1 && [ ! -e "$root/$1" ] && [ "$(cg_dirs "$1")" = 0 ] &&
 		[ -z "$(ls -A "$root/.remote" 2>/dev/null)" ]
@@ -196,9 +204,7 @@ else
 fi
 proxy "__clear" >/dev/null
 check "the error names the object" 'grep -q "img/c/1.pages.img" "$work/ckc.err"' "$(cat "$work/ckc.err")"
-c0=$(count)
-check "the sandbox runs on (not frozen)" \
-	'[ "$(status_of ${P}c)" = running ] && wait_for 20 counts_past $((c0 + 3))' "count $(count) after $c0"
+runs_on
 check "no object under the prefix, no stage" \
 	'[ -z "$(objects img/c)" ] && [ -z "$(ls -A "$root/.remote" 2>/dev/null)" ]' "$(objects img/c)"
 
@@ -221,9 +227,7 @@ fi
 check "the error names the object and the upload left unaborted" \
 	'grep -q "img/k/1.pages.img" "$work/ckk.err" && grep -q "multipart upload .* was not aborted (.*onnect" "$work/ckk.err"' \
 	"$(cat "$work/ckk.err")"
-c0=$(count)
-check "the sandbox runs on (not frozen)" \
-	'[ "$(status_of ${P}c)" = running ] && wait_for 20 counts_past $((c0 + 3))' "count $(count) after $c0"
+runs_on
 check "no object under the prefix, no stage; the open upload's journal kept for gc" \
 	'[ -z "$(objects img/k)" ] && [ -z "$(ls -A "$root/.remote" | grep -v "\.mpu$")" ] &&
 	 grep -q "^upload " "$root"/.remote/put.*.mpu' "$(objects img/k); $(ls -A "$root/.remote")"
@@ -262,9 +266,7 @@ else
 fi
 check "the error says ursa-store was killed" \
 	'grep -q "ursa-store was killed by signal 9" "$work/cks.err"' "$(cat "$work/cks.err")"
-c0=$(count)
-check "the sandbox runs on (not frozen)" \
-	'[ "$(status_of ${P}c)" = running ] && wait_for 20 counts_past $((c0 + 3))' "count $(count) after $c0"
+runs_on
 mpu_done() { proxy __stats | grep -q "mpu_open=0 aborted=1"; }
 remote_empty() { [ -z "$(ls -A "$root/.remote")" ]; }
 check "the upload is aborted (none open), no journal, no stage, no object" \
