@@ -9,16 +9,8 @@ IDS=()
 
 u() { "$URSA" --root "$SECROOT" "$@"; }
 
-# poll SECONDS CMD...: run CMD every 20 ms until it succeeds, at most SECONDS
-# (a deadline far above the expected time: an event is waited on, not a sleep)
-poll() {
-	local end=$((SECONDS + $1))
-	shift
-	until "$@"; do
-		[ $SECONDS -ge $end ] && return 1
-		sleep 0.02
-	done
-}
+# wait_for SECONDS CMD... (a polled condition with a deadline)
+. "$HERE/../lib/check.sh"
 # gone PID...: none of them is a live (non-zombie) process
 gone() {
 	local p

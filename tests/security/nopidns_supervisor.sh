@@ -33,11 +33,11 @@ newid nopidk; id2=$id
 (cd "$b" && "$URSA" --root "$SECROOT" create "$id2" >/dev/null 2>&1) &&
 	jq .sup_pid "$SECROOT/$id2/state.json" >"$b/rootfs/sup.pid" && u start "$id2"
 sp=$(cat "$b/rootfs/sup.pid" 2>/dev/null)
-poll 20 gone "$sp" || echo "note: the supervisor $sp was not killed from inside"
+wait_for 20 gone "$sp" || echo "note: the supervisor $sp was not killed from inside"
 st=$(u state "$id2"); ipid=$(echo "$st" | jq .pid); echo "after killing its supervisor: $(echo "$st" | jq -c '{status,pid}')"
 cg=$(jq -r .cgroup "$SECROOT/$id2/state.json")
 u delete --force "$id2"
-poll 20 gone "$ipid"
+wait_for 20 gone "$ipid"
 left=0
 grep -s "^State" /proc/$ipid/status | grep -qv zombie && { echo "init $ipid still alive after delete --force"; left=1; }
 ls -d /sys/fs/cgroup/*/ursa/"$id2" 2>/dev/null && { echo "cgroup left behind"; left=1; }

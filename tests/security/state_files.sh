@@ -33,7 +33,7 @@ jq --argjson v $victim '.pid=$v | .sup_pid=$v' "$SECROOT/$id/state.json" >"$WORK
 u kill "$id" KILL 2>/dev/null; u delete --force "$id" 2>/dev/null
 kill -0 $victim 2>/dev/null || { echo "  forged pid (wrong start time) was killed"; fail=1; }
 kill_same "$real" "$rs"; kill $victim 2>/dev/null
-poll 20 gone "${real%%:*}" "${rs%%:*}" "$victim" # (their cgroups are emptied below)
+wait_for 20 gone "${real%%:*}" "${rs%%:*}" "$victim" # (their cgroups are emptied below)
 echo "$(jq -r .cgroup "$SECROOT/$id/state.json" 2>/dev/null)" | tr ';' '\n' | sed -n 's/^[a-z_]*=1://p' | while read -r d; do rmdir "$d" 2>/dev/null; done
 # --root owned by an unprivileged user
 ER=/tmp/sec-userroot.$$; mkdir -m 0777 "$ER"; chown 65534:65534 "$ER"
@@ -59,7 +59,7 @@ p=$(jq -r '"\(.sup_pid):\(.sup_start)"' "$ER/victimc.old/state.json" 2>/dev/null
 i=$(jq -r '"\(.pid):\(.pid_start)"' "$ER/victimc.old/state.json" 2>/dev/null)
 cg=$(jq -r .cgroup "$ER/victimc.old/state.json" 2>/dev/null)
 kill_same "$i" "$p"
-poll 20 gone "${i%%:*}" "${p%%:*}"
+wait_for 20 gone "${i%%:*}" "${p%%:*}"
 echo "$cg" | tr ';' '\n' | sed -n 's/^[a-z_]*=1://p' | while read -r d; do rmdir "$d" 2>/dev/null; done
 rm -rf "$ER"
 [ $fail = 1 ] && broken "see above"
