@@ -3,7 +3,7 @@
  * client: actors/control.c): ROOT/ID/ctl.sock, accepted on the loop, one
  * request and its reply per connection, within CTL_IDLE_NS: start, ping,
  * metrics, checkpoint DIR, guard, exec-wait. With it the watch on the
- * init's exec that start sets up and exec-wait waits for.
+ * init's exec that start sets up, and start and exec-wait wait for.
  */
 #include "actors/sup_int.h"
 
@@ -45,7 +45,8 @@ struct ctl_conn {
 	bool guard;		      /* "guard": held open by a checkpoint (ctl_guard) */
 	char *reply;		      /* large replies (metrics), or NULL */
 	struct urs_ckpt_req *ckreq;   /* "checkpoint DIR", or NULL */
-	struct ctl_conn *next_waiter; /* "exec-wait": the next one waiting */
+	struct ctl_conn *next_waiter; /* "exec-wait", "start": the next one waiting */
+	bool start;		      /* a "start" waiting: "ok" even when CTL_IDLE_NS ends it */
 	char buf[4352];		      /* a request: "checkpoint " + a path */
 };
 
@@ -196,7 +197,8 @@ static void ctl_exec_wait(struct ctl_conn *c)
 
 /* an "exec-wait" whose init has not exec'd within CTL_IDLE_NS: out of the
  * waiters, answered with an error (the command goes on and says why if
- * the dump refuses) */
+ * the dump refuses); a "start" with "ok" (its go was given: startContainer
+ * hooks may take longer than that) */
 static bool exec_wait_expired(struct ctl_conn *c)
 {
 	struct sup *s = c->s;
@@ -205,7 +207,8 @@ static bool exec_wait_expired(struct ctl_conn *c)
 			*p = c->next_waiter;
 			c->waiting = false;
 			conn_reply(c,
-				   s->paging
+				   c->start ? "ok"
+				   : s->paging
 					   ? "error: the container's memory is still coming in "
 					     "from its lazy restore"
 					   : "error: the container's process has not started yet");
@@ -296,7 +299,16 @@ void sup_conn_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint32_t
 			s->sync_fd = -1;
 		}
 		sup_watch_exec(s);
-		conn_reply(c, r < 0 ? "error: the container's init is gone" : "ok");
+		if (r < 0) {
+			conn_reply(c, "error: the container's init is gone");
+			return;
+		}
+		/* the reply once the process is exec'd (or the init ended): a
+		 * workload that `ursa start` has returned for is its own program,
+		 * with its own signal handlers, and poststart hooks run after
+		 * its exec, as the spec says */
+		c->start = true;
+		ctl_exec_wait(c);
 		return;
 	}
 	if (!strcmp(c->buf, "exec-wait")) {

@@ -1,6 +1,8 @@
 /*
  * cmd/start.c — `ursa start ID`: release a created container's init.
- * Returns as soon as the workload has been told to go.
+ * Returns once the workload's program is exec'd (or the init ended, or 2 s
+ * of startContainer hooks passed: actors/sup_control.c), then runs the
+ * poststart hooks.
  */
 #include "cmd/cli.h"
 #include "cmd/cmd.h"

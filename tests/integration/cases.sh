@@ -1018,17 +1018,27 @@ case_hooks()
 		tok="$TOKEN-hooks-$r"
 		id=$(new_id hooks)
 		o=$WORK/out/hooks.$r
-		rm -f "$o".*.json
+		rm -f "$o".*.json "$o".*.exe
 		mkbundle "hooks.$r" '.process.args = $args | .hooks = {
 			prestart: [{path: "/bin/sh", args: ["sh", "-c", ("cat > " + $o + ".prestart.json")]}],
-			poststart: [{path: "/bin/sh", args: ["sh", "-c", ("cat > " + $o + ".poststart.json")]}],
-			poststop: [{path: "/bin/sh", args: ["sh", "-c", ("cat > " + $o + ".poststop.json")]}]}' \
+			poststart: [{path: "/bin/sh", args: ["sh", "-c", ("cat > " + $o + ".poststart.json; "
+				+ "p=$(sed -n \"s/.*\\\"pid\\\": *\\([0-9]*\\).*/\\1/p\" " + $o + ".poststart.json); "
+				+ "readlink /proc/$p/exe > " + $o + ".poststart.exe")]}],
+			poststop: [{path: "/bin/sh", args: ["sh", "-c", ("cat > " + $o + ".poststop.json")]}],
+			startContainer: [{path: "/bin/sh", args: ["sh", "-c", "sleep 0.3"]}]}' \
 			--argjson args "$(long_args "$tok")" --arg o "$o"
 		rt "$r" create --bundle "$BUNDLE" "$id" </dev/null >/dev/null 2>&1
 		check "hooks/$r: prestart hook ran with the state on stdin" \
 			jq -e --arg id "$id" '.id == $id and .pid > 0' "$o.prestart.json"
 		rt "$r" start "$id" >/dev/null 2>&1
-		check "hooks/$r: poststart hook ran" poll 5 test -s "$o.poststart.json"
+		check "hooks/$r: poststart hook ran" poll 5 test -s "$o.poststart.exe"
+		# ursa's start returns once the process is exec'd, so its poststart
+		# hooks see the workload's program, not the init still running its
+		# startContainer hook (runc's do see runc init then)
+		if [ "$r" = ursa ]; then
+			check "hooks/ursa: poststart runs after the process's exec" \
+				grep -q "/bin/ursa-inside\$" "$o.poststart.exe"
+		fi
 		rt "$r" delete --force "$id" >/dev/null 2>&1
 		check "hooks/$r: poststop hook ran" poll 5 test -s "$o.poststop.json"
 		no_leftovers hooks "$r" "$id" "$tok"
