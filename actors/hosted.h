@@ -77,20 +77,30 @@ struct urs_adopt {
  */
 int urs_sup_adopt(struct urs_loop *loop, const struct urs_adopt *o, struct urs_err *err);
 
+/* told once a started sandbox's process is exec'd (or its init ended) */
+typedef void (*urs_hosted_done)(void *arg, int err, const char *msg);
+
 /**
  * urs_sup_hosted_start() - `ursa start` of a sandbox served here, in-process
  * @root: ursa's --root
  * @id: the container
+ * @done: called with (@arg, 0, NULL) from the loop once the process is
+ *        exec'd or the init has ended, as `ursa start` returns; only when
+ *        this returned 0
+ * @arg: for @done
  * @err: why not
  *
  * What `ursa start` does, without running it: the init told to go, the
  * record marked started. Not for a container whose record names poststart
- * hooks (or cannot say): those run in the command.
+ * hooks (or cannot say): those run in the command. One whose record names
+ * startContainer hooks is done at once (they may take long; runc's start
+ * does not wait for them either).
  *
  * Return: 0; -ENOENT when @id is not served here, -EAGAIN when it has hooks
  * (run the command for either); another negative errno with @err set.
  */
-int urs_sup_hosted_start(const char *root, const char *id, struct urs_err *err);
+int urs_sup_hosted_start(const char *root, const char *id, urs_hosted_done done, void *arg,
+			 struct urs_err *err);
 
 /**
  * urs_sup_adopted() - sandboxes served now

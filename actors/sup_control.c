@@ -155,7 +155,13 @@ static void exec_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint3
 
 void sup_exec_waiters_answer(struct sup *s)
 {
-	while (s->exec_waiters && (s->execd || !s->started || s->exited) && !s->paging) {
+	if (s->execd_done && (s->execd || !s->started || s->exited)) {
+		urs_hosted_done done = s->execd_done;
+		s->execd_done = NULL;
+		done(s->execd_arg, 0, NULL);
+	}
+	while (s->exec_waiters && (s->execd || !s->started || s->exited) &&
+	       (!s->paging || s->exited)) {
 		struct ctl_conn *c = s->exec_waiters;
 		s->exec_waiters = c->next_waiter;
 		c->waiting = false;

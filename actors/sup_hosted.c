@@ -356,8 +356,11 @@ int urs_sup_adopt(struct urs_loop *loop, const struct urs_adopt *o, struct urs_e
 	return 0;
 }
 
-/* the init told to go, the record marked started (as `ursa start` does) */
-static int start_now(struct sup *s, const char *root, struct urs_state *st, struct urs_err *err)
+/* the init told to go, the record marked started (as `ursa start` does);
+ * @done told once it has exec'd (sup_exec_waiters_answer), or at once when
+ * startContainer hooks run first */
+static int start_now(struct sup *s, const char *root, struct urs_state *st, urs_hosted_done done,
+		     void *arg, struct urs_err *err)
 {
 	int r = urs_sync_send(s->sync_fd, URS_SYNC_START, 0, NULL);
 	if (r < 0)
@@ -366,10 +369,17 @@ static int start_now(struct sup *s, const char *root, struct urs_state *st, stru
 	if (r < 0)
 		return urs_err_set(err, r, "start %s: the container's init is gone", st->id);
 	st->started = true;
-	return urs_state_write(root, st, err);
+	if ((r = urs_state_write(root, st, err)) < 0)
+		return r;
+	if (s->execd || (st->hooks & (1 << URS_HOOK_START_CONTAINER)))
+		done(arg, 0, NULL);
+	else
+		s->execd_done = done, s->execd_arg = arg;
+	return 0;
 }
 
-int urs_sup_hosted_start(const char *root, const char *id, struct urs_err *err)
+int urs_sup_hosted_start(const char *root, const char *id, urs_hosted_done done, void *arg,
+			 struct urs_err *err)
 {
 	struct hosted *h = serving(id);
 	if (!h)
@@ -389,7 +399,7 @@ int urs_sup_hosted_start(const char *root, const char *id, struct urs_err *err)
 	else if (now != URS_ST_CREATED || s->started || s->sync_fd < 0)
 		r = urs_err_set(err, -EINVAL, "cannot start an already running container");
 	else
-		r = start_now(s, root, &st, err);
+		r = start_now(s, root, &st, done, arg, err);
 	urs_state_clear(&st);
 	return r;
 }

@@ -29,6 +29,7 @@
 #include "actors/checkpointer.h"
 #include "actors/gofer/gofer.h"
 #include "actors/gofer/thread.h"
+#include "actors/hosted.h"
 #include "actors/netstack.h"
 #include "actors/supervisor.h"
 #include "host/cgroup.h"
@@ -84,6 +85,9 @@ struct sup {
 	bool started, execd;
 	struct urs_op exec_op;
 	struct ctl_conn *exec_waiters;
+	/* the shim's in-process start (urs_sup_hosted_start), told then too */
+	urs_hosted_done execd_done;
+	void *execd_arg;
 	/* a lazy restore's pager (ckpt/lazy.h), its memory still coming in
 	 * while paging: "exec-wait" waits for that too (a dump would refuse) */
 	struct ckpt_lazy *lazy;

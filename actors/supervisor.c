@@ -115,6 +115,12 @@ static void run_loop(struct sup *s)
 			urs_submit(s->lp, &s->pid_op, pid_cb);
 		}
 	}
+	/* a start or exec-wait still waiting as the init ended (its exec's HUP
+	 * and its exit reaped in one turn) is answered, and the replies queued
+	 * are submitted before the loop goes: a small send on a unix socket
+	 * completes as it is submitted */
+	sup_exec_waiters_answer(s);
+	urs_loop_flush(s->lp);
 }
 
 /* The init is gone, and with its mount namespace the gofer volumes'

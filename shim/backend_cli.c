@@ -197,12 +197,15 @@ static int cli_start(void *be, struct shim_ctr *c, shim_done done, void *arg)
 {
 	struct shim_cli *b = be;
 	struct urs_err err = {{0}};
-	/* a sandbox this shim serves starts in-process (actors/hosted.h) */
-	int r = urs_sup_hosted_start(b->root, c->id, &err);
-	if (r != -ENOENT && r != -EAGAIN) {
-		done(arg, r, r < 0 ? err.msg : NULL);
+	/* a sandbox this shim serves starts in-process (actors/hosted.h):
+	 * @done once its process is exec'd, as `ursa start` returns */
+	int r = urs_sup_hosted_start(b->root, c->id, done, arg, &err);
+	if (r < 0 && r != -ENOENT && r != -EAGAIN) {
+		done(arg, r, err.msg);
 		return 0;
 	}
+	if (r == 0)
+		return 0;
 	const char *args[] = {"start", c->id, NULL};
 	return run(be, c->bundle, args, NULL, NULL, NULL, done, arg);
 }

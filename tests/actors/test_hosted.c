@@ -196,10 +196,23 @@ static void test_adopt_serve_exit(void **state)
 	urs_loop_fini(&loop);
 }
 
+static void start_done(void *arg, int err, const char *msg)
+{
+	(void) msg;
+	assert_int_equal(err, 0);
+	++*(int *) arg;
+}
+
+static bool is_one(void *arg)
+{
+	return *(int *) arg == 1;
+}
+
 /* `ursa start` in-process: the init's end of the sync socket gets START,
- * the record says started; a second start, an unknown sandbox and one with
- * poststart hooks (or a record that cannot say) are refused or left to the
- * command */
+ * the record says started, and the start is done once the init's end
+ * closes (its exec), not before; a second start, an unknown sandbox and one
+ * with poststart hooks (or a record that cannot say) are refused or left
+ * to the command */
 static void test_hosted_start(void **state)
 {
 	(void) state;
@@ -211,6 +224,9 @@ static void test_hosted_start(void **state)
 	assert_true(child >= 0);
 	if (child == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGKILL); /* a failed test leaves nothing */
+		/* sync[1], ours, plays the init's end */
+		close(sync[0]);
+		close(sync[1]);
 		pause();
 		_exit(0);
 	}
@@ -227,11 +243,13 @@ static void test_hosted_start(void **state)
 	struct urs_adopt o = {.h = &h, .fds = {pidfd, lfd, sync[0], -1}, .root = root};
 	assert_int_equal(urs_sup_adopt(&loop, &o, &err), 0);
 
-	assert_int_equal(urs_sup_hosted_start(root, "nope", &err), -ENOENT);
-	assert_int_equal(urs_sup_hosted_start(root, "s1", &err), -EAGAIN); /* hooks unknown */
+	int done = 0;
+	assert_int_equal(urs_sup_hosted_start(root, "nope", start_done, &done, &err), -ENOENT);
+	/* hooks unknown */
+	assert_int_equal(urs_sup_hosted_start(root, "s1", start_done, &done, &err), -EAGAIN);
 	st.hooks = 0;
 	assert_int_equal(urs_state_write(root, &st, &err), 0);
-	assert_int_equal(urs_sup_hosted_start(root, "s1", &err), 0);
+	assert_int_equal(urs_sup_hosted_start(root, "s1", start_done, &done, &err), 0);
 	struct urs_sync_msg m;
 	assert_int_equal(urs_sync_recv(sync[1], &m), 0);
 	assert_int_equal(m.type, URS_SYNC_START);
@@ -239,13 +257,17 @@ static void test_hosted_start(void **state)
 	assert_int_equal(urs_state_read(root, "s1", &back, &err), 0);
 	assert_true(back.started);
 	urs_state_clear(&back);
-	assert_int_equal(urs_sup_hosted_start(root, "s1", &err), -EINVAL);
+	assert_int_equal(urs_sup_hosted_start(root, "s1", start_done, &done, &err), -EINVAL);
 	assert_non_null(strstr(err.msg, "already running"));
+	assert_int_equal(urs_loop_run_once(&loop, false), 0);
+	assert_int_equal(done, 0); /* not exec'd yet */
 
 	close(sync[1]); /* the init's end: "exec'd" */
+	assert_true(run_until(&loop, is_one, &done));
 	kill(child, SIGKILL);
 	assert_int_equal(waitpid(child, NULL, 0), child);
 	assert_true(run_until(&loop, none_adopted, NULL));
+	assert_int_equal(done, 1); /* once */
 	urs_loop_fini(&loop);
 }
 
