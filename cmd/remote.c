@@ -46,13 +46,45 @@ static void helper_path(char *out, size_t len)
 
 static pid_t spawn(char *const argv[], const int fds[4], bool detach, struct urs_err *err);
 
+#define GC_LOG_MAX (1 << 20) /* ROOT/store-gc.log is emptied past this */
+
+/* ROOT/store-gc.log for the journal ROOT/.remote/NAME.mpu, opened to
+ * append (emptied first once past GC_LOG_MAX), or -1 */
+static int gc_log_open(const char *journal)
+{
+	char log[PATH_MAX];
+	snprintf(log, sizeof(log), "%s", journal);
+	for (int i = 0; i < 2; i++) {
+		char *slash = strrchr(log, '/');
+		if (!slash)
+			return -1;
+		*slash = 0;
+	}
+	if (strlen(log) + sizeof("/store-gc.log") > sizeof(log))
+		return -1;
+	strcat(log, "/store-gc.log");
+	int fd = open(log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK,
+		      0600);
+	struct stat sb;
+	if (fd >= 0 && (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode) || sb.st_nlink != 1)) {
+		close(fd); /* not ours to write (ROOT is root's alone: not expected) */
+		return -1;
+	}
+	if (fd >= 0 && sb.st_size > GC_LOG_MAX && ftruncate(fd, 0) < 0) {
+		/* appended to as it is */
+	}
+	return fd;
+}
+
 /* `ursa-store gc JOURNAL`, detached: the multipart upload an ursa-store
  * killed halfway left open is aborted (cmd/store_main.c), without making
- * this command wait on a store that may be unreachable */
+ * this command wait on a store that may be unreachable; what it did or
+ * why it could not goes to ROOT/store-gc.log (docs/storage.md) */
 static void gc_spawn(const char *journal)
 {
 	char *argv[] = {"ursa-store", "gc", (char *) journal, NULL};
-	int fds[4] = {-1, -1, -1, -1};
+	_cleanup_close_ int log = gc_log_open(journal);
+	int fds[4] = {-1, log, log, -1};
 	struct urs_err err = {{0}};
 	if (spawn(argv, fds, true, &err) < 0)
 		fprintf(stderr, "ursa: %s (the upload in %s stays open)\n", err.msg, journal);

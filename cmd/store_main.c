@@ -44,6 +44,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -341,6 +342,26 @@ static void unlink_same(const char *path, int fd)
 		unlink(path);
 }
 
+/* a line of gc's, after its UTC time (detached, it goes to a log), in one
+ * write: gc runs of other commands may append to the same log */
+__attribute__((format(printf, 1, 2))) static void gc_say(const char *fmt, ...)
+{
+	char line[1024];
+	time_t now = time(NULL);
+	struct tm tm;
+	size_t n = strftime(line, sizeof(line),
+			    "%Y-%m-%dT%H:%M:%SZ ursa-store: ", gmtime_r(&now, &tm));
+	va_list ap;
+	va_start(ap, fmt);
+	int m = vsnprintf(line + n, sizeof(line) - n, fmt, ap);
+	va_end(ap);
+	if (m >= 0 && n + (size_t) m >= sizeof(line)) /* cut: still one line */
+		memcpy(line + sizeof(line) - 2, "\n", 2);
+	if (m >= 0 && write(2, line, strnlen(line, sizeof(line))) < 0) {
+		/* nowhere else to say it */
+	}
+}
+
 /* ursa-store gc JOURNAL: 0 when nothing is left to do */
 static int gc(const char *path)
 {
@@ -351,7 +372,7 @@ static int gc(const char *path)
 	struct stat sb;
 	struct journal j;
 	if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode))
-		return fprintf(stderr, "ursa-store: %s: not a journal\n", path), 1;
+		return gc_say("%s: not a journal\n", path), 1;
 	if (flock(fd, LOCK_EX | LOCK_NB) < 0)
 		return 0; /* another gc is at it */
 	int e = journal_read(fd, &j), pid = 0;
@@ -360,9 +381,9 @@ static int gc(const char *path)
 	    urs_proc_alive(pid, start))
 		return 0; /* its ursa-store still runs: the upload is its own */
 	if (e < 0 || time(NULL) - sb.st_mtime > 24 * 3600) {
-		fprintf(stderr, "ursa-store: %s: %s: removed\n", path,
-			e < 0 ? "not a journal"
-			      : "a day old, given up (the bucket's lifecycle rule)");
+		gc_say("%s: %s: removed\n", path,
+		       e < 0 ? "not a journal"
+			     : "a day old, given up (the bucket's lifecycle rule)");
 		unlink_same(path, fd);
 		return 0;
 	}
@@ -385,11 +406,11 @@ static int gc(const char *path)
 	 * credentials) is tried again by a later command */
 	bool done = asked && (e == 0 || e == -ENOENT || e == -EOPNOTSUPP);
 	if (e == 0 || (asked && e == -ENOENT))
-		fprintf(stderr, "ursa-store: multipart upload %s of s3://%s/%s %s\n", j.upload,
-			j.bucket, j.key, e ? "was gone already" : "aborted");
+		gc_say("multipart upload %s of s3://%s/%s %s\n", j.upload, j.bucket, j.key,
+		       e ? "was gone already" : "aborted");
 	else
-		fprintf(stderr, "ursa-store: multipart upload %s of s3://%s/%s: %s%s\n", j.upload,
-			j.bucket, j.key, err.msg, done ? "" : " (tried again later)");
+		gc_say("multipart upload %s of s3://%s/%s: %s%s\n", j.upload, j.bucket, j.key,
+		       err.msg, done ? "" : " (tried again later)");
 	if (done)
 		unlink_same(path, fd);
 	urs_remote_close(r);

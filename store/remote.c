@@ -70,6 +70,10 @@ struct entry {
 
 struct urs_remote {
 	struct urs_loop *loop;
+	/* the loop's failure (io_uring_enter), or 0: once failed it is never
+	 * turned again here, since requests still in flight may point at
+	 * buffers their waiters have left (one(), wait_readable()) */
+	int loop_err;
 	struct urs_s3_client *s3;
 	uint8_t master[URS_CRYPT_KEY_LEN];
 	struct urs_crypt *crypt;
@@ -161,10 +165,20 @@ static void on_req(struct urs_s3_req *q, int res)
 		b->state = B_WAIT; /* data to open and write */
 }
 
+/* one turn of the loop, waiting; 0, or the loop's failure (for good) */
+static int turn_once(struct urs_remote *r, bool wait)
+{
+	if (r->loop_err)
+		return r->loop_err;
+	int e = urs_loop_run_once(r->loop, wait);
+	if (e < 0)
+		r->loop_err = e;
+	return e < 0 ? e : 0;
+}
+
 static int turn(struct urs_remote *r)
 {
-	int e = urs_loop_run_once(r->loop, true);
-	return e < 0 ? e : 0;
+	return turn_once(r, true);
 }
 
 static int submit(struct urs_remote *r, struct pbuf *b)
@@ -319,8 +333,10 @@ void urs_remote_close(struct urs_remote *r)
 	if (!r)
 		return;
 	drain(r);
-	if (r->s3 && urs_s3_client_close(r->s3) == 0)
-		urs_loop_run(r->loop); /* the client frees itself */
+	/* the client frees itself as the loop runs (a failed loop: left, with
+	 * what it holds, to the process's end) */
+	if (r->s3 && !r->loop_err && urs_s3_client_close(r->s3) == 0)
+		urs_loop_run(r->loop);
 	for (uint32_t i = 0; r->bufs && i < r->nbufs; i++)
 		if (r->bufs[i].p) /* (unmapped: the kernel zeroes it before reuse) */
 			munmap(r->bufs[i].p, buf_len(r));
@@ -1611,12 +1627,11 @@ int urs_remote_serve(struct urs_remote *r, int dirfd, int sock, struct urs_err *
 			break;
 		if (!more && sv.eof && !sv.qn && !r->inflight)
 			break;
-		e = urs_loop_run_once(r->loop, !more); /* (chunks left: not waiting) */
-		e = e < 0 ? e : 0;
+		e = turn_once(r, !more); /* (chunks left: not waiting) */
 	}
-	if (urs_op_busy(&sv.poll)) {
+	if (urs_op_busy(&sv.poll) && !r->loop_err) {
 		urs_cancel(r->loop, &sv.poll);
-		while (urs_op_busy(&sv.poll) && urs_loop_run_once(r->loop, true) >= 0)
+		while (urs_op_busy(&sv.poll) && turn(r) == 0)
 			;
 	}
 	r->files_fd = -1; /* the caller's */

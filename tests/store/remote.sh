@@ -272,6 +272,9 @@ remote_empty() { [ -z "$(ls -A "$root/.remote")" ]; }
 check "the upload is aborted (none open), no journal, no stage, no object" \
 	'wait_for 20 mpu_done && wait_for 20 remote_empty && [ -z "$(objects img/s)" ]' \
 	"$(proxy __stats); $(ls -A "$root/.remote"); $(objects img/s)"
+check "the detached gc says so in ROOT/store-gc.log" \
+	'grep -Eq "^[0-9TZ:-]+ ursa-store: multipart upload .+ of s3://ursa-test/img/s/1.pages.img aborted$" "$root/store-gc.log"' \
+	"$(cat "$root/store-gc.log" 2>&1)"
 # (2) a journal whose maker is gone (here: ursa-store put run by hand with a
 # stage named after pid 1 at another start time, SIGKILLed mid-upload) is
 # taken up by the next command that makes a stage under the same root
@@ -295,6 +298,8 @@ exec 9>&-
 check "the next command's sweep aborts it: none open, no journal, no stage" \
 	'wait_for 20 mpu_done && wait_for 20 remote_empty' \
 	"$(proxy __stats); $(ls -A "$root/.remote")"
+check "and logs it" 'grep -q "of s3://ursa-test/img/g/.* aborted$" "$root/store-gc.log"' \
+	"$(cat "$root/store-gc.log" 2>&1)"
 proxy "__clear" >/dev/null
 
 # ---- wrong credentials: the store's refusal, named; nothing left ---------------------
