@@ -158,6 +158,8 @@ void sup_exec_waiters_answer(struct sup *s)
 	if (s->execd_done && (s->execd || !s->started || s->exited)) {
 		urs_hosted_done done = s->execd_done;
 		s->execd_done = NULL;
+		if (urs_timer_busy(&s->execd_wait))
+			urs_timer_cancel(s->lp, &s->execd_wait);
 		done(s->execd_arg, 0, NULL);
 	}
 	while (s->exec_waiters && (s->execd || !s->started || s->exited) &&

@@ -180,8 +180,9 @@ static void hosted_free(struct hosted *h)
 void sup_hosted_release(struct sup *s)
 {
 	if (!s->exited || urs_op_busy(&s->pid_op) || urs_op_busy(&s->accept_op) ||
-	    urs_op_busy(&s->exec_op) || urs_timer_busy(&s->accept_retry) || s->conns ||
-	    urs_checkpointer_busy(&s->ckpt) || (s->sc && urs_sc_busy(s->sc)))
+	    urs_op_busy(&s->exec_op) || urs_timer_busy(&s->accept_retry) ||
+	    urs_timer_busy(&s->execd_wait) || s->conns || urs_checkpointer_busy(&s->ckpt) ||
+	    (s->sc && urs_sc_busy(s->sc)))
 		return;
 	struct hosted *h = container_of(s, struct hosted, s);
 	for (struct hosted **p = &adopted; *p; p = &(*p)->next)
@@ -356,9 +357,26 @@ int urs_sup_adopt(struct urs_loop *loop, const struct urs_adopt *o, struct urs_e
 	return 0;
 }
 
+#define START_WAIT_NS (2ull * 1000000000ull) /* at most, as the control "start" */
+
+/* an in-process start whose init has not exec'd within START_WAIT_NS: done
+ * all the same, as a control "start" is answered "ok" then (the go was
+ * given; its exec may hang on its root file system, which a Kill ends) */
+static void start_wait_cb(struct urs_loop *loop, struct urs_timer *t, int res)
+{
+	(void) loop;
+	struct sup *s = container_of(t, struct sup, execd_wait);
+	if (res == 0 && s->execd_done) {
+		urs_hosted_done done = s->execd_done;
+		s->execd_done = NULL;
+		done(s->execd_arg, 0, NULL);
+	}
+	sup_hosted_release(s);
+}
+
 /* the init told to go, the record marked started (as `ursa start` does);
- * @done told once it has exec'd (sup_exec_waiters_answer), or at once when
- * startContainer hooks run first */
+ * @done told once it has exec'd (sup_exec_waiters_answer) or START_WAIT_NS
+ * passed, or at once when startContainer hooks run first */
 static int start_now(struct sup *s, const char *root, struct urs_state *st, urs_hosted_done done,
 		     void *arg, struct urs_err *err)
 {
@@ -371,10 +389,12 @@ static int start_now(struct sup *s, const char *root, struct urs_state *st, urs_
 	st->started = true;
 	if ((r = urs_state_write(root, st, err)) < 0)
 		return r;
-	if (s->execd || (st->hooks & (1 << URS_HOOK_START_CONTAINER)))
-		done(arg, 0, NULL);
-	else
-		s->execd_done = done, s->execd_arg = arg;
+	if ((st->hooks & (1 << URS_HOOK_START_CONTAINER)) ||
+	    urs_timer_start(s->lp, &s->execd_wait, START_WAIT_NS, 0, start_wait_cb) < 0) {
+		done(arg, 0, NULL); /* (no timer: not waited for) */
+		return 0;
+	}
+	s->execd_done = done, s->execd_arg = arg;
 	return 0;
 }
 

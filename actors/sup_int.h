@@ -85,9 +85,11 @@ struct sup {
 	bool started, execd;
 	struct urs_op exec_op;
 	struct ctl_conn *exec_waiters;
-	/* the shim's in-process start (urs_sup_hosted_start), told then too */
+	/* the shim's in-process start (urs_sup_hosted_start), told then too,
+	 * or when execd_wait ends first (as a "start" waits at most) */
 	urs_hosted_done execd_done;
 	void *execd_arg;
+	struct urs_timer execd_wait;
 	/* a lazy restore's pager (ckpt/lazy.h), its memory still coming in
 	 * while paging: "exec-wait" waits for that too (a dump would refuse) */
 	struct ckpt_lazy *lazy;

@@ -183,6 +183,14 @@ static int turn(struct urs_remote *r)
 
 static int submit(struct urs_remote *r, struct pbuf *b)
 {
+	if (r->loop_err) { /* never answered: not handed to the client */
+		if (!r->fail) {
+			r->fail = r->loop_err;
+			urs_err_set(&r->ferr, r->loop_err, "object storage: the loop failed: %s",
+				    strerror(-r->loop_err));
+		}
+		return r->loop_err;
+	}
 	b->req.cb = on_req;
 	b->req.arg = b;
 	b->state = B_BUSY;

@@ -208,6 +208,45 @@ static bool is_one(void *arg)
 	return *(int *) arg == 1;
 }
 
+/* a created sandbox @id (its init a paused child, its record's hooks
+ * @hooks) adopted on @loop; *@init_end: the init's end of the sync socket */
+static pid_t adopt_created(struct urs_loop *loop, const char *id, int hooks, int *init_end)
+{
+	char dir[128];
+	int lfd = sandbox_dir(id, dir, sizeof(dir));
+	int sync[2];
+	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sync), 0);
+	pid_t child = fork();
+	assert_true(child >= 0);
+	if (child == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL); /* a failed test leaves nothing */
+		/* sync[1], the test's, plays the init's end */
+		close(sync[0]);
+		close(sync[1]);
+		pause();
+		_exit(0);
+	}
+	int pidfd = (int) syscall(SYS_pidfd_open, child, 0);
+	struct urs_state st = {.pid = child, .hooks = hooks, .exit_status = -1};
+	snprintf(st.id, sizeof(st.id), "%s", id);
+	assert_int_equal(urs_proc_start_time(child, &st.pid_start), 0);
+	struct urs_err err = {{0}};
+	assert_int_equal(urs_state_write(root, &st, &err), 0);
+	struct urs_handover h = {.magic = URS_HANDOVER_MAGIC, .init_pid = child};
+	snprintf(h.id, sizeof(h.id), "%s", id);
+	struct urs_adopt o = {.h = &h, .fds = {pidfd, lfd, sync[0], -1}, .root = root};
+	assert_int_equal(urs_sup_adopt(loop, &o, &err), 0);
+	*init_end = sync[1];
+	return child;
+}
+
+static void end_child(struct urs_loop *loop, pid_t child)
+{
+	kill(child, SIGKILL);
+	assert_int_equal(waitpid(child, NULL, 0), child);
+	assert_true(run_until(loop, none_adopted, NULL));
+}
+
 /* `ursa start` in-process: the init's end of the sync socket gets START,
  * the record says started, and the start is done once the init's end
  * closes (its exec), not before; a second start, an unknown sandbox and one
@@ -216,42 +255,22 @@ static bool is_one(void *arg)
 static void test_hosted_start(void **state)
 {
 	(void) state;
-	char dir[128];
-	int lfd = sandbox_dir("s1", dir, sizeof(dir));
-	int sync[2];
-	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sync), 0);
-	pid_t child = fork();
-	assert_true(child >= 0);
-	if (child == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL); /* a failed test leaves nothing */
-		/* sync[1], ours, plays the init's end */
-		close(sync[0]);
-		close(sync[1]);
-		pause();
-		_exit(0);
-	}
-	int pidfd = (int) syscall(SYS_pidfd_open, child, 0);
-	struct urs_state st = {.id = "s1", .pid = child, .hooks = -1, .exit_status = -1};
-	assert_int_equal(urs_proc_start_time(child, &st.pid_start), 0);
-	struct urs_err err = {{0}};
-	assert_int_equal(urs_state_write(root, &st, &err), 0);
-
 	struct urs_loop loop;
 	assert_int_equal(urs_loop_init(&loop, NULL), 0);
-	struct urs_handover h = {.magic = URS_HANDOVER_MAGIC, .init_pid = child};
-	snprintf(h.id, sizeof(h.id), "s1");
-	struct urs_adopt o = {.h = &h, .fds = {pidfd, lfd, sync[0], -1}, .root = root};
-	assert_int_equal(urs_sup_adopt(&loop, &o, &err), 0);
-
-	int done = 0;
+	int init_end, done = 0;
+	pid_t child = adopt_created(&loop, "s1", -1, &init_end);
+	struct urs_err err = {{0}};
 	assert_int_equal(urs_sup_hosted_start(root, "nope", start_done, &done, &err), -ENOENT);
 	/* hooks unknown */
 	assert_int_equal(urs_sup_hosted_start(root, "s1", start_done, &done, &err), -EAGAIN);
+	struct urs_state st;
+	assert_int_equal(urs_state_read(root, "s1", &st, &err), 0);
 	st.hooks = 0;
 	assert_int_equal(urs_state_write(root, &st, &err), 0);
+	urs_state_clear(&st);
 	assert_int_equal(urs_sup_hosted_start(root, "s1", start_done, &done, &err), 0);
 	struct urs_sync_msg m;
-	assert_int_equal(urs_sync_recv(sync[1], &m), 0);
+	assert_int_equal(urs_sync_recv(init_end, &m), 0);
 	assert_int_equal(m.type, URS_SYNC_START);
 	struct urs_state back;
 	assert_int_equal(urs_state_read(root, "s1", &back, &err), 0);
@@ -262,12 +281,37 @@ static void test_hosted_start(void **state)
 	assert_int_equal(urs_loop_run_once(&loop, false), 0);
 	assert_int_equal(done, 0); /* not exec'd yet */
 
-	close(sync[1]); /* the init's end: "exec'd" */
+	close(init_end); /* "exec'd" */
 	assert_true(run_until(&loop, is_one, &done));
-	kill(child, SIGKILL);
-	assert_int_equal(waitpid(child, NULL, 0), child);
-	assert_true(run_until(&loop, none_adopted, NULL));
+	end_child(&loop, child);
 	assert_int_equal(done, 1); /* once */
+	urs_loop_fini(&loop);
+}
+
+/* an init that ends before its exec ends the start too (once); one whose
+ * record names startContainer hooks is done at once */
+static void test_hosted_start_ends(void **state)
+{
+	(void) state;
+	struct urs_loop loop;
+	assert_int_equal(urs_loop_init(&loop, NULL), 0);
+	int init_end, done = 0;
+	struct urs_err err = {{0}};
+	pid_t child = adopt_created(&loop, "s2", 0, &init_end);
+	assert_int_equal(urs_sup_hosted_start(root, "s2", start_done, &done, &err), 0);
+	assert_int_equal(urs_loop_run_once(&loop, false), 0);
+	assert_int_equal(done, 0);
+	end_child(&loop, child); /* its end of the socket still open */
+	assert_int_equal(done, 1);
+	close(init_end);
+
+	done = 0;
+	child = adopt_created(&loop, "s3", 1 << URS_HOOK_START_CONTAINER, &init_end);
+	assert_int_equal(urs_sup_hosted_start(root, "s3", start_done, &done, &err), 0);
+	assert_int_equal(done, 1);
+	end_child(&loop, child);
+	assert_int_equal(done, 1);
+	close(init_end);
 	urs_loop_fini(&loop);
 }
 
@@ -289,10 +333,9 @@ static int teardown(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_hosted_read),
-		cmocka_unit_test(test_refused),
-		cmocka_unit_test(test_adopt_serve_exit),
-		cmocka_unit_test(test_hosted_start),
+		cmocka_unit_test(test_hosted_read),	  cmocka_unit_test(test_refused),
+		cmocka_unit_test(test_adopt_serve_exit),  cmocka_unit_test(test_hosted_start),
+		cmocka_unit_test(test_hosted_start_ends),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
