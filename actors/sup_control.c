@@ -153,15 +153,22 @@ static void exec_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint3
 	sup_part_ended(s);
 }
 
+/* the shim's in-process start, done (once; its time limit disarmed) */
+void sup_execd_done(struct sup *s)
+{
+	urs_hosted_done done = s->execd_done;
+	if (!done)
+		return;
+	s->execd_done = NULL;
+	if (urs_timer_busy(&s->execd_wait))
+		urs_timer_cancel(s->lp, &s->execd_wait);
+	done(s->execd_arg, 0, NULL);
+}
+
 void sup_exec_waiters_answer(struct sup *s)
 {
-	if (s->execd_done && (s->execd || !s->started || s->exited)) {
-		urs_hosted_done done = s->execd_done;
-		s->execd_done = NULL;
-		if (urs_timer_busy(&s->execd_wait))
-			urs_timer_cancel(s->lp, &s->execd_wait);
-		done(s->execd_arg, 0, NULL);
-	}
+	if (s->execd || !s->started || s->exited)
+		sup_execd_done(s);
 	while (s->exec_waiters && (s->execd || !s->started || s->exited) &&
 	       (!s->paging || s->exited)) {
 		struct ctl_conn *c = s->exec_waiters;

@@ -366,11 +366,8 @@ static void start_wait_cb(struct urs_loop *loop, struct urs_timer *t, int res)
 {
 	(void) loop;
 	struct sup *s = container_of(t, struct sup, execd_wait);
-	if (res == 0 && s->execd_done) {
-		urs_hosted_done done = s->execd_done;
-		s->execd_done = NULL;
-		done(s->execd_arg, 0, NULL);
-	}
+	if (res == 0)
+		sup_execd_done(s);
 	sup_hosted_release(s);
 }
 

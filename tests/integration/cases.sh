@@ -1008,7 +1008,7 @@ case_update()
 
 case_hooks()
 {
-	local r id tok o
+	local r id tok o g spid
 	if ! have_exec; then
 		skip_dep "hooks/ursa: prestart, poststart and poststop hooks run with the state on stdin" \
 			"lead is implementing hooks with exec (ursa exec not available yet)"
@@ -1019,22 +1019,39 @@ case_hooks()
 		id=$(new_id hooks)
 		o=$WORK/out/hooks.$r
 		rm -f "$o".*.json "$o".*.exe
+		# the startContainer hook runs in the container: it says it started
+		# (/mnt is $g on the host) and holds the exec until the test lets
+		# it go (30 s at most)
+		g=$WORK/out/hooks-gate.$r
+		rm -rf "$g"
+		mkdir -p "$g"
 		mkbundle "hooks.$r" '.process.args = $args | .hooks = {
 			prestart: [{path: "/bin/sh", args: ["sh", "-c", ("cat > " + $o + ".prestart.json")]}],
 			poststart: [{path: "/bin/sh", args: ["sh", "-c", ("cat > " + $o + ".poststart.json; "
 				+ "p=$(sed -n \"s/.*\\\"pid\\\": *\\([0-9]*\\).*/\\1/p\" " + $o + ".poststart.json); "
 				+ "readlink /proc/$p/exe > " + $o + ".poststart.exe")]}],
 			poststop: [{path: "/bin/sh", args: ["sh", "-c", ("cat > " + $o + ".poststop.json")]}],
-			startContainer: [{path: "/bin/sh", args: ["sh", "-c", "sleep 0.3"]}]}' \
-			--argjson args "$(long_args "$tok")" --arg o "$o"
+			startContainer: [{path: "/bin/sh", args: ["sh", "-c",
+				"touch /mnt/started; i=0; while [ ! -e /mnt/go ] && [ $i -lt 3000 ]; do sleep 0.01; i=$((i + 1)); done"]}]}
+			| .mounts += [{destination: "/mnt", type: "bind", source: $g, options: ["rbind", "rw"]}]' \
+			--argjson args "$(long_args "$tok")" --arg o "$o" --arg g "$g"
 		rt "$r" create --bundle "$BUNDLE" "$id" </dev/null >/dev/null 2>&1
 		check "hooks/$r: prestart hook ran with the state on stdin" \
 			jq -e --arg id "$id" '.id == $id and .pid > 0' "$o.prestart.json"
-		rt "$r" start "$id" >/dev/null 2>&1
-		check "hooks/$r: poststart hook ran" poll 5 test -s "$o.poststart.exe"
+		rt "$r" start "$id" >/dev/null 2>&1 &
+		spid=$!
+		check "hooks/$r: startContainer hook runs in the container" poll 10 test -e "$g/started"
 		# ursa's start returns once the process is exec'd, so its poststart
 		# hooks see the workload's program, not the init still running its
 		# startContainer hook (runc's do see runc init then)
+		if [ "$r" = ursa ]; then
+			check "hooks/ursa: no poststart hook while a startContainer hook runs" \
+				test ! -e "$o.poststart.json"
+		fi
+		touch "$g/go"
+		wait "$spid"
+		check "hooks/$r: start succeeds" test $? = 0
+		check "hooks/$r: poststart hook ran" poll 5 test -s "$o.poststart.exe"
 		if [ "$r" = ursa ]; then
 			check "hooks/ursa: poststart runs after the process's exec" \
 				grep -q "/bin/ursa-inside\$" "$o.poststart.exe"
