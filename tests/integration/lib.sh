@@ -372,7 +372,7 @@ cleanup()
 			rt_argv "$r"
 			timeout -k 2 10 "${RT_ARGV[@]}" delete --force "$id" >/dev/null 2>&1 || {
 				timeout -k 2 10 "${RT_ARGV[@]}" kill "$id" KILL >/dev/null 2>&1
-				sleep 0.2
+				poll 5 status_is "$r" "$id" stopped
 				timeout -k 2 10 "${RT_ARGV[@]}" delete --force "$id" >/dev/null 2>&1
 			}
 		done
