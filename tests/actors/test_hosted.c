@@ -315,6 +315,31 @@ static void test_hosted_start_ends(void **state)
 	urs_loop_fini(&loop);
 }
 
+/* an init that neither execs nor ends: the start is done all the same
+ * once its time (2 s) is up, as a control "start" is answered, and only
+ * once; the init is still there, told to go */
+static void test_hosted_start_expires(void **state)
+{
+	(void) state;
+	struct urs_loop loop;
+	assert_int_equal(urs_loop_init(&loop, NULL), 0);
+	int init_end, done = 0;
+	struct urs_err err = {{0}};
+	pid_t child = adopt_created(&loop, "s4", 0, &init_end);
+	assert_int_equal(urs_sup_hosted_start(root, "s4", start_done, &done, &err), 0);
+	assert_int_equal(urs_loop_run_once(&loop, false), 0);
+	assert_int_equal(done, 0);
+	assert_true(run_until(&loop, is_one, &done)); /* the 2 s timer */
+	assert_int_equal(kill(child, 0), 0);	      /* the init did not end */
+	struct urs_sync_msg m;
+	assert_int_equal(urs_sync_recv(init_end, &m), 0);
+	assert_int_equal(m.type, URS_SYNC_START);
+	end_child(&loop, child);
+	assert_int_equal(done, 1);
+	close(init_end);
+	urs_loop_fini(&loop);
+}
+
 static int setup(void **state)
 {
 	(void) state;
@@ -333,9 +358,12 @@ static int teardown(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_hosted_read),	  cmocka_unit_test(test_refused),
-		cmocka_unit_test(test_adopt_serve_exit),  cmocka_unit_test(test_hosted_start),
+		cmocka_unit_test(test_hosted_read),
+		cmocka_unit_test(test_refused),
+		cmocka_unit_test(test_adopt_serve_exit),
+		cmocka_unit_test(test_hosted_start),
 		cmocka_unit_test(test_hosted_start_ends),
+		cmocka_unit_test(test_hosted_start_expires),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
