@@ -127,8 +127,11 @@ static pid_t clone_init(struct urs_sup_args *a, uint64_t flags, int *pidfd, int 
 		close(sup_end);
 		if (a->report_fd >= 0)
 			close(a->report_fd);
+		/* -EPIPE: the workload never ran (we went, or gave up, before
+		 * START): the status a created container deleted has (SIGKILL,
+		 * 137), never 0, which would say it ran and succeeded */
 		int r = urs_init_run(&a->launch);
-		_exit(r == -EPIPE ? 0 : 127);
+		_exit(r == -EPIPE ? 128 + SIGKILL : 127);
 	}
 	return pid < 0 ? urs_err_set(err, -errno, "clone3: %s", strerror(errno)) : pid;
 }

@@ -218,8 +218,9 @@ void sup_accept_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint32
 void sup_conn_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint32_t flags);
 /* START sent: watch for the init's exec. */
 void sup_watch_exec(struct sup *s);
-/* The "exec-wait"s answered, if the init has exec'd and no page is to come. */
+/* The shim's in-process start done (once; its time limit disarmed). */
 void sup_execd_done(struct sup *s);
+/* The "exec-wait"s answered, if the init has exec'd and no page is to come. */
 void sup_exec_waiters_answer(struct sup *s);
 
 /* ---- sup_actors.c ---- */

@@ -252,13 +252,17 @@ jq '.process.args = ["sh", "-c", "cat /vol/f > /vol/copy; echo done > /vol/start
 mkdir -p "$work/b2" && mv "$work/b/c2" "$work/b2/config.json"
 (cd "$work/b2" && $T "$URSA" --root "$root" create gw2 </dev/null >/dev/null 2>&1)
 rc=$?
-# a created sandbox waits for start: its workload has not run
-st=$("$URSA" --root "$root" state gw2 2>/dev/null | jq -r .status)
-[ $rc = 0 ] && [ "$st" = created ] && [ ! -e "$bvol/started" ] && $T "$URSA" --root "$root" start gw2
+# a created sandbox waits for start: its init has not exec'd the workload
+# (busybox's sh)
+st=$($T "$URSA" --root "$root" state gw2 2>/dev/null | jq -r '.status + " " + (.pid | tostring)')
+exe=$(readlink "/proc/${st#* }/exe" 2>&1)
+st="${st% *}, init: $exe"
+[ $rc = 0 ] && [[ $st == "created, init: "* ]] && [[ $exe != *busybox* ]] && [ ! -e "$bvol/started" ] &&
+	$T "$URSA" --root "$root" start gw2
 rc2=$?
 for _ in $(seq 300); do [ -e "$bvol/started" ] && break; sleep 0.1; done
 [ $rc = 0 ] && [ $rc2 = 0 ] && [ "$(cat "$bvol/copy" 2>/dev/null)" = "bundle host file" ]
-check "create + start: the volume works after a separate start (rc $rc/$rc2, created: $st)" $?
+check "create + start: the volume works after a separate start (rc $rc/$rc2, $st)" $?
 "$URSA" --root "$root" delete --force gw2 >/dev/null 2>&1
 # per-volume metrics: after some use, `ursa metrics` has ursa_gofer_* series
 # for volume="/vol" with non-zero op counts (parsed with the Prometheus

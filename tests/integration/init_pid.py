@@ -268,7 +268,13 @@ def crash_checks(rt, bundle, work, tag):
         d = rt.run("delete", "--force", cid)
         report(d.returncode == 0 and want in d.stderr, f"{rt.name}: ... and delete says so too",
                d.stderr.strip())
-        reap(pid)
+        w = reap(pid)
+        # the workload never ran: its status says killed (137, as a created
+        # container deleted), never 0
+        report(w is not None and ((os.WIFEXITED(w) and os.WEXITSTATUS(w) == 137) or
+                                  (os.WIFSIGNALED(w) and os.WTERMSIG(w) == signal.SIGKILL)),
+               f"{rt.name}: ... and the init that never started ends as killed",
+               f"wait status {w}")
         reap(sup, 5)
         no_leftovers(rt, cid, [pid, sup])
 

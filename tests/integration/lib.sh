@@ -227,6 +227,14 @@ rt_status()
 	jq -r '.status // "none"' <<<"$s" 2>/dev/null || echo badjson
 }
 
+# not_live RUNTIME ID: stopped, or no state at all
+not_live()
+{
+	case $(rt_status "$1" "$2") in
+	created | running | paused) return 1 ;;
+	esac
+}
+
 status_is()
 {
 	[ "$(rt_status "$1" "$2")" = "$3" ]
@@ -372,7 +380,7 @@ cleanup()
 			rt_argv "$r"
 			timeout -k 2 10 "${RT_ARGV[@]}" delete --force "$id" >/dev/null 2>&1 || {
 				timeout -k 2 10 "${RT_ARGV[@]}" kill "$id" KILL >/dev/null 2>&1
-				poll 5 status_is "$r" "$id" stopped
+				poll 5 not_live "$r" "$id"
 				timeout -k 2 10 "${RT_ARGV[@]}" delete --force "$id" >/dev/null 2>&1
 			}
 		done
