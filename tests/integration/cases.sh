@@ -1008,7 +1008,7 @@ case_update()
 
 case_hooks()
 {
-	local r id tok o g spid
+	local r id tok o g spid w
 	if ! have_exec; then
 		skip_dep "hooks/ursa: prestart, poststart and poststop hooks run with the state on stdin" \
 			"lead is implementing hooks with exec (ursa exec not available yet)"
@@ -1021,10 +1021,12 @@ case_hooks()
 		rm -f "$o".*.json "$o".*.exe
 		# the startContainer hook runs in the container: it says it started
 		# (/mnt is $g on the host) and holds the exec until the test lets
-		# it go (30 s at most)
+		# it go: a read of the FIFO go, which the test writes a line to (if
+		# the test dies first, delete --force ends the container)
 		g=$WORK/out/hooks-gate.$r
 		rm -rf "$g"
 		mkdir -p "$g"
+		mkfifo "$g/go"
 		mkbundle "hooks.$r" '.process.args = $args | .hooks = {
 			prestart: [{path: "/bin/sh", args: ["sh", "-c", ("cat > " + $o + ".prestart.json")]}],
 			poststart: [{path: "/bin/sh", args: ["sh", "-c", ("cat > " + $o + ".poststart.json; "
@@ -1032,7 +1034,7 @@ case_hooks()
 				+ "readlink /proc/$p/exe > " + $o + ".poststart.exe")]}],
 			poststop: [{path: "/bin/sh", args: ["sh", "-c", ("cat > " + $o + ".poststop.json")]}],
 			startContainer: [{path: "/bin/sh", args: ["sh", "-c",
-				"touch /mnt/started; i=0; while [ ! -e /mnt/go ] && [ $i -lt 3000 ]; do sleep 0.01; i=$((i + 1)); done"]}]}
+				"touch /mnt/started; read x < /mnt/go"]}]}
 			| .mounts += [{destination: "/mnt", type: "bind", source: $g, options: ["rbind", "rw"]}]' \
 			--argjson args "$(long_args "$tok")" --arg o "$o" --arg g "$g"
 		rt "$r" create --bundle "$BUNDLE" "$id" </dev/null >/dev/null 2>&1
@@ -1048,8 +1050,11 @@ case_hooks()
 			check "hooks/ursa: no poststart hook while a startContainer hook runs" \
 				test ! -e "$o.poststart.json"
 		fi
-		touch "$g/go"
+		# (read-write: the open never blocks, the line waits in the FIFO)
+		exec {w}<>"$g/go"
+		echo go >&"$w"
 		wait "$spid"
+		exec {w}>&-
 		check "hooks/$r: start succeeds" test $? = 0
 		check "hooks/$r: poststart hook ran" poll 5 test -s "$o.poststart.exe"
 		if [ "$r" = ursa ]; then
