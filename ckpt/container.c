@@ -94,6 +94,8 @@ int ckpt_container_checkpoint(const struct ckpt_container_ckpt *o, struct ckpt_d
 				       .outside = urs_state_sup_live(o->record),
 				       .seccomp_replace = o->seccomp_replace,
 				       .seccomp_ctx = o->seccomp_ctx,
+				       .stdio_dev = o->record->stdio_dev,
+				       .stdio_ino = o->record->stdio_ino,
 				       .key = o->key,
 				       .pages_stream = o->pages_stream,
 				       .pages_fd = o->pages_fd,

@@ -1022,6 +1022,23 @@ static bool external_stdio(struct dumpctx *c, pid_t pid, int fd, const char *lin
 	return link[0] == '/' && !deleted(link) && !in_task_root(c, pid, link, st);
 }
 
+/* Which stdio fd @fd (> 2) is a copy of, where fd 0-2 is external stdio
+ * (external_stdio as that fd): the file the tree was given as it
+ * (opts->stdio_*). A shell redirecting a builtin's output holds its saved
+ * stdout there. -1: none. */
+static int stdio_copy(struct dumpctx *c, pid_t pid, int fd, const char *link,
+		      const struct stat *st)
+{
+	const struct ckpt_dump_opts *o = c->opts;
+	if (fd <= 2 || !o || !o->stdio_dev || !o->stdio_ino)
+		return -1;
+	for (int k = 0; k < 3; k++)
+		if (o->stdio_ino[k] && o->stdio_ino[k] == (uint64_t) st->st_ino &&
+		    o->stdio_dev[k] == (uint64_t) st->st_dev && external_stdio(c, pid, k, link, st))
+			return k;
+	return -1;
+}
+
 /* The bytes buffered in the pipe (or FIFO) open as pid's fd, read without
  * consuming them: the dumper opens the same pipe through /proc/PID/fd/N and
  * tee(2)s its contents into a pipe of its own, which it then reads. */
@@ -1491,8 +1508,11 @@ static int dump_fd(struct dumpctx *c, uint32_t idx, int fd, char *info, struct c
 	f->r.dev = st.st_dev;
 	f->r.ino = st.st_ino;
 	f->r.rdev = st.st_rdev;
-	if (external_stdio(c, pid, fd, link, &st)) {
+	int k = fd <= 2 ? (external_stdio(c, pid, fd, link, &st) ? 0 : -1)
+			: stdio_copy(c, pid, fd, link, &st);
+	if (k >= 0) {
 		f->r.type = CKPT_FD_EXT;
+		f->r.sub = (uint32_t) k; /* (fd 0-2: its own number) */
 		f->r.pos = 0;
 		return 0;
 	}

@@ -62,6 +62,11 @@ struct ckpt_dump_opts {
 	int (*seccomp_replace)(void *ctx, const uint64_t *insns, uint32_t len,
 			       const uint64_t **out);
 	void *seccomp_ctx;
+	/* What the tree was given as fd 0-2 (device and inode each; 0, 0:
+	 * unknown), or NULL: a higher fd that is one of them where fd 0-2
+	 * would be external stdio (a shell's copy of its stdout, saved while
+	 * fd 1 is redirected) is saved as that stdio (CKPT_FD_EXT, sub). */
+	const uint64_t *stdio_dev, *stdio_ino;
 	/* The host's checkpoint key (ckpt/key.h), which authenticates the
 	 * image (ckpt/seal.h). Required: without it the dump is refused. */
 	const uint8_t *key;

@@ -355,7 +355,7 @@ static bool fd_rec_ok(const struct ckpt_fd *d)
 	uint32_t dl = d->data ? r->data_len : 0;
 	switch (r->type) {
 	case CKPT_FD_EXT:
-		return r->fd <= 2 && !dl;
+		return (r->fd <= 2 ? r->sub == 0 : r->sub <= 2) && !dl;
 	case CKPT_FD_PIPE:
 		return (r->oflags & O_ACCMODE) != O_RDWR && dl <= r->sub &&
 		       r->sub <= CKPT_MAX_FDDATA;

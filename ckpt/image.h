@@ -90,9 +90,11 @@ enum ckpt_fd_type {
 	CKPT_FD_REG = 1, /* regular file */
 	CKPT_FD_DIR = 2, /* directory */
 	CKPT_FD_CHR = 3, /* character device (e.g. /dev/null) */
-	/* stdio (fd 0-2 only) that the restore replaces with its own: a pipe,
-	 * socket, tty or a file outside the task's root at checkpoint time.
-	 * No path; the restorer's (the puppet's) fd of that number is kept. */
+	/* stdio that the restore replaces with its own: a pipe, socket, tty
+	 * or a file outside the task's root at checkpoint time. No path; on
+	 * fd 0-2 (sub 0) the restorer's (the puppet's) fd of that number is
+	 * kept; a higher fd is a copy of the stdio the tree was given as fd
+	 * sub (0-2), and gets a copy of the puppet's fd sub. */
 	CKPT_FD_EXT = 4,
 	/* One end of an anonymous pipe (ino: the pipe's inode, its identity in
 	 * the tree; oflags O_RDONLY or O_WRONLY; sub: capacity in bytes). data:

@@ -2366,8 +2366,20 @@ static int release_threads(struct rctx *c, bool ok, struct urs_err *err)
 static int rebuild_mm_fds(struct rctx *c, uint32_t i, struct urs_err *err)
 {
 	const struct ckpt_task *t = &c->img.tasks[i];
-	/* fds 0-2 stay for external stdio (CKPT_FD_EXT); the others go */
+	/* fds 0-2 stay for external stdio (CKPT_FD_EXT), and are copied to
+	 * the higher fds that were copies of them; the others go */
 	int r = inj(c, i, SYS_close_range, 3, ~0u, 0, 0, 0, 0, NULL);
+	for (uint32_t f = 0; f < t->nfds && !r; f++) {
+		const struct ckpt_fd_rec *e = &t->fds[f].r;
+		if (e->fd <= 2 || e->dup_of != -1 || e->type != CKPT_FD_EXT)
+			continue;
+		r = inj(c, i, SYS_dup3, e->sub, (uint64_t) e->fd, 0, 0, 0, 0, NULL);
+		if (r)
+			return urs_err_set(err, r,
+					   "restore: pid %d: fd %d was a copy of stdio %u, replaced "
+					   "at restore, but the restore has no fd %u: %s",
+					   t->r.nspid, e->fd, e->sub, e->sub, strerror(-r));
+	}
 	for (int k = 0; k < 3 && !r; k++) {
 		bool keep = false;
 		for (uint32_t f = 0; f < t->nfds; f++)

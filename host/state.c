@@ -111,6 +111,14 @@ int urs_state_write(const char *root, const struct urs_state *st, struct urs_err
 		json_object_set_new(o, "hooks", json_integer(st->hooks));
 	if (st->host_mnt)
 		json_object_set_new(o, "host_mnt", json_true());
+	if (st->stdio_ino[0] | st->stdio_ino[1] | st->stdio_ino[2]) {
+		json_t *a = json_array();
+		for (int k = 0; a && k < 3; k++)
+			json_array_append_new(a, json_pack("[I,I]", (json_int_t) st->stdio_dev[k],
+							   (json_int_t) st->stdio_ino[k]));
+		if (a)
+			json_object_set_new(o, "stdio", a);
+	}
 	if (st->annotations) {
 		json_t *a = json_loads(st->annotations, 0, NULL);
 		if (a)
@@ -193,8 +201,29 @@ int urs_state_read(const char *root, const char *id, struct urs_state *st, struc
 	json_t *a = json_object_get(o, "annotations");
 	if (a)
 		st->annotations = json_dumps(a, JSON_COMPACT);
+	json_t *io = json_object_get(o, "stdio");
+	for (int k = 0; k < 3 && json_array_size(io) == 3; k++) {
+		json_t *e = json_array_get(io, (size_t) k);
+		st->stdio_dev[k] = (uint64_t) json_integer_value(json_array_get(e, 0));
+		st->stdio_ino[k] = (uint64_t) json_integer_value(json_array_get(e, 1));
+	}
 	json_decref(o);
 	return 0;
+}
+
+void urs_state_note_stdio(struct urs_state *st, pid_t pid)
+{
+	for (int k = 0; k < 3; k++) {
+		char path[64];
+		struct stat sb;
+		if (pid)
+			snprintf(path, sizeof(path), "/proc/%d/fd/%d", pid, k);
+		else
+			snprintf(path, sizeof(path), "/proc/self/fd/%d", k);
+		bool ok = stat(path, &sb) == 0;
+		st->stdio_dev[k] = ok ? (uint64_t) sb.st_dev : 0;
+		st->stdio_ino[k] = ok ? (uint64_t) sb.st_ino : 0;
+	}
 }
 
 void urs_state_clear(struct urs_state *st)

@@ -10,6 +10,10 @@
 #     counters in the files continue without a gap or repeat, stdout goes on
 #     from the saved value, the deleted file stays deleted (and exists on the
 #     host), a file written before the checkpoint is still there
+#   - stdout goes through fd 7, a copy of the stdout `ursa do` was given,
+#     while fd 1 is a file in the layer (as bash holds its saved stdout
+#     while a builtin's output is redirected): saved as that stdio and
+#     given the restore's stdout
 #   - files on the sandbox's tmpfs mounts (/tmp, /dev/shm) come back
 #     (ckpt/tmpfs.c): a counter on /tmp continues, a symlink stays one,
 #     fds held open on /tmp and on the writable layer write on (new inodes);
@@ -57,9 +61,9 @@ trap 'cleanup; rm -f "$victim"' EXIT
 
 script='i=0; echo before >/root/marker; rm -f '"$victim"'
 echo tmpdata >/tmp/t.txt; mkdir /dev/shm/d; echo shm >/dev/shm/d/s; ln -s / /tmp/rootlink
-exec 5>>/tmp/fd.cnt 6>>/root/fd.cnt
+exec 5>>/tmp/fd.cnt 6>>/root/fd.cnt 7>&1 >/root/stdout.away
 while true; do i=$((i + 1)); echo $i >>/root/bash.cnt; echo $i >>/tmp/t.cnt; echo $i >&5; echo $i >&6
-	echo $i; /bin/sleep 0.02; done'
+	echo $i >&7; /bin/sleep 0.02; done'
 u do --id ${P}a -- /bin/bash -c "$script" >"$work/do.out" 2>"$work/do.err" &
 BG="$BG $!"
 do_pid=$!

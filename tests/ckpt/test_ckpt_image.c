@@ -256,10 +256,23 @@ static void test_external_stdio(void **state)
 	t->fds[0].path = "/tmp/out"; /* an external fd has no path */
 	expect_invalid(&img, "bad fd");
 	t->fds[0].path = NULL;
-	t->fds[0].r.fd = 3; /* only stdio is external */
-	t->fds[1].r.fd = 4;
-	t->fds[1].r.dup_of = 3;
+	t->fds[0].r.sub = 2; /* stdio on fd 0-2 is its own */
 	expect_invalid(&img, "bad fd");
+	/* a higher fd: a copy of the stdio it names (a shell's saved stdout) */
+	t->fds[0].r.fd = 10;
+	t->fds[0].r.sub = 1;
+	t->fds[1].r.fd = 11;
+	t->fds[1].r.dup_of = 10;
+	encode_ok(&img, &buf, &len);
+	assert_int_equal(ckpt_image_decode(buf, len, &out, &err), 0);
+	assert_int_equal(out.tasks[0].fds[0].r.type, CKPT_FD_EXT);
+	assert_int_equal(out.tasks[0].fds[0].r.fd, 10);
+	assert_int_equal(out.tasks[0].fds[0].r.sub, 1);
+	ckpt_image_free(&out);
+	free(buf);
+	t->fds[0].r.sub = 3; /* ... and only of stdio */
+	expect_invalid(&img, "bad fd");
+	t->fds[0].r.sub = 0;
 	t->fds[0].r.type = 99; /* unknown type */
 	t->fds[0].r.fd = 1;
 	t->fds[1].r.fd = 2;

@@ -76,9 +76,18 @@ static void test_state_roundtrip(void **state)
 	urs_rfc3339_now(st.created, sizeof(st.created));
 	st.cgroup = strdup("mode=hybrid;memory=1:/x");
 	st.annotations = strdup("{\"k\":\"v\"}");
+	urs_state_note_stdio(&st, 0); /* ours, as fstat sees them */
+	struct stat io[3];
+	for (int k = 0; k < 3; k++)
+		if (fstat(k, &io[k]) < 0)
+			io[k].st_dev = io[k].st_ino = 0;
 	assert_int_equal(urs_state_write(root, &st, &err), 0);
 	struct urs_state got;
 	assert_int_equal(urs_state_read(root, "c1", &got, &err), 0);
+	for (int k = 0; k < 3; k++) {
+		assert_int_equal(got.stdio_dev[k], io[k].st_dev);
+		assert_int_equal(got.stdio_ino[k], io[k].st_ino);
+	}
 	assert_string_equal(got.bundle, st.bundle);
 	assert_int_equal(got.pid, 1234);
 	assert_int_equal(got.pid_start, 99);
