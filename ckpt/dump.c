@@ -1026,8 +1026,7 @@ static bool external_stdio(struct dumpctx *c, pid_t pid, int fd, const char *lin
  * (external_stdio as that fd): the file the tree was given as it
  * (opts->stdio_*). A shell redirecting a builtin's output holds its saved
  * stdout there. -1: none. */
-static int stdio_copy(struct dumpctx *c, pid_t pid, int fd, const char *link,
-		      const struct stat *st)
+static int stdio_copy(struct dumpctx *c, pid_t pid, int fd, const char *link, const struct stat *st)
 {
 	const struct ckpt_dump_opts *o = c->opts;
 	if (fd <= 2 || !o || !o->stdio_dev || !o->stdio_ino)

@@ -2375,10 +2375,11 @@ static int rebuild_mm_fds(struct rctx *c, uint32_t i, struct urs_err *err)
 			continue;
 		r = inj(c, i, SYS_dup3, e->sub, (uint64_t) e->fd, 0, 0, 0, 0, NULL);
 		if (r)
-			return urs_err_set(err, r,
-					   "restore: pid %d: fd %d was a copy of stdio %u, replaced "
-					   "at restore, but the restore has no fd %u: %s",
-					   t->r.nspid, e->fd, e->sub, e->sub, strerror(-r));
+			return urs_err_set(
+				err, r,
+				"restore: pid %d: fd %d was a copy of stdio %u, replaced "
+				"at restore, but the restore has no fd %u: %s",
+				t->r.nspid, e->fd, e->sub, e->sub, strerror(-r));
 	}
 	for (int k = 0; k < 3 && !r; k++) {
 		bool keep = false;
