@@ -41,7 +41,10 @@ $([ -n "$cri" ] || echo 'disabled_plugins = ["io.containerd.grpc.v1.cri"]')
   address = ""
 $cri
 CFG
-	setsid containerd --config "$dir/config.toml" </dev/null >"$dir/containerd.log" 2>&1 &
+	# containerd 1.6 unpacks a checkpoint to restore into a directory made
+	# in $XDG_RUNTIME_DIR (else /tmp) that it never removes: DIR/xdg, then
+	mkdir -p "$dir/xdg"
+	XDG_RUNTIME_DIR=$dir/xdg setsid containerd --config "$dir/config.toml" </dev/null >"$dir/containerd.log" 2>&1 &
 	CTRD_PID=$!
 	for i in $(seq 300); do # polls its socket (a deadline of 30 s)
 		ctr -a "$SOCK" version >/dev/null 2>&1 && return 0
