@@ -38,10 +38,13 @@
 #     sandbox runs on, nothing left in the store or on the host
 #   - a stage directory whose maker is gone is swept by the next command,
 #     a live one's is not
+#   - ursa-store whose io_uring_enter fails (a seccomp filter): get and put
+#     end at once with the reason; nothing fetched, no object
 # Needs root (namespaces, cgroups, ptrace), node (s3rver), python3. Env:
-# URSA (ursa-store beside it), HOG (tests/ckpt/hog.c).
+# URSA (ursa-store beside it), HOG (tests/ckpt/hog.c), FAILSYS
+# (tests/lib/failsys.c).
 set -u
-URSA=${URSA:?} HOG=${HOG:?}
+URSA=${URSA:?} HOG=${HOG:?} FAILSYS=${FAILSYS:?}
 . "$(dirname "$0")/s3env.sh"
 . "$(dirname "$0")/../lib/check.sh"
 P=rm$$-
@@ -177,10 +180,12 @@ u delete --force ${P}x >/dev/null 2>&1
 # ---- an image whose small files are objects of their own (a file too large for
 # the index takes that path): the local image put by `ursa-store --no-inline`
 # (its stdin stays open until it exits: EOF there would cancel it)
-if python3 -c 'import subprocess, sys
+commit_in='import subprocess, sys
 p = subprocess.Popen(sys.argv[1:], stdin=subprocess.PIPE)
 p.stdin.write(b"commit\n"); p.stdin.flush()
-sys.exit(p.wait())' "$(dirname "$URSA")/ursa-store" put --key-file "${URSA_CKPT_KEY:-/var/lib/ursa/checkpoint.key}" \
+sys.exit(p.wait())'
+ustore="$(dirname "$URSA")/ursa-store" key=${URSA_CKPT_KEY:-/var/lib/ursa/checkpoint.key}
+if python3 -c "$commit_in" "$ustore" put --key-file "$key" \
 	--no-inline s3://ursa-test/img/n "$work/local" >"$work/put.out" 2>&1; then
 	ok "ursa-store put --no-inline of a local image ($(cat "$work/put.out"))"
 else
@@ -193,6 +198,22 @@ check "restored from it, the counter goes on" \
 	'(cd "$work/b" && u restore --detach --image-path s3://ursa-test/img/n ${P}x 2>"$work/rsn.err") &&
 	 wait_for 20 counts_past $((saved + 5))' "$(cat "$work/rsn.err")"
 u delete --force ${P}x >/dev/null 2>&1
+
+# ---- io_uring_enter failing under ursa-store (tests/lib/failsys.c): the loop
+# is never turned again once it failed (store/remote.c), the command ends at
+# once with the reason, nothing fetched, nothing stored
+"$FAILSYS" io_uring_enter 5 "$ustore" get --key-file "$key" s3://ursa-test/img/n "$work/eio" \
+	>"$work/eio-get.err" 2>&1
+rc=$?
+check "a get whose io_uring_enter fails: refused with the reason, nothing fetched" \
+	'[ $rc != 0 ] && grep -q "the loop failed: Input/output error" "$work/eio-get.err" &&
+	 [ -z "$(ls -A "$work/eio" 2>/dev/null)" ]' "rc=$rc: $(cat "$work/eio-get.err")"
+python3 -c "$commit_in" "$FAILSYS" io_uring_enter 5 "$ustore" put --key-file "$key" \
+	--no-inline s3://ursa-test/img/eio "$work/local" >"$work/eio-put.err" 2>&1
+rc=$?
+check "a put whose io_uring_enter fails: refused with the reason, no object" \
+	'[ $rc != 0 ] && grep -q "the loop failed: Input/output error" "$work/eio-put.err" &&
+	 [ -z "$(objects img/eio)" ]' "rc=$rc: $(cat "$work/eio-put.err")"
 
 # ---- a failed upload ----------------------------------------------------------------
 start_one ${P}c || bad "run ${P}c" "$(cat "$work/run.err")"
