@@ -202,10 +202,8 @@ static void fill_record(const struct urs_sandbox_opts *o, pid_t pid,
 	for (int k = 0; k < URS_HOOK__COUNT; k++)
 		if (o->spec->hooks[k].n)
 			st->hooks |= 1 << k;
-	/* the stdio the workload was given: the init's, not exec'd yet (a
-	 * terminal's too); a restored init's are the image's, and the restore
-	 * gave it ours in place of the stdio it had */
-	urs_state_note_stdio(st, o->restore_dir ? 0 : st->pid);
+	memcpy(st->stdio_dev, rp->stdio_dev, sizeof(st->stdio_dev));
+	memcpy(st->stdio_ino, rp->stdio_ino, sizeof(st->stdio_ino));
 }
 
 /* The record and config.json in ROOT/ID, the pid file: what the

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "host/cgroup.h"
+#include "host/proc.h"
 #include "host/state.h"
 
 static void remove_made(struct urs_sup_args *a);
@@ -30,10 +31,22 @@ void sup_progress_cgroup(struct urs_sup_args *a, const char *cg)
 		send(a->report_fd, &r, sizeof(r), MSG_NOSIGNAL);
 }
 
+/* the init's stdio, for READY (sup_report_stdio) */
+static uint64_t stdio_dev[3], stdio_ino[3];
+
+void sup_report_stdio(pid_t init)
+{
+	urs_proc_stdio_ids(init, stdio_dev, stdio_ino);
+}
+
 __attribute__((noinline)) void sup_report(struct urs_sup_args *a, int code, pid_t pid,
 					  const char *cg, const char *msg)
 {
 	struct urs_sup_report r = {.code = code, .init_pid = pid};
+	if (code == 0) {
+		memcpy(r.stdio_dev, stdio_dev, sizeof(r.stdio_dev));
+		memcpy(r.stdio_ino, stdio_ino, sizeof(r.stdio_ino));
+	}
 	if (cg)
 		snprintf(r.cgroup, sizeof(r.cgroup), "%s", cg);
 	if (msg)

@@ -63,6 +63,9 @@ struct urs_sup_report {
 	pid_t init_pid;
 	char cgroup[URS_CG_STRING_MAX]; /* serialized cgroup (for the state file) */
 	char msg[1024];
+	/* READY: the init's fds 0-2 before it ran or was restored into
+	 * (urs_proc_stdio_ids), for the record's stdio */
+	uint64_t stdio_dev[3], stdio_ino[3];
 };
 
 /* linux.resources onto a sandbox's cgroups. @created (the spec's linux

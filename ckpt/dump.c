@@ -991,11 +991,9 @@ static bool sock_in_task_netns(pid_t pid, int fd)
  * or a file outside the task's root (the shim's log, a redirected stdout) —
  * unless it is a pipe both of whose ends, or a unix socket whose peer, the
  * tree holds, or a socket bound to a name or listening (the workload's own) */
-static bool external_stdio(struct dumpctx *c, pid_t pid, int fd, const char *link,
-			   const struct stat *st)
+static bool external_kind(struct dumpctx *c, pid_t pid, int fd, const char *link,
+			  const struct stat *st)
 {
-	if (fd > 2)
-		return false;
 	if (S_ISFIFO(st->st_mode) && !strncmp(link, "pipe:", 5)) {
 		const struct tree_obj *o = tree_find(c, st->st_ino, false);
 		return !o || !o->rd || !o->wr;
@@ -1022,19 +1020,32 @@ static bool external_stdio(struct dumpctx *c, pid_t pid, int fd, const char *lin
 	return link[0] == '/' && !deleted(link) && !in_task_root(c, pid, link, st);
 }
 
-/* Which stdio fd @fd (> 2) is a copy of, where fd 0-2 is external stdio
- * (external_stdio as that fd): the file the tree was given as it
- * (opts->stdio_*). A shell redirecting a builtin's output holds its saved
- * stdout there. -1: none. */
-static int stdio_copy(struct dumpctx *c, pid_t pid, int fd, const char *link, const struct stat *st)
+static bool external_stdio(struct dumpctx *c, pid_t pid, int fd, const char *link,
+			   const struct stat *st)
 {
+	return fd <= 2 && external_kind(c, pid, fd, link, st);
+}
+
+/* Which stdio fd @fd (> 2) is a copy of: the file the tree was given as
+ * fd 0, 1 or 2 (opts->stdio_*), of a kind external stdio is. A shell
+ * redirecting a builtin's output holds its saved stdout there. Where the
+ * tree was given one file twice (`>log 2>&1`, a terminal), an fd open for
+ * writing is taken as stdout before stderr, one for reading as stdin. -1:
+ * none. */
+static int stdio_copy(struct dumpctx *c, pid_t pid, int fd, uint32_t flags, const char *link,
+		      const struct stat *st)
+{
+	static const int wr[3] = {1, 2, 0}, rd[3] = {0, 1, 2};
 	const struct ckpt_dump_opts *o = c->opts;
 	if (fd <= 2 || !o || !o->stdio_dev || !o->stdio_ino)
 		return -1;
-	for (int k = 0; k < 3; k++)
+	const int *order = (flags & O_ACCMODE) == O_RDONLY ? rd : wr;
+	for (int i = 0; i < 3; i++) {
+		int k = order[i];
 		if (o->stdio_ino[k] && o->stdio_ino[k] == (uint64_t) st->st_ino &&
-		    o->stdio_dev[k] == (uint64_t) st->st_dev && external_stdio(c, pid, k, link, st))
-			return k;
+		    o->stdio_dev[k] == (uint64_t) st->st_dev)
+			return external_kind(c, pid, fd, link, st) ? k : -1;
+	}
 	return -1;
 }
 
@@ -1473,10 +1484,13 @@ static int dump_fd(struct dumpctx *c, uint32_t idx, int fd, char *info, struct c
 				   "pid %d: fd %d is an io_uring instance, which cannot be "
 				   "checkpointed",
 				   pid, fd);
+	bool of_ext = false; /* a duplicate of external stdio */
 	for (unsigned g = 0; g < t->nfds && f->r.dup_of == -1; g++)
 		if (t->fds[g].r.dup_of == -1 &&
-		    syscall(SYS_kcmp, pid, pid, KCMP_FILE, t->fds[g].r.fd, fd) == 0)
+		    syscall(SYS_kcmp, pid, pid, KCMP_FILE, t->fds[g].r.fd, fd) == 0) {
 			f->r.dup_of = t->fds[g].r.fd;
+			of_ext = t->fds[g].r.type == CKPT_FD_EXT;
+		}
 	snprintf(path, sizeof(path), "/proc/%d/fdinfo/%d", pid, fd);
 	int r = read_proc1(path, info, 65536);
 	if (r < 0)
@@ -1495,8 +1509,14 @@ static int dump_fd(struct dumpctx *c, uint32_t idx, int fd, char *info, struct c
 	const char *fl = status_field(info, "flags");
 	uint32_t flags = fl ? (uint32_t) strtoul(fl, NULL, 8) : 0;
 	f->r.cloexec = !!(flags & O_CLOEXEC);
-	if (f->r.dup_of != -1)
+	/* a higher fd sharing external stdio's open file: the stdio it was
+	 * given as decides which the restore copies (stdio_copy), not which of
+	 * fds 0-2 shares it now (`>log 2>&1`, with bash's saved stdout while
+	 * fd 1 is redirected, is stdout, not stderr) */
+	int dup = f->r.dup_of;
+	if (dup != -1 && !(fd > 2 && of_ext))
 		return 0;
+	f->r.dup_of = -1;
 	f->r.oflags = flags & ~(uint32_t) O_CLOEXEC;
 	const char *ps = status_field(info, "pos");
 	f->r.pos = ps ? strtoull(ps, NULL, 10) : 0;
@@ -1508,11 +1528,15 @@ static int dump_fd(struct dumpctx *c, uint32_t idx, int fd, char *info, struct c
 	f->r.ino = st.st_ino;
 	f->r.rdev = st.st_rdev;
 	int k = fd <= 2 ? (external_stdio(c, pid, fd, link, &st) ? 0 : -1)
-			: stdio_copy(c, pid, fd, link, &st);
+			: stdio_copy(c, pid, fd, flags, link, &st);
 	if (k >= 0) {
 		f->r.type = CKPT_FD_EXT;
-		f->r.sub = (uint32_t) k; /* (fd 0-2: its own number) */
+		f->r.sub = (uint32_t) k; /* (fd 0-2: 0, the fd itself) */
 		f->r.pos = 0;
+		return 0;
+	}
+	if (dup != -1) { /* not known as a copy of stdio: a duplicate as before */
+		f->r = (struct ckpt_fd_rec){.fd = fd, .dup_of = dup, .cloexec = f->r.cloexec};
 		return 0;
 	}
 	if (shared_with_earlier(c, idx, pid, fd, &st, f))

@@ -13,7 +13,9 @@
  * deleted file, ...) nothing is left in the directory and the message names
  * the pid and the resource. Pipes, sockets, ttys and files outside the
  * task's root on fds 0-2 whose other end is not in the tree are recorded as
- * external stdio (CKPT_FD_EXT), which the restore replaces with its own.
+ * external stdio (CKPT_FD_EXT), which the restore replaces with its own;
+ * so is a higher fd that is the file the tree was given as one of them
+ * (opts->stdio_*), with which one in `sub`.
  */
 #ifndef URSA_CKPT_DUMP_H
 #define URSA_CKPT_DUMP_H

@@ -138,9 +138,9 @@ struct ckpt_restore_opts {
  * seccomp are the caller's business (the puppet inherits the caller's).
  * Either way, an image fd of type CKPT_FD_EXT (stdio that was a pipe,
  * socket, tty or a file outside the root) takes the fd of the same number
- * the root puppet has: the caller's own stdio for a clone, the puppet's
- * for an existing process. Blocks until every task runs. On failure every
- * task made so far is killed and reaped.
+ * the root puppet has (above 2: a copy of its fd `sub`): the caller's own
+ * stdio for a clone, the puppet's for an existing process. Blocks until
+ * every task runs. On failure every task made so far is killed and reaped.
  *
  * Return: 0; -ENOKEY without a key; ckpt_image_load()'s errors for an
  * image that is damaged or not authentic; -EPERM from the policy; or the

@@ -10,6 +10,7 @@
 #include <poll.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "runtime/common.h"
@@ -174,4 +175,19 @@ int urs_pidfd_exit_status(int pidfd, pid_t pid, int *status)
 		return r == -ESRCH ? -ECHILD : r;
 	*status = (int) code;
 	return 0;
+}
+
+void urs_proc_stdio_ids(pid_t pid, uint64_t dev[3], uint64_t ino[3])
+{
+	for (int k = 0; k < 3; k++) {
+		char path[64];
+		struct stat sb;
+		if (pid)
+			snprintf(path, sizeof(path), "/proc/%d/fd/%d", pid, k);
+		else
+			snprintf(path, sizeof(path), "/proc/self/fd/%d", k);
+		bool ok = stat(path, &sb) == 0;
+		dev[k] = ok ? (uint64_t) sb.st_dev : 0;
+		ino[k] = ok ? (uint64_t) sb.st_ino : 0;
+	}
 }

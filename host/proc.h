@@ -17,6 +17,16 @@
 
 /* Start time of @pid in clock ticks since boot; -ESRCH if gone. */
 int urs_proc_start_time(pid_t pid, uint64_t *ticks);
+
+/**
+ * urs_proc_stdio_ids() - what fds 0-2 of @pid are: device and inode each
+ * @pid: the process, or 0 for the caller
+ * @dev: gets the devices
+ * @ino: gets the inodes (0 with its device: closed, or not to be looked at)
+ *
+ * Through /proc/PID/fd/N, which needs ptrace read access to @pid.
+ */
+void urs_proc_stdio_ids(pid_t pid, uint64_t dev[3], uint64_t ino[3]);
 /**
  * urs_proc_ppid() - the parent of a process
  * @pid: the process

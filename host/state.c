@@ -211,21 +211,6 @@ int urs_state_read(const char *root, const char *id, struct urs_state *st, struc
 	return 0;
 }
 
-void urs_state_note_stdio(struct urs_state *st, pid_t pid)
-{
-	for (int k = 0; k < 3; k++) {
-		char path[64];
-		struct stat sb;
-		if (pid)
-			snprintf(path, sizeof(path), "/proc/%d/fd/%d", pid, k);
-		else
-			snprintf(path, sizeof(path), "/proc/self/fd/%d", k);
-		bool ok = stat(path, &sb) == 0;
-		st->stdio_dev[k] = ok ? (uint64_t) sb.st_dev : 0;
-		st->stdio_ino[k] = ok ? (uint64_t) sb.st_ino : 0;
-	}
-}
-
 void urs_state_clear(struct urs_state *st)
 {
 	free(st->cgroup);

@@ -37,8 +37,9 @@ struct urs_state {
 			    * lets delete and start skip loading the spec when it has none */
 	bool host_mnt;	   /* no mount namespace of its own: its mounts are the host's, under
 			    * rootfs, and delete detaches them */
-	/* what the sandbox was given as fd 0-2 (device, inode; 0, 0: unknown):
-	 * a checkpoint tells a copy of them on a higher fd (a shell's saved
+	/* what the sandbox was given as fd 0-2 (device, inode; 0, 0: unknown),
+	 * as its init had them before it ran (the supervisor's READY): a
+	 * checkpoint tells a copy of them on a higher fd (a shell's saved
 	 * stdout) from a file of the workload's own */
 	uint64_t stdio_dev[3], stdio_ino[3];
 };
@@ -60,15 +61,6 @@ enum urs_status urs_container_status(const struct urs_state *st);
 
 /* Check an id: [A-Za-z0-9][A-Za-z0-9_.+-]{0,255}, like runc. */
 int urs_id_valid(const char *id, struct urs_err *err);
-
-/**
- * urs_state_note_stdio() - record what fd 0-2 of @pid are (stdio_dev/ino)
- * @st: the record
- * @pid: the process whose fds they are, or 0 for the caller
- *
- * An fd that is closed or cannot be looked at is recorded as unknown.
- */
-void urs_state_note_stdio(struct urs_state *st, pid_t pid);
 
 /* Create ROOT (0711) if missing and ROOT/ID (0700) which must not exist. */
 int urs_state_dir_create(const char *root, const char *id, struct urs_err *err);

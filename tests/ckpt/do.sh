@@ -13,7 +13,9 @@
 #   - stdout goes through fd 7, a copy of the stdout `ursa do` was given,
 #     while fd 1 is a file in the layer (as bash holds its saved stdout
 #     while a builtin's output is redirected): saved as that stdio and
-#     given the restore's stdout
+#     given the restore's stdout; python3, given one file as stdout and
+#     stderr (2>&1), does the same through fd 3, which shares fd 2's open
+#     file: restored with stdout and stderr apart, it is the stdout
 #   - files on the sandbox's tmpfs mounts (/tmp, /dev/shm) come back
 #     (ckpt/tmpfs.c): a counter on /tmp continues, a symlink stays one,
 #     fds held open on /tmp and on the writable layer write on (new inodes);
@@ -81,8 +83,13 @@ if [ -x /usr/bin/python3 ]; then
 	# sanitizer's shadow or a runtime's heap): the dump visits only those
 	# pages and the restore maps it again without the overcommit refusal;
 	# the process exits if a byte it wrote there is not what it reads back
+	# its stdout and stderr are one file (2>&1); it writes its count through
+	# a copy of that (fd 3) while fd 1 is a file of its own: restored with
+	# stdout and stderr apart, the count goes on in the stdout
 	u do --id ${P}b -- /usr/bin/python3 -c '
-import mmap, time, sys
+import mmap, os, time, sys
+out = os.dup(1)
+os.dup2(os.open("/var/tmp/py.away", os.O_WRONLY | os.O_CREAT, 0o600), 1)
 m = mmap.mmap(-1, 1 << 40, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | 0x4000)
 offs = (0, 1 << 30, (1 << 40) - 4096)
 i = 0
@@ -95,9 +102,9 @@ while True:
         m[o] = i % 256
     with open("/var/tmp/py.cnt", "a") as f:
         f.write("%d\n" % i)
-    print(i, flush=True)
+    os.write(out, b"%d\n" % i)
     time.sleep(0.02)
-' >"$work/py.out" 2>"$work/py.err" &
+' >"$work/py.out" 2>&1 &
 	BG="$BG $!"
 	py_pid=$!
 fi
@@ -105,7 +112,7 @@ check "bash counts" 'wait_for 10 contiguous ${P}a /root/bash.cnt 20'
 check "the host file is deleted in the sandbox's view only" \
 	'! u exec ${P}a /bin/cat "$victim" >/dev/null 2>&1 && [ "$(cat "$victim")" = keep ]'
 [ $have_py = 1 ] && check "python3 counts" 'wait_for 10 contiguous ${P}b /var/tmp/py.cnt 20' \
-	"$(err_of "$work/py.err")"
+	"$(err_of "$work/py.out")"
 
 # ---- checkpoint ------------------------------------------------------------------------
 u checkpoint --image-path "$work/img" ${P}a 2>"$work/ck.err"

@@ -3,11 +3,12 @@
  * decode round trip, every single-byte corruption and every truncation of a
  * core image is refused, semantic validation (overlapping mappings, page runs
  * outside private mappings or beyond the pages file, bad fd duplicates, bad
- * parent indices, bad pending signals or seccomp flags, external stdio fds
- * only on 0-2 and without a path, shared memory objects and the mappings
- * that refer to them, threads), the restore policy (capabilities,
- * no_new_privs, pinned ids, rlimits, seccomp filter against the config), and
- * the pages file writer + loader with checksum, truncation and id checks.
+ * parent indices, bad pending signals or seccomp flags, external stdio
+ * without a path, on 0-2 as itself or above as a copy of one of them,
+ * shared memory objects and the mappings that refer to them, threads), the
+ * restore policy (capabilities, no_new_privs, pinned ids, rlimits, seccomp
+ * filter against the config), and the pages file writer + loader with
+ * checksum, truncation and id checks.
  */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -76,7 +76,7 @@ static void test_state_roundtrip(void **state)
 	urs_rfc3339_now(st.created, sizeof(st.created));
 	st.cgroup = strdup("mode=hybrid;memory=1:/x");
 	st.annotations = strdup("{\"k\":\"v\"}");
-	urs_state_note_stdio(&st, 0); /* ours, as fstat sees them */
+	urs_proc_stdio_ids(0, st.stdio_dev, st.stdio_ino); /* ours, as fstat sees them */
 	struct stat io[3];
 	for (int k = 0; k < 3; k++)
 		if (fstat(k, &io[k]) < 0)
