@@ -1026,27 +1026,52 @@ static bool external_stdio(struct dumpctx *c, pid_t pid, int fd, const char *lin
 	return fd <= 2 && external_kind(c, pid, fd, link, st);
 }
 
-/* Which stdio fd @fd (> 2) is a copy of: the file the tree was given as
- * fd 0, 1 or 2 (opts->stdio_*), of a kind external stdio is. A shell
- * redirecting a builtin's output holds its saved stdout there. Where the
- * tree was given one file twice (`>log 2>&1`, a terminal), an fd open for
- * writing is taken as stdout before stderr, one for reading as stdin. -1:
- * none. */
-static int stdio_copy(struct dumpctx *c, pid_t pid, int fd, uint32_t flags, const char *link,
-		      const struct stat *st)
+/* Was the tree given @st as stdio fd @k (opts->stdio_*)? */
+static bool given_as(const struct dumpctx *c, int k, const struct stat *st)
+{
+	const struct ckpt_dump_opts *o = c->opts;
+	return o && o->stdio_dev && o->stdio_ino && o->stdio_ino[k] &&
+	       o->stdio_ino[k] == (uint64_t) st->st_ino && o->stdio_dev[k] == (uint64_t) st->st_dev;
+}
+
+/* Does task @t's fd @k (dumped already) hold another file than @st, or
+ * none: the stdio it was given moved away from there? */
+static bool displaced(const struct ckpt_task *t, int k, const struct stat *st)
+{
+	const struct ckpt_fd_rec *r = NULL;
+	for (uint32_t g = 0; g < t->nfds && !r; g++)
+		if (t->fds[g].r.fd == k)
+			r = &t->fds[g].r;
+	for (uint32_t g = 0; r && r->dup_of != -1 && g < t->nfds; g++)
+		if (t->fds[g].r.fd == r->dup_of)
+			r = &t->fds[g].r;
+	return !r || r->ino != (uint64_t) st->st_ino || r->dev != (uint64_t) st->st_dev;
+}
+
+/* Which stdio fd @fd (> 2) of task @t is a copy of: the file the tree was
+ * given as fd 0, 1 or 2, of a kind external stdio is. A shell redirecting
+ * a builtin's output holds its saved stdout there. Where the tree was given
+ * one file twice (`>log 2>&1`, a terminal), the one whose fd now holds
+ * something else (the redirected one) is taken; else an fd open for
+ * writing is stdout before stderr, one for reading stdin. -1: none. */
+static int stdio_copy(struct dumpctx *c, const struct ckpt_task *t, pid_t pid, int fd,
+		      uint32_t flags, const char *link, const struct stat *st)
 {
 	static const int wr[3] = {1, 2, 0}, rd[3] = {0, 1, 2};
-	const struct ckpt_dump_opts *o = c->opts;
-	if (fd <= 2 || !o || !o->stdio_dev || !o->stdio_ino)
-		return -1;
 	const int *order = (flags & O_ACCMODE) == O_RDONLY ? rd : wr;
+	int first = -1, moved = -1, nmoved = 0;
 	for (int i = 0; i < 3; i++) {
 		int k = order[i];
-		if (o->stdio_ino[k] && o->stdio_ino[k] == (uint64_t) st->st_ino &&
-		    o->stdio_dev[k] == (uint64_t) st->st_dev)
-			return external_kind(c, pid, fd, link, st) ? k : -1;
+		if (!given_as(c, k, st))
+			continue;
+		if (first < 0)
+			first = k;
+		if (displaced(t, k, st) && nmoved++ == 0)
+			moved = k;
 	}
-	return -1;
+	if (first < 0 || !external_kind(c, pid, fd, link, st))
+		return -1;
+	return nmoved == 1 ? moved : first;
 }
 
 /* The bytes buffered in the pipe (or FIFO) open as pid's fd, read without
@@ -1509,12 +1534,12 @@ static int dump_fd(struct dumpctx *c, uint32_t idx, int fd, char *info, struct c
 	const char *fl = status_field(info, "flags");
 	uint32_t flags = fl ? (uint32_t) strtoul(fl, NULL, 8) : 0;
 	f->r.cloexec = !!(flags & O_CLOEXEC);
-	/* a higher fd sharing external stdio's open file: the stdio it was
-	 * given as decides which the restore copies (stdio_copy), not which of
-	 * fds 0-2 shares it now (`>log 2>&1`, with bash's saved stdout while
-	 * fd 1 is redirected, is stdout, not stderr) */
+	/* an fd sharing external stdio's open file: the stdio it was given as
+	 * decides what the restore gives it (below), not which earlier fd
+	 * shares it now (`>log 2>&1`, with bash's saved stdout while fd 1 is
+	 * redirected, is stdout, not stderr) */
 	int dup = f->r.dup_of;
-	if (dup != -1 && !(fd > 2 && of_ext))
+	if (dup != -1 && !of_ext)
 		return 0;
 	f->r.dup_of = -1;
 	f->r.oflags = flags & ~(uint32_t) O_CLOEXEC;
@@ -1527,8 +1552,16 @@ static int dump_fd(struct dumpctx *c, uint32_t idx, int fd, char *info, struct c
 	f->r.dev = st.st_dev;
 	f->r.ino = st.st_ino;
 	f->r.rdev = st.st_rdev;
-	int k = fd <= 2 ? (external_stdio(c, pid, fd, link, &st) ? 0 : -1)
-			: stdio_copy(c, pid, fd, flags, link, &st);
+	/* on fd 0-2, a duplicate of external stdio is stdio of its own when
+	 * the tree was given it so (`>log 2>&1`: fd 2 is then stderr, not a
+	 * copy of stdout); one the workload made (`exec 2>&1`) stays a copy */
+	int k;
+	if (fd > 2)
+		k = stdio_copy(c, t, pid, fd, flags, link, &st);
+	else if ((dup == -1 || given_as(c, fd, &st)) && external_stdio(c, pid, fd, link, &st))
+		k = 0;
+	else
+		k = -1;
 	if (k >= 0) {
 		f->r.type = CKPT_FD_EXT;
 		f->r.sub = (uint32_t) k; /* (fd 0-2: 0, the fd itself) */

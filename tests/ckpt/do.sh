@@ -14,8 +14,9 @@
 #     while fd 1 is a file in the layer (as bash holds its saved stdout
 #     while a builtin's output is redirected): saved as that stdio and
 #     given the restore's stdout; python3, given one file as stdout and
-#     stderr (2>&1), does the same through fd 3, which shares fd 2's open
-#     file: restored with stdout and stderr apart, it is the stdout
+#     stderr (2>&1), writes to its stderr through fd 3 while fd 2 is a file
+#     of its own (fd 3 shares fd 1's open file): restored with stdout and
+#     stderr apart, fd 1 is the stdout and fd 3 the stderr
 #   - files on the sandbox's tmpfs mounts (/tmp, /dev/shm) come back
 #     (ckpt/tmpfs.c): a counter on /tmp continues, a symlink stays one,
 #     fds held open on /tmp and on the writable layer write on (new inodes);
@@ -83,13 +84,15 @@ if [ -x /usr/bin/python3 ]; then
 	# sanitizer's shadow or a runtime's heap): the dump visits only those
 	# pages and the restore maps it again without the overcommit refusal;
 	# the process exits if a byte it wrote there is not what it reads back
-	# its stdout and stderr are one file (2>&1); it writes its count through
-	# a copy of that (fd 3) while fd 1 is a file of its own: restored with
-	# stdout and stderr apart, the count goes on in the stdout
+	# its stdout and stderr are one file (2>&1); it counts on its stdout
+	# and writes e-lines through a copy of the stderr (fd 3, sharing fd 1's
+	# open file) while fd 2 is a file of its own: restored with stdout and
+	# stderr apart, the count goes on in the stdout, the e-lines in the
+	# stderr (not where fd 1 is, nor where a writable copy would default to)
 	u do --id ${P}b -- /usr/bin/python3 -c '
 import mmap, os, time, sys
-out = os.dup(1)
-os.dup2(os.open("/var/tmp/py.away", os.O_WRONLY | os.O_CREAT, 0o600), 1)
+err = os.dup(2)
+os.dup2(os.open("/var/tmp/py.away", os.O_WRONLY | os.O_CREAT, 0o600), 2)
 m = mmap.mmap(-1, 1 << 40, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | 0x4000)
 offs = (0, 1 << 30, (1 << 40) - 4096)
 i = 0
@@ -102,7 +105,8 @@ while True:
         m[o] = i % 256
     with open("/var/tmp/py.cnt", "a") as f:
         f.write("%d\n" % i)
-    os.write(out, b"%d\n" % i)
+    os.write(1, b"%d\n" % i)
+    os.write(err, b"e%d\n" % i)
     time.sleep(0.02)
 ' >"$work/py.out" 2>&1 &
 	BG="$BG $!"
@@ -128,7 +132,7 @@ if [ $have_py = 1 ]; then
 	check "checkpoint python3" 'u checkpoint --image-path "$work/img-py" ${P}b 2>"$work/ckp.err"' \
 		"$(err_of "$work/ckp.err")"
 	wait_for 10 bash -c "! kill -0 $py_pid 2>/dev/null"
-	py_saved=$(last_line "$work/py.out")
+	py_saved=$(grep -v '^e' "$work/py.out" | tail -n 1)
 fi
 
 # ---- a damaged layer: refused, nothing left -------------------------------------------------
@@ -177,7 +181,10 @@ if [ $have_py = 1 ]; then
 	u restore --image-path "$work/img-py" ${P}b >"$work/rspy.out" 2>"$work/rspy.err" &
 	BG="$BG $!"
 	check "restore python3" 'wait_for 10 bash -c "[ \"\$(head -n 1 $work/rspy.out)\" = $((py_saved + 1)) ]"' \
-		"saved $py_saved: $(head -n 2 "$work/rspy.out" 2>/dev/null | tr '\n' ' ') $(cat "$work/rspy.err")"
+		"saved $py_saved: $(head -n 2 "$work/rspy.out" 2>/dev/null | tr '\n' ' ') $(head -c 300 "$work/rspy.err")"
+	check "... its copy of the stderr it was given (one file with the stdout) is the restore's stderr" \
+		'wait_for 10 grep -q "^e" "$work/rspy.err" && ! grep -q "^e" "$work/rspy.out"' \
+		"$(head -c 200 "$work/rspy.err")"
 	running ${P}b || echo "      restore said: $(err_of "$work/rspy.err")"
 	n1=$(u exec ${P}b /bin/cat /var/tmp/py.cnt | wc -l)
 	check "python3's file continues" 'wait_for 10 contiguous ${P}b /var/tmp/py.cnt $((n1 + 10))'
