@@ -24,6 +24,8 @@
 #   - a damaged layer.img: restore refuses with a clear error and leaves
 #     nothing (no record, no layer mount, no process)
 #   - `ursa do --id` with an id in use, or an invalid one: refused
+#   - a shell given stdout and stderr as one file (2>&1), restored with
+#     them apart: its stdout and stderr stay apart (fd 2 was a duplicate)
 #   - python3 holds a 1 TiB MAP_NORESERVE reservation, a few pages touched:
 #     checkpoint visits only those (host/pagemap.c), restore maps it again
 # Needs root (namespaces, cgroups, ptrace). Env: URSA.
@@ -36,7 +38,7 @@ root=$work/root
 u() { URSA_SECCOMP_COUNT=0 "$URSA" --root "$root" "$@"; }
 BG=""
 cleanup() {
-	for id in ${P}a ${P}b; do u delete --force "$id" >/dev/null 2>&1; done
+	for id in ${P}a ${P}b ${P}c; do u delete --force "$id" >/dev/null 2>&1; done
 	for p in $BG; do kill -9 "$p" 2>/dev/null; done
 	for m in $(findmnt -rn -o TARGET | grep "^$root/" | sort -r); do umount -l "$m"; done
 	rm -rf "$work"
@@ -191,6 +193,26 @@ if [ $have_py = 1 ]; then
 	u delete --force ${P}b >/dev/null 2>&1
 fi
 check "delete removes the record and the layer" 'u delete --force ${P}a && wait_for 5 nothing_left ${P}a'
+
+# ---- stdout and stderr given as one file, both left in place: fd 2 is a
+# duplicate of fd 1 (in the shell and its sleep) and is stderr of its own:
+# restored with them apart, the e-lines are in the stderr alone
+u do --id ${P}c -- /bin/sh -c 'i=0; while :; do i=$((i + 1)); echo $i; echo e$i >&2
+	/bin/sleep 0.02; done' >"$work/c.out" 2>&1 &
+BG="$BG $!"
+c_pid=$!
+wait_for 10 grep -q "^e" "$work/c.out"
+u checkpoint --image-path "$work/img-c" ${P}c 2>"$work/ckc.err"
+ck=$?
+check "checkpoint of a shell given 2>&1" '[ $ck = 0 ] && wait_for 10 bash -c "! kill -0 $c_pid 2>/dev/null"' \
+	"$(err_of "$work/ckc.err")"
+u restore --image-path "$work/img-c" ${P}c >"$work/rc.out" 2>"$work/rc.err" &
+BG="$BG $!"
+check "restored with stdout and stderr apart, they stay apart" \
+	'wait_for 10 grep -q "^e" "$work/rc.err" && wait_for 10 grep -q "^[0-9]" "$work/rc.out" &&
+	 ! grep -q "^e" "$work/rc.out" && ! grep -q "^[0-9]" "$work/rc.err"' \
+	"out: $(head -c 100 "$work/rc.out" | tr '\n' ' ') err: $(head -c 100 "$work/rc.err" | tr '\n' ' ')"
+u delete --force ${P}c >/dev/null 2>&1
 
 echo "passed $passed, failed $failed"
 [ $failed = 0 ]
