@@ -440,10 +440,10 @@ int sup_boot_setup(struct sup *s)
 		}
 		urs_sync_send(s->sync_fd, URS_SYNC_GO, 0, json);
 	}
-	int r2 = boot_wait_ready(s);
-	if (r2 == 0) /* its stdio (a terminal's too), before it runs or is restored into */
+	/* then its stdio (a pty too), before it runs or is restored into */
+	if ((r = boot_wait_ready(s)) == 0)
 		sup_report_stdio(s->init_pid);
-	return r2;
+	return r;
 }
 
 /* ursa restore (docs/checkpoint.md): the init is the restore target; with

@@ -27,6 +27,7 @@ int urs_proc_start_time(pid_t pid, uint64_t *ticks);
  * Through /proc/PID/fd/N, which needs ptrace read access to @pid.
  */
 void urs_proc_stdio_ids(pid_t pid, uint64_t dev[3], uint64_t ino[3]);
+
 /**
  * urs_proc_ppid() - the parent of a process
  * @pid: the process
