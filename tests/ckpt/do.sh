@@ -195,24 +195,30 @@ fi
 check "delete removes the record and the layer" 'u delete --force ${P}a && wait_for 5 nothing_left ${P}a'
 
 # ---- stdout and stderr given as one file, both left in place: fd 2 is a
-# duplicate of fd 1 (in the shell and its sleep) and is stderr of its own:
-# restored with them apart, the e-lines are in the stderr alone
-u do --id ${P}c -- /bin/sh -c 'i=0; while :; do i=$((i + 1)); echo $i; echo e$i >&2
-	/bin/sleep 0.02; done' >"$work/c.out" 2>&1 &
+# duplicate of fd 1 and is stderr of its own: restored with them apart, the
+# e-lines are in the stderr alone. The shell answers each line the test
+# writes to its stdin (a FIFO): a line and an e-line, then it reads again.
+mkfifo "$work/c.in" "$work/rc.in"
+exec {cin}<>"$work/c.in" {rin}<>"$work/rc.in" # (read-write: opening never blocks)
+u do --id ${P}c -- /bin/sh -c 'while read x; do echo $x; echo e$x >&2; done' \
+	<"$work/c.in" >"$work/c.out" 2>&1 &
 BG="$BG $!"
 c_pid=$!
-wait_for 10 grep -q "^e" "$work/c.out"
+echo 1 >&$cin
+wait_for 10 grep -qx e1 "$work/c.out"
 u checkpoint --image-path "$work/img-c" ${P}c 2>"$work/ckc.err"
 ck=$?
 check "checkpoint of a shell given 2>&1" '[ $ck = 0 ] && wait_for 10 bash -c "! kill -0 $c_pid 2>/dev/null"' \
 	"$(err_of "$work/ckc.err")"
-u restore --image-path "$work/img-c" ${P}c >"$work/rc.out" 2>"$work/rc.err" &
+u restore --image-path "$work/img-c" ${P}c <"$work/rc.in" >"$work/rc.out" 2>"$work/rc.err" &
 BG="$BG $!"
+echo 2 >&$rin
 check "restored with stdout and stderr apart, they stay apart" \
-	'wait_for 10 grep -q "^e" "$work/rc.err" && wait_for 10 grep -q "^[0-9]" "$work/rc.out" &&
+	'wait_for 10 grep -qx e2 "$work/rc.err" && wait_for 10 grep -qx 2 "$work/rc.out" &&
 	 ! grep -q "^e" "$work/rc.out" && ! grep -q "^[0-9]" "$work/rc.err"' \
 	"out: $(head -c 100 "$work/rc.out" | tr '\n' ' ') err: $(head -c 100 "$work/rc.err" | tr '\n' ' ')"
 u delete --force ${P}c >/dev/null 2>&1
+exec {cin}>&- {rin}>&-
 
 echo "passed $passed, failed $failed"
 [ $failed = 0 ]
