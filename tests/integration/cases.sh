@@ -1008,7 +1008,7 @@ case_update()
 
 case_hooks()
 {
-	local r id tok o g spid w
+	local r id tok o g spid w src
 	if ! have_exec; then
 		skip_dep "hooks/ursa: prestart, poststart and poststop hooks run with the state on stdin" \
 			"lead is implementing hooks with exec (ursa exec not available yet)"
@@ -1054,8 +1054,9 @@ case_hooks()
 		exec {w}<>"$g/go"
 		echo go >&"$w"
 		wait "$spid"
+		src=$?
 		exec {w}>&-
-		check "hooks/$r: start succeeds" test $? = 0
+		check "hooks/$r: start succeeds" test $src = 0
 		check "hooks/$r: poststart hook ran" poll 5 test -s "$o.poststart.exe"
 		if [ "$r" = ursa ]; then
 			check "hooks/ursa: poststart runs after the process's exec" \
