@@ -8,7 +8,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -138,20 +137,10 @@ static int make_stage(const char *root, const char *what, char *stage, size_t le
 	return 0;
 }
 
-static int rm_one(const char *path, const struct stat *sb, int type, struct FTW *f)
-{
-	(void) sb, (void) f;
-	if (type == FTW_DP)
-		rmdir(path);
-	else
-		unlink(path);
-	return 0;
-}
-
 void urs_remote_rm_stage(const char *stage)
 {
 	if (stage && *stage)
-		nftw(stage, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+		urs_rm_tree(stage);
 }
 
 /* fork + exec ursa-store with @fds as its 0, 1, 2 and 3 (-1: /dev/null) */

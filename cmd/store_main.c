@@ -56,6 +56,7 @@
 
 #include "ckpt/key.h"
 #include "ckpt/trace.h"
+#include "host/fs.h"
 #include "host/proc.h"
 #include "runtime/common.h"
 #include "runtime/loop.h"
@@ -241,12 +242,15 @@ static int get(struct urs_remote *r, const struct args *a, struct urs_err *err)
 	_cleanup_close_ int dfd = open(a->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
 	if (dfd < 0)
 		return urs_err_set(err, -errno, "opening %s: %m", a->dir);
-	if (!a->serve)
-		return urs_remote_get(r, dfd, err);
 	/* --serve: the page data is left out, then served on fd 3 chunk by
 	 * chunk (a lazy restore's pager asks); "ok" says the rest is in */
-	int e = urs_remote_get_ex(r, dfd, "pages.img", 4096 /* after its header page */, err);
-	if (e < 0)
+	int e = a->serve ? urs_remote_get_ex(r, dfd, "pages.img", 4096 /* after its header page */,
+					     err)
+			 : urs_remote_get(r, dfd, err);
+	int rm = e < 0 ? urs_rm_tree(a->dir) : 0; /* made here: not left half-filled */
+	if (rm < 0)
+		fprintf(stderr, "ursa-store: %s is left half-filled: %s\n", a->dir, strerror(-rm));
+	if (e < 0 || !a->serve)
 		return e;
 	ckpt_trace("store: all but the page data in");
 	signal(SIGPIPE, SIG_IGN); /* the pager may go first: EPIPE, not death */

@@ -3,6 +3,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <unistd.h>
 #include <limits.h>
 #include <string.h>
@@ -43,4 +44,20 @@ DIR *urs_opendir_at(int dfd)
 	}
 	rewinddir(d);
 	return d;
+}
+
+static int rm_one(const char *path, const struct stat *sb, int type, struct FTW *f)
+{
+	(void) sb, (void) f;
+	if (type == FTW_DP)
+		rmdir(path);
+	else
+		unlink(path);
+	return 0;
+}
+
+int urs_rm_tree(const char *path)
+{
+	nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	return access(path, F_OK) == 0 ? -ENOTEMPTY : errno == ENOENT ? 0 : -errno;
 }

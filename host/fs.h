@@ -29,4 +29,15 @@ int urs_mkdir_p(const char *path, mode_t mode);
  */
 DIR *urs_opendir_at(int dfd);
 
+/**
+ * urs_rm_tree() - remove @path and everything under it, not following
+ *                 symbolic links (a link is removed, not its target)
+ * @path: a file or directory; nothing there is fine
+ *
+ * Best effort: what cannot be removed is left, the rest goes.
+ *
+ * Return: 0 once @path is gone, or the negative errno that kept it.
+ */
+int urs_rm_tree(const char *path);
+
 #endif

@@ -117,6 +117,8 @@ check "the pages object is sealed whole (over 16 MiB, not staged)" \
 	'[ "$(stat -c %s "$pages")" -gt 16777216 ]' "$(ls -la $(objects img/a))"
 check "the marker is in no stored byte" '! grep -rqa "ursa-remote-marker-42" "$tmp/data"'
 
+ustore="$(dirname "$URSA")/ursa-store" key=${URSA_CKPT_KEY:-/var/lib/ursa/checkpoint.key}
+
 # ---- restore from s3:// -------------------------------------------------------
 if (cd "$work/b" && u restore --detach --image-path "s3://ursa-test/img/a" --pid-file "$work/pid" ${P}a \
 	2>"$work/rs.err"); then
@@ -153,6 +155,11 @@ refused() { # name, what the error says, [restore's options]
 cp "$pages" "$tmp/pages.orig"
 printf '\x55' | dd of="$pages" bs=1 seek=9000000 conv=notrunc 2>/dev/null
 refused "a flipped byte in the pages object" "fails authentication"
+"$ustore" get --key-file "$key" s3://ursa-test/img/a "$work/tg" >"$work/tg.err" 2>&1
+rc=$?
+check "ursa-store get of it by hand: refused, no half-filled directory left" \
+	'[ $rc != 0 ] && grep -q "fails authentication" "$work/tg.err" && [ ! -e "$work/tg" ]' \
+	"rc=$rc: $(cat "$work/tg.err"); $(ls -A "$work/tg" 2>&1)"
 cp "$tmp/pages.orig" "$pages"
 truncate -s 5000000 "$pages"
 refused "a truncated pages object" "truncated"
@@ -184,7 +191,6 @@ commit_in='import subprocess, sys
 p = subprocess.Popen(sys.argv[1:], stdin=subprocess.PIPE)
 p.stdin.write(b"commit\n"); p.stdin.flush()
 sys.exit(p.wait())'
-ustore="$(dirname "$URSA")/ursa-store" key=${URSA_CKPT_KEY:-/var/lib/ursa/checkpoint.key}
 if python3 -c "$commit_in" "$ustore" put --key-file "$key" \
 	--no-inline s3://ursa-test/img/n "$work/local" >"$work/put.out" 2>&1; then
 	ok "ursa-store put --no-inline of a local image ($(cat "$work/put.out"))"
@@ -207,7 +213,7 @@ u delete --force ${P}x >/dev/null 2>&1
 rc=$?
 check "a get whose io_uring_enter fails: refused with the reason, nothing fetched" \
 	'[ $rc != 0 ] && grep -q "the loop failed: Input/output error" "$work/eio-get.err" &&
-	 [ -z "$(ls -A "$work/eio" 2>/dev/null)" ]' "rc=$rc: $(cat "$work/eio-get.err")"
+	 [ ! -e "$work/eio" ]' "rc=$rc: $(cat "$work/eio-get.err")"
 python3 -c "$commit_in" "$FAILSYS" io_uring_enter 5 "$ustore" put --key-file "$key" \
 	--no-inline s3://ursa-test/img/eio "$work/local" >"$work/eio-put.err" 2>&1
 rc=$?
@@ -253,14 +259,13 @@ check "no object under the prefix, no stage; the open upload's journal kept for 
 	'[ -z "$(objects img/k)" ] && [ -z "$(ls -A "$root/.remote" | grep -v "\.mpu$")" ] &&
 	 grep -q "^upload " "$root"/.remote/put.*.mpu' "$(objects img/k); $(ls -A "$root/.remote")"
 s3proxy_start 2 "$pport" || exit 1 # back where it was: the journal names that endpoint
-STORE="$(dirname "$URSA")/ursa-store"
 # the new proxy never saw that upload (s3rver cannot abort one): gone, for
 # gc — the one the failed command started (retrying, it may reach the store
 # back first) or one run here; either way the journal goes
 journal_gone() {
 	local j
 	for j in "$root"/.remote/put.*.mpu; do
-		[ -e "$j" ] && "$STORE" gc "$j" 2>>"$work/gc.err" # (0, silent, while the other holds it)
+		[ -e "$j" ] && "$ustore" gc "$j" 2>>"$work/gc.err" # (0, silent, while the other holds it)
 	done
 	[ -z "$(ls -A "$root/.remote")" ]
 }
@@ -305,7 +310,7 @@ st=$root/.remote/put.1.12345.abcdef
 mkdir -p "$st"
 head -c $((20 << 20)) /dev/urandom >"$st/big.img"
 mkfifo "$work/ctl"
-"$STORE" put --key-file "${URSA_CKPT_KEY:-/var/lib/ursa/checkpoint.key}" --no-inline \
+"$ustore" put --key-file "$key" --no-inline \
 	s3://ursa-test/img/g "$st" <"$work/ctl" >/dev/null 2>"$work/putg.err" &
 sp=$!
 exec 9>"$work/ctl"
