@@ -442,7 +442,7 @@ int sup_boot_setup(struct sup *s)
 	}
 	/* then its stdio (a pty too), before it runs or is restored into */
 	if ((r = boot_wait_ready(s)) == 0)
-		sup_report_stdio(s->init_pid);
+		sup_report_stdio(s);
 	return r;
 }
 

@@ -53,6 +53,7 @@ struct sup {
 	struct urs_sc_count *sc; /* a host's: its counted seccomp denials, or NULL */
 	struct urs_sup_args *a;
 	pid_t init_pid;
+	uint64_t stdio_dev[3], stdio_ino[3]; /* what the init was given as 0-2, told with READY */
 	int pidfd, sync_fd, ctl_fd, sig_fd;
 	int status; /* wait status */
 	bool exited;
@@ -161,8 +162,8 @@ extern struct urs_cgroup *sup_made_cg, *sup_made_home;
 void sup_progress_cgroup(struct urs_sup_args *a, const char *cg);
 /* READY (@code 0) or an error to the parent. */
 void sup_report(struct urs_sup_args *a, int code, pid_t pid, const char *cg, const char *msg);
-/* what @init has as fds 0-2 now, told with READY (the record's stdio) */
-void sup_report_stdio(pid_t init);
+/* what the init has as fds 0-2 now, told with READY (the record's stdio) */
+void sup_report_stdio(struct sup *s);
 /* READY, then the parent's word that its record is written (-EPIPE: none). */
 int sup_ready_recorded(struct sup *s, const char *cgstr);
 /* READY was not taken: the init and what was made go. */

@@ -31,35 +31,33 @@ void sup_progress_cgroup(struct urs_sup_args *a, const char *cg)
 		send(a->report_fd, &r, sizeof(r), MSG_NOSIGNAL);
 }
 
-/* the init's stdio, for READY (sup_report_stdio) */
-static uint64_t stdio_dev[3], stdio_ino[3];
-
-void sup_report_stdio(pid_t init)
+void sup_report_stdio(struct sup *s)
 {
-	urs_proc_stdio_ids(init, stdio_dev, stdio_ino);
+	urs_proc_stdio_ids(s->init_pid, s->stdio_dev, s->stdio_ino);
+}
+
+static void report_send(struct urs_sup_args *a, const struct urs_sup_report *r)
+{
+	if (a->report_fd < 0)
+		return;
+	ssize_t n = send(a->report_fd, r, sizeof(*r), MSG_NOSIGNAL);
+	if (r->code == 0)
+		return; /* kept: the parent says when its record is written */
+	if (n < 0)	/* a failure, and nobody to clean up after it */
+		remove_made(a);
+	close(a->report_fd);
+	a->report_fd = -1;
 }
 
 __attribute__((noinline)) void sup_report(struct urs_sup_args *a, int code, pid_t pid,
 					  const char *cg, const char *msg)
 {
 	struct urs_sup_report r = {.code = code, .init_pid = pid};
-	if (code == 0) {
-		memcpy(r.stdio_dev, stdio_dev, sizeof(r.stdio_dev));
-		memcpy(r.stdio_ino, stdio_ino, sizeof(r.stdio_ino));
-	}
 	if (cg)
 		snprintf(r.cgroup, sizeof(r.cgroup), "%s", cg);
 	if (msg)
 		snprintf(r.msg, sizeof(r.msg), "%s", msg);
-	if (a->report_fd >= 0) {
-		ssize_t n = send(a->report_fd, &r, sizeof(r), MSG_NOSIGNAL);
-		if (code == 0)
-			return; /* kept: the parent says when its record is written */
-		if (n < 0)	/* a failure, and nobody to clean up after it */
-			remove_made(a);
-		close(a->report_fd);
-		a->report_fd = -1;
-	}
+	report_send(a, &r);
 }
 
 /* READY to the `ursa` command, then its word that the record (and the pid
@@ -67,7 +65,11 @@ __attribute__((noinline)) void sup_report(struct urs_sup_args *a, int code, pid_
 int sup_ready_recorded(struct sup *s, const char *cgstr)
 {
 	struct urs_sup_args *a = s->a;
-	sup_report(a, 0, s->init_pid, cgstr, NULL);
+	struct urs_sup_report r = {.code = 0, .init_pid = s->init_pid};
+	memcpy(r.stdio_dev, s->stdio_dev, sizeof(r.stdio_dev));
+	memcpy(r.stdio_ino, s->stdio_ino, sizeof(r.stdio_ino));
+	snprintf(r.cgroup, sizeof(r.cgroup), "%s", cgstr ? cgstr : "");
+	report_send(a, &r);
 	if (sup_j2.mem_home)
 		sup_memory_leave();
 	char ack;
