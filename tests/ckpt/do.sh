@@ -26,6 +26,9 @@
 #   - `ursa do --id` with an id in use, or an invalid one: refused
 #   - a shell given stdout and stderr as one file (2>&1), restored with
 #     them apart: its stdout and stderr stay apart (fd 2 was a duplicate)
+#   - bash on a terminal (fds 0-2 one pty, as `ursa do` from a shell), its
+#     saved stdio on fds 10-12 inside `while ...; done </dev/null >/dev/null
+#     2>&1`: restored on another terminal, it reads and writes that one
 #   - python3 holds a 1 TiB MAP_NORESERVE reservation, a few pages touched:
 #     checkpoint visits only those (host/pagemap.c), restore maps it again
 # Needs root (namespaces, cgroups, ptrace). Env: URSA.
@@ -38,7 +41,7 @@ root=$work/root
 u() { URSA_SECCOMP_COUNT=0 "$URSA" --root "$root" "$@"; }
 BG=""
 cleanup() {
-	for id in ${P}a ${P}b ${P}c; do u delete --force "$id" >/dev/null 2>&1; done
+	for id in ${P}a ${P}b ${P}c ${P}d; do u delete --force "$id" >/dev/null 2>&1; done
 	for p in $BG; do kill -9 "$p" 2>/dev/null; done
 	for m in $(findmnt -rn -o TARGET | grep "^$root/" | sort -r); do umount -l "$m"; done
 	rm -rf "$work"
@@ -219,6 +222,79 @@ check "restored with stdout and stderr apart, they stay apart" \
 	"out: $(head -c 100 "$work/rc.out" | tr '\n' ' ') err: $(head -c 100 "$work/rc.err" | tr '\n' ' ')"
 u delete --force ${P}c >/dev/null 2>&1
 exec {cin}>&- {rin}>&-
+
+# ---- a terminal given as fds 0-2 (`ursa do` from an interactive shell): bash
+# inside `while ...; done </dev/null >/dev/null 2>&1` keeps its saved stdio,
+# the terminal, on fds 10-12 (none of 0-2 holds it any more), reads it on
+# fd 10 and writes it on fd 11. The checkpoint saves them as the stdio
+# given; the restore, run on another terminal, puts that terminal there:
+# bash reads and writes the new terminal on fds 10-11, and after the loop
+# on fds 0-1.
+# ptyio OUT CTL CMD...: CMD on a new pty (no echo); what the pty prints goes
+# to OUT, lines written to the FIFO CTL are typed on it
+ptyio() {
+	local out=$1 ctl=$2
+	shift 2
+	timeout 120 python3 - "$out" "$ctl" "$@" <<'PY' &
+import os, select, subprocess, sys, termios
+out, ctl, cmd = sys.argv[1], sys.argv[2], sys.argv[3:]
+m, s = os.openpty()
+a = termios.tcgetattr(s)
+a[3] &= ~termios.ECHO
+termios.tcsetattr(s, termios.TCSANOW, a)
+p = subprocess.Popen(cmd, stdin=s, stdout=s, stderr=s, start_new_session=True)
+os.close(s)
+c = os.open(ctl, os.O_RDWR)
+with open(out, "wb", buffering=0) as f:
+    while True:
+        r, _, _ = select.select([m, c], [], [])
+        if c in r:
+            os.write(m, os.read(c, 4096))
+        if m in r:
+            try:
+                d = os.read(m, 4096)
+            except OSError:  # EIO: the pty's last other end closed
+                break
+            if not d:
+                break
+            f.write(d.replace(b"\r", b""))
+sys.exit(p.wait())
+PY
+	BG="$BG $!"
+	pty_pid=$!
+}
+mkfifo "$work/d1.in" "$work/d2.in"
+exec {d1}<>"$work/d1.in" {d2}<>"$work/d2.in"
+ptyio "$work/d1.out" "$work/d1.in" "$URSA" --root "$root" do --id ${P}d -- /bin/bash -c \
+	'while read -r -u 10 l; do echo "got $l" >&11; [ "$l" = out ] && break; done </dev/null >/dev/null 2>&1
+	 echo left; read -r x; echo "stdin $x"; read -r x'
+echo a >&$d1
+check "bash on a terminal, inside a loop on its saved stdio (fds 10-12)" \
+	'wait_for 10 grep -qsx "got a" "$work/d1.out"' "$(cat "$work/d1.out" 2>/dev/null)"
+# bash is the child of the sandbox's minimal init (run.ursa.init)
+dpid=$(pgrep -P "$(u state ${P}d 2>/dev/null | jq -r .pid)" -x bash)
+check "(control: fds 10-12 are the terminal, fds 0-2 /dev/null)" \
+	'[ "$(readlink /proc/$dpid/fd/10)" = "$(readlink /proc/$dpid/fd/12)" ] &&
+	 [ "$(readlink /proc/$dpid/fd/11)" != /dev/null ] &&
+	 [ "$(readlink /proc/$dpid/fd/0)$(readlink /proc/$dpid/fd/2)" = /dev/null/dev/null ]' \
+	"$(ls -l /proc/$dpid/fd 2>&1)"
+pty1=$pty_pid
+u checkpoint --image-path "$work/img-d" ${P}d 2>"$work/ckd.err"
+ck=$?
+check "checkpoint of it: fds 10-12 are saved as the stdio it was given" \
+	'[ $ck = 0 ] && wait_for 10 bash -c "! kill -0 $pty1 2>/dev/null"' "$(err_of "$work/ckd.err")"
+ptyio "$work/d2.out" "$work/d2.in" "$URSA" --root "$root" restore --image-path "$work/img-d" ${P}d
+echo b >&$d2
+check "restored on another terminal, fds 10-11 read and write that terminal" \
+	'wait_for 10 grep -qsx "got b" "$work/d2.out"' "$(cat "$work/d2.out" 2>/dev/null)"
+echo out >&$d2
+wait_for 10 grep -qsx left "$work/d2.out"
+echo c >&$d2
+check "after the loop, its stdin and stdout are that terminal" \
+	'wait_for 10 grep -qsx "stdin c" "$work/d2.out"' "$(cat "$work/d2.out" 2>/dev/null)"
+u delete --force ${P}d >/dev/null 2>&1
+wait_for 10 bash -c "! kill -0 $pty_pid 2>/dev/null" # (the restore ended with it)
+exec {d1}>&- {d2}>&-
 
 echo "passed $passed, failed $failed"
 [ $failed = 0 ]
