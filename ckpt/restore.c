@@ -26,6 +26,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/fsuid.h>
@@ -49,6 +50,7 @@
 #include "ckpt/lazy.h"
 #include "ckpt/ptrace.h"
 #include "ckpt/trace.h"
+#include "ckpt/workingset.h"
 #include "runtime/common.h"
 #include "runtime/io.h"
 
@@ -618,18 +620,17 @@ static int defer_piece(struct rctx *c, const struct ckpt_run *run, uint64_t a, u
 	return 0;
 }
 
-/* Lazy restore from a remote image: every chunk the restorer will read
- * now (write_piece, shm_fill) asked for at once, so that they come in
- * together rather than one round trip each */
-static int want_eager(struct rctx *c, struct urs_err *err)
+/* Each piece of @img's page data a lazy restore reads now (write_piece,
+ * shm_fill): @fn(@ctx, offset, length) until it returns nonzero */
+static int for_eager(const struct ckpt_image *img, int (*fn)(void *, uint64_t, uint64_t), void *ctx)
 {
 	int r = 0;
-	for (uint32_t i = 0; !r && i < c->img.nshms; i++)
-		for (uint32_t k = 0; !r && k < c->img.shms[i].nruns; k++)
-			r = ckpt_lazy_want(c->lz, c->img.shms[i].runs[k].off,
-					   c->img.shms[i].runs[k].npages * CKPT_PAGE_SIZE, err);
-	for (uint32_t i = 0; !r && i < c->img.ntasks; i++) {
-		const struct ckpt_task *t = &c->img.tasks[i];
+	for (uint32_t i = 0; !r && i < img->nshms; i++)
+		for (uint32_t k = 0; !r && k < img->shms[i].nruns; k++)
+			r = fn(ctx, img->shms[i].runs[k].off,
+			       img->shms[i].runs[k].npages * CKPT_PAGE_SIZE);
+	for (uint32_t i = 0; !r && i < img->ntasks; i++) {
+		const struct ckpt_task *t = &img->tasks[i];
 		for (uint32_t v = 0; v < t->nvmas; v++) {
 			const struct ckpt_vma *m = &t->vmas[v];
 			for (uint32_t k = 0; !r && !vma_lazy(m) && k < t->nruns; k++) {
@@ -638,12 +639,82 @@ static int want_eager(struct rctx *c, struct urs_err *err)
 				a = a > m->r.start ? a : m->r.start;
 				b = b < m->r.end ? b : m->r.end;
 				if (a < b)
-					r = ckpt_lazy_want(c->lz, run->off + (a - run->vaddr),
-							   b - a, err);
+					r = fn(ctx, run->off + (a - run->vaddr), b - a);
 			}
 		}
 	}
 	return r;
+}
+
+struct want_ctx {
+	struct ckpt_lazy *lz;
+	struct urs_err *err;
+};
+
+static int want_one(void *ctx, uint64_t off, uint64_t len)
+{
+	struct want_ctx *w = ctx;
+	return ckpt_lazy_want(w->lz, off, len, w->err);
+}
+
+/* Lazy restore from a remote image: every chunk the restorer will read
+ * now asked for at once, so that they come in together rather than one
+ * round trip each */
+static int want_eager(struct rctx *c, struct urs_err *err)
+{
+	return for_eager(&c->img, want_one, &(struct want_ctx){c->lz, err});
+}
+
+struct mark_ctx {
+	uint8_t *chunks;
+	uint64_t len;
+};
+
+static int mark_one(void *ctx, uint64_t off, uint64_t len)
+{
+	struct mark_ctx *m = ctx;
+	if (!len || off >= m->len)
+		return 0;
+	uint64_t last = off + len - 1 < m->len ? off + len - 1 : m->len - 1;
+	for (uint64_t c = off / CKPT_MAC_CHUNK; c <= last / CKPT_MAC_CHUNK; c++)
+		m->chunks[c] = 1;
+	return 0;
+}
+
+long ckpt_restore_first_chunks(const char *dir, const struct ckpt_seal *seal, uint8_t **chunks,
+			       size_t *n, struct urs_err *err)
+{
+	struct ckpt_image img;
+	*chunks = NULL;
+	*n = 0;
+	int r = ckpt_image_load_ex(dir, seal, CKPT_LOAD_LAZY, &img, err);
+	if (r)
+		return r;
+	uint64_t len = img.pages_len;
+	size_t nc = (size_t) ckpt_seal_nchunks(len);
+	uint8_t *bits = calloc(ckpt_ws_nbytes(len) + 1, 1), *p = calloc(nc + 1, 1);
+	long k = 0;
+	if (!bits || !p) {
+		free(p);
+		k = urs_err_set(err, -ENOMEM, "restore: out of memory");
+		goto out;
+	}
+	for_eager(&img, mark_one, &(struct mark_ctx){p, len});
+	/* the working set, as the pager takes it (ckpt/lazy.c ws_setup) */
+	long w = ckpt_ws_load(CKPT_WS_REC, dir, seal, img.id, len, bits, err);
+	if (w == -ENOENT)
+		w = ckpt_ws_load(CKPT_WS_HOT, dir, seal, img.id, len, bits, err);
+	for (uint64_t b = 0; w > 0 && b * CKPT_WS_BLOCK < len; b++)
+		if (bits[b / 8] & (1u << (b % 8)))
+			p[b * CKPT_WS_BLOCK / CKPT_MAC_CHUNK] = 1;
+	for (size_t c = 0; c < nc; c++)
+		k += p[c] != 0;
+	*chunks = p;
+	*n = nc;
+out:
+	free(bits);
+	ckpt_image_free(&img);
+	return k;
 }
 
 /* the pages of @run: each piece by the mapping it lies in, now or later */

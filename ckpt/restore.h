@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "ckpt/seal.h"
 #include "runtime/err.h"
 
 struct ckpt_restore_stats {
@@ -148,5 +149,26 @@ struct ckpt_restore_opts {
  */
 int ckpt_restore_ex(const char *dir, const struct ckpt_restore_opts *opts, pid_t *pid,
 		    struct ckpt_restore_stats *stats, struct urs_err *err);
+
+/**
+ * ckpt_restore_first_chunks() - the chunks of page data a lazy restore of
+ *                                @dir asks for before its tasks run
+ * @dir: the image directory (its page data need not be there yet)
+ * @seal: the host's checkpoint key
+ * @chunks: gets a new array (free() it), one byte per chunk of the image's
+ *          page data: 1 for each such chunk, else 0
+ * @n: gets its length (ckpt_seal_nchunks of the page data)
+ * @err: what failed
+ *
+ * Those are the pieces read at once (shared memory, mappings that are not
+ * lazy) and the working set the pager brings in first (the recorded one,
+ * else the hot set): what ckpt_restore_ex() would ask for, known before it
+ * runs, so that whoever serves the page data can fetch them meanwhile.
+ *
+ * Return: how many chunks are set, or a negative errno (an image that
+ * does not load; then @chunks is NULL).
+ */
+long ckpt_restore_first_chunks(const char *dir, const struct ckpt_seal *seal, uint8_t **chunks,
+			       size_t *n, struct urs_err *err);
 
 #endif

@@ -55,6 +55,7 @@
 #include <unistd.h>
 
 #include "ckpt/key.h"
+#include "ckpt/restore.h"
 #include "ckpt/trace.h"
 #include "host/fs.h"
 #include "host/proc.h"
@@ -235,7 +236,25 @@ static int put(struct urs_remote *r, const struct args *a, struct urs_err *err)
 	return e;
 }
 
-static int get(struct urs_remote *r, const struct args *a, struct urs_err *err)
+/* --serve: what the restore asks for before its tasks run, from the image
+ * now in @dir (ckpt_restore_first_chunks), fetched without waiting to be
+ * asked; NULL (none) when that cannot be known */
+static uint8_t *first_chunks(const char *dir, const uint8_t key[CKPT_KEY_LEN], size_t *n)
+{
+	struct ckpt_seal seal;
+	memcpy(seal.key, key, sizeof(seal.key));
+	struct urs_err e = {{0}};
+	uint8_t *p = NULL;
+	if (ckpt_restore_first_chunks(dir, &seal, &p, n, &e) <= 0) {
+		free(p);
+		p = NULL;
+	}
+	explicit_bzero(&seal, sizeof(seal));
+	return p;
+}
+
+static int get(struct urs_remote *r, const struct args *a, const uint8_t key[CKPT_KEY_LEN],
+	       struct urs_err *err)
 {
 	if (mkdir(a->dir, 0700) < 0)
 		return urs_err_set(err, -errno, "creating %s: %m", a->dir);
@@ -262,7 +281,12 @@ static int get(struct urs_remote *r, const struct args *a, struct urs_err *err)
 		dup2(null, 2);
 		close(null);
 	}
-	return urs_remote_serve(r, dfd, 3, err);
+	size_t nfirst;
+	uint8_t *first = first_chunks(a->dir, key, &nfirst);
+	ckpt_trace("store: first chunks known");
+	e = urs_remote_serve(r, dfd, 3, first, nfirst, err);
+	free(first);
+	return e;
 }
 
 /* the journal's "NAME VALUE" lines */
@@ -455,15 +479,15 @@ int main(int argc, char **argv)
 				     .single_bufs = a.serve ? URS_REMOTE_SERVE_SINGLES : 0,
 				     .no_inline = a.no_inline};
 	e = urs_remote_open(&loop, &conf, url.bucket, url.prefix, key, &ro, &r, &err);
-	explicit_bzero(key, sizeof(key));
 	if (e == 0 && is_put)
 		journal(r, &a, &conf);
 	explicit_bzero(&conf, sizeof(conf));
 	ckpt_trace("store: client ready");
 	if (e == 0)
-		e = is_put ? put(r, &a, &err) : get(r, &a, &err);
+		e = is_put ? put(r, &a, &err) : get(r, &a, key, &err);
 	else
 		say(is_put, "error: %s\n", err.msg);
+	explicit_bzero(key, sizeof(key));
 	if (e < 0 && !is_put)
 		say(false, "%s", err.msg);
 	urs_remote_close(r);

@@ -1422,8 +1422,13 @@ struct serve {
 	char (*keys)[KEY_MAX];
 	uint8_t *ws; /* the working set the pager recorded (stored at the end) */
 	size_t nws;
-	bool ws_go; /* ... if the pager says paging ended well */
+	bool ws_go;  /* ... if the pager says paging ended well */
+	uint8_t *cs; /* per chunk, CS_*: with chunks fetched before asked for */
 };
+
+/* a chunk's state in struct serve's cs: fetched before it was asked for
+ * (queued or in flight), in the file, asked for and not answered yet */
+enum { CS_PRE = 1, CS_DONE = 2, CS_OWED = 4 };
 
 static void serve_poll_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint32_t flags)
 {
@@ -1477,6 +1482,52 @@ static void requeue(struct serve *sv, struct urs_remote_chunk_req rq)
 	sv->qn++;
 }
 
+/* @rq asked for, with chunks fetched unasked (sv->cs): those in are
+ * answered now, those coming are owed, and @rq becomes the span of the
+ * rest. Returns 1 if that is to be fetched, 0 if nothing is, or a negative
+ * errno from a reply. */
+static int owe(struct serve *sv, struct urs_remote_chunk_req *rq)
+{
+	uint32_t lo = UINT32_MAX, hi = 0;
+	for (uint32_t c = rq->chunk; c < rq->chunk + rq->n; c++) {
+		uint8_t *s = &sv->cs[c];
+		if (*s & CS_DONE) {
+			int e = reply(sv, c, 0, NULL);
+			if (e < 0)
+				return e;
+			continue;
+		}
+		*s |= CS_OWED;
+		if (!(*s & CS_PRE)) {
+			lo = lo < c ? lo : c;
+			hi = c;
+		}
+	}
+	if (lo == UINT32_MAX)
+		return 0;
+	*rq = (struct urs_remote_chunk_req){lo, hi - lo + 1};
+	return 1;
+}
+
+/* the chunks of @first (urs_remote_serve), in ranges at the queue's end:
+ * at most half the queue, the rest is left for requests */
+static void queue_first(struct serve *sv, const uint8_t *first)
+{
+	const struct urs_remote *r = sv->r;
+	uint32_t total = (uint32_t) nchunks(r->lazy_len);
+	uint32_t most =
+		r->part_chunks < URS_REMOTE_SERVE_MAXN ? r->part_chunks : URS_REMOTE_SERVE_MAXN;
+	for (uint32_t c = 0; c < total && sv->qn < SERVE_QUEUE / 2;) {
+		uint32_t n = 0;
+		while (c + n < total && n < most && first[c + n])
+			sv->cs[c + n++] = CS_PRE;
+		if (n)
+			sv->q[(sv->qhead + sv->qn++) % SERVE_QUEUE] =
+				(struct urs_remote_chunk_req){c, n};
+		c += n ? n : 1;
+	}
+}
+
 /* requests waiting on the socket, into the queue (not past it) */
 static void take_requests(struct serve *sv)
 {
@@ -1506,6 +1557,13 @@ static void take_requests(struct serve *sv)
 			sv->eof = true; /* closed, or not the protocol: serve no more */
 			break;
 		}
+		int more = sv->cs ? owe(sv, &rq) : 1;
+		if (more < 0) {
+			sv->eof = true; /* the requester is gone */
+			break;
+		}
+		if (!more) /* answered, or to be once fetched */
+			continue;
 		if (rq.n == 1) { /* a fault waits on it: ahead of the prefetch's
 				  * ranges, after the single chunks asked before */
 			requeue(sv, rq);
@@ -1564,7 +1622,14 @@ static int serve_open(struct serve *sv, struct pbuf *b, struct urs_err *err)
 		b->opening = false;
 		r->st.sealed += e ? 0 : b->req.len;
 	}
-	return reply(sv, (uint32_t) (b->base + c), e, e < 0 ? err->msg : NULL);
+	uint32_t g = (uint32_t) (b->base + c);
+	if (!e && sv->cs) { /* answered once, and only if asked for */
+		uint8_t was = sv->cs[g];
+		sv->cs[g] = CS_DONE;
+		if (!(was & CS_OWED))
+			return 0;
+	}
+	return reply(sv, g, e, e < 0 ? err->msg : NULL);
 }
 
 /* one turn: ranges read back answered a chunk each, queued chunks to free
@@ -1617,13 +1682,21 @@ static int serve_turn(struct serve *sv, struct urs_err *err)
 	return more;
 }
 
-int urs_remote_serve(struct urs_remote *r, int dirfd, int sock, struct urs_err *err)
+int urs_remote_serve(struct urs_remote *r, int dirfd, int sock, const uint8_t *first, size_t nfirst,
+		     struct urs_err *err)
 {
 	if (r->lazy_ent < 0)
 		return urs_err_set(err, -EINVAL, "object storage: nothing was left to serve");
+	if (nfirst != nchunks(r->lazy_len))
+		first = NULL;
 	struct serve sv = {.r = r, .sock = sock};
-	if (!(sv.keys = calloc(r->nbufs, KEY_MAX)))
+	if (!(sv.keys = calloc(r->nbufs, KEY_MAX)) ||
+	    (first && !(sv.cs = calloc(nchunks(r->lazy_len) + 1, 1)))) {
+		free(sv.keys);
 		return urs_err_set(err, -ENOMEM, "object storage: out of memory");
+	}
+	if (first)
+		queue_first(&sv, first);
 	r->files_fd = dirfd; /* a range is what was asked for (part_chunks at most) */
 	r->fail = 0;
 	int e = 0;
@@ -1647,6 +1720,7 @@ int urs_remote_serve(struct urs_remote *r, int dirfd, int sock, struct urs_err *
 	close(r->lazy_fd);
 	r->lazy_fd = -1;
 	free(sv.keys);
+	free(sv.cs);
 	r->fail = 0;
 	struct urs_err e2 = {{0}};
 	if (sv.ws && sv.ws_go && e == 0) { /* said to the pager, which counts it */

@@ -259,6 +259,11 @@ int urs_remote_get_ex(struct urs_remote *r, int dirfd, const char *lazy, uint64_
  *        chunks), one struct urs_remote_chunk_reply out per chunk once it
  *        is in the file (opened and authenticated: as urs_remote_get), in
  *        any order; single-chunk requests (faults) go ahead of ranges
+ * @first: chunks to fetch before any is asked for, one byte each (nonzero:
+ *         fetch), or NULL. They are written to the file but answered only
+ *         once asked for (at once if by then they are in): the requester
+ *         sees the protocol as without them, sooner
+ * @nfirst: @first's length: the object's chunks (another is ignored)
  * @err: what failed
  *
  * Up to the client's buffers' ranges are in flight; requests wait in
@@ -267,7 +272,8 @@ int urs_remote_get_ex(struct urs_remote *r, int dirfd, const char *lazy, uint64_
  *
  * Return: 0, or the failure's negative errno.
  */
-int urs_remote_serve(struct urs_remote *r, int dirfd, int sock, struct urs_err *err);
+int urs_remote_serve(struct urs_remote *r, int dirfd, int sock, const uint8_t *first, size_t nfirst,
+		     struct urs_err *err);
 
 /**
  * urs_remote_index_parse() - parse an index's plaintext (version 1 or 2)

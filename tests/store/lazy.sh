@@ -15,6 +15,9 @@
 #     in its first second, stored beside the image through ursa-store; the
 #     second restore brings them in before the sandbox runs (ROOT/ID/paged
 #     says how many); a new checkpoint to the same place drops it;
+#   - what a restore reads before its tasks run, and the working set, are
+#     fetched by ursa-store before the pager asks (ckpt_restore_first_chunks),
+#     and answered only once asked for;
 #   - a migration (`checkpoint --pre-copy`, the kill path) of the writing
 #     workload: the pre-copied page data is committed as objects of its
 #     own while it runs (ckpt_dump_opts.pages_cut), the freeze's in
@@ -91,6 +94,51 @@ check "its $blocks blocks of working set came in before it ran" \
 	[ "$(field ${P}a rec)" = 0 ]' "$(paged ${P}a); $(cat "$work/rs.err")"
 wsobj=$tmp/data/ursa-test/lz/a/workingset._S3rver_object
 check "the working set is an object beside the image" 'test -f "$wsobj"' "$(ls "$(dirname "$wsobj")")"
+
+# ---- what a restore asks for first is fetched before it asks ------------------------
+# ursa-store serving the page data by hand, its socket held by the test with
+# nothing asked on it: it reads page data at once (what the restore reads
+# before its tasks run, and the working set: ckpt_restore_first_chunks),
+# and answers nothing it was not asked for. Its first read of the page data
+# is held by the proxy: that it happens at all is the check.
+proxy __clear >/dev/null
+proxy "__fault?mode=stall&n=1&match=1.pages.img" >/dev/null
+mkfifo "$work/byhand.go"
+python3 - "$(dirname "$URSA")/ursa-store" "${URSA_CKPT_KEY:-/var/lib/ursa/checkpoint.key}" \
+	"$work/byhand" "$work/byhand.out" "$work/byhand.go" <<'PY' &
+import fcntl, os, select, socket, subprocess, sys
+store, key, d, out, go = sys.argv[1:6]
+x, y = socket.socketpair()
+a = socket.socket(fileno=fcntl.fcntl(x.fileno(), fcntl.F_DUPFD_CLOEXEC, 10))  # ours, off 3
+x.close()
+if y.fileno() != 3:  # its end as its fd 3
+    os.dup2(y.fileno(), 3)
+    y.close()
+else:
+    y.detach()
+p = subprocess.Popen([store, "get", "--key-file", key, "--serve", "s3://ursa-test/lz/a", d],
+                     stdout=subprocess.PIPE, pass_fds=(3,))
+os.close(3)
+with open(out, "w") as f:
+    f.write(p.stdout.readline().decode())
+    f.flush()
+    open(go).read()  # the test has seen the read
+    quiet = not select.select([a], [], [], 0)[0]
+    f.write("quiet\n" if quiet else "answered: %r\n" % a.recv(256)[:64])
+p.kill()
+p.wait()
+PY
+byhand=$!
+stalled() { proxy __stats | grep -q "injected=1"; }
+check "ursa-store serving by hand says ok" 'wait_for 30 grep -qsx ok "$work/byhand.out"' \
+	"$(cat "$work/byhand.out" 2>/dev/null)"
+check "it reads the page data a restore asks for first before anything asks for it" \
+	'wait_for 10 stalled' "$(proxy __stats)"
+echo go >"$work/byhand.go"
+wait "$byhand"
+check "... and answers nothing it was not asked for" 'grep -qx quiet "$work/byhand.out"' \
+	"$(cat "$work/byhand.out")"
+proxy __clear >/dev/null
 u checkpoint --image-path "s3://ursa-test/lz/a" ${P}a 2>"$work/ck.err" ||
 	bad "checkpoint to s3://ursa-test/lz/a again" "$(cat "$work/ck.err")"
 check "a new checkpoint there drops it" '! test -e "$wsobj"' "$(ls "$(dirname "$wsobj")")"
