@@ -677,7 +677,7 @@ static int mark_one(void *ctx, uint64_t off, uint64_t len)
 		return 0;
 	uint64_t last = off + len - 1 < m->len ? off + len - 1 : m->len - 1;
 	for (uint64_t c = off / CKPT_MAC_CHUNK; c <= last / CKPT_MAC_CHUNK; c++)
-		m->chunks[c] = 1;
+		m->chunks[c] = 2;
 	return 0;
 }
 
@@ -705,7 +705,7 @@ long ckpt_restore_first_chunks(const char *dir, const struct ckpt_seal *seal, ui
 	if (w == -ENOENT)
 		w = ckpt_ws_load(CKPT_WS_HOT, dir, seal, img.id, len, bits, err);
 	for (uint64_t b = 0; w > 0 && b * CKPT_WS_BLOCK < len; b++)
-		if (bits[b / 8] & (1u << (b % 8)))
+		if ((bits[b / 8] & (1u << (b % 8))) && !p[b * CKPT_WS_BLOCK / CKPT_MAC_CHUNK])
 			p[b * CKPT_WS_BLOCK / CKPT_MAC_CHUNK] = 1;
 	for (size_t c = 0; c < nc; c++)
 		k += p[c] != 0;
@@ -2789,7 +2789,8 @@ int ckpt_restore_ex(const char *dir, const struct ckpt_restore_opts *opts, pid_t
 	r = precheck(&c, &c.img, c.puppet, err);
 	if (!r)
 		r = choose_blob(&c, err);
-	if (!r && c.lz) /* (an image refused above fetches nothing more) */
+	if (!r && c.lz) /* (an image refused above asks for nothing more: ursa-store
+			 * stops at its socket's end, what it fetched unasked too) */
 		r = want_eager(&c, err);
 	if (r)
 		goto out_img;

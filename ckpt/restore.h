@@ -156,7 +156,8 @@ int ckpt_restore_ex(const char *dir, const struct ckpt_restore_opts *opts, pid_t
  * @dir: the image directory (its page data need not be there yet)
  * @seal: the host's checkpoint key
  * @chunks: gets a new array (free() it), one byte per chunk of the image's
- *          page data: 1 for each such chunk, else 0
+ *          page data: 2 for a chunk the restorer reads itself (it waits on
+ *          those), 1 for one only of the working set, else 0
  * @n: gets its length (ckpt_seal_nchunks of the page data)
  * @err: what failed
  *

@@ -1509,23 +1509,25 @@ static int owe(struct serve *sv, struct urs_remote_chunk_req *rq)
 	return 1;
 }
 
-/* the chunks of @first (urs_remote_serve), in ranges at the queue's end:
- * at most half the queue, the rest is left for requests */
+/* the chunks of @first (urs_remote_serve), in ranges at the queue's end,
+ * those marked 2 before those marked 1: at most half the queue, the rest is
+ * left for requests */
 static void queue_first(struct serve *sv, const uint8_t *first)
 {
 	const struct urs_remote *r = sv->r;
 	uint32_t total = (uint32_t) nchunks(r->lazy_len);
 	uint32_t most =
 		r->part_chunks < URS_REMOTE_SERVE_MAXN ? r->part_chunks : URS_REMOTE_SERVE_MAXN;
-	for (uint32_t c = 0; c < total && sv->qn < SERVE_QUEUE / 2;) {
-		uint32_t n = 0;
-		while (c + n < total && n < most && first[c + n])
-			sv->cs[c + n++] = CS_PRE;
-		if (n)
-			sv->q[(sv->qhead + sv->qn++) % SERVE_QUEUE] =
-				(struct urs_remote_chunk_req){c, n};
-		c += n ? n : 1;
-	}
+	for (uint8_t pass = 2; pass > 0; pass--)
+		for (uint32_t c = 0; c < total && sv->qn < SERVE_QUEUE / 2;) {
+			uint32_t n = 0;
+			while (c + n < total && n < most && first[c + n] == pass && !sv->cs[c + n])
+				sv->cs[c + n++] = CS_PRE;
+			if (n)
+				sv->q[(sv->qhead + sv->qn++) % SERVE_QUEUE] =
+					(struct urs_remote_chunk_req){c, n};
+			c += n ? n : 1;
+		}
 }
 
 /* requests waiting on the socket, into the queue (not past it) */
@@ -1703,6 +1705,8 @@ int urs_remote_serve(struct urs_remote *r, int dirfd, int sock, const uint8_t *f
 	while (e == 0) {
 		if (sv.readable)
 			take_requests(&sv);
+		if (sv.eof) /* nobody to answer: what is queued, asked or not, goes */
+			sv.qn = 0;
 		int more = serve_turn(&sv, err);
 		if ((e = more < 0 ? more : 0) < 0)
 			break;

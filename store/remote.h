@@ -259,10 +259,11 @@ int urs_remote_get_ex(struct urs_remote *r, int dirfd, const char *lazy, uint64_
  *        chunks), one struct urs_remote_chunk_reply out per chunk once it
  *        is in the file (opened and authenticated: as urs_remote_get), in
  *        any order; single-chunk requests (faults) go ahead of ranges
- * @first: chunks to fetch before any is asked for, one byte each (nonzero:
- *         fetch), or NULL. They are written to the file but answered only
- *         once asked for (at once if by then they are in): the requester
- *         sees the protocol as without them, sooner
+ * @first: chunks to fetch before any is asked for, one byte each (2: first
+ *         of all, 1: then, 0: not), or NULL. They are written to the file
+ *         but answered only once asked for (at once if by then they are
+ *         in): the requester sees the protocol as without them, sooner.
+ *         Once @sock reaches its end, nothing more is fetched
  * @nfirst: @first's length: the object's chunks (another is ignored)
  * @err: what failed
  *
