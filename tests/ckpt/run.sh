@@ -93,7 +93,12 @@ mkdir "$W/img"
 cat "$W/dump.log"
 is_stopped "$C" || fail "counter not left stopped after dump"
 last=$(wc -l < "$W/out.txt")
-[ "$(wc -l < "$W/stdout.txt")" -eq "$last" ] || fail "stdout and file differ before restore"
+# (stdout is written first: a SIGSTOP that lands between the two writes
+# leaves it one line ahead, and the restore then writes that line to the
+# file; seen once in CI)
+sout=$(wc -l < "$W/stdout.txt")
+[ "$sout" -eq "$last" ] || [ "$sout" -eq $((last + 1)) ] ||
+	fail "stdout ($sout lines) and file ($last) differ before restore"
 kill -9 "$C"
 wait "$U" 2>/dev/null || true
 check_seq "$W/out.txt" "$last" || fail "sequence before dump"
