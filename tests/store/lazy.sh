@@ -106,7 +106,7 @@ check "the working set is an object beside the image" 'test -f "$wsobj"' "$(ls "
 # when asked, once).
 python3 - "$(dirname "$URSA")/ursa-store" "${URSA_CKPT_KEY:-/var/lib/ursa/checkpoint.key}" \
 	"$work/byhand" >"$work/byhand.out" 2>&1 <<'PY'
-import fcntl, os, socket, struct, subprocess, sys, time
+import ctypes, fcntl, os, select, socket, struct, subprocess, sys, time
 store, key, d = sys.argv[1:4]
 x, y = socket.socketpair()
 a = socket.socket(fileno=fcntl.fcntl(x.fileno(), fcntl.F_DUPFD_CLOEXEC, 10))  # ours, off 3
@@ -133,9 +133,13 @@ try:
             end = os.lseek(pages, off, os.SEEK_HOLE)
             got.update(range((off - 4096) >> 20, ((end - 4097) >> 20) + 1))
             off = end
+    libc = ctypes.CDLL(None, use_errno=True)  # inotify: woken by its writes
+    ino = libc.inotify_init1(os.O_CLOEXEC)
+    if ino < 0 or libc.inotify_add_watch(ino, os.path.join(d, "pages.img").encode(), 0x2) < 0:
+        sys.exit("inotify: %s" % os.strerror(ctypes.get_errno()))  # (0x2: IN_MODIFY)
     end = time.monotonic() + 30
-    while not written() and time.monotonic() < end:
-        time.sleep(0.01)
+    while not written() and select.select([ino], [], [], max(0, end - time.monotonic()))[0]:
+        os.read(ino, 4096)
     got = written()
     print("unasked, in the file: %d of %d chunks" % (len(got), total), flush=True)
     hole = [k for k in range(total) if k not in got]
