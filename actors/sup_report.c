@@ -49,14 +49,21 @@ static void report_send(struct urs_sup_args *a, const struct urs_sup_report *r)
 	a->report_fd = -1;
 }
 
+static void report_fill(struct urs_sup_report *r, int code, pid_t pid, const char *cg,
+			const char *msg)
+{
+	*r = (struct urs_sup_report){.code = code, .init_pid = pid};
+	if (cg)
+		snprintf(r->cgroup, sizeof(r->cgroup), "%s", cg);
+	if (msg)
+		snprintf(r->msg, sizeof(r->msg), "%s", msg);
+}
+
 __attribute__((noinline)) void sup_report(struct urs_sup_args *a, int code, pid_t pid,
 					  const char *cg, const char *msg)
 {
-	struct urs_sup_report r = {.code = code, .init_pid = pid};
-	if (cg)
-		snprintf(r.cgroup, sizeof(r.cgroup), "%s", cg);
-	if (msg)
-		snprintf(r.msg, sizeof(r.msg), "%s", msg);
+	struct urs_sup_report r;
+	report_fill(&r, code, pid, cg, msg);
 	report_send(a, &r);
 }
 
@@ -65,10 +72,10 @@ __attribute__((noinline)) void sup_report(struct urs_sup_args *a, int code, pid_
 int sup_ready_recorded(struct sup *s, const char *cgstr)
 {
 	struct urs_sup_args *a = s->a;
-	struct urs_sup_report r = {.code = 0, .init_pid = s->init_pid};
+	struct urs_sup_report r;
+	report_fill(&r, 0, s->init_pid, cgstr, NULL);
 	memcpy(r.stdio_dev, s->stdio_dev, sizeof(r.stdio_dev));
 	memcpy(r.stdio_ino, s->stdio_ino, sizeof(r.stdio_ino));
-	snprintf(r.cgroup, sizeof(r.cgroup), "%s", cgstr ? cgstr : "");
 	report_send(a, &r);
 	if (sup_j2.mem_home)
 		sup_memory_leave();
