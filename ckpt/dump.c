@@ -10,6 +10,7 @@
  * for the tree; the other threads of a process each get a thread record.
  */
 #include "ckpt/dump.h"
+#include "ckpt/framemap.h"
 #include "ckpt/maps.h"
 #include "ckpt/pagesink.h"
 #include "ckpt/precopy.h"
@@ -70,6 +71,7 @@ struct dumpctx {
 	int dirfd;
 	struct ckpt_dump_stats *st;
 	uint8_t *chunk;
+	uint64_t frames[CHUNK];		   /* dump_span: the chunk's frames (urs_pagemap_frames) */
 	uint64_t sigcgt[CKPT_MAX_TASKS];   /* caught or ignored signals, from status */
 	uint8_t trapped[CKPT_MAX_TASKS];   /* in a ptrace stop: can be detached */
 	const char *freezer;		   /* cgroup v2 directory, or NULL */
@@ -544,15 +546,22 @@ static int add_run(struct ckpt_task *t, uint64_t vma_start, uint64_t vaddr, uint
 	return runs_add(&t->runs, &t->nruns, vma_start, vaddr, off);
 }
 
-/* Dump `n` pages starting at addr (all selected by pagemap). */
-static int dump_span(struct dumpctx *c, struct ckpt_task *t, int memfd, uint64_t vma_start,
+/* Dump `n` pages starting at addr (all selected by pagemap). In a tree of
+ * several processes a page others may map too (a fork's, unwritten since)
+ * is stored once per frame (ckpt/framemap.h); @pm: the task's pagemap, for
+ * those frames. */
+static int dump_span(struct dumpctx *c, struct ckpt_task *t, int memfd, int pm, uint64_t vma_start,
 		     uint64_t addr, uint64_t n, bool anon, struct urs_err *err)
 {
+	bool frames = pm >= 0 && c->nseized > 1;
 	while (n) {
 		uint64_t k = n < CHUNK ? n : CHUNK;
 		int r = ckpt_mem_read(memfd, addr, c->chunk, k * CKPT_PAGE_SIZE);
 		if (r)
 			return urs_err_set(err, r, "pid %d: reading memory at %#" PRIx64 ": %s",
+					   t->r.host_pid, addr, strerror(-r));
+		if (frames && (r = urs_pagemap_frames(pm, addr, k, c->frames)))
+			return urs_err_set(err, r, "pid %d: reading pagemap at %#" PRIx64 ": %s",
 					   t->r.host_pid, addr, strerror(-r));
 		for (uint64_t i = 0; i < k; i++) {
 			const uint8_t *pg = c->chunk + i * CKPT_PAGE_SIZE;
@@ -561,13 +570,18 @@ static int dump_span(struct dumpctx *c, struct ckpt_task *t, int memfd, uint64_t
 				continue;
 			}
 			uint64_t off;
-			r = ckpt_pages_append(&c->pw, pg, CKPT_PAGE_SIZE, &off, err);
+			bool stored;
+			r = ckpt_pages_append_frame(&c->pw, pg, frames ? c->frames[i] : 0, &off,
+						    &stored, err);
 			if (r)
 				return r;
 			r = add_run(t, vma_start, addr + i * CKPT_PAGE_SIZE, off);
 			if (r)
 				return r;
-			c->st->pages++;
+			if (stored)
+				c->st->shared_pages++;
+			else
+				c->st->pages++;
 		}
 		addr += k * CKPT_PAGE_SIZE;
 		n -= k;
@@ -604,8 +618,8 @@ static int reuse_span(struct pages_walk *w, const struct urs_pm_run *run, bool a
 			const struct ckpt_precopy_page *pg =
 				ckpt_precopy_page_from(w->pre, a, &w->cursor);
 			if (!pg || !pfn[i] || pg->pfn != pfn[i]) {
-				if ((r = dump_span(w->c, w->t, w->memfd, w->m->start, a, 1, anon,
-						   w->err)))
+				if ((r = dump_span(w->c, w->t, w->memfd, w->pm, w->m->start, a, 1,
+						   anon, w->err)))
 					return r;
 				continue;
 			}
@@ -615,8 +629,8 @@ static int reuse_span(struct pages_walk *w, const struct urs_pm_run *run, bool a
 				continue;
 			}
 			if (pg->off == CKPT_PRECOPY_ZERO) { /* a zero copy over a file page */
-				if ((r = dump_span(w->c, w->t, w->memfd, w->m->start, a, 1, anon,
-						   w->err)))
+				if ((r = dump_span(w->c, w->t, w->memfd, w->pm, w->m->start, a, 1,
+						   anon, w->err)))
 					return r;
 				continue;
 			}
@@ -651,7 +665,7 @@ static int dump_run(void *arg, const struct urs_pm_run *run)
 		return 0;
 	int r = w->pre && (run->flags & URS_PM_PRESENT) && !(run->flags & URS_PM_WRITTEN)
 			? reuse_span(w, run, anon)
-			: dump_span(w->c, w->t, w->memfd, w->m->start, run->start,
+			: dump_span(w->c, w->t, w->memfd, w->pm, w->m->start, run->start,
 				    (run->end - run->start) / CKPT_PAGE_SIZE, anon, w->err);
 	w->failed = r != 0;
 	return r;
@@ -3118,6 +3132,7 @@ static int precopy(struct dumpctx *c, pid_t pid, const struct ckpt_seal *seal, s
 			c->nearly++;
 	}
 	c->st->precopy_pages = c->pre.pages;
+	c->st->shared_pages += c->pre.shared_pages;
 	c->st->precopy_ms = c->pre.ms;
 	c->st->precopy_rounds = c->pre.rounds;
 	ckpt_trace("dump: pre-copied");
@@ -3239,6 +3254,7 @@ static void dumpctx_free(struct dumpctx *c)
 	ckpt_sockdiag_free(&c->diag);
 	ckpt_image_free(&c->img);
 	ckpt_pagemacs_free(&c->pw.macs);
+	ckpt_pages_frames_free(&c->pw);
 	if (c->dirfd >= 0)
 		close(c->dirfd);
 	if (c->rootfd >= 0)

@@ -32,6 +32,9 @@ struct ckpt_dump_stats {
 	uint32_t ntasks;
 	uint64_t pages;	     /* pages written to pages.img */
 	uint64_t zero_pages; /* present but all-zero anonymous pages skipped */
+	/* pages not written again: another process of the tree maps the same
+	 * frame, stored once (ckpt/framemap.h), pre-copy included */
+	uint64_t shared_pages;
 	uint64_t image_bytes;
 	double ms; /* the whole dump (pre-copy, seize .. detach) */
 	/* opts->precopy: pages stored before the freeze, of those the ones

@@ -430,13 +430,16 @@ int ckpt_image_encode(const struct ckpt_image *img, uint8_t **out, size_t *len,
  */
 int ckpt_image_decode(const uint8_t *buf, size_t len, struct ckpt_image *img, struct urs_err *err);
 
+struct ckpt_framemap; /* ckpt/framemap.c */
+
 /* Pages file: writer state used by the dumper. */
 struct ckpt_pages_writer {
 	int fd;
 	uint64_t off; /* bytes of page data written so far */
 	uint32_t crc;
-	void *sink;		   /* the batched io_uring writer (ckpt/pagesink.c) */
-	struct ckpt_pagemacs macs; /* the chunk MACs, as the data goes by */
+	void *sink;		      /* the batched io_uring writer (ckpt/pagesink.c) */
+	struct ckpt_pagemacs macs;    /* the chunk MACs, as the data goes by */
+	struct ckpt_framemap *frames; /* pages stored once per frame (ckpt/framemap.h) */
 };
 /**
  * ckpt_pages_open() - start pages.img in @dirfd for image @id

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ckpt/framemap.h"
 #include "ckpt/ptrace.h"
 #include "host/pagemap.h"
 #include "runtime/common.h"
@@ -83,7 +84,7 @@ static int copy_run(void *arg, const struct urs_pm_run *run)
 		uint64_t k = (run->end - a) / CKPT_PAGE_SIZE;
 		k = k > max ? max : k;
 		if (ckpt_mem_read(c->memfd, a, c->chunk, k * CKPT_PAGE_SIZE) ||
-		    urs_pagemap_pfns(c->pm, a, k, c->pfn)) {
+		    urs_pagemap_frames(c->pm, a, k, c->pfn)) {
 			a += k * CKPT_PAGE_SIZE;
 			continue;
 		}
@@ -101,15 +102,17 @@ static int copy_run(void *arg, const struct urs_pm_run *run)
 				if (!rec)
 					continue; /* not copied before: copied frozen */
 			}
+			bool stored = false;
+			uint64_t pfn = c->pfn[i] & ~URS_PFN_SHARED;
 			if (ckpt_page_is_zero(pg))
 				c->pc->zero_pages++;
-			else if ((r = ckpt_pages_append(c->pw, pg, CKPT_PAGE_SIZE, &off, c->err)) ==
-				 0)
-				c->pc->pages++;
+			else if ((r = ckpt_pages_append_frame(c->pw, pg, c->pfn[i], &off, &stored,
+							      c->err)) == 0)
+				stored ? c->pc->shared_pages++ : c->pc->pages++;
 			if (r == 0 && rec)
-				*rec = (struct ckpt_precopy_page){va, off, c->pfn[i]};
+				*rec = (struct ckpt_precopy_page){va, off, pfn};
 			else if (r == 0)
-				r = record(c->p, va, off, c->pfn[i]);
+				r = record(c->p, va, off, pfn);
 			if (r)
 				return r;
 		}

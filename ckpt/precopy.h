@@ -47,6 +47,8 @@ struct ckpt_precopy_proc {
  * @n: how many
  * @pages: pages stored
  * @zero_pages: pages read as zeros
+ * @shared_pages: pages not stored again: a copy of the same frame and
+ *                contents (another process's, mapped by both) stood for them
  * @rounds: rounds made: the whole memory, then each time what was written
  *          during the round before
  * @ms: how long the copy took (the tree running)
@@ -55,6 +57,7 @@ struct ckpt_precopy {
 	struct ckpt_precopy_proc *procs;
 	uint32_t n, rounds;
 	uint64_t pages, zero_pages;
+	uint64_t shared_pages;
 	double ms;
 };
 

@@ -34,6 +34,7 @@ struct urs_pm_scan_arg {
 #define PME_SWAP    (1ull << 62)
 #define PME_FILE    (1ull << 61)
 #define PME_UFFD_WP (1ull << 57)
+#define PME_EXCL    (1ull << 56) /* mapped once (PM_MMAP_EXCLUSIVE) */
 #define PME_PFN	    ((1ull << 55) - 1)
 
 #define SCAN_VEC 128 /* runs per ioctl */
@@ -174,7 +175,7 @@ int urs_pagemap_walk(int pm, uint64_t start, uint64_t end, urs_pm_fn fn, void *a
 	return urs_pagemap_walk_entries(pm, start, end, fn, arg);
 }
 
-int urs_pagemap_pfns(int pm, uint64_t start, uint64_t n, uint64_t *pfn)
+static int read_frames(int pm, uint64_t start, uint64_t n, uint64_t *pfn, bool mark)
 {
 	if (start % PAGE)
 		return -EINVAL;
@@ -185,10 +186,23 @@ int urs_pagemap_pfns(int pm, uint64_t start, uint64_t n, uint64_t *pfn)
 		if (got != (ssize_t) (k * 8))
 			return got < 0 ? -errno : -EIO;
 		for (uint64_t i = 0; i < k; i++)
-			pfn[done + i] = (pme[i] & PME_PRESENT) ? pme[i] & PME_PFN : 0;
+			pfn[done + i] = !(pme[i] & PME_PRESENT) ? 0
+					: mark && !(pme[i] & PME_EXCL)
+						? (pme[i] & PME_PFN) | URS_PFN_SHARED
+						: pme[i] & PME_PFN;
 		done += k;
 	}
 	return 0;
+}
+
+int urs_pagemap_pfns(int pm, uint64_t start, uint64_t n, uint64_t *pfn)
+{
+	return read_frames(pm, start, n, pfn, false);
+}
+
+int urs_pagemap_frames(int pm, uint64_t start, uint64_t n, uint64_t *pfn)
+{
+	return read_frames(pm, start, n, pfn, true);
 }
 
 int urs_pagemap_take_written(int pm, uint64_t start, uint64_t end, urs_pm_fn fn, void *arg)

@@ -143,4 +143,23 @@ int urs_pagemap_protect(int pm, uint64_t start, uint64_t end);
  */
 int urs_pagemap_pfns(int pm, uint64_t start, uint64_t n, uint64_t *pfn);
 
+/* urs_pagemap_frames: the frame may be mapped more than once (above any
+ * frame number, which takes 55 bits) */
+#define URS_PFN_SHARED (1ull << 63)
+
+/**
+ * urs_pagemap_frames() - urs_pagemap_pfns(), each frame marked when other
+ *                        mappings may share it
+ * @pm: an open /proc/PID/pagemap (as for urs_pagemap_pfns)
+ * @start: page-aligned address of the first page
+ * @n: pages
+ * @pfn: gets one number per page: its frame, with URS_PFN_SHARED set unless
+ *       the kernel reports the page mapped exclusively (a page a fork
+ *       shares copy-on-write, a KSM page, a file page); 0 for a page not in
+ *       memory
+ *
+ * Return: 0 or a negative errno.
+ */
+int urs_pagemap_frames(int pm, uint64_t start, uint64_t n, uint64_t *pfn);
+
 #endif
