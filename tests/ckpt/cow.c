@@ -1,0 +1,172 @@
+/*
+ * tests/ckpt/cow.c — a process tree that shares most of its memory
+ * copy-on-write, for tests/ckpt/cow.sh:
+ *   cow MIB KIDS DIR
+ * fills MIB MiB of anonymous private memory with a pattern no compressor
+ * or zero-page skip can shrink (a mix of each word's index), then forks
+ * KIDS children: every page nobody writes after the fork stays one frame
+ * mapped by all KIDS + 1 processes, which a checkpoint should store once.
+ * Process i (the parent is 0) then rewrites page 5 with the pattern xored
+ * with its own constant (one address, a different content in each
+ * process: a dedupe that mixed them up shows), and each child page 100 + i
+ * (a page only it has); each writes DIR/ready-i and counts in page 5's
+ * first word once a millisecond (writes a --leave-running pre-copy sees).
+ * SIGUSR1 to the parent: it passes the signal to its children (their pids
+ * kept from the fork: a restore keeps pids), then every process checks its
+ * whole memory — the pattern, its own page 5 and page 100 + i, its count —
+ * and writes DIR/check-i: "ok" or the first bad word. SIGTERM and SIGKILL
+ * do what they do by default. Static, for a busybox rootfs.
+ */
+#include <fcntl.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#define PAGE	4096u
+#define WORDS	(PAGE / 8)
+#define SHARED	5   /* the page every process rewrites, and counts in */
+#define OWN	100 /* child i rewrites page OWN + i */
+#define MAXKIDS 64
+
+static uint64_t *mem;
+static size_t npages;
+static const char *dir;
+static int me; /* 0: the parent; 1..KIDS: a child */
+static int kids;
+static pid_t pids[MAXKIDS + 1]; /* the parent's children, by index */
+static volatile sig_atomic_t check_req;
+
+/* splitmix64's finalizer of the index: a bijection, zero only for one
+ * index near 2^64, never reached here */
+static uint64_t pat(uint64_t i)
+{
+	uint64_t z = i + 0x9e3779b97f4a7c15ull;
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+/* what this process keeps in word @k of page @p (page 5's word 0 aside:
+ * the count) */
+static uint64_t want(size_t p, size_t k)
+{
+	uint64_t v = pat(p * WORDS + k);
+	if (p == SHARED || (me && p == OWN + (size_t) me))
+		v ^= 0x1111111111111111ull * (uint64_t) (me + 1);
+	return v;
+}
+
+static void rewrite(size_t p)
+{
+	for (size_t k = 0; k < WORDS; k++)
+		mem[p * WORDS + k] = want(p, k);
+}
+
+static void put(const char *name, const char *text)
+{
+	char path[256], tmp[300];
+	snprintf(path, sizeof(path), "%s/%s-%d", dir, name, me);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return;
+	if (write(fd, text, strlen(text)) < 0) {
+		/* the test sees no file and says so */
+	}
+	close(fd);
+	rename(tmp, path);
+}
+
+/* every word as want() says, page 5's word 0 the last count @n written */
+static void check(uint64_t n)
+{
+	char res[96] = "ok\n";
+	for (size_t p = 0; p < npages; p++)
+		for (size_t k = 0; k < WORDS; k++) {
+			uint64_t w = mem[p * WORDS + k];
+			if (w != (p == SHARED && !k ? n : want(p, k))) {
+				snprintf(res, sizeof(res), "bad page %zu word %zu: %#llx\n", p, k,
+					 (unsigned long long) w);
+				put("check", res);
+				return;
+			}
+		}
+	put("check", res);
+}
+
+static void on_usr1(int s)
+{
+	(void) s;
+	check_req++;
+}
+
+static _Noreturn void run(void)
+{
+	volatile uint64_t *count = &mem[SHARED * WORDS];
+	/* the count goes on from the word's own pattern: different in each
+	 * process, like the rest of its page 5 */
+	uint64_t n = *count, seen = 0;
+	struct timespec ms = {0, 1000000};
+	for (;;) {
+		*count = ++n;
+		if ((uint64_t) check_req != seen) {
+			seen = (uint64_t) check_req;
+			for (int i = 1; !me && i <= kids; i++)
+				kill(pids[i], SIGUSR1);
+			check(n);
+		}
+		nanosleep(&ms, NULL);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 4) {
+		fprintf(stderr, "usage: cow MIB KIDS DIR\n");
+		return 2;
+	}
+	size_t mib = strtoul(argv[1], NULL, 10);
+	kids = atoi(argv[2]);
+	dir = argv[3];
+	npages = mib * 256;
+	if (kids < 0 || kids > MAXKIDS || npages <= OWN + (size_t) kids) {
+		fprintf(stderr, "cow: KIDS 0..%d, and MIB large enough for page %d\n", MAXKIDS,
+			OWN + kids);
+		return 2;
+	}
+	void *m = mmap(NULL, npages * PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+		       0);
+	if (m == MAP_FAILED) {
+		perror("cow: mmap");
+		return 1;
+	}
+	mem = m;
+	for (size_t p = 0; p < npages; p++)
+		for (size_t k = 0; k < WORDS; k++)
+			mem[p * WORDS + k] = pat(p * WORDS + k);
+	struct sigaction sa = {.sa_handler = on_usr1};
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGUSR1, &sa, NULL);
+	for (int i = 1; i <= kids; i++) {
+		pid_t pid = fork();
+		if (pid < 0) {
+			perror("cow: fork");
+			return 1;
+		}
+		if (!pid) {
+			me = i;
+			break;
+		}
+		pids[i] = pid;
+	}
+	rewrite(SHARED);
+	if (me)
+		rewrite(OWN + (size_t) me);
+	put("ready", "ready\n");
+	run();
+}

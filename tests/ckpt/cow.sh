@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# tests/ckpt/cow.sh — a page frame that several processes of the sandbox
+# map (shared copy-on-write since a fork) goes into pages.img once, not
+# once per process. tests/ckpt/cow.c as the sandbox's init: 64 MiB
+# filled, then three children forked, so nearly every page is one frame
+# of four processes; each process rewrites page 5 (one address, four
+# contents) and each child a page of its own, and each counts in its page
+# 5 once a millisecond:
+#   - checkpointed, the four processes' pages.img is below 1.5 × 64 MiB
+#     (once per process it would be about 256 MiB);
+#   - restored, then restored with --lazy-pages, every process finds its
+#     memory as it left it: the shared pages, its own page 5 and page
+#     100 + i, its count (its own check: a dedupe that gave one process
+#     another's page 5 shows);
+#   - the same through --leave-running (a pre-copy while the counts
+#     move): the image as small, the workload intact as it runs on, and
+#     restored from that image.
+# Needs root; the pre-copy part skips saying why where the kernel cannot
+# track writes. Env: URSA, COW.
+set -u
+. "$(dirname "$0")/../lib/skip.sh"
+. "$(dirname "$0")/../lib/check.sh"
+[ "$(id -u)" = 0 ] || skip_or_fail "needs root"
+URSA=${URSA:?} COW=${COW:?}
+P=cw$$-
+work=$(mktemp -d /tmp/ursa-cow.XXXXXX)
+root=$work/root
+u() { "$URSA" --root "$root" "$@"; }
+cleanup() {
+	u delete --force ${P}c >/dev/null 2>&1
+	rm -rf "$work"
+}
+trap cleanup EXIT
+t=$work/rootfs/tmp
+# the memory once, with room for what is not shared (page 5, the
+# children's own pages, stacks): four copies are far above
+limit=$((64 * 1024 * 1024 * 3 / 2))
+
+# WORK/rootfs: busybox, $COW as /bin/cow; WORK/b/config.json: `cow 64 3
+# /tmp` (three children), no terminal, no network, a writable root
+# (tests/lib/hog.sh's hog_bundle, for another binary and its arguments)
+cow_bundle() {
+	local work=$1
+	mkdir -p "$work/rootfs/bin" "$work/rootfs/proc" "$work/rootfs/dev" "$work/rootfs/sys" \
+		"$work/rootfs/tmp" "$work/b" || return 1
+	cp /bin/busybox "$work/rootfs/bin/" && ln -sf busybox "$work/rootfs/bin/sh" &&
+		cp "$COW" "$work/rootfs/bin/cow" && (cd "$work/b" && "$URSA" spec) || return 1
+	jq --arg rootfs "$work/rootfs" \
+		'.root.path = $rootfs | .root.readonly = false | .process.terminal = false
+		| .process.args = ["/bin/cow", "64", "3", "/tmp"]
+		| .annotations = {"run.ursa.network": "none"}' "$work/b/config.json" >"$work/b/c" &&
+		mv "$work/b/c" "$work/b/config.json"
+}
+cow_bundle "$work" || exit 1
+
+all() { # NAME: DIR/NAME-0..3 all written
+	local i
+	for i in 0 1 2 3; do test -s "$t/$1-$i" || return 1; done
+}
+checked() { # the init passes SIGUSR1 to its children; all four check: "ok"
+	local i
+	rm -f "$t"/check-*
+	kill -USR1 "$(u state ${P}c | jq -r .pid)" && wait_for 30 all check || return 1
+	for i in 0 1 2 3; do [ "$(cat "$t/check-$i")" = ok ] || return 1; done
+}
+checks() {
+	local i
+	for i in 0 1 2 3; do echo "check-$i: $(cat "$t/check-$i" 2>&1)"; done
+}
+# check, with DETAIL run only when CODE failed (what it left: a file it wrote)
+check_why() { if eval "$2"; then ok "$1"; else bad "$1" "$(eval "$3")"; fi; }
+size() { stat -c %s "$1/pages.img" 2>/dev/null; }
+small() { [ -n "$1" ] && [ "$1" -lt "$limit" ]; }
+start() {
+	rm -f "$t"/ready-* "$t"/check-*
+	(cd "$work/b" && u run -d ${P}c >>"$work/out" 2>&1) || return 1
+	wait_for 60 all ready
+}
+restore() { # IMAGE [FLAGS...]
+	local img=$1
+	shift
+	(cd "$work/b" && u restore --detach "$@" --image-path "$img" ${P}c >>"$work/out" 2>"$work/rs.err")
+}
+
+# a. the tree runs: four processes, each ready
+if start; then
+	ok "the workload runs: the init and its three children ready"
+else
+	bad "the workload runs: the init and its three children ready" \
+		"$(cat "$work/out"; ls "$t")"
+	finish
+fi
+
+# b. the shared frames stored once
+if u checkpoint --image-path "$work/img1" --work-path "$work/wp1" ${P}c 2>"$work/ck.err"; then
+	ok "checkpoint"
+else
+	bad "checkpoint" "$(cat "$work/ck.err")"
+fi
+line=$(grep '^dumped' "$work/wp1/dump.log" 2>/dev/null)
+check "the four processes dumped ($line)" '[[ "$line" == "dumped 4 tasks,"* ]]' \
+	"$(cat "$work/wp1/dump.log" 2>&1)"
+s=$(size "$work/img1")
+check "pages.img holds the shared 64 MiB once: ${s:-no} bytes, below 1.5 × 64 MiB ($limit) ($line)" \
+	'small "$s"' "$(ls -l "$work/img1" 2>&1)"
+
+# c. restored, each process has its own page 5 and page 100 + i
+check_why "restore" 'restore "$work/img1"' 'cat "$work/rs.err"'
+check_why "restored, every process's memory is as it left it (the shared pages, its own)" \
+	checked checks
+u delete --force ${P}c >/dev/null 2>&1
+
+# d. the same, paged in lazily
+check_why "restore --lazy-pages" 'restore "$work/img1" --lazy-pages' 'cat "$work/rs.err"'
+check_why "restored lazily, every process's memory is as it left it" checked checks
+u delete --force ${P}c >/dev/null 2>&1
+
+# e. through a pre-copy while the counts move
+check_why "the workload runs again" start 'cat "$work/out"; ls "$t"'
+check_why "checkpoint --leave-running" \
+	'u checkpoint --leave-running --image-path "$work/img2" --work-path "$work/wp2" ${P}c 2>"$work/ck.err"' \
+	'cat "$work/ck.err"'
+line=$(grep '^paused' "$work/wp2/dump.log" 2>/dev/null)
+if [ -z "$line" ]; then
+	skip_part "the checkpoint did not copy before freezing (kernel cannot track writes: no userfaultfd WP_ASYNC?): $(cat "$work/wp2/dump.log" 2>&1)" ||
+		failed=$((failed + 1))
+fi
+dumped=$(grep '^dumped' "$work/wp2/dump.log" 2>/dev/null)
+s=$(size "$work/img2")
+check "with --leave-running too, pages.img holds them once: ${s:-no} bytes, below 1.5 × 64 MiB ($dumped${line:+; $line})" \
+	'small "$s"' "$(ls -l "$work/img2" 2>&1)"
+check_why "the workload runs on, its memory as it left it" checked checks
+u delete --force ${P}c >/dev/null 2>&1
+check_why "restore of the --leave-running image" 'restore "$work/img2"' 'cat "$work/rs.err"'
+check_why "restored from it, every process's memory is as it left it" checked checks
+finish
