@@ -134,9 +134,11 @@ start "$id" || { bad "a sandbox holding ~5 MiB starts" "$(cat "$work/run.err")";
 # The smallest of three images, each page once (no copy while it runs:
 # pages written meanwhile would be in the page data twice). The shell forks
 # a `sleep` every 50 ms: a child caught between its fork and its exec holds
-# all of the shell's memory, which the image then holds twice (a forked
-# child's pages are saved per task, docs/checkpoint.md): one CI run's
-# reference was so, over 64 pages above every image after it.
+# all of the shell's memory, which an image held twice before such pages
+# were stored once (docs/checkpoint.md, "Stored once, restored apart"):
+# one CI run's reference was so, over 64 pages above every image after it.
+# The pages it wrote since the fork (its stack, its copy of the
+# environment) are still its own.
 need=
 for n in 1 2 3; do
 	rm -rf "$work/ref"
