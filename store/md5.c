@@ -28,6 +28,19 @@ static inline uint32_t rotl(uint32_t x, unsigned c)
 	return (x << c) | (x >> (32 - c));
 }
 
+/* one step: a = b + ((a + f + K[i] + w[g]) <<< s), then the four rotate */
+#define STEP(f, i, g)                                                            \
+	do {                                                                     \
+		uint32_t f_ = (f), t_ = d;                                       \
+		d = c;                                                           \
+		c = b;                                                           \
+		b = b + rotl(a + f_ + K[i] + w[g], S[((i) / 16) * 4 + (i) % 4]); \
+		a = t_;                                                          \
+	} while (0)
+
+/* The four rounds as four loops, each fully unrolled (constant K, S and
+ * message indices: the compiler keeps everything in registers; the one
+ * loop with a switch ran at ~0.4 GB/s, this at ~0.6) */
 static void block(uint32_t h[4], const uint8_t *p)
 {
 	uint32_t w[16];
@@ -35,33 +48,18 @@ static void block(uint32_t h[4], const uint8_t *p)
 		w[i] = (uint32_t) p[4 * i] | (uint32_t) p[4 * i + 1] << 8 |
 		       (uint32_t) p[4 * i + 2] << 16 | (uint32_t) p[4 * i + 3] << 24;
 	uint32_t a = h[0], b = h[1], c = h[2], d = h[3];
-	for (unsigned i = 0; i < 64; i++) {
-		uint32_t f;
-		unsigned g;
-		switch (i / 16) {
-		case 0:
-			f = (b & c) | (~b & d);
-			g = i;
-			break;
-		case 1:
-			f = (d & b) | (~d & c);
-			g = (5 * i + 1) % 16;
-			break;
-		case 2:
-			f = b ^ c ^ d;
-			g = (3 * i + 5) % 16;
-			break;
-		default:
-			f = c ^ (b | ~d);
-			g = (7 * i) % 16;
-			break;
-		}
-		uint32_t t = d;
-		d = c;
-		c = b;
-		b = b + rotl(a + f + K[i] + w[g], S[(i / 16) * 4 + i % 4]);
-		a = t;
-	}
+#pragma GCC unroll 16
+	for (unsigned i = 0; i < 16; i++)
+		STEP(d ^ (b & (c ^ d)), i, i);
+#pragma GCC unroll 16
+	for (unsigned i = 16; i < 32; i++)
+		STEP(c ^ (d & (b ^ c)), i, (5 * i + 1) % 16);
+#pragma GCC unroll 16
+	for (unsigned i = 32; i < 48; i++)
+		STEP(b ^ c ^ d, i, (3 * i + 5) % 16);
+#pragma GCC unroll 16
+	for (unsigned i = 48; i < 64; i++)
+		STEP(c ^ (b | ~d), i, (7 * i) % 16);
 	h[0] += a;
 	h[1] += b;
 	h[2] += c;
