@@ -541,9 +541,21 @@ static int runs_add(struct ckpt_run **runs, uint32_t *n, uint64_t floor, uint64_
 	return 0;
 }
 
-static int add_run(struct ckpt_task *t, uint64_t vma_start, uint64_t vaddr, uint64_t off)
+/* -E2BIG past what an image may hold per task (CKPT_MAX_RUNS: a restore
+ * would refuse it), with @err said */
+static int add_run(struct ckpt_task *t, uint64_t vma_start, uint64_t vaddr, uint64_t off,
+		   struct urs_err *err)
 {
-	return runs_add(&t->runs, &t->nruns, vma_start, vaddr, off);
+	uint32_t n = t->nruns;
+	int r = runs_add(&t->runs, &t->nruns, vma_start, vaddr, off);
+	if (r == 0 && t->nruns > CKPT_MAX_RUNS) {
+		t->nruns = n;
+		r = urs_err_set(err, -E2BIG,
+				"pid %d: its memory is in more than %u runs of pages (an image "
+				"holds at most that many per task)",
+				t->r.host_pid, CKPT_MAX_RUNS);
+	}
+	return r;
 }
 
 /* Dump `n` pages starting at addr (all selected by pagemap). In a tree of
@@ -570,18 +582,15 @@ static int dump_span(struct dumpctx *c, struct ckpt_task *t, int memfd, int pm, 
 				continue;
 			}
 			uint64_t off;
-			bool stored;
+			bool stored; /* (counted once for all: data_pages) */
 			r = ckpt_pages_append_frame(&c->pw, pg, frames ? c->frames[i] : 0, &off,
 						    &stored, err);
 			if (r)
 				return r;
-			r = add_run(t, vma_start, addr + i * CKPT_PAGE_SIZE, off);
+			r = add_run(t, vma_start, addr + i * CKPT_PAGE_SIZE, off, err);
 			if (r)
 				return r;
-			if (stored)
-				c->st->shared_pages++;
-			else
-				c->st->pages++;
+			c->st->pages++;
 		}
 		addr += k * CKPT_PAGE_SIZE;
 		n -= k;
@@ -634,7 +643,7 @@ static int reuse_span(struct pages_walk *w, const struct urs_pm_run *run, bool a
 					return r;
 				continue;
 			}
-			if ((r = add_run(w->t, w->m->start, a, pg->off)))
+			if ((r = add_run(w->t, w->m->start, a, pg->off, w->err)))
 				return r;
 			w->c->st->pages++;
 		}
@@ -3131,8 +3140,8 @@ static int precopy(struct dumpctx *c, pid_t pid, const struct ckpt_seal *seal, s
 		if (ckpt_maps_read(c->pre.procs[i].pid, NULL, &c->early[c->nearly].m, &e2) == 0)
 			c->nearly++;
 	}
-	c->st->precopy_pages = c->pre.pages;
-	c->st->shared_pages += c->pre.shared_pages;
+	/* (recorded: stored, or another process's copy of the frame) */
+	c->st->precopy_pages = c->pre.pages + c->pre.shared_pages;
 	c->st->precopy_ms = c->pre.ms;
 	c->st->precopy_rounds = c->pre.rounds;
 	ckpt_trace("dump: pre-copied");
@@ -3185,6 +3194,7 @@ static int dump_image(struct dumpctx *c, const struct ckpt_seal *seal, struct ur
 	ckpt_trace("dump: tasks dumped");
 	c->img.pages_len = c->pw.off;
 	c->img.pages_crc = c->pw.crc;
+	c->st->data_pages = c->pw.off / CKPT_PAGE_SIZE;
 	r = ckpt_pages_finish(&c->pw, c->img.id, err);
 	ckpt_trace("dump: pages finished");
 	if (!r) { /* the chunk MACs go into core.img */

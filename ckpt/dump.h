@@ -30,11 +30,14 @@ struct ckpt_precopy; /* ckpt/precopy.h */
 
 struct ckpt_dump_stats {
 	uint32_t ntasks;
-	uint64_t pages;	     /* pages written to pages.img */
+	/* pages saved, each process's: their data written in the freeze,
+	 * copied before it, or another process's copy of the same frame
+	 * (ckpt/framemap.h) */
+	uint64_t pages;
 	uint64_t zero_pages; /* present but all-zero anonymous pages skipped */
-	/* pages not written again: another process of the tree maps the same
-	 * frame, stored once (ckpt/framemap.h), pre-copy included */
-	uint64_t shared_pages;
+	/* page data in pages.img, in pages (pre-copies written again later
+	 * included): below pages where processes share frames */
+	uint64_t data_pages;
 	uint64_t image_bytes;
 	double ms; /* the whole dump (pre-copy, seize .. detach) */
 	/* opts->precopy: pages stored before the freeze, of those the ones

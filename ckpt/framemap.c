@@ -13,7 +13,9 @@
 #include "host/pagemap.h"
 
 #define MIN_BITS 12u
-#define MAX_BITS 25u /* 1 << 24 frames at half load: 768 MiB of them */
+/* 1 << 21 frames (8 GiB of shared memory) at half load: a 96 MiB table;
+ * past it, pages are appended (stored once per process again) */
+#define MAX_BITS 22u
 
 struct fm_ent {
 	uint64_t frame; /* 0: empty */
@@ -21,9 +23,10 @@ struct fm_ent {
 };
 
 struct ckpt_framemap {
-	struct fm_ent *t;
+	struct fm_ent *t; /* NULL: no table could be made (nothing is looked up) */
 	unsigned bits;
 	uint64_t n;
+	bool full; /* it could not grow: no frame is added any more */
 	uint64_t key[2];
 };
 
@@ -117,16 +120,17 @@ static bool grow(struct ckpt_framemap *m)
 	return true;
 }
 
+/* the writer's map, made at the first shared frame; NULL (now and from
+ * then on) if it cannot be: the pages are appended as they come */
 static struct ckpt_framemap *map_of(struct ckpt_pages_writer *w)
 {
-	if (w->frames)
-		return w->frames;
-	struct ckpt_framemap *m = calloc(1, sizeof(*m));
-	if (!m || getrandom(m->key, sizeof(m->key), 0) != sizeof(m->key) || !grow(m)) {
-		free(m);
-		return NULL;
+	struct ckpt_framemap *m = w->frames;
+	if (!m && (m = w->frames = calloc(1, sizeof(*m))) &&
+	    (getrandom(m->key, sizeof(m->key), 0) != sizeof(m->key) || !grow(m))) {
+		free(m->t);
+		m->t = NULL;
 	}
-	return w->frames = m;
+	return m && m->t ? m : NULL;
 }
 
 int ckpt_pages_append_frame(struct ckpt_pages_writer *w, const void *page, uint64_t frame,
@@ -148,8 +152,10 @@ int ckpt_pages_append_frame(struct ckpt_pages_writer *w, const void *page, uint6
 	if (r)
 		return r;
 	if (!e->frame && (m->n + 1) * 2 > 1ull << m->bits) {
-		if (!grow(m))
-			return 0; /* full: this one is stored, not remembered */
+		if (!m->full && !grow(m))
+			m->full = true; /* (never tried again) */
+		if (m->full)
+			return 0; /* this one is stored, not remembered */
 		e = find(m, f);
 	}
 	m->n += !e->frame;

@@ -34,8 +34,9 @@
  * @err: what failed
  *
  * The map of frames is allocated at the first shared frame and grows by
- * doubling (at most 1 << 24 frames remembered: past that, pages are
- * appended); ckpt_pages_frames_free() frees it.
+ * doubling (at most 1 << 21 frames remembered: past that, or if it cannot
+ * be allocated, pages are appended); ckpt_pages_finish(),
+ * ckpt_pages_abort() and ckpt_pages_frames_free() free it.
  *
  * Return: 0 or a negative errno with @err.
  */

@@ -5,6 +5,7 @@
  * bounds-checked before the restorer may act on it.
  */
 #include "ckpt/image.h"
+#include "ckpt/framemap.h"
 #include "ckpt/pagesink.h"
 
 #include <elf.h>
@@ -979,6 +980,7 @@ int ckpt_pages_append(struct ckpt_pages_writer *w, const void *p, size_t n, uint
 
 int ckpt_pages_finish(struct ckpt_pages_writer *w, const uint8_t id[16], struct urs_err *err)
 {
+	ckpt_pages_frames_free(w); /* (nothing is appended any more) */
 	if (ckpt_pagemacs_finish(&w->macs))
 		return urs_err_set(err, -ENOMEM, "checkpoint: page MACs: out of memory");
 	uint8_t page[CKPT_PAGE_SIZE] = {0};
@@ -996,6 +998,7 @@ void ckpt_pages_abort(struct ckpt_pages_writer *w, int dirfd)
 {
 	ckpt_pagesink_abort(w, dirfd);
 	ckpt_pagemacs_free(&w->macs);
+	ckpt_pages_frames_free(w);
 }
 
 int ckpt_image_write_core(const struct ckpt_image *img, int dirfd, const struct ckpt_seal *seal,

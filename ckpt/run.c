@@ -317,10 +317,10 @@ static int finish(struct ckpt_run *c, bool leave)
 static void dump_log(const char *work, const struct ckpt_dump_stats *ds, double pause)
 {
 	ckpt_worklog(work, "dump.log",
-		     "dumped %u tasks, %llu pages (%llu zero pages skipped, %llu shared pages "
-		     "stored once), %llu bytes in %.3f ms",
+		     "dumped %u tasks, %llu pages (%llu zero pages skipped) in %llu pages of "
+		     "data, %llu bytes in %.3f ms",
 		     ds->ntasks, (unsigned long long) ds->pages,
-		     (unsigned long long) ds->zero_pages, (unsigned long long) ds->shared_pages,
+		     (unsigned long long) ds->zero_pages, (unsigned long long) ds->data_pages,
 		     (unsigned long long) ds->image_bytes, ds->ms);
 	if (pause > 0)
 		ckpt_worklog(work, "dump.log",

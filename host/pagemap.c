@@ -186,7 +186,7 @@ static int read_frames(int pm, uint64_t start, uint64_t n, uint64_t *pfn, bool m
 		if (got != (ssize_t) (k * 8))
 			return got < 0 ? -errno : -EIO;
 		for (uint64_t i = 0; i < k; i++)
-			pfn[done + i] = !(pme[i] & PME_PRESENT) ? 0
+			pfn[done + i] = !(pme[i] & PME_PRESENT) || !(pme[i] & PME_PFN) ? 0
 					: mark && !(pme[i] & PME_EXCL)
 						? (pme[i] & PME_PFN) | URS_PFN_SHARED
 						: pme[i] & PME_PFN;

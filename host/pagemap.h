@@ -156,7 +156,8 @@ int urs_pagemap_pfns(int pm, uint64_t start, uint64_t n, uint64_t *pfn);
  * @pfn: gets one number per page: its frame, with URS_PFN_SHARED set unless
  *       the kernel reports the page mapped exclusively (a page a fork
  *       shares copy-on-write, a KSM page, a file page); 0 for a page not in
- *       memory
+ *       memory, and for every page when frame numbers are hidden (no
+ *       CAP_SYS_ADMIN), as urs_pagemap_pfns() reads them
  *
  * Return: 0 or a negative errno.
  */
