@@ -23,6 +23,7 @@
 
 #include "runtime/common.h"
 #include "runtime/io.h"
+#include "store/md5.h"
 #include "store/serve.h"
 
 /* small files' bytes carried in the index itself, at most: with the
@@ -57,6 +58,11 @@ struct pbuf {
 	 * for the retries); its failure goes to afail */
 	bool async;
 	char key[URS_S3_KEY_MAX + 1];
+	/* put: the MD5 of p[0, md5_at), kept as each chunk is sealed (while
+	 * it is in cache), and the digest sent as the part's Content-MD5 */
+	struct urs_md5 md5;
+	size_t md5_at;
+	uint8_t digest[16];
 };
 
 /* obj 0: the bytes are in the index (object 0): put, in r->inl in entry
@@ -237,11 +243,23 @@ static struct pbuf *free_buf(struct urs_remote *r, int *e)
 			if (r->bufs[i].state == B_FREE) {
 				r->bufs[i].state = B_FILL;
 				r->bufs[i].len = 0;
+				r->bufs[i].md5_at = 0;
+				urs_md5_init(&r->bufs[i].md5);
 				return &r->bufs[i];
 			}
 		if ((*e = turn(r)) < 0)
 			return NULL;
 	}
+}
+
+/* the body's MD5 for its request, when every byte of it went through
+ * seal_slot (else the S3 client makes it) */
+static void body_md5(struct pbuf *b)
+{
+	if (b->md5_at != b->len)
+		return;
+	urs_md5_final(&b->md5, b->digest);
+	b->req.md5 = b->digest;
 }
 
 static int drain(struct urs_remote *r)
@@ -509,6 +527,7 @@ static int send_part(struct urs_remote *r, struct pbuf *b)
 				     .body_len = b->len,
 				     .upload_id = r->create.upload_id_out,
 				     .part_number = r->nparts};
+	body_md5(b);
 	if (!r->mpu) {
 		r->mpu = true;
 		r->create = (struct urs_s3_req){.op = URS_S3_MPU_CREATE,
@@ -538,11 +557,14 @@ struct slot {
 	size_t fill;  /* plaintext bytes in it */
 };
 
+/* the chunk at @s sealed in place, and hashed with what precedes it */
 static int seal_slot(struct urs_remote *r, uint32_t obj, struct slot *s, bool last)
 {
-	int e = urs_crypt_seal(r->crypt, obj, s->idx, last, s->b->p + s->pos, s->fill,
-			       s->b->p + s->pos);
-	s->b->len = s->pos + s->fill + URS_CRYPT_TAG_LEN;
+	struct pbuf *b = s->b;
+	int e = urs_crypt_seal(r->crypt, obj, s->idx, last, b->p + s->pos, s->fill, b->p + s->pos);
+	b->len = s->pos + s->fill + URS_CRYPT_TAG_LEN;
+	urs_md5_update(&b->md5, b->p + b->md5_at, b->len - b->md5_at);
+	b->md5_at = b->len;
 	return e;
 }
 
@@ -694,6 +716,7 @@ static int put_last(struct urs_remote *r, struct pbuf *b, bool wait, struct urs_
 					     .key = b->key,
 					     .body = b->p,
 					     .body_len = b->len};
+		body_md5(b);
 		e = submit(r, b);
 		b->async = e == 0 && !wait;
 		if (!wait) { /* (a failure of its submit is a failure now) */
