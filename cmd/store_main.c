@@ -245,7 +245,11 @@ static uint8_t *first_chunks(const char *dir, const uint8_t key[CKPT_KEY_LEN], s
 	memcpy(seal.key, key, sizeof(seal.key));
 	struct urs_err e = {{0}};
 	uint8_t *p = NULL;
-	if (ckpt_restore_first_chunks(dir, &seal, &p, n, &e) <= 0) {
+	int r = ckpt_restore_first_chunks(dir, &seal, &p, n, &e);
+	if (r < 0) /* (the restore goes on: each chunk comes when asked) */
+		fprintf(stderr, "ursa-store: warning: nothing fetched ahead of the restore: %s\n",
+			e.msg);
+	if (r <= 0) {
 		free(p);
 		p = NULL;
 	}
