@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -178,6 +179,63 @@ static void test_walk_pfns(void **state)
 	close(pm);
 }
 
+/* urs_pagemap_frames: a page a forked child still shares is marked
+ * shared, with the frame urs_pagemap_pfns reads; once the child wrote its
+ * copy, both are their own (as root: frames are 0 without CAP_SYS_ADMIN,
+ * and then every page reads 0, as from urs_pagemap_pfns) */
+static void test_frames_shared(void **state)
+{
+	(void) state;
+	uint8_t *b = mmap(NULL, 2 * PG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	assert_true(b != MAP_FAILED);
+	madvise(b, 2 * PG, MADV_NOHUGEPAGE);
+	b[0] = b[PG] = 1;
+	int go[2], done[2];
+	assert_int_equal(pipe(go), 0);
+	assert_int_equal(pipe(done), 0);
+	pid_t kid = fork();
+	assert_true(kid >= 0);
+	if (kid == 0) { /* writes its copy of the second page when told, then waits */
+		char c;
+		close(go[1]);
+		if (read(go[0], &c, 1) == 1)
+			b[PG] = 2;
+		if (write(done[1], "x", 1) == 1 && read(go[0], &c, 1) < 0)
+			_exit(1);
+		_exit(0);
+	}
+	int pm = open_pagemap();
+	uint64_t base = (uint64_t) (uintptr_t) b, fr[2], pf[2];
+	assert_int_equal(urs_pagemap_frames(pm, base, 2, fr), 0);
+	assert_int_equal(urs_pagemap_pfns(pm, base, 2, pf), 0);
+	if (geteuid() == 0) {
+		for (int i = 0; i < 2; i++) {
+			assert_true(fr[i] & URS_PFN_SHARED);
+			assert_int_equal(fr[i] & ~URS_PFN_SHARED, pf[i]);
+			assert_true(pf[i] != 0);
+		}
+	} else {
+		assert_int_equal(fr[0], 0);
+		assert_int_equal(fr[1], 0);
+	}
+	char c;
+	assert_int_equal(write(go[1], "x", 1), 1);
+	assert_int_equal(read(done[0], &c, 1), 1);
+	assert_int_equal(urs_pagemap_frames(pm, base, 2, fr), 0);
+	if (geteuid() == 0) {
+		assert_true(fr[0] & URS_PFN_SHARED);  /* still the child's too */
+		assert_false(fr[1] & URS_PFN_SHARED); /* the child has its own now */
+		assert_int_equal(fr[1], pf[1]);
+	}
+	close(go[1]); /* the child's last read ends: it exits */
+	int st;
+	assert_int_equal(waitpid(kid, &st, 0), kid);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	close(go[0]), close(done[0]), close(done[1]);
+	munmap(b, 2 * PG);
+	close(pm);
+}
+
 /* A private file mapping: the file's pages are FILE, the page copied on
  * write is not (that one is the process's own memory). */
 static void test_private_file(void **state)
@@ -212,10 +270,9 @@ static void test_private_file(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_sparse_reservation),
-		cmocka_unit_test(test_entries_agree),
-		cmocka_unit_test(test_private_file),
-		cmocka_unit_test(test_walk_pfns),
+		cmocka_unit_test(test_sparse_reservation), cmocka_unit_test(test_entries_agree),
+		cmocka_unit_test(test_private_file),	   cmocka_unit_test(test_walk_pfns),
+		cmocka_unit_test(test_frames_shared),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
