@@ -40,7 +40,8 @@ struct ckpt_dump_stats {
 	uint64_t data_pages;
 	uint64_t image_bytes;
 	double ms; /* the whole dump (pre-copy, seize .. detach) */
-	/* opts->precopy: pages stored before the freeze, of those the ones
+	/* opts->precopy: pages copied before the freeze (stored, or recorded
+	 * against another process's copy of their frame), of those the ones
 	 * the freeze found unwritten and took as they were, and the copy's
 	 * time; frozen_at: urs_now_ms() once the tree was stopped (the pause
 	 * runs from there to the caller's thaw) */
