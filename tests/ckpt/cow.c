@@ -9,14 +9,15 @@
  * Process i (the parent is 0) then rewrites page 5 with the pattern xored
  * with its own constant (one address, a different content in each
  * process: a dedupe that mixed them up shows), and each child page 100 + i
- * (a page only it has); each writes DIR/ready-i and counts in page 5's
- * first word once a millisecond (writes a --leave-running pre-copy sees).
+ * (a page only it has); each writes DIR/ready-i and then waits on a pipe
+ * of its own, counting in page 5's first word at every wake-up.
  * SIGUSR1 to the parent: it passes the signal to its children (their pids
  * kept from the fork: a restore keeps pids), then every process checks its
  * whole memory — the pattern, its own page 5 and page 100 + i, its count —
  * and writes DIR/check-i: "ok" or the first bad word. SIGTERM and SIGKILL
  * do what they do by default. Static, for a busybox rootfs.
  */
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdint.h>
@@ -24,7 +25,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <time.h>
 #include <unistd.h>
 
 #define PAGE	4096u
@@ -99,19 +99,35 @@ static void check(uint64_t n)
 	put("check", res);
 }
 
+static int wake_fd = -1; /* this process's own pipe: a byte per SIGUSR1 */
+
 static void on_usr1(int s)
 {
 	(void) s;
 	check_req++;
+	if (write(wake_fd, "", 1) < 0) {
+		/* full: a wake-up is pending already */
+	}
 }
 
+/* Waits on its own pipe (made after the fork: a byte is this process's),
+ * counting in page 5 at each wake-up: no clock, so nothing here depends
+ * on time */
 static _Noreturn void run(void)
 {
+	int p[2];
+	if (pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0) {
+		perror("cow: pipe");
+		_exit(1);
+	}
+	wake_fd = p[1];
+	int fl = fcntl(p[0], F_GETFL);
+	fcntl(p[0], F_SETFL, fl & ~O_NONBLOCK); /* the reads block, the handler never */
 	volatile uint64_t *count = &mem[SHARED * WORDS];
 	/* the count goes on from the word's own pattern: different in each
 	 * process, like the rest of its page 5 */
 	uint64_t n = *count, seen = 0;
-	struct timespec ms = {0, 1000000};
+	char buf[64];
 	for (;;) {
 		*count = ++n;
 		if ((uint64_t) check_req != seen) {
@@ -120,7 +136,10 @@ static _Noreturn void run(void)
 				kill(pids[i], SIGUSR1);
 			check(n);
 		}
-		nanosleep(&ms, NULL);
+		if (read(p[0], buf, sizeof(buf)) < 0 && errno != EINTR) {
+			perror("cow: read");
+			_exit(1);
+		}
 	}
 }
 

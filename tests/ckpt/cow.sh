@@ -5,15 +5,15 @@
 # filled, then three children forked, so nearly every page is one frame
 # of four processes; each process rewrites page 5 (one address, four
 # contents) and each child a page of its own, and each counts in its page
-# 5 once a millisecond:
+# 5 at every wake-up (its signals; no clock):
 #   - checkpointed, the four processes' pages.img is below 1.5 × 64 MiB
 #     (once per process it would be about 256 MiB);
 #   - restored, then restored with --lazy-pages, every process finds its
 #     memory as it left it: the shared pages, its own page 5 and page
 #     100 + i, its count (its own check: a dedupe that gave one process
 #     another's page 5 shows);
-#   - the same through --leave-running (a pre-copy while the counts
-#     move): the image as small, the workload intact as it runs on, and
+#   - the same through --leave-running (a pre-copy, the tree running):
+#     the image as small, the workload intact as it runs on, and
 #     restored from that image.
 # Needs root; the pre-copy part skips saying why where the kernel cannot
 # track writes. Env: URSA, COW.
@@ -115,7 +115,7 @@ check_why "restore --lazy-pages" 'restore "$work/img1" --lazy-pages' 'cat "$work
 check_why "restored lazily, every process's memory is as it left it" checked checks
 u delete --force ${P}c >/dev/null 2>&1
 
-# e. through a pre-copy while the counts move
+# e. through a pre-copy, the tree running
 check_why "the workload runs again" start 'cat "$work/out"; ls "$t"'
 check_why "checkpoint --leave-running" \
 	'u checkpoint --leave-running --image-path "$work/img2" --work-path "$work/wp2" ${P}c 2>"$work/ck.err"' \
