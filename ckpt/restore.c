@@ -46,6 +46,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ckpt/cowplan.h"
 #include "ckpt/image.h"
 #include "ckpt/lazy.h"
 #include "ckpt/ptrace.h"
@@ -104,6 +105,9 @@ struct rctx {
 	struct ckpt_lazy *lz;	       /* a lazy restore's pager (ckpt/lazy.h), or NULL */
 	struct ckpt_run *lruns;	       /* write_pages: the task's lazy runs */
 	uint32_t nlruns, caplruns;
+	/* an eager restore rebuilds a parent's memory before cloning its
+	 * children, which keep what they shared at the checkpoint (cowplan.h) */
+	bool share;
 };
 
 /* byte 0 of the image's page data (the pager's after a lazy load) */
@@ -480,68 +484,98 @@ static int fstat_in(struct rctx *c, uint32_t i, long fd, struct stat *st)
 	return r;
 }
 
-static int map_vmas(struct rctx *c, uint32_t i, struct urs_err *err)
+/* the file a task maps from, open in the task while its mappings are made */
+struct map_fd {
+	long fd;
+	const char *path;
+	bool rw;
+};
+
+static int map_file_fd(struct rctx *c, uint32_t i, const struct ckpt_vma *m, struct map_fd *f,
+		       struct urs_err *err)
 {
 	const struct ckpt_task *t = &c->img.tasks[i];
-	long fd = -1;
-	const char *fd_path = NULL;
-	bool fd_rw = false;
+	bool rw = (m->r.flags & CKPT_VMA_SHARED) && (m->r.prot & PROT_WRITE);
+	if (f->path && !strcmp(f->path, m->path) && rw == f->rw)
+		return 0;
+	if (f->fd >= 0)
+		inj(c, i, SYS_close, (uint64_t) f->fd, 0, 0, 0, 0, 0, NULL);
+	f->fd = -1;
+	int r = open_in(c, i, m->path, (rw ? O_RDWR : O_RDONLY) | O_CLOEXEC, &f->fd);
+	if (r)
+		return urs_err_set(err, r, "restore: pid %d: opening %s: %s", t->r.nspid, m->path,
+				   strerror(-r));
+	f->path = m->path;
+	f->rw = rw;
+	struct stat st;
+	r = fstat_in(c, i, f->fd, &st);
+	if (r)
+		return urs_err_set(err, r, "restore: pid %d: fstat %s: %s", t->r.nspid, m->path,
+				   strerror(-r));
+	if (!same_file(c, m->r.dev, m->r.ino, st.st_dev, st.st_ino) ||
+	    (uint64_t) st.st_size != m->r.fsize)
+		return urs_err_set(err, -ESTALE,
+				   "restore: pid %d: %s changed since the checkpoint "
+				   "(device/inode/size differ)",
+				   t->r.nspid, m->path);
+	return 0;
+}
+
+/* [@a, @b) of mapping @m, made anew in task @i */
+static int map_piece(struct rctx *c, uint32_t i, const struct ckpt_vma *m, uint64_t a, uint64_t b,
+		     struct map_fd *f, struct urs_err *err)
+{
+	const struct ckpt_task *t = &c->img.tasks[i];
+	long ret;
+	int r;
+	if (m->r.kind == CKPT_VMA_ANON) {
+		int fl = MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED;
+		if (m->r.flags & CKPT_VMA_STACK)
+			fl |= MAP_GROWSDOWN;
+		if (m->r.flags & CKPT_VMA_NORESERVE)
+			fl |= MAP_NORESERVE;
+		r = inj(c, i, SYS_mmap, a, b - a, m->r.prot, (uint64_t) fl, (uint64_t) -1, 0, &ret);
+	} else if (m->r.kind == CKPT_VMA_FILE) {
+		bool shared = m->r.flags & CKPT_VMA_SHARED;
+		r = map_file_fd(c, i, m, f, err);
+		if (r)
+			return r;
+		r = inj(c, i, SYS_mmap, a, b - a, m->r.prot,
+			(uint64_t) ((shared ? MAP_SHARED : MAP_PRIVATE) | MAP_FIXED),
+			(uint64_t) f->fd, m->r.pgoff + (a - m->r.start), &ret);
+	} else {
+		return 0; /* vdso & co: map_vdso; shared memory: restore_shm */
+	}
+	if (!r && (uint64_t) ret != a)
+		r = -EFAULT;
+	if (r)
+		return urs_err_set(err, r, "restore: pid %d: mapping %#" PRIx64 "-%#" PRIx64 ": %s",
+				   t->r.nspid, a, b, strerror(-r));
+	return 0;
+}
+
+/* task @i's mappings, but for the ranges @plan keeps of its parent's */
+static int map_vmas(struct rctx *c, uint32_t i, const struct ckpt_cow_plan *plan,
+		    struct urs_err *err)
+{
+	const struct ckpt_task *t = &c->img.tasks[i];
+	struct map_fd f = {.fd = -1};
 	int r = 0;
+	uint32_t k = 0; /* plan->keep is in address order, as the VMAs */
 	for (uint32_t v = 0; v < t->nvmas && !r; v++) {
 		const struct ckpt_vma *m = &t->vmas[v];
-		uint64_t len = m->r.end - m->r.start;
-		long ret;
-		if (m->r.kind == CKPT_VMA_ANON) {
-			int fl = MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED;
-			if (m->r.flags & CKPT_VMA_STACK)
-				fl |= MAP_GROWSDOWN;
-			if (m->r.flags & CKPT_VMA_NORESERVE)
-				fl |= MAP_NORESERVE;
-			r = inj(c, i, SYS_mmap, m->r.start, len, m->r.prot, (uint64_t) fl,
-				(uint64_t) -1, 0, &ret);
-		} else if (m->r.kind == CKPT_VMA_FILE) {
-			bool shared = m->r.flags & CKPT_VMA_SHARED;
-			bool rw = shared && (m->r.prot & PROT_WRITE);
-			if (!fd_path || strcmp(fd_path, m->path) || rw != fd_rw) {
-				if (fd >= 0)
-					inj(c, i, SYS_close, (uint64_t) fd, 0, 0, 0, 0, 0, NULL);
-				fd = -1;
-				r = open_in(c, i, m->path, (rw ? O_RDWR : O_RDONLY) | O_CLOEXEC,
-					    &fd);
-				if (r)
-					return urs_err_set(err, r,
-							   "restore: pid %d: opening %s: %s",
-							   t->r.nspid, m->path, strerror(-r));
-				fd_path = m->path;
-				fd_rw = rw;
-				struct stat st;
-				r = fstat_in(c, i, fd, &st);
-				if (r)
-					return urs_err_set(err, r, "restore: pid %d: fstat %s: %s",
-							   t->r.nspid, m->path, strerror(-r));
-				if (!same_file(c, m->r.dev, m->r.ino, st.st_dev, st.st_ino) ||
-				    (uint64_t) st.st_size != m->r.fsize)
-					return urs_err_set(err, -ESTALE,
-							   "restore: pid %d: %s changed since the "
-							   "checkpoint (device/inode/size differ)",
-							   t->r.nspid, m->path);
-			}
-			r = inj(c, i, SYS_mmap, m->r.start, len, m->r.prot,
-				(uint64_t) ((shared ? MAP_SHARED : MAP_PRIVATE) | MAP_FIXED),
-				(uint64_t) fd, m->r.pgoff, &ret);
-		} else {
-			continue; /* vdso & co: below */
+		uint64_t x = m->r.start;
+		for (; !r && k < plan->nkeep && plan->keep[k].cv == v; k++) {
+			if (x < plan->keep[k].a)
+				r = map_piece(c, i, m, x, plan->keep[k].a, &f, err);
+			x = plan->keep[k].b;
 		}
-		if (!r && (uint64_t) ret != m->r.start)
-			r = -EFAULT;
-		if (r)
-			return urs_err_set(err, r,
-					   "restore: pid %d: mapping %#" PRIx64 "-%#" PRIx64 ": %s",
-					   t->r.nspid, m->r.start, m->r.end, strerror(-r));
+		if (!r && x < m->r.end)
+			r = map_piece(c, i, m, x, m->r.end, &f, err);
 	}
-	if (fd >= 0)
-		inj(c, i, SYS_close, (uint64_t) fd, 0, 0, 0, 0, 0, NULL);
-	return 0;
+	if (f.fd >= 0)
+		inj(c, i, SYS_close, (uint64_t) f.fd, 0, 0, 0, 0, 0, NULL);
+	return r;
 }
 
 static int map_vdso(struct rctx *c, uint32_t i, struct urs_err *err)
@@ -783,16 +817,85 @@ static int lazy_register(struct rctx *c, uint32_t i, struct urs_err *err)
 	return ckpt_lazy_add(c->lz, uffd, c->tr[i].pid, c->lruns, c->nlruns, err);
 }
 
-static int write_pages(struct rctx *c, uint32_t i, struct urs_err *err)
+struct piece_ctx {
+	struct rctx *c;
+	uint32_t i;
+	const struct ckpt_run *run;
+	struct urs_err *err;
+};
+
+static int piece_one(void *ctx, uint64_t x, uint64_t y, bool shared)
+{
+	struct piece_ctx *p = ctx;
+	if (!shared)
+		return write_piece(p->c, p->i, p->run, x, y, p->err);
+	p->c->st->shared += (y - x) / CKPT_PAGE_SIZE;
+	return 0;
+}
+
+/* the pages of @run in a child that keeps ranges of its parent's memory
+ * (@plan, from *@k on): in a kept range only those the parent's do not
+ * already hold (an eager restore: nothing deferred) */
+static int write_run_kept(struct rctx *c, uint32_t i, const struct ckpt_run *run,
+			  const struct ckpt_cow_plan *plan, uint32_t *k, struct urs_err *err)
+{
+	const struct ckpt_task *p = &c->img.tasks[c->img.tasks[i].r.parent];
+	uint64_t x = run->vaddr, end = run->vaddr + run->npages * CKPT_PAGE_SIZE;
+	struct piece_ctx pc = {c, i, run, err};
+	int r = 0;
+	while (*k < plan->nkeep && plan->keep[*k].b <= x)
+		(*k)++;
+	for (uint32_t q = *k; !r && x < end && q < plan->nkeep && plan->keep[q].a < end; q++) {
+		uint64_t a = plan->keep[q].a > x ? plan->keep[q].a : x;
+		uint64_t b = plan->keep[q].b < end ? plan->keep[q].b : end;
+		if (x < a)
+			r = write_piece(c, i, run, x, a, err);
+		if (!r)
+			r = ckpt_cow_pieces(p, run, a, b, piece_one, &pc);
+		x = b;
+	}
+	return r || x >= end ? r : write_piece(c, i, run, x, end, err);
+}
+
+static int write_pages(struct rctx *c, uint32_t i, const struct ckpt_cow_plan *plan,
+		       struct urs_err *err)
 {
 	const struct ckpt_task *t = &c->img.tasks[i];
 	c->nlruns = 0;
+	uint32_t kk = 0;
 	for (uint32_t k = 0; k < t->nruns; k++) {
-		int r = write_run(c, i, &t->runs[k], err);
+		int r = plan->nkeep ? write_run_kept(c, i, &t->runs[k], plan, &kk, err)
+				    : write_run(c, i, &t->runs[k], err);
 		if (r)
 			return r;
 	}
 	return c->nlruns ? lazy_register(c, i, err) : 0;
+}
+
+static int drop_one(void *ctx, uint64_t x, uint64_t y)
+{
+	struct piece_ctx *p = ctx;
+	int r = inj(p->c, p->i, SYS_madvise, x, y - x, MADV_DONTNEED, 0, 0, 0, NULL);
+	if (r)
+		return urs_err_set(p->err, r,
+				   "restore: pid %d: dropping inherited pages %#" PRIx64
+				   "-%#" PRIx64 ": %s",
+				   p->c->img.tasks[p->i].r.nspid, x, y, strerror(-r));
+	return 0;
+}
+
+/* in the ranges a child keeps, the parent's pages it did not have: zero
+ * again (anonymous) or the file's */
+static int drop_pages(struct rctx *c, uint32_t i, const struct ckpt_cow_plan *plan,
+		      struct urs_err *err)
+{
+	const struct ckpt_task *t = &c->img.tasks[i];
+	struct piece_ctx pc = {c, i, NULL, err};
+	int r = 0;
+	for (uint32_t k = 0; !r && k < plan->nkeep; k++)
+		r = ckpt_cow_drops(&c->img.tasks[t->r.parent], t, plan->keep[k].a, plan->keep[k].b,
+				   drop_one, &pc);
+	return r;
 }
 
 static int set_mm(struct rctx *c, uint32_t i, struct urs_err *err)
@@ -2434,7 +2537,73 @@ static int release_threads(struct rctx *c, bool ok, struct urs_err *err)
 	return r;
 }
 
-static int rebuild_mm_fds(struct rctx *c, uint32_t i, struct urs_err *err)
+/* munmap [@a, @b) of task @i, but for the restorer's blob */
+static int unmap_but_blob(struct rctx *c, uint32_t i, uint64_t a, uint64_t b)
+{
+	uint64_t ba = c->blob, bb = c->blob + BLOB_LEN;
+	int r = 0;
+	if (a < b && a < ba)
+		r = inj(c, i, SYS_munmap, a, (b < ba ? b : ba) - a, 0, 0, 0, 0, NULL);
+	if (!r && a < b && b > bb) {
+		uint64_t x = a > bb ? a : bb;
+		r = inj(c, i, SYS_munmap, x, b - x, 0, 0, 0, 0, NULL);
+	}
+	return r;
+}
+
+/* Everything of task @i's address space goes but the blob and what @plan
+ * keeps (a child's inherited ranges): the puppet's own mappings, or what
+ * the child inherited and does not keep (its parent's, up to the highest
+ * of them, which may lie above 47 bits). */
+static int clear_space(struct rctx *c, uint32_t i, const struct ckpt_cow_plan *plan,
+		       struct urs_err *err)
+{
+	const struct ckpt_task *t = &c->img.tasks[i];
+	uint64_t top = TASK_TOP_4LEVEL, x = 0;
+	if (i > 0) {
+		const struct ckpt_task *p = &c->img.tasks[t->r.parent];
+		if (p->nvmas && p->vmas[p->nvmas - 1].r.end > top)
+			top = p->vmas[p->nvmas - 1].r.end;
+	}
+	int r = 0;
+	for (uint32_t k = 0; !r && k < plan->nkeep; k++) {
+		r = unmap_but_blob(c, i, x, plan->keep[k].a);
+		x = plan->keep[k].b;
+	}
+	if (!r)
+		r = unmap_but_blob(c, i, x, top);
+	if (r)
+		return urs_err_set(err, r, "restore: pid %d: clearing the address space: %s",
+				   t->r.nspid, strerror(-r));
+	return 0;
+}
+
+/* Task @i's memory: its mappings and pages. In an eager restore a child
+ * comes here cloned from its parent's restored memory, and keeps what it
+ * shared with it (cowplan.h); a lazy one's tasks are cloned first. */
+static int rebuild_mm(struct rctx *c, uint32_t i, struct urs_err *err)
+{
+	const struct ckpt_task *t = &c->img.tasks[i];
+	struct ckpt_cow_plan plan = {0};
+	int r = c->share && i > 0 ? ckpt_cow_plan(&c->img.tasks[t->r.parent], t, &plan) : 0;
+	if (r)
+		return urs_err_set(err, r, "restore: out of memory");
+	r = clear_space(c, i, &plan, err);
+	if (!r)
+		r = map_vmas(c, i, &plan, err);
+	if (!r && !plan.vdso)
+		r = map_vdso(c, i, err);
+	if (!r)
+		r = write_pages(c, i, &plan, err);
+	if (!r)
+		r = drop_pages(c, i, &plan, err);
+	ckpt_cow_plan_free(&plan);
+	return r;
+}
+
+/* Task @i's fds and shared memory, after its children are cloned: they
+ * need the puppet's stdio, and map their own shared memory. */
+static int rebuild_fds(struct rctx *c, uint32_t i, struct urs_err *err)
 {
 	const struct ckpt_task *t = &c->img.tasks[i];
 	/* fds 0-2 stay for external stdio (CKPT_FD_EXT), and are copied to
@@ -2463,20 +2632,7 @@ static int rebuild_mm_fds(struct rctx *c, uint32_t i, struct urs_err *err)
 	if (r)
 		return urs_err_set(err, r, "restore: pid %d: close_range: %s", t->r.nspid,
 				   strerror(-r));
-	r = inj(c, i, SYS_munmap, 0, c->blob, 0, 0, 0, 0, NULL);
-	if (!r)
-		r = inj(c, i, SYS_munmap, c->blob + BLOB_LEN, TASK_TOP_4LEVEL - c->blob - BLOB_LEN,
-			0, 0, 0, 0, NULL);
-	if (r)
-		return urs_err_set(err, r, "restore: pid %d: clearing the address space: %s",
-				   t->r.nspid, strerror(-r));
-	r = map_vmas(c, i, err);
-	if (!r)
-		r = map_vdso(c, i, err);
-	if (!r)
-		r = write_pages(c, i, err);
-	if (!r)
-		r = set_mm(c, i, err);
+	r = set_mm(c, i, err);
 	if (!r)
 		r = restore_fds(c, i, err);
 	if (!r)
@@ -2682,11 +2838,13 @@ static int rebuild_tree(struct rctx *c, struct urs_err *err)
 	for (uint32_t i = 0; !r && i < c->img.ntasks; i++) {
 		if (!c->dead[i])
 			r = set_ids(c, i, err);
+		if (!r && !c->dead[i] && c->share)
+			r = rebuild_mm(c, i, err);
 		for (uint32_t j = i + 1; !r && j < c->img.ntasks; j++)
 			if (c->img.tasks[j].r.parent == (int32_t) i)
 				r = create_child(c, j, err);
 	}
-	ckpt_trace("restore: tasks created");
+	ckpt_trace(c->share ? "restore: tasks created, memory rebuilt" : "restore: tasks created");
 	struct own_creds own;
 	read_own_creds(&own);
 	/* every task descends from the puppet and has its bounding set, which
@@ -2695,8 +2853,11 @@ static int rebuild_tree(struct rctx *c, struct urs_err *err)
 	if (c->puppet > 0 && own.ok && task_capbnd(c->puppet, &own.bnd) < 0)
 		read_own_creds(&own);
 	for (uint32_t i = 0; !r && i < c->img.ntasks; i++)
-		if (!c->dead[i])
-			r = rebuild_mm_fds(c, i, err);
+		if (!c->dead[i]) {
+			r = c->share ? 0 : rebuild_mm(c, i, err);
+			if (!r)
+				r = rebuild_fds(c, i, err);
+		}
 	ckpt_trace("restore: memory and fds rebuilt");
 	for (uint32_t i = 0; !r && i < c->img.ntasks; i++)
 		if (!c->dead[i])
@@ -2795,6 +2956,7 @@ int ckpt_restore_ex(const char *dir, const struct ckpt_restore_opts *opts, pid_t
 	if (r)
 		goto out_img;
 	r = rctx_alloc(&c, err);
+	c.share = !c.lz;
 	if (!r) {
 		ckpt_trace("restore: prechecked");
 		r = rebuild_tree(&c, err);

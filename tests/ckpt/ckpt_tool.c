@@ -94,8 +94,9 @@ int main(int argc, char **argv)
 			fprintf(stderr, "ckpt_tool: %s\n", err.msg);
 			return 1;
 		}
-		printf("pid %d\nrestore_ms=%.3f load_ms=%.3f tasks=%u pages=%llu\n", pid, st.ms,
-		       st.load_ms, st.ntasks, (unsigned long long) st.pages);
+		printf("pid %d\nrestore_ms=%.3f load_ms=%.3f tasks=%u pages=%llu shared=%llu\n",
+		       pid, st.ms, st.load_ms, st.ntasks, (unsigned long long) st.pages,
+		       (unsigned long long) st.shared);
 		if (hold) { /* faults only until SIGUSR2 */
 			fflush(stdout);
 			int sig;

@@ -16,6 +16,10 @@
  * whole memory — the pattern, its own page 5 and page 100 + i, its count —
  * and writes DIR/check-i: "ok" or the first bad word. SIGTERM and SIGKILL
  * do what they do by default. Static, for a busybox rootfs.
+ * With three children or more, child 2 unmaps pages 300-309 (a hole in
+ * what it inherited: they must stay unmapped) and child 3 drops pages
+ * 500-503 (MADV_DONTNEED: zero from then on, where the others keep the
+ * pattern) and makes pages 600-609 read-only (they must stay so).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -25,6 +29,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #define PAGE	4096u
@@ -32,6 +38,9 @@
 #define SHARED	5   /* the page every process rewrites, and counts in */
 #define OWN	100 /* child i rewrites page OWN + i */
 #define MAXKIDS 64
+#define HOLE	300 /* child 2 unmaps pages HOLE..HOLE + 9 */
+#define ZEROED	500 /* child 3 drops pages ZEROED..ZEROED + 3 */
+#define RDONLY	600 /* child 3 makes pages RDONLY..RDONLY + 9 read-only */
 
 static uint64_t *mem;
 static size_t npages;
@@ -55,6 +64,8 @@ static uint64_t pat(uint64_t i)
  * the count) */
 static uint64_t want(size_t p, size_t k)
 {
+	if (me == 3 && p >= ZEROED && p < ZEROED + 4)
+		return 0;
 	uint64_t v = pat(p * WORDS + k);
 	if (p == SHARED || (me && p == OWN + (size_t) me))
 		v ^= 0x1111111111111111ull * (uint64_t) (me + 1);
@@ -83,11 +94,30 @@ static void put(const char *name, const char *text)
 }
 
 /* every word as want() says, page 5's word 0 the last count @n written */
+/* child 2's hole still unmapped, child 3's read-only pages still so (the
+ * kernel's write into them fails) */
+static const char *check_maps(void)
+{
+	for (size_t p = HOLE; me == 2 && p < HOLE + 10; p++)
+		if (msync(&mem[p * WORDS], PAGE, MS_ASYNC) == 0 || errno != ENOMEM)
+			return "bad: a page of the hole is mapped\n";
+	for (size_t p = RDONLY; me == 3 && p < RDONLY + 10; p++)
+		if (syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &mem[p * WORDS]) == 0 ||
+		    errno != EFAULT)
+			return "bad: a read-only page is writable\n";
+	return NULL;
+}
+
 static void check(uint64_t n)
 {
 	char res[96] = "ok\n";
+	const char *maps = check_maps();
+	if (maps) {
+		put("check", maps);
+		return;
+	}
 	for (size_t p = 0; p < npages; p++)
-		for (size_t k = 0; k < WORDS; k++) {
+		for (size_t k = 0; k < WORDS && (me != 2 || p < HOLE || p >= HOLE + 10); k++) {
 			uint64_t w = mem[p * WORDS + k];
 			if (w != (p == SHARED && !k ? n : want(p, k))) {
 				snprintf(res, sizeof(res), "bad page %zu word %zu: %#llx\n", p, k,
@@ -153,9 +183,9 @@ int main(int argc, char **argv)
 	kids = atoi(argv[2]);
 	dir = argv[3];
 	npages = mib * 256;
-	if (kids < 0 || kids > MAXKIDS || npages <= OWN + (size_t) kids) {
+	if (kids < 0 || kids > MAXKIDS || npages <= OWN + (size_t) kids || npages <= RDONLY + 10) {
 		fprintf(stderr, "cow: KIDS 0..%d, and MIB large enough for page %d\n", MAXKIDS,
-			OWN + kids);
+			OWN + kids > RDONLY + 10 ? OWN + kids : RDONLY + 10);
 		return 2;
 	}
 	void *m = mmap(NULL, npages * PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
@@ -186,6 +216,12 @@ int main(int argc, char **argv)
 	rewrite(SHARED);
 	if (me)
 		rewrite(OWN + (size_t) me);
+	if ((me == 2 && munmap(&mem[HOLE * WORDS], 10 * PAGE) < 0) ||
+	    (me == 3 && madvise(&mem[ZEROED * WORDS], 4 * PAGE, MADV_DONTNEED) < 0) ||
+	    (me == 3 && mprotect(&mem[RDONLY * WORDS], 10 * PAGE, PROT_READ) < 0)) {
+		perror("cow: child's own mappings");
+		return 1;
+	}
 	put("ready", "ready\n");
 	run();
 }

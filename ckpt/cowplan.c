@@ -1,0 +1,187 @@
+/*
+ * ckpt/cowplan.c — what a restored child keeps of the memory it inherits
+ * from its restored parent (ckpt/cowplan.h): the kept ranges, the pages
+ * left shared, written over or dropped. Pure functions of the image; the
+ * restorer (ckpt/restore.c) acts on them.
+ */
+#include "ckpt/cowplan.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint64_t run_end(const struct ckpt_run *r)
+{
+	return r->vaddr + r->npages * CKPT_PAGE_SIZE;
+}
+
+/* the first of @t's runs that ends after @a (runs are sorted, disjoint) */
+static uint32_t first_run(const struct ckpt_task *t, uint64_t a)
+{
+	uint32_t lo = 0, hi = t->nruns;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (run_end(&t->runs[mid]) <= a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static bool vdso_kind(uint32_t kind)
+{
+	return kind >= CKPT_VMA_VVAR && kind <= CKPT_VMA_VDSO;
+}
+
+/* May the child keep, from @a on, what it inherited of @p where its own
+ * mapping is @c? The same private mapping, as it would map it itself. */
+static bool same_mapping(const struct ckpt_vma *p, const struct ckpt_vma *c, uint64_t a)
+{
+	const struct ckpt_vma_rec *x = &p->r, *y = &c->r;
+	if (x->kind != y->kind || x->flags != y->flags || x->prot != y->prot ||
+	    (x->flags & CKPT_VMA_SHARED))
+		return false;
+	/* a stack grows down: kept only as the same mapping, never a piece */
+	if ((x->flags & CKPT_VMA_STACK) && (x->start != y->start || x->end != y->end))
+		return false;
+	if (x->kind == CKPT_VMA_ANON)
+		return true;
+	if (x->kind != CKPT_VMA_FILE || !p->path || !c->path || strcmp(p->path, c->path))
+		return false;
+	return x->dev == y->dev && x->ino == y->ino && x->fsize == y->fsize &&
+	       x->pgoff + (a - x->start) == y->pgoff + (a - y->start);
+}
+
+/* the vdso group (vvar, its clock pages, the vdso) kept only when the
+ * child's is exactly the parent's: it cannot be mapped a second time */
+static bool same_vdso(const struct ckpt_task *p, const struct ckpt_task *ch)
+{
+	uint32_t np = 0, nc = 0, nsame = 0;
+	for (uint32_t v = 0; v < p->nvmas; v++)
+		np += vdso_kind(p->vmas[v].r.kind);
+	for (uint32_t v = 0; v < ch->nvmas; v++) {
+		const struct ckpt_vma_rec *y = &ch->vmas[v].r;
+		if (!vdso_kind(y->kind))
+			continue;
+		nc++;
+		for (uint32_t u = 0; u < p->nvmas; u++) {
+			const struct ckpt_vma_rec *x = &p->vmas[u].r;
+			nsame += x->kind == y->kind && x->start == y->start && x->end == y->end &&
+				 x->prot == y->prot;
+		}
+	}
+	return nc && nc == np && nsame == nc;
+}
+
+static int count_one(void *ctx, uint64_t x, uint64_t y)
+{
+	(void) x;
+	(void) y;
+	(*(uint64_t *) ctx)++;
+	return 0;
+}
+
+/* too many separate drops for what keeping the range saves */
+static bool too_scattered(const struct ckpt_task *p, const struct ckpt_task *ch,
+			  const struct ckpt_cow_keep *k)
+{
+	uint64_t n = 0, pages = (k->b - k->a) / CKPT_PAGE_SIZE;
+	uint64_t max = pages / 32 > CKPT_COW_MIN_DROPS ? pages / 32 : CKPT_COW_MIN_DROPS;
+	ckpt_cow_drops(p, ch, k->a, k->b, count_one, &n);
+	return n > max;
+}
+
+int ckpt_cow_plan(const struct ckpt_task *p, const struct ckpt_task *ch, struct ckpt_cow_plan *plan)
+{
+	*plan = (struct ckpt_cow_plan){0};
+	if (!p->nvmas || !ch->nvmas)
+		return 0;
+	plan->keep = malloc(((size_t) p->nvmas + ch->nvmas) * sizeof(*plan->keep));
+	if (!plan->keep)
+		return -ENOMEM;
+	plan->vdso = same_vdso(p, ch);
+	uint32_t u = 0, v = 0;
+	while (u < p->nvmas && v < ch->nvmas) { /* both sorted and disjoint */
+		const struct ckpt_vma *pm = &p->vmas[u], *cm = &ch->vmas[v];
+		uint64_t a = pm->r.start > cm->r.start ? pm->r.start : cm->r.start;
+		uint64_t b = pm->r.end < cm->r.end ? pm->r.end : cm->r.end;
+		struct ckpt_cow_keep k = {a, b, u, v};
+		bool keep = a < b && (vdso_kind(cm->r.kind) ? plan->vdso && pm->r.kind == cm->r.kind
+							    : same_mapping(pm, cm, a));
+		if (keep && (vdso_kind(cm->r.kind) || !too_scattered(p, ch, &k)))
+			plan->keep[plan->nkeep++] = k;
+		if (pm->r.end <= cm->r.end)
+			u++;
+		else
+			v++;
+	}
+	return 0;
+}
+
+void ckpt_cow_plan_free(struct ckpt_cow_plan *plan)
+{
+	free(plan->keep);
+	*plan = (struct ckpt_cow_plan){0};
+}
+
+/* @fn of [x, y) merged with what is pending in *@pa..*@pb */
+static int emit(uint64_t *pa, uint64_t *pb, uint64_t x, uint64_t y,
+		int (*fn)(void *, uint64_t, uint64_t), void *ctx)
+{
+	if (*pa < *pb && *pb == x) {
+		*pb = y;
+		return 0;
+	}
+	int r = *pa < *pb ? fn(ctx, *pa, *pb) : 0;
+	*pa = x;
+	*pb = y;
+	return r;
+}
+
+int ckpt_cow_drops(const struct ckpt_task *p, const struct ckpt_task *ch, uint64_t a, uint64_t b,
+		   int (*fn)(void *ctx, uint64_t x, uint64_t y), void *ctx)
+{
+	uint64_t pa = 0, pb = 0; /* pending interval, not yet given to fn */
+	uint32_t k = first_run(ch, a);
+	int r = 0;
+	for (uint32_t q = first_run(p, a); !r && q < p->nruns && p->runs[q].vaddr < b; q++) {
+		uint64_t x = p->runs[q].vaddr > a ? p->runs[q].vaddr : a;
+		uint64_t y = run_end(&p->runs[q]) < b ? run_end(&p->runs[q]) : b;
+		while (!r && x < y) { /* [x, y) minus the child's runs */
+			while (k < ch->nruns && run_end(&ch->runs[k]) <= x)
+				k++;
+			if (k < ch->nruns && ch->runs[k].vaddr <= x) {
+				x = run_end(&ch->runs[k]) < y ? run_end(&ch->runs[k]) : y;
+				continue;
+			}
+			uint64_t z = k < ch->nruns && ch->runs[k].vaddr < y ? ch->runs[k].vaddr : y;
+			r = emit(&pa, &pb, x, z, fn, ctx);
+			x = z;
+		}
+	}
+	return r ? r : pa < pb ? fn(ctx, pa, pb) : 0;
+}
+
+int ckpt_cow_pieces(const struct ckpt_task *p, const struct ckpt_run *run, uint64_t a, uint64_t b,
+		    int (*fn)(void *ctx, uint64_t x, uint64_t y, bool shared), void *ctx)
+{
+	uint32_t q = first_run(p, a);
+	int r = 0;
+	for (uint64_t x = a; !r && x < b;) {
+		while (q < p->nruns && run_end(&p->runs[q]) <= x)
+			q++;
+		const struct ckpt_run *pr = q < p->nruns ? &p->runs[q] : NULL;
+		uint64_t y;
+		bool shared = false;
+		if (pr && pr->vaddr <= x) {
+			y = run_end(pr) < b ? run_end(pr) : b;
+			shared = pr->off + (x - pr->vaddr) == run->off + (x - run->vaddr);
+		} else {
+			y = pr && pr->vaddr < b ? pr->vaddr : b;
+		}
+		r = fn(ctx, x, y, shared);
+		x = y;
+	}
+	return r;
+}

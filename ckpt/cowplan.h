@@ -1,0 +1,99 @@
+/*
+ * ckpt/cowplan.h — a restored tree shares memory again the way it did at
+ * the checkpoint. A forked child shares its parent's pages copy-on-write
+ * until one of them writes; the dumper stores such a page once (ckpt/
+ * framemap.h) and both processes' runs point at that copy. The restorer
+ * rebuilds a parent's memory before it clones the parent's children, so
+ * each child inherits it; this plan says, from the image alone, what of
+ * the inherited memory a child keeps and what it must change:
+ *
+ *   - the kept ranges: where a parent's and a child's mappings overlap
+ *     and are the same mapping (private anonymous with the same flags and
+ *     protection, or the same private file at the same offset; the vdso's
+ *     group only when it is where the parent's is). Everything else the
+ *     child inherited is unmapped, and its own mappings there made anew;
+ *   - in a kept range, a child page whose run points at the same bytes of
+ *     the page data as the parent's at that address is left shared; a
+ *     page of its own is written over (the write breaks the sharing for
+ *     the child only); a page the parent has and the child has not is
+ *     dropped (MADV_DONTNEED: zero again, or the file's page).
+ *
+ * Sharing depends only on equal page-data offsets, whatever made them
+ * equal, so it changes where a page's bytes come from, never what they
+ * are. Pure functions over ckpt_image.c's checked invariants: VMAs and
+ * runs sorted and disjoint, each run inside one private VMA.
+ */
+#ifndef URSA_CKPT_COWPLAN_H
+#define URSA_CKPT_COWPLAN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ckpt/image.h"
+
+/* a kept range [a, b) of the child's VMA cv (the parent's pv) */
+struct ckpt_cow_keep {
+	uint64_t a, b;
+	uint32_t pv, cv;
+};
+
+struct ckpt_cow_plan {
+	struct ckpt_cow_keep *keep; /* sorted by address, disjoint */
+	uint32_t nkeep;
+	bool vdso; /* the vdso group is kept (no ARCH_MAP_VDSO_64 in the child) */
+};
+
+/* a kept range with more separate drops than this is not kept (each drop
+ * is an injected madvise): max(CKPT_COW_MIN_DROPS, its pages / 32) */
+#define CKPT_COW_MIN_DROPS 64u
+
+/**
+ * ckpt_cow_plan() - what child @ch keeps of the memory it inherits from @p
+ * @p: the parent's task in the image, its memory restored
+ * @ch: the child's
+ * @plan: gets the kept ranges (ckpt_cow_plan_free() them)
+ *
+ * Return: 0, or -ENOMEM.
+ */
+int ckpt_cow_plan(const struct ckpt_task *p, const struct ckpt_task *ch,
+		  struct ckpt_cow_plan *plan);
+
+/**
+ * ckpt_cow_plan_free() - free what ckpt_cow_plan() allocated
+ * @plan: the plan
+ */
+void ckpt_cow_plan_free(struct ckpt_cow_plan *plan);
+
+/**
+ * ckpt_cow_drops() - the pages of [@a, @b) that @p has and @ch has not
+ * @p: the parent's task
+ * @ch: the child's
+ * @a: start of a kept range
+ * @b: its end
+ * @fn: called with each maximal interval [x, y), in address order, until
+ *      it returns nonzero
+ * @ctx: @fn's
+ *
+ * Return: 0, or what @fn returned.
+ */
+int ckpt_cow_drops(const struct ckpt_task *p, const struct ckpt_task *ch, uint64_t a, uint64_t b,
+		   int (*fn)(void *ctx, uint64_t x, uint64_t y), void *ctx);
+
+/**
+ * ckpt_cow_pieces() - [@a, @b) of a child's @run split by whether the
+ *                     parent's page at each address has the same bytes
+ * @p: the parent's task
+ * @run: a run of the child
+ * @a: start, inside @run and a kept range
+ * @b: end
+ * @fn: called with each piece [x, y) in address order and whether it is
+ *      shared (the parent's run there has the same page-data offset),
+ *      until it returns nonzero
+ * @ctx: @fn's
+ *
+ * Return: 0, or what @fn returned.
+ */
+int ckpt_cow_pieces(const struct ckpt_task *p, const struct ckpt_run *run, uint64_t a, uint64_t b,
+		    int (*fn)(void *ctx, uint64_t x, uint64_t y, bool shared), void *ctx);
+
+#endif
