@@ -53,25 +53,28 @@ static bool same_mapping(const struct ckpt_vma *p, const struct ckpt_vma *c, uin
 	       x->pgoff + (a - x->start) == y->pgoff + (a - y->start);
 }
 
+/* the next vdso-kind VMA of @t from *@v on, or NULL */
+static const struct ckpt_vma_rec *next_vdso(const struct ckpt_task *t, uint32_t *v)
+{
+	for (; *v < t->nvmas; (*v)++)
+		if (vdso_kind(t->vmas[*v].r.kind))
+			return &t->vmas[(*v)++].r;
+	return NULL;
+}
+
 /* the vdso group (vvar, its clock pages, the vdso) kept only when the
  * child's is exactly the parent's: it cannot be mapped a second time */
 static bool same_vdso(const struct ckpt_task *p, const struct ckpt_task *ch)
 {
-	uint32_t np = 0, nc = 0, nsame = 0;
-	for (uint32_t v = 0; v < p->nvmas; v++)
-		np += vdso_kind(p->vmas[v].r.kind);
-	for (uint32_t v = 0; v < ch->nvmas; v++) {
-		const struct ckpt_vma_rec *y = &ch->vmas[v].r;
-		if (!vdso_kind(y->kind))
-			continue;
-		nc++;
-		for (uint32_t u = 0; u < p->nvmas; u++) {
-			const struct ckpt_vma_rec *x = &p->vmas[u].r;
-			nsame += x->kind == y->kind && x->start == y->start && x->end == y->end &&
-				 x->prot == y->prot;
-		}
+	uint32_t u = 0, v = 0, n = 0;
+	for (;; n++) { /* both in address order: pairwise */
+		const struct ckpt_vma_rec *x = next_vdso(p, &u), *y = next_vdso(ch, &v);
+		if (!x || !y)
+			return !x && !y && n;
+		if (x->kind != y->kind || x->start != y->start || x->end != y->end ||
+		    x->prot != y->prot)
+			return false;
 	}
-	return nc && nc == np && nsame == nc;
 }
 
 static int count_one(void *ctx, uint64_t x, uint64_t y)
@@ -82,17 +85,42 @@ static int count_one(void *ctx, uint64_t x, uint64_t y)
 	return 0;
 }
 
-/* too many separate drops for what keeping the range saves */
-static bool too_scattered(const struct ckpt_task *p, const struct ckpt_task *ch,
-			  const struct ckpt_cow_keep *k)
+static int count_shared(void *ctx, uint64_t x, uint64_t y, bool shared)
 {
-	uint64_t n = 0, pages = (k->b - k->a) / CKPT_PAGE_SIZE;
-	uint64_t max = pages / 32 > CKPT_COW_MIN_DROPS ? pages / 32 : CKPT_COW_MIN_DROPS;
-	ckpt_cow_drops(p, ch, k->a, k->b, count_one, &n);
-	return n > max;
+	if (shared)
+		*(uint64_t *) ctx += (y - x) / CKPT_PAGE_SIZE;
+	return 0;
 }
 
-int ckpt_cow_plan(const struct ckpt_task *p, const struct ckpt_task *ch, struct ckpt_cow_plan *plan)
+/* pages of @ch's runs in [@a, @b) with the same bytes as @p's */
+static uint64_t shared_pages(const struct ckpt_task *p, const struct ckpt_task *ch, uint64_t a,
+			     uint64_t b)
+{
+	uint64_t n = 0;
+	for (uint32_t q = first_run(ch, a); q < ch->nruns && ch->runs[q].vaddr < b; q++) {
+		uint64_t x = ch->runs[q].vaddr > a ? ch->runs[q].vaddr : a;
+		uint64_t y = run_end(&ch->runs[q]) < b ? run_end(&ch->runs[q]) : b;
+		ckpt_cow_pieces(p, &ch->runs[q], x, y, count_shared, &n);
+	}
+	return n;
+}
+
+/* Is keeping range @k worth its drops (each an injected madvise)? With
+ * none, yes (nothing to do); else only for pages shared, at most one drop
+ * for 32 of them (but CKPT_COW_MIN_DROPS): a child that shares little or
+ * nothing of a large mapping gets it mapped anew. *@shared: its shared pages */
+static bool worth_keeping(const struct ckpt_task *p, const struct ckpt_task *ch,
+			  const struct ckpt_cow_keep *k, bool lazy, uint64_t *shared)
+{
+	uint64_t drops = 0;
+	*shared = shared_pages(p, ch, k->a, k->b);
+	ckpt_cow_drops(p, ch, k->a, k->b, lazy, count_one, &drops);
+	uint64_t max = *shared / 32 > CKPT_COW_MIN_DROPS ? *shared / 32 : CKPT_COW_MIN_DROPS;
+	return !drops || (*shared && drops <= max);
+}
+
+int ckpt_cow_plan(const struct ckpt_task *p, const struct ckpt_task *ch, bool lazy,
+		  struct ckpt_cow_plan *plan)
 {
 	*plan = (struct ckpt_cow_plan){0};
 	if (!p->nvmas || !ch->nvmas)
@@ -107,10 +135,15 @@ int ckpt_cow_plan(const struct ckpt_task *p, const struct ckpt_task *ch, struct 
 		uint64_t a = pm->r.start > cm->r.start ? pm->r.start : cm->r.start;
 		uint64_t b = pm->r.end < cm->r.end ? pm->r.end : cm->r.end;
 		struct ckpt_cow_keep k = {a, b, u, v};
-		bool keep = a < b && (vdso_kind(cm->r.kind) ? plan->vdso && pm->r.kind == cm->r.kind
-							    : same_mapping(pm, cm, a));
-		if (keep && (vdso_kind(cm->r.kind) || !too_scattered(p, ch, &k)))
+		uint64_t n = 0;
+		bool keep = a < b &&
+			    (vdso_kind(cm->r.kind) ? plan->vdso && pm->r.kind == cm->r.kind
+						   : same_mapping(pm, cm, a) &&
+							     worth_keeping(p, ch, &k, lazy, &n));
+		if (keep) {
 			plan->keep[plan->nkeep++] = k;
+			plan->shared += n;
+		}
 		if (pm->r.end <= cm->r.end)
 			u++;
 		else
@@ -139,8 +172,14 @@ static int emit(uint64_t *pa, uint64_t *pb, uint64_t x, uint64_t y,
 	return r;
 }
 
+/* do child run @c and parent run @p put the same bytes at each address? */
+static bool same_bytes(const struct ckpt_run *p, const struct ckpt_run *c)
+{
+	return p->off - p->vaddr == c->off - c->vaddr; /* modulo 2^64: equal offsets */
+}
+
 int ckpt_cow_drops(const struct ckpt_task *p, const struct ckpt_task *ch, uint64_t a, uint64_t b,
-		   int (*fn)(void *ctx, uint64_t x, uint64_t y), void *ctx)
+		   bool lazy, int (*fn)(void *ctx, uint64_t x, uint64_t y), void *ctx)
 {
 	uint64_t pa = 0, pb = 0; /* pending interval, not yet given to fn */
 	uint32_t k = first_run(ch, a);
@@ -152,7 +191,12 @@ int ckpt_cow_drops(const struct ckpt_task *p, const struct ckpt_task *ch, uint64
 			while (k < ch->nruns && run_end(&ch->runs[k]) <= x)
 				k++;
 			if (k < ch->nruns && ch->runs[k].vaddr <= x) {
-				x = run_end(&ch->runs[k]) < y ? run_end(&ch->runs[k]) : y;
+				uint64_t z = run_end(&ch->runs[k]) < y ? run_end(&ch->runs[k]) : y;
+				/* lazy: a page of the child's own comes later, into
+				 * no page: the parent's goes first */
+				if (lazy && !same_bytes(&p->runs[q], &ch->runs[k]))
+					r = emit(&pa, &pb, x, z, fn, ctx);
+				x = z;
 				continue;
 			}
 			uint64_t z = k < ch->nruns && ch->runs[k].vaddr < y ? ch->runs[k].vaddr : y;
@@ -176,12 +220,63 @@ int ckpt_cow_pieces(const struct ckpt_task *p, const struct ckpt_run *run, uint6
 		bool shared = false;
 		if (pr && pr->vaddr <= x) {
 			y = run_end(pr) < b ? run_end(pr) : b;
-			shared = pr->off + (x - pr->vaddr) == run->off + (x - run->vaddr);
+			shared = same_bytes(pr, run);
 		} else {
 			y = pr && pr->vaddr < b ? pr->vaddr : b;
 		}
 		r = fn(ctx, x, y, shared);
 		x = y;
+	}
+	return r;
+}
+
+struct shared_ctx {
+	const struct ckpt_run *run;
+	int (*fn)(void *, const struct ckpt_run *, uint64_t, uint64_t);
+	void *ctx;
+};
+
+static int shared_one(void *ctx, uint64_t x, uint64_t y, bool shared)
+{
+	struct shared_ctx *s = ctx;
+	return shared ? s->fn(s->ctx, s->run, x, y) : 0;
+}
+
+/* the shared pieces of child @ch's runs in its kept anonymous ranges */
+static int child_shared(const struct ckpt_task *p, const struct ckpt_task *ch,
+			const struct ckpt_cow_plan *plan, struct shared_ctx *s)
+{
+	int r = 0;
+	for (uint32_t k = 0; !r && k < plan->nkeep; k++) {
+		const struct ckpt_cow_keep *kp = &plan->keep[k];
+		if (ch->vmas[kp->cv].r.kind != CKPT_VMA_ANON)
+			continue;
+		for (uint32_t q = first_run(ch, kp->a);
+		     !r && q < ch->nruns && ch->runs[q].vaddr < kp->b; q++) {
+			uint64_t x = ch->runs[q].vaddr > kp->a ? ch->runs[q].vaddr : kp->a;
+			uint64_t y = run_end(&ch->runs[q]) < kp->b ? run_end(&ch->runs[q]) : kp->b;
+			s->run = &ch->runs[q];
+			r = ckpt_cow_pieces(p, &ch->runs[q], x, y, shared_one, s);
+		}
+	}
+	return r;
+}
+
+int ckpt_cow_shared(const struct ckpt_image *img, uint32_t p,
+		    int (*fn)(void *ctx, const struct ckpt_run *run, uint64_t x, uint64_t y),
+		    void *ctx)
+{
+	struct shared_ctx s = {NULL, fn, ctx};
+	int r = 0;
+	for (uint32_t j = p + 1; !r && j < img->ntasks; j++) {
+		const struct ckpt_task *ch = &img->tasks[j];
+		if (ch->r.parent != (int32_t) p || ch->r.zombie)
+			continue;
+		struct ckpt_cow_plan plan;
+		r = ckpt_cow_plan(&img->tasks[p], ch, true, &plan);
+		if (!r)
+			r = child_shared(&img->tasks[p], ch, &plan, &s);
+		ckpt_cow_plan_free(&plan);
 	}
 	return r;
 }

@@ -18,6 +18,12 @@
  *     the child only); a page the parent has and the child has not is
  *     dropped (MADV_DONTNEED: zero again, or the file's page).
  *
+ * In a lazy restore (ckpt/lazy.h) the parent's pages that a child shares
+ * are written before the child is cloned (they cannot be shared once they
+ * come in later, into one address space), and a child's page of its own in
+ * a kept range is dropped before it is deferred: it must be missing when
+ * it comes.
+ *
  * Sharing depends only on equal page-data offsets, whatever made them
  * equal, so it changes where a page's bytes come from, never what they
  * are. Pure functions over ckpt_image.c's checked invariants: VMAs and
@@ -40,22 +46,24 @@ struct ckpt_cow_keep {
 struct ckpt_cow_plan {
 	struct ckpt_cow_keep *keep; /* sorted by address, disjoint */
 	uint32_t nkeep;
-	bool vdso; /* the vdso group is kept (no ARCH_MAP_VDSO_64 in the child) */
+	bool vdso;	 /* the vdso group is kept (no ARCH_MAP_VDSO_64 in the child) */
+	uint64_t shared; /* pages left shared in the kept ranges */
 };
 
-/* a kept range with more separate drops than this is not kept (each drop
- * is an injected madvise): max(CKPT_COW_MIN_DROPS, its pages / 32) */
-#define CKPT_COW_MIN_DROPS 64u
+/* a range that needs drops (each an injected madvise) is kept only for
+ * pages it shares, at most max(CKPT_COW_MIN_DROPS, shared pages / 32) */
+#define CKPT_COW_MIN_DROPS 8u
 
 /**
  * ckpt_cow_plan() - what child @ch keeps of the memory it inherits from @p
  * @p: the parent's task in the image, its memory restored
  * @ch: the child's
+ * @lazy: a lazy restore's plan (the drops as ckpt_cow_drops() counts them)
  * @plan: gets the kept ranges (ckpt_cow_plan_free() them)
  *
  * Return: 0, or -ENOMEM.
  */
-int ckpt_cow_plan(const struct ckpt_task *p, const struct ckpt_task *ch,
+int ckpt_cow_plan(const struct ckpt_task *p, const struct ckpt_task *ch, bool lazy,
 		  struct ckpt_cow_plan *plan);
 
 /**
@@ -70,6 +78,7 @@ void ckpt_cow_plan_free(struct ckpt_cow_plan *plan);
  * @ch: the child's
  * @a: start of a kept range
  * @b: its end
+ * @lazy: also those where @ch has other bytes (its own page comes later)
  * @fn: called with each maximal interval [x, y), in address order, until
  *      it returns nonzero
  * @ctx: @fn's
@@ -77,7 +86,7 @@ void ckpt_cow_plan_free(struct ckpt_cow_plan *plan);
  * Return: 0, or what @fn returned.
  */
 int ckpt_cow_drops(const struct ckpt_task *p, const struct ckpt_task *ch, uint64_t a, uint64_t b,
-		   int (*fn)(void *ctx, uint64_t x, uint64_t y), void *ctx);
+		   bool lazy, int (*fn)(void *ctx, uint64_t x, uint64_t y), void *ctx);
 
 /**
  * ckpt_cow_pieces() - [@a, @b) of a child's @run split by whether the
@@ -95,5 +104,21 @@ int ckpt_cow_drops(const struct ckpt_task *p, const struct ckpt_task *ch, uint64
  */
 int ckpt_cow_pieces(const struct ckpt_task *p, const struct ckpt_run *run, uint64_t a, uint64_t b,
 		    int (*fn)(void *ctx, uint64_t x, uint64_t y, bool shared), void *ctx);
+
+/**
+ * ckpt_cow_shared() - the pages task @p's live children share with it in
+ *                     their kept anonymous ranges (those a lazy restore
+ *                     writes in @p before cloning them)
+ * @img: the image
+ * @p: the parent's index
+ * @fn: called with a child's @run and each shared piece [x, y) of it (at
+ *      the same address in @p, the same bytes), until it returns nonzero
+ * @ctx: @fn's
+ *
+ * Return: 0, -ENOMEM, or what @fn returned.
+ */
+int ckpt_cow_shared(const struct ckpt_image *img, uint32_t p,
+		    int (*fn)(void *ctx, const struct ckpt_run *run, uint64_t x, uint64_t y),
+		    void *ctx);
 
 #endif

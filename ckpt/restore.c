@@ -8,7 +8,9 @@
  * pages through /proc/PID/mem, PR_SET_MM_MAP, fds, cwd, umask, signals,
  * rseq, limits, credentials; then munmap the blob, set registers and FPU
  * state, and detach. Children are cloned from their parent's puppet with
- * clone3(set_tid) so the tree and pids come back as they were; a process's
+ * clone3(set_tid) so the tree and pids come back as they were (in an eager
+ * restore once the parent's memory is rebuilt, so that a child keeps what
+ * it shared with it: ckpt/cowplan.h; its fds follow the clones); a process's
  * other threads with clone3(CLONE_THREAD, set_tid) from its main thread;
  * shared memory objects become memfds mapped into every task that had them.
  */
@@ -88,7 +90,8 @@ struct rctx {
 	struct ckpt_image img;
 	struct ckpt_tracee *tr;
 	int *memfd;
-	uint8_t *dead; /* re-created zombies: nothing more to do */
+	uint8_t *dead;	  /* re-created zombies: nothing more to do */
+	uint8_t *inherit; /* cloned from its parent's rebuilt memory (cowplan.h) */
 	uint32_t nlive;
 	uint64_t blob;
 	pid_t puppet; /* an existing root puppet (ckpt_restore_opts.puppet), or 0 */
@@ -105,9 +108,10 @@ struct rctx {
 	struct ckpt_lazy *lz;	       /* a lazy restore's pager (ckpt/lazy.h), or NULL */
 	struct ckpt_run *lruns;	       /* write_pages: the task's lazy runs */
 	uint32_t nlruns, caplruns;
-	/* an eager restore rebuilds a parent's memory before cloning its
-	 * children, which keep what they shared at the checkpoint (cowplan.h) */
-	bool share;
+	/* a lazy restore: where task i writes now what a lazy mapping of it
+	 * would defer, the pages its children share (ckpt_cow_shared) */
+	struct ckpt_run *ep; /* sorted, disjoint; off unused */
+	uint32_t nep, capep;
 };
 
 /* byte 0 of the image's page data (the pager's after a lazy load) */
@@ -452,7 +456,9 @@ static int create_child(struct rctx *c, uint32_t j, struct urs_err *err)
 	r = ckpt_wait_new_child(&c->tr[j], (pid_t) msg, err);
 	if (r)
 		return r;
-	c->nlive = j + 1;
+	/* tasks are created parents first, not always in index order: every
+	 * one below nlive that has a pid is known (kill_tree, the scan above) */
+	c->nlive = c->nlive > j + 1 ? c->nlive : j + 1;
 	c->tr[j].syscall_ip = c->blob;
 	c->tr[j].trap_after = 1;
 	c->memfd[j] = ckpt_open_mem((pid_t) msg);
@@ -654,6 +660,17 @@ static int defer_piece(struct rctx *c, const struct ckpt_run *run, uint64_t a, u
 	return 0;
 }
 
+struct eager_ctx {
+	int (*fn)(void *, uint64_t, uint64_t);
+	void *ctx;
+};
+
+static int eager_one(void *ctx, const struct ckpt_run *run, uint64_t x, uint64_t y)
+{
+	struct eager_ctx *e = ctx;
+	return e->fn(e->ctx, run->off + (x - run->vaddr), y - x);
+}
+
 /* Each piece of @img's page data a lazy restore reads now (write_piece,
  * shm_fill): @fn(@ctx, offset, length) until it returns nonzero */
 static int for_eager(const struct ckpt_image *img, int (*fn)(void *, uint64_t, uint64_t), void *ctx)
@@ -663,6 +680,9 @@ static int for_eager(const struct ckpt_image *img, int (*fn)(void *, uint64_t, u
 		for (uint32_t k = 0; !r && k < img->shms[i].nruns; k++)
 			r = fn(ctx, img->shms[i].runs[k].off,
 			       img->shms[i].runs[k].npages * CKPT_PAGE_SIZE);
+	struct eager_ctx e = {fn, ctx};
+	for (uint32_t i = 0; !r && i < img->ntasks; i++) /* shared with children: cowplan.h */
+		r = img->tasks[i].r.zombie ? 0 : ckpt_cow_shared(img, i, eager_one, &e);
 	for (uint32_t i = 0; !r && i < img->ntasks; i++) {
 		const struct ckpt_task *t = &img->tasks[i];
 		for (uint32_t v = 0; v < t->nvmas; v++) {
@@ -751,11 +771,45 @@ out:
 	return k;
 }
 
-/* the pages of @run: each piece by the mapping it lies in, now or later */
-static int write_run(struct rctx *c, uint32_t i, const struct ckpt_run *run, struct urs_err *err)
+/* [@a, @b) of @run in a lazy mapping: later, but for what the task's
+ * children share (c->ep), now */
+static int lazy_piece(struct rctx *c, uint32_t i, const struct ckpt_run *run, uint64_t a,
+		      uint64_t b, struct urs_err *err)
+{
+	uint32_t lo = 0, hi = c->nep; /* the first of c->ep ending after a */
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (c->ep[mid].vaddr + c->ep[mid].npages * CKPT_PAGE_SIZE <= a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (uint32_t k = lo; a < b;) {
+		const struct ckpt_run *e = k < c->nep ? &c->ep[k] : NULL;
+		uint64_t y, e_end = e ? e->vaddr + e->npages * CKPT_PAGE_SIZE : 0;
+		int r;
+		if (e && e->vaddr <= a) {
+			y = e_end < b ? e_end : b;
+			r = write_piece(c, i, run, a, y, err);
+			k++;
+		} else {
+			y = e && e->vaddr < b ? e->vaddr : b;
+			r = defer_piece(c, run, a, y);
+			if (r)
+				return urs_err_set(err, r, "restore: out of memory");
+		}
+		if (r)
+			return r;
+		a = y;
+	}
+	return 0;
+}
+
+/* [@a, @end) of @run: each piece by the mapping it lies in, now or later */
+static int place_range(struct rctx *c, uint32_t i, const struct ckpt_run *run, uint64_t a,
+		       uint64_t end, struct urs_err *err)
 {
 	const struct ckpt_task *t = &c->img.tasks[i];
-	uint64_t a = run->vaddr, end = run->vaddr + run->npages * CKPT_PAGE_SIZE;
 	if (!c->lz) /* all of it now */
 		return write_piece(c, i, run, a, end, err);
 	while (a < end) {
@@ -764,10 +818,10 @@ static int write_run(struct rctx *c, uint32_t i, const struct ckpt_run *run, str
 			if (t->vmas[v].r.start <= a && a < t->vmas[v].r.end)
 				m = &t->vmas[v];
 		uint64_t b = m && m->r.end < end ? m->r.end : end;
-		int r = m && vma_lazy(m) ? defer_piece(c, run, a, b)
+		int r = m && vma_lazy(m) ? lazy_piece(c, i, run, a, b, err)
 					 : write_piece(c, i, run, a, b, err);
 		if (r)
-			return r == -ENOMEM ? urs_err_set(err, r, "restore: out of memory") : r;
+			return r;
 		a = b;
 	}
 	return 0;
@@ -828,14 +882,14 @@ static int piece_one(void *ctx, uint64_t x, uint64_t y, bool shared)
 {
 	struct piece_ctx *p = ctx;
 	if (!shared)
-		return write_piece(p->c, p->i, p->run, x, y, p->err);
+		return place_range(p->c, p->i, p->run, x, y, p->err);
 	p->c->st->shared += (y - x) / CKPT_PAGE_SIZE;
 	return 0;
 }
 
 /* the pages of @run in a child that keeps ranges of its parent's memory
  * (@plan, from *@k on): in a kept range only those the parent's do not
- * already hold (an eager restore: nothing deferred) */
+ * already hold */
 static int write_run_kept(struct rctx *c, uint32_t i, const struct ckpt_run *run,
 			  const struct ckpt_cow_plan *plan, uint32_t *k, struct urs_err *err)
 {
@@ -849,12 +903,12 @@ static int write_run_kept(struct rctx *c, uint32_t i, const struct ckpt_run *run
 		uint64_t a = plan->keep[q].a > x ? plan->keep[q].a : x;
 		uint64_t b = plan->keep[q].b < end ? plan->keep[q].b : end;
 		if (x < a)
-			r = write_piece(c, i, run, x, a, err);
+			r = place_range(c, i, run, x, a, err);
 		if (!r)
 			r = ckpt_cow_pieces(p, run, a, b, piece_one, &pc);
 		x = b;
 	}
-	return r || x >= end ? r : write_piece(c, i, run, x, end, err);
+	return r || x >= end ? r : place_range(c, i, run, x, end, err);
 }
 
 static int write_pages(struct rctx *c, uint32_t i, const struct ckpt_cow_plan *plan,
@@ -864,12 +918,14 @@ static int write_pages(struct rctx *c, uint32_t i, const struct ckpt_cow_plan *p
 	c->nlruns = 0;
 	uint32_t kk = 0;
 	for (uint32_t k = 0; k < t->nruns; k++) {
-		int r = plan->nkeep ? write_run_kept(c, i, &t->runs[k], plan, &kk, err)
-				    : write_run(c, i, &t->runs[k], err);
+		const struct ckpt_run *run = &t->runs[k];
+		int r = plan->nkeep ? write_run_kept(c, i, run, plan, &kk, err)
+				    : place_range(c, i, run, run->vaddr,
+						  run->vaddr + run->npages * CKPT_PAGE_SIZE, err);
 		if (r)
 			return r;
 	}
-	return c->nlruns ? lazy_register(c, i, err) : 0;
+	return 0;
 }
 
 static int drop_one(void *ctx, uint64_t x, uint64_t y)
@@ -894,7 +950,7 @@ static int drop_pages(struct rctx *c, uint32_t i, const struct ckpt_cow_plan *pl
 	int r = 0;
 	for (uint32_t k = 0; !r && k < plan->nkeep; k++)
 		r = ckpt_cow_drops(&c->img.tasks[t->r.parent], t, plan->keep[k].a, plan->keep[k].b,
-				   drop_one, &pc);
+				   c->lz != NULL, drop_one, &pc);
 	return r;
 }
 
@@ -2578,25 +2634,71 @@ static int clear_space(struct rctx *c, uint32_t i, const struct ckpt_cow_plan *p
 	return 0;
 }
 
-/* Task @i's memory: its mappings and pages. In an eager restore a child
- * comes here cloned from its parent's restored memory, and keeps what it
- * shared with it (cowplan.h); a lazy one's tasks are cloned first. */
+static int add_ep(void *ctx, const struct ckpt_run *run, uint64_t x, uint64_t y)
+{
+	struct rctx *c = ctx;
+	(void) run;
+	if (urs_grow((void **) &c->ep, &c->capep, c->nep, sizeof(*c->ep), 64))
+		return -ENOMEM;
+	c->ep[c->nep++] = (struct ckpt_run){x, (y - x) / CKPT_PAGE_SIZE, 0};
+	return 0;
+}
+
+static int by_vaddr(const void *a, const void *b)
+{
+	const struct ckpt_run *x = a, *y = b;
+	return x->vaddr < y->vaddr ? -1 : x->vaddr > y->vaddr;
+}
+
+/* A lazy restore: c->ep gets what task @i's children share with it (each
+ * child's pieces are in order, several children's overlap), merged */
+static int eager_shared(struct rctx *c, uint32_t i, struct urs_err *err)
+{
+	c->nep = 0;
+	int r = ckpt_cow_shared(&c->img, i, add_ep, c);
+	if (r)
+		return urs_err_set(err, r, "restore: out of memory");
+	qsort(c->ep, c->nep, sizeof(*c->ep), by_vaddr);
+	uint32_t n = 0;
+	for (uint32_t k = 0; k < c->nep; k++) {
+		struct ckpt_run *last = n ? &c->ep[n - 1] : NULL;
+		uint64_t end = c->ep[k].vaddr + c->ep[k].npages * CKPT_PAGE_SIZE;
+		uint64_t last_end = last ? last->vaddr + last->npages * CKPT_PAGE_SIZE : 0;
+		if (last && c->ep[k].vaddr <= last_end) {
+			if (end > last_end)
+				last->npages = (end - last->vaddr) / CKPT_PAGE_SIZE;
+		} else {
+			c->ep[n++] = c->ep[k];
+		}
+	}
+	c->nep = n;
+	return 0;
+}
+
+/* Task @i's memory: its mappings and pages. A child comes here cloned from
+ * its parent's restored memory, and keeps what it shared with it
+ * (cowplan.h); in a lazy restore what its own children share with it is
+ * written now, the rest of its lazy mappings deferred. */
 static int rebuild_mm(struct rctx *c, uint32_t i, struct urs_err *err)
 {
 	const struct ckpt_task *t = &c->img.tasks[i];
 	struct ckpt_cow_plan plan = {0};
-	int r = c->share && i > 0 ? ckpt_cow_plan(&c->img.tasks[t->r.parent], t, &plan) : 0;
+	int r = c->inherit[i] ? ckpt_cow_plan(&c->img.tasks[t->r.parent], t, c->lz, &plan) : 0;
+	if (!r && c->lz)
+		r = eager_shared(c, i, err);
 	if (r)
-		return urs_err_set(err, r, "restore: out of memory");
+		return r == -ENOMEM ? urs_err_set(err, r, "restore: out of memory") : r;
 	r = clear_space(c, i, &plan, err);
 	if (!r)
 		r = map_vmas(c, i, &plan, err);
 	if (!r && !plan.vdso)
 		r = map_vdso(c, i, err);
-	if (!r)
-		r = write_pages(c, i, &plan, err);
+	/* drops first: a lazy restore also drops a child's own pages where
+	 * the parent's are, and writes some of them (not in a lazy mapping) */
 	if (!r)
 		r = drop_pages(c, i, &plan, err);
+	if (!r)
+		r = write_pages(c, i, &plan, err);
 	ckpt_cow_plan_free(&plan);
 	return r;
 }
@@ -2660,6 +2762,9 @@ static int rebuild_rest(struct rctx *c, uint32_t i, const struct own_creds *o, s
 	if (r)
 		return urs_err_set(err, r, "restore: pid %d: closing parked fds: %s", t->r.nspid,
 				   strerror(-r));
+	if (c->lz && (r = inj(c, i, SYS_prctl, PR_SET_THP_DISABLE, 0, 0, 0, 0, 0, NULL)))
+		return urs_err_set(err, r, "lazy restore: pid %d: PR_SET_THP_DISABLE: %s",
+				   t->r.nspid, strerror(-r));
 	r = restore_misc(c, i, err);
 	if (!r)
 		r = restore_threads(c, i, o, err);
@@ -2819,13 +2924,55 @@ static int rctx_alloc(struct rctx *c, struct urs_err *err)
 	c->tr = calloc(c->img.ntasks, sizeof(*c->tr));
 	c->memfd = malloc(c->img.ntasks * sizeof(int));
 	c->dead = calloc(c->img.ntasks, 1);
+	c->inherit = calloc(c->img.ntasks, 1);
 	c->park_base = calloc(c->img.ntasks, sizeof(int32_t));
 	c->park_next = calloc(c->img.ntasks, sizeof(int32_t));
 	for (uint32_t i = 0; c->memfd && i < c->img.ntasks; i++)
 		c->memfd[i] = -1; /* before any failure: rctx_free closes them */
-	if (!c->tr || !c->memfd || !c->dead || !c->park_base || !c->park_next)
+	if (!c->tr || !c->memfd || !c->dead || !c->inherit || !c->park_base || !c->park_next)
 		return urs_err_set(err, -ENOMEM, "restore: out of memory");
 	return 0;
+}
+
+/* Does task @j, a child of @i, share memory with it (ckpt/cowplan.h)? */
+static bool shares(struct rctx *c, uint32_t i, uint32_t j, int *r)
+{
+	struct ckpt_cow_plan plan;
+	if (c->dead[i] || c->img.tasks[j].r.zombie)
+		return false;
+	*r = ckpt_cow_plan(&c->img.tasks[i], &c->img.tasks[j], c->lz, &plan);
+	bool yes = !*r && plan.shared;
+	ckpt_cow_plan_free(&plan);
+	return yes;
+}
+
+/* Task @i's children, in order: those before the first that shares memory
+ * with it are cloned from its puppet before its memory is rebuilt (a
+ * zombie, a child that exec'd: a fork of the whole memory would only be
+ * torn down again); then its memory; then the others, from it. The order
+ * of the clones is the tree's (/proc/PID/task/TID/children). */
+static int rebuild_with_children(struct rctx *c, uint32_t i, struct urs_err *err)
+{
+	const struct ckpt_image *img = &c->img;
+	bool late = false;
+	int r = 0;
+	for (uint32_t j = i + 1; !r && !late && j < img->ntasks; j++)
+		if (img->tasks[j].r.parent == (int32_t) i && !(late = shares(c, i, j, &r)) && !r)
+			r = create_child(c, j, err);
+	if (r)
+		return r == -ENOMEM ? urs_err_set(err, r, "restore: out of memory") : r;
+	if (!c->dead[i])
+		r = rebuild_mm(c, i, err);
+	for (uint32_t j = i + 1; !r && j < img->ntasks; j++)
+		if (img->tasks[j].r.parent == (int32_t) i && !c->tr[j].pid) {
+			c->inherit[j] = 1;
+			r = create_child(c, j, err);
+		}
+	/* once its children are cloned: what comes in later comes into its
+	 * address space alone */
+	if (!r && !c->dead[i] && c->nlruns)
+		r = lazy_register(c, i, err);
+	return r;
 }
 
 /* Create the tree (its root, then every task's children) and rebuild each
@@ -2834,17 +2981,20 @@ static int rebuild_tree(struct rctx *c, struct urs_err *err)
 {
 	int r = c->puppet > 0 ? adopt_root(c, err) : create_root(c, err);
 	ckpt_trace("restore: root ready");
+	/* A lazy restore writes pages into mappings it defers the rest of:
+	 * no huge page there, whose zero-filled rest would be "in" when the
+	 * deferred pages come (UFFDIO_COPY: EEXIST). Inherited by every clone;
+	 * each task's own setting back in rebuild_rest. */
+	if (!r && c->lz && (r = inj(c, 0, SYS_prctl, PR_SET_THP_DISABLE, 1, 0, 0, 0, 0, NULL)))
+		r = urs_err_set(err, r, "lazy restore: PR_SET_THP_DISABLE: %s", strerror(-r));
 	/* tasks are in breadth-first order: a parent always precedes its children */
 	for (uint32_t i = 0; !r && i < c->img.ntasks; i++) {
 		if (!c->dead[i])
 			r = set_ids(c, i, err);
-		if (!r && !c->dead[i] && c->share)
-			r = rebuild_mm(c, i, err);
-		for (uint32_t j = i + 1; !r && j < c->img.ntasks; j++)
-			if (c->img.tasks[j].r.parent == (int32_t) i)
-				r = create_child(c, j, err);
+		if (!r)
+			r = rebuild_with_children(c, i, err);
 	}
-	ckpt_trace(c->share ? "restore: tasks created, memory rebuilt" : "restore: tasks created");
+	ckpt_trace("restore: tasks created, memory rebuilt");
 	struct own_creds own;
 	read_own_creds(&own);
 	/* every task descends from the puppet and has its bounding set, which
@@ -2853,12 +3003,9 @@ static int rebuild_tree(struct rctx *c, struct urs_err *err)
 	if (c->puppet > 0 && own.ok && task_capbnd(c->puppet, &own.bnd) < 0)
 		read_own_creds(&own);
 	for (uint32_t i = 0; !r && i < c->img.ntasks; i++)
-		if (!c->dead[i]) {
-			r = c->share ? 0 : rebuild_mm(c, i, err);
-			if (!r)
-				r = rebuild_fds(c, i, err);
-		}
-	ckpt_trace("restore: memory and fds rebuilt");
+		if (!c->dead[i])
+			r = rebuild_fds(c, i, err);
+	ckpt_trace("restore: fds rebuilt");
 	for (uint32_t i = 0; !r && i < c->img.ntasks; i++)
 		if (!c->dead[i])
 			r = rebuild_rest(c, i, &own, err);
@@ -2906,12 +3053,14 @@ static void rctx_free(struct rctx *c)
 			close(c->memfd[i]);
 	free(c->memfd);
 	free(c->dead);
+	free(c->inherit);
 	free(c->park_base);
 	free(c->park_next);
 	free(c->objs);
 	free(c->thr);
 	free(c->tr);
 	free(c->lruns);
+	free(c->ep);
 }
 
 int ckpt_restore_ex(const char *dir, const struct ckpt_restore_opts *opts, pid_t *pid,
@@ -2956,7 +3105,6 @@ int ckpt_restore_ex(const char *dir, const struct ckpt_restore_opts *opts, pid_t
 	if (r)
 		goto out_img;
 	r = rctx_alloc(&c, err);
-	c.share = !c.lz;
 	if (!r) {
 		ckpt_trace("restore: prechecked");
 		r = rebuild_tree(&c, err);

@@ -23,8 +23,8 @@ struct ckpt_restore_stats {
 	uint32_t ntasks;
 	uint64_t pages;	 /* written */
 	uint64_t shared; /* left shared with a forked parent (ckpt/cowplan.h) */
-	double load_ms; /* read + verify the image */
-	double ms;	/* total, load included, until every task runs */
+	double load_ms;	 /* read + verify the image */
+	double ms;	 /* total, load included, until every task runs */
 };
 
 struct ckpt_image;

@@ -17,10 +17,9 @@
 #     restored from that image;
 #   - child 2 unmapped a hole, child 3 dropped pages and made some
 #     read-only (cow.c): restored, each still has them so;
-#   - restored (eagerly), the tree shares its memory again: the four
-#     processes' anonymous memory, counted proportionally (Pss_Anon), is
-#     below 1.5 × 64 MiB, not one copy each (a lazy restore still gives
-#     each its own: not checked there).
+#   - restored, eagerly or lazily, the tree shares its memory again: the
+#     four processes' anonymous memory, counted proportionally (Pss_Anon),
+#     is below 1.5 × 64 MiB, not one copy each.
 # Needs root; the pre-copy part skips saying why where the kernel cannot
 # track writes. Env: URSA, COW.
 set -u
@@ -139,6 +138,7 @@ u delete --force ${P}c >/dev/null 2>&1
 # d. the same, paged in lazily
 check_why "restore --lazy-pages" 'restore "$work/img1" --lazy-pages' 'cat "$work/rs.err"'
 check_why "restored lazily, every process's memory is as it left it" checked checks
+shared_again "restored lazily"
 u delete --force ${P}c >/dev/null 2>&1
 
 # e. through a pre-copy, the tree running

@@ -55,7 +55,7 @@ static struct ckpt_task task(struct ckpt_vma *v, uint32_t nv, struct ckpt_run *r
 
 static void plan_of(struct ckpt_task *p, struct ckpt_task *c, struct ckpt_cow_plan *pl)
 {
-	assert_int_equal(ckpt_cow_plan(p, c, pl), 0);
+	assert_int_equal(ckpt_cow_plan(p, c, false, pl), 0);
 }
 
 static void test_kept_ranges(void **state)
@@ -166,26 +166,70 @@ static void test_pieces_and_drops(void **state)
 
 	/* drops: the parent's 6-7, 20-21, 24-29 (4-5 are the child's own) */
 	r = (struct rec){0};
-	assert_int_equal(ckpt_cow_drops(&p, &c, A(0), A(64), rec_drop, &r), 0);
+	assert_int_equal(ckpt_cow_drops(&p, &c, A(0), A(64), false, rec_drop, &r), 0);
 	assert_int_equal(r.n, 3);
 	assert_true(r.x[0] == A(6) && r.y[0] == A(8));
 	assert_true(r.x[1] == A(20) && r.y[1] == A(22));
 	assert_true(r.x[2] == A(24) && r.y[2] == A(30));
 	/* clipped to the range asked */
 	r = (struct rec){0};
-	assert_int_equal(ckpt_cow_drops(&p, &c, A(7), A(25), rec_drop, &r), 0);
+	assert_int_equal(ckpt_cow_drops(&p, &c, A(7), A(25), false, rec_drop, &r), 0);
 	assert_int_equal(r.n, 3);
 	assert_true(r.x[0] == A(7) && r.y[2] == A(25));
 	/* adjacent runs of the parent give one drop */
 	struct ckpt_run pr2[] = {{A(0), 2, 0}, {A(2), 2, 50 * P}};
 	struct ckpt_task p2 = task(pv, 1, pr2, 2), none = task(cv, 1, NULL, 0);
 	r = (struct rec){0};
-	assert_int_equal(ckpt_cow_drops(&p2, &none, A(0), A(64), rec_drop, &r), 0);
+	assert_int_equal(ckpt_cow_drops(&p2, &none, A(0), A(64), false, rec_drop, &r), 0);
 	assert_true(r.n == 1 && r.x[0] == A(0) && r.y[0] == A(4));
+	/* lazy: the child's own pages where the parent has other bytes go
+	 * too (4-5 are the parent's 4-5 at other offsets), merged with 6-7 */
+	r = (struct rec){0};
+	assert_int_equal(ckpt_cow_drops(&p, &c, A(0), A(64), true, rec_drop, &r), 0);
+	assert_int_equal(r.n, 3);
+	assert_true(r.x[0] == A(4) && r.y[0] == A(8));
+	assert_true(r.x[1] == A(20) && r.y[1] == A(22) && r.x[2] == A(24));
 }
 
-/* every other page of the parent's missing in the child: past max(64,
- * pages / 32) drops the range is not kept; below it, it is */
+static int rec_shared(void *ctx, const struct ckpt_run *run, uint64_t x, uint64_t y)
+{
+	assert_true(run->vaddr <= x && y <= run->vaddr + run->npages * P);
+	return rec_drop(ctx, x, y);
+}
+
+/* what a lazy restore writes in the parent: the pieces its live children
+ * share in kept anonymous ranges (a zombie's and a file mapping's not) */
+static void test_shared(void **state)
+{
+	(void) state;
+	char lib[] = "/lib/x.so";
+	struct ckpt_vma pv[] = {anon(A(0), A(64)), file(A(64), A(68), 0, lib)};
+	struct ckpt_vma c1v[] = {anon(A(0), A(64)), file(A(64), A(68), 0, lib)};
+	struct ckpt_vma c2v[] = {anon(A(0), A(64))};
+	struct ckpt_run pr[] = {{A(0), 10, 0}, {A(64), 2, 10 * P}};
+	struct ckpt_run c1r[] = {{A(2), 2, 2 * P}, {A(5), 1, 99 * P}, {A(64), 2, 10 * P}};
+	struct ckpt_run c2r[] = {{A(3), 3, 3 * P}};
+	struct ckpt_task t[4] = {task(pv, 2, pr, 2), task(c1v, 2, c1r, 3), task(c2v, 1, c2r, 1),
+				 task(c2v, 1, c2r, 1)};
+	t[1].r.parent = t[2].r.parent = t[3].r.parent = 0;
+	t[0].r.parent = -1;
+	t[3].r.zombie = 1;
+	struct ckpt_image img = {0};
+	img.tasks = t;
+	img.ntasks = 4;
+	struct rec r = {0};
+	assert_int_equal(ckpt_cow_shared(&img, 0, rec_shared, &r), 0);
+	assert_int_equal(r.n, 2); /* child 1's 2-3, child 2's 3-5 */
+	assert_true(r.x[0] == A(2) && r.y[0] == A(4));
+	assert_true(r.x[1] == A(3) && r.y[1] == A(6));
+	r = (struct rec){0};
+	assert_int_equal(ckpt_cow_shared(&img, 1, rec_shared, &r), 0);
+	assert_int_equal(r.n, 0);
+}
+
+/* the parent's pages every other page, the child sharing the first S of
+ * them and missing the rest: kept only while the drops (4096 - S) are at
+ * most max(8, S / 32); with no drops at all, kept whatever it shares */
 static void test_scattered(void **state)
 {
 	(void) state;
@@ -194,28 +238,31 @@ static void test_scattered(void **state)
 	struct ckpt_vma pv[] = {anon(A(0), A(2 * N))}, cv[] = {anon(A(0), A(2 * N))};
 	for (uint32_t k = 0; k < N; k++)
 		pr[k] = (struct ckpt_run){A(2 * k), 1, (uint64_t) k * P};
-	struct ckpt_task p = task(pv, 1, pr, N), c = task(cv, 1, NULL, 0);
+	struct ckpt_task p = task(pv, 1, pr, N), c = task(cv, 1, pr, 0);
 	struct ckpt_cow_plan pl;
+	const struct {
+		uint32_t s;
+		uint32_t kept;
+	} cases[] = {{0, 0}, {3969, 0}, {3972, 1}, {4088, 1}, {N, 1}};
+	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		c.nruns = cases[i].s; /* the parent's own first runs: the same bytes */
+		plan_of(&p, &c, &pl);
+		assert_int_equal(pl.nkeep, cases[i].kept);
+		assert_int_equal(pl.shared, cases[i].kept ? cases[i].s : 0);
+		ckpt_cow_plan_free(&pl);
+	}
+	p.nruns = 0; /* nothing to drop: kept, sharing nothing */
 	plan_of(&p, &c, &pl);
-	assert_int_equal(pl.nkeep, 0); /* 4096 drops > 8192 / 32 */
-	ckpt_cow_plan_free(&pl);
-	p.nruns = 256; /* 256 drops = 8192 / 32: kept */
-	plan_of(&p, &c, &pl);
-	assert_int_equal(pl.nkeep, 1);
-	ckpt_cow_plan_free(&pl);
-	p.nruns = 257;
-	plan_of(&p, &c, &pl);
-	assert_int_equal(pl.nkeep, 0);
+	assert_true(pl.nkeep == 1 && pl.shared == 0);
 	ckpt_cow_plan_free(&pl);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_kept_ranges),
-		cmocka_unit_test(test_stack_and_vdso),
-		cmocka_unit_test(test_pieces_and_drops),
-		cmocka_unit_test(test_scattered),
+		cmocka_unit_test(test_kept_ranges),	 cmocka_unit_test(test_stack_and_vdso),
+		cmocka_unit_test(test_pieces_and_drops), cmocka_unit_test(test_scattered),
+		cmocka_unit_test(test_shared),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
