@@ -19,7 +19,14 @@
  * With three children or more, child 2 unmaps pages 300-309 (a hole in
  * what it inherited: they must stay unmapped) and child 3 drops pages
  * 500-503 (MADV_DONTNEED: zero from then on, where the others keep the
- * pattern) and makes pages 600-609 read-only (they must stay so).
+ * pattern) and makes pages 600-609 read-only (they must stay so). The
+ * parent makes pages 700-709 read-only before the fork, child 1 makes them
+ * writable again (its mapping one where the parent's is three), and maps
+ * 16 pages of its own just below the memory and fills them.
+ *   cow MIB KIDS DIR grand
+ * also has child 1 fork a grandchild (process KIDS + 1) once it did: the
+ * grandchild shares with child 1 what child 1 shares with the parent, and
+ * child 1's own 16 pages; it rewrites its page 100 + i too.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -41,6 +48,8 @@
 #define HOLE	300 /* child 2 unmaps pages HOLE..HOLE + 9 */
 #define ZEROED	500 /* child 3 drops pages ZEROED..ZEROED + 3 */
 #define RDONLY	600 /* child 3 makes pages RDONLY..RDONLY + 9 read-only */
+#define GROWN	16  /* child 1 maps GROWN pages below the memory */
+#define RELAXED 700 /* read-only in the parent, writable again in child 1 */
 
 static uint64_t *mem;
 static size_t npages;
@@ -48,6 +57,8 @@ static const char *dir;
 static int me; /* 0: the parent; 1..KIDS: a child */
 static int kids;
 static pid_t pids[MAXKIDS + 1]; /* the parent's children, by index */
+static pid_t grand;		/* child 1's child, or 0 */
+static uint64_t *grown;		/* child 1's (and its child's) own pages, or NULL */
 static volatile sig_atomic_t check_req;
 
 /* splitmix64's finalizer of the index: a bijection, zero only for one
@@ -98,6 +109,9 @@ static void put(const char *name, const char *text)
  * kernel's write into them fails) */
 static const char *check_maps(void)
 {
+	for (size_t k = 0; grown && k < GROWN * WORDS; k++)
+		if (grown[k] != pat((1ull << 40) + k))
+			return "bad: a page mapped below the memory\n";
 	for (size_t p = HOLE; me == 2 && p < HOLE + 10; p++)
 		if (msync(&mem[p * WORDS], PAGE, MS_ASYNC) == 0 || errno != ENOMEM)
 			return "bad: a page of the hole is mapped\n";
@@ -164,6 +178,8 @@ static _Noreturn void run(void)
 			seen = (uint64_t) check_req;
 			for (int i = 1; !me && i <= kids; i++)
 				kill(pids[i], SIGUSR1);
+			if (grand)
+				kill(grand, SIGUSR1);
 			check(n);
 		}
 		if (read(p[0], buf, sizeof(buf)) < 0 && errno != EINTR) {
@@ -173,19 +189,33 @@ static _Noreturn void run(void)
 	}
 }
 
+/* child 1's pages below the memory: one mapping with it */
+static int grow(void)
+{
+	void *g = mmap((char *) mem - GROWN * PAGE, GROWN * PAGE, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	if (g == MAP_FAILED)
+		return -1;
+	grown = g;
+	for (size_t k = 0; k < GROWN * WORDS; k++)
+		grown[k] = pat((1ull << 40) + k);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
-	if (argc != 4) {
-		fprintf(stderr, "usage: cow MIB KIDS DIR\n");
+	if (argc != 4 && (argc != 5 || strcmp(argv[4], "grand"))) {
+		fprintf(stderr, "usage: cow MIB KIDS DIR [grand]\n");
 		return 2;
 	}
 	size_t mib = strtoul(argv[1], NULL, 10);
 	kids = atoi(argv[2]);
 	dir = argv[3];
 	npages = mib * 256;
-	if (kids < 0 || kids > MAXKIDS || npages <= OWN + (size_t) kids || npages <= RDONLY + 10) {
+	if (kids < 0 || kids >= MAXKIDS || npages <= OWN + (size_t) kids + 1 ||
+	    npages <= RELAXED + 10) {
 		fprintf(stderr, "cow: KIDS 0..%d, and MIB large enough for page %d\n", MAXKIDS,
-			OWN + kids > RDONLY + 10 ? OWN + kids : RDONLY + 10);
+			OWN + kids + 1 > RELAXED + 10 ? OWN + kids + 1 : RELAXED + 10);
 		return 2;
 	}
 	void *m = mmap(NULL, npages * PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
@@ -198,6 +228,10 @@ int main(int argc, char **argv)
 	for (size_t p = 0; p < npages; p++)
 		for (size_t k = 0; k < WORDS; k++)
 			mem[p * WORDS + k] = pat(p * WORDS + k);
+	if (mprotect(&mem[RELAXED * WORDS], 10 * PAGE, PROT_READ) < 0) {
+		perror("cow: mprotect");
+		return 1;
+	}
 	struct sigaction sa = {.sa_handler = on_usr1};
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGUSR1, &sa, NULL);
@@ -218,9 +252,21 @@ int main(int argc, char **argv)
 		rewrite(OWN + (size_t) me);
 	if ((me == 2 && munmap(&mem[HOLE * WORDS], 10 * PAGE) < 0) ||
 	    (me == 3 && madvise(&mem[ZEROED * WORDS], 4 * PAGE, MADV_DONTNEED) < 0) ||
-	    (me == 3 && mprotect(&mem[RDONLY * WORDS], 10 * PAGE, PROT_READ) < 0)) {
+	    (me == 3 && mprotect(&mem[RDONLY * WORDS], 10 * PAGE, PROT_READ) < 0) ||
+	    (me == 1 && mprotect(&mem[RELAXED * WORDS], 10 * PAGE, PROT_READ | PROT_WRITE) < 0) ||
+	    (me == 1 && grow() < 0)) {
 		perror("cow: child's own mappings");
 		return 1;
+	}
+	if (me == 1 && argc == 5 && (grand = fork()) < 0) {
+		perror("cow: fork");
+		return 1;
+	}
+	if (me == 1 && argc == 5 && !grand) { /* its own page 5 and page 100 + i; 101 as it was */
+		me = kids + 1;
+		rewrite(SHARED);
+		rewrite(OWN + 1);
+		rewrite(OWN + (size_t) me);
 	}
 	put("ready", "ready\n");
 	run();

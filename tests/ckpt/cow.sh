@@ -2,12 +2,13 @@
 # tests/ckpt/cow.sh — a page frame that several processes of the sandbox
 # map (shared copy-on-write since a fork) goes into pages.img once, not
 # once per process. tests/ckpt/cow.c as the sandbox's init: 64 MiB
-# filled, then three children forked, so nearly every page is one frame
-# of four processes; each process rewrites page 5 (one address, four
-# contents) and each child a page of its own, and each counts in its page
+# filled, then three children forked and a grandchild (child 1's), so
+# nearly every page is one frame of five processes; each process rewrites
+# page 5 (one address, five contents) and each child a page of its own,
+# and each counts in its page
 # 5 at every wake-up (its signals; no clock):
-#   - checkpointed, the four processes' pages.img is below 1.5 × 64 MiB
-#     (once per process it would be about 256 MiB);
+#   - checkpointed, the five processes' pages.img is below 1.5 × 64 MiB
+#     (once per process it would be about 320 MiB);
 #   - restored, then restored with --lazy-pages, every process finds its
 #     memory as it left it: the shared pages, its own page 5 and page
 #     100 + i, its count (its own check: a dedupe that gave one process
@@ -18,7 +19,7 @@
 #   - child 2 unmapped a hole, child 3 dropped pages and made some
 #     read-only (cow.c): restored, each still has them so;
 #   - restored, eagerly or lazily, the tree shares its memory again: the
-#     four processes' anonymous memory, counted proportionally (Pss_Anon),
+#     five processes' anonymous memory, counted proportionally (Pss_Anon),
 #     is below 1.5 × 64 MiB, not one copy each.
 # Needs root; the pre-copy part skips saying why where the kernel cannot
 # track writes. Env: URSA, COW.
@@ -38,11 +39,11 @@ cleanup() {
 trap cleanup EXIT
 t=$work/rootfs/tmp
 # the memory once, with room for what is not shared (page 5, the
-# children's own pages, stacks): four copies are far above
+# children's own pages, stacks): five copies are far above
 limit=$((64 * 1024 * 1024 * 3 / 2))
 
 # WORK/rootfs: busybox, $COW as /bin/cow; WORK/b/config.json: `cow 64 3
-# /tmp` (three children), no terminal, no network, a writable root
+# /tmp grand` (three children, a grandchild), no terminal, no network, a writable root
 # (tests/lib/hog.sh's hog_bundle, for another binary and its arguments)
 cow_bundle() {
 	local work=$1
@@ -52,33 +53,37 @@ cow_bundle() {
 		cp "$COW" "$work/rootfs/bin/cow" && (cd "$work/b" && "$URSA" spec) || return 1
 	jq --arg rootfs "$work/rootfs" \
 		'.root.path = $rootfs | .root.readonly = false | .process.terminal = false
-		| .process.args = ["/bin/cow", "64", "3", "/tmp"]
+		| .process.args = ["/bin/cow", "64", "3", "/tmp", "grand"]
 		| .annotations = {"run.ursa.network": "none"}' "$work/b/config.json" >"$work/b/c" &&
 		mv "$work/b/c" "$work/b/config.json"
 }
 cow_bundle "$work" || exit 1
 
-all() { # NAME: DIR/NAME-0..3 all written
+all() { # NAME: DIR/NAME-0..4 all written
 	local i
-	for i in 0 1 2 3; do test -s "$t/$1-$i" || return 1; done
+	for i in 0 1 2 3 4; do test -s "$t/$1-$i" || return 1; done
 }
-checked() { # the init passes SIGUSR1 to its children; all four check: "ok"
+checked() { # the init passes SIGUSR1 to its children, child 1 to its own; all five check: "ok"
 	local i
 	rm -f "$t"/check-*
 	kill -USR1 "$(u state ${P}c | jq -r .pid)" && wait_for 30 all check || return 1
-	for i in 0 1 2 3; do [ "$(cat "$t/check-$i")" = ok ] || return 1; done
+	for i in 0 1 2 3 4; do [ "$(cat "$t/check-$i")" = ok ] || return 1; done
 }
 checks() {
 	local i
-	for i in 0 1 2 3; do echo "check-$i: $(cat "$t/check-$i" 2>&1)"; done
+	for i in 0 1 2 3 4; do echo "check-$i: $(cat "$t/check-$i" 2>&1)"; done
 }
 # check, with DETAIL run only when CODE failed (what it left: a file it wrote)
 check_why() { if eval "$2"; then ok "$1"; else bad "$1" "$(eval "$3")"; fi; }
 size() { stat -c %s "$1/pages.img" 2>/dev/null; }
-tree_pids() { # the init's host pid, its children's
+descendants() { # PID: it and every process below it
+	local c
+	echo "$1"
+	for c in $(cat "/proc/$1/task/"*/children 2>/dev/null); do descendants "$c"; done
+}
+tree_pids() { # the init's host pid and its descendants'
 	local p
-	p=$(u state ${P}c | jq -r .pid) && [ -n "$p" ] && echo "$p" &&
-		cat "/proc/$p/task/"*/children
+	p=$(u state ${P}c | jq -r .pid) && [ -n "$p" ] && descendants "$p"
 }
 pss_anon() { # bytes of anonymous memory the tree's processes use, shares counted once
 	local p kb s=0 n=0
@@ -86,12 +91,12 @@ pss_anon() { # bytes of anonymous memory the tree's processes use, shares counte
 		kb=$(awk '/^Pss_Anon:/ { print $2 }' "/proc/$p/smaps_rollup") || return 1
 		s=$((s + kb)) n=$((n + 1))
 	done
-	[ "$n" = 4 ] && echo $((s * 1024))
+	[ "$n" = 5 ] && echo $((s * 1024))
 }
 shared_again() { # LABEL: after a restore, the memory shared as it was
 	local m
 	m=$(pss_anon)
-	check "$1: the four processes share their memory again: Pss_Anon ${m:-?} bytes, below 1.5 × 64 MiB ($limit)" \
+	check "$1: the five processes share their memory again: Pss_Anon ${m:-?} bytes, below 1.5 × 64 MiB ($limit)" \
 		'small "$m"' "$(for p in $(tree_pids); do grep -H Anon "/proc/$p/smaps_rollup"; done 2>&1)"
 }
 small() { [ -n "$1" ] && [ "$1" -lt "$limit" ]; }
@@ -106,11 +111,11 @@ restore() { # IMAGE [FLAGS...]
 	(cd "$work/b" && u restore --detach "$@" --image-path "$img" ${P}c >>"$work/out" 2>"$work/rs.err")
 }
 
-# a. the tree runs: four processes, each ready
+# a. the tree runs: five processes, each ready
 if start; then
-	ok "the workload runs: the init and its three children ready"
+	ok "the workload runs: the init, its three children and a grandchild ready"
 else
-	bad "the workload runs: the init and its three children ready" \
+	bad "the workload runs: the init, its three children and a grandchild ready" \
 		"$(cat "$work/out"; ls "$t")"
 	finish
 fi
@@ -122,7 +127,7 @@ else
 	bad "checkpoint" "$(cat "$work/ck.err")"
 fi
 line=$(grep '^dumped' "$work/wp1/dump.log" 2>/dev/null)
-check "the four processes dumped ($line)" '[[ "$line" == "dumped 4 tasks,"* ]]' \
+check "the five processes dumped ($line)" '[[ "$line" == "dumped 5 tasks,"* ]]' \
 	"$(cat "$work/wp1/dump.log" 2>&1)"
 s=$(size "$work/img1")
 check "pages.img holds the shared 64 MiB once: ${s:-no} bytes, below 1.5 × 64 MiB ($limit) ($line)" \
