@@ -77,17 +77,21 @@ static bool same_vdso(const struct ckpt_task *p, const struct ckpt_task *ch)
 	}
 }
 
+struct count {
+	uint64_t n, max;
+};
+
 static int count_one(void *ctx, uint64_t x, uint64_t y)
 {
+	struct count *c = ctx;
 	(void) x;
 	(void) y;
-	(*(uint64_t *) ctx)++;
-	return 0;
+	return ++c->n > c->max; /* enough: stop */
 }
 
-static int count_shared(void *ctx, uint64_t x, uint64_t y, bool shared)
+static int count_shared(void *ctx, uint64_t x, uint64_t y, enum ckpt_cow_piece what)
 {
-	if (shared)
+	if (what == CKPT_COW_SHARED)
 		*(uint64_t *) ctx += (y - x) / CKPT_PAGE_SIZE;
 	return 0;
 }
@@ -110,17 +114,16 @@ static uint64_t shared_pages(const struct ckpt_task *p, const struct ckpt_task *
  * for 32 of them (but CKPT_COW_MIN_DROPS): a child that shares little or
  * nothing of a large mapping gets it mapped anew. *@shared: its shared pages */
 static bool worth_keeping(const struct ckpt_task *p, const struct ckpt_task *ch,
-			  const struct ckpt_cow_keep *k, bool lazy, uint64_t *shared)
+			  const struct ckpt_cow_keep *k, uint64_t *shared)
 {
-	uint64_t drops = 0;
 	*shared = shared_pages(p, ch, k->a, k->b);
-	ckpt_cow_drops(p, ch, k->a, k->b, lazy, count_one, &drops);
-	uint64_t max = *shared / 32 > CKPT_COW_MIN_DROPS ? *shared / 32 : CKPT_COW_MIN_DROPS;
-	return !drops || (*shared && drops <= max);
+	struct count drops = {0, *shared / 32 > CKPT_COW_MIN_DROPS ? *shared / 32
+								   : CKPT_COW_MIN_DROPS};
+	ckpt_cow_drops(p, ch, k->a, k->b, count_one, &drops);
+	return !drops.n || (*shared && drops.n <= drops.max);
 }
 
-int ckpt_cow_plan(const struct ckpt_task *p, const struct ckpt_task *ch, bool lazy,
-		  struct ckpt_cow_plan *plan)
+int ckpt_cow_plan(const struct ckpt_task *p, const struct ckpt_task *ch, struct ckpt_cow_plan *plan)
 {
 	*plan = (struct ckpt_cow_plan){0};
 	if (!p->nvmas || !ch->nvmas)
@@ -136,10 +139,9 @@ int ckpt_cow_plan(const struct ckpt_task *p, const struct ckpt_task *ch, bool la
 		uint64_t b = pm->r.end < cm->r.end ? pm->r.end : cm->r.end;
 		struct ckpt_cow_keep k = {a, b, u, v};
 		uint64_t n = 0;
-		bool keep = a < b &&
-			    (vdso_kind(cm->r.kind) ? plan->vdso && pm->r.kind == cm->r.kind
-						   : same_mapping(pm, cm, a) &&
-							     worth_keeping(p, ch, &k, lazy, &n));
+		bool keep = a < b && (vdso_kind(cm->r.kind) ? plan->vdso && pm->r.kind == cm->r.kind
+							    : same_mapping(pm, cm, a) &&
+								      worth_keeping(p, ch, &k, &n));
 		if (keep) {
 			plan->keep[plan->nkeep++] = k;
 			plan->shared += n;
@@ -179,7 +181,7 @@ static bool same_bytes(const struct ckpt_run *p, const struct ckpt_run *c)
 }
 
 int ckpt_cow_drops(const struct ckpt_task *p, const struct ckpt_task *ch, uint64_t a, uint64_t b,
-		   bool lazy, int (*fn)(void *ctx, uint64_t x, uint64_t y), void *ctx)
+		   int (*fn)(void *ctx, uint64_t x, uint64_t y), void *ctx)
 {
 	uint64_t pa = 0, pb = 0; /* pending interval, not yet given to fn */
 	uint32_t k = first_run(ch, a);
@@ -191,12 +193,7 @@ int ckpt_cow_drops(const struct ckpt_task *p, const struct ckpt_task *ch, uint64
 			while (k < ch->nruns && run_end(&ch->runs[k]) <= x)
 				k++;
 			if (k < ch->nruns && ch->runs[k].vaddr <= x) {
-				uint64_t z = run_end(&ch->runs[k]) < y ? run_end(&ch->runs[k]) : y;
-				/* lazy: a page of the child's own comes later, into
-				 * no page: the parent's goes first */
-				if (lazy && !same_bytes(&p->runs[q], &ch->runs[k]))
-					r = emit(&pa, &pb, x, z, fn, ctx);
-				x = z;
+				x = run_end(&ch->runs[k]) < y ? run_end(&ch->runs[k]) : y;
 				continue;
 			}
 			uint64_t z = k < ch->nruns && ch->runs[k].vaddr < y ? ch->runs[k].vaddr : y;
@@ -208,7 +205,8 @@ int ckpt_cow_drops(const struct ckpt_task *p, const struct ckpt_task *ch, uint64
 }
 
 int ckpt_cow_pieces(const struct ckpt_task *p, const struct ckpt_run *run, uint64_t a, uint64_t b,
-		    int (*fn)(void *ctx, uint64_t x, uint64_t y, bool shared), void *ctx)
+		    int (*fn)(void *ctx, uint64_t x, uint64_t y, enum ckpt_cow_piece what),
+		    void *ctx)
 {
 	uint32_t q = first_run(p, a);
 	int r = 0;
@@ -217,14 +215,14 @@ int ckpt_cow_pieces(const struct ckpt_task *p, const struct ckpt_run *run, uint6
 			q++;
 		const struct ckpt_run *pr = q < p->nruns ? &p->runs[q] : NULL;
 		uint64_t y;
-		bool shared = false;
+		enum ckpt_cow_piece what = CKPT_COW_OWN;
 		if (pr && pr->vaddr <= x) {
 			y = run_end(pr) < b ? run_end(pr) : b;
-			shared = same_bytes(pr, run);
+			what = same_bytes(pr, run) ? CKPT_COW_SHARED : CKPT_COW_OVER;
 		} else {
 			y = pr && pr->vaddr < b ? pr->vaddr : b;
 		}
-		r = fn(ctx, x, y, shared);
+		r = fn(ctx, x, y, what);
 		x = y;
 	}
 	return r;
@@ -236,10 +234,10 @@ struct shared_ctx {
 	void *ctx;
 };
 
-static int shared_one(void *ctx, uint64_t x, uint64_t y, bool shared)
+static int shared_one(void *ctx, uint64_t x, uint64_t y, enum ckpt_cow_piece what)
 {
 	struct shared_ctx *s = ctx;
-	return shared ? s->fn(s->ctx, s->run, x, y) : 0;
+	return what == CKPT_COW_SHARED ? s->fn(s->ctx, s->run, x, y) : 0;
 }
 
 /* the shared pieces of child @ch's runs in its kept anonymous ranges */
@@ -262,21 +260,19 @@ static int child_shared(const struct ckpt_task *p, const struct ckpt_task *ch,
 	return r;
 }
 
-int ckpt_cow_shared(const struct ckpt_image *img, uint32_t p,
+int ckpt_cow_shared(const struct ckpt_image *img, uint32_t j,
 		    int (*fn)(void *ctx, const struct ckpt_run *run, uint64_t x, uint64_t y),
 		    void *ctx)
 {
+	const struct ckpt_task *ch = &img->tasks[j];
+	if (ch->r.parent < 0 || (uint32_t) ch->r.parent >= j || ch->r.zombie)
+		return 0;
+	const struct ckpt_task *p = &img->tasks[ch->r.parent];
 	struct shared_ctx s = {NULL, fn, ctx};
-	int r = 0;
-	for (uint32_t j = p + 1; !r && j < img->ntasks; j++) {
-		const struct ckpt_task *ch = &img->tasks[j];
-		if (ch->r.parent != (int32_t) p || ch->r.zombie)
-			continue;
-		struct ckpt_cow_plan plan;
-		r = ckpt_cow_plan(&img->tasks[p], ch, true, &plan);
-		if (!r)
-			r = child_shared(&img->tasks[p], ch, &plan, &s);
-		ckpt_cow_plan_free(&plan);
-	}
+	struct ckpt_cow_plan plan;
+	int r = ckpt_cow_plan(p, ch, &plan);
+	if (!r)
+		r = child_shared(p, ch, &plan, &s);
+	ckpt_cow_plan_free(&plan);
 	return r;
 }

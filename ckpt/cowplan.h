@@ -20,9 +20,10 @@
  *
  * In a lazy restore (ckpt/lazy.h) the parent's pages that a child shares
  * are written before the child is cloned (they cannot be shared once they
- * come in later, into one address space), and a child's page of its own in
- * a kept range is dropped before it is deferred: it must be missing when
- * it comes.
+ * come in later, into one address space), and so is a child's own page
+ * where the parent has one (the parent's may be there already: a deferred
+ * page must be missing when it comes); its own pages elsewhere are
+ * deferred as any task's.
  *
  * Sharing depends only on equal page-data offsets, whatever made them
  * equal, so it changes where a page's bytes come from, never what they
@@ -50,6 +51,13 @@ struct ckpt_cow_plan {
 	uint64_t shared; /* pages left shared in the kept ranges */
 };
 
+/* what the parent has where a child's run has a page */
+enum ckpt_cow_piece {
+	CKPT_COW_OWN,	 /* nothing: the page is the child's alone */
+	CKPT_COW_OVER,	 /* a page with other bytes: the child's is written over it */
+	CKPT_COW_SHARED, /* the same bytes: left shared */
+};
+
 /* a range that needs drops (each an injected madvise) is kept only for
  * pages it shares, at most max(CKPT_COW_MIN_DROPS, shared pages / 32) */
 #define CKPT_COW_MIN_DROPS 8u
@@ -58,12 +66,11 @@ struct ckpt_cow_plan {
  * ckpt_cow_plan() - what child @ch keeps of the memory it inherits from @p
  * @p: the parent's task in the image, its memory restored
  * @ch: the child's
- * @lazy: a lazy restore's plan (the drops as ckpt_cow_drops() counts them)
  * @plan: gets the kept ranges (ckpt_cow_plan_free() them)
  *
  * Return: 0, or -ENOMEM.
  */
-int ckpt_cow_plan(const struct ckpt_task *p, const struct ckpt_task *ch, bool lazy,
+int ckpt_cow_plan(const struct ckpt_task *p, const struct ckpt_task *ch,
 		  struct ckpt_cow_plan *plan);
 
 /**
@@ -78,7 +85,6 @@ void ckpt_cow_plan_free(struct ckpt_cow_plan *plan);
  * @ch: the child's
  * @a: start of a kept range
  * @b: its end
- * @lazy: also those where @ch has other bytes (its own page comes later)
  * @fn: called with each maximal interval [x, y), in address order, until
  *      it returns nonzero
  * @ctx: @fn's
@@ -86,38 +92,40 @@ void ckpt_cow_plan_free(struct ckpt_cow_plan *plan);
  * Return: 0, or what @fn returned.
  */
 int ckpt_cow_drops(const struct ckpt_task *p, const struct ckpt_task *ch, uint64_t a, uint64_t b,
-		   bool lazy, int (*fn)(void *ctx, uint64_t x, uint64_t y), void *ctx);
+		   int (*fn)(void *ctx, uint64_t x, uint64_t y), void *ctx);
 
 /**
- * ckpt_cow_pieces() - [@a, @b) of a child's @run split by whether the
- *                     parent's page at each address has the same bytes
+ * ckpt_cow_pieces() - [@a, @b) of a child's @run split by what the parent
+ *                     has at each address
  * @p: the parent's task
  * @run: a run of the child
  * @a: start, inside @run and a kept range
  * @b: end
- * @fn: called with each piece [x, y) in address order and whether it is
- *      shared (the parent's run there has the same page-data offset),
- *      until it returns nonzero
+ * @fn: called with each piece [x, y) in address order and what the parent
+ *      has there (shared: its run has the same page-data offset), until it
+ *      returns nonzero
  * @ctx: @fn's
  *
  * Return: 0, or what @fn returned.
  */
 int ckpt_cow_pieces(const struct ckpt_task *p, const struct ckpt_run *run, uint64_t a, uint64_t b,
-		    int (*fn)(void *ctx, uint64_t x, uint64_t y, bool shared), void *ctx);
+		    int (*fn)(void *ctx, uint64_t x, uint64_t y, enum ckpt_cow_piece what),
+		    void *ctx);
 
 /**
- * ckpt_cow_shared() - the pages task @p's live children share with it in
- *                     their kept anonymous ranges (those a lazy restore
- *                     writes in @p before cloning them)
+ * ckpt_cow_shared() - the pages task @j shares with its parent in its kept
+ *                     anonymous ranges (those a lazy restore writes in the
+ *                     parent before cloning it)
  * @img: the image
- * @p: the parent's index
- * @fn: called with a child's @run and each shared piece [x, y) of it (at
- *      the same address in @p, the same bytes), until it returns nonzero
+ * @j: the child's index (the root or a zombie: none)
+ * @fn: called with a run of @j and each shared piece [x, y) of it (at the
+ *      same address in the parent, the same bytes), in address order,
+ *      until it returns nonzero
  * @ctx: @fn's
  *
  * Return: 0, -ENOMEM, or what @fn returned.
  */
-int ckpt_cow_shared(const struct ckpt_image *img, uint32_t p,
+int ckpt_cow_shared(const struct ckpt_image *img, uint32_t j,
 		    int (*fn)(void *ctx, const struct ckpt_run *run, uint64_t x, uint64_t y),
 		    void *ctx);
 

@@ -112,6 +112,9 @@ struct rctx {
 	 * would defer, the pages its children share (ckpt_cow_shared) */
 	struct ckpt_run *ep; /* sorted, disjoint; off unused */
 	uint32_t nep, capep;
+	struct ckpt_run *cs; /* eager_shared: one child's pieces */
+	uint32_t ncs, capcs;
+	int thp; /* the restorer's PR_GET_THP_DISABLE, each task's again at the end */
 };
 
 /* byte 0 of the image's page data (the pager's after a lazy load) */
@@ -681,8 +684,8 @@ static int for_eager(const struct ckpt_image *img, int (*fn)(void *, uint64_t, u
 			r = fn(ctx, img->shms[i].runs[k].off,
 			       img->shms[i].runs[k].npages * CKPT_PAGE_SIZE);
 	struct eager_ctx e = {fn, ctx};
-	for (uint32_t i = 0; !r && i < img->ntasks; i++) /* shared with children: cowplan.h */
-		r = img->tasks[i].r.zombie ? 0 : ckpt_cow_shared(img, i, eager_one, &e);
+	for (uint32_t j = 1; !r && j < img->ntasks; j++) /* shared with parents: cowplan.h */
+		r = ckpt_cow_shared(img, j, eager_one, &e);
 	for (uint32_t i = 0; !r && i < img->ntasks; i++) {
 		const struct ckpt_task *t = &img->tasks[i];
 		for (uint32_t v = 0; v < t->nvmas; v++) {
@@ -716,7 +719,8 @@ static int want_one(void *ctx, uint64_t off, uint64_t len)
  * round trip each */
 static int want_eager(struct rctx *c, struct urs_err *err)
 {
-	return for_eager(&c->img, want_one, &(struct want_ctx){c->lz, err});
+	int r = for_eager(&c->img, want_one, &(struct want_ctx){c->lz, err});
+	return r == -ENOMEM ? urs_err_set(err, r, "lazy restore: out of memory") : r;
 }
 
 struct mark_ctx {
@@ -753,7 +757,11 @@ long ckpt_restore_first_chunks(const char *dir, const struct ckpt_seal *seal, ui
 		k = urs_err_set(err, -ENOMEM, "restore: out of memory");
 		goto out;
 	}
-	for_eager(&img, mark_one, &(struct mark_ctx){p, len});
+	if (for_eager(&img, mark_one, &(struct mark_ctx){p, len})) { /* only -ENOMEM */
+		free(p);
+		k = urs_err_set(err, -ENOMEM, "restore: out of memory");
+		goto out;
+	}
 	/* the working set, as the pager takes it (ckpt/lazy.c ws_setup) */
 	long w = ckpt_ws_load(CKPT_WS_REC, dir, seal, img.id, len, bits, err);
 	if (w == -ENOENT)
@@ -878,11 +886,16 @@ struct piece_ctx {
 	struct urs_err *err;
 };
 
-static int piece_one(void *ctx, uint64_t x, uint64_t y, bool shared)
+/* a piece of a child's run in a kept range: left shared; written over
+ * the parent's now (lazy or not: the parent's page may be there, and a
+ * deferred page must be missing when it comes); or placed as any task's */
+static int piece_one(void *ctx, uint64_t x, uint64_t y, enum ckpt_cow_piece what)
 {
 	struct piece_ctx *p = ctx;
-	if (!shared)
+	if (what == CKPT_COW_OWN)
 		return place_range(p->c, p->i, p->run, x, y, p->err);
+	if (what == CKPT_COW_OVER)
+		return write_piece(p->c, p->i, p->run, x, y, p->err);
 	p->c->st->shared += (y - x) / CKPT_PAGE_SIZE;
 	return 0;
 }
@@ -950,7 +963,7 @@ static int drop_pages(struct rctx *c, uint32_t i, const struct ckpt_cow_plan *pl
 	int r = 0;
 	for (uint32_t k = 0; !r && k < plan->nkeep; k++)
 		r = ckpt_cow_drops(&c->img.tasks[t->r.parent], t, plan->keep[k].a, plan->keep[k].b,
-				   c->lz != NULL, drop_one, &pc);
+				   drop_one, &pc);
 	return r;
 }
 
@@ -2609,17 +2622,17 @@ static int unmap_but_blob(struct rctx *c, uint32_t i, uint64_t a, uint64_t b)
 
 /* Everything of task @i's address space goes but the blob and what @plan
  * keeps (a child's inherited ranges): the puppet's own mappings, or what
- * the child inherited and does not keep (its parent's, up to the highest
- * of them, which may lie above 47 bits). */
+ * the child inherited and does not keep (up to the highest mapping of the
+ * image, which may lie above 47 bits: an ancestor's). */
 static int clear_space(struct rctx *c, uint32_t i, const struct ckpt_cow_plan *plan,
 		       struct urs_err *err)
 {
 	const struct ckpt_task *t = &c->img.tasks[i];
 	uint64_t top = TASK_TOP_4LEVEL, x = 0;
-	if (i > 0) {
-		const struct ckpt_task *p = &c->img.tasks[t->r.parent];
-		if (p->nvmas && p->vmas[p->nvmas - 1].r.end > top)
-			top = p->vmas[p->nvmas - 1].r.end;
+	for (uint32_t k = 0; i > 0 && k < c->img.ntasks; k++) {
+		const struct ckpt_task *a = &c->img.tasks[k];
+		if (a->nvmas && a->vmas[a->nvmas - 1].r.end > top)
+			top = a->vmas[a->nvmas - 1].r.end;
 	}
 	int r = 0;
 	for (uint32_t k = 0; !r && k < plan->nkeep; k++) {
@@ -2634,45 +2647,67 @@ static int clear_space(struct rctx *c, uint32_t i, const struct ckpt_cow_plan *p
 	return 0;
 }
 
-static int add_ep(void *ctx, const struct ckpt_run *run, uint64_t x, uint64_t y)
+/* a shared piece [@x, @y) of a child, merged into the last of c->cs when
+ * they touch (a child's come in address order) */
+static int add_cs(void *ctx, const struct ckpt_run *run, uint64_t x, uint64_t y)
 {
 	struct rctx *c = ctx;
 	(void) run;
-	if (urs_grow((void **) &c->ep, &c->capep, c->nep, sizeof(*c->ep), 64))
+	struct ckpt_run *last = c->ncs ? &c->cs[c->ncs - 1] : NULL;
+	if (last && last->vaddr + last->npages * CKPT_PAGE_SIZE == x) {
+		last->npages += (y - x) / CKPT_PAGE_SIZE;
+		return 0;
+	}
+	if (urs_grow((void **) &c->cs, &c->capcs, c->ncs, sizeof(*c->cs), 64))
 		return -ENOMEM;
-	c->ep[c->nep++] = (struct ckpt_run){x, (y - x) / CKPT_PAGE_SIZE, 0};
+	c->cs[c->ncs++] = (struct ckpt_run){x, (y - x) / CKPT_PAGE_SIZE, 0};
 	return 0;
 }
 
-static int by_vaddr(const void *a, const void *b)
+/* c->ep := c->ep ∪ c->cs, both sorted and disjoint: the result too */
+static int union_cs(struct rctx *c)
 {
-	const struct ckpt_run *x = a, *y = b;
-	return x->vaddr < y->vaddr ? -1 : x->vaddr > y->vaddr;
-}
-
-/* A lazy restore: c->ep gets what task @i's children share with it (each
- * child's pieces are in order, several children's overlap), merged */
-static int eager_shared(struct rctx *c, uint32_t i, struct urs_err *err)
-{
-	c->nep = 0;
-	int r = ckpt_cow_shared(&c->img, i, add_ep, c);
-	if (r)
-		return urs_err_set(err, r, "restore: out of memory");
-	qsort(c->ep, c->nep, sizeof(*c->ep), by_vaddr);
-	uint32_t n = 0;
-	for (uint32_t k = 0; k < c->nep; k++) {
-		struct ckpt_run *last = n ? &c->ep[n - 1] : NULL;
-		uint64_t end = c->ep[k].vaddr + c->ep[k].npages * CKPT_PAGE_SIZE;
+	struct ckpt_run *u = malloc(((size_t) c->nep + c->ncs + 1) * sizeof(*u));
+	if (!u)
+		return -ENOMEM;
+	uint32_t n = 0, a = 0, b = 0;
+	while (a < c->nep || b < c->ncs) {
+		const struct ckpt_run *e =
+			b >= c->ncs || (a < c->nep && c->ep[a].vaddr <= c->cs[b].vaddr)
+				? &c->ep[a++]
+				: &c->cs[b++];
+		uint64_t end = e->vaddr + e->npages * CKPT_PAGE_SIZE;
+		struct ckpt_run *last = n ? &u[n - 1] : NULL;
 		uint64_t last_end = last ? last->vaddr + last->npages * CKPT_PAGE_SIZE : 0;
-		if (last && c->ep[k].vaddr <= last_end) {
+		if (last && e->vaddr <= last_end) {
 			if (end > last_end)
 				last->npages = (end - last->vaddr) / CKPT_PAGE_SIZE;
 		} else {
-			c->ep[n++] = c->ep[k];
+			u[n++] = *e;
 		}
 	}
-	c->nep = n;
+	free(c->ep);
+	c->ep = u;
+	c->nep = c->capep = n;
 	return 0;
+}
+
+/* A lazy restore: c->ep gets what task @i's children share with it, each
+ * child's pieces merged into the others' (at most about as many as @i's
+ * runs, whatever the number of children) */
+static int eager_shared(struct rctx *c, uint32_t i, struct urs_err *err)
+{
+	c->nep = 0;
+	int r = 0;
+	for (uint32_t j = i + 1; !r && j < c->img.ntasks; j++) {
+		if (c->img.tasks[j].r.parent != (int32_t) i)
+			continue;
+		c->ncs = 0;
+		r = ckpt_cow_shared(&c->img, j, add_cs, c);
+		if (!r && c->ncs)
+			r = union_cs(c);
+	}
+	return r ? urs_err_set(err, r, "restore: out of memory") : 0;
 }
 
 /* Task @i's memory: its mappings and pages. A child comes here cloned from
@@ -2683,7 +2718,7 @@ static int rebuild_mm(struct rctx *c, uint32_t i, struct urs_err *err)
 {
 	const struct ckpt_task *t = &c->img.tasks[i];
 	struct ckpt_cow_plan plan = {0};
-	int r = c->inherit[i] ? ckpt_cow_plan(&c->img.tasks[t->r.parent], t, c->lz, &plan) : 0;
+	int r = c->inherit[i] ? ckpt_cow_plan(&c->img.tasks[t->r.parent], t, &plan) : 0;
 	if (!r && c->lz)
 		r = eager_shared(c, i, err);
 	if (r)
@@ -2693,8 +2728,6 @@ static int rebuild_mm(struct rctx *c, uint32_t i, struct urs_err *err)
 		r = map_vmas(c, i, &plan, err);
 	if (!r && !plan.vdso)
 		r = map_vdso(c, i, err);
-	/* drops first: a lazy restore also drops a child's own pages where
-	 * the parent's are, and writes some of them (not in a lazy mapping) */
 	if (!r)
 		r = drop_pages(c, i, &plan, err);
 	if (!r)
@@ -2762,7 +2795,8 @@ static int rebuild_rest(struct rctx *c, uint32_t i, const struct own_creds *o, s
 	if (r)
 		return urs_err_set(err, r, "restore: pid %d: closing parked fds: %s", t->r.nspid,
 				   strerror(-r));
-	if (c->lz && (r = inj(c, i, SYS_prctl, PR_SET_THP_DISABLE, 0, 0, 0, 0, 0, NULL)))
+	if (c->lz &&
+	    (r = inj(c, i, SYS_prctl, PR_SET_THP_DISABLE, (uint64_t) c->thp, 0, 0, 0, 0, NULL)))
 		return urs_err_set(err, r, "lazy restore: pid %d: PR_SET_THP_DISABLE: %s",
 				   t->r.nspid, strerror(-r));
 	r = restore_misc(c, i, err);
@@ -2940,7 +2974,7 @@ static bool shares(struct rctx *c, uint32_t i, uint32_t j, int *r)
 	struct ckpt_cow_plan plan;
 	if (c->dead[i] || c->img.tasks[j].r.zombie)
 		return false;
-	*r = ckpt_cow_plan(&c->img.tasks[i], &c->img.tasks[j], c->lz, &plan);
+	*r = ckpt_cow_plan(&c->img.tasks[i], &c->img.tasks[j], &plan);
 	bool yes = !*r && plan.shared;
 	ckpt_cow_plan_free(&plan);
 	return yes;
@@ -2985,8 +3019,12 @@ static int rebuild_tree(struct rctx *c, struct urs_err *err)
 	 * no huge page there, whose zero-filled rest would be "in" when the
 	 * deferred pages come (UFFDIO_COPY: EEXIST). Inherited by every clone;
 	 * each task's own setting back in rebuild_rest. */
-	if (!r && c->lz && (r = inj(c, 0, SYS_prctl, PR_SET_THP_DISABLE, 1, 0, 0, 0, 0, NULL)))
+	long thp = 0;
+	if (!r && c->lz &&
+	    ((r = inj(c, 0, SYS_prctl, PR_GET_THP_DISABLE, 0, 0, 0, 0, 0, &thp)) ||
+	     (r = inj(c, 0, SYS_prctl, PR_SET_THP_DISABLE, 1, 0, 0, 0, 0, NULL))))
 		r = urs_err_set(err, r, "lazy restore: PR_SET_THP_DISABLE: %s", strerror(-r));
+	c->thp = (int) thp;
 	/* tasks are in breadth-first order: a parent always precedes its children */
 	for (uint32_t i = 0; !r && i < c->img.ntasks; i++) {
 		if (!c->dead[i])
@@ -3061,6 +3099,7 @@ static void rctx_free(struct rctx *c)
 	free(c->tr);
 	free(c->lruns);
 	free(c->ep);
+	free(c->cs);
 }
 
 int ckpt_restore_ex(const char *dir, const struct ckpt_restore_opts *opts, pid_t *pid,
@@ -3099,8 +3138,9 @@ int ckpt_restore_ex(const char *dir, const struct ckpt_restore_opts *opts, pid_t
 	r = precheck(&c, &c.img, c.puppet, err);
 	if (!r)
 		r = choose_blob(&c, err);
-	if (!r && c.lz) /* (an image refused above asks for nothing more: ursa-store
-			 * stops at its socket's end, what it fetched unasked too) */
+	if (!r && c.lz && opts->lazy_remote) /* (an image refused above asks for nothing
+					      * more: ursa-store stops at its socket's
+					      * end, what it fetched unasked too) */
 		r = want_eager(&c, err);
 	if (r)
 		goto out_img;

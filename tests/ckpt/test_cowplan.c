@@ -55,7 +55,7 @@ static struct ckpt_task task(struct ckpt_vma *v, uint32_t nv, struct ckpt_run *r
 
 static void plan_of(struct ckpt_task *p, struct ckpt_task *c, struct ckpt_cow_plan *pl)
 {
-	assert_int_equal(ckpt_cow_plan(p, c, false, pl), 0);
+	assert_int_equal(ckpt_cow_plan(p, c, pl), 0);
 }
 
 static void test_kept_ranges(void **state)
@@ -118,7 +118,7 @@ static void test_stack_and_vdso(void **state)
 
 struct rec {
 	uint64_t x[16], y[16];
-	bool sh[16];
+	enum ckpt_cow_piece what[16];
 	int n;
 };
 
@@ -131,10 +131,10 @@ static int rec_drop(void *ctx, uint64_t x, uint64_t y)
 	return 0;
 }
 
-static int rec_piece(void *ctx, uint64_t x, uint64_t y, bool shared)
+static int rec_piece(void *ctx, uint64_t x, uint64_t y, enum ckpt_cow_piece what)
 {
 	struct rec *r = ctx;
-	r->sh[r->n] = shared;
+	r->what[r->n] = what;
 	return rec_drop(ctx, x, y);
 }
 
@@ -152,43 +152,37 @@ static void test_pieces_and_drops(void **state)
 	struct rec r = {0};
 	assert_int_equal(ckpt_cow_pieces(&p, &cr[2], A(8), A(12), rec_piece, &r), 0);
 	assert_int_equal(r.n, 2);
-	assert_true(r.x[0] == A(8) && r.y[0] == A(10) && r.sh[0]);
-	assert_true(r.x[1] == A(10) && r.y[1] == A(12) && !r.sh[1]);
+	assert_true(r.x[0] == A(8) && r.y[0] == A(10) && r.what[0] == CKPT_COW_SHARED);
+	assert_true(r.x[1] == A(10) && r.y[1] == A(12) && r.what[1] == CKPT_COW_OWN);
 	r = (struct rec){0};
 	assert_int_equal(ckpt_cow_pieces(&p, &cr[1], A(4), A(6), rec_piece, &r), 0);
-	assert_true(r.n == 1 && !r.sh[0]);
+	assert_true(r.n == 1 && r.what[0] == CKPT_COW_OVER);
 	/* a piece of a run over a gap of the parent's and into its next run */
 	struct ckpt_run long_run = {A(12), 10, 92 * P}; /* at page 20: offset 100 P */
 	r = (struct rec){0};
 	assert_int_equal(ckpt_cow_pieces(&p, &long_run, A(12), A(22), rec_piece, &r), 0);
 	assert_int_equal(r.n, 2);
-	assert_true(r.y[0] == A(20) && !r.sh[0] && r.x[1] == A(20) && r.sh[1]);
+	assert_true(r.y[0] == A(20) && r.what[0] == CKPT_COW_OWN && r.x[1] == A(20) &&
+		    r.what[1] == CKPT_COW_SHARED);
 
 	/* drops: the parent's 6-7, 20-21, 24-29 (4-5 are the child's own) */
 	r = (struct rec){0};
-	assert_int_equal(ckpt_cow_drops(&p, &c, A(0), A(64), false, rec_drop, &r), 0);
+	assert_int_equal(ckpt_cow_drops(&p, &c, A(0), A(64), rec_drop, &r), 0);
 	assert_int_equal(r.n, 3);
 	assert_true(r.x[0] == A(6) && r.y[0] == A(8));
 	assert_true(r.x[1] == A(20) && r.y[1] == A(22));
 	assert_true(r.x[2] == A(24) && r.y[2] == A(30));
 	/* clipped to the range asked */
 	r = (struct rec){0};
-	assert_int_equal(ckpt_cow_drops(&p, &c, A(7), A(25), false, rec_drop, &r), 0);
+	assert_int_equal(ckpt_cow_drops(&p, &c, A(7), A(25), rec_drop, &r), 0);
 	assert_int_equal(r.n, 3);
 	assert_true(r.x[0] == A(7) && r.y[2] == A(25));
 	/* adjacent runs of the parent give one drop */
 	struct ckpt_run pr2[] = {{A(0), 2, 0}, {A(2), 2, 50 * P}};
 	struct ckpt_task p2 = task(pv, 1, pr2, 2), none = task(cv, 1, NULL, 0);
 	r = (struct rec){0};
-	assert_int_equal(ckpt_cow_drops(&p2, &none, A(0), A(64), false, rec_drop, &r), 0);
+	assert_int_equal(ckpt_cow_drops(&p2, &none, A(0), A(64), rec_drop, &r), 0);
 	assert_true(r.n == 1 && r.x[0] == A(0) && r.y[0] == A(4));
-	/* lazy: the child's own pages where the parent has other bytes go
-	 * too (4-5 are the parent's 4-5 at other offsets), merged with 6-7 */
-	r = (struct rec){0};
-	assert_int_equal(ckpt_cow_drops(&p, &c, A(0), A(64), true, rec_drop, &r), 0);
-	assert_int_equal(r.n, 3);
-	assert_true(r.x[0] == A(4) && r.y[0] == A(8));
-	assert_true(r.x[1] == A(20) && r.y[1] == A(22) && r.x[2] == A(24));
 }
 
 static int rec_shared(void *ctx, const struct ckpt_run *run, uint64_t x, uint64_t y)
@@ -218,13 +212,11 @@ static void test_shared(void **state)
 	img.tasks = t;
 	img.ntasks = 4;
 	struct rec r = {0};
-	assert_int_equal(ckpt_cow_shared(&img, 0, rec_shared, &r), 0);
-	assert_int_equal(r.n, 2); /* child 1's 2-3, child 2's 3-5 */
+	for (uint32_t j = 0; j < 4; j++) /* child 1's 2-3, child 2's 3-5 */
+		assert_int_equal(ckpt_cow_shared(&img, j, rec_shared, &r), 0);
+	assert_int_equal(r.n, 2);
 	assert_true(r.x[0] == A(2) && r.y[0] == A(4));
 	assert_true(r.x[1] == A(3) && r.y[1] == A(6));
-	r = (struct rec){0};
-	assert_int_equal(ckpt_cow_shared(&img, 1, rec_shared, &r), 0);
-	assert_int_equal(r.n, 0);
 }
 
 /* the parent's pages every other page, the child sharing the first S of
