@@ -26,10 +26,15 @@
 #     another, with the hot set (ckpt/workingset.h) inline in its index;
 #     restored lazily (the hot set in before it runs, the recording made
 #     from it) and then eagerly from those objects, every page holds what
-#     it last wrote.
-# Needs root, node (s3rver), python3. Env: URSA (ursa-store beside it), HOG.
+#     it last wrote;
+#   - a forked tree (tests/ckpt/cow.c: 16 MiB, three children and a
+#     grandchild sharing most of it): restored lazily from s3://, every
+#     process finds its memory as it left it, and the tree shares it again
+#     (the shared pages asked for and written before it runs,
+#     ckpt/cowplan.h): its Pss_Anon below 1.5 × 16 MiB.
+# Needs root, node (s3rver), python3. Env: URSA (ursa-store beside it), HOG, COW.
 set -u
-URSA=${URSA:?} HOG=${HOG:?}
+URSA=${URSA:?} HOG=${HOG:?} COW=${COW:?}
 . "$(dirname "$0")/s3env.sh"
 . "$(dirname "$0")/../lib/check.sh"
 . "$(dirname "$0")/../lib/hog.sh"
@@ -38,7 +43,7 @@ work=$tmp/work
 root=$work/root
 u() { "$URSA" --root "$root" "$@"; }
 cleanup() {
-	for id in ${P}a ${P}b ${P}m; do u delete --force "$id" >/dev/null 2>&1; done
+	for id in ${P}a ${P}b ${P}m ${P}f; do u delete --force "$id" >/dev/null 2>&1; done
 	s3env_cleanup
 }
 trap cleanup EXIT
@@ -200,6 +205,46 @@ u delete --force ${P}m >/dev/null 2>&1
 check "restored eagerly from them" 'restore_m ${P}m' "$(cat "$work/rs.err")"
 check "every page holds what it last wrote, again" 'checked ${P}m' "$(cat "$t"/check-* 2>&1)"
 u delete --force ${P}m >/dev/null 2>&1
+
+# ---- a forked tree, lazily from s3:// -----------------------------------------------
+cw=$work/cw ct=$work/cw/rootfs/tmp
+HOG=$COW hog_bundle "$cw" 16 3 &&
+	jq '.process.args = ["/bin/hog", "16", "3", "/tmp", "grand"]' "$cw/b/config.json" >"$cw/b/c" &&
+	mv "$cw/b/c" "$cw/b/config.json" || exit 1
+all5() { local i; for i in 0 1 2 3 4; do test -s "$ct/$1-$i" || return 1; done; }
+cow_ok() { # every process checks its memory: "ok"
+	local i
+	rm -f "$ct"/check-*
+	kill -USR1 "$(u state ${P}f | jq -r .pid)" && wait_for 60 all5 check || return 1
+	for i in 0 1 2 3 4; do [ "$(cat "$ct/check-$i")" = ok ] || return 1; done
+}
+tree_kb() { # Pss_Anon of the init and every process below it, kB
+	local todo p s=0
+	todo=$(u state ${P}f | jq -r .pid)
+	while [ -n "$todo" ]; do
+		set -- $todo
+		p=$1
+		shift
+		todo="$* $(cat "/proc/$p/task/"*/children 2>/dev/null)"
+		todo=${todo# }
+		s=$((s + $(awk '/^Pss_Anon:/ { print $2 }' "/proc/$p/smaps_rollup")))
+	done
+	echo "$s"
+}
+(cd "$cw/b" && u run -d ${P}f >/dev/null 2>"$work/run.err") && wait_for 60 all5 ready ||
+	bad "run the forked tree" "$(cat "$work/run.err"; ls "$ct")"
+check "checkpoint the forked tree to s3://ursa-test/lz/f" \
+	'u checkpoint --image-path "s3://ursa-test/lz/f" ${P}f 2>"$work/ck.err"' "$(cat "$work/ck.err")"
+check "restored lazily from s3://ursa-test/lz/f" \
+	'(cd "$cw/b" && u restore --lazy-pages --detach --image-path "s3://ursa-test/lz/f" ${P}f 2>"$work/rs.err")' \
+	"$(cat "$work/rs.err")"
+check "every process of the tree finds its memory as it left it" cow_ok \
+	"$(for i in 0 1 2 3 4; do echo "check-$i: $(cat "$ct/check-$i" 2>&1)"; done)"
+kb=$(tree_kb)
+check "the tree shares its memory again: Pss_Anon $kb kB, below 1.5 × 16 MiB" \
+	'[ "$kb" -lt $((16 * 1024 * 3 / 2)) ]' "$(u state ${P}f 2>&1)"
+check "the ursa-store that served it ends" 'wait_for 60 no_server' "$(pgrep -af ursa-store)"
+u delete --force ${P}f >/dev/null 2>&1
 
 # ---- the store killed while the pages come in ---------------------------------------
 # the first 3 ranged reads of the page data pass (the restore's own, of a
