@@ -39,6 +39,8 @@ struct urs_create_args {
 	bool plain_seccomp; /* never count denials (restore: images hold the plain filter) */
 	bool lazy_pages;    /* restore: memory through userfaultfd after it runs (ckpt/lazy.h) */
 	bool lazy_remote;   /* ... its page data from ursa-store on lazy_src (cmd/remote.h) */
+	bool lazy_unshared; /* ... what processes shared, a copy each (ckpt_restore_opts.unshared)
+			     */
 	int lazy_src;
 };
 

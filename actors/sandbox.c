@@ -125,6 +125,7 @@ static __attribute__((noreturn)) void run_supervisor(const struct urs_sandbox_op
 		.restore_policy = o->restore_policy,
 		.restore_lazy = o->restore_lazy,
 		.restore_remote = o->restore_remote,
+		.restore_unshared = o->restore_unshared,
 		.restore_src = o->restore_src,
 		.log = o->log,
 		.log_json = o->log_json,

@@ -44,8 +44,9 @@ struct urs_sandbox_opts {
 	 * the image may ask for (actors/supervisor.h); NULL: a normal launch */
 	const char *restore_dir;
 	const struct ckpt_policy *restore_policy;
-	bool restore_lazy;   /* memory lazily, through userfaultfd (ckpt/lazy.h) */
-	bool restore_remote; /* ... its page data from restore_src (ckpt_restore_opts.lazy_src) */
+	bool restore_lazy;     /* memory lazily, through userfaultfd (ckpt/lazy.h) */
+	bool restore_remote;   /* ... its page data from restore_src (ckpt_restore_opts.lazy_src) */
+	bool restore_unshared; /* ... a copy of shared memory each (ckpt_restore_opts.unshared) */
 	int restore_src;
 	const char *log; /* ursa --log: the supervisor tells a crash there too */
 	bool log_json;

@@ -53,6 +53,7 @@ static int restore_opts(struct urs_create_args *c, const char *dir, const char *
 	o->restore_policy = pol;
 	o->restore_lazy = c->lazy_pages;
 	o->restore_remote = c->lazy_pages && c->lazy_remote;
+	o->restore_unshared = c->lazy_pages && c->lazy_unshared;
 	o->restore_src = c->lazy_src;
 	return 0;
 }

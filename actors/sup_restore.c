@@ -212,6 +212,7 @@ void sup_lazy_opts(struct sup *s, struct ckpt_restore_opts *ro)
 {
 	ro->lazy = s->a->restore_lazy;
 	ro->lazy_remote = s->a->restore_remote;
+	ro->unshared = s->a->restore_unshared;
 	ro->lazy_src = s->a->restore_src;
 	ro->lazy_out = &s->lazy;
 	ro->lazy_fail = lazy_fail;

@@ -43,8 +43,9 @@ struct urs_sup_args {
 	 * READY; NULL for a normal launch */
 	const char *restore_dir;
 	const struct ckpt_policy *restore_policy;
-	bool restore_lazy;   /* its memory lazily: the pager runs in us (ckpt/lazy.h) */
-	bool restore_remote; /* ... its page data from restore_src (ckpt_restore_opts.lazy_src) */
+	bool restore_lazy;     /* its memory lazily: the pager runs in us (ckpt/lazy.h) */
+	bool restore_remote;   /* ... its page data from restore_src (ckpt_restore_opts.lazy_src) */
+	bool restore_unshared; /* ... a copy of shared memory each (ckpt_restore_opts.unshared) */
 	int restore_src;
 	const char *log; /* ursa --log (and --log-format json): where a crash is told */
 	bool log_json;

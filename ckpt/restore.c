@@ -114,7 +114,8 @@ struct rctx {
 	uint32_t nep, capep;
 	struct ckpt_run *cs; /* eager_shared: one child's pieces */
 	uint32_t ncs, capcs;
-	int thp; /* the restorer's PR_GET_THP_DISABLE, each task's again at the end */
+	int thp;       /* the restorer's PR_GET_THP_DISABLE, each task's again at the end */
+	bool unshared; /* ckpt_restore_opts.unshared: no child keeps its parent's memory */
 };
 
 /* byte 0 of the image's page data (the pager's after a lazy load) */
@@ -675,8 +676,10 @@ static int eager_one(void *ctx, const struct ckpt_run *run, uint64_t x, uint64_t
 }
 
 /* Each piece of @img's page data a lazy restore reads now (write_piece,
- * shm_fill): @fn(@ctx, offset, length) until it returns nonzero */
-static int for_eager(const struct ckpt_image *img, int (*fn)(void *, uint64_t, uint64_t), void *ctx)
+ * shm_fill; what children share unless @unshared): @fn(@ctx, offset,
+ * length) until it returns nonzero */
+static int for_eager(const struct ckpt_image *img, bool unshared,
+		     int (*fn)(void *, uint64_t, uint64_t), void *ctx)
 {
 	int r = 0;
 	for (uint32_t i = 0; !r && i < img->nshms; i++)
@@ -684,7 +687,7 @@ static int for_eager(const struct ckpt_image *img, int (*fn)(void *, uint64_t, u
 			r = fn(ctx, img->shms[i].runs[k].off,
 			       img->shms[i].runs[k].npages * CKPT_PAGE_SIZE);
 	struct eager_ctx e = {fn, ctx};
-	for (uint32_t j = 1; !r && j < img->ntasks; j++) /* shared with parents: cowplan.h */
+	for (uint32_t j = 1; !r && !unshared && j < img->ntasks; j++) /* shared: cowplan.h */
 		r = ckpt_cow_shared(img, j, eager_one, &e);
 	for (uint32_t i = 0; !r && i < img->ntasks; i++) {
 		const struct ckpt_task *t = &img->tasks[i];
@@ -719,7 +722,7 @@ static int want_one(void *ctx, uint64_t off, uint64_t len)
  * round trip each */
 static int want_eager(struct rctx *c, struct urs_err *err)
 {
-	int r = for_eager(&c->img, want_one, &(struct want_ctx){c->lz, err});
+	int r = for_eager(&c->img, c->unshared, want_one, &(struct want_ctx){c->lz, err});
 	return r == -ENOMEM ? urs_err_set(err, r, "lazy restore: out of memory") : r;
 }
 
@@ -757,7 +760,9 @@ long ckpt_restore_first_chunks(const char *dir, const struct ckpt_seal *seal, ui
 		k = urs_err_set(err, -ENOMEM, "restore: out of memory");
 		goto out;
 	}
-	if (for_eager(&img, mark_one, &(struct mark_ctx){p, len})) { /* only -ENOMEM */
+	/* (a restore with ckpt_restore_opts.unshared reads the shared pages
+	 * later: fetched ahead all the same) */
+	if (for_eager(&img, false, mark_one, &(struct mark_ctx){p, len})) { /* only -ENOMEM */
 		free(p);
 		k = urs_err_set(err, -ENOMEM, "restore: out of memory");
 		goto out;
@@ -2719,7 +2724,7 @@ static int rebuild_mm(struct rctx *c, uint32_t i, struct urs_err *err)
 	const struct ckpt_task *t = &c->img.tasks[i];
 	struct ckpt_cow_plan plan = {0};
 	int r = c->inherit[i] ? ckpt_cow_plan(&c->img.tasks[t->r.parent], t, &plan) : 0;
-	if (!r && c->lz)
+	if (!r && c->lz && !c->unshared)
 		r = eager_shared(c, i, err);
 	if (r)
 		return r == -ENOMEM ? urs_err_set(err, r, "restore: out of memory") : r;
@@ -2972,7 +2977,7 @@ static int rctx_alloc(struct rctx *c, struct urs_err *err)
 static bool shares(struct rctx *c, uint32_t i, uint32_t j, int *r)
 {
 	struct ckpt_cow_plan plan;
-	if (c->dead[i] || c->img.tasks[j].r.zombie)
+	if (c->unshared || c->dead[i] || c->img.tasks[j].r.zombie)
 		return false;
 	*r = ckpt_cow_plan(&c->img.tasks[i], &c->img.tasks[j], &plan);
 	bool yes = !*r && plan.shared;
@@ -3138,6 +3143,7 @@ int ckpt_restore_ex(const char *dir, const struct ckpt_restore_opts *opts, pid_t
 	r = precheck(&c, &c.img, c.puppet, err);
 	if (!r)
 		r = choose_blob(&c, err);
+	c.unshared = opts->unshared;
 	if (!r && c.lz && opts->lazy_remote) /* (an image refused above asks for nothing
 					      * more: ursa-store stops at its socket's
 					      * end, what it fetched unasked too) */

@@ -116,6 +116,12 @@ struct ckpt_restore_opts {
 	 * (ckpt_lazy_free when done with it). lazy_fail(lazy_ctx, why) is
 	 * called from its thread if paging fails later. */
 	bool lazy;
+	/* each task gets its own copy of the memory it shared with its parent
+	 * at the checkpoint (a fork's), as if it had written it: a lazy restore
+	 * then writes none of it before the tree runs. Else a restored tree
+	 * shares it again (ckpt/cowplan.h), and a lazy restore writes the
+	 * shared pages into the parents before it clones their children. */
+	bool unshared;
 	bool lazy_hold; /* faults only until ckpt_lazy_go (ckpt_lazy_new's hold) */
 	/* the page data is not in pages.img yet (sparse): each chunk is asked
 	 * for on lazy_src first (ckpt_lazy_new's src; the caller keeps its fd) */

@@ -116,6 +116,10 @@ int cmd_restore(int argc, char **argv)
 		 "the workload runs before its memory is in: pages come through userfaultfd, "
 		 "faulted ones first (docs/checkpoint.md \"Lazy restore\")"},
 		{"lazy", 0, URS_OPT_FLAG, &c.lazy_pages, "the same as --lazy-pages"},
+		{"lazy-unshared", 0, URS_OPT_FLAG, &c.lazy_unshared,
+		 "with --lazy-pages: memory processes of the tree shared (a fork's) is paged "
+		 "into each on its own, not written before the tree runs: it starts sooner and "
+		 "uses a copy per process (docs/checkpoint.md)"},
 		{"auto-dedup", 0, URS_OPT_ACCEPT, NULL, "(accepted)"},
 		{"lsm-profile", 0, URS_OPT_REFUSE_ARG, NULL, "refused"},
 		{"lsm-mount-context", 0, URS_OPT_REFUSE_ARG, NULL, "refused"},

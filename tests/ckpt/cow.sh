@@ -20,7 +20,8 @@
 #     read-only (cow.c): restored, each still has them so;
 #   - restored, eagerly or lazily, the tree shares its memory again: the
 #     five processes' anonymous memory, counted proportionally (Pss_Anon),
-#     is below 1.5 × 64 MiB, not one copy each.
+#     is below 1.5 × 64 MiB, not one copy each; with --lazy-unshared it is
+#     one copy each (above that), its memory as intact.
 # Needs root; the pre-copy part skips saying why where the kernel cannot
 # track writes. Env: URSA, COW.
 set -u
@@ -144,6 +145,15 @@ u delete --force ${P}c >/dev/null 2>&1
 check_why "restore --lazy-pages" 'restore "$work/img1" --lazy-pages' 'cat "$work/rs.err"'
 check_why "restored lazily, every process's memory is as it left it" checked checks
 shared_again "restored lazily"
+u delete --force ${P}c >/dev/null 2>&1
+
+# d2. --lazy-unshared: a copy each, paged in after the tree runs
+check_why "restore --lazy-pages --lazy-unshared" 'restore "$work/img1" --lazy-pages --lazy-unshared' \
+	'cat "$work/rs.err"'
+check_why "restored lazily, unshared, every process's memory is as it left it" checked checks
+m=$(pss_anon)
+check "unshared, each process has its own copy: Pss_Anon ${m:-?} bytes, above 1.5 × 64 MiB" \
+	'[ -n "$m" ] && ! small "$m"' "$(for p in $(tree_pids); do grep -H Anon "/proc/$p/smaps_rollup"; done 2>&1)"
 u delete --force ${P}c >/dev/null 2>&1
 
 # e. through a pre-copy, the tree running
