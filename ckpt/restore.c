@@ -114,6 +114,11 @@ struct rctx {
 	uint32_t nep, capep;
 	struct ckpt_run *cs; /* eager_shared: one child's pieces */
 	uint32_t ncs, capcs;
+	/* a lazy restore: per task, the pages it holds after its rebuild_mm
+	 * (written, or kept shared), in address order: where its children's
+	 * own pages must be written rather than deferred */
+	struct ckpt_run **pres;
+	uint32_t *npres, *cappres;
 	int thp;       /* the restorer's PR_GET_THP_DISABLE, each task's again at the end */
 	bool unshared; /* ckpt_restore_opts.unshared: no child keeps its parent's memory */
 };
@@ -636,6 +641,22 @@ static bool vma_lazy(const struct ckpt_vma *m)
 	return m->r.kind == CKPT_VMA_ANON && !(m->r.flags & CKPT_VMA_SHARED);
 }
 
+/* A lazy restore: task @i holds [@a, @b) now (c->pres) */
+static int note_present(struct rctx *c, uint32_t i, uint64_t a, uint64_t b)
+{
+	if (!c->lz)
+		return 0;
+	struct ckpt_run *last = c->npres[i] ? &c->pres[i][c->npres[i] - 1] : NULL;
+	if (last && last->vaddr + last->npages * CKPT_PAGE_SIZE == a) {
+		last->npages += (b - a) / CKPT_PAGE_SIZE;
+		return 0;
+	}
+	if (urs_grow((void **) &c->pres[i], &c->cappres[i], c->npres[i], sizeof(**c->pres), 16))
+		return -ENOMEM;
+	c->pres[i][c->npres[i]++] = (struct ckpt_run){a, (b - a) / CKPT_PAGE_SIZE, 0};
+	return 0;
+}
+
 /* [@a, @b) of @run now (eager), from the image */
 static int write_piece(struct rctx *c, uint32_t i, const struct ckpt_run *run, uint64_t a,
 		       uint64_t b, struct urs_err *err)
@@ -650,7 +671,7 @@ static int write_piece(struct rctx *c, uint32_t i, const struct ckpt_run *run, u
 		return urs_err_set(err, r, "restore: pid %d: writing pages at %#" PRIx64 ": %s",
 				   t->r.nspid, a, strerror(-r));
 	c->st->pages += (b - a) / CKPT_PAGE_SIZE;
-	return 0;
+	return note_present(c, i, a, b) ? urs_err_set(err, -ENOMEM, "restore: out of memory") : 0;
 }
 
 /* [@a, @b) of @run later: a lazy run of the task, inside one mapping (a
@@ -784,38 +805,58 @@ out:
 	return k;
 }
 
+struct piece_ctx {
+	struct rctx *c;
+	uint32_t i;
+	const struct ckpt_run *run;
+	struct urs_err *err;
+};
+
+/* [@a, @b) split by @set (@n intervals, sorted, disjoint): @fn(@p, x, y,
+ * whether [x, y) is in it) in address order, until it returns nonzero */
+static int split_by(const struct ckpt_run *set, uint32_t n, uint64_t a, uint64_t b,
+		    int (*fn)(struct piece_ctx *, uint64_t, uint64_t, bool), struct piece_ctx *p)
+{
+	uint32_t lo = 0, hi = n; /* the first of @set ending after a */
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (set[mid].vaddr + set[mid].npages * CKPT_PAGE_SIZE <= a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	int r = 0;
+	for (uint32_t k = lo; !r && a < b;) {
+		const struct ckpt_run *e = k < n ? &set[k] : NULL;
+		uint64_t y, e_end = e ? e->vaddr + e->npages * CKPT_PAGE_SIZE : 0;
+		bool in = e && e->vaddr <= a;
+		if (in) {
+			y = e_end < b ? e_end : b;
+			k++;
+		} else {
+			y = e && e->vaddr < b ? e->vaddr : b;
+		}
+		r = fn(p, a, y, in);
+		a = y;
+	}
+	return r;
+}
+
+static int write_or_defer(struct piece_ctx *p, uint64_t x, uint64_t y, bool now)
+{
+	if (now)
+		return write_piece(p->c, p->i, p->run, x, y, p->err);
+	int r = defer_piece(p->c, p->run, x, y);
+	return r ? urs_err_set(p->err, r, "restore: out of memory") : 0;
+}
+
 /* [@a, @b) of @run in a lazy mapping: later, but for what the task's
  * children share (c->ep), now */
 static int lazy_piece(struct rctx *c, uint32_t i, const struct ckpt_run *run, uint64_t a,
 		      uint64_t b, struct urs_err *err)
 {
-	uint32_t lo = 0, hi = c->nep; /* the first of c->ep ending after a */
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-		if (c->ep[mid].vaddr + c->ep[mid].npages * CKPT_PAGE_SIZE <= a)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	for (uint32_t k = lo; a < b;) {
-		const struct ckpt_run *e = k < c->nep ? &c->ep[k] : NULL;
-		uint64_t y, e_end = e ? e->vaddr + e->npages * CKPT_PAGE_SIZE : 0;
-		int r;
-		if (e && e->vaddr <= a) {
-			y = e_end < b ? e_end : b;
-			r = write_piece(c, i, run, a, y, err);
-			k++;
-		} else {
-			y = e && e->vaddr < b ? e->vaddr : b;
-			r = defer_piece(c, run, a, y);
-			if (r)
-				return urs_err_set(err, r, "restore: out of memory");
-		}
-		if (r)
-			return r;
-		a = y;
-	}
-	return 0;
+	struct piece_ctx p = {c, i, run, err};
+	return split_by(c->ep, c->nep, a, b, write_or_defer, &p);
 }
 
 /* [@a, @end) of @run: each piece by the mapping it lies in, now or later */
@@ -884,25 +925,30 @@ static int lazy_register(struct rctx *c, uint32_t i, struct urs_err *err)
 	return ckpt_lazy_add(c->lz, uffd, c->tr[i].pid, c->lruns, c->nlruns, err);
 }
 
-struct piece_ctx {
-	struct rctx *c;
-	uint32_t i;
-	const struct ckpt_run *run;
-	struct urs_err *err;
-};
+static int write_or_place(struct piece_ctx *p, uint64_t x, uint64_t y, bool now)
+{
+	return now ? write_piece(p->c, p->i, p->run, x, y, p->err)
+		   : place_range(p->c, p->i, p->run, x, y, p->err);
+}
 
 /* a piece of a child's run in a kept range: left shared; written over
- * the parent's now (lazy or not: the parent's page may be there, and a
- * deferred page must be missing when it comes); or placed as any task's */
+ * the parent's page now where the parent holds it (a deferred page must be
+ * missing when it comes; in an eager restore everywhere); or placed as any
+ * task's page */
 static int piece_one(void *ctx, uint64_t x, uint64_t y, enum ckpt_cow_piece what)
 {
 	struct piece_ctx *p = ctx;
+	struct rctx *c = p->c;
+	uint32_t par = (uint32_t) c->img.tasks[p->i].r.parent;
 	if (what == CKPT_COW_OWN)
-		return place_range(p->c, p->i, p->run, x, y, p->err);
+		return place_range(c, p->i, p->run, x, y, p->err);
+	if (what == CKPT_COW_OVER && !c->lz)
+		return write_piece(c, p->i, p->run, x, y, p->err);
 	if (what == CKPT_COW_OVER)
-		return write_piece(p->c, p->i, p->run, x, y, p->err);
-	p->c->st->shared += (y - x) / CKPT_PAGE_SIZE;
-	return 0;
+		return split_by(c->pres[par], c->npres[par], x, y, write_or_place, p);
+	c->st->shared += (y - x) / CKPT_PAGE_SIZE;
+	return note_present(c, p->i, x, y) ? urs_err_set(p->err, -ENOMEM, "restore: out of memory")
+					   : 0;
 }
 
 /* the pages of @run in a child that keeps ranges of its parent's memory
@@ -2724,10 +2770,12 @@ static int rebuild_mm(struct rctx *c, uint32_t i, struct urs_err *err)
 	const struct ckpt_task *t = &c->img.tasks[i];
 	struct ckpt_cow_plan plan = {0};
 	int r = c->inherit[i] ? ckpt_cow_plan(&c->img.tasks[t->r.parent], t, &plan) : 0;
-	if (!r && c->lz && !c->unshared)
-		r = eager_shared(c, i, err);
 	if (r)
-		return r == -ENOMEM ? urs_err_set(err, r, "restore: out of memory") : r;
+		return urs_err_set(err, r, "restore: out of memory");
+	if (c->lz && !c->unshared && (r = eager_shared(c, i, err))) {
+		ckpt_cow_plan_free(&plan);
+		return r;
+	}
 	r = clear_space(c, i, &plan, err);
 	if (!r)
 		r = map_vmas(c, i, &plan, err);
@@ -2964,11 +3012,15 @@ static int rctx_alloc(struct rctx *c, struct urs_err *err)
 	c->memfd = malloc(c->img.ntasks * sizeof(int));
 	c->dead = calloc(c->img.ntasks, 1);
 	c->inherit = calloc(c->img.ntasks, 1);
+	c->pres = calloc(c->img.ntasks, sizeof(*c->pres));
+	c->npres = calloc(c->img.ntasks, sizeof(*c->npres));
+	c->cappres = calloc(c->img.ntasks, sizeof(*c->cappres));
 	c->park_base = calloc(c->img.ntasks, sizeof(int32_t));
 	c->park_next = calloc(c->img.ntasks, sizeof(int32_t));
 	for (uint32_t i = 0; c->memfd && i < c->img.ntasks; i++)
 		c->memfd[i] = -1; /* before any failure: rctx_free closes them */
-	if (!c->tr || !c->memfd || !c->dead || !c->inherit || !c->park_base || !c->park_next)
+	if (!c->tr || !c->memfd || !c->dead || !c->inherit || !c->pres || !c->npres ||
+	    !c->cappres || !c->park_base || !c->park_next)
 		return urs_err_set(err, -ENOMEM, "restore: out of memory");
 	return 0;
 }
@@ -3097,6 +3149,11 @@ static void rctx_free(struct rctx *c)
 	free(c->memfd);
 	free(c->dead);
 	free(c->inherit);
+	for (uint32_t i = 0; c->pres && i < c->img.ntasks; i++)
+		free(c->pres[i]);
+	free(c->pres);
+	free(c->npres);
+	free(c->cappres);
 	free(c->park_base);
 	free(c->park_next);
 	free(c->objs);

@@ -130,6 +130,12 @@ int cmd_restore(int argc, char **argv)
 		return i == -2 ? 0 : 1;
 	if (!(c.id = urs_require_id("restore", argc, argv, i)))
 		return 1;
+	if (c.lazy_unshared && !c.lazy_pages) {
+		urs_error("restore: --lazy-unshared needs --lazy-pages (an eager restore always "
+			  "shares what the tree shared)");
+		urs_create_args_free(&c);
+		return 1;
+	}
 	ckpt_trace("cli: restore parsed");
 	/* the key for this command, its supervisor (which reads the image's
 	 * supervisor.img) and ursa-store: they find it through the environment */

@@ -119,6 +119,15 @@ static const char *check_maps(void)
 		if (syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &mem[p * WORDS]) == 0 ||
 		    errno != EFAULT)
 			return "bad: a read-only page is writable\n";
+	/* writable again in child 1 (and its child): the kernel writes there
+	 * (read-only: EFAULT), then the words are put back */
+	for (size_t p = RELAXED; (me == 1 || me == kids + 1) && p < RELAXED + 10; p++) {
+		uint64_t keep[2] = {mem[p * WORDS], mem[p * WORDS + 1]};
+		if (syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &mem[p * WORDS]) != 0)
+			return "bad: a page made writable again is not\n";
+		mem[p * WORDS] = keep[0];
+		mem[p * WORDS + 1] = keep[1];
+	}
 	return NULL;
 }
 

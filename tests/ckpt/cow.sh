@@ -67,7 +67,7 @@ all() { # NAME: DIR/NAME-0..4 all written
 checked() { # the init passes SIGUSR1 to its children, child 1 to its own; all five check: "ok"
 	local i
 	rm -f "$t"/check-*
-	kill -USR1 "$(u state ${P}c | jq -r .pid)" && wait_for 30 all check || return 1
+	kill -USR1 "$(u state ${P}c | jq -r .pid)" && wait_for 60 all check || return 1
 	for i in 0 1 2 3 4; do [ "$(cat "$t/check-$i")" = ok ] || return 1; done
 }
 checks() {
