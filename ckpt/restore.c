@@ -120,6 +120,7 @@ struct rctx {
 	struct ckpt_run **pres;
 	uint32_t *npres, *cappres;
 	int thp;       /* the restorer's PR_GET_THP_DISABLE, each task's again at the end */
+	bool thp_off;  /* ... set to 1 for the restore (a lazy tree's, shared) */
 	bool unshared; /* ckpt_restore_opts.unshared: no child keeps its parent's memory */
 };
 
@@ -2848,7 +2849,7 @@ static int rebuild_rest(struct rctx *c, uint32_t i, const struct own_creds *o, s
 	if (r)
 		return urs_err_set(err, r, "restore: pid %d: closing parked fds: %s", t->r.nspid,
 				   strerror(-r));
-	if (c->lz &&
+	if (c->thp_off &&
 	    (r = inj(c, i, SYS_prctl, PR_SET_THP_DISABLE, (uint64_t) c->thp, 0, 0, 0, 0, NULL)))
 		return urs_err_set(err, r, "lazy restore: pid %d: PR_SET_THP_DISABLE: %s",
 				   t->r.nspid, strerror(-r));
@@ -3075,9 +3076,11 @@ static int rebuild_tree(struct rctx *c, struct urs_err *err)
 	/* A lazy restore writes pages into mappings it defers the rest of:
 	 * no huge page there, whose zero-filled rest would be "in" when the
 	 * deferred pages come (UFFDIO_COPY: EEXIST). Inherited by every clone;
-	 * each task's own setting back in rebuild_rest. */
+	 * each task's own setting back in rebuild_rest. Only a tree that may
+	 * share writes there: one process defers all of them. */
 	long thp = 0;
-	if (!r && c->lz &&
+	c->thp_off = c->lz && !c->unshared && c->img.ntasks > 1;
+	if (!r && c->thp_off &&
 	    ((r = inj(c, 0, SYS_prctl, PR_GET_THP_DISABLE, 0, 0, 0, 0, 0, &thp)) ||
 	     (r = inj(c, 0, SYS_prctl, PR_SET_THP_DISABLE, 1, 0, 0, 0, 0, NULL))))
 		r = urs_err_set(err, r, "lazy restore: PR_SET_THP_DISABLE: %s", strerror(-r));
