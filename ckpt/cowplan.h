@@ -21,9 +21,8 @@
  * In a lazy restore (ckpt/lazy.h) the parent's pages that a child shares
  * are written before the child is cloned (they cannot be shared once they
  * come in later, into one address space), and so is a child's own page
- * where the parent has one (the parent's may be there already: a deferred
- * page must be missing when it comes); its own pages elsewhere are
- * deferred as any task's.
+ * over one the parent holds (a deferred page must be missing when it
+ * comes); its own pages elsewhere are deferred as any task's.
  *
  * Sharing depends only on equal page-data offsets, whatever made them
  * equal, so it changes where a page's bytes come from, never what they

@@ -8,9 +8,9 @@
  * pages through /proc/PID/mem, PR_SET_MM_MAP, fds, cwd, umask, signals,
  * rseq, limits, credentials; then munmap the blob, set registers and FPU
  * state, and detach. Children are cloned from their parent's puppet with
- * clone3(set_tid) so the tree and pids come back as they were (in an eager
- * restore once the parent's memory is rebuilt, so that a child keeps what
- * it shared with it: ckpt/cowplan.h; its fds follow the clones); a process's
+ * clone3(set_tid) so the tree and pids come back as they were (once the
+ * parent's memory is rebuilt, so that a child keeps what it shared with
+ * it: ckpt/cowplan.h; fds follow the clones); a process's
  * other threads with clone3(CLONE_THREAD, set_tid) from its main thread;
  * shared memory objects become memfds mapped into every task that had them.
  */
