@@ -642,6 +642,20 @@ static bool vma_lazy(const struct ckpt_vma *m)
 	return m->r.kind == CKPT_VMA_ANON && !(m->r.flags & CKPT_VMA_SHARED);
 }
 
+/* the mapping of @t that holds @a, or NULL (its VMAs are sorted, disjoint) */
+static const struct ckpt_vma *vma_at(const struct ckpt_task *t, uint64_t a)
+{
+	uint32_t lo = 0, hi = t->nvmas; /* the first that ends after a */
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (t->vmas[mid].r.end <= a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < t->nvmas && t->vmas[lo].r.start <= a ? &t->vmas[lo] : NULL;
+}
+
 /* A lazy restore: task @i holds [@a, @b) now (c->pres) */
 static int note_present(struct rctx *c, uint32_t i, uint64_t a, uint64_t b)
 {
@@ -679,6 +693,9 @@ static int write_piece(struct rctx *c, uint32_t i, const struct ckpt_run *run, u
  * userfaultfd copy never crosses mappings) */
 static int defer_piece(struct rctx *c, const struct ckpt_run *run, uint64_t a, uint64_t b)
 {
+	const struct ckpt_run *last = c->nlruns ? &c->lruns[c->nlruns - 1] : NULL;
+	if (last && last->vaddr + last->npages * CKPT_PAGE_SIZE > a)
+		return -EILSEQ; /* lazy_register finds them in address order */
 	if (urs_grow((void **) &c->lruns, &c->caplruns, c->nlruns, sizeof(*c->lruns), 64))
 		return -ENOMEM;
 	c->lruns[c->nlruns++] =
@@ -713,16 +730,13 @@ static int for_eager(const struct ckpt_image *img, bool unshared,
 		r = ckpt_cow_shared(img, j, eager_one, &e);
 	for (uint32_t i = 0; !r && i < img->ntasks; i++) {
 		const struct ckpt_task *t = &img->tasks[i];
-		for (uint32_t v = 0; v < t->nvmas; v++) {
-			const struct ckpt_vma *m = &t->vmas[v];
-			for (uint32_t k = 0; !r && !vma_lazy(m) && k < t->nruns; k++) {
-				const struct ckpt_run *run = &t->runs[k];
-				uint64_t a = run->vaddr, b = a + run->npages * CKPT_PAGE_SIZE;
-				a = a > m->r.start ? a : m->r.start;
-				b = b < m->r.end ? b : m->r.end;
-				if (a < b)
-					r = fn(ctx, run->off + (a - run->vaddr), b - a);
-			}
+		for (uint32_t k = 0; !r && k < t->nruns; k++) { /* a run lies in one mapping */
+			const struct ckpt_run *run = &t->runs[k];
+			const struct ckpt_vma *m = vma_at(t, run->vaddr);
+			uint64_t a = run->vaddr, b = a + run->npages * CKPT_PAGE_SIZE;
+			b = m && b > m->r.end ? m->r.end : b;
+			if (m && !vma_lazy(m))
+				r = fn(ctx, run->off, b - a);
 		}
 	}
 	return r;
@@ -848,6 +862,10 @@ static int write_or_defer(struct piece_ctx *p, uint64_t x, uint64_t y, bool now)
 	if (now)
 		return write_piece(p->c, p->i, p->run, x, y, p->err);
 	int r = defer_piece(p->c, p->run, x, y);
+	if (r == -EILSEQ)
+		return urs_err_set(p->err, r,
+				   "restore: pid %d: pages deferred out of order at %#" PRIx64,
+				   p->c->img.tasks[p->i].r.nspid, x);
 	return r ? urs_err_set(p->err, r, "restore: out of memory") : 0;
 }
 
@@ -868,10 +886,7 @@ static int place_range(struct rctx *c, uint32_t i, const struct ckpt_run *run, u
 	if (!c->lz) /* all of it now */
 		return write_piece(c, i, run, a, end, err);
 	while (a < end) {
-		const struct ckpt_vma *m = NULL;
-		for (uint32_t v = 0; v < t->nvmas && !m; v++)
-			if (t->vmas[v].r.start <= a && a < t->vmas[v].r.end)
-				m = &t->vmas[v];
+		const struct ckpt_vma *m = vma_at(t, a);
 		uint64_t b = m && m->r.end < end ? m->r.end : end;
 		int r = m && vma_lazy(m) ? lazy_piece(c, i, run, a, b, err)
 					 : write_piece(c, i, run, a, b, err);
@@ -909,9 +924,16 @@ static int lazy_register(struct rctx *c, uint32_t i, struct urs_err *err)
 	}
 	for (uint32_t v = 0; v < t->nvmas; v++) {
 		const struct ckpt_vma *m = &t->vmas[v];
-		bool used = false;
-		for (uint32_t k = 0; k < c->nlruns && !used; k++)
-			used = c->lruns[k].vaddr >= m->r.start && c->lruns[k].vaddr < m->r.end;
+		/* c->lruns are in address order: the first at or after its start */
+		uint32_t lo = 0, hi = c->nlruns;
+		while (lo < hi) {
+			uint32_t mid = lo + (hi - lo) / 2;
+			if (c->lruns[mid].vaddr < m->r.start)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		bool used = lo < c->nlruns && c->lruns[lo].vaddr < m->r.end;
 		struct uffdio_register reg = {.range = {m->r.start, m->r.end - m->r.start},
 					      .mode = UFFDIO_REGISTER_MODE_MISSING};
 		if (used && ioctl(uffd, UFFDIO_REGISTER, &reg) < 0) {
