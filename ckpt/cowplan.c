@@ -6,6 +6,8 @@
  */
 #include "ckpt/cowplan.h"
 
+#include "runtime/common.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,18 +17,36 @@ static uint64_t run_end(const struct ckpt_run *r)
 	return r->vaddr + r->npages * CKPT_PAGE_SIZE;
 }
 
-/* the first of @t's runs that ends after @a (runs are sorted, disjoint) */
-static uint32_t first_run(const struct ckpt_task *t, uint64_t a)
+uint32_t ckpt_runs_after(const struct ckpt_run *r, uint32_t n, uint64_t a)
 {
-	uint32_t lo = 0, hi = t->nruns;
+	uint32_t lo = 0, hi = n;
 	while (lo < hi) {
 		uint32_t mid = lo + (hi - lo) / 2;
-		if (run_end(&t->runs[mid]) <= a)
+		if (run_end(&r[mid]) <= a)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
 	return lo;
+}
+
+int ckpt_runs_add(struct ckpt_run **r, uint32_t *n, uint32_t *cap, uint64_t a, uint64_t b)
+{
+	struct ckpt_run *last = *n ? &(*r)[*n - 1] : NULL;
+	if (last && run_end(last) == a) {
+		last->npages += (b - a) / CKPT_PAGE_SIZE;
+		return 0;
+	}
+	if (urs_grow((void **) r, cap, *n, sizeof(**r), 64))
+		return -ENOMEM;
+	(*r)[(*n)++] = (struct ckpt_run){a, (b - a) / CKPT_PAGE_SIZE, 0};
+	return 0;
+}
+
+/* the first of @t's runs that ends after @a (runs are sorted, disjoint) */
+static uint32_t first_run(const struct ckpt_task *t, uint64_t a)
+{
+	return ckpt_runs_after(t->runs, t->nruns, a);
 }
 
 static bool vdso_kind(uint32_t kind)

@@ -62,6 +62,30 @@ enum ckpt_cow_piece {
 #define CKPT_COW_MIN_DROPS 8u
 
 /**
+ * ckpt_runs_after() - the first of @n sorted, disjoint runs @r that ends
+ *                     after @a (@n if none)
+ * @r: the runs
+ * @n: how many
+ * @a: an address
+ *
+ * Return: its index.
+ */
+uint32_t ckpt_runs_after(const struct ckpt_run *r, uint32_t n, uint64_t a);
+
+/**
+ * ckpt_runs_add() - append [@a, @b) to a list of ranges in address order,
+ *                   merged into the last when they touch (off unused)
+ * @r: the list (grown with urs_grow)
+ * @n: its length
+ * @cap: its capacity
+ * @a: start, at or after the last range's end
+ * @b: end
+ *
+ * Return: 0, or -ENOMEM.
+ */
+int ckpt_runs_add(struct ckpt_run **r, uint32_t *n, uint32_t *cap, uint64_t a, uint64_t b);
+
+/**
  * ckpt_cow_plan() - what child @ch keeps of the memory it inherits from @p
  * @p: the parent's task in the image, its memory restored
  * @ch: the child's

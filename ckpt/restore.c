@@ -111,7 +111,7 @@ struct rctx {
 	/* a lazy restore: where task i writes now what a lazy mapping of it
 	 * would defer, the pages its children share (ckpt_cow_shared) */
 	struct ckpt_run *ep; /* sorted, disjoint; off unused */
-	uint32_t nep, capep;
+	uint32_t nep;
 	struct ckpt_run *cs; /* eager_shared: one child's pieces */
 	uint32_t ncs, capcs;
 	/* a lazy restore: per task, the pages it holds after its rebuild_mm
@@ -659,17 +659,7 @@ static const struct ckpt_vma *vma_at(const struct ckpt_task *t, uint64_t a)
 /* A lazy restore: task @i holds [@a, @b) now (c->pres) */
 static int note_present(struct rctx *c, uint32_t i, uint64_t a, uint64_t b)
 {
-	if (!c->lz)
-		return 0;
-	struct ckpt_run *last = c->npres[i] ? &c->pres[i][c->npres[i] - 1] : NULL;
-	if (last && last->vaddr + last->npages * CKPT_PAGE_SIZE == a) {
-		last->npages += (b - a) / CKPT_PAGE_SIZE;
-		return 0;
-	}
-	if (urs_grow((void **) &c->pres[i], &c->cappres[i], c->npres[i], sizeof(**c->pres), 16))
-		return -ENOMEM;
-	c->pres[i][c->npres[i]++] = (struct ckpt_run){a, (b - a) / CKPT_PAGE_SIZE, 0};
-	return 0;
+	return c->lz ? ckpt_runs_add(&c->pres[i], &c->npres[i], &c->cappres[i], a, b) : 0;
 }
 
 /* [@a, @b) of @run now (eager), from the image */
@@ -832,16 +822,8 @@ struct piece_ctx {
 static int split_by(const struct ckpt_run *set, uint32_t n, uint64_t a, uint64_t b,
 		    int (*fn)(struct piece_ctx *, uint64_t, uint64_t, bool), struct piece_ctx *p)
 {
-	uint32_t lo = 0, hi = n; /* the first of @set ending after a */
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-		if (set[mid].vaddr + set[mid].npages * CKPT_PAGE_SIZE <= a)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	int r = 0;
-	for (uint32_t k = lo; !r && a < b;) {
+	for (uint32_t k = ckpt_runs_after(set, n, a); !r && a < b;) {
 		const struct ckpt_run *e = k < n ? &set[k] : NULL;
 		uint64_t y, e_end = e ? e->vaddr + e->npages * CKPT_PAGE_SIZE : 0;
 		bool in = e && e->vaddr <= a;
@@ -924,16 +906,9 @@ static int lazy_register(struct rctx *c, uint32_t i, struct urs_err *err)
 	}
 	for (uint32_t v = 0; v < t->nvmas; v++) {
 		const struct ckpt_vma *m = &t->vmas[v];
-		/* c->lruns are in address order: the first at or after its start */
-		uint32_t lo = 0, hi = c->nlruns;
-		while (lo < hi) {
-			uint32_t mid = lo + (hi - lo) / 2;
-			if (c->lruns[mid].vaddr < m->r.start)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		bool used = lo < c->nlruns && c->lruns[lo].vaddr < m->r.end;
+		/* c->lruns are in address order, none across mappings */
+		uint32_t k = ckpt_runs_after(c->lruns, c->nlruns, m->r.start);
+		bool used = k < c->nlruns && c->lruns[k].vaddr < m->r.end;
 		struct uffdio_register reg = {.range = {m->r.start, m->r.end - m->r.start},
 					      .mode = UFFDIO_REGISTER_MODE_MISSING};
 		if (used && ioctl(uffd, UFFDIO_REGISTER, &reg) < 0) {
@@ -2727,15 +2702,7 @@ static int add_cs(void *ctx, const struct ckpt_run *run, uint64_t x, uint64_t y)
 {
 	struct rctx *c = ctx;
 	(void) run;
-	struct ckpt_run *last = c->ncs ? &c->cs[c->ncs - 1] : NULL;
-	if (last && last->vaddr + last->npages * CKPT_PAGE_SIZE == x) {
-		last->npages += (y - x) / CKPT_PAGE_SIZE;
-		return 0;
-	}
-	if (urs_grow((void **) &c->cs, &c->capcs, c->ncs, sizeof(*c->cs), 64))
-		return -ENOMEM;
-	c->cs[c->ncs++] = (struct ckpt_run){x, (y - x) / CKPT_PAGE_SIZE, 0};
-	return 0;
+	return ckpt_runs_add(&c->cs, &c->ncs, &c->capcs, x, y);
 }
 
 /* c->ep := c->ep ∪ c->cs, both sorted and disjoint: the result too */
@@ -2762,7 +2729,7 @@ static int union_cs(struct rctx *c)
 	}
 	free(c->ep);
 	c->ep = u;
-	c->nep = c->capep = n;
+	c->nep = n;
 	return 0;
 }
 
@@ -3049,12 +3016,14 @@ static int rctx_alloc(struct rctx *c, struct urs_err *err)
 }
 
 /* Does task @j, a child of @i, share memory with it (ckpt/cowplan.h)? */
-static bool shares(struct rctx *c, uint32_t i, uint32_t j, int *r)
+static bool shares(struct rctx *c, uint32_t i, uint32_t j, int *r, struct urs_err *err)
 {
 	struct ckpt_cow_plan plan;
 	if (c->unshared || c->dead[i] || c->img.tasks[j].r.zombie)
 		return false;
 	*r = ckpt_cow_plan(&c->img.tasks[i], &c->img.tasks[j], &plan);
+	if (*r)
+		*r = urs_err_set(err, *r, "restore: out of memory");
 	bool yes = !*r && plan.shared;
 	ckpt_cow_plan_free(&plan);
 	return yes;
@@ -3071,10 +3040,11 @@ static int rebuild_with_children(struct rctx *c, uint32_t i, struct urs_err *err
 	bool late = false;
 	int r = 0;
 	for (uint32_t j = i + 1; !r && !late && j < img->ntasks; j++)
-		if (img->tasks[j].r.parent == (int32_t) i && !(late = shares(c, i, j, &r)) && !r)
+		if (img->tasks[j].r.parent == (int32_t) i && !(late = shares(c, i, j, &r, err)) &&
+		    !r)
 			r = create_child(c, j, err);
 	if (r)
-		return r == -ENOMEM ? urs_err_set(err, r, "restore: out of memory") : r;
+		return r;
 	if (!c->dead[i])
 		r = rebuild_mm(c, i, err);
 	for (uint32_t j = i + 1; !r && j < img->ntasks; j++)
