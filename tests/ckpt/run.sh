@@ -35,16 +35,13 @@ set -eu
 W=$(mktemp -d /tmp/ckpt-test.XXXXXX)
 PIDS=""
 CG=""
+. "$(dirname "$0")/../lib/cg2.sh"
 cleanup() {
 	for p in $PIDS; do kill -9 "$p" 2>/dev/null || true; done
-	if [ -n "$CG" ] && [ -d "$CG" ]; then
-		echo 0 > "$CG/cgroup.freeze" 2>/dev/null || true
-		for p in $(cat "$CG/cgroup.procs" 2>/dev/null); do kill -9 "$p" 2>/dev/null || true; done
-		i=0
-		while [ -s "$CG/cgroup.procs" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
-		rmdir "$CG" 2>/dev/null || true
-	fi
+	local left=0
+	[ -z "$CG" ] || cg2_remove "$CG" || left=1
 	rm -rf "$W"
+	[ $left = 0 ] || exit 1 # (in the EXIT trap: the script's status)
 }
 trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }

@@ -22,16 +22,13 @@ set -u
 W=$(mktemp -d /tmp/ursa-ckpt-threads.XXXXXX)
 PIDS=
 CG=
+. "$(dirname "$0")/../lib/cg2.sh"
 cleanup() {
 	for p in $PIDS; do kill -9 "$p" 2>/dev/null; done
-	if [ -n "$CG" ] && [ -d "$CG" ]; then
-		echo 0 > "$CG/cgroup.freeze" 2>/dev/null
-		for p in $(cat "$CG/cgroup.procs" 2>/dev/null); do kill -9 "$p" 2>/dev/null; done
-		i=0
-		while [ -s "$CG/cgroup.procs" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
-		rmdir "$CG" 2>/dev/null
-	fi
+	local left=0
+	[ -z "$CG" ] || cg2_remove "$CG" || left=1
 	rm -rf "$W"
+	[ $left = 0 ] || exit 1 # (in the EXIT trap: the script's status)
 }
 trap cleanup EXIT
 fail() { echo "FAIL: $*"; tail -3 "$W/out.txt" 2>/dev/null; exit 1; }
