@@ -27,6 +27,7 @@
 set -u
 . "$(dirname "$0")/../lib/skip.sh"
 . "$(dirname "$0")/../lib/check.sh"
+. "$(dirname "$0")/../lib/hog.sh" # hog_checked
 [ "$(id -u)" = 0 ] || skip_or_fail "needs root"
 URSA=${URSA:?} COW=${COW:?}
 P=cw$$-
@@ -64,12 +65,8 @@ all() { # NAME: DIR/NAME-0..4 all written
 	local i
 	for i in 0 1 2 3 4; do test -s "$t/$1-$i" || return 1; done
 }
-checked() { # the init passes SIGUSR1 to its children, child 1 to its own; all five check: "ok"
-	local i
-	rm -f "$t"/check-*
-	kill -USR1 "$(u state ${P}c | jq -r .pid)" && wait_for 60 all check || return 1
-	for i in 0 1 2 3 4; do [ "$(cat "$t/check-$i")" = ok ] || return 1; done
-}
+# the init passes SIGUSR1 to its children, child 1 to its own; all five check: "ok"
+checked() { hog_checked ${P}c "$t" 5; }
 checks() {
 	local i
 	for i in 0 1 2 3 4; do echo "check-$i: $(cat "$t/check-$i" 2>&1)"; done

@@ -35,12 +35,7 @@ t=$work/rootfs/tmp
 hog_bundle "$work" 64 2 || exit 1
 tick() { tr -d ' \n' <"$t/tick-$1" 2>/dev/null; }
 moved() { local n; n=$(tick "$1"); [ -n "$n" ] && [ "$n" -gt "$2" ]; }
-checked() { # both threads check their memory: "ok"
-	rm -f "$t"/check-*
-	kill -USR1 "$(u state ${P}h | jq -r .pid)" &&
-		wait_for 30 test -s "$t/check-0" && wait_for 30 test -s "$t/check-1" &&
-		[ "$(cat "$t/check-0")" = ok ] && [ "$(cat "$t/check-1")" = ok ]
-}
+checked() { hog_checked ${P}h "$t"; } # both threads check their memory: "ok"
 
 (cd "$work/b" && u run -d ${P}h >"$work/out" 2>&1) || bad "run" "$(cat "$work/out")"
 wait_for 60 test -s "$t/ready-0" && wait_for 30 test -s "$t/tick-1" || bad "the workload starts"

@@ -29,12 +29,7 @@ cleanup() {
 trap cleanup EXIT
 t=$work/rootfs/tmp
 hog_bundle "$work" 64 2 || exit 1
-checked() { # both threads check their memory: "ok"
-	rm -f "$t"/check-*
-	kill -USR1 "$(u state ${P}h | jq -r .pid)" &&
-		wait_for 30 test -s "$t/check-0" && wait_for 30 test -s "$t/check-1" &&
-		[ "$(cat "$t/check-0")" = ok ] && [ "$(cat "$t/check-1")" = ok ]
-}
+checked() { hog_checked ${P}h "$t"; } # both threads check their memory: "ok"
 status() { u state ${P}h 2>/dev/null | jq -r .status; }
 is_stopped() { [ "$(status)" = stopped ]; }
 restore() { # IMAGE [FLAGS...]

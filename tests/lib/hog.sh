@@ -17,3 +17,20 @@ hog_bundle() {
 		| .annotations = {"run.ursa.network": "none"}' "$work/b/config.json" >"$work/b/c" &&
 		mv "$work/b/c" "$work/b/config.json"
 }
+
+#   hog_checked ID DIR [N]
+#       the init of container ID (the caller's `u state`) told to check its
+#       memory (SIGUSR1: tests/ckpt/hog.c, cow.c); 0 once DIR/check-0 ..
+#       check-(N-1) (N = 2) all say "ok". A container without an init
+#       fails at once (stopped, its pid is 0: `kill 0` would signal the
+#       test's own process group)
+hog_checked() {
+	local id=$1 dir=$2 n=${3:-2} pid i
+	pid=$(u state "$id" 2>/dev/null | jq -r .pid)
+	[ "$pid" -gt 0 ] 2>/dev/null || return 1
+	rm -f "$dir"/check-*
+	kill -USR1 "$pid" || return 1
+	for ((i = 0; i < n; i++)); do
+		wait_for 60 test -s "$dir/check-$i" && [ "$(cat "$dir/check-$i")" = ok ] || return 1
+	done
+}

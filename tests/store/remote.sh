@@ -47,6 +47,7 @@ set -u
 URSA=${URSA:?} HOG=${HOG:?} FAILSYS=${FAILSYS:?}
 . "$(dirname "$0")/s3env.sh"
 . "$(dirname "$0")/../lib/check.sh"
+. "$(dirname "$0")/../lib/hog.sh" # hog_checked
 P=rm$$-
 work=$tmp/work
 root=$work/root
@@ -360,12 +361,7 @@ jq '.process.args = ["/bin/hog", "32", "2", "/tmp"]' "$work/b/config.json" >"$wo
 	mv "$work/b/c" "$work/b/config.json"
 t=$work/rootfs/tmp
 rm -f "$t"/*
-hog_checked() {
-	rm -f "$t"/check-*
-	kill -USR1 "$(u state ${P}d | jq -r .pid)" &&
-		wait_for 30 test -s "$t/check-0" && wait_for 30 test -s "$t/check-1" &&
-		[ "$(cat "$t/check-0")" = ok ] && [ "$(cat "$t/check-1")" = ok ]
-}
+checked() { hog_checked ${P}d "$t"; } # both threads check their memory: "ok"
 (cd "$work/b" && u run -d ${P}d >/dev/null 2>"$work/run.err") && wait_for 60 test -s "$t/ready-0" ||
 	bad "run the writer" "$(cat "$work/run.err")"
 if u checkpoint --leave-running --work-path "$work/wpd" --image-path "s3://ursa-test/img/d" ${P}d \
@@ -374,14 +370,14 @@ if u checkpoint --leave-running --work-path "$work/wpd" --image-path "s3://ursa-
 else
 	bad "checkpoint --leave-running to s3:// while it writes" "$(cat "$work/ckd.err")"
 fi
-check "it runs on" '[ "$(status_of ${P}d)" = running ] && hog_checked' "$(cat "$t"/check-* 2>&1)"
+check "it runs on" '[ "$(status_of ${P}d)" = running ] && checked' "$(cat "$t"/check-* 2>&1)"
 u delete --force ${P}d >/dev/null 2>&1
 if (cd "$work/b" && u restore --detach --image-path "s3://ursa-test/img/d" ${P}d 2>"$work/rsd.err"); then
 	ok "restore it from s3://"
 else
 	bad "restore it from s3://" "$(cat "$work/rsd.err")"
 fi
-check "every page of it is what was written last: nothing stale" hog_checked "$(cat "$t"/check-* 2>&1)"
+check "every page of it is what was written last: nothing stale" checked "$(cat "$t"/check-* 2>&1)"
 u delete --force ${P}d >/dev/null 2>&1
 
 # ---- stage directories left by a killed command are swept ----------------------------
