@@ -38,7 +38,7 @@ _Static_assert(CKPT_WS_MAX <= URS_REMOTE_WS_MAX, "a working set fits ursa-store'
 #define PAGE	       CKPT_PAGE_SIZE
 #define FAULT_BLOCK    (16u * PAGE)  /* copied around a fault */
 #define PREFETCH_BLOCK (256u * PAGE) /* copied per prefetch step */
-#define READ_AHEAD     48u	     /* chunks asked for ahead of the prefetch */
+#define READ_AHEAD     64u	     /* chunks asked for ahead of the prefetch */
 
 struct space {
 	int fd;
@@ -1004,10 +1004,11 @@ static int turn(struct ckpt_lazy *lz, struct urs_err *err)
 		r = prefetch(lz, s, err);
 	if (r == -EAGAIN)
 		r = 0; /* its events first, next turn */
-	if (r == -EINPROGRESS) {
-		lz->starved = true;
+	/* starved until a step finds its chunks in: the reply it waited for
+	 * may have been read by a fault's wait (ensure), never seen by poll */
+	lz->starved = r == -EINPROGRESS;
+	if (r == -EINPROGRESS)
 		return 0;
-	}
 	if (r == -ESRCH || (!r && !s->nruns && !s->nretry)) {
 		space_close(lz, k); /* complete: its memory is ordinary memory now */
 		r = 0;

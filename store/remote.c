@@ -1222,20 +1222,29 @@ static int get_index(struct urs_remote *r, int dirfd, bool ws, struct urs_err *e
 
 /* a range read back: its size and the object's header checked; *@at:
  * where its first chunk begins in the buffer */
-static int range_check(struct urs_remote *r, const struct pbuf *b, size_t *at, struct urs_err *err)
+/* a range's reply before its first chunk is opened: of an object the size
+ * the index says, and, the object's first range, of this image (its
+ * header); *@at: where its first chunk is in the buffer */
+static int range_head(struct urs_remote *r, const struct pbuf *b, size_t *at, struct urs_err *err)
 {
 	const struct entry *en = &r->ents[b->ent];
-	size_t want = b->chunk0 ? 0 : URS_CRYPT_HDR_LEN;
-	*at = want;
-	for (uint64_t c = b->chunk0; c < b->chunk0 + b->nchunks; c++)
-		want += chunk_plain(en->len, c) + URS_CRYPT_TAG_LEN;
-	if (b->req.object_size != urs_crypt_sealed_len(en->len) || b->req.len != want)
+	*at = b->chunk0 ? 0 : URS_CRYPT_HDR_LEN;
+	if (b->req.object_size != urs_crypt_sealed_len(en->len))
 		return bad(r, b->req.key,
 			   "is truncated or was replaced (not the size the index says)", err);
 	struct urs_crypt_hdr h;
 	if (!b->chunk0 && (urs_crypt_hdr_parse(b->p, b->req.len, &h, err) < 0 || h.obj != en->obj ||
 			   memcmp(h.id, r->id, sizeof(r->id))))
 		return bad(r, b->req.key, "is not this image's object", err);
+	return 0;
+}
+
+/* a range read back: every byte asked for (get_range's range_len), no fewer */
+static int range_whole(struct urs_remote *r, const struct pbuf *b, struct urs_err *err)
+{
+	if (b->req.len != b->req.range_len)
+		return bad(r, b->req.key,
+			   "is truncated or was replaced (not the size the index says)", err);
 	return 0;
 }
 
@@ -1262,7 +1271,9 @@ static int range_chunk(struct urs_remote *r, const struct pbuf *b, int fd, uint6
 static int range_done(struct urs_remote *r, int dirfd, struct pbuf *b, struct urs_err *err)
 {
 	size_t at;
-	int e = range_check(r, b, &at, err);
+	int e = range_head(r, b, &at, err);
+	if (e == 0)
+		e = range_whole(r, b, err);
 	if (e < 0)
 		return e;
 	const struct entry *en = &r->ents[b->ent];
@@ -1286,6 +1297,7 @@ static int get_range(struct urs_remote *r, struct pbuf *b, uint32_t ent, uint64_
 	b->ent = ent;
 	b->chunk0 = c0;
 	b->nchunks = total - c0 < max ? total - c0 : max;
+	b->opening = false;
 	uint64_t off = c0 ? URS_CRYPT_HDR_LEN + c0 * URS_CRYPT_STRIDE : 0,
 		 len = c0 ? 0 : URS_CRYPT_HDR_LEN;
 	for (uint64_t c = c0; c < c0 + b->nchunks; c++)
@@ -1623,9 +1635,33 @@ static bool serve_may(const struct serve *sv, uint32_t i, uint32_t nfree)
 	return nfree > 1 || r->nbufs == 1;
 }
 
-/* one chunk of a range read back (B_WAIT) opened, written and answered:
- * a turn holds no more, so that a fault's request or chunk never waits
- * behind a whole range's (~30 ms for 16 MiB here). Free once all are. */
+/* chunks of range @b wholly in its buffer: all once it is read back
+ * (B_WAIT); while its 206 reply comes in (B_BUSY, store/s3.h's coming),
+ * those its bytes so far cover */
+static uint64_t range_in(const struct pbuf *b)
+{
+	if (b->state == B_WAIT)
+		return b->nchunks;
+	size_t hdr = b->chunk0 ? 0 : URS_CRYPT_HDR_LEN;
+	if (b->state != B_BUSY || !b->req.coming || b->req.len < hdr)
+		return 0;
+	if (b->req.len >= b->req.range_len) /* (the object's last chunk is shorter) */
+		return b->nchunks;
+	uint64_t n = (b->req.len - hdr) / URS_CRYPT_STRIDE;
+	return n < b->nchunks ? n : b->nchunks;
+}
+
+/* has range @b a chunk to open (or, read back, to be let go)? */
+static bool range_due(const struct pbuf *b)
+{
+	return b->state == B_WAIT || (b->opening ? b->next : b->chunk0) < b->chunk0 + range_in(b);
+}
+
+/* the next chunk of range @b opened, written and answered, as soon as its
+ * bytes are in: the page data is used while the rest of the range is on
+ * the wire. One a turn, so that a fault's request or chunk never waits
+ * behind a whole range's (~30 ms for 16 MiB here). Read back (B_WAIT), the
+ * range is checked whole and its buffer freed once every chunk is opened. */
 static int serve_open(struct serve *sv, struct pbuf *b, struct urs_err *err)
 {
 	struct urs_remote *r = sv->r;
@@ -1633,20 +1669,28 @@ static int serve_open(struct serve *sv, struct pbuf *b, struct urs_err *err)
 	if (!b->opening) {
 		b->next = b->chunk0;
 		b->opening = true;
-		e = r->lazy_fd >= 0 && is_lazy(r, b->ent) ? range_check(r, b, &b->at, err)
+		e = r->lazy_fd >= 0 && is_lazy(r, b->ent) ? range_head(r, b, &b->at, err)
 							  : urs_err_set(err, -EPROTO,
 									"object storage: %s is "
 									"not the page data",
 									r->ents[b->ent].file);
 	}
-	uint64_t c = b->next++;
-	if (!e)
+	bool back = b->state == B_WAIT;
+	if (!e && back)
+		e = range_whole(r, b, err);
+	uint64_t c = b->next;
+	bool one = !e && c < b->chunk0 + range_in(b);
+	if (one) {
+		b->next++;
 		e = range_chunk(r, b, r->lazy_fd, c, &b->at, err);
-	if (e || b->next == b->chunk0 + b->nchunks) {
+	}
+	if (back && (e || b->next == b->chunk0 + b->nchunks)) {
 		b->state = B_FREE;
 		b->opening = false;
 		r->st.sealed += e ? 0 : b->req.len;
 	}
+	if (!one && !e)
+		return 0;
 	uint32_t g = (uint32_t) (b->base + c);
 	if (!e && sv->cs) { /* answered once, and only if asked for */
 		uint8_t was = sv->cs[g];
@@ -1668,11 +1712,11 @@ static int serve_turn(struct serve *sv, struct urs_err *err)
 	for (uint32_t k = 0; k < r->nbufs; k++) {
 		uint32_t i = r->nbufs - 1 - k;
 		struct pbuf *b = &r->bufs[i];
-		if (b->state == B_WAIT) {
+		if (range_due(b)) {
 			int e = serve_open(sv, b, err);
 			if (e < 0)
 				return e;
-			more |= b->state == B_WAIT;
+			more |= range_due(b);
 		}
 		if (b->state == B_FREE && sv->qn && serve_may(sv, i, nfree)) {
 			struct urs_remote_chunk_req rq = sv->q[sv->qhead];

@@ -545,6 +545,7 @@ static size_t on_header(char *p, size_t size, size_t n, void *ud)
 	size_t len = size * n;
 	if (len >= 5 && !memcmp(p, "HTTP/", 5)) { /* a new response (after a 100) */
 		r->etag[0] = 0;
+		r->coming = false;
 		sl->range_total = 0;
 		sl->mode = BODY_NONE;
 		return len;
@@ -559,6 +560,12 @@ static size_t on_header(char *p, size_t size, size_t n, void *ud)
 				sl->mode = BODY_XML;
 		} else if (st >= 200 && r->op == URS_S3_GET) {
 			sl->mode = BODY_DATA;
+			/* a ranged GET's bytes, usable as they come (its size
+			 * from Content-Range): only a 206's; a 200 would be the
+			 * whole object, refused once it ends */
+			r->coming = sl->ranged && st == 206;
+			if (r->coming)
+				r->object_size = sl->range_total;
 		}
 		return len;
 	}
@@ -746,6 +753,7 @@ static int attempt_start(struct urs_s3_slot *sl)
 	r->attempts++;
 	c->st.attempts++;
 	r->len = 0;
+	r->coming = false;
 	r->status = 0;
 	r->etag[0] = 0;
 	sl->mode = BODY_NONE;
@@ -1111,6 +1119,7 @@ int urs_s3_submit(struct urs_s3_client *c, struct urs_s3_req *r)
 	r->attempts = 0;
 	r->status = 0;
 	r->len = 0;
+	r->coming = false;
 	r->object_size = 0;
 	r->etag[0] = 0;
 	r->upload_id_out[0] = 0;

@@ -80,7 +80,11 @@ typedef void (*urs_s3_cb)(struct urs_s3_req *req, int res);
  * @status: out: the HTTP status of the last attempt (0: none)
  * @attempts: out: attempts made
  * @len: out: GET: bytes stored in @buf
- * @object_size: out: HEAD: the object's size; GET: its full size
+ * @object_size: out: HEAD: the object's size; GET: its full size (a ranged
+ *               GET's as soon as its reply's headers are in)
+ * @coming: out: a ranged GET's 206 reply is coming in: while it is in
+ *          flight, @buf[0, @len) holds its first @len bytes, in place (a
+ *          retry starts again at 0 and writes the same range again)
  * @etag: out: PUT, MPU_PART, HEAD, MPU_COMPLETE: the ETag, quotes included
  * @upload_id_out: out: MPU_CREATE: the new upload's id
  * @err: out: on failure, the message
@@ -107,6 +111,7 @@ struct urs_s3_req {
 	uint32_t attempts;
 	size_t len;
 	uint64_t object_size;
+	bool coming;
 	char etag[URS_S3_ETAG_MAX];
 	char upload_id_out[URS_S3_UPLOAD_MAX];
 	struct urs_err err;

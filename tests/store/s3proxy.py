@@ -9,6 +9,11 @@ Forwards every request to --upstream, except that:
                                                 the connection (RST, no reply)
       GET /__fault?mode=stall&n=1               read the request and never
                                                 answer (until the client hangs up)
+      GET /__fault?mode=cut&bytes=B&n=1         forward it, answer the reply's
+                                                status, headers and first B
+                                                bytes of its body, then reset
+                                                (a reply of B bytes or fewer
+                                                passes, the fault still armed)
     A fault armed with &match=TEXT takes only requests whose path and query
     contain TEXT (e.g. match=partNumber%3D2: the second part of an upload);
     with &skip=K the first K of those pass untouched.
@@ -47,7 +52,7 @@ import urllib.parse
 
 HOP = {"connection", "keep-alive", "transfer-encoding", "expect", "proxy-connection"}
 LOCK = threading.Lock()
-STATE = {"mode": None, "n": 0, "status": 503, "match": "", "skip": 0}
+STATE = {"mode": None, "n": 0, "status": 503, "match": "", "skip": 0, "bytes": 0}
 STATS = {"seen": 0, "injected": 0, "forwarded": 0, "sig_bad": 0, "mpu_open": 0, "aborted": 0}
 OPEN = {}  # upload id -> the path (/bucket/key) it was created for
 
@@ -139,7 +144,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if u.path == "/__fault":
                 STATE.update(mode=q.get("mode", "status"), n=int(q.get("n", "1")),
                              status=int(q.get("status", "503")), match=q.get("match", ""),
-                             skip=int(q.get("skip", "0")))
+                             skip=int(q.get("skip", "0")), bytes=int(q.get("bytes", "0")))
             elif u.path == "/__clear":
                 STATE.update(mode=None, n=0, match="", skip=0)
                 for k in STATS:
@@ -148,9 +153,15 @@ class Handler(http.server.BaseHTTPRequestHandler):
             text = " ".join("%s=%d" % kv for kv in STATS.items())
         self.reply(200, text.encode(), "text/plain")
 
-    def take_fault(self):
+    def take_fault(self, size=None):
+        """the fault armed for this request, if any: (mode, status); a cut
+        is taken only with the reply's @size, and only if it is longer"""
         with LOCK:
-            STATS["seen"] += 1
+            if size is None:
+                STATS["seen"] += 1
+            if (STATE["mode"] == "cut") != (size is not None) or \
+                    (size is not None and size <= STATE["bytes"]):
+                return None, None
             if STATE["n"] > 0 and STATE["match"] in self.path and STATE["skip"] > 0:
                 STATE["skip"] -= 1  # &skip=K: the first K matching requests pass
             elif STATE["n"] > 0 and STATE["match"] in self.path:
@@ -192,7 +203,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
         length = resp.getheader("Content-Length") if self.command == "HEAD" else None
         self.send_header("Content-Length", length if length is not None else str(len(data)))
         self.end_headers()
-        if self.command != "HEAD":
+        cut, _ = self.take_fault(len(data)) if self.command == "GET" else (None, None)
+        if cut:  # the reply's first bytes, then a reset
+            self.wfile.write(data[:STATE["bytes"]])
+            self.wfile.flush()
+            self.inject("reset", 0)
+        elif self.command != "HEAD":
             self.wfile.write(data)
         conn.close()
 
