@@ -39,6 +39,7 @@ _Static_assert(CKPT_WS_MAX <= URS_REMOTE_WS_MAX, "a working set fits ursa-store'
 #define FAULT_BLOCK    (16u * PAGE)  /* copied around a fault */
 #define PREFETCH_BLOCK (256u * PAGE) /* copied per prefetch step */
 #define READ_AHEAD     64u	     /* chunks asked for ahead of the prefetch */
+#define PREFETCH_SCAN  READ_AHEAD    /* blocks looked at past one not in yet */
 
 struct space {
 	int fd;
@@ -875,23 +876,47 @@ static int drain(struct ckpt_lazy *lz, struct space *s, struct urs_err *err)
 /* one block from the front of @s's runs; -EAGAIN: read its events first;
  * -EINPROGRESS: its chunks are not in yet (the thread does not wait for
  * them here: faults would wait behind it) */
+/* the prefetch's next block not in yet: the first of the PREFETCH_SCAN
+ * blocks after it that is, as run @*k at @*skip, @*n bytes. ursa-store's
+ * ranges come in side by side (and a fault's chunk alone): a block is
+ * copied once in, rather than all of them after the first range ends */
+static bool later_in(const struct ckpt_lazy *lz, const struct space *s, uint32_t *k, uint64_t *skip,
+		     uint64_t *n)
+{
+	uint32_t left = PREFETCH_SCAN;
+	for (uint32_t i = 0; i < s->nruns && left; i++) {
+		const struct ckpt_run *r = &s->runs[i];
+		for (uint64_t at = 0; at < r->npages * PAGE && left; at += PREFETCH_BLOCK, left--) {
+			uint64_t m = r->npages * PAGE - at < PREFETCH_BLOCK ? r->npages * PAGE - at
+									    : PREFETCH_BLOCK;
+			if (in_file(lz, r->off + at, m)) {
+				*k = i, *skip = at, *n = m;
+				return true;
+			}
+		}
+	}
+	return false;
+}
+
 static int prefetch(struct ckpt_lazy *lz, struct space *s, struct urs_err *err)
 {
 	struct ckpt_run *r = &s->runs[0];
 	uint64_t n = r->npages * PAGE < PREFETCH_BLOCK ? r->npages * PAGE : PREFETCH_BLOCK;
-	uint64_t done;
+	uint64_t done, skip = 0;
+	uint32_t k = 0;
 	int e = ahead(lz, r->off, n, err);
-	if (!e && !in_file(lz, r->off, n))
+	if (!e && !in_file(lz, r->off, n) && !later_in(lz, s, &k, &skip, &n))
 		return -EINPROGRESS;
+	r = &s->runs[k];
 	if (!e)
-		e = copy_in(lz, s, r, 0, n, false, &done, err);
+		e = copy_in(lz, s, r, skip, n, false, &done, err);
 	if (e)
 		return e;
 	if (done != n) /* stopped at a page that is in: the next step skips it */
 		stat_add(lz, &lz->st.prefetch_pages, done / PAGE);
 	else
 		stat_add(lz, &lz->st.prefetch_pages, n / PAGE);
-	uint64_t a = r->vaddr;
+	uint64_t a = r->vaddr + skip;
 	return runs_cut(s, a, a + (done ? done : PAGE), NULL, NULL);
 }
 
