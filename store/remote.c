@@ -20,6 +20,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "runtime/common.h"
 #include "runtime/io.h"
@@ -58,10 +59,12 @@ struct pbuf {
 	 * for the retries); its failure goes to afail */
 	bool async;
 	char key[URS_S3_KEY_MAX + 1];
-	/* put: the MD5 of p[0, md5_at), kept as each chunk is sealed (while
-	 * it is in cache), and the digest sent as the part's Content-MD5 */
+	/* put: the checksum of p[0, sum_at) (the MD5 or the CRC32, by the
+	 * store's settings), kept as each chunk is sealed (while it is in
+	 * cache), and the MD5's digest sent as the part's Content-MD5 */
 	struct urs_md5 md5;
-	size_t md5_at;
+	uint32_t crc;
+	size_t sum_at;
 	uint8_t digest[16];
 };
 
@@ -86,6 +89,7 @@ struct urs_remote {
 	uint8_t id[URS_CRYPT_ID_LEN]; /* get: the image's, from its index */
 	char bucket[URS_S3_BUCKET_MAX + 1], prefix[KEY_MAX];
 	uint32_t part_chunks, nbufs, single_bufs; /* (nbufs counts those too) */
+	enum urs_s3_sum sum;			  /* the uploads' checksum (the settings') */
 	size_t cap;
 	struct pbuf *bufs;
 	struct entry ents[URS_REMOTE_FILES];
@@ -166,6 +170,7 @@ static void on_req(struct urs_s3_req *q, int res)
 		struct urs_s3_part *pt = &r->parts[q->part_number - 1];
 		pt->number = q->part_number;
 		memcpy(pt->etag, q->etag, sizeof(pt->etag));
+		pt->crc32 = b->crc;
 	}
 	if (res == 0 && q->op == URS_S3_GET)
 		b->state = B_WAIT; /* data to open and write */
@@ -243,7 +248,8 @@ static struct pbuf *free_buf(struct urs_remote *r, int *e)
 			if (r->bufs[i].state == B_FREE) {
 				r->bufs[i].state = B_FILL;
 				r->bufs[i].len = 0;
-				r->bufs[i].md5_at = 0;
+				r->bufs[i].sum_at = 0;
+				r->bufs[i].crc = 0;
 				urs_md5_init(&r->bufs[i].md5);
 				return &r->bufs[i];
 			}
@@ -252,14 +258,21 @@ static struct pbuf *free_buf(struct urs_remote *r, int *e)
 	}
 }
 
-/* the body's MD5 for its request, when every byte of it went through
- * seal_slot (else the S3 client makes it) */
-static void body_md5(struct pbuf *b)
+/* the body's checksum for its request (store/s3.h @md5, @crc32), kept as
+ * each chunk was sealed when every byte of it went through seal_slot; else
+ * the S3 client makes the MD5, the CRC32 is made here (a part's is named
+ * again at CompleteMultipartUpload) */
+static void body_sum(struct pbuf *b)
 {
-	if (b->md5_at != b->len)
-		return;
-	urs_md5_final(&b->md5, b->digest);
-	b->req.md5 = b->digest;
+	struct urs_remote *r = b->r;
+	if (r->sum == URS_S3_SUM_CRC32) {
+		if (b->sum_at != b->len)
+			b->crc = (uint32_t) crc32_z(0, b->p, b->len);
+		b->req.crc32 = &b->crc;
+	} else if (b->sum_at == b->len) {
+		urs_md5_final(&b->md5, b->digest);
+		b->req.md5 = b->digest;
+	}
 }
 
 static int drain(struct urs_remote *r)
@@ -311,6 +324,7 @@ int urs_remote_open(struct urs_loop *loop, const struct urs_s3_conf *conf, const
 	if (!r)
 		return urs_err_set(err, -ENOMEM, "object storage: out of memory");
 	r->loop = loop;
+	r->sum = conf->sum;
 	r->files_fd = -1;
 	r->lazy_ent = -1;
 	r->lazy_fd = -1;
@@ -527,7 +541,7 @@ static int send_part(struct urs_remote *r, struct pbuf *b)
 				     .body_len = b->len,
 				     .upload_id = r->create.upload_id_out,
 				     .part_number = r->nparts};
-	body_md5(b);
+	body_sum(b);
 	if (!r->mpu) {
 		r->mpu = true;
 		r->create = (struct urs_s3_req){.op = URS_S3_MPU_CREATE,
@@ -563,8 +577,11 @@ static int seal_slot(struct urs_remote *r, uint32_t obj, struct slot *s, bool la
 	struct pbuf *b = s->b;
 	int e = urs_crypt_seal(r->crypt, obj, s->idx, last, b->p + s->pos, s->fill, b->p + s->pos);
 	b->len = s->pos + s->fill + URS_CRYPT_TAG_LEN;
-	urs_md5_update(&b->md5, b->p + b->md5_at, b->len - b->md5_at);
-	b->md5_at = b->len;
+	if (r->sum == URS_S3_SUM_CRC32)
+		b->crc = (uint32_t) crc32_z(b->crc, b->p + b->sum_at, b->len - b->sum_at);
+	else
+		urs_md5_update(&b->md5, b->p + b->sum_at, b->len - b->sum_at);
+	b->sum_at = b->len;
 	return e;
 }
 
@@ -716,7 +733,7 @@ static int put_last(struct urs_remote *r, struct pbuf *b, bool wait, struct urs_
 					     .key = b->key,
 					     .body = b->p,
 					     .body_len = b->len};
-		body_md5(b);
+		body_sum(b);
 		e = submit(r, b);
 		b->async = e == 0 && !wait;
 		if (!wait) { /* (a failure of its submit is a failure now) */

@@ -32,6 +32,7 @@
 #include <pthread.h>
 #include <string.h>
 #include <strings.h>
+#include <zlib.h>
 
 #include "runtime/timer.h"
 #include "state/sha256.h"
@@ -66,6 +67,7 @@ struct urs_s3_slot {
 	bool ranged;
 	uint64_t range_total;
 	uint8_t md5[16];
+	uint32_t crc32;
 	struct curl_slist hdr[NHDR];
 	char h_sha[100], h_md5[48], h_range[80];
 	char url[URL_MAX];
@@ -443,6 +445,8 @@ static void sb_xml(struct sbuf *b, const char *s)
 
 /* CompleteMultipartUpload's body in the slot's scratch buffer (grown to the
  * largest seen, then kept). Returns its length or -ENOMEM. */
+static void crc32_b64(uint32_t crc, char *out);
+
 static ssize_t build_complete(struct urs_s3_slot *sl, const struct urs_s3_req *r)
 {
 	size_t need = 128 + (size_t) r->nparts * (64 + 6 * URS_S3_ETAG_MAX);
@@ -459,7 +463,13 @@ static ssize_t build_complete(struct urs_s3_slot *sl, const struct urs_s3_req *r
 	for (uint32_t i = 0; i < r->nparts; i++) {
 		sb_printf(&b, "<Part><PartNumber>%u</PartNumber><ETag>", r->parts[i].number);
 		sb_xml(&b, r->parts[i].etag);
-		sb_printf(&b, "</ETag></Part>");
+		sb_printf(&b, "</ETag>");
+		if (sl->c->conf.sum == URS_S3_SUM_CRC32) { /* (created with CRC32: S3 wants them) */
+			char b64[12];
+			crc32_b64(r->parts[i].crc32, b64);
+			sb_printf(&b, "<ChecksumCRC32>%s</ChecksumCRC32>", b64);
+		}
+		sb_printf(&b, "</Part>");
 	}
 	sb_printf(&b, "</CompleteMultipartUpload>");
 	return b.over ? -ENOMEM : (ssize_t) b.n;
@@ -490,6 +500,14 @@ static void base64(const uint8_t *d, size_t n, char *out)
 	out[o] = 0;
 }
 
+/* @crc as S3 writes a CRC32: its 4 bytes, big-endian, in base64 (9 bytes) */
+static void crc32_b64(uint32_t crc, char *out)
+{
+	uint8_t be[4] = {(uint8_t) (crc >> 24), (uint8_t) (crc >> 16), (uint8_t) (crc >> 8),
+			 (uint8_t) crc};
+	base64(be, sizeof(be), out);
+}
+
 /* The header list, in the slot's own nodes. */
 static void build_headers(struct urs_s3_slot *sl, const struct urs_s3_req *r, const void *body,
 			  size_t len)
@@ -509,7 +527,12 @@ static void build_headers(struct urs_s3_slot *sl, const struct urs_s3_req *r, co
 		hex(d, 32, sl->h_sha + 22);
 	}
 	h[n++] = sl->h_sha;
-	if (r->op == URS_S3_PUT || r->op == URS_S3_MPU_PART) {
+	if ((r->op == URS_S3_PUT || r->op == URS_S3_MPU_PART) && c->conf.sum == URS_S3_SUM_CRC32) {
+		sl->crc32 = r->crc32 ? *r->crc32 : (uint32_t) crc32_z(0, body, len);
+		memcpy(sl->h_md5, "x-amz-checksum-crc32: ", 22);
+		crc32_b64(sl->crc32, sl->h_md5 + 22);
+		h[n++] = sl->h_md5;
+	} else if (r->op == URS_S3_PUT || r->op == URS_S3_MPU_PART) {
 		if (r->md5)
 			memcpy(sl->md5, r->md5, 16);
 		else
@@ -518,6 +541,8 @@ static void build_headers(struct urs_s3_slot *sl, const struct urs_s3_req *r, co
 		base64(sl->md5, 16, sl->h_md5 + 13);
 		h[n++] = sl->h_md5;
 	}
+	if (r->op == URS_S3_MPU_CREATE && c->conf.sum == URS_S3_SUM_CRC32)
+		h[n++] = "x-amz-checksum-algorithm: CRC32";
 	if (c->h_token[0])
 		h[n++] = c->h_token;
 	if (sl->ranged) {
@@ -936,7 +961,7 @@ static void succeeded(struct urs_s3_slot *sl)
 			finish(sl, -EPROTO);
 			return;
 		}
-		if (c->o.check_etag_md5 && is_md5_etag(r->etag) &&
+		if (c->o.check_etag_md5 && c->conf.sum == URS_S3_SUM_MD5 && is_md5_etag(r->etag) &&
 		    strncmp(r->etag + (r->etag[0] == '"'), want, 32)) {
 			snprintf(d, sizeof(d), "ETag %s is not the MD5 %s of the bytes sent",
 				 r->etag, want);

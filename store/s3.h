@@ -48,6 +48,7 @@ enum urs_s3_op {
 struct urs_s3_part {
 	uint32_t number;
 	char etag[URS_S3_ETAG_MAX];
+	uint32_t crc32; /* the part's body's (URS_S3_SUM_CRC32: CompleteMultipartUpload names it) */
 };
 
 struct urs_s3_req;
@@ -63,7 +64,8 @@ typedef void (*urs_s3_cb)(struct urs_s3_req *req, int res);
  * @body: PUT, MPU_PART: the bytes to send
  * @body_len: their length
  * @md5: PUT, MPU_PART: the body's MD5 if the caller has it, else NULL (the
- *       client computes it, on the loop's thread)
+ *       client computes it, on the loop's thread); with URS_S3_SUM_MD5
+ * @crc32: the same, its CRC32 (zlib's), with URS_S3_SUM_CRC32
  * @buf: GET: where the object (or range) goes
  * @buf_cap: its size; a larger reply fails the request with -EMSGSIZE
  * @range_off: GET: first byte wanted
@@ -95,6 +97,7 @@ struct urs_s3_req {
 	const void *body;
 	size_t body_len;
 	const uint8_t *md5;
+	const uint32_t *crc32;
 	void *buf;
 	size_t buf_cap;
 	uint64_t range_off, range_len;

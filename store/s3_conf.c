@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -22,8 +23,8 @@ extern char **environ;
 
 /* The settings one source (file section or environment) gave. */
 struct conf_src {
-	const char *key, *secret, *token, *region, *endpoint;
-	size_t key_n, secret_n, token_n, region_n, endpoint_n;
+	const char *key, *secret, *token, *region, *endpoint, *sum;
+	size_t key_n, secret_n, token_n, region_n, endpoint_n, sum_n;
 };
 
 static const char *env_get(char *const *env, const char *name)
@@ -161,6 +162,7 @@ static void set_key(struct conf_src *src, const char *k, size_t kn, const char *
 	KEY("aws_session_token", token);
 	KEY("region", region);
 	KEY("endpoint_url", endpoint);
+	KEY("ursa_checksum", sum);
 #undef KEY
 	/* any other key (output, s3 = ..., etc.) is the AWS CLI's, not ours */
 }
@@ -222,6 +224,7 @@ static void env_src(char *const *env, struct conf_src *src)
 	ENV(endpoint, "AWS_ENDPOINT_URL_S3");
 	if (!src->endpoint || !*src->endpoint)
 		ENV(endpoint, "AWS_ENDPOINT_URL");
+	ENV(sum, "URSA_S3_CHECKSUM");
 #undef ENV
 }
 
@@ -277,6 +280,31 @@ static int pick_creds(struct urs_s3_conf *c, const struct conf_src *fe, const st
 	return 0;
 }
 
+/* the body checksum: the environment's, the file's, else by endpoint (AWS
+ * checks crc32; a custom endpoint may be a store that ignores it) */
+static int pick_sum(struct urs_s3_conf *c, const struct conf_src *fe, const struct conf_src *ff,
+		    const char *path, struct urs_err *err)
+{
+	const char *v = given(fe->sum) ? fe->sum : ff->sum;
+	size_t n = given(fe->sum) ? fe->sum_n : ff->sum_n;
+	if (!given(v))
+		c->sum = c->endpoint[0] ? URS_S3_SUM_MD5 : URS_S3_SUM_CRC32;
+	else if (n == 3 && !strncasecmp(v, "md5", 3))
+		c->sum = URS_S3_SUM_MD5;
+	else if (n == 5 && !strncasecmp(v, "crc32", 5))
+		c->sum = URS_S3_SUM_CRC32;
+	else if (given(fe->sum))
+		return urs_err_set(err, -EINVAL,
+				   "URSA_S3_CHECKSUM=%.*s: the checksum is md5 or crc32",
+				   (int) (n < 40 ? n : 40), v);
+	else
+		return urs_err_set(err, -EINVAL,
+				   "S3 config file %s: ursa_checksum = %.*s: the checksum is md5 "
+				   "or crc32",
+				   path, (int) (n < 40 ? n : 40), v);
+	return 0;
+}
+
 int urs_s3_conf_load(struct urs_s3_conf *c, const char *path, const char *profile, char *const *env,
 		     struct urs_err *err)
 {
@@ -326,7 +354,7 @@ int urs_s3_conf_load(struct urs_s3_conf *c, const char *path, const char *profil
 			return r;
 		c->path_style = true;
 	}
-	return 0;
+	return pick_sum(c, &fe, &ff, path, err);
 }
 
 static bool all_digits(const char *s, size_t n)

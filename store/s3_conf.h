@@ -21,15 +21,24 @@
 #define URS_S3_KEY_MAX	      1024 /* S3's longest object key, bytes */
 #define URS_S3_BUCKET_MAX     63
 
+/* how a PutObject's or UploadPart's body is checksummed for the store to
+ * verify before it keeps it (docs/storage.md "Checksums") */
+enum urs_s3_sum {
+	URS_S3_SUM_MD5 = 0, /* Content-MD5: every S3 implementation checks it */
+	URS_S3_SUM_CRC32,   /* x-amz-checksum-crc32 (zlib's crc32, ~5x MD5's speed) */
+};
+
 struct urs_s3_conf {
 	char access_key[129];
 	char secret_key[129];
 	char session_token[4097]; /* STS tokens run to ~1-2 KiB */
 	char region[65];
-	char endpoint[513]; /* "scheme://host[:port][/path]" without a trailing '/'; "" = AWS */
-	bool path_style;    /* bucket in the path (any custom endpoint), else in the host */
-	char profile[129];  /* the profile that was looked up */
-	char source[600];   /* where the credentials came from: "environment" or "FILE [SECTION]" */
+	char endpoint[513];  /* "scheme://host[:port][/path]" without a trailing '/'; "" = AWS */
+	bool path_style;     /* bucket in the path (any custom endpoint), else in the host */
+	enum urs_s3_sum sum; /* ursa_checksum / URSA_S3_CHECKSUM; default: crc32 on AWS,
+			      * md5 with a custom endpoint (it may not check crc32) */
+	char profile[129];   /* the profile that was looked up */
+	char source[600]; /* where the credentials came from: "environment" or "FILE [SECTION]" */
 };
 
 /**

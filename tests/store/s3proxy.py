@@ -18,7 +18,7 @@ Forwards every request to --upstream, except that:
     contain TEXT (e.g. match=partNumber%3D2: the second part of an upload);
     with &skip=K the first K of those pass untouched.
     GET /__stats returns "seen=N injected=N forwarded=N sig_bad=N
-    mpu_open=N aborted=N"; GET /__clear zeroes the counters and disarms
+    mpu_open=N aborted=N crc32_ok=N md5_ok=N"; GET /__clear zeroes the counters and disarms
     faults (the open uploads are kept: they are the store's state).
   * multipart uploads are followed: one is open from its
     CreateMultipartUpload's reply until a CompleteMultipartUpload succeeds
@@ -34,6 +34,11 @@ Forwards every request to --upstream, except that:
     400 BadDigest) and not forwarded. s3rver 3.7.1 checks none of these
     (it only looks up the access key id), so this is where the tests see
     that the client signs and checksums correctly.
+  * x-amz-checksum-crc32 is checked against the body (400 BadDigest), with
+    or without --secret, and an upload created with
+    x-amz-checksum-algorithm CRC32 is held to S3's rules: each part carries
+    its CRC32 (400 InvalidRequest), CompleteMultipartUpload names each
+    part's, the same (400 InvalidPart). s3rver ignores all of it.
 Prints "s3proxy listening on 127.0.0.1:PORT" once it accepts connections.
 """
 import argparse
@@ -49,12 +54,16 @@ import struct
 import sys
 import threading
 import urllib.parse
+import zlib
 
 HOP = {"connection", "keep-alive", "transfer-encoding", "expect", "proxy-connection"}
 LOCK = threading.Lock()
 STATE = {"mode": None, "n": 0, "status": 503, "match": "", "skip": 0, "bytes": 0}
-STATS = {"seen": 0, "injected": 0, "forwarded": 0, "sig_bad": 0, "mpu_open": 0, "aborted": 0}
+STATS = {"seen": 0, "injected": 0, "forwarded": 0, "sig_bad": 0, "mpu_open": 0, "aborted": 0,
+         "crc32_ok": 0, "md5_ok": 0}
 OPEN = {}  # upload id -> the path (/bucket/key) it was created for
+ALG = {}  # upload id -> its x-amz-checksum-algorithm, upper case
+PART_CRC = {}  # (upload id, part number) -> the x-amz-checksum-crc32 it was sent with
 
 
 def enc(s, safe):
@@ -110,6 +119,45 @@ def sigv4_check(secret, method, raw_path, headers, body):
     md5 = headers.get("Content-MD5")
     if md5 is not None and base64.b64decode(md5) != hashlib.md5(body).digest():
         return (400, "BadDigest", "The Content-MD5 you specified did not match what we received.")
+    if md5 is not None:
+        with LOCK:
+            STATS["md5_ok"] += 1
+    return None
+
+
+def crc32_check(method, raw_path, headers, body):
+    """None if the request's CRC32s hold as S3 checks them, else (status, code, message)"""
+    path, _, query = raw_path.partition("?")
+    q = dict(urllib.parse.parse_qsl(query, keep_blank_values=True))
+    crc = headers.get("x-amz-checksum-crc32")
+    if crc is not None:
+        if crc != base64.b64encode(struct.pack(">I", zlib.crc32(body))).decode():
+            return (400, "BadDigest",
+                    "The CRC32 you specified did not match the calculated checksum.")
+        with LOCK:
+            STATS["crc32_ok"] += 1
+    upload = q.get("uploadId")
+    with LOCK:
+        alg = ALG.get(upload)
+    if alg != "CRC32":
+        return None
+    if method == "PUT" and "partNumber" in q:
+        if crc is None:
+            return (400, "InvalidRequest", "The upload was created using a crc32 checksum. "
+                    "The part must carry its x-amz-checksum-crc32.")
+        with LOCK:
+            PART_CRC[(upload, q["partNumber"])] = crc
+    elif method == "POST":
+        for part in re.findall(rb"<Part>(.*?)</Part>", body, re.S):
+            num = re.search(rb"<PartNumber>\s*(\d+)\s*</PartNumber>", part)
+            got = re.search(rb"<ChecksumCRC32>([^<]*)</ChecksumCRC32>", part)
+            n = num.group(1).decode() if num else "?"
+            with LOCK:
+                want = PART_CRC.get((upload, n))
+            if got is None or got.group(1).decode() != want:
+                return (400, "InvalidPart", "The upload was created using a crc32 checksum. "
+                        "Part %s's ChecksumCRC32 is %s, it was uploaded with %s."
+                        % (n, "missing" if got is None else got.group(1).decode(), want))
     return None
 
 
@@ -219,6 +267,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             m = re.search(rb"<UploadId>([^<]+)</UploadId>", data)
             if m:
                 OPEN[m.group(1).decode()] = path
+                ALG[m.group(1).decode()] = self.headers.get("x-amz-checksum-algorithm", "").upper()
         elif self.command == "POST" and "uploadId" in q and status == 200 \
                 and b"<Error>" not in data:
             OPEN.pop(q["uploadId"], None)
@@ -252,6 +301,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 with LOCK:
                     STATS["sig_bad"] += 1
                 return self.s3_error(*bad)
+        bad = crc32_check(self.command, self.path, self.headers, body)
+        if bad:
+            return self.s3_error(*bad)
         if self.command == "DELETE" and "uploadId=" in self.path:
             return self.abort_upload()
         self.forward(body)

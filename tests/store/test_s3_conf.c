@@ -219,6 +219,45 @@ static void test_malformed(void **state)
 	assert_non_null(strstr(err.msg, "access key id is 599 bytes long"));
 }
 
+/* the uploads' checksum: crc32 on AWS, md5 with a custom endpoint (which
+ * may not check crc32), else as the file's ursa_checksum or the
+ * environment's URSA_S3_CHECKSUM says; anything else is refused, named */
+static void test_checksum(void **state)
+{
+	need_root(state);
+	struct urs_s3_conf c;
+	struct urs_err err = {{0}};
+	char *none[] = {NULL}, *ep[] = {"AWS_ENDPOINT_URL=http://127.0.0.1:9000", NULL},
+	     *md5[] = {"URSA_S3_CHECKSUM=md5", NULL}, *crc[] = {"URSA_S3_CHECKSUM=CRC32", NULL},
+	     *bad[] = {"URSA_S3_CHECKSUM=sha1", NULL};
+	write_conf(file, 0600);
+	assert_int_equal(urs_s3_conf_load(&c, path, NULL, none, &err), 0);
+	assert_int_equal(c.sum, URS_S3_SUM_CRC32);
+	assert_int_equal(urs_s3_conf_load(&c, path, NULL, ep, &err), 0);
+	assert_int_equal(c.sum, URS_S3_SUM_MD5);
+	assert_int_equal(urs_s3_conf_load(&c, path, "backup", none, &err), 0);
+	assert_int_equal(c.sum, URS_S3_SUM_MD5);
+	assert_int_equal(urs_s3_conf_load(&c, path, NULL, md5, &err), 0);
+	assert_int_equal(c.sum, URS_S3_SUM_MD5);
+	assert_int_equal(urs_s3_conf_load(&c, path, NULL, bad, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "URSA_S3_CHECKSUM=sha1"));
+	write_conf("[default]\naws_access_key_id = A\naws_secret_access_key = B\n"
+		   "endpoint_url = http://127.0.0.1:9000\nursa_checksum = crc32\n",
+		   0600);
+	assert_int_equal(urs_s3_conf_load(&c, path, NULL, none, &err), 0);
+	assert_int_equal(c.sum, URS_S3_SUM_CRC32);
+	assert_int_equal(urs_s3_conf_load(&c, path, NULL, md5, &err), 0);
+	assert_int_equal(c.sum, URS_S3_SUM_MD5); /* the environment over the file */
+	assert_int_equal(urs_s3_conf_load(&c, path, NULL, crc, &err), 0);
+	assert_int_equal(c.sum, URS_S3_SUM_CRC32);
+	write_conf("[default]\naws_access_key_id = A\naws_secret_access_key = B\n"
+		   "ursa_checksum = crc64\n",
+		   0600);
+	assert_int_equal(urs_s3_conf_load(&c, path, NULL, none, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "ursa_checksum = crc64: the checksum is md5 or crc32"));
+	assert_non_null(strstr(err.msg, path));
+}
+
 static void test_url(void **state)
 {
 	(void) state;
@@ -274,6 +313,7 @@ int main(void)
 		cmocka_unit_test(test_env_over_file), cmocka_unit_test(test_env_only),
 		cmocka_unit_test(test_no_creds),      cmocka_unit_test(test_permissions),
 		cmocka_unit_test(test_malformed),     cmocka_unit_test(test_url),
+		cmocka_unit_test(test_checksum),
 	};
 	int r = cmocka_run_group_tests(tests, NULL, NULL);
 	unlink(path);
