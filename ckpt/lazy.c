@@ -873,9 +873,6 @@ static int drain(struct ckpt_lazy *lz, struct space *s, struct urs_err *err)
 	return have;
 }
 
-/* one block from the front of @s's runs; -EAGAIN: read its events first;
- * -EINPROGRESS: its chunks are not in yet (the thread does not wait for
- * them here: faults would wait behind it) */
 /* the prefetch's next block not in yet: the first of the PREFETCH_SCAN
  * blocks after it that is, as run @*k at @*skip, @*n bytes. ursa-store's
  * ranges come in side by side (and a fault's chunk alone): a block is
@@ -898,6 +895,9 @@ static bool later_in(const struct ckpt_lazy *lz, const struct space *s, uint32_t
 	return false;
 }
 
+/* one block from the front of @s's runs, or the first later one in (later_in);
+ * -EAGAIN: read its events first; -EINPROGRESS: none of their chunks are in
+ * yet (the thread does not wait for them here: faults would wait behind it) */
 static int prefetch(struct ckpt_lazy *lz, struct space *s, struct urs_err *err)
 {
 	struct ckpt_run *r = &s->runs[0];

@@ -1237,8 +1237,6 @@ static int get_index(struct urs_remote *r, int dirfd, bool ws, struct urs_err *e
 	return e == 0 && ws ? ws_open(r, dirfd, &q[1].req, q[1].res, err) : e;
 }
 
-/* a range read back: its size and the object's header checked; *@at:
- * where its first chunk begins in the buffer */
 /* a range's reply before its first chunk is opened: of an object the size
  * the index says, and, the object's first range, of this image (its
  * header); *@at: where its first chunk is in the buffer */

@@ -443,10 +443,10 @@ static void sb_xml(struct sbuf *b, const char *s)
 	}
 }
 
-/* CompleteMultipartUpload's body in the slot's scratch buffer (grown to the
- * largest seen, then kept). Returns its length or -ENOMEM. */
 static void crc32_b64(uint32_t crc, char *out);
 
+/* CompleteMultipartUpload's body in the slot's scratch buffer (grown to the
+ * largest seen, then kept). Returns its length or -ENOMEM. */
 static ssize_t build_complete(struct urs_s3_slot *sl, const struct urs_s3_req *r)
 {
 	size_t need = 128 + (size_t) r->nparts * (64 + 6 * URS_S3_ETAG_MAX);
