@@ -2018,6 +2018,7 @@ static int queries_blob(struct ckpt_task *t, struct ckpt_tracee *tr, int memfd, 
 	q[nq++] = (struct blob_q){.nr = SYS_sigaltstack, .out = nout++, .outarg = 1};
 	q[nq++] = (struct blob_q){
 		.nr = SYS_prctl, .a = {PR_GET_TID_ADDRESS}, .out = nout++, .outarg = 1};
+	q[nq++] = (struct blob_q){.nr = SYS_prctl, .a = {PR_GET_THP_DISABLE}, .out = BLOB_NOANSWER};
 	/* region: code pages, then data: nq results, nout answer slots, scratch */
 	uint64_t clen = ((uint64_t) (nq + 1) * BLOB_QBYTES + 16 + CKPT_PAGE_SIZE - 1) &
 			~(uint64_t) (CKPT_PAGE_SIZE - 1);
@@ -2074,6 +2075,10 @@ static int queries_blob(struct ckpt_task *t, struct ckpt_tracee *tr, int memfd, 
 			return (int) res[i];
 		if (q[i].nr == SYS_brk) {
 			t->r.mm.brk = res[i];
+			continue;
+		}
+		if (q[i].out == BLOB_NOANSWER) { /* PR_GET_THP_DISABLE: its value */
+			t->r.thp_disable = (uint32_t) res[i];
 			continue;
 		}
 		const uint8_t *o = (const uint8_t *) res + ans + (uint64_t) q[i].out * BLOB_OUT;
@@ -2199,6 +2204,8 @@ static int queries_one_by_one(struct ckpt_task *t, struct ckpt_tracee *tr, int m
 	if (!r)
 		r = query(tr, memfd, SYS_prctl, PR_GET_TID_ADDRESS, scratch, 0, 0, scratch,
 			  &t->r.clear_child_tid, sizeof(t->r.clear_child_tid));
+	if (!r && !(r = ckpt_inject(tr, SYS_prctl, PR_GET_THP_DISABLE, 0, 0, 0, 0, 0, &ret)))
+		t->r.thp_disable = (uint32_t) ret;
 	return r;
 }
 

@@ -651,6 +651,11 @@ static int validate_task(const struct ckpt_image *img, uint32_t idx, struct urs_
 	}
 	if (t->r.ngroups > CKPT_MAX_GROUPS)
 		return urs_err_set(err, -EINVAL, "checkpoint image: task %u: too many groups", idx);
+	if (t->r.thp_disable != 0 && t->r.thp_disable != 1 && t->r.thp_disable != 3)
+		return urs_err_set(
+			err, -EINVAL,
+			"checkpoint image: task %u: bad transparent huge page setting %u", idx,
+			t->r.thp_disable);
 	int r = validate_threads(img, idx, err);
 	if (!r)
 		r = validate_vmas(img, idx, err);

@@ -219,7 +219,10 @@ struct ckpt_task_rec {
 			arg_start, arg_end, env_start, env_end;
 	} mm;
 	uint32_t uid[4], gid[4]; /* real, effective, saved, fs */
-	uint32_t ngroups, pad;
+	uint32_t ngroups;
+	/* PR_GET_THP_DISABLE: 0, 1 (no huge pages), or 1 | PR_THP_DISABLE_EXCEPT_ADVISED
+	 * (only where madvised); padding before, so 0 in older images */
+	uint32_t thp_disable;
 	uint32_t groups[CKPT_MAX_GROUPS];
 	uint64_t cap_inh, cap_prm, cap_eff, cap_bnd, cap_amb;
 	uint64_t rseq_ptr;

@@ -119,8 +119,8 @@ struct rctx {
 	 * own pages must be written rather than deferred */
 	struct ckpt_run **pres;
 	uint32_t *npres, *cappres;
-	int thp;       /* the restorer's PR_GET_THP_DISABLE, each task's again at the end */
-	bool thp_off;  /* ... set to 1 for the restore (a lazy tree's, shared) */
+	uint32_t thp;  /* PR_GET_THP_DISABLE every task has from its clone: the root's */
+	bool thp_off;  /* ... which was set to 1 for the restore (a lazy tree's, shared) */
 	bool unshared; /* ckpt_restore_opts.unshared: no child keeps its parent's memory */
 };
 
@@ -2838,10 +2838,13 @@ static int rebuild_rest(struct rctx *c, uint32_t i, const struct own_creds *o, s
 	if (r)
 		return urs_err_set(err, r, "restore: pid %d: closing parked fds: %s", t->r.nspid,
 				   strerror(-r));
-	if (c->thp_off &&
-	    (r = inj(c, i, SYS_prctl, PR_SET_THP_DISABLE, (uint64_t) c->thp, 0, 0, 0, 0, NULL)))
-		return urs_err_set(err, r, "lazy restore: pid %d: PR_SET_THP_DISABLE: %s",
-				   t->r.nspid, strerror(-r));
+	/* its own transparent huge page setting (it has the root's from
+	 * its clone); bit 0 on or off, the rest its flags (EXCEPT_ADVISED) */
+	if (t->r.thp_disable != c->thp &&
+	    (r = inj(c, i, SYS_prctl, PR_SET_THP_DISABLE, t->r.thp_disable & 1,
+		     t->r.thp_disable & ~1u, 0, 0, 0, NULL)))
+		return urs_err_set(err, r, "restore: pid %d: PR_SET_THP_DISABLE %u: %s", t->r.nspid,
+				   t->r.thp_disable, strerror(-r));
 	r = restore_misc(c, i, err);
 	if (!r)
 		r = restore_threads(c, i, o, err);
@@ -3072,11 +3075,12 @@ static int rebuild_tree(struct rctx *c, struct urs_err *err)
 	 * share writes there: one process defers all of them. */
 	long thp = 0;
 	c->thp_off = c->lz && !c->unshared && c->img.ntasks > 1;
-	if (!r && c->thp_off &&
-	    ((r = inj(c, 0, SYS_prctl, PR_GET_THP_DISABLE, 0, 0, 0, 0, 0, &thp)) ||
-	     (r = inj(c, 0, SYS_prctl, PR_SET_THP_DISABLE, 1, 0, 0, 0, 0, NULL))))
+	if (!r && (r = inj(c, 0, SYS_prctl, PR_GET_THP_DISABLE, 0, 0, 0, 0, 0, &thp)))
+		r = urs_err_set(err, r, "restore: PR_GET_THP_DISABLE: %s", strerror(-r));
+	if (!r && c->thp_off && thp != 1 &&
+	    (r = inj(c, 0, SYS_prctl, PR_SET_THP_DISABLE, 1, 0, 0, 0, 0, NULL)))
 		r = urs_err_set(err, r, "lazy restore: PR_SET_THP_DISABLE: %s", strerror(-r));
-	c->thp = (int) thp;
+	c->thp = c->thp_off ? 1 : (uint32_t) thp;
 	/* tasks are in breadth-first order: a parent always precedes its children */
 	for (uint32_t i = 0; !r && i < c->img.ntasks; i++) {
 		if (!c->dead[i])

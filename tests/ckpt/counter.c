@@ -7,7 +7,9 @@
  * With a second argument "seccomp" it first sets no_new_privs and installs a
  * seccomp filter that kills the process on sigaltstack(2) — a syscall the
  * checkpointer injects — so the test sees that filters are suspended while
- * dumping and come back after a restore.
+ * dumping and come back after a restore. It runs with transparent huge
+ * pages off (PR_SET_THP_DISABLE), which a restore must give back: the
+ * restorer's own setting is the other one.
  */
 #include <fcntl.h>
 #include <linux/audit.h>
@@ -60,6 +62,10 @@ int main(int argc, char **argv)
 	}
 	if (argc == 3 && install_filter() < 0) {
 		perror("seccomp");
+		return 1;
+	}
+	if (prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0) < 0) {
+		perror("PR_SET_THP_DISABLE");
 		return 1;
 	}
 	/* like a sandbox's init, start from a clean fd table (no inherited pipes) */

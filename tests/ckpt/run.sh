@@ -114,6 +114,7 @@ grep -q '^NSpid:.*[[:space:]]1$' "/proc/$R/status" || fail "restored task is not
 	fail "seccomp filter not restored: $(grep Seccomp "/proc/$R/status")"
 [ "$(nsfield "$R" NoNewPrivs)" = 1 ] || fail "no_new_privs not restored"
 [ "$(cat "/proc/$R/comm")" = ckpt_counter ] || fail "task name not restored: $(cat "/proc/$R/comm")"
+[ "$(nsfield "$R" THP_enabled)" = 0 ] || fail "PR_SET_THP_DISABLE not restored: $(grep THP "/proc/$R/status")"
 echo "ok 1 counter restored: continued at $((last + 1)) in the same files"
 
 # ---- 2. restore the restored one again -------------------------------------------

@@ -167,6 +167,20 @@ static void test_every_byte_and_truncation(void **state)
 	free_sample(&img);
 }
 
+/* Encode an image and expect decode to take it. */
+static void expect_valid(struct ckpt_image *img)
+{
+	uint8_t *buf;
+	size_t len;
+	encode_ok(img, &buf, &len);
+	struct ckpt_image out;
+	struct urs_err err = {{0}};
+	if (ckpt_image_decode(buf, len, &out, &err))
+		fail_msg("refused: %s", err.msg);
+	ckpt_image_free(&out);
+	free(buf);
+}
+
 /* Encode a broken image (encode does not validate) and expect decode to refuse. */
 static void expect_invalid(struct ckpt_image *img, const char *needle)
 {
@@ -229,6 +243,12 @@ static void test_validation(void **state)
 	filter.flags = 1; /* TSYNC makes no sense for one thread */
 	expect_invalid(&img, "bad seccomp flags");
 	filter.flags = 0;
+
+	t->r.thp_disable = 2; /* PR_GET_THP_DISABLE says 0, 1 or 3 */
+	expect_invalid(&img, "bad transparent huge page setting 2");
+	t->r.thp_disable = 3;
+	expect_valid(&img);
+	t->r.thp_disable = 0;
 
 	t->xsave = NULL;
 	t->xsave_len = 0;
