@@ -2077,7 +2077,7 @@ static int queries_blob(struct ckpt_task *t, struct ckpt_tracee *tr, int memfd, 
 			t->r.mm.brk = res[i];
 			continue;
 		}
-		if (q[i].out == BLOB_NOANSWER) { /* PR_GET_THP_DISABLE: its value */
+		if (q[i].nr == SYS_prctl && q[i].a[0] == PR_GET_THP_DISABLE) { /* its value */
 			t->r.thp_disable = (uint32_t) res[i];
 			continue;
 		}
@@ -2205,6 +2205,8 @@ static int queries_one_by_one(struct ckpt_task *t, struct ckpt_tracee *tr, int m
 		r = query(tr, memfd, SYS_prctl, PR_GET_TID_ADDRESS, scratch, 0, 0, scratch,
 			  &t->r.clear_child_tid, sizeof(t->r.clear_child_tid));
 	if (!r && !(r = ckpt_inject(tr, SYS_prctl, PR_GET_THP_DISABLE, 0, 0, 0, 0, 0, &ret)))
+		r = sys_failed(ret) ? (int) ret : 0; /* (as the blob's queries) */
+	if (!r)
 		t->r.thp_disable = (uint32_t) ret;
 	return r;
 }

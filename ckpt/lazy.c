@@ -39,7 +39,8 @@ _Static_assert(CKPT_WS_MAX <= URS_REMOTE_WS_MAX, "a working set fits ursa-store'
 #define FAULT_BLOCK    (16u * PAGE)  /* copied around a fault */
 #define PREFETCH_BLOCK (256u * PAGE) /* copied per prefetch step */
 #define READ_AHEAD     64u	     /* chunks asked for ahead of the prefetch */
-#define PREFETCH_SCAN  READ_AHEAD    /* blocks looked at past one not in yet */
+#define PREFETCH_SCAN  READ_AHEAD    /* blocks looked at from the front (READ_AHEAD's) */
+_Static_assert(PREFETCH_BLOCK == CKPT_MAC_CHUNK, "a prefetch block is a chunk: PREFETCH_SCAN");
 
 struct space {
 	int fd;
@@ -874,7 +875,7 @@ static int drain(struct ckpt_lazy *lz, struct space *s, struct urs_err *err)
 }
 
 /* the prefetch's next block not in yet: the first of the PREFETCH_SCAN
- * blocks after it that is, as run @*k at @*skip, @*n bytes. ursa-store's
+ * blocks from the front that is wholly in, as run @*k at @*skip, @*n bytes. ursa-store's
  * ranges come in side by side (and a fault's chunk alone): a block is
  * copied once in, rather than all of them after the first range ends */
 static bool later_in(const struct ckpt_lazy *lz, const struct space *s, uint32_t *k, uint64_t *skip,
@@ -895,9 +896,10 @@ static bool later_in(const struct ckpt_lazy *lz, const struct space *s, uint32_t
 	return false;
 }
 
-/* one block from the front of @s's runs, or the first later one in (later_in);
- * -EAGAIN: read its events first; -EINPROGRESS: none of their chunks are in
- * yet (the thread does not wait for them here: faults would wait behind it) */
+/* one block from the front of @s's runs, or the first later one in
+ * (later_in); -EAGAIN: read its events first; -EINPROGRESS: no block is
+ * wholly in yet (the thread does not wait for them here: faults would
+ * wait behind it) */
 static int prefetch(struct ckpt_lazy *lz, struct space *s, struct urs_err *err)
 {
 	struct ckpt_run *r = &s->runs[0];

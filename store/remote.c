@@ -50,8 +50,8 @@ struct pbuf {
 	 * first chunk in the lazy file's data (replies count from there) */
 	uint32_t ent;
 	uint64_t chunk0, nchunks, base;
-	/* served: the range read back is opened a chunk per turn (next, at
-	 * its place in p; opening: checked already) */
+	/* served: the range is opened a chunk per turn as its bytes come in
+	 * (next, at its place in p; opening: its head checked already) */
 	uint64_t next;
 	size_t at;
 	bool opening;
@@ -146,6 +146,8 @@ static int ws_key(struct urs_remote *r, char *out)
 	return n < 0 || n >= KEY_MAX ? -ENAMETOOLONG : 0;
 }
 
+static int range_resized(struct urs_remote *r, const struct pbuf *b, struct urs_err *err);
+
 static void on_req(struct urs_s3_req *q, int res)
 {
 	struct pbuf *b = q->arg;
@@ -159,10 +161,7 @@ static void on_req(struct urs_s3_req *q, int res)
 		r->fail = res;
 		r->ferr = q->err;
 		if (q->op == URS_S3_GET && q->status == 416) /* a range past its end */
-			r->fail = urs_err_set(&r->ferr, -EBADMSG,
-					      "object storage: s3://%s/%s is truncated or was "
-					      "replaced (not the size the index says)",
-					      r->bucket, q->key);
+			r->fail = range_resized(r, b, &r->ferr);
 	}
 	b->async = false;
 	b->state = B_FREE;
@@ -1237,6 +1236,13 @@ static int get_index(struct urs_remote *r, int dirfd, bool ws, struct urs_err *e
 	return e == 0 && ws ? ws_open(r, dirfd, &q[1].req, q[1].res, err) : e;
 }
 
+/* the object a range's reply came from is not the size the index says */
+static int range_resized(struct urs_remote *r, const struct pbuf *b, struct urs_err *err)
+{
+	return bad(r, b->req.key, "is truncated or was replaced (not the size the index says)",
+		   err);
+}
+
 /* a range's reply before its first chunk is opened: of an object the size
  * the index says, and, the object's first range, of this image (its
  * header); *@at: where its first chunk is in the buffer */
@@ -1245,8 +1251,7 @@ static int range_head(struct urs_remote *r, const struct pbuf *b, size_t *at, st
 	const struct entry *en = &r->ents[b->ent];
 	*at = b->chunk0 ? 0 : URS_CRYPT_HDR_LEN;
 	if (b->req.object_size != urs_crypt_sealed_len(en->len))
-		return bad(r, b->req.key,
-			   "is truncated or was replaced (not the size the index says)", err);
+		return range_resized(r, b, err);
 	struct urs_crypt_hdr h;
 	if (!b->chunk0 && (urs_crypt_hdr_parse(b->p, b->req.len, &h, err) < 0 || h.obj != en->obj ||
 			   memcmp(h.id, r->id, sizeof(r->id))))
@@ -1254,17 +1259,27 @@ static int range_head(struct urs_remote *r, const struct pbuf *b, size_t *at, st
 	return 0;
 }
 
-/* a range read back: every byte asked for (get_range's range_len), no fewer */
+/* a range read back: every byte asked for (get_range's range_len), no
+ * fewer, and from an object the size the index says (the last attempt's:
+ * range_head saw the first's) */
 static int range_whole(struct urs_remote *r, const struct pbuf *b, struct urs_err *err)
 {
-	if (b->req.len != b->req.range_len)
-		return bad(r, b->req.key,
-			   "is truncated or was replaced (not the size the index says)", err);
+	if (b->req.len != b->req.range_len ||
+	    b->req.object_size != urs_crypt_sealed_len(r->ents[b->ent].len))
+		return range_resized(r, b, err);
 	return 0;
 }
 
-/* chunk @c of a range read back, at *@at in its buffer: opened and written
- * to @fd where its file wants it; *@at moves past it */
+/* both, for a range read back whole before any of it is used */
+static int range_check(struct urs_remote *r, const struct pbuf *b, size_t *at, struct urs_err *err)
+{
+	int e = range_head(r, b, at, err);
+	return e ? e : range_whole(r, b, err);
+}
+
+/* chunk @c of a range (read back, or its bytes in while it comes), at *@at
+ * in its buffer: opened and written to @fd where its file wants it; *@at
+ * moves past it */
 static int range_chunk(struct urs_remote *r, const struct pbuf *b, int fd, uint64_t c, size_t *at,
 		       struct urs_err *err)
 {
@@ -1286,9 +1301,7 @@ static int range_chunk(struct urs_remote *r, const struct pbuf *b, int fd, uint6
 static int range_done(struct urs_remote *r, int dirfd, struct pbuf *b, struct urs_err *err)
 {
 	size_t at;
-	int e = range_head(r, b, &at, err);
-	if (e == 0)
-		e = range_whole(r, b, err);
+	int e = range_check(r, b, &at, err);
 	if (e < 0)
 		return e;
 	const struct entry *en = &r->ents[b->ent];
@@ -1706,6 +1719,8 @@ static int serve_open(struct serve *sv, struct pbuf *b, struct urs_err *err)
 	}
 	if (!one && !e)
 		return 0;
+	if (!one) /* (every chunk answered while it came: the range's failure is no one's) */
+		return reply(sv, UINT32_MAX, e, err->msg);
 	uint32_t g = (uint32_t) (b->base + c);
 	if (!e && sv->cs) { /* answered once, and only if asked for */
 		uint8_t was = sv->cs[g];
@@ -1716,7 +1731,7 @@ static int serve_open(struct serve *sv, struct pbuf *b, struct urs_err *err)
 	return reply(sv, g, e, e < 0 ? err->msg : NULL);
 }
 
-/* one turn: ranges read back answered a chunk each, queued chunks to free
+/* one turn: ranges with a chunk in answered a chunk each, queued chunks to free
  * buffers (the ones kept for single chunks first). Returns 1 while chunks
  * are left to open (the caller must not wait), 0, or a negative errno. */
 static int serve_turn(struct serve *sv, struct urs_err *err)

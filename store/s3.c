@@ -449,7 +449,7 @@ static void crc32_b64(uint32_t crc, char *out);
  * largest seen, then kept). Returns its length or -ENOMEM. */
 static ssize_t build_complete(struct urs_s3_slot *sl, const struct urs_s3_req *r)
 {
-	size_t need = 128 + (size_t) r->nparts * (64 + 6 * URS_S3_ETAG_MAX);
+	size_t need = 128 + (size_t) r->nparts * (104 + 6 * URS_S3_ETAG_MAX); /* (with CRC32s) */
 	if (need > sl->scratch_cap) {
 		char *p = realloc(sl->scratch, need);
 		if (!p)

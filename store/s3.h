@@ -65,7 +65,8 @@ typedef void (*urs_s3_cb)(struct urs_s3_req *req, int res);
  * @body_len: their length
  * @md5: PUT, MPU_PART: the body's MD5 if the caller has it, else NULL (the
  *       client computes it, on the loop's thread); with URS_S3_SUM_MD5
- * @crc32: the same, its CRC32 (zlib's), with URS_S3_SUM_CRC32
+ * @crc32: the same, its CRC32 (zlib's), with URS_S3_SUM_CRC32 (a multipart
+ *         upload's caller passes each part's: the Complete names them)
  * @buf: GET: where the object (or range) goes
  * @buf_cap: its size; a larger reply fails the request with -EMSGSIZE
  * @range_off: GET: first byte wanted

@@ -293,15 +293,12 @@ static int pick_sum(struct urs_s3_conf *c, const struct conf_src *fe, const stru
 		c->sum = URS_S3_SUM_MD5;
 	else if (n == 5 && !strncasecmp(v, "crc32", 5))
 		c->sum = URS_S3_SUM_CRC32;
-	else if (given(fe->sum))
-		return urs_err_set(err, -EINVAL,
-				   "URSA_S3_CHECKSUM=%.*s: the checksum is md5 or crc32",
-				   (int) (n < 40 ? n : 40), v);
 	else
-		return urs_err_set(err, -EINVAL,
-				   "S3 config file %s: ursa_checksum = %.*s: the checksum is md5 "
-				   "or crc32",
-				   path, (int) (n < 40 ? n : 40), v);
+		return urs_err_set(err, -EINVAL, "%s%s%s%.*s: the checksum is md5 or crc32",
+				   given(fe->sum) ? "" : "S3 config file ",
+				   given(fe->sum) ? "" : path,
+				   given(fe->sum) ? "URSA_S3_CHECKSUM=" : ": ursa_checksum = ",
+				   (int) (n < 40 ? n : 40), v);
 	return 0;
 }
 

@@ -249,7 +249,7 @@ check "restore --lazy-pages with a read of its page data to be cut" 'restore ${P
 	"$(cat "$work/rs.err")"
 check "every page came in (the cut read again)" 'wait_for 60 test -s "$root/${P}a/paged" &&
 	grep -q "^done" "$root/${P}a/paged"' "$(paged ${P}a); $(proxy __stats)"
-check "a read was cut" 'proxy __stats | grep -q "injected=1"' "$(proxy __stats)"
+check "a read was cut" 'proxy __stats | grep -qw "injected=1"' "$(proxy __stats)"
 check "every word of its memory is as it was, after the cut" 'checked ${P}a' \
 	"$(cat "$t"/check-* 2>&1)"
 u delete --force ${P}a >/dev/null 2>&1
@@ -261,7 +261,7 @@ proxy __clear >/dev/null
 # of the prefetch) is held until the store is gone
 proxy "__fault?mode=stall&n=1&skip=3&match=1.pages.img" >/dev/null
 check "restore --lazy-pages returns before the held read" 'restore ${P}b' "$(cat "$work/rs.err")"
-held() { proxy __stats | grep -q "injected=1"; }
+held() { proxy __stats | grep -qw "injected=1"; }
 check "a read of the page data is held" 'wait_for 60 held' "$(proxy __stats)"
 kill -KILL "$s3proxy_pid"
 check "the sandbox is killed" 'wait_for 120 is_stopped ${P}b' "status $(status_of ${P}b)"

@@ -265,7 +265,7 @@ check "no object under the prefix, no stage" \
 proxy "__fault?mode=stall&n=1&match=partNumber%3D2" >/dev/null
 u checkpoint --image-path "s3://ursa-test/img/k" ${P}c 2>"$work/ckk.err" &
 ck=$!
-part2_held() { proxy __stats | grep -q "injected=1"; }
+part2_held() { proxy __stats | grep -qw "injected=1"; }
 wait_for 60 part2_held || bad "the second part reaches the store" "$(proxy __stats)"
 kill -KILL "$s3proxy_pid"
 if wait $ck; then
