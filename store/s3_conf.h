@@ -55,9 +55,10 @@ struct urs_s3_conf {
  * The file must be a regular file owned by root and not readable, writable
  * or executable by group or others: it holds a secret. The environment
  * overrides the file: credentials as one group (a key id from the
- * environment never pairs with a secret or token from the file), region and
- * endpoint each on their own. A custom endpoint implies path-style
- * addressing.
+ * environment never pairs with a secret or token from the file), region,
+ * endpoint and the uploads' checksum (ursa_checksum, URSA_S3_CHECKSUM: md5
+ * or crc32; by default crc32 on AWS, md5 with a custom endpoint) each on
+ * their own. A custom endpoint implies path-style addressing.
  *
  * Return: 0; -ENOKEY when no credentials were found; -EACCES for a file
  * with unsafe ownership or mode; -EINVAL for a malformed file, value or
