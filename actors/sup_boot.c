@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/sched.h>
 #include <sched.h>
 #include <signal.h>
@@ -37,6 +38,7 @@
 #include "host/oom.h"
 #include "host/proc.h"
 #include "host/state.h"
+#include "host/teardown.h"
 
 /* linux.resources onto the sandbox's cgroups (actors/sup_resources.c) */
 #define apply_resources urs_resources_apply
@@ -213,6 +215,56 @@ int sup_boot_checks(struct sup *s)
 	return 0;
 }
 
+/* Whether what is left of a killed predecessor @prev cannot make its
+ * cgroups fail us: its exiting tasks count in pids.current until they are
+ * gone, and a memory limit below what it still holds could not be set (v1)
+ * or would OOM-kill (v2). Its memory is freed far faster than ours is
+ * restored, so with room for what it holds now, we have room. */
+static bool may_adopt(const struct urs_resources *res, struct urs_cgroup *prev)
+{
+	if (res->pids.has_limit || res->memory.has_swap)
+		return false;
+	if (!res->memory.has_limit || res->memory.limit < 0)
+		return true;
+	struct urs_cg_stats st;
+	return urs_cg_stats(prev, &st, NULL) == 0 && st.mem_usage <= (uint64_t) res->memory.limit;
+}
+
+/*
+ * The sandbox's cgroups into sup_cg. A sandbox of our ID that a checkpoint
+ * killed a moment ago may still be exiting in them (freeing 1 GiB takes
+ * ~65 ms here): we take them over (host/teardown.h) rather than wait,
+ * unless may_adopt() says no; then we remove them ourselves once its tasks
+ * are gone, as its reaper would, or wait for the reaper already at it.
+ */
+static int cgroup_make(struct urs_sup_args *a, const struct urs_resources *res, struct urs_err *err)
+{
+	char root[PATH_MAX], prevstr[URS_CG_STRING_MAX];
+	const char *slash = a->state_dir ? strrchr(a->state_dir, '/') : NULL;
+	if (!slash || !a->id || (size_t) (slash - a->state_dir) >= sizeof(root))
+		return urs_cg_create(&sup_cg, a->cgroup_path, a->id, 0, err);
+	snprintf(root, sizeof(root), "%.*s", (int) (slash - a->state_dir), a->state_dir);
+	if (urs_teardown_take(root, a->id, URS_TEARDOWN_ADOPT, prevstr, sizeof(prevstr)) < 0) {
+		(void) urs_teardown_wait(root, a->id, 5000, NULL);
+		return urs_cg_create(&sup_cg, a->cgroup_path, a->id, 0, err);
+	}
+	struct urs_cgroup prev;
+	int r = -EXDEV;
+	if (urs_cg_from_string(&prev, prevstr, NULL) == 0) {
+		if (may_adopt(res, &prev))
+			r = urs_cg_create_over(&sup_cg, a->cgroup_path, a->id, 0, &prev, err);
+		if (r == -EXDEV && (r = urs_cg_destroy(&prev, err)) == 0)
+			r = -EXDEV;
+		urs_cg_close(&prev);
+	}
+	if (r < 0 && r != -EXDEV) {
+		urs_teardown_give_back(root, a->id, URS_TEARDOWN_ADOPT);
+		return urs_err_wrap(err, r, "the cgroups of %s killed by a checkpoint", a->id);
+	}
+	urs_teardown_drop(root, a->id, URS_TEARDOWN_ADOPT);
+	return r == -EXDEV ? urs_cg_create(&sup_cg, a->cgroup_path, a->id, 0, err) : r;
+}
+
 /* cgroup first: the init is cloned inside it; *cgv2 gets the v2 cgroup's
  * directory (for CLONE_INTO_CGROUP) or -1 */
 int sup_boot_cgroup(struct sup *s, int *cgv2)
@@ -220,8 +272,11 @@ int sup_boot_cgroup(struct sup *s, int *cgv2)
 	struct urs_sup_args *a = s->a;
 	const struct urs_spec *spec = a->launch.spec;
 	struct urs_err err = {{0}};
+	static const struct urs_resources none;
+	const struct urs_resources *res =
+		spec->lnx && spec->lnx->has_resources ? &spec->lnx->resources : &none;
 	ckpt_trace("sup: cgroup create");
-	int r = urs_cg_create(&sup_cg, a->cgroup_path, a->id, 0, &err);
+	int r = cgroup_make(a, res, &err);
 	ckpt_trace("sup: cgroup created");
 	if (r < 0) {
 		sup_report(a, r, 0, NULL, err.msg);
@@ -233,9 +288,6 @@ int sup_boot_cgroup(struct sup *s, int *cgv2)
 	urs_cg_to_string(&sup_cg, sup_cgstr, sizeof(sup_cgstr));
 	sup_made_cg = &sup_cg;
 	sup_progress_cgroup(a, sup_cgstr);
-	static const struct urs_resources none;
-	const struct urs_resources *res =
-		spec->lnx && spec->lnx->has_resources ? &spec->lnx->resources : &none;
 	static const struct urs_linux nolnx;
 	/* v1: we move ourselves in ("0" to tasks: no global lock); v2: the
 	 * init is cloned into it (host/cgroup.c, "without the kernel's

@@ -291,9 +291,6 @@ static int finish(struct ckpt_run *c, bool leave)
 	/* the pid namespace dies with its init (a frozen task still dies of SIGKILL) */
 	urs_pidfd_signal(c->pidfd, SIGKILL);
 	c->killed_at = urs_now_ms();
-	/* its memory freed here too, beside its exit: the container's removal
-	 * waits for that exit (a restore under the same name waits for it) */
-	urs_pidfd_mrelease(c->pidfd);
 	/* the thaw (~0.15 ms) is only for a supervisor frozen with it (unified
 	 * hosts); the cgroup goes with the container */
 	if (c->freezer && !c->sup_apart)

@@ -63,7 +63,8 @@ struct ckpt_run_opts {
 	void *sup_ctx;
 	const struct ckpt_run_store *store; /* NULL: @image is a local directory */
 	void *store_ctx;
-	/* the container killed by the checkpoint removed (its record, cgroup) */
+	/* the container killed by the checkpoint removed (its record, cgroup);
+	 * it need not wait for its tasks' exit (cmd: urs_container_remove_killed) */
 	int (*remove)(const struct urs_state *st, struct urs_err *err);
 	/* ckpt_container_ckpt.seccomp_replace, called with @st */
 	int (*seccomp_replace)(void *ctx, const uint64_t *insns, uint32_t len,

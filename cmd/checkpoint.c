@@ -48,7 +48,7 @@ static int key_file_arg(const char *arg, char *out, size_t len)
 
 static int remove_killed(const struct urs_state *st, struct urs_err *err)
 {
-	return urs_container_remove(st, true, err);
+	return urs_container_remove_killed(st, err);
 }
 
 static int checkpoint_run(struct ckpt_run_opts *o, const char *profile)

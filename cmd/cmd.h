@@ -31,6 +31,9 @@ int urs_seal_self_for(const struct urs_spec *spec, struct urs_err *err);
 int urs_container_delete(const char *id, bool force, struct urs_err *err);
 /* The same for a record already read (@rec stays the caller's). */
 int urs_container_remove(const struct urs_state *rec, bool force, struct urs_err *err);
+/* A container a checkpoint has just killed: removed without waiting for
+ * its tasks' exit; its cgroups go once they have (host/teardown.h). */
+int urs_container_remove_killed(const struct urs_state *rec, struct urs_err *err);
 
 /* ckpt_dump_opts.seccomp_replace for a container (@ctx: its struct
  * urs_state): its counting filter -> its profile's plain one. */

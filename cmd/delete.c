@@ -4,12 +4,16 @@
  * A created container is deleted without --force, as runc does.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -18,6 +22,7 @@
 #include "cmd/cmd.h"
 #include "host/cgroup.h"
 #include "host/proc.h"
+#include "host/teardown.h"
 #include "runtime/common.h"
 
 /* Give @pid @grace_ms to exit by itself, then SIGKILL it and wait up to @ms. */
@@ -120,6 +125,105 @@ int urs_container_remove(const struct urs_state *rec, bool force, struct urs_err
 	if (ckpt_layer_of(G.root, id, st.bundle))
 		ckpt_layer_remove(G.root, id, NULL);
 	return urs_state_remove(G.root, id);
+}
+
+/* The reaper: once the killed sandbox's tasks are gone, its cgroups, unless
+ * a new sandbox of its ID took them over first (host/teardown.h). */
+static void reap(const char *id, int initfd)
+{
+	struct pollfd p = {.fd = initfd, .events = POLLIN};
+	while (poll(&p, 1, 10000) < 0 && errno == EINTR) {
+	}
+	char cgs[URS_CG_STRING_MAX];
+	if (urs_teardown_take(G.root, id, URS_TEARDOWN_REAPING, cgs, sizeof(cgs)) < 0)
+		return; /* adopted */
+	struct urs_cgroup cg;
+	if (urs_cg_from_string(&cg, cgs, NULL) == 0 && urs_cg_destroy(&cg, NULL) < 0) {
+		/* still busy: the next sandbox of this ID tries again */
+		urs_teardown_give_back(G.root, id, URS_TEARDOWN_REAPING);
+		return;
+	}
+	urs_teardown_drop(G.root, id, URS_TEARDOWN_REAPING);
+}
+
+/* A process of its own, in a session of its own, holding nothing of ours
+ * (a caller reading our output to its end is not kept waiting), that we
+ * do not wait for; 0 once it runs. */
+static int spawn_reaper(const char *id, int initfd)
+{
+	pid_t p = fork();
+	if (p < 0)
+		return -errno;
+	if (p == 0) {
+		pid_t g = fork();
+		if (g != 0)
+			_exit(g < 0);
+		setsid();
+		int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+		if (nul < 0 || dup2(nul, 0) < 0 || dup2(nul, 1) < 0 || dup2(nul, 2) < 0 ||
+		    dup2(initfd, 3) < 0)
+			_exit(1);
+		syscall(SYS_close_range, 4u, ~0u, 0u);
+		reap(id, 3);
+		_exit(0);
+	}
+	int status;
+	while (waitpid(p, &status, 0) < 0)
+		if (errno != EINTR)
+			return -errno;
+	return WIFEXITED(status) && !WEXITSTATUS(status) ? 0 : -ECHILD;
+}
+
+/* @pid is in a pid namespace of its own (not ours): when it dies, every
+ * task of its namespace is killed and none can fork any more */
+static bool own_pid_ns(pid_t pid)
+{
+	char p[64];
+	struct stat a, b;
+	snprintf(p, sizeof(p), "/proc/%d/ns/pid", (int) pid);
+	return stat(p, &a) == 0 && stat("/proc/self/ns/pid", &b) == 0 &&
+	       (a.st_ino != b.st_ino || a.st_dev != b.st_dev);
+}
+
+int urs_container_remove_killed(const struct urs_state *rec, struct urs_err *err)
+{
+	const struct urs_state st = *rec;
+	struct urs_cgroup cg;
+	bool poststop = st.hooks < 0 || (st.hooks & (1 << URS_HOOK_POSTSTOP));
+	/* the old way where more is to be done once its tasks are gone */
+	if (poststop || st.host_mnt || !st.cgroup || ckpt_layer_of(G.root, st.id, st.bundle) ||
+	    urs_cg_from_string(&cg, st.cgroup, NULL) < 0)
+		return urs_container_remove(rec, true, err);
+	_cleanup_close_ int initfd = urs_pidfd_open_checked(st.pid, st.pid_start);
+	if (initfd < 0 || !own_pid_ns(st.pid)) {
+		urs_cg_close(&cg);
+		return urs_container_remove(rec, true, err);
+	}
+	/* thawed (a checkpoint freezes by v2, and a v1 freezer may hold it
+	 * too), every task killed (not by cgroup.kill: a new sandbox cloned
+	 * into the cgroup before they are gone would be killed too; none can
+	 * fork out, their namespace's init is dead), the supervisor gone (it
+	 * would write to ROOT/ID, a new sandbox's once ours is removed) */
+	urs_cg_freeze(&cg, false, NULL);
+	if (cg.h[URS_CG_V2].path[0])
+		urs_cg2_freeze_write(cg.h[URS_CG_V2].path, false, NULL);
+	urs_cg_kill_each(&cg, SIGKILL, NULL);
+	urs_cg_close(&cg);
+	kill_and_wait(st.sup_pid, st.sup_start, 0, 2000);
+	char cgs[URS_CG_STRING_MAX];
+	if (urs_teardown_put(G.root, st.id, st.cgroup, NULL) < 0)
+		return urs_container_remove(rec, true, err);
+	if (spawn_reaper(st.id, initfd) < 0) {
+		/* nobody else can take it: ROOT/ID still holds the name */
+		if (urs_teardown_take(G.root, st.id, URS_TEARDOWN_REAPING, cgs, sizeof(cgs)) == 0)
+			urs_teardown_drop(G.root, st.id, URS_TEARDOWN_REAPING);
+		return urs_container_remove(rec, true, err);
+	}
+	int r = urs_state_remove(G.root, st.id);
+	if (r < 0)
+		return urs_err_set(err, r, "container %s: removing its record: %s", st.id,
+				   strerror(-r));
+	return 0;
 }
 
 int cmd_delete(int argc, char **argv)

@@ -495,8 +495,8 @@ static void enable_controllers(int dfd)
  * made. *retry: a parent vanished (a concurrent removal) before anything was
  * made; the caller may start over.
  */
-static int walk_once(struct urs_cgroup *cg, int h, size_t root_len, bool *retry,
-		     struct urs_err *err)
+static int walk_once(struct urs_cgroup *cg, int h, size_t root_len, const struct urs_cg_dir *prev,
+		     bool *retry, struct urs_err *err)
 {
 	struct urs_cg_dir *d = &cg->h[h];
 	bool cpuset = h == URS_CG_CPUSET;
@@ -569,7 +569,10 @@ static int walk_once(struct urs_cgroup *cg, int h, size_t root_len, bool *retry,
 		dfd = steal_fd(&fd);
 		pos = end;
 	}
-	if (!d->created) {
+	if (!d->created && prev) {
+		/* a killed predecessor's, its tasks still exiting: ours as it was its */
+		d->created = prev->created;
+	} else if (!d->created) {
 		/* joining an existing cgroup: only an empty one */
 		char buf[32];
 		r = read_at(dfd, "cgroup.procs", buf, sizeof(buf));
@@ -581,13 +584,14 @@ static int walk_once(struct urs_cgroup *cg, int h, size_t root_len, bool *retry,
 	return 0;
 }
 
-static int walk_create(struct urs_cgroup *cg, int h, size_t root_len, struct urs_err *err)
+static int walk_create(struct urs_cgroup *cg, int h, size_t root_len, const struct urs_cg_dir *prev,
+		       struct urs_err *err)
 {
 	char path[URS_CG_PATH_MAX];
 	memcpy(path, cg->h[h].path, sizeof(path));
 	for (int tries = 1;; tries++) {
 		bool retry;
-		int r = walk_once(cg, h, root_len, &retry, err);
+		int r = walk_once(cg, h, root_len, prev, &retry, err);
 		if (!r || !retry || tries == CG_CREATE_RETRIES)
 			return r;
 		memcpy(cg->h[h].path, path, sizeof(path));
@@ -749,8 +753,40 @@ static int hier_paths(struct urs_cgroup *cg, int mode, const char *proc, const c
 	return 0;
 }
 
+/* @prev names each of @cg's directories (a predecessor's, from
+ * urs_cg_to_string()): every used hierarchy at the same path */
+static bool same_dirs(const struct urs_cgroup *cg, const struct urs_cgroup *prev)
+{
+	if (prev->mode != cg->mode)
+		return false;
+	for (int h = 0; h < URS_CG_NHIER; h++)
+		if (has(cg, h) != has(prev, h) ||
+		    (has(cg, h) && strcmp(cg->h[h].path, prev->h[h].path)))
+			return false;
+	return true;
+}
+
+/* A predecessor killed in a checkpoint was thawed before it was left to
+ * us; a freezer still set would stop our init at its birth. */
+static void thaw_adopted(struct urs_cgroup *cg)
+{
+	if (has(cg, URS_CG_FREEZER))
+		(void) cg_write(cg, URS_CG_FREEZER, "freezer.state", "THAWED", NULL);
+	if (has(cg, URS_CG_V2)) {
+		int dfd = cg_fd(cg, URS_CG_V2, NULL);
+		if (dfd >= 0 && faccessat(dfd, "cgroup.freeze", F_OK, 0) == 0)
+			(void) write_at(dfd, "cgroup.freeze", "0");
+	}
+}
+
 int urs_cg_create(struct urs_cgroup *cg, const char *cgroups_path, const char *id, pid_t caller,
 		  struct urs_err *err)
+{
+	return urs_cg_create_over(cg, cgroups_path, id, caller, NULL, err);
+}
+
+int urs_cg_create_over(struct urs_cgroup *cg, const char *cgroups_path, const char *id,
+		       pid_t caller, const struct urs_cgroup *prev, struct urs_err *err)
 {
 	int mode = urs_cg_mode();
 	cg_init(cg, mode > 0 ? mode : 0);
@@ -770,16 +806,22 @@ int urs_cg_create(struct urs_cgroup *cg, const char *cgroups_path, const char *i
 	r = hier_paths(cg, mode, proc, rel, abs, root_len, err);
 	if (r < 0)
 		return r;
+	if (prev && !same_dirs(cg, prev)) {
+		cg_init(cg, mode);
+		return urs_err_set(err, -EXDEV, "cgroup: not the directories of the predecessor");
+	}
 
 	for (int h = 0; h < URS_CG_NHIER; h++) {
 		if (!has(cg, h) || cg->h[h].alias >= 0)
 			continue;
-		r = walk_create(cg, h, root_len[h], err);
+		r = walk_create(cg, h, root_len[h], prev ? &prev->h[h] : NULL, err);
 		if (r < 0) {
 			(void) urs_cg_destroy(cg, NULL);
 			return r;
 		}
 	}
+	if (prev)
+		thaw_adopted(cg);
 	return 0;
 }
 
@@ -1753,6 +1795,18 @@ int urs_cg_kill_all(struct urs_cgroup *cg, int sig, struct urs_err *err)
 			ret = r;
 	}
 	return ret;
+}
+
+int urs_cg_kill_each(struct urs_cgroup *cg, int sig, struct urs_err *err)
+{
+	_cleanup_free_ pid_t *pids = NULL;
+	size_t n;
+	int r = urs_cg_pids(cg, &pids, &n, err);
+	for (size_t i = 0; !r && i < n; i++)
+		if (kill(pids[i], sig) < 0 && errno != ESRCH)
+			r = urs_err_set(err, -errno, "cgroup: kill(%d, %d): %s", (int) pids[i], sig,
+					strerror(errno));
+	return r;
 }
 
 /* ---- stats ------------------------------------------------------------- */

@@ -91,6 +91,26 @@ const char *urs_cg_hier_name(enum urs_cg_hier h);
 int urs_cg_create(struct urs_cgroup *cg, const char *cgroups_path, const char *id, pid_t caller,
 		  struct urs_err *err);
 
+/**
+ * urs_cg_create_over() - urs_cg_create(), over a killed predecessor's cgroups
+ * @cg: filled as by urs_cg_create()
+ * @cgroups_path: as for urs_cg_create()
+ * @id: as for urs_cg_create()
+ * @caller: as for urs_cg_create()
+ * @prev: the predecessor's cgroups (urs_cg_from_string() of its record,
+ *        host/teardown.h), or NULL: urs_cg_create() itself
+ * @err: what failed, and where
+ *
+ * Its directories that are still there, busy with its exiting tasks, are
+ * joined and become ours with the levels it had made (urs_cg_destroy()
+ * removes them with ours); a freezer it left set is thawed. Only when
+ * every directory is the one @prev names.
+ * Return: 0; -EXDEV (nothing made) when @prev names other directories;
+ * another negative errno as urs_cg_create().
+ */
+int urs_cg_create_over(struct urs_cgroup *cg, const char *cgroups_path, const char *id,
+		       pid_t caller, const struct urs_cgroup *prev, struct urs_err *err);
+
 /* The caller's own cgroups in @cg's v1 hierarchies (paths only, nothing
  * created), to move back there with urs_cg_enter_self_v1(). */
 int urs_cg_home_v1(struct urs_cgroup *home, const struct urs_cgroup *cg, struct urs_err *err);
@@ -289,6 +309,21 @@ int urs_cg_pids(struct urs_cgroup *cg, pid_t **pids, size_t *n, struct urs_err *
  * freeze, signal each pid, thaw (so nothing forks its way out). A paused
  * sandbox stays paused for other signals (delivered on resume). */
 int urs_cg_kill_all(struct urs_cgroup *cg, int sig, struct urs_err *err);
+
+/**
+ * urs_cg_kill_each() - urs_cg_kill_all() without cgroup.kill
+ * @cg: the cgroups
+ * @sig: the signal
+ * @err: what failed
+ *
+ * Signal each pid listed, nothing frozen: for tasks that cannot fork any
+ * more (their pid namespace's init killed), in cgroups a new sandbox may
+ * join while they are still exiting: on this kernel a task cloned into a
+ * v2 cgroup after a cgroup.kill, before the tasks it killed have all
+ * exited, is killed too.
+ * Return: 0 or a negative errno.
+ */
+int urs_cg_kill_each(struct urs_cgroup *cg, int sig, struct urs_err *err);
 
 /* Remove the directories urs_cg_create made (sub-cgroups first, leaf, then
  * the new parents still empty), retrying ≤ 1 s on EBUSY while processes

@@ -27,15 +27,6 @@ int urs_pidfd_signal(int pidfd, int sig)
 	return syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0) < 0 ? -errno : 0;
 }
 
-#ifndef SYS_process_mrelease
-#define SYS_process_mrelease 448
-#endif
-
-int urs_pidfd_mrelease(int pidfd)
-{
-	return syscall(SYS_process_mrelease, pidfd, 0u) < 0 ? -errno : 0;
-}
-
 /* Fields after the command (which may contain spaces and parens). */
 static int stat_fields(pid_t pid, char *buf, size_t len, char **after)
 {

@@ -53,20 +53,6 @@ bool urs_proc_alive(pid_t pid, uint64_t ticks);
 int urs_pidfd_signal(int pidfd, int sig);
 
 /**
- * urs_pidfd_mrelease() - free a killed process's memory now, in the caller
- * @pidfd: a process SIGKILLed already
- *
- * process_mrelease(2) (Linux 5.15): its private anonymous memory is
- * unmapped by the caller, beside the process's own exit, which then has
- * less to free: measured here, a 1 GiB process is reaped 52 ms after its
- * SIGKILL instead of 64. A hint: its failure (an older kernel, a process
- * that is not dying or shares its memory) changes nothing.
- *
- * Return: 0 or a negative errno.
- */
-int urs_pidfd_mrelease(int pidfd);
-
-/**
  * urs_pidfd_exit_status() - how a process that need not be our child ended
  * @pidfd: a pidfd of it, opened while it lived
  * @pid: its pid (for /proc while it is an unreaped zombie)
