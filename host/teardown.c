@@ -33,10 +33,15 @@ int urs_teardown_put(const char *root, const char *id, const char *cgroups, stru
 	    name_of(path, sizeof(path), root, id, NULL) < 0)
 		return urs_err_set(err, -ENAMETOOLONG, "the teardown record of %s: path too long",
 				   id);
-	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
-		return urs_err_set(err, -errno, "creating %s: %m", dir);
-	_cleanup_close_ int fd =
-		open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	/* (another ID's taker removes the directory once it is empty) */
+	_cleanup_close_ int fd = -1;
+	for (int tries = 0; fd < 0 && tries < 3; tries++) {
+		if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+			return urs_err_set(err, -errno, "creating %s: %m", dir);
+		fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+		if (fd < 0 && errno != ENOENT)
+			break;
+	}
 	if (fd < 0)
 		return urs_err_set(err, -errno, "creating %s: %m", tmp);
 	size_t n = strlen(cgroups);
@@ -83,6 +88,10 @@ void urs_teardown_drop(const char *root, const char *id, const char *as)
 	char path[PATH_MAX];
 	if (name_of(path, sizeof(path), root, id, as) == 0)
 		unlink(path);
+	/* the directory too, once nothing else is pending (ENOTEMPTY otherwise):
+	 * a state root holds only what is live */
+	if (name_of(path, sizeof(path), root, NULL, NULL) == 0)
+		rmdir(path);
 }
 
 /* one of ID, ID@reaping, ID@@what is there */

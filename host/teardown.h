@@ -69,6 +69,8 @@ void urs_teardown_give_back(const char *root, const char *id, const char *as);
  * @root: the state root
  * @id: the sandbox's ID
  * @as: what it was taken as
+ *
+ * ROOT/.teardown goes with its last record.
  */
 void urs_teardown_drop(const char *root, const char *id, const char *as);
 
