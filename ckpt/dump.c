@@ -3140,6 +3140,7 @@ static int precopy(struct dumpctx *c, pid_t pid, const struct ckpt_seal *seal, s
 		r = precopy_cut(c, err);
 	if (r == 0) /* the freeze must not wait for the upload of the pre-copy */
 		r = ckpt_pagesink_drain(&c->pw, err);
+	ckpt_trace("dump: pre-copy drained");
 	/* smaps now, the tree running: the freeze reads maps only (ckpt/maps.h) */
 	if (r == 0 && c->pre.n && !(c->early = calloc(c->pre.n, sizeof(*c->early))))
 		r = -ENOMEM;
@@ -3149,6 +3150,13 @@ static int precopy(struct dumpctx *c, pid_t pid, const struct ckpt_seal *seal, s
 		if (ckpt_maps_read(c->pre.procs[i].pid, NULL, &c->early[c->nearly].m, &e2) == 0)
 			c->nearly++;
 	}
+	/* what was written during the drain (an fdatasync of the whole copy,
+	 * an upload's end) and smaps, copied while it still runs, and that
+	 * written out too: the freeze is left the last round's writes only */
+	if (r == 0)
+		r = ckpt_precopy_more(&c->pre, &c->pw, c->chunk, CHUNK, err);
+	if (r == 0)
+		r = ckpt_pagesink_drain(&c->pw, err);
 	/* (recorded: stored, or another process's copy of the frame) */
 	c->st->precopy_pages = c->pre.pages + c->pre.shared_pages;
 	c->st->precopy_ms = c->pre.ms;

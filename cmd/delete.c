@@ -174,6 +174,22 @@ static int spawn_reaper(const char *id, int initfd)
 	return WIFEXITED(status) && !WEXITSTATUS(status) ? 0 : -ECHILD;
 }
 
+/* Every task of @cg SIGKILLed one by one (not by cgroup.kill: a task cloned
+ * into the v2 cgroup before they are all gone would be killed too), each
+ * first set to SCHED_IDLE: their exit (freeing their memory) then leaves
+ * the CPUs to what runs next, a restore of the same sandbox first. */
+static void kill_idle(struct urs_cgroup *cg)
+{
+	_cleanup_free_ pid_t *pids = NULL;
+	size_t n = 0;
+	if (urs_cg_pids(cg, &pids, &n, NULL) < 0)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		urs_proc_sched_idle(pids[i]);
+		kill(pids[i], SIGKILL);
+	}
+}
+
 /* @pid is in a pid namespace of its own (not ours): when it dies, every
  * task of its namespace is killed and none can fork any more */
 static bool own_pid_ns(pid_t pid)
@@ -200,14 +216,13 @@ int urs_container_remove_killed(const struct urs_state *rec, struct urs_err *err
 		return urs_container_remove(rec, true, err);
 	}
 	/* thawed (a checkpoint freezes by v2, and a v1 freezer may hold it
-	 * too), every task killed (not by cgroup.kill: a new sandbox cloned
-	 * into the cgroup before they are gone would be killed too; none can
-	 * fork out, their namespace's init is dead), the supervisor gone (it
-	 * would write to ROOT/ID, a new sandbox's once ours is removed) */
+	 * too), every task killed (none can fork out: their namespace's init
+	 * is dead), the supervisor gone (it would write to ROOT/ID, a new
+	 * sandbox's once ours is removed) */
 	urs_cg_freeze(&cg, false, NULL);
 	if (cg.h[URS_CG_V2].path[0])
 		urs_cg2_freeze_write(cg.h[URS_CG_V2].path, false, NULL);
-	urs_cg_kill_each(&cg, SIGKILL, NULL);
+	kill_idle(&cg);
 	urs_cg_close(&cg);
 	kill_and_wait(st.sup_pid, st.sup_start, 0, 2000);
 	char cgs[URS_CG_STRING_MAX];

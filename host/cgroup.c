@@ -1797,18 +1797,6 @@ int urs_cg_kill_all(struct urs_cgroup *cg, int sig, struct urs_err *err)
 	return ret;
 }
 
-int urs_cg_kill_each(struct urs_cgroup *cg, int sig, struct urs_err *err)
-{
-	_cleanup_free_ pid_t *pids = NULL;
-	size_t n;
-	int r = urs_cg_pids(cg, &pids, &n, err);
-	for (size_t i = 0; !r && i < n; i++)
-		if (kill(pids[i], sig) < 0 && errno != ESRCH)
-			r = urs_err_set(err, -errno, "cgroup: kill(%d, %d): %s", (int) pids[i], sig,
-					strerror(errno));
-	return r;
-}
-
 /* ---- stats ------------------------------------------------------------- */
 
 /* Missing file → 0; a cgroup directory that cannot be opened → error. */

@@ -310,21 +310,6 @@ int urs_cg_pids(struct urs_cgroup *cg, pid_t **pids, size_t *n, struct urs_err *
  * sandbox stays paused for other signals (delivered on resume). */
 int urs_cg_kill_all(struct urs_cgroup *cg, int sig, struct urs_err *err);
 
-/**
- * urs_cg_kill_each() - urs_cg_kill_all() without cgroup.kill
- * @cg: the cgroups
- * @sig: the signal
- * @err: what failed
- *
- * Signal each pid listed, nothing frozen: for tasks that cannot fork any
- * more (their pid namespace's init killed), in cgroups a new sandbox may
- * join while they are still exiting: on this kernel a task cloned into a
- * v2 cgroup after a cgroup.kill, before the tasks it killed have all
- * exited, is killed too.
- * Return: 0 or a negative errno.
- */
-int urs_cg_kill_each(struct urs_cgroup *cg, int sig, struct urs_err *err);
-
 /* Remove the directories urs_cg_create made (sub-cgroups first, leaf, then
  * the new parents still empty), retrying ≤ 1 s on EBUSY while processes
  * exit. Kills nothing. Idempotent. Closes cached fds. */

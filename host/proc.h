@@ -53,6 +53,17 @@ bool urs_proc_alive(pid_t pid, uint64_t ticks);
 int urs_pidfd_signal(int pidfd, int sig);
 
 /**
+ * urs_proc_sched_idle() - every thread of @pid to SCHED_IDLE
+ * @pid: the process
+ *
+ * For a process being torn down: what is left of its exit (freeing its
+ * memory, ~65 ms a GiB here) then runs only when nothing else would.
+ *
+ * Return: 0, or a negative errno (the threads listed so far are set).
+ */
+int urs_proc_sched_idle(pid_t pid);
+
+/**
  * urs_pidfd_exit_status() - how a process that need not be our child ended
  * @pidfd: a pidfd of it, opened while it lived
  * @pid: its pid (for /proc while it is an unreaped zombie)
