@@ -215,54 +215,77 @@ int sup_boot_checks(struct sup *s)
 	return 0;
 }
 
-/* Whether what is left of a killed predecessor @prev cannot make its
- * cgroups fail us: its exiting tasks count in pids.current until they are
- * gone, and a memory limit below what it still holds could not be set (v1)
- * or would OOM-kill (v2). Its memory is freed far faster than ours is
- * restored, so with room for what it holds now, we have room. */
+/* Whether a new sandbox may join a killed predecessor's cgroups @prev
+ * while its tasks are still exiting: not with a pids limit (they count in
+ * pids.current until gone), nor a memory or swap limit (what they still
+ * hold counts against it, and their exit yields the CPU to ours: their
+ * memory might not be freed faster than ours fills), nor where the
+ * directories hold more than the tasks (urs_cg_adoptable). */
 static bool may_adopt(const struct urs_resources *res, struct urs_cgroup *prev)
 {
-	if (res->pids.has_limit || res->memory.has_swap)
+	if (res->pids.has_limit || res->memory.has_swap ||
+	    (res->memory.has_limit && res->memory.limit >= 0))
 		return false;
-	if (!res->memory.has_limit || res->memory.limit < 0)
-		return true;
-	struct urs_cg_stats st;
-	return urs_cg_stats(prev, &st, NULL) == 0 && st.mem_usage <= (uint64_t) res->memory.limit;
+	return urs_cg_adoptable(prev);
+}
+
+/* an adopted predecessor's record, held until the sandbox runs (then
+ * sup_adopt_done drops it; if we die first its reaper takes it from us) */
+static int adopt_fd = -1;
+static char adopt_root[PATH_MAX];
+
+void sup_adopt_done(const char *id)
+{
+	if (adopt_fd >= 0)
+		urs_teardown_drop(adopt_root, id, URS_TEARDOWN_ADOPT, adopt_fd);
+	adopt_fd = -1;
 }
 
 /*
  * The sandbox's cgroups into sup_cg. A sandbox of our ID that a checkpoint
  * killed a moment ago may still be exiting in them (freeing 1 GiB takes
- * ~65 ms here): we take them over (host/teardown.h) rather than wait,
- * unless may_adopt() says no; then we remove them ourselves once its tasks
- * are gone, as its reaper would, or wait for the reaper already at it.
+ * ~65 ms here, host/teardown.h): we take them over rather than wait, if
+ * may_adopt() says we may, else remove them ourselves once its tasks are
+ * gone; other directories than ours are left to its reaper.
  */
 static int cgroup_make(struct urs_sup_args *a, const struct urs_resources *res, struct urs_err *err)
 {
-	char root[PATH_MAX], prevstr[URS_CG_STRING_MAX];
+	char prevstr[URS_CG_STRING_MAX];
 	const char *slash = a->state_dir ? strrchr(a->state_dir, '/') : NULL;
-	if (!slash || !a->id || (size_t) (slash - a->state_dir) >= sizeof(root))
+	if (!slash || !a->id || (size_t) (slash - a->state_dir) >= sizeof(adopt_root))
 		return urs_cg_create(&sup_cg, a->cgroup_path, a->id, 0, err);
-	snprintf(root, sizeof(root), "%.*s", (int) (slash - a->state_dir), a->state_dir);
-	if (urs_teardown_take(root, a->id, URS_TEARDOWN_ADOPT, prevstr, sizeof(prevstr)) < 0) {
-		(void) urs_teardown_wait(root, a->id, 5000, NULL);
+	snprintf(adopt_root, sizeof(adopt_root), "%.*s", (int) (slash - a->state_dir),
+		 a->state_dir);
+	int fd = urs_teardown_take(adopt_root, a->id, URS_TEARDOWN_ADOPT, prevstr, sizeof(prevstr),
+				   5000);
+	if (fd == -ENOENT)
 		return urs_cg_create(&sup_cg, a->cgroup_path, a->id, 0, err);
-	}
+	if (fd < 0)
+		return urs_err_set(err, fd,
+				   "cgroup: the cgroups of %s, killed by a checkpoint, are still "
+				   "being removed: %s",
+				   a->id, strerror(-fd));
 	struct urs_cgroup prev;
-	int r = -EXDEV;
-	if (urs_cg_from_string(&prev, prevstr, NULL) == 0) {
-		if (may_adopt(res, &prev))
-			r = urs_cg_create_over(&sup_cg, a->cgroup_path, a->id, 0, &prev, err);
-		if (r == -EXDEV && (r = urs_cg_destroy(&prev, err)) == 0)
-			r = -EXDEV;
-		urs_cg_close(&prev);
+	if (urs_cg_from_string(&prev, prevstr, NULL) < 0) { /* (not ours to act on) */
+		urs_teardown_drop(adopt_root, a->id, URS_TEARDOWN_ADOPT, fd);
+		return urs_cg_create(&sup_cg, a->cgroup_path, a->id, 0, err);
 	}
-	if (r < 0 && r != -EXDEV) {
-		urs_teardown_give_back(root, a->id, URS_TEARDOWN_ADOPT);
+	bool adopt = may_adopt(res, &prev);
+	int r = urs_cg_create_over(&sup_cg, a->cgroup_path, a->id, 0, &prev, adopt, err);
+	urs_cg_close(&prev);
+	if (r == -EXDEV) { /* other directories: its reaper's */
+		urs_teardown_give_back(adopt_root, a->id, URS_TEARDOWN_ADOPT, fd);
+		return urs_cg_create(&sup_cg, a->cgroup_path, a->id, 0, err);
+	}
+	if (r < 0) {
+		urs_teardown_give_back(adopt_root, a->id, URS_TEARDOWN_ADOPT, fd);
 		return urs_err_wrap(err, r, "the cgroups of %s killed by a checkpoint", a->id);
 	}
-	urs_teardown_drop(root, a->id, URS_TEARDOWN_ADOPT);
-	return r == -EXDEV ? urs_cg_create(&sup_cg, a->cgroup_path, a->id, 0, err) : r;
+	if (adopt)
+		adopt_fd = fd;
+	else
+		urs_teardown_drop(adopt_root, a->id, URS_TEARDOWN_ADOPT, fd);
+	return 0;
 }
 
 /* cgroup first: the init is cloned inside it; *cgv2 gets the v2 cgroup's

@@ -166,6 +166,9 @@ void sup_report(struct urs_sup_args *a, int code, pid_t pid, const char *cg, con
 void sup_report_stdio(struct sup *s);
 /* READY, then the parent's word that its record is written (-EPIPE: none). */
 int sup_ready_recorded(struct sup *s, const char *cgstr);
+/* the record of a killed predecessor whose cgroups this sandbox took over,
+ * dropped once the sandbox is recorded (actors/sup_boot.c) */
+void sup_adopt_done(const char *id);
 /* READY was not taken: the init and what was made go. */
 void sup_abandon(struct sup *s);
 

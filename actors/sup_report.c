@@ -86,6 +86,8 @@ int sup_ready_recorded(struct sup *s, const char *cgstr)
 	while (n < 0 && errno == EINTR);
 	close(a->report_fd);
 	a->report_fd = -1;
+	if (n == 1)
+		sup_adopt_done(a->id);
 	return n == 1 ? 0 : -EPIPE;
 }
 

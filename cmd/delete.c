@@ -128,64 +128,88 @@ int urs_container_remove(const struct urs_state *rec, bool force, struct urs_err
 }
 
 /* The reaper: once the killed sandbox's tasks are gone, its cgroups, unless
- * a new sandbox of its ID took them over first (host/teardown.h). */
-static void reap(const char *id, int initfd)
+ * a new sandbox of its ID took them over (host/teardown.h): waited for
+ * while one holds them, until it runs (or dies: then taken from it). */
+static void reap(const char *root, const char *id, int initfd)
 {
 	struct pollfd p = {.fd = initfd, .events = POLLIN};
-	while (poll(&p, 1, 10000) < 0 && errno == EINTR) {
+	while (poll(&p, 1, 60000) < 0 && errno == EINTR) {
 	}
 	char cgs[URS_CG_STRING_MAX];
-	if (urs_teardown_take(G.root, id, URS_TEARDOWN_REAPING, cgs, sizeof(cgs)) < 0)
-		return; /* adopted */
+	int fd = urs_teardown_take(root, id, URS_TEARDOWN_REAPING, cgs, sizeof(cgs), 30000);
+	if (fd < 0)
+		return; /* adopted, or kept by a live sandbox past 30 s: its own then */
 	struct urs_cgroup cg;
 	if (urs_cg_from_string(&cg, cgs, NULL) == 0 && urs_cg_destroy(&cg, NULL) < 0) {
 		/* still busy: the next sandbox of this ID tries again */
-		urs_teardown_give_back(G.root, id, URS_TEARDOWN_REAPING);
+		urs_teardown_give_back(root, id, URS_TEARDOWN_REAPING, fd);
 		return;
 	}
-	urs_teardown_drop(G.root, id, URS_TEARDOWN_REAPING);
+	urs_teardown_drop(root, id, URS_TEARDOWN_REAPING, fd);
 }
 
-/* A process of its own, in a session of its own, holding nothing of ours
- * (a caller reading our output to its end is not kept waiting), that we
- * do not wait for; 0 once it runs. */
+/* A process of its own (a session of its own, in /, all signals open),
+ * holding nothing of ours but the init's pidfd (a caller reading our
+ * output to its end is not kept waiting), that we do not wait for: 0 once
+ * it is set up, told through a pipe. */
 static int spawn_reaper(const char *id, int initfd)
 {
-	pid_t p = fork();
-	if (p < 0)
+	char root[PATH_MAX];
+	int ready[2];
+	if (!realpath(G.root, root) || pipe2(ready, O_CLOEXEC) < 0)
 		return -errno;
+	pid_t p = fork();
 	if (p == 0) {
 		pid_t g = fork();
 		if (g != 0)
 			_exit(g < 0);
+		sigset_t none;
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
 		setsid();
 		int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
-		if (nul < 0 || dup2(nul, 0) < 0 || dup2(nul, 1) < 0 || dup2(nul, 2) < 0 ||
-		    dup2(initfd, 3) < 0)
+		int fd = fcntl(initfd, F_DUPFD_CLOEXEC, 10); /* (above 0-2, which we replace) */
+		if (nul < 0 || fd < 0 || chdir("/") < 0 || dup2(nul, 0) < 0 || dup2(nul, 1) < 0 ||
+		    dup2(nul, 2) < 0 || dup2(fd, 3) < 0 || dup2(ready[1], 4) < 0)
 			_exit(1);
-		syscall(SYS_close_range, 4u, ~0u, 0u);
-		reap(id, 3);
+		if (syscall(SYS_close_range, 5u, ~0u, 0u) < 0)
+			for (int k = 5; k < 1024; k++)
+				close(k);
+		if (write(4, "", 1) != 1)
+			_exit(1);
+		close(4);
+		reap(root, id, 3);
 		_exit(0);
 	}
-	int status;
-	while (waitpid(p, &status, 0) < 0)
-		if (errno != EINTR)
-			return -errno;
-	return WIFEXITED(status) && !WEXITSTATUS(status) ? 0 : -ECHILD;
+	int status, r = p < 0 ? -errno : 0;
+	close(ready[1]);
+	while (p > 0 && waitpid(p, &status, 0) < 0)
+		if (errno != EINTR) {
+			r = -errno;
+			break;
+		}
+	char c;
+	if (!r && (read(ready[0], &c, 1) != 1 || !WIFEXITED(status) || WEXITSTATUS(status)))
+		r = -ECHILD;
+	close(ready[0]);
+	return r;
 }
 
-/* Every task of @cg SIGKILLed one by one (not by cgroup.kill: a task cloned
- * into the v2 cgroup before they are all gone would be killed too), each
- * first set to SCHED_IDLE: their exit (freeing their memory) then leaves
- * the CPUs to what runs next, a restore of the same sandbox first. */
-static void kill_idle(struct urs_cgroup *cg)
+/* Every task of @cg but the supervisor @sup SIGKILLed one by one (not by
+ * cgroup.kill: a task cloned into the v2 cgroup before they are all gone
+ * would be killed too), each first reniced to 10: their exit (freeing
+ * their memory) then leaves most of a shared CPU to what runs next, a
+ * restore of the same sandbox first. */
+static void kill_reniced(struct urs_cgroup *cg, pid_t sup)
 {
 	_cleanup_free_ pid_t *pids = NULL;
 	size_t n = 0;
 	if (urs_cg_pids(cg, &pids, &n, NULL) < 0)
 		return;
 	for (size_t i = 0; i < n; i++) {
-		urs_proc_sched_idle(pids[i]);
+		if (pids[i] == sup)
+			continue;
+		urs_proc_renice(pids[i], 10);
 		kill(pids[i], SIGKILL);
 	}
 }
@@ -222,7 +246,7 @@ int urs_container_remove_killed(const struct urs_state *rec, struct urs_err *err
 	urs_cg_freeze(&cg, false, NULL);
 	if (cg.h[URS_CG_V2].path[0])
 		urs_cg2_freeze_write(cg.h[URS_CG_V2].path, false, NULL);
-	kill_idle(&cg);
+	kill_reniced(&cg, st.sup_pid);
 	urs_cg_close(&cg);
 	kill_and_wait(st.sup_pid, st.sup_start, 0, 2000);
 	char cgs[URS_CG_STRING_MAX];
@@ -230,8 +254,10 @@ int urs_container_remove_killed(const struct urs_state *rec, struct urs_err *err
 		return urs_container_remove(rec, true, err);
 	if (spawn_reaper(st.id, initfd) < 0) {
 		/* nobody else can take it: ROOT/ID still holds the name */
-		if (urs_teardown_take(G.root, st.id, URS_TEARDOWN_REAPING, cgs, sizeof(cgs)) == 0)
-			urs_teardown_drop(G.root, st.id, URS_TEARDOWN_REAPING);
+		int fd =
+			urs_teardown_take(G.root, st.id, URS_TEARDOWN_REAPING, cgs, sizeof(cgs), 0);
+		if (fd >= 0)
+			urs_teardown_drop(G.root, st.id, URS_TEARDOWN_REAPING, fd);
 		return urs_container_remove(rec, true, err);
 	}
 	int r = urs_state_remove(G.root, st.id);

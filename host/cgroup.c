@@ -782,11 +782,58 @@ static void thaw_adopted(struct urs_cgroup *cg)
 int urs_cg_create(struct urs_cgroup *cg, const char *cgroups_path, const char *id, pid_t caller,
 		  struct urs_err *err)
 {
-	return urs_cg_create_over(cg, cgroups_path, id, caller, NULL, err);
+	return urs_cg_create_over(cg, cgroups_path, id, caller, NULL, false, err);
+}
+
+/* a directory below @dfd */
+static bool has_subdirs(int dfd)
+{
+	int fd = dup(dfd);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return true; /* (unknown: as if) */
+	}
+	bool any = false;
+	struct dirent *e;
+	while (!any && (e = readdir(d)))
+		any = e->d_type == DT_DIR && strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+	closedir(d);
+	return any;
+}
+
+/* the "oom_kill N" count of @file in hierarchy @h (0 if none) */
+static uint64_t oom_kills(struct urs_cgroup *cg, int h, const char *file)
+{
+	char buf[1024];
+	int dfd = has(cg, h) ? cg_fd(cg, h, NULL) : -1;
+	int r = dfd < 0 ? -ENOENT : read_at(dfd, file, buf, sizeof(buf));
+	if (r < 0)
+		return r == -ENOENT ? 0 : 1; /* (unreadable: as if it had) */
+	const char *k = strstr(buf, "oom_kill ");
+	return k ? strtoull(k + 9, NULL, 10) : 0;
+}
+
+bool urs_cg_adoptable(struct urs_cgroup *cg)
+{
+	for (int h = 0; h < URS_CG_NHIER; h++) {
+		if (!has(cg, h) || cg->h[h].alias >= 0)
+			continue;
+		int dfd = cg_fd(cg, h, NULL);
+		if (dfd < 0 || has_subdirs(dfd))
+			return false;
+	}
+	char sc[256];
+	int dfd = has(cg, URS_CG_V2) ? cg_fd(cg, URS_CG_V2, NULL) : -1;
+	if (dfd >= 0 && read_at(dfd, "cgroup.subtree_control", sc, sizeof(sc)) != 0)
+		return false; /* (read_at trims: 0 is an empty list) */
+	return !oom_kills(cg, URS_CG_V2, "memory.events") &&
+	       !oom_kills(cg, URS_CG_MEMORY, "memory.oom_control");
 }
 
 int urs_cg_create_over(struct urs_cgroup *cg, const char *cgroups_path, const char *id,
-		       pid_t caller, const struct urs_cgroup *prev, struct urs_err *err)
+		       pid_t caller, struct urs_cgroup *prev, bool adopt, struct urs_err *err)
 {
 	int mode = urs_cg_mode();
 	cg_init(cg, mode > 0 ? mode : 0);
@@ -809,6 +856,13 @@ int urs_cg_create_over(struct urs_cgroup *cg, const char *cgroups_path, const ch
 	if (prev && !same_dirs(cg, prev)) {
 		cg_init(cg, mode);
 		return urs_err_set(err, -EXDEV, "cgroup: not the directories of the predecessor");
+	}
+	if (prev && !adopt) { /* not to be joined busy: removed once its tasks are gone */
+		if ((r = urs_cg_destroy(prev, err)) < 0) {
+			cg_init(cg, mode);
+			return r;
+		}
+		prev = NULL;
 	}
 
 	for (int h = 0; h < URS_CG_NHIER; h++) {
@@ -1916,7 +1970,9 @@ int urs_cg_from_string(struct urs_cgroup *cg, const char *s, struct urs_err *err
 				goto bad;
 			const char *path = colon + 1;
 			size_t pl = (size_t) (end - path);
-			if (pl == 0 || pl >= URS_CG_PATH_MAX || path[0] != '/' ||
+			/* (under the cgroup mounts only: records name what is removed) */
+			if (pl <= sizeof(CG_ROOT) || pl >= URS_CG_PATH_MAX ||
+			    memcmp(path, CG_ROOT "/", sizeof(CG_ROOT)) ||
 			    memmem(path, pl, "/..", 3) || memchr(path, '\n', pl))
 				goto bad;
 			memcpy(cg->h[h].path, path, pl);

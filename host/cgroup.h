@@ -99,17 +99,32 @@ int urs_cg_create(struct urs_cgroup *cg, const char *cgroups_path, const char *i
  * @caller: as for urs_cg_create()
  * @prev: the predecessor's cgroups (urs_cg_from_string() of its record,
  *        host/teardown.h), or NULL: urs_cg_create() itself
+ * @adopt: join them as they are (else remove them first, once its tasks
+ *         are gone: urs_cg_destroy(), ~1 s at most)
  * @err: what failed, and where
  *
- * Its directories that are still there, busy with its exiting tasks, are
- * joined and become ours with the levels it had made (urs_cg_destroy()
- * removes them with ours); a freezer it left set is thawed. Only when
- * every directory is the one @prev names.
- * Return: 0; -EXDEV (nothing made) when @prev names other directories;
- * another negative errno as urs_cg_create().
+ * Only when every directory is the one @prev names. Adopted, those still
+ * there, busy with its exiting tasks, are joined and become ours with the
+ * levels it had made (urs_cg_destroy() removes them with ours); a freezer
+ * it left set is thawed.
+ * Return: 0; -EXDEV (nothing made, nothing removed) when @prev names other
+ * directories; another negative errno as urs_cg_create().
  */
 int urs_cg_create_over(struct urs_cgroup *cg, const char *cgroups_path, const char *id,
-		       pid_t caller, const struct urs_cgroup *prev, struct urs_err *err);
+		       pid_t caller, struct urs_cgroup *prev, bool adopt, struct urs_err *err);
+
+/**
+ * urs_cg_adoptable() - may a new sandbox join these busy cgroups as they are
+ * @cg: a killed predecessor's cgroups
+ *
+ * Not if any of them holds a cgroup of its own (a sandbox with a writable
+ * cgroup namespace made it; v2: its init could not be cloned in), or
+ * enables controllers for its children, or counts an OOM kill (a client
+ * watching the count would report one the new sandbox never had). Every
+ * directory must still be there.
+ * Return: true if it may.
+ */
+bool urs_cg_adoptable(struct urs_cgroup *cg);
 
 /* The caller's own cgroups in @cg's v1 hierarchies (paths only, nothing
  * created), to move back there with urs_cg_enter_self_v1(). */

@@ -9,9 +9,9 @@
 #include <stdio.h>
 #include <string.h>
 #include <poll.h>
-#include <sched.h>
 #include <stdlib.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -30,20 +30,19 @@ int urs_pidfd_signal(int pidfd, int sig)
 	return syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0) < 0 ? -errno : 0;
 }
 
-int urs_proc_sched_idle(pid_t pid)
+int urs_proc_renice(pid_t pid, int nice)
 {
 	char path[64];
 	snprintf(path, sizeof(path), "/proc/%d/task", (int) pid);
 	DIR *d = opendir(path);
 	if (!d)
 		return -errno;
-	const struct sched_param sp = {0};
 	int r = 0;
 	struct dirent *e;
 	while ((e = readdir(d)))
 		if (e->d_name[0] != '.' &&
-		    sched_setscheduler((pid_t) atoi(e->d_name), SCHED_IDLE, &sp) < 0 &&
-		    errno != ESRCH && !r)
+		    setpriority(PRIO_PROCESS, (id_t) atoi(e->d_name), nice) < 0 && errno != ESRCH &&
+		    !r)
 			r = -errno;
 	closedir(d);
 	return r;

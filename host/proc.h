@@ -53,15 +53,18 @@ bool urs_proc_alive(pid_t pid, uint64_t ticks);
 int urs_pidfd_signal(int pidfd, int sig);
 
 /**
- * urs_proc_sched_idle() - every thread of @pid to SCHED_IDLE
+ * urs_proc_renice() - every thread of @pid to nice value @nice
  * @pid: the process
+ * @nice: -20 .. 19
  *
  * For a process being torn down: what is left of its exit (freeing its
- * memory, ~65 ms a GiB here) then runs only when nothing else would.
+ * memory, ~65 ms a GiB here) then yields most of a shared CPU to what
+ * runs at nice 0 — yet still progresses under load, which SCHED_IDLE
+ * would not (two busy loops at nice 0 starve it for seconds).
  *
  * Return: 0, or a negative errno (the threads listed so far are set).
  */
-int urs_proc_sched_idle(pid_t pid);
+int urs_proc_renice(pid_t pid, int nice);
 
 /**
  * urs_pidfd_exit_status() - how a process that need not be our child ended

@@ -7,17 +7,20 @@
  * cgroup v2 directory cannot be renamed out of the way (EPERM). A
  * checkpoint that kills its sandbox therefore does not wait: it removes
  * the sandbox's record and leaves ROOT/.teardown/ID (the cgroups, as
- * urs_cg_to_string() writes them). Then exactly one of two takes it,
- * by renaming it (atomic):
- *   - the reaper the checkpoint left behind, once the tasks are gone:
- *     ID@reaping while it removes the directories, then nothing;
- *   - a new sandbox of the same ID (a restore, at once): ID@adopt while
- *     it makes the same directories its own (urs_cg_create_over()),
- *     tasks still exiting in them included.
- * A sandbox that may not adopt them waits until neither ID nor
- * ID@reaping is there (urs_teardown_wait()). Names with '@' are never a
- * container's ID (host/state.c urs_id_valid), and `ursa list` skips
- * ROOT/.teardown as it skips every name starting with '.'.
+ * urs_cg_to_string() writes them). Then one of two takes it:
+ *   - the reaper the checkpoint left behind, once the tasks are gone
+ *     (ID@reaping while it removes the directories);
+ *   - a new sandbox of the same ID (a restore, at once: ID@adopt while it
+ *     makes the same directories its own, urs_cg_create_over(), until it
+ *     runs), or, when it may not adopt them, removes them itself once the
+ *     tasks are gone.
+ * Taking is a lock on the record (fcntl's, a process's own: not inherited
+ * by what it clones), then a rename: a record whose taker died (its lock
+ * gone with it) is taken again by the next one; one whose taker lives is
+ * waited for. A taker that cannot finish gives it back
+ * (ID again). Names with '@' are never a container's ID (host/state.c
+ * urs_id_valid), `ursa list` skips ROOT/.teardown as it skips every name
+ * starting with '.', and the directory goes with its last record.
  */
 #ifndef URSA_HOST_TEARDOWN_H
 #define URSA_HOST_TEARDOWN_H
@@ -43,48 +46,42 @@
 int urs_teardown_put(const char *root, const char *id, const char *cgroups, struct urs_err *err);
 
 /**
- * urs_teardown_take() - take ROOT/.teardown/@id, renaming it to ID@AS
+ * urs_teardown_take() - take @id's record as ID@AS, waiting for a live taker
  * @root: the state root
  * @id: the sandbox's ID
  * @as: URS_TEARDOWN_REAPING or URS_TEARDOWN_ADOPT
  * @cgroups: gets the cgroups it names
  * @len: size of @cgroups
+ * @ms: how long to wait while another live process holds it
  *
- * Return: 0 when this caller took it; -ENOENT when there is none (or
- * another took it first); another negative errno if it could not be read
- * (it is then put back).
+ * Takes ID, or a record whose taker died; waits (woken by the directory's
+ * events, and every 50 ms for a taker's death) while one that lives holds
+ * it. Keep the returned fd open while dealing with it: it is the lock
+ * that says so; end with urs_teardown_drop() or urs_teardown_give_back().
+ * Return: the lock's fd; -ENOENT when @id has no record (any more);
+ * -ETIMEDOUT after @ms; another negative errno.
  */
-int urs_teardown_take(const char *root, const char *id, const char *as, char *cgroups, size_t len);
+int urs_teardown_take(const char *root, const char *id, const char *as, char *cgroups, size_t len,
+		      int ms);
 
 /**
  * urs_teardown_give_back() - undo urs_teardown_take(): ID@AS back to ID
  * @root: the state root
  * @id: the sandbox's ID
  * @as: what it was taken as
+ * @fd: urs_teardown_take()'s lock, closed
  */
-void urs_teardown_give_back(const char *root, const char *id, const char *as);
+void urs_teardown_give_back(const char *root, const char *id, const char *as, int fd);
 
 /**
  * urs_teardown_drop() - remove ID@AS: what it named is dealt with
  * @root: the state root
  * @id: the sandbox's ID
  * @as: what it was taken as
+ * @fd: urs_teardown_take()'s lock, closed
  *
  * ROOT/.teardown goes with its last record.
  */
-void urs_teardown_drop(const char *root, const char *id, const char *as);
-
-/**
- * urs_teardown_wait() - wait until nobody removes cgroups for @id
- * @root: the state root
- * @id: the sandbox's ID
- * @ms: the longest wait
- * @what: a name of its own to wait for too (e.g. URS_TEARDOWN_ADOPT), or NULL
- *
- * Woken by the directory's own events (inotify), not by polling.
- * Return: 0 once neither ROOT/.teardown/ID nor ID@reaping (nor ID@WHAT)
- * exists, -ETIMEDOUT after @ms, or another negative errno.
- */
-int urs_teardown_wait(const char *root, const char *id, int ms, const char *what);
+void urs_teardown_drop(const char *root, const char *id, const char *as, int fd);
 
 #endif

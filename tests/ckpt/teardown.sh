@@ -24,9 +24,11 @@ root=$work/root
 . "$(dirname "$0")/../lib/hog.sh"   # hog_bundle, hog_checked
 u() { "$URSA" --root "$root" "$@"; }
 holder=
+made=() # directories made by hand, removed at the end whatever happened
 cleanup() {
-	[ -n "$holder" ] && kill -9 "$holder" 2>/dev/null
+	[ -n "$holder" ] && kill -9 "$holder" 2>/dev/null && wait "$holder" 2>/dev/null
 	for id in ${P}a ${P}b ${P}h ${P}n; do u delete --force "$id" >/dev/null 2>&1; done
+	for dir in "${made[@]}"; do rmdir "$dir" 2>/dev/null; done
 	rm -rf "$work"
 }
 trap cleanup EXIT
@@ -50,6 +52,7 @@ predecessor() {
 	for ent in "${ents[@]:1}"; do
 		dir=${ent#*:}
 		mkdir -p "$dir" || return 1
+		made+=("$dir")
 		[ -e "$dir/cpuset.cpus" ] && cat "$dir/../cpuset.cpus" >"$dir/cpuset.cpus" &&
 			cat "$dir/../cpuset.mems" >"$dir/cpuset.mems"
 		echo "$holder" >"$dir/cgroup.procs" || return 1

@@ -937,6 +937,9 @@ static void test_string_roundtrip(void **state)
 		"mode=hybrid;memory=x:/a",
 		"mode=hybrid;memory=1:/a/../b",
 		"mode=hybrid;memory=1:/a;memory=1:/b",
+		"mode=hybrid;memory=1:/tmp/x", /* outside the cgroup mounts */
+		"mode=hybrid;memory=1:/sys/fs/cgroupx/a",
+		"mode=hybrid;memory=1:/sys/fs/cgroup",
 	};
 	struct urs_cgroup junk;
 	for (size_t i = 0; i < URS_ARRAY_SIZE(bad); i++) {
