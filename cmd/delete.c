@@ -168,9 +168,11 @@ static int spawn_reaper(const char *id, int initfd)
 		sigprocmask(SIG_SETMASK, &none, NULL);
 		setsid();
 		int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
-		int fd = fcntl(initfd, F_DUPFD_CLOEXEC, 10); /* (above 0-2, which we replace) */
-		if (nul < 0 || fd < 0 || chdir("/") < 0 || dup2(nul, 0) < 0 || dup2(nul, 1) < 0 ||
-		    dup2(nul, 2) < 0 || dup2(fd, 3) < 0 || dup2(ready[1], 4) < 0)
+		/* (above 0-4, which the dup2s below replace) */
+		int fd = fcntl(initfd, F_DUPFD_CLOEXEC, 10),
+		    w = fcntl(ready[1], F_DUPFD_CLOEXEC, 10);
+		if (nul < 0 || fd < 0 || w < 0 || chdir("/") < 0 || dup2(nul, 0) < 0 ||
+		    dup2(nul, 1) < 0 || dup2(nul, 2) < 0 || dup2(fd, 3) < 0 || dup2(w, 4) < 0)
 			_exit(1);
 		if (syscall(SYS_close_range, 5u, ~0u, 0u) < 0)
 			for (int k = 5; k < 1024; k++)
