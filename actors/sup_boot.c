@@ -232,12 +232,14 @@ static bool may_adopt(const struct urs_resources *res, struct urs_cgroup *prev)
 /* an adopted predecessor's record, held until the sandbox runs (then
  * sup_adopt_done drops it; if we die first its reaper takes it from us) */
 static int adopt_fd = -1;
-static char adopt_root[PATH_MAX];
 
-void sup_adopt_done(const char *id)
+void sup_adopt_done(const struct urs_sup_args *a)
 {
-	if (adopt_fd >= 0)
-		urs_teardown_drop(adopt_root, id, URS_TEARDOWN_ADOPT, adopt_fd);
+	char root[PATH_MAX];
+	if (adopt_fd >= 0 && sup_state_root(a, root, sizeof(root)) == 0)
+		urs_teardown_drop(root, a->id, URS_TEARDOWN_ADOPT, adopt_fd);
+	else if (adopt_fd >= 0)
+		close(adopt_fd);
 	adopt_fd = -1;
 }
 
@@ -250,12 +252,9 @@ void sup_adopt_done(const char *id)
  */
 static int cgroup_make(struct urs_sup_args *a, const struct urs_resources *res, struct urs_err *err)
 {
-	char prevstr[URS_CG_STRING_MAX];
-	const char *slash = a->state_dir ? strrchr(a->state_dir, '/') : NULL;
-	if (!slash || !a->id || (size_t) (slash - a->state_dir) >= sizeof(adopt_root))
+	char prevstr[URS_CG_STRING_MAX], adopt_root[PATH_MAX];
+	if (sup_state_root(a, adopt_root, sizeof(adopt_root)) < 0)
 		return urs_cg_create(&sup_cg, a->cgroup_path, a->id, 0, err);
-	snprintf(adopt_root, sizeof(adopt_root), "%.*s", (int) (slash - a->state_dir),
-		 a->state_dir);
 	int fd = urs_teardown_take(adopt_root, a->id, URS_TEARDOWN_ADOPT, prevstr, sizeof(prevstr),
 				   5000);
 	if (fd == -ENOENT)

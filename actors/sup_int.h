@@ -168,7 +168,10 @@ void sup_report_stdio(struct sup *s);
 int sup_ready_recorded(struct sup *s, const char *cgstr);
 /* the record of a killed predecessor whose cgroups this sandbox took over,
  * dropped once the sandbox is recorded (actors/sup_boot.c) */
-void sup_adopt_done(const char *id);
+void sup_adopt_done(const struct urs_sup_args *a);
+/* ROOT of the sandbox's record ROOT/ID (a->state_dir) into @root: 0, or
+ * -EINVAL where it has none (`ursa do`) */
+int sup_state_root(const struct urs_sup_args *a, char *root, size_t len);
 /* READY was not taken: the init and what was made go. */
 void sup_abandon(struct sup *s);
 

@@ -9,6 +9,7 @@
 #include "actors/sup_int.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -87,7 +88,7 @@ int sup_ready_recorded(struct sup *s, const char *cgstr)
 	close(a->report_fd);
 	a->report_fd = -1;
 	if (n == 1)
-		sup_adopt_done(a->id);
+		sup_adopt_done(a);
 	return n == 1 ? 0 : -EPIPE;
 }
 
@@ -109,15 +110,19 @@ static void remove_made(struct urs_sup_args *a)
 				     NULL); /* threads of ours: the slow way */
 		urs_cg_destroy(sup_made_cg, NULL);
 	}
-	if (a->state_dir) {
-		char root[4096];
-		snprintf(root, sizeof(root), "%s", a->state_dir);
-		char *slash = strrchr(root, '/');
-		if (slash && slash != root) {
-			*slash = 0;
-			urs_state_remove(root, slash + 1);
-		}
-	}
+	char root[PATH_MAX];
+	if (sup_state_root(a, root, sizeof(root)) == 0)
+		urs_state_remove(root, a->id);
+}
+
+int sup_state_root(const struct urs_sup_args *a, char *root, size_t len)
+{
+	const char *slash = a->state_dir ? strrchr(a->state_dir, '/') : NULL;
+	if (!slash || slash == a->state_dir || !a->id || strcmp(slash + 1, a->id) ||
+	    (size_t) (slash - a->state_dir) >= len)
+		return -EINVAL;
+	snprintf(root, len, "%.*s", (int) (slash - a->state_dir), a->state_dir);
+	return 0;
 }
 
 /* READY was not taken: the init goes too. */

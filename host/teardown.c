@@ -103,6 +103,9 @@ int urs_teardown_take(const char *root, const char *id, const char *as, char *cg
 	char dir[PATH_MAX];
 	if (!len || name_of(dir, sizeof(dir), root, NULL, NULL) < 0)
 		return -EINVAL;
+	/* every sandbox's creation asks: one syscall when nothing is pending */
+	if (access(dir, F_OK) < 0 && errno == ENOENT)
+		return -ENOENT;
 	/* at once if nobody holds it: an inotify instance costs an RCU grace
 	 * period when it is closed (~15 ms here), for waits only */
 	int first = take_once(root, id, as, cgroups, len);
