@@ -12,9 +12,12 @@
  * one `struct sup` per sandbox. The builder then exits.
  *
  * Only a sandbox whose supervisor has nothing else to run is handed over:
- * no user-mode network, no gofer volume, no restore, no profile. Counted
- * seccomp denials go with it (the filter's listener and its errno table). Any other, or a host that
- * refuses or is not there, keeps its supervisor process (nothing is lost: the hand-over is an
+ * no gofer volume, no restore, no profile. Counted seccomp denials go with
+ * it (the filter's listener and its errno table), and so does its
+ * user-mode network: the tap, the port forwards' bound sockets and the
+ * engine's configuration; the host runs the netstack on its loop, one per
+ * such sandbox. Any other, or a host that refuses or is not there, keeps
+ * its supervisor process (nothing is lost: the hand-over is an
  * optimisation of memory, never of behaviour).
  *
  * ROOT/ID/hosted ("PID START\n": the host's pid and start time) says who
@@ -28,6 +31,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "actors/netstack.h"
 #include "actors/sc_count.h"
 #include "host/state.h"
 #include "runtime/err.h"
@@ -38,20 +42,26 @@
 
 /* The hand-over message; its fds, in this order: the init's pidfd, the
  * control socket's listener, the sync socket unless the init has exec'd
- * (execd), and the seccomp filter's listener with counted denials (sc:
- * then sc_table is the profile's errno table, actors/sc_count.h). */
+ * (execd), the seccomp filter's listener with counted denials (sc: then
+ * sc_table is the profile's errno table, actors/sc_count.h), and with a
+ * user-mode network (net) the tap, then each of net_part.o's forwards'
+ * bound sockets in its order (their fds in the message are -1). */
 struct urs_handover {
 	uint32_t magic;
 	int32_t init_pid;
-	uint8_t started, execd, sc;
+	uint8_t started, execd, sc, net;
 	char id[URS_ID_MAX];
 	struct {
 		uint16_t base_errno, n_exc;
 		uint32_t converted, native_arch;
 		struct urs_seccomp_deny_exc exc[URS_SC_EXC_MAX];
 	} sc_table;
+	struct {
+		struct urs_net_cfg cfg; /* the engine's */
+		struct urs_netopts o;	/* the sandbox's network options */
+	} net_part;
 };
-#define URS_HANDOVER_FDS 4
+#define URS_HANDOVER_FDS (5 + URS_NET_MAX_FWD)
 
 /* What a host needs of the sandbox it adopts, besides the message. */
 struct urs_adopt {
@@ -69,7 +79,9 @@ struct urs_adopt {
  * @o: the sandbox (its fds are taken whatever happens)
  * @err: why not
  *
- * Starts the control socket, the checkpointer and the watch on the init;
+ * Starts the control socket, the checkpointer, the netstack (a refusal if
+ * it cannot start: the supervisor then serves the sandbox) and the watch on
+ * the init;
  * when the init ends its status goes to ROOT/ID/exit and everything of the
  * sandbox is freed once its last connection closed.
  *

@@ -49,7 +49,8 @@
 /* an IP packet of 64 KiB, its Ethernet header and the virtio-net header,
  * rounded up to whole pages */
 #define SLOT_BYTES (64u * 1024 + 4096)
-#define NS_BGID	   0x75 /* buffer group id of the tap ring */
+#define NS_BGID	   0x75 /* first buffer group id tried for the tap ring */
+#define NS_BGIDS   64	/* netstacks one loop may carry (a shim's pod) */
 
 struct urs_netstack {
 	struct urs_loop *loop;
@@ -74,17 +75,40 @@ struct urs_netstack {
 };
 
 static void rx_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint32_t flags);
+
+/* the memory of a netstack that was never armed, or whose every operation
+ * has ended */
+static void ns_free(struct urs_netstack *ns)
+{
+	if (ns->ring)
+		urs_bufring_fini(&ns->br);
+	if (ns->flat)
+		munmap(ns->flat, SLOT_BYTES);
+	urs_nettx_fini(&ns->txb);
+	urs_closep(&ns->tapfd);
+	free(ns);
+}
+
+/* a stopped netstack goes once nothing of the loop's refers to it */
+static bool ns_gone(struct urs_netstack *ns)
+{
+	if (!ns->stopping || urs_op_busy(&ns->rx_op) || urs_op_busy(&ns->txpoll_op) ||
+	    urs_timer_busy(&ns->idle_timer) || ns->txb.busy)
+		return false;
+	ns_free(ns);
+	return true;
+}
 static int net_metrics_register(void);
 
 static void rx_arm(struct urs_netstack *ns)
 {
 	struct io_uring_sqe *sqe = urs_op_sqe(&ns->rx_op);
 	if (ns->ring && ns->multishot) {
-		urs_prep_read_multishot(sqe, ns->tapfd, 0, 0, NS_BGID);
+		urs_prep_read_multishot(sqe, ns->tapfd, 0, 0, ns->br.bgid);
 	} else if (ns->ring) {
 		io_uring_prep_read(sqe, ns->tapfd, NULL, SLOT_BYTES, 0);
 		sqe->flags |= IOSQE_BUFFER_SELECT;
-		sqe->buf_group = NS_BGID;
+		sqe->buf_group = ns->br.bgid;
 	} else {
 		io_uring_prep_read(sqe, ns->tapfd, ns->flat, SLOT_BYTES, 0);
 	}
@@ -129,6 +153,8 @@ static void rx_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint32_
 		ns->rx_errors++;
 	if (flags & IORING_CQE_F_MORE)
 		return;
+	if (ns_gone(ns))
+		return;
 	if (ns->trimming && !ns->stopping) {
 		/* the read is over (cancelled, or ended by itself meanwhile): no
 		 * request holds a slot, so their memory can go back */
@@ -149,8 +175,10 @@ static void rx_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint32_
 static void idle_cb(struct urs_loop *loop, struct urs_timer *t, int res)
 {
 	struct urs_netstack *ns = container_of(t, struct urs_netstack, idle_timer);
-	if (res < 0 || ns->stopping)
+	if (res < 0 || ns->stopping) {
+		ns_gone(ns);
 		return;
+	}
 	urs_netsplice_tick(ns->splice, ns->idle_ms);
 	if (ns->tx_batch)
 		urs_nettx_idle(&ns->txb);
@@ -176,7 +204,7 @@ static void txpoll_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uin
 	(void) loop;
 	(void) flags;
 	struct urs_netstack *ns = container_of(op, struct urs_netstack, txpoll_op);
-	if (res < 0 || ns->stopping)
+	if (ns_gone(ns) || res < 0 || ns->stopping)
 		return;
 	urs_net_tx_ready(ns->net);
 }
@@ -184,6 +212,8 @@ static void txpoll_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uin
 static void tx_ready(void *ctx)
 {
 	struct urs_netstack *ns = ctx;
+	if (ns_gone(ns))
+		return;
 	if (!ns->stopping && ns->net)
 		urs_net_tx_ready(ns->net);
 }
@@ -289,7 +319,10 @@ int urs_netstack_start(struct urs_netstack **out, struct urs_loop *loop, int tap
 		}
 	}
 	splice_start(ns, nc, o);
-	r = urs_bufring_init(&ns->br, loop, NS_BGID, SLOT_BYTES, ns->max_slots);
+	/* a group id of its own: other netstacks may share the loop */
+	r = -EEXIST;
+	for (uint16_t g = NS_BGID; r == -EEXIST && g < NS_BGID + NS_BGIDS; g++)
+		r = urs_bufring_init(&ns->br, loop, g, SLOT_BYTES, ns->max_slots);
 	if (r == 0) {
 		ns->ring = true;
 		ns->multishot = urs_has(URS_FEAT_READ_MSHOT);
@@ -321,14 +354,7 @@ fail:
 	/* nothing of ours is armed yet (the read and the timer come last):
 	 * the engine cleans up after itself, the rest is freed here */
 	urs_netfwd_close(o);
-	urs_netstack_stop(ns);
-	if (ns->ring)
-		urs_bufring_fini(&ns->br);
-	if (ns->flat)
-		munmap(ns->flat, SLOT_BYTES);
-	urs_nettx_fini(&ns->txb); /* the loop has not run: no write in flight */
-	close(ns->tapfd);
-	free(ns);
+	urs_netstack_stop(ns); /* nothing armed: freed at once */
 	return r;
 }
 
@@ -344,8 +370,6 @@ void urs_netstack_stop(struct urs_netstack *ns)
 		urs_cancel(ns->loop, &ns->txpoll_op);
 	if (urs_timer_busy(&ns->idle_timer))
 		urs_timer_cancel(ns->loop, &ns->idle_timer);
-	/* the cancels complete on the loop; ns is owned by the supervisor for
-	 * the rest of its life, so it is not freed here (its exit frees it) */
 	if (ns->net) {
 		urs_net_set_accept_hook(ns->net, NULL, NULL);
 		urs_net_fini(ns->net);
@@ -353,6 +377,9 @@ void urs_netstack_stop(struct urs_netstack *ns)
 	ns->net = NULL;
 	urs_netsplice_stop(ns->splice);
 	ns->splice = NULL;
+	/* the cancels complete on the loop: the last of them frees ns (at once
+	 * when nothing was armed); in-flight writes end by themselves */
+	ns_gone(ns);
 }
 
 /* eth0's tx "drop" column in the sandbox's /proc/net/dev (seen through its

@@ -101,6 +101,10 @@ struct urs_netstack;
  * in @o (their fds are handed to the engine). */
 int urs_netstack_start(struct urs_netstack **out, struct urs_loop *loop, int tapfd,
 		       const struct urs_net_cfg *nc, struct urs_netopts *o, struct urs_err *err);
+/* Stop (NULL: nothing): the forwards closed at once, the tap's read and
+ * the timers cancelled; @ns frees itself, its tap closed, once the last of
+ * its operations has ended on the loop, so it must not be used after this
+ * call. Several netstacks may share a loop (each its own buffer group). */
 void urs_netstack_stop(struct urs_netstack *ns);
 void urs_netstack_get_stats(const struct urs_netstack *ns, struct urs_netstack_stats *st);
 const struct urs_net_stats *urs_netstack_engine_stats(const struct urs_netstack *ns);

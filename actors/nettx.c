@@ -58,7 +58,12 @@ static void write_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint
 	t->busy &= ~(1u << (uint32_t) (s - t->slots));
 	if (res < 0 && res != -ECANCELED)
 		t->errors++;
-	if (t->want_ready && !t->stopping) {
+	if (t->stopping) {
+		if (!t->busy)
+			t->ready(t->ctx); /* the last write: the owner may free t */
+		return;
+	}
+	if (t->want_ready) {
 		t->want_ready = false;
 		t->ready(t->ctx);
 	}

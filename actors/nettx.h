@@ -52,7 +52,9 @@ int urs_nettx_send(struct urs_nettx *t, const struct iovec *iov, int iovcnt);
 /* Once per idle period: shrink to one slot without backlog, return the
  * memory of slots not in flight (all of it after a period without frames). */
 void urs_nettx_idle(struct urs_nettx *t);
-/* No more ready() calls; in-flight writes complete on the loop. */
+/* No more ready() calls for room; in-flight writes complete on the loop,
+ * and the last of them calls ready() once more (then the owner, stopping,
+ * may free @t: busy is 0). */
 void urs_nettx_stop(struct urs_nettx *t);
 /* Release the slots: only when no write can be in flight any more (the
  * loop is gone, or every completion came back). */

@@ -78,8 +78,9 @@ void sup_start_actors(struct sup *s)
 
 void sup_stop_actors(struct sup *s)
 {
-	if (s->net)
-		urs_netstack_stop(s->net);
+	/* the loop ends next, so its cancels never complete: s->net stays
+	 * unfreed (and unused) until our exit */
+	urs_netstack_stop(s->net);
 	sup_gofer_stop(s);
 	urs_loop_fini(s->lp);
 }

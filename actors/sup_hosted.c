@@ -30,14 +30,31 @@
 
 /* ---- the supervisor's side ---- */
 
-/* Nothing but the control socket, the checkpointer and the init's exit to
- * serve: what a host runs (the rest stays in a supervisor process). */
+/* The network goes with the sandbox: none, or a netstack not started yet
+ * whose tap and forwards are all open */
+static bool net_can_go(const struct sup *s)
+{
+	const struct urs_netopts *o = s->a->net;
+	if (s->net)
+		return false;
+	if (!o || o->mode != URS_NET_SANDBOX)
+		return s->tapfd < 0 && (!o || o->n_fwd == 0);
+	if (s->tapfd < 0 || o->n_fwd > URS_NET_MAX_FWD)
+		return false;
+	for (unsigned i = 0; i < o->n_fwd; i++)
+		if (o->fwd[i].fd < 0)
+			return false;
+	return true;
+}
+
+/* Nothing but the control socket, the checkpointer, the netstack and the
+ * init's exit to serve: what a host runs (the rest stays in a supervisor
+ * process). */
 static bool can_hand_over(const struct sup *s)
 {
 	const struct urs_sup_args *a = s->a;
-	return a->host_socket && a->state_dir && s->tapfd < 0 && !s->net &&
-	       (!a->net || (a->net->mode != URS_NET_SANDBOX && a->net->n_fwd == 0)) &&
-	       a->launch.n_gofer == 0 && !a->restore_dir && !s->lazy && !a->profile &&
+	return a->host_socket && a->state_dir && net_can_go(s) && a->launch.n_gofer == 0 &&
+	       !a->restore_dir && !s->lazy && !a->profile &&
 	       (urs_sup_seccomp_fd() < 0 ||
 		(a->seccomp_count && a->seccomp_count->n_exc <= URS_SC_EXC_MAX)) &&
 	       s->pidfd >= 0 && s->ctl_fd >= 0 && !s->exited;
@@ -81,6 +98,16 @@ static int send_handover(int fd, const struct sup *s)
 		h.sc_table.converted = d->converted;
 		h.sc_table.native_arch = d->native_arch;
 		memcpy(h.sc_table.exc, d->exc, d->n_exc * sizeof(*d->exc));
+	}
+	if (s->tapfd >= 0) { /* the netstack's: checked by net_can_go */
+		h.net = 1;
+		h.net_part.cfg = s->netcfg;
+		h.net_part.o = *s->a->net;
+		fds[nfd++] = s->tapfd;
+		for (unsigned i = 0; i < h.net_part.o.n_fwd; i++) {
+			fds[nfd++] = h.net_part.o.fwd[i].fd;
+			h.net_part.o.fwd[i].fd = -1;
+		}
 	}
 	return urs_send_fds(fd, &h, sizeof(h), fds, nfd);
 }
@@ -143,6 +170,7 @@ struct hosted {
 	struct sup s;
 	struct urs_sup_args a;
 	struct urs_cgroup cg;
+	struct urs_netopts *net; /* with a netstack: its options (a.net, for checkpoints) */
 	struct hosted *next;
 };
 
@@ -167,6 +195,8 @@ unsigned urs_sup_adopted(void)
 
 static void hosted_free(struct hosted *h)
 {
+	urs_netstack_stop(h->s.net); /* (it frees itself) */
+	free(h->net);
 	if (h->s.sc)
 		urs_sc_stop(h->s.sc, h->s.lp);
 	free(h->s.sc);
@@ -213,6 +243,8 @@ static void hosted_end(struct sup *s)
 		urs_cancel(s->lp, &s->exec_op);
 	if (s->sc)
 		urs_sc_stop(s->sc, s->lp);
+	urs_netstack_stop(s->net); /* its forwards' ports free now, as with a supervisor's exit */
+	s->net = NULL;
 	sup_exec_waiters_answer(s);
 	sup_hosted_release(s);
 }
@@ -267,19 +299,26 @@ static int adopt_fill(struct hosted *h, struct urs_loop *loop, const struct urs_
 	return 0;
 }
 
-/* The fds as they came (pidfd, control socket, then the sync socket and
- * the seccomp listener when the message says so) into @sync and @sc; any
- * other closed. -EBADF if one is missing. */
-static int map_fds(const struct urs_handover *m, int fds[URS_HANDOVER_FDS], int *sync, int *sc)
+/* The fds as they came (pidfd, control socket, then the sync socket, the
+ * seccomp listener, the tap and the forwards when the message says so):
+ * the sync socket and the listener in @sync and @sc, the index of the tap
+ * in *@net (0: none); any other closed. -EBADF if one is missing. */
+static int map_fds(const struct urs_handover *m, int fds[URS_HANDOVER_FDS], int *sync, int *sc,
+		   int *net)
 {
 	int i = 2;
 	*sync = m->execd ? -1 : fds[i++];
 	*sc = m->sc ? fds[i++] : -1;
+	*net = 0;
+	bool ok = fds[0] >= 0 && fds[1] >= 0 && (m->execd || *sync >= 0) && (!m->sc || *sc >= 0);
+	if (m->net) {
+		*net = i;
+		for (unsigned k = 0; k <= m->net_part.o.n_fwd && i < URS_HANDOVER_FDS; k++)
+			ok &= fds[i++] >= 0;
+	}
 	for (; i < URS_HANDOVER_FDS; i++)
 		urs_closep(&fds[i]);
-	return fds[0] >= 0 && fds[1] >= 0 && (m->execd || *sync >= 0) && (!m->sc || *sc >= 0)
-		       ? 0
-		       : -EBADF;
+	return ok ? 0 : -EBADF;
 }
 
 static void sc_ended(void *arg)
@@ -305,6 +344,39 @@ static int adopt_sc(struct sup *s, const struct urs_handover *m, int fd, struct 
 	return urs_sc_take(s->sc, fd, &d, true);
 }
 
+/* the message's network part within the engine's and the options' bounds */
+static bool net_sane(const struct urs_handover *m)
+{
+	const struct urs_netopts *o = &m->net_part.o;
+	const struct urs_net_cfg *c = &m->net_part.cfg;
+	return !m->net || (o->mode == URS_NET_SANDBOX && o->n_fwd <= URS_NET_MAX_FWD &&
+			   o->n_allow <= URS_NET_MAX_ALLOW && c->n_dns <= URS_NET_MAX_DNS &&
+			   c->n_allow <= URS_NET_MAX_ALLOW);
+}
+
+/* the netstack on our loop, with the tap and the forwards from fds[@at]
+ * on (taken, -1 in @fds from here, closed on failure too) */
+static int adopt_net(struct hosted *h, const struct urs_handover *m, int fds[URS_HANDOVER_FDS],
+		     int at, struct urs_err *err)
+{
+	struct sup *s = &h->s;
+	int tap = fds[at];
+	fds[at] = -1;
+	if (!(h->net = malloc(sizeof(*h->net)))) {
+		close(tap);
+		return urs_err_set(err, -ENOMEM, "%s: out of memory", m->id);
+	}
+	*h->net = m->net_part.o;
+	h->net->sandbox_pid = m->init_pid; /* whose namespace the splices enter */
+	for (unsigned i = 0; i < h->net->n_fwd; i++) {
+		h->net->fwd[i].fd = fds[at + 1 + (int) i];
+		fds[at + 1 + (int) i] = -1;
+	}
+	s->netcfg = m->net_part.cfg;
+	h->a.net = h->net;
+	return urs_netstack_start(&s->net, s->lp, tap, &s->netcfg, h->net, err);
+}
+
 static void adopt_start(struct hosted *h, struct urs_loop *loop)
 {
 	static bool metrics;
@@ -328,20 +400,22 @@ static void adopt_start(struct hosted *h, struct urs_loop *loop)
 
 int urs_sup_adopt(struct urs_loop *loop, const struct urs_adopt *o, struct urs_err *err)
 {
-	int fds[URS_HANDOVER_FDS], sync = -1, scfd = -1;
+	int fds[URS_HANDOVER_FDS], sync = -1, scfd = -1, net = 0;
 	memcpy(fds, o->fds, sizeof(fds));
 	struct hosted *h = calloc(1, sizeof(*h));
 	int r = h ? 0 : urs_err_set(err, -ENOMEM, "%s: out of memory", o->h->id);
 	if (h)
 		h->s.state_dfd = -1;
-	if (!r && o->h->magic != URS_HANDOVER_MAGIC)
-		r = urs_err_set(err, -EPROTO, "%s: not a hand-over message", o->h->id);
-	if (!r && map_fds(o->h, fds, &sync, &scfd) < 0)
+	if (!r && (o->h->magic != URS_HANDOVER_MAGIC || !net_sane(o->h)))
+		r = urs_err_set(err, -EPROTO, "%.64s: not a hand-over message", o->h->id);
+	if (!r && map_fds(o->h, fds, &sync, &scfd, &net) < 0)
 		r = urs_err_set(err, -EBADF, "%s: the hand-over lacks its fds", o->h->id);
 	if (!r && (!memchr(o->h->id, 0, sizeof(o->h->id)) || serving(o->h->id)))
 		r = urs_err_set(err, -EEXIST, "%.64s: already served here", o->h->id);
 	if (!r)
 		r = adopt_fill(h, loop, o, sync, err);
+	if (!r && net)
+		r = adopt_net(h, o->h, fds, net, err);
 	if (!r && o->h->sc && (r = adopt_sc(&h->s, o->h, scfd, err)) == 0)
 		scfd = -1; /* its own now */
 	if (r < 0) {

@@ -143,8 +143,9 @@ static void wind_down(struct sup *s)
 	s->lazy = NULL;
 	if (sup_home.mode)
 		urs_cg_enter_self_v1(&sup_home, NULL);
-	if (s->net)
-		urs_netstack_stop(s->net);
+	/* the loop ends next, so its cancels never complete: s->net stays
+	 * unfreed (and unused) until our exit */
+	urs_netstack_stop(s->net);
 	urs_loop_fini(s->lp);
 }
 

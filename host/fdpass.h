@@ -11,7 +11,7 @@
 #include <sys/socket.h>
 #include <sys/types.h>
 
-#define URS_FDPASS_MAX 8 /* fds one message may carry */
+#define URS_FDPASS_MAX 40 /* fds one message may carry (a hand-over: 37) */
 
 /**
  * urs_send_fds() - send a message with fds attached

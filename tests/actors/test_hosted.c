@@ -4,8 +4,9 @@
  * a real child process stands for the init; the adopted sandbox answers
  * its control socket, and when the child dies its wait status goes to
  * ROOT/ID/exit and everything of it is freed. A hand-over without its fds
- * or with a wrong magic is refused and closes what came. ROOT/ID/hosted is
- * read as written, refused when malformed.
+ * or with a wrong magic is refused and closes what came. A sandbox's
+ * netstack runs on the host's loop and goes with its init. ROOT/ID/hosted
+ * is read as written, refused when malformed.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -20,6 +21,8 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -64,6 +67,16 @@ static void test_hosted_read(void **state)
 	assert_int_equal(urs_hosted_read(dir, &pid, &start), -EINVAL);
 }
 
+/* a hand-over's fds: @a, @b, @c, then -1 */
+static struct urs_adopt adopt_of(const struct urs_handover *h, int a, int b, int c)
+{
+	struct urs_adopt o = {.h = h, .root = root};
+	for (int i = 0; i < URS_HANDOVER_FDS; i++)
+		o.fds[i] = -1;
+	o.fds[0] = a, o.fds[1] = b, o.fds[2] = c;
+	return o;
+}
+
 static bool fd_open(int fd)
 {
 	return fcntl(fd, F_GETFD) >= 0;
@@ -78,7 +91,7 @@ static void test_refused(void **state)
 	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
 	struct urs_handover h = {.magic = 0xdead, .init_pid = 1, .execd = 1};
 	snprintf(h.id, sizeof(h.id), "x");
-	struct urs_adopt o = {.h = &h, .fds = {p[0], p[1], -1, -1}, .root = root};
+	struct urs_adopt o = adopt_of(&h, p[0], p[1], -1);
 	struct urs_err err = {{0}};
 	assert_int_equal(urs_sup_adopt(&loop, &o, &err), -EPROTO);
 	assert_non_null(strstr(err.msg, "not a hand-over"));
@@ -168,14 +181,15 @@ static void test_adopt_serve_exit(void **state)
 	struct urs_handover h = {
 		.magic = URS_HANDOVER_MAGIC, .init_pid = child, .started = 1, .execd = 1};
 	snprintf(h.id, sizeof(h.id), "c1");
-	struct urs_adopt o = {.h = &h, .fds = {pidfd, lfd, -1, -1}, .root = root, .bundle = "/b"};
+	struct urs_adopt o = adopt_of(&h, pidfd, lfd, -1);
+	o.bundle = "/b";
 	struct urs_err err = {{0}};
 	assert_int_equal(urs_sup_adopt(&loop, &o, &err), 0);
 	assert_int_equal(urs_sup_adopted(), 1);
 	/* the same sandbox again (a second message, other fds): refused */
 	int p[2];
 	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
-	struct urs_adopt again = {.h = &h, .fds = {p[0], p[1], -1, -1}, .root = root};
+	struct urs_adopt again = adopt_of(&h, p[0], p[1], -1);
 	assert_int_equal(urs_sup_adopt(&loop, &again, &err), -EEXIST);
 	assert_false(fd_open(p[0]) || fd_open(p[1]));
 	assert_int_equal(urs_sup_adopted(), 1);
@@ -193,6 +207,116 @@ static void test_adopt_serve_exit(void **state)
 	fclose(f);
 	assert_int_equal(atoi(buf), SIGKILL); /* the wait status */
 	assert_false(fd_open(pidfd) || fd_open(lfd));
+	urs_loop_fini(&loop);
+}
+
+/* an ARP request for the gateway from the sandbox (no virtio-net header) */
+static void arp_ask(int tap, const struct urs_net_cfg *c)
+{
+	static const uint8_t mac[6] = {0x02, 0, 0, 0, 0, 0x42};
+	uint8_t f[60] = {0};
+	memset(f, 0xff, 6);
+	memcpy(f + 6, mac, 6);
+	f[12] = 0x08, f[13] = 0x06;
+	uint8_t *a = f + 14;
+	a[1] = 1, a[2] = 0x08, a[4] = 6, a[5] = 4, a[7] = 1; /* Ethernet, IPv4, request */
+	memcpy(a + 8, mac, 6);
+	memcpy(a + 14, &c->addr4, 4);
+	memcpy(a + 24, &c->gw4, 4);
+	assert_int_equal(send(tap, f, sizeof(f), 0), (ssize_t) sizeof(f));
+}
+
+static bool at_eof(void *arg)
+{
+	char b[8];
+	return recv(*(int *) arg, b, sizeof(b), MSG_DONTWAIT) == 0;
+}
+
+/* a TCP socket listening on 127.0.0.1:@port (0: any), its port in *@port */
+static int listener(uint16_t *port)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(*port)};
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	socklen_t l = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int one = 1;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *) &a, sizeof(a)) < 0 || listen(fd, 8) < 0) {
+		close(fd);
+		return -1;
+	}
+	getsockname(fd, (struct sockaddr *) &a, &l);
+	*port = ntohs(a.sin_port);
+	return fd;
+}
+
+/* A sandbox with a user-mode network: the host runs its netstack (the tap
+ * a socket pair here: it answers ARP for the gateway), holds its port
+ * forward, and when the init ends frees it, the forward's port free again
+ * and the tap closed. A network part out of bounds is refused. */
+static void test_adopt_net(void **state)
+{
+	(void) state;
+	char dir[128];
+	int lfd = sandbox_dir("n1", dir, sizeof(dir));
+	pid_t child = fork();
+	assert_true(child >= 0);
+	if (child == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		pause();
+		_exit(0);
+	}
+	int pidfd = (int) syscall(SYS_pidfd_open, child, 0);
+	int tap[2];
+	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, tap), 0);
+	uint16_t port = 0;
+	int fwd = listener(&port);
+	assert_true(pidfd >= 0 && fwd >= 0);
+
+	struct urs_loop loop;
+	assert_int_equal(urs_loop_init(&loop, NULL), 0);
+	static struct urs_handover h; /* (7 KiB) */
+	h = (struct urs_handover){.magic = URS_HANDOVER_MAGIC, .init_pid = child, .execd = 1};
+	snprintf(h.id, sizeof(h.id), "n1");
+	h.net = 1;
+	urs_net_cfg_default(&h.net_part.cfg);
+	h.net_part.cfg.vnet_hdr = false;
+	urs_netopts_default(&h.net_part.o);
+	h.net_part.o.mode = URS_NET_SANDBOX;
+	h.net_part.o.n_fwd = 1;
+	h.net_part.o.fwd[0] =
+		(struct urs_netfwd){.proto = IPPROTO_TCP, .sandbox_port = 80, .fd = -1};
+	struct urs_err err = {{0}};
+	/* more forwards than there can be: refused, what came closed */
+	h.net_part.o.n_fwd = URS_NET_MAX_FWD + 1;
+	int p[2];
+	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+	struct urs_adopt bad = adopt_of(&h, p[0], p[1], -1);
+	assert_int_equal(urs_sup_adopt(&loop, &bad, &err), -EPROTO);
+	assert_false(fd_open(p[0]) || fd_open(p[1]));
+	h.net_part.o.n_fwd = 1;
+
+	struct urs_adopt o = adopt_of(&h, pidfd, lfd, tap[0]);
+	o.fds[3] = fwd;
+	assert_int_equal(urs_sup_adopt(&loop, &o, &err), 0);
+	arp_ask(tap[1], &h.net_part.cfg);
+	assert_true(run_until(&loop, readable, &tap[1]));
+	uint8_t r[128];
+	ssize_t n = recv(tap[1], r, sizeof(r), 0);
+	assert_true(n >= 42);
+	assert_true(r[12] == 0x08 && r[13] == 0x06 && r[14 + 7] == 2); /* an ARP reply */
+	assert_memory_equal(r + 14 + 14, &h.net_part.cfg.gw4, 4);
+	uint16_t again = port;
+	assert_int_equal(listener(&again), -1); /* the forward's port is held */
+
+	kill(child, SIGKILL);
+	assert_int_equal(waitpid(child, NULL, 0), child);
+	assert_true(run_until(&loop, none_adopted, NULL));
+	assert_true(run_until(&loop, at_eof, &tap[1])); /* the netstack freed: its tap closed */
+	int l2 = listener(&again);
+	assert_true(l2 >= 0); /* and the forward closed */
+	close(l2);
+	close(tap[1]);
 	urs_loop_fini(&loop);
 }
 
@@ -234,7 +358,7 @@ static pid_t adopt_created(struct urs_loop *loop, const char *id, int hooks, int
 	assert_int_equal(urs_state_write(root, &st, &err), 0);
 	struct urs_handover h = {.magic = URS_HANDOVER_MAGIC, .init_pid = child};
 	snprintf(h.id, sizeof(h.id), "%s", id);
-	struct urs_adopt o = {.h = &h, .fds = {pidfd, lfd, sync[0], -1}, .root = root};
+	struct urs_adopt o = adopt_of(&h, pidfd, lfd, sync[0]);
 	assert_int_equal(urs_sup_adopt(loop, &o, &err), 0);
 	*init_end = sync[1];
 	return child;
@@ -361,6 +485,7 @@ int main(void)
 		cmocka_unit_test(test_hosted_read),
 		cmocka_unit_test(test_refused),
 		cmocka_unit_test(test_adopt_serve_exit),
+		cmocka_unit_test(test_adopt_net),
 		cmocka_unit_test(test_hosted_start),
 		cmocka_unit_test(test_hosted_start_ends),
 		cmocka_unit_test(test_hosted_start_expires),
