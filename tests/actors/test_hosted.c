@@ -250,34 +250,19 @@ static int listener(uint16_t *port)
 	return fd;
 }
 
-/* A sandbox with a user-mode network: the host runs its netstack (the tap
- * a socket pair here: it answers ARP for the gateway), holds its port
- * forward, and when the init ends frees it, the forward's port free again
- * and the tap closed. A network part out of bounds is refused. */
-static void test_adopt_net(void **state)
-{
-	(void) state;
-	char dir[128];
-	int lfd = sandbox_dir("n1", dir, sizeof(dir));
-	pid_t child = fork();
-	assert_true(child >= 0);
-	if (child == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		pause();
-		_exit(0);
-	}
-	int pidfd = (int) syscall(SYS_pidfd_open, child, 0);
-	int tap[2];
-	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, tap), 0);
-	uint16_t port = 0;
-	int fwd = listener(&port);
-	assert_true(pidfd >= 0 && fwd >= 0);
+/* a handed-over sandbox with a user-mode network: its init, the
+ * sandbox's end of its tap, its forward's host port */
+struct netbox {
+	pid_t child;
+	int tap;
+	uint16_t port;
+};
 
-	struct urs_loop loop;
-	assert_int_equal(urs_loop_init(&loop, NULL), 0);
+static struct urs_handover *net_handover(pid_t child, const char *id)
+{
 	static struct urs_handover h; /* (7 KiB) */
 	h = (struct urs_handover){.magic = URS_HANDOVER_MAGIC, .init_pid = child, .execd = 1};
-	snprintf(h.id, sizeof(h.id), "n1");
+	snprintf(h.id, sizeof(h.id), "%s", id);
 	h.net = 1;
 	urs_net_cfg_default(&h.net_part.cfg);
 	h.net_part.cfg.vnet_hdr = false;
@@ -286,37 +271,96 @@ static void test_adopt_net(void **state)
 	h.net_part.o.n_fwd = 1;
 	h.net_part.o.fwd[0] =
 		(struct urs_netfwd){.proto = IPPROTO_TCP, .sandbox_port = 80, .fd = -1};
-	struct urs_err err = {{0}};
-	/* more forwards than there can be: refused, what came closed */
-	h.net_part.o.n_fwd = URS_NET_MAX_FWD + 1;
-	int p[2];
-	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
-	struct urs_adopt bad = adopt_of(&h, p[0], p[1], -1);
-	assert_int_equal(urs_sup_adopt(&loop, &bad, &err), -EPROTO);
-	assert_false(fd_open(p[0]) || fd_open(p[1]));
-	h.net_part.o.n_fwd = 1;
+	return &h;
+}
 
-	struct urs_adopt o = adopt_of(&h, pidfd, lfd, tap[0]);
+static void adopt_netbox(struct urs_loop *loop, const char *id, struct netbox *nb)
+{
+	char dir[128];
+	int lfd = sandbox_dir(id, dir, sizeof(dir));
+	nb->child = fork();
+	assert_true(nb->child >= 0);
+	if (nb->child == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		syscall(SYS_close_range, 3, ~0u, 0); /* not another sandbox's tap */
+		pause();
+		_exit(0);
+	}
+	int pidfd = (int) syscall(SYS_pidfd_open, nb->child, 0);
+	int tap[2];
+	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, tap), 0);
+	nb->port = 0;
+	int fwd = listener(&nb->port);
+	assert_true(pidfd >= 0 && fwd >= 0);
+	struct urs_adopt o = adopt_of(net_handover(nb->child, id), pidfd, lfd, tap[0]);
 	o.fds[3] = fwd;
-	assert_int_equal(urs_sup_adopt(&loop, &o, &err), 0);
-	arp_ask(tap[1], &h.net_part.cfg);
-	assert_true(run_until(&loop, readable, &tap[1]));
+	struct urs_err err = {{0}};
+	assert_int_equal(urs_sup_adopt(loop, &o, &err), 0);
+	nb->tap = tap[1];
+}
+
+/* the netstack answers an ARP request for its gateway */
+static void arp_answered(struct urs_loop *loop, const struct netbox *nb)
+{
+	struct urs_net_cfg c;
+	urs_net_cfg_default(&c);
+	arp_ask(nb->tap, &c);
+	assert_true(run_until(loop, readable, (void *) &nb->tap));
 	uint8_t r[128];
-	ssize_t n = recv(tap[1], r, sizeof(r), 0);
+	ssize_t n = recv(nb->tap, r, sizeof(r), 0);
 	assert_true(n >= 42);
 	assert_true(r[12] == 0x08 && r[13] == 0x06 && r[14 + 7] == 2); /* an ARP reply */
-	assert_memory_equal(r + 14 + 14, &h.net_part.cfg.gw4, 4);
-	uint16_t again = port;
-	assert_int_equal(listener(&again), -1); /* the forward's port is held */
+	assert_memory_equal(r + 14 + 14, &c.gw4, 4);
+}
 
-	kill(child, SIGKILL);
-	assert_int_equal(waitpid(child, NULL, 0), child);
+static bool port_free(uint16_t port)
+{
+	int l = listener(&port);
+	if (l >= 0)
+		close(l);
+	return l >= 0;
+}
+
+/* the init ends: its netstack freed (the tap closed), its forward closed */
+static void netbox_end(struct urs_loop *loop, struct netbox *nb)
+{
+	assert_false(port_free(nb->port)); /* held until now */
+	kill(nb->child, SIGKILL);
+	assert_int_equal(waitpid(nb->child, NULL, 0), nb->child);
+	assert_true(run_until(loop, at_eof, &nb->tap));
+	assert_true(port_free(nb->port));
+	close(nb->tap);
+}
+
+/* Sandboxes with a user-mode network: the host runs a netstack for each
+ * on its one loop (the tap a socket pair here: it answers ARP for the
+ * gateway), holds their port forwards, and when an init ends frees its
+ * netstack, the forward's port free again and the tap closed, the other
+ * still answering. A network part out of bounds is refused. */
+static void test_adopt_net(void **state)
+{
+	(void) state;
+	struct urs_loop loop;
+	assert_int_equal(urs_loop_init(&loop, NULL), 0);
+	/* more forwards than there can be: refused, what came closed */
+	struct urs_handover *h = net_handover(1, "n0");
+	h->net_part.o.n_fwd = URS_NET_MAX_FWD + 1;
+	int p[2];
+	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+	struct urs_adopt bad = adopt_of(h, p[0], p[1], -1);
+	struct urs_err err = {{0}};
+	assert_int_equal(urs_sup_adopt(&loop, &bad, &err), -EPROTO);
+	assert_false(fd_open(p[0]) || fd_open(p[1]));
+
+	struct netbox a, b;
+	adopt_netbox(&loop, "n1", &a);
+	adopt_netbox(&loop, "n2", &b);
+	arp_answered(&loop, &a);
+	arp_answered(&loop, &b);
+	netbox_end(&loop, &a);
+	arp_answered(&loop, &b);
+	netbox_end(&loop, &b);
 	assert_true(run_until(&loop, none_adopted, NULL));
-	assert_true(run_until(&loop, at_eof, &tap[1])); /* the netstack freed: its tap closed */
-	int l2 = listener(&again);
-	assert_true(l2 >= 0); /* and the forward closed */
-	close(l2);
-	close(tap[1]);
 	urs_loop_fini(&loop);
 }
 
