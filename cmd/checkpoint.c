@@ -9,14 +9,18 @@
  * before and no image. docs/checkpoint.md has the details.
  */
 #include <errno.h>
+#include <inttypes.h>
+#include <jansson.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include "actors/ckpt_sup.h"
 #include "ckpt/key.h"
+#include "ckpt/remote_ref.h"
 #include "ckpt/run.h"
 #include "ckpt/trace.h"
 #include "cmd/cli.h"
@@ -71,6 +75,57 @@ static int checkpoint_run(struct ckpt_run_opts *o, const char *profile)
 	return 0;
 }
 
+/* The container's run.ursa.checkpoint.location (and run.ursa.s3-profile):
+ * then a local --image-path DIR gets a reference (ckpt/remote_ref.h) and the
+ * image goes to LOCATION/ID-RANDOM. 0 without it (or for an s3:// path,
+ * which says where itself); 1 with @url and @prof ("" for none) set; -1 on
+ * an error, said. */
+static int parked_at(const struct urs_state *st, const char *image, char url[CKPT_REF_LOC_MAX],
+		     char prof[CKPT_REF_PROF_MAX])
+{
+	if (!st->annotations || urs_is_remote(image))
+		return 0;
+	json_t *a = json_loads(st->annotations, 0, NULL);
+	const char *loc = json_string_value(json_object_get(a, CKPT_ANN_LOCATION));
+	const char *pr = json_string_value(json_object_get(a, CKPT_ANN_PROFILE));
+	uint64_t rnd = 0;
+	int n = -1;
+	if (loc && *loc && getrandom(&rnd, sizeof(rnd), 0) == (ssize_t) sizeof(rnd))
+		n = snprintf(url, CKPT_REF_LOC_MAX, "%s%s%s-%016" PRIx64, loc,
+			     loc[strlen(loc) - 1] == '/' ? "" : "/", st->id, rnd);
+	int r = !loc ? 0 : n > 0 && n < CKPT_REF_LOC_MAX && urs_is_remote(loc) ? 1 : -1;
+	if (r > 0 && snprintf(prof, CKPT_REF_PROF_MAX, "%s", pr ? pr : "") >= CKPT_REF_PROF_MAX)
+		r = -1;
+	if (r < 0)
+		urs_error("checkpoint: annotation %s=%.200s: not an s3://BUCKET/PREFIX location "
+			  "(or its profile's name too long)",
+			  CKPT_ANN_LOCATION, loc ? loc : "");
+	json_decref(a);
+	return r;
+}
+
+/* checkpoint_run(), to where the container's annotations park it if they
+ * do: the reference first (so an image never exists unnamed), removed if
+ * the checkpoint fails */
+static int checkpoint_to(struct ckpt_run_opts *o, const char *profile)
+{
+	char url[CKPT_REF_LOC_MAX], prof[CKPT_REF_PROF_MAX];
+	int p = parked_at(o->st, o->image, url, prof);
+	if (p <= 0)
+		return p < 0 ? 1 : checkpoint_run(o, profile);
+	const char *use = profile ? profile : *prof ? prof : NULL, *dir = o->image;
+	struct urs_err err = {{0}};
+	if (ckpt_ref_write(dir, url, use, &err) < 0) {
+		urs_error("checkpoint: %s", err.msg);
+		return 1;
+	}
+	o->image = url;
+	int rc = checkpoint_run(o, use);
+	if (rc)
+		ckpt_ref_drop(dir);
+	return rc;
+}
+
 int cmd_checkpoint(int argc, char **argv)
 {
 	const char *image = NULL, *work = NULL, *profile = NULL, *cgmode = NULL, *key_file = NULL;
@@ -120,7 +175,7 @@ int cmd_checkpoint(int argc, char **argv)
 	rc = !urs_opt_one_of("checkpoint", "manage-cgroups-mode", cgmode, urs_cgroups_modes) ||
 			     key_file_arg(key_file, key, sizeof(key)) < 0
 		     ? 1
-		     : checkpoint_run(&o, profile);
+		     : checkpoint_to(&o, profile);
 	urs_state_clear(&st);
 	ckpt_trace("cli: checkpoint done");
 	return rc;

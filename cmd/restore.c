@@ -6,12 +6,14 @@
  * (actors/sandbox_restore.h: any failure leaves nothing), its poststart
  * hooks, and, without --detach, waited for as `run` waits.
  */
+#include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "actors/sandbox_restore.h"
 #include "ckpt/key.h"
+#include "ckpt/remote_ref.h"
 #include "ckpt/run.h"
 #include "ckpt/trace.h"
 #include "cmd/cli.h"
@@ -56,9 +58,19 @@ static int restore_from(struct urs_create_args *c, const char *image, const char
 		urs_error("restore: --image-path is required");
 		return 1;
 	}
-	char stage[PATH_MAX] = "";
+	char stage[PATH_MAX] = "", loc[CKPT_REF_LOC_MAX], prof[CKPT_REF_PROF_MAX];
 	struct urs_err err = {{0}};
 	int rc = 1, r = 0;
+	/* a directory holding a reference to an image parked in object
+	 * storage (ckpt/remote_ref.h): restored from there */
+	if (!urs_is_remote(image) && (r = ckpt_ref_read(image, loc, prof, &err)) == 0) {
+		image = loc;
+		profile = profile ? profile : *prof ? prof : NULL;
+	} else if (r != -ENOENT && !urs_is_remote(image)) {
+		urs_error("restore: %s", err.msg);
+		return 1;
+	}
+	r = 0;
 	c->lazy_src = -1;
 	c->lazy_remote = urs_is_remote(image) && c->lazy_pages;
 	if (urs_is_remote(image))

@@ -1,0 +1,109 @@
+/*
+ * ckpt/remote_ref.h — a checkpoint parked in object storage, named from a
+ * local image directory: DIR/remote.ref holds the image's location and the
+ * profile of the S3 settings that reach it, authenticated under the host's
+ * checkpoint key.
+ *
+ * What lets a client that only knows local directories (containerd's
+ * shims, podman, CRI) park a container's image in object storage: a
+ * container whose config.json names `run.ursa.checkpoint.location`
+ * (docs/checkpoint.md "Parked in object storage") is checkpointed there,
+ * and the directory the client asked for, which it keeps, tars or moves
+ * between hosts, holds this reference of a few hundred bytes instead of
+ * the image. A restore from that directory restores from the location.
+ *
+ * The file is three lines and a MAC:
+ *   ursa remote image v1
+ *   location s3://BUCKET/PREFIX
+ *   profile NAME            ("-": the default)
+ *   mac HEX                 HMAC(key, "ursa remote ref v1\0" || the lines above)
+ * so a reference is taken only from a host holding the key that made it
+ * (the image itself is sealed with the same key), and cannot be edited to
+ * point at another image.
+ */
+#ifndef URSA_CKPT_REMOTE_REF_H
+#define URSA_CKPT_REMOTE_REF_H
+
+#include <stddef.h>
+
+#include "ckpt/seal.h"
+#include "runtime/err.h"
+
+#define CKPT_REF_FILE "remote.ref"
+#define CKPT_REF_MAX  (CKPT_REF_LOC_MAX + CKPT_REF_PROF_MAX + 128) /* a whole reference */
+/* the container's annotations that park its checkpoints (no secret: the
+ * credentials stay in the S3 settings, docs/storage.md) */
+#define CKPT_ANN_LOCATION "run.ursa.checkpoint.location" /* s3://BUCKET/PREFIX */
+#define CKPT_ANN_PROFILE  "run.ursa.s3-profile"		 /* a profile of the settings */
+#define CKPT_REF_LOC_MAX  1024				 /* bytes of a location, with its NUL */
+#define CKPT_REF_PROF_MAX 128 /* bytes of a profile's name, with its NUL */
+
+/**
+ * ckpt_ref_write() - make @dir (0700 if new) hold a reference to @location
+ * @dir: the image directory the caller asked for
+ * @location: where the image is (s3://BUCKET/PREFIX)
+ * @profile: the settings' profile for it, or NULL for the default
+ * @err: what failed, and where
+ *
+ * Written whole or not at all (a rename); the host's key is made at first
+ * use, as a checkpoint makes it.
+ *
+ * Return: 0 or a negative errno.
+ */
+int ckpt_ref_write(const char *dir, const char *location, const char *profile, struct urs_err *err);
+
+/**
+ * ckpt_ref_encode() - a reference's bytes, sealed under @s
+ * @s: the key
+ * @location: where the image is (s3://BUCKET/PREFIX)
+ * @profile: the settings' profile for it, or NULL for the default
+ * @buf: filled, NUL-terminated
+ * @len: its size (CKPT_REF_MAX is enough)
+ * @err: why not
+ *
+ * Return: the length, or -EINVAL (a location or profile it cannot hold),
+ * -ENOSPC.
+ */
+long ckpt_ref_encode(const struct ckpt_seal *s, const char *location, const char *profile,
+		     char *buf, size_t len, struct urs_err *err);
+
+/**
+ * ckpt_ref_decode() - a reference's location and profile, checked
+ * @s: the key
+ * @buf: the reference's bytes (untrusted)
+ * @n: their count
+ * @location: filled (CKPT_REF_LOC_MAX bytes)
+ * @profile: filled, "" for the default (CKPT_REF_PROF_MAX bytes)
+ * @err: why not
+ *
+ * Return: 0, or -EBADMSG for anything but the exact bytes
+ * ckpt_ref_encode() makes under @s.
+ */
+int ckpt_ref_decode(const struct ckpt_seal *s, const char *buf, size_t n,
+		    char location[CKPT_REF_LOC_MAX], char profile[CKPT_REF_PROF_MAX],
+		    struct urs_err *err);
+
+/**
+ * ckpt_ref_read() - the location and profile @dir's reference names
+ * @dir: an image directory
+ * @location: filled (CKPT_REF_LOC_MAX bytes)
+ * @profile: filled, "" for the default (CKPT_REF_PROF_MAX bytes)
+ * @err: what failed, and where
+ *
+ * Return: 0; -ENOENT when @dir holds no reference (a local image, or
+ * none); -EBADMSG for a malformed one or one whose MAC is not this host's
+ * key's (altered, or made elsewhere), naming the file; another negative
+ * errno.
+ */
+int ckpt_ref_read(const char *dir, char location[CKPT_REF_LOC_MAX], char profile[CKPT_REF_PROF_MAX],
+		  struct urs_err *err);
+
+/**
+ * ckpt_ref_drop() - remove @dir's reference
+ * @dir: the image directory
+ *
+ * For a checkpoint that failed after its reference was written.
+ */
+void ckpt_ref_drop(const char *dir);
+
+#endif
