@@ -121,26 +121,44 @@ static int make_stage(const char *root, const char *what, char *stage, size_t le
 {
 	char base[PATH_MAX];
 	snprintf(base, sizeof(base), "%s/.remote", root);
-	int r = urs_mkdir_p(base, 0700);
-	if (r < 0)
-		return urs_err_set(err, r, "creating %s: %s", base, strerror(-r));
-	sweep_stages(base);
 	uint64_t start = 0;
-	if ((r = urs_proc_start_time(getpid(), &start)) < 0 || start == 0)
+	int r = urs_proc_start_time(getpid(), &start);
+	if (r < 0 || start == 0)
 		return urs_err_set(err, r < 0 ? r : -EIO,
 				   "a stage directory in %s: this process's start time: %s", base,
 				   strerror(r < 0 ? -r : EIO));
-	snprintf(stage, len, "%s/%s.%d.%llu.XXXXXX", base, what, (int) getpid(),
-		 (unsigned long long) start);
-	if (!mkdtemp(stage))
-		return urs_err_set(err, -errno, "creating a stage directory in %s: %m", base);
-	return 0;
+	/* again if ROOT/.remote went with another command's last stage
+	 * between its mkdir and our mkdtemp (urs_remote_rm_stage) */
+	for (int tries = 0; tries < 8; tries++) {
+		if ((r = urs_mkdir_p(base, 0700)) < 0)
+			return urs_err_set(err, r, "creating %s: %s", base, strerror(-r));
+		if (tries == 0)
+			sweep_stages(base);
+		snprintf(stage, len, "%s/%s.%d.%llu.XXXXXX", base, what, (int) getpid(),
+			 (unsigned long long) start);
+		if (mkdtemp(stage))
+			return 0;
+		if (errno != ENOENT)
+			break;
+	}
+	return urs_err_set(err, -errno, "creating a stage directory in %s: %m", base);
 }
 
 void urs_remote_rm_stage(const char *stage)
 {
-	if (stage && *stage)
-		urs_rm_tree(stage);
+	if (!stage || !*stage)
+		return;
+	urs_rm_tree(stage);
+	/* ROOT/.remote goes with its last stage or journal (make_stage
+	 * makes it again if it went under it) */
+	char base[PATH_MAX];
+	const char *slash = strrchr(stage, '/');
+	if (slash && (size_t) (slash - stage) < sizeof(base)) {
+		snprintf(base, sizeof(base), "%.*s", (int) (slash - stage), stage);
+		const char *name = strrchr(base, '/');
+		if (name && !strcmp(name, "/.remote"))
+			rmdir(base); /* (only if empty) */
+	}
 }
 
 /* fork + exec ursa-store with @fds as its 0, 1, 2 and 3 (-1: /dev/null) */

@@ -6,7 +6,7 @@
 # tests/store/s3proxy.py in front of it (SigV4/Content-MD5 checks and fault
 # injection). Sets $port (s3rver), $pport and $s3proxy_pid (the proxy), $tmp; waits on their
 # output, never sleeps; stops both and removes $tmp on exit (the caller's
-# EXIT trap may call s3env_cleanup itself).
+# EXIT trap may call s3env_cleanup itself; with S3ENV_KEEP_TRAP set it must).
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
 . "$here/../lib/skip.sh"
@@ -22,7 +22,7 @@ s3env_cleanup() {
 	wait 2>/dev/null
 	rm -rf "$tmp"
 }
-trap s3env_cleanup EXIT
+[ -n "${S3ENV_KEEP_TRAP:-}" ] || trap s3env_cleanup EXIT # (else the caller calls it)
 
 # start NAME REGEX CMD...: run CMD with its output on a fifo, wait (at most
 # 60 s) for the line matching REGEX, set $got to the port it names, keep
