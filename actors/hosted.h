@@ -12,7 +12,8 @@
  * one `struct sup` per sandbox. The builder then exits.
  *
  * Only a sandbox whose supervisor has nothing else to run is handed over:
- * no gofer volume, no restore, no profile. Counted seccomp denials go with
+ * no gofer volume, no lazy restore's pager, no restored netstack's tables,
+ * no profile. Counted seccomp denials go with
  * it (the filter's listener and its errno table), and so does its
  * user-mode network: the tap, the port forwards' bound sockets and the
  * engine's configuration; the host runs the netstack on its loop, one per

@@ -53,8 +53,11 @@ static bool net_can_go(const struct sup *s)
 static bool can_hand_over(const struct sup *s)
 {
 	const struct urs_sup_args *a = s->a;
+	/* a restore: an eager one without user-mode network (its saved
+	 * tables are applied by the supervisor's netstack) or gofer volumes */
+	bool restore_ok = !a->restore_dir || (!s->late && s->tapfd < 0);
 	return a->host_socket && a->state_dir && net_can_go(s) && a->launch.n_gofer == 0 &&
-	       !a->restore_dir && !s->lazy && !a->profile &&
+	       restore_ok && !s->lazy && !a->profile &&
 	       (urs_sup_seccomp_fd() < 0 ||
 		(a->seccomp_count && a->seccomp_count->n_exc <= URS_SC_EXC_MAX)) &&
 	       s->pidfd >= 0 && s->ctl_fd >= 0 && !s->exited;

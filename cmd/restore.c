@@ -107,6 +107,9 @@ int cmd_restore(int argc, char **argv)
 		 "profile of /etc/ursa/s3.conf for s3:// (default: $AWS_PROFILE, default)"},
 		{"work-path", 0, URS_OPT_STR, &work, "directory for restore.log"},
 		{"bundle", 'b', URS_OPT_STR, &c.bundle, "bundle directory"},
+		{"host-socket", 0, URS_OPT_STR, &c.host_socket,
+		 "hand the restored sandbox's supervision to the process listening here "
+		 "(containerd-shim-ursa-v2)"},
 		{"detach", 'd', URS_OPT_FLAG, &c.detach, "do not wait for the container"},
 		{"pid-file", 0, URS_OPT_STR, &c.pid_file, "write the container init's pid here"},
 		{"console-socket", 0, URS_OPT_STR, &c.console_socket,

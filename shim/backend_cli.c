@@ -267,10 +267,15 @@ static int cli_restore(void *be, struct shim_ctr *c, shim_done done, void *arg)
 	char pid_file[PATH_MAX];
 	snprintf(pid_file, sizeof(pid_file), "%s/init.pid", c->bundle);
 	unlink(pid_file);
-	const char *args[12] = {"restore",  "--image-path", c->checkpoint, "--bundle", c->bundle,
-				"--detach", "--pid-file",   pid_file,	   c->id};
+	struct shim_cli *b = be;
+	const char *args[14] = {"restore", "--image-path", c->checkpoint, "--bundle",
+				c->bundle, "--detach",	   "--pid-file",  pid_file};
+	size_t n = 8;
+	if (b->host_sock[0]) /* its supervisor hands it over to us (actors/hosted.h) */
+		args[n++] = "--host-socket", args[n++] = b->host_sock;
 	if (c->init.terminal)
-		args[8] = "--console-socket", args[9] = c->init.con_path, args[10] = c->id;
+		args[n++] = "--console-socket", args[n++] = c->init.con_path;
+	args[n] = c->id;
 	return run(be, c->bundle, args, c->init.terminal ? NULL : c->init.io.fd, &c->init.pid,
 		   pid_file, done, arg);
 }
