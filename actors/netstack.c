@@ -119,6 +119,11 @@ static void rx_arm(struct urs_netstack *ns)
 
 static void frame_in(struct urs_netstack *ns, const unsigned char *p, int32_t len)
 {
+	/* stopped (the engine gone) with frames still coming in: a read's
+	 * completion may follow the stop in the same turn, or before its
+	 * cancel lands; dropped */
+	if (ns->stopping)
+		return;
 	if ((uint32_t) len >= SLOT_BYTES)
 		ns->suspect++;
 	if (len > 4096) {

@@ -421,7 +421,10 @@ int urs_loop_run_once(struct urs_loop *loop, bool wait)
 	int r;
 	urs_tls_loop = loop;
 	loop->stats.turns++;
-	if (loop->timers.finals_head)
+	/* final timer callbacks are this turn's events: the caller sees what
+	 * they changed before we sleep (nothing else may come to wake us) */
+	bool finals = loop->timers.finals_head != NULL;
+	if (finals)
 		urs_timers_run_finals(loop);
 	if (loop->ready_head)
 		urs_actors_run(loop, ACTOR_BUDGET);
@@ -430,8 +433,8 @@ int urs_loop_run_once(struct urs_loop *loop, bool wait)
 
 	/* Sleep only if something can wake us: a strong op or a reference
 	 * (urs_loop_ref) held for a remote sender. */
-	bool block = wait && loop->live && !has_work(loop) && !io_uring_cq_ready(&loop->ring) &&
-		     !loop->stop;
+	bool block = wait && !finals && loop->live && !has_work(loop) &&
+		     !io_uring_cq_ready(&loop->ring) && !loop->stop;
 	if (block) {
 		if (loop->block_hook)
 			loop->block_hook(loop->block_arg, true);

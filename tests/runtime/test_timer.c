@@ -1,7 +1,8 @@
 /*
  * tests/runtime/test_timer.c — one-shot and periodic timers, cancellation before
  * and after firing (exactly one final -ECANCELED, record freed only then),
- * churn of many timers through a small ring. No wall-clock upper bound: a
+ * churn of many timers through a small ring, a waiting turn ended by a
+ * final callback. No wall-clock upper bound: a
  * timer must fire (or its cancel complete) before a 30 s guard timer, far
  * above the milliseconds expected and far below the hour a missed re-arm
  * or a cancel that waits for the expiry would take.
@@ -10,7 +11,9 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <poll.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "runtime/timer.h"
@@ -122,6 +125,43 @@ static void test_cancel_before_fire(void **state)
 	assert_int_equal(urs_timer_start(&loop, &t, 1000, 0, cb), 0);
 	assert_int_equal(urs_loop_run(&loop), 0);
 	assert_int_equal(fires, 1);
+	urs_loop_fini(&loop);
+}
+
+static void never_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint32_t flags)
+{
+	(void) loop, (void) op, (void) res, (void) flags;
+}
+
+/* A cancel's final callback is that turn's event: a waiting turn returns
+ * after it, though a strong op that never completes keeps the loop live
+ * (a caller turning the loop until the final's effect must see it, not
+ * sleep until something else comes: here the 30 s guard) */
+static void test_final_ends_the_wait(void **state)
+{
+	(void) state;
+	struct urs_loop loop;
+	assert_int_equal(urs_loop_init(&loop, NULL), 0);
+	int p[2];
+	assert_int_equal(pipe(p), 0);
+	struct urs_op op = {0};
+	io_uring_prep_poll_add(urs_op_sqe(&op), p[0], POLLIN); /* never readable */
+	assert_int_equal(urs_submit(&loop, &op, never_cb), 0);
+	struct urs_timer t = {0}, guard = {0};
+	fires = finals = guard_fired = 0;
+	assert_int_equal(urs_timer_start(&loop, &t, HOUR_NS, 0, cb), 0);
+	assert_int_equal(urs_timer_start(&loop, &guard, GUARD_NS, 0, guard_cb), 0);
+	assert_int_equal(urs_loop_run_once(&loop, false), 0);
+	assert_int_equal(urs_timer_cancel(&loop, &t), 0);
+	assert_int_equal(urs_loop_run_once(&loop, true), 0);
+	assert_int_equal(finals, 1);
+	assert_int_equal(guard_fired, 0); /* returned at the final, not at the guard */
+	assert_int_equal(urs_timer_cancel(&loop, &guard), 0);
+	urs_cancel(&loop, &op);
+	while (urs_op_busy(&op) || urs_timer_busy(&guard))
+		assert_int_equal(urs_loop_run_once(&loop, true), 0);
+	close(p[0]);
+	close(p[1]);
 	urs_loop_fini(&loop);
 }
 
@@ -250,6 +290,7 @@ int main(void)
 		cmocka_unit_test(test_oneshot),
 		cmocka_unit_test(test_periodic_then_cancel),
 		cmocka_unit_test(test_cancel_before_fire),
+		cmocka_unit_test(test_final_ends_the_wait),
 		cmocka_unit_test(test_churn),
 		cmocka_unit_test(test_earlier_timer_rearms),
 		cmocka_unit_test(test_deadline_order),
