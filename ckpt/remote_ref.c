@@ -7,6 +7,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -15,6 +16,8 @@
 
 #include "ckpt/key.h"
 #include "ckpt/seal.h"
+#include "host/fs.h"
+#include "runtime/common.h"
 #include "runtime/io.h"
 
 #define LABEL "ursa remote ref v1"
@@ -68,6 +71,12 @@ long ckpt_ref_encode(const struct ckpt_seal *s, const char *location, const char
 	return n;
 }
 
+/* DIR/NAME, or -ENAMETOOLONG */
+static int ref_path(char *out, size_t len, const char *dir, const char *name)
+{
+	return snprintf(out, len, "%s/%s", dir, name) < (int) len ? 0 : -ENAMETOOLONG;
+}
+
 int ckpt_ref_write(const char *dir, const char *location, const char *profile, struct urs_err *err)
 {
 	struct ckpt_seal s;
@@ -79,15 +88,27 @@ int ckpt_ref_write(const char *dir, const char *location, const char *profile, s
 	memset(&s, 0, sizeof(s));
 	if (n < 0)
 		return (int) n;
-	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
-		return urs_err_set(err, -errno, "image directory %s: %m", dir);
+	if ((r = urs_mkdir_p(dir, 0700)) < 0)
+		return urs_err_set(err, r, "image directory %s: %s", dir, strerror(-r));
 	char path[4096], tmp[4096];
-	if (snprintf(path, sizeof(path), "%s/" CKPT_REF_FILE, dir) >= (int) sizeof(path) ||
-	    snprintf(tmp, sizeof(tmp), "%s/." CKPT_REF_FILE ".tmp", dir) >= (int) sizeof(tmp))
+	if (ref_path(path, sizeof(path), dir, CKPT_REF_NEW) < 0 ||
+	    ref_path(tmp, sizeof(tmp), dir, "." CKPT_REF_NEW ".tmp") < 0)
 		return urs_err_set(err, -ENAMETOOLONG, "image directory %.200s: name too long",
 				   dir);
 	if ((r = urs_write_file_atomic(path, tmp, buf, (size_t) n, 0600)) < 0)
 		return urs_err_set(err, r, "%s: %s", path, strerror(-r));
+	return 0;
+}
+
+int ckpt_ref_commit(const char *dir, struct urs_err *err)
+{
+	char from[4096], to[4096];
+	if (ref_path(from, sizeof(from), dir, CKPT_REF_NEW) < 0 ||
+	    ref_path(to, sizeof(to), dir, CKPT_REF_FILE) < 0)
+		return urs_err_set(err, -ENAMETOOLONG, "image directory %.200s: name too long",
+				   dir);
+	if (rename(from, to) < 0)
+		return urs_err_set(err, -errno, "%s: %m", to);
 	return 0;
 }
 
@@ -137,20 +158,35 @@ int ckpt_ref_decode(const struct ckpt_seal *s, const char *buf, size_t n,
 	return 0;
 }
 
+/* @path's bytes into @buf (@len), a regular file not reached through a
+ * symlink (the directory is a client's: a FIFO there must not hang us);
+ * -EFBIG (and nothing) for one longer than @len - 1 */
+static ssize_t read_ref(const char *path, char *buf, size_t len)
+{
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0)
+		return errno == ELOOP ? -EINVAL : -errno;
+	if (!S_ISREG(st.st_mode))
+		return -EINVAL;
+	ssize_t n = read(fd, buf, len);
+	if (n < 0)
+		return -errno;
+	return (size_t) n >= len ? -EFBIG : n;
+}
+
 int ckpt_ref_read(const char *dir, char location[CKPT_REF_LOC_MAX], char profile[CKPT_REF_PROF_MAX],
 		  struct urs_err *err)
 {
 	char path[4096], buf[CKPT_REF_MAX + 1];
-	if (snprintf(path, sizeof(path), "%s/" CKPT_REF_FILE, dir) >= (int) sizeof(path))
+	if (ref_path(path, sizeof(path), dir, CKPT_REF_FILE) < 0)
 		return urs_err_set(err, -ENAMETOOLONG, "image directory %.200s: name too long",
 				   dir);
-	ssize_t n = urs_read_small(path, buf, sizeof(buf));
+	ssize_t n = read_ref(path, buf, sizeof(buf));
 	if (n == -ENOENT)
 		return -ENOENT;
-	if (n < 0 && n != -ENODATA)
+	if (n < 0 && n != -EFBIG)
 		return urs_err_set(err, (int) n, "%s: %s", path, strerror((int) -n));
-	if (n == (ssize_t) sizeof(buf) - 1) /* (cut: longer than any reference) */
-		n = -ENODATA;
 	struct ckpt_seal s;
 	int r = ckpt_key(false, s.key, err);
 	if (r < 0)
@@ -168,6 +204,6 @@ int ckpt_ref_read(const char *dir, char location[CKPT_REF_LOC_MAX], char profile
 void ckpt_ref_drop(const char *dir)
 {
 	char path[4096];
-	if (snprintf(path, sizeof(path), "%s/" CKPT_REF_FILE, dir) < (int) sizeof(path))
+	if (ref_path(path, sizeof(path), dir, CKPT_REF_NEW) == 0)
 		unlink(path);
 }

@@ -30,6 +30,7 @@
 #include "runtime/err.h"
 
 #define CKPT_REF_FILE "remote.ref"
+#define CKPT_REF_NEW  "remote.ref.new" /* written first, renamed once the image is in */
 #define CKPT_REF_MAX  (CKPT_REF_LOC_MAX + CKPT_REF_PROF_MAX + 128) /* a whole reference */
 /* the container's annotations that park its checkpoints (no secret: the
  * credentials stay in the S3 settings, docs/storage.md) */
@@ -39,14 +40,18 @@
 #define CKPT_REF_PROF_MAX 128 /* bytes of a profile's name, with its NUL */
 
 /**
- * ckpt_ref_write() - make @dir (0700 if new) hold a reference to @location
- * @dir: the image directory the caller asked for
- * @location: where the image is (s3://BUCKET/PREFIX)
+ * ckpt_ref_write() - a reference to @location, to be, in @dir
+ * @dir: the image directory the caller asked for (made 0700, with its
+ *       parents, if missing)
+ * @location: where the image will be (s3://BUCKET/PREFIX)
  * @profile: the settings' profile for it, or NULL for the default
  * @err: what failed, and where
  *
- * Written whole or not at all (a rename); the host's key is made at first
- * use, as a checkpoint makes it.
+ * Written whole or not at all as DIR/remote.ref.new, before the image is
+ * made (an image never exists that nothing names); ckpt_ref_commit() makes
+ * it DIR's reference once the image is in, ckpt_ref_drop() removes it if
+ * it is not, so a failed checkpoint leaves DIR's earlier reference as it
+ * was. The host's key is made at first use, as a checkpoint makes it.
  *
  * Return: 0 or a negative errno.
  */
@@ -90,19 +95,31 @@ int ckpt_ref_decode(const struct ckpt_seal *s, const char *buf, size_t n,
  * @profile: filled, "" for the default (CKPT_REF_PROF_MAX bytes)
  * @err: what failed, and where
  *
+ * The file must be a regular one, not reached through a symlink, of at
+ * most CKPT_REF_MAX bytes.
+ *
  * Return: 0; -ENOENT when @dir holds no reference (a local image, or
  * none); -EBADMSG for a malformed one or one whose MAC is not this host's
  * key's (altered, or made elsewhere), naming the file; another negative
- * errno.
+ * errno (-EINVAL: not a regular file).
  */
 int ckpt_ref_read(const char *dir, char location[CKPT_REF_LOC_MAX], char profile[CKPT_REF_PROF_MAX],
 		  struct urs_err *err);
 
 /**
- * ckpt_ref_drop() - remove @dir's reference
+ * ckpt_ref_commit() - ckpt_ref_write()'s reference becomes @dir's
+ * @dir: the image directory
+ * @err: what failed
+ *
+ * Return: 0 or a negative errno.
+ */
+int ckpt_ref_commit(const char *dir, struct urs_err *err);
+
+/**
+ * ckpt_ref_drop() - remove a reference ckpt_ref_write() wrote, not committed
  * @dir: the image directory
  *
- * For a checkpoint that failed after its reference was written.
+ * For a checkpoint that failed: DIR's earlier reference, if any, stays.
  */
 void ckpt_ref_drop(const char *dir);
 

@@ -77,36 +77,40 @@ static int checkpoint_run(struct ckpt_run_opts *o, const char *profile)
 
 /* The container's run.ursa.checkpoint.location (and run.ursa.s3-profile):
  * then a local --image-path DIR gets a reference (ckpt/remote_ref.h) and the
- * image goes to LOCATION/ID-RANDOM. 0 without it (or for an s3:// path,
- * which says where itself); 1 with @url and @prof ("" for none) set; -1 on
- * an error, said. */
+ * image goes to LOCATION/ID-RANDOM. 0 without it (or without a path, or for
+ * an s3:// one, which says where itself); 1 with @url and @prof ("" for
+ * none) set; -1 on an error, said. */
 static int parked_at(const struct urs_state *st, const char *image, char url[CKPT_REF_LOC_MAX],
 		     char prof[CKPT_REF_PROF_MAX])
 {
-	if (!st->annotations || urs_is_remote(image))
+	if (!st->annotations || !image || urs_is_remote(image))
 		return 0;
 	json_t *a = json_loads(st->annotations, 0, NULL);
 	const char *loc = json_string_value(json_object_get(a, CKPT_ANN_LOCATION));
 	const char *pr = json_string_value(json_object_get(a, CKPT_ANN_PROFILE));
 	uint64_t rnd = 0;
-	int n = -1;
-	if (loc && *loc && getrandom(&rnd, sizeof(rnd), 0) == (ssize_t) sizeof(rnd))
-		n = snprintf(url, CKPT_REF_LOC_MAX, "%s%s%s-%016" PRIx64, loc,
-			     loc[strlen(loc) - 1] == '/' ? "" : "/", st->id, rnd);
-	int r = !loc ? 0 : n > 0 && n < CKPT_REF_LOC_MAX && urs_is_remote(loc) ? 1 : -1;
-	if (r > 0 && snprintf(prof, CKPT_REF_PROF_MAX, "%s", pr ? pr : "") >= CKPT_REF_PROF_MAX)
-		r = -1;
-	if (r < 0)
-		urs_error("checkpoint: annotation %s=%.200s: not an s3://BUCKET/PREFIX location "
-			  "(or its profile's name too long)",
-			  CKPT_ANN_LOCATION, loc ? loc : "");
+	int r = loc ? -1 : 0;
+	if (loc &&
+	    (!urs_is_remote(loc) || !loc[5] || loc[5] == '/' ||
+	     snprintf(url, CKPT_REF_LOC_MAX, "%s%s%s-%016" PRIx64, loc,
+		      loc[strlen(loc) - 1] == '/' ? "" : "/", st->id, rnd) >= CKPT_REF_LOC_MAX))
+		urs_error("checkpoint: annotation %s=%.200s: not an s3://BUCKET[/PREFIX] "
+			  "location (or too long)",
+			  CKPT_ANN_LOCATION, loc);
+	else if (loc && snprintf(prof, CKPT_REF_PROF_MAX, "%s", pr ? pr : "") >= CKPT_REF_PROF_MAX)
+		urs_error("checkpoint: annotation %s: too long", CKPT_ANN_PROFILE);
+	else if (loc && getrandom(&rnd, sizeof(rnd), 0) != (ssize_t) sizeof(rnd))
+		urs_error("checkpoint: a name for the image: getrandom: %s", strerror(errno));
+	else if (loc) /* the random part, in the place the zeros held */
+		r = snprintf(url + strlen(url) - 16, 17, "%016" PRIx64, rnd) == 16;
 	json_decref(a);
 	return r;
 }
 
 /* checkpoint_run(), to where the container's annotations park it if they
- * do: the reference first (so an image never exists unnamed), removed if
- * the checkpoint fails */
+ * do: the reference written first (so an image never exists unnamed),
+ * made DIR's once the image is in, removed if it is not (DIR's earlier
+ * reference stays) */
 static int checkpoint_to(struct ckpt_run_opts *o, const char *profile)
 {
 	char url[CKPT_REF_LOC_MAX], prof[CKPT_REF_PROF_MAX];
@@ -123,6 +127,11 @@ static int checkpoint_to(struct ckpt_run_opts *o, const char *profile)
 	int rc = checkpoint_run(o, use);
 	if (rc)
 		ckpt_ref_drop(dir);
+	else if (ckpt_ref_commit(dir, &err) < 0) {
+		urs_error("checkpoint: the image is at %s (named by %s/" CKPT_REF_NEW "), but %s",
+			  url, dir, err.msg);
+		rc = 1;
+	}
 	return rc;
 }
 

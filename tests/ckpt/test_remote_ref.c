@@ -1,9 +1,11 @@
 /*
  * tests/ckpt/test_remote_ref.c — a local directory's reference to an image
  * in object storage (ckpt/remote_ref.h): written and read back under the
- * host's key (a key file of the test's, through $URSA_CKPT_KEY); the default
- * profile; none there (-ENOENT); refused when edited (location, profile,
- * MAC), cut, followed by more, or read with another key; locations and
+ * host's key (a key file of the test's, through $URSA_CKPT_KEY), the
+ * directory's only once committed, an uncommitted one dropped leaving the
+ * earlier; the default profile; none there (-ENOENT); refused when edited
+ * (location, profile, MAC), cut, followed by more, read with another key,
+ * or not a regular file (a symlink, a FIFO: not waited on); locations and
  * profiles it cannot hold refused at write, nothing written.
  */
 #include <errno.h>
@@ -91,20 +93,49 @@ static void test_round_trip(void **state)
 	char sub[96], loc[CKPT_REF_LOC_MAX], prof[CKPT_REF_PROF_MAX];
 	struct urs_err err = {{0}};
 	assert_int_equal(ckpt_ref_read(dir, loc, prof, &err), -ENOENT); /* none yet */
-	snprintf(sub, sizeof(sub), "%s/img", dir);			/* made, 0700 */
+	snprintf(sub, sizeof(sub), "%s/a/img", dir); /* made with its parent, 0700 */
 	assert_int_equal(ckpt_ref_write(sub, "s3://b1/parked/c1-00ff", "minio", &err), 0);
 	struct stat st;
 	assert_int_equal(stat(sub, &st), 0);
 	assert_int_equal(st.st_mode & 07777, 0700);
+	/* not the directory's reference until committed */
+	assert_int_equal(ckpt_ref_read(sub, loc, prof, &err), -ENOENT);
+	assert_int_equal(ckpt_ref_commit(sub, &err), 0);
 	assert_int_equal(ckpt_ref_read(sub, loc, prof, &err), 0);
 	assert_string_equal(loc, "s3://b1/parked/c1-00ff");
 	assert_string_equal(prof, "minio");
-	assert_int_equal(ckpt_ref_write(sub, "s3://b1/p/c2", NULL, &err), 0); /* replaced */
+	/* another, dropped (a checkpoint that failed): the first one stays */
+	assert_int_equal(ckpt_ref_write(sub, "s3://b1/p/c2", NULL, &err), 0);
+	ckpt_ref_drop(sub);
+	assert_int_equal(ckpt_ref_read(sub, loc, prof, &err), 0);
+	assert_string_equal(loc, "s3://b1/parked/c1-00ff");
+	/* committed: replaced */
+	assert_int_equal(ckpt_ref_write(sub, "s3://b1/p/c2", NULL, &err), 0);
+	assert_int_equal(ckpt_ref_commit(sub, &err), 0);
 	assert_int_equal(ckpt_ref_read(sub, loc, prof, &err), 0);
 	assert_string_equal(loc, "s3://b1/p/c2");
 	assert_string_equal(prof, ""); /* the default */
-	ckpt_ref_drop(sub);
-	assert_int_equal(ckpt_ref_read(sub, loc, prof, &err), -ENOENT);
+}
+
+/* a FIFO or a symlink in place of the file: refused, not waited on or
+ * followed */
+static void test_not_a_file(void **state)
+{
+	(void) state;
+	char sub[96], path[128], real[128], loc[CKPT_REF_LOC_MAX], prof[CKPT_REF_PROF_MAX];
+	struct urs_err err = {{0}};
+	snprintf(sub, sizeof(sub), "%s/odd", dir);
+	assert_int_equal(ckpt_ref_write(sub, "s3://b1/x", NULL, &err), 0);
+	assert_int_equal(ckpt_ref_commit(sub, &err), 0);
+	snprintf(path, sizeof(path), "%s/" CKPT_REF_FILE, sub);
+	snprintf(real, sizeof(real), "%s/real", sub);
+	assert_int_equal(rename(path, real), 0);
+	assert_int_equal(symlink(real, path), 0);
+	assert_int_equal(ckpt_ref_read(sub, loc, prof, &err), -EINVAL);
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(mkfifo(path, 0600), 0);
+	assert_int_equal(ckpt_ref_read(sub, loc, prof, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, CKPT_REF_FILE));
 }
 
 static void test_tampered(void **state)
@@ -112,6 +143,7 @@ static void test_tampered(void **state)
 	(void) state;
 	struct urs_err err = {{0}};
 	assert_int_equal(ckpt_ref_write(dir, "s3://b1/parked/c1", "p1", &err), 0);
+	assert_int_equal(ckpt_ref_commit(dir, &err), 0);
 	size_t n;
 	char good[CKPT_REF_MAX + 64], *b;
 	b = slurp(dir, &n);
@@ -167,6 +199,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_tampered),
+		cmocka_unit_test(test_not_a_file),
 		cmocka_unit_test(test_refused_at_write),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

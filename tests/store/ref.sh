@@ -14,8 +14,9 @@
 #   - refused before anything is made, nothing left: a reference edited to
 #     name the other image, a flipped MAC, a host with another key
 #   - a location whose bucket does not exist: the checkpoint fails naming
-#     it, the sandbox runs on, no reference left; a location that is not
-#     s3://: refused naming the annotation, the sandbox runs on
+#     it, the sandbox runs on, no reference left (and into a directory
+#     holding an earlier one, that one is kept as it was); a location that
+#     is not s3://: refused naming the annotation, the sandbox runs on
 # Needs root, node (s3rver), python3. Env: URSA (ursa-store beside it), HOG.
 set -u
 URSA=${URSA:?} HOG=${HOG:?}
@@ -131,6 +132,12 @@ rc=$?
 check "a bucket that does not exist: fails naming it, runs on, no reference left" \
 	'[ $rc != 0 ] && grep -q "ursa-no-such-bucket" "$work/ck3.err" && [ ! -e "$work/d3/remote.ref" ] &&
 	 [ "$(status_of ${P}c)" = running ] && wait_for 20 counts_past $((c0 + 3))' "rc=$rc $(cat "$work/ck3.err")"
+cp -r "$work/d1" "$work/d5"
+u checkpoint --leave-running --image-path "$work/d5" ${P}c >/dev/null 2>"$work/ck5.err"
+rc=$?
+check "into a directory holding an earlier reference: fails, that reference kept as it was" \
+	'[ $rc != 0 ] && cmp -s "$work/d5/remote.ref" "$work/d1/remote.ref" && [ "$(ls -A "$work/d5")" = remote.ref ]' \
+	"rc=$rc $(ls -A "$work/d5") $(cat "$work/ck5.err")"
 u delete --force ${P}c >/dev/null 2>&1
 start_one notS3 ${P}c || bad "run ${P}c" "$(cat "$work/run.err")"
 u checkpoint --image-path "$work/d4" ${P}c >/dev/null 2>"$work/ck4.err"
