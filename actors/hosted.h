@@ -39,7 +39,7 @@
 #include "runtime/loop.h"
 
 #define URS_HOSTED_FILE	   "hosted"
-#define URS_HANDOVER_MAGIC 0x55485632u /* "UHV2" */
+#define URS_HANDOVER_MAGIC 0x55485633u /* "UHV3": with the network part */
 
 /* The hand-over message; its fds, in this order: the init's pidfd, the
  * control socket's listener, the sync socket unless the init has exec'd

@@ -220,7 +220,7 @@ int urs_netopts_set(struct urs_netopts *o, const char *key, const char *value, s
 		char *end;
 		errno = 0;
 		long n = strtol(value, &end, 10);
-		if (!*value || *end || errno || n < 1 || n > 1048576)
+		if (!*value || *end || errno || n < 1 || n > URS_NET_MAX_FLOWS)
 			return urs_err_set(err, -EINVAL,
 					   "network max-flows \"%s\": expected 1..1048576", value);
 		o->max_flows = (uint32_t) n;

@@ -22,6 +22,7 @@
 #include "actors/hosted.h"
 #include "actors/metrics.h"
 #include "actors/netstack.h"
+#include "actors/nettx.h"
 #include "host/cgroup.h"
 #include "host/fdpass.h"
 #include "host/proc.h"
@@ -81,6 +82,28 @@ static void unlink_hosted(const char *dir)
 	unlink(path);
 }
 
+/* Where each fd of a hand-over is, from its message (both sides): the
+ * init's pidfd at 0, the control socket's listener at 1, then the sync
+ * socket unless execd, the seccomp listener with sc, the tap and each
+ * forward with net (-1: absent); end: how many. */
+struct fd_layout {
+	int sync, sc, tap, end;
+};
+
+static struct fd_layout fd_layout(const struct urs_handover *m)
+{
+	struct fd_layout l = {-1, -1, -1, 2};
+	if (!m->execd)
+		l.sync = l.end++;
+	if (m->sc)
+		l.sc = l.end++;
+	if (m->net) {
+		l.tap = l.end;
+		l.end += 1 + (int) m->net_part.o.n_fwd;
+	}
+	return l;
+}
+
 static int send_handover(int fd, const struct sup *s)
 {
 	struct urs_handover h = {.magic = URS_HANDOVER_MAGIC,
@@ -88,14 +111,9 @@ static int send_handover(int fd, const struct sup *s)
 				 .started = s->started,
 				 .execd = s->execd || s->sync_fd < 0};
 	snprintf(h.id, sizeof(h.id), "%s", s->a->id);
-	int fds[URS_HANDOVER_FDS] = {s->pidfd, s->ctl_fd};
-	size_t nfd = 2;
-	if (!h.execd)
-		fds[nfd++] = s->sync_fd;
 	const struct urs_seccomp_denials *d = s->a->seccomp_count;
 	if (urs_sup_seccomp_fd() >= 0 && d) { /* counted denials: checked to fit */
 		h.sc = 1;
-		fds[nfd++] = urs_sup_seccomp_fd();
 		h.sc_table.base_errno = d->base_errno;
 		h.sc_table.n_exc = d->n_exc;
 		h.sc_table.converted = d->converted;
@@ -106,12 +124,20 @@ static int send_handover(int fd, const struct sup *s)
 		h.net = 1;
 		h.net_part.cfg = s->netcfg;
 		h.net_part.o = *s->a->net;
-		fds[nfd++] = s->tapfd;
-		for (unsigned i = 0; i < h.net_part.o.n_fwd; i++) {
-			fds[nfd++] = h.net_part.o.fwd[i].fd;
-			h.net_part.o.fwd[i].fd = -1;
-		}
 	}
+	struct fd_layout l = fd_layout(&h);
+	int fds[URS_HANDOVER_FDS] = {s->pidfd, s->ctl_fd};
+	if (l.sync >= 0)
+		fds[l.sync] = s->sync_fd;
+	if (l.sc >= 0)
+		fds[l.sc] = urs_sup_seccomp_fd();
+	if (l.tap >= 0)
+		fds[l.tap] = s->tapfd;
+	for (unsigned i = 0; h.net && i < h.net_part.o.n_fwd; i++) {
+		fds[l.tap + 1 + (int) i] = h.net_part.o.fwd[i].fd;
+		h.net_part.o.fwd[i].fd = -1; /* (they travel as fds) */
+	}
+	size_t nfd = (size_t) l.end;
 	return urs_send_fds(fd, &h, sizeof(h), fds, nfd);
 }
 
@@ -302,24 +328,20 @@ static int adopt_fill(struct hosted *h, struct urs_loop *loop, const struct urs_
 	return 0;
 }
 
-/* The fds as they came (pidfd, control socket, then the sync socket, the
- * seccomp listener, the tap and the forwards when the message says so):
- * the sync socket and the listener in @sync and @sc, the index of the tap
- * in *@net (0: none); any other closed. -EBADF if one is missing. */
+/* The fds as they came (fd_layout): the sync socket and the seccomp
+ * listener in @sync and @sc, the index of the tap in *@net (0: none); any
+ * after the last closed. -EBADF if one is missing. */
 static int map_fds(const struct urs_handover *m, int fds[URS_HANDOVER_FDS], int *sync, int *sc,
 		   int *net)
 {
-	int i = 2;
-	*sync = m->execd ? -1 : fds[i++];
-	*sc = m->sc ? fds[i++] : -1;
-	*net = 0;
-	bool ok = fds[0] >= 0 && fds[1] >= 0 && (m->execd || *sync >= 0) && (!m->sc || *sc >= 0);
-	if (m->net) {
-		*net = i;
-		for (unsigned k = 0; k <= m->net_part.o.n_fwd && i < URS_HANDOVER_FDS; k++)
-			ok &= fds[i++] >= 0;
-	}
-	for (; i < URS_HANDOVER_FDS; i++)
+	struct fd_layout l = fd_layout(m); /* (within URS_HANDOVER_FDS: net_sane) */
+	*sync = l.sync >= 0 ? fds[l.sync] : -1;
+	*sc = l.sc >= 0 ? fds[l.sc] : -1;
+	*net = l.tap >= 0 ? l.tap : 0;
+	bool ok = true;
+	for (int i = 0; i < l.end; i++)
+		ok &= fds[i] >= 0;
+	for (int i = l.end; i < URS_HANDOVER_FDS; i++)
 		urs_closep(&fds[i]);
 	return ok ? 0 : -EBADF;
 }
@@ -354,7 +376,9 @@ static bool net_sane(const struct urs_handover *m)
 	const struct urs_net_cfg *c = &m->net_part.cfg;
 	return !m->net || (o->mode == URS_NET_SANDBOX && o->n_fwd <= URS_NET_MAX_FWD &&
 			   o->n_allow <= URS_NET_MAX_ALLOW && c->n_dns <= URS_NET_MAX_DNS &&
-			   c->n_allow <= URS_NET_MAX_ALLOW);
+			   c->n_allow <= URS_NET_MAX_ALLOW && c->max_flows <= URS_NET_MAX_FLOWS &&
+			   o->max_flows <= URS_NET_MAX_FLOWS && o->max_slots <= URS_NETTX_MAX &&
+			   (o->idle_ms == 0 || o->idle_ms >= 100) && o->splice_max <= 65536);
 }
 
 /* the netstack on our loop, with the tap and the forwards from fds[@at]

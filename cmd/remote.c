@@ -151,14 +151,7 @@ void urs_remote_rm_stage(const char *stage)
 	urs_rm_tree(stage);
 	/* ROOT/.remote goes with its last stage or journal (make_stage
 	 * makes it again if it went under it) */
-	char base[PATH_MAX];
-	const char *slash = strrchr(stage, '/');
-	if (slash && (size_t) (slash - stage) < sizeof(base)) {
-		snprintf(base, sizeof(base), "%.*s", (int) (slash - stage), stage);
-		const char *name = strrchr(base, '/');
-		if (name && !strcmp(name, "/.remote"))
-			rmdir(base); /* (only if empty) */
-	}
+	urs_rmdir_parent_named(stage, "/.remote");
 }
 
 /* fork + exec ursa-store with @fds as its 0, 1, 2 and 3 (-1: /dev/null) */

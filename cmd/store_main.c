@@ -372,6 +372,7 @@ static void unlink_same(const char *path, int fd)
 	if (fstat(fd, &a) == 0 && stat(path, &b) == 0 && a.st_dev == b.st_dev &&
 	    a.st_ino == b.st_ino)
 		unlink(path);
+	urs_rmdir_parent_named(path, "/.remote"); /* (with its last journal) */
 }
 
 /* a line of gc's, after its UTC time (detached, it goes to a log), in one

@@ -61,3 +61,15 @@ int urs_rm_tree(const char *path)
 	nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 	return access(path, F_OK) == 0 ? -ENOTEMPTY : errno == ENOENT ? 0 : -errno;
 }
+
+void urs_rmdir_parent_named(const char *path, const char *name)
+{
+	char dir[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+	size_t n = slash ? (size_t) (slash - path) : 0, k = strlen(name);
+	if (!n || n >= sizeof(dir) || n < k || memcmp(path + n - k, name, k))
+		return;
+	memcpy(dir, path, n);
+	dir[n] = 0;
+	rmdir(dir); /* (only if empty) */
+}

@@ -40,4 +40,16 @@ DIR *urs_opendir_at(int dfd);
  */
 int urs_rm_tree(const char *path);
 
+/**
+ * urs_rmdir_parent_named() - remove @path's directory if it is called
+ *                            @name and is empty
+ * @path: a file or directory inside it (already removed, or not)
+ * @name: the directory's last component ("/.remote": with its slash)
+ *
+ * For a directory that goes with its last entry (ROOT/.remote). A creator
+ * of entries in it must make it again if a mkdir-then-create loses it
+ * meanwhile (ENOENT).
+ */
+void urs_rmdir_parent_named(const char *path, const char *name);
+
 #endif

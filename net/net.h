@@ -28,6 +28,7 @@
 #define URS_NET_MAX_DNS	  3
 #define URS_NET_MAX_ALLOW 16
 #define URS_NET_MAX_FWD	  32
+#define URS_NET_MAX_FLOWS 1048576 /* the most max_flows may say */
 
 /* A prefix (IPv4 as v4-mapped IPv6 is NOT used: family says which). */
 struct urs_net_prefix {
