@@ -49,9 +49,7 @@ cleanup() {
 	s3env_cleanup
 }
 trap cleanup EXIT
-export AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER AWS_REGION=us-east-1
-export AWS_ENDPOINT_URL="http://127.0.0.1:$pport"
-unset AWS_PROFILE AWS_SESSION_TOKEN
+s3env_export
 
 t=$work/rootfs/tmp
 count() { tr -d ' \n' <"$t/tick-0" 2>/dev/null; }

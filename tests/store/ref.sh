@@ -32,9 +32,7 @@ cleanup() {
 	s3env_cleanup
 }
 trap cleanup EXIT
-export AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER AWS_REGION=us-east-1
-export AWS_ENDPOINT_URL="http://127.0.0.1:$pport"
-unset AWS_PROFILE AWS_SESSION_TOKEN
+s3env_export
 
 count() { tr -d ' \n' <"$work/rootfs/tmp/tick-0" 2>/dev/null; }
 counts_past() { local c; c=$(count); [ -n "$c" ] && [ "$c" -gt "$1" ]; }

@@ -65,6 +65,14 @@ s3proxy_start() {
 	pport=$got
 	s3proxy_pid=${pids[-2]} # start added the command, then its drain
 }
+# s3env_export [PORT]: the S3 settings of s3rver's test bucket in the
+# environment (ursa and ursa-store read them), through the proxy, or
+# straight to PORT
+s3env_export() {
+	export AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER AWS_REGION=us-east-1
+	export AWS_ENDPOINT_URL="http://127.0.0.1:${1:-$pport}"
+	unset AWS_PROFILE AWS_SESSION_TOKEN
+}
 s3proxy_start || exit 1
 echo "# s3rver $(node "$s3rver" --version) on 127.0.0.1:$port, s3proxy on 127.0.0.1:$pport"
 
