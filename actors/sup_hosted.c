@@ -436,7 +436,7 @@ int urs_sup_adopt(struct urs_loop *loop, const struct urs_adopt *o, struct urs_e
 	if (!r && (o->h->magic != URS_HANDOVER_MAGIC || !net_sane(o->h)))
 		r = urs_err_set(err, -EPROTO, "%.64s: not a hand-over message", o->h->id);
 	if (!r && map_fds(o->h, fds, &sync, &scfd, &net) < 0)
-		r = urs_err_set(err, -EBADF, "%s: the hand-over lacks its fds", o->h->id);
+		r = urs_err_set(err, -EBADF, "%.64s: the hand-over lacks its fds", o->h->id);
 	if (!r && (!memchr(o->h->id, 0, sizeof(o->h->id)) || serving(o->h->id)))
 		r = urs_err_set(err, -EEXIST, "%.64s: already served here", o->h->id);
 	if (!r)

@@ -207,3 +207,10 @@ void ckpt_ref_drop(const char *dir)
 	if (ref_path(path, sizeof(path), dir, CKPT_REF_NEW) == 0)
 		unlink(path);
 }
+
+void ckpt_ref_remove(const char *dir)
+{
+	char path[4096];
+	if (ref_path(path, sizeof(path), dir, CKPT_REF_FILE) == 0)
+		unlink(path);
+}

@@ -123,4 +123,13 @@ int ckpt_ref_commit(const char *dir, struct urs_err *err);
  */
 void ckpt_ref_drop(const char *dir);
 
+/**
+ * ckpt_ref_remove() - remove @dir's committed reference
+ * @dir: the image directory
+ *
+ * For a local image just written into @dir: a reference left there from an
+ * earlier checkpoint would otherwise be what a restore from @dir follows.
+ */
+void ckpt_ref_remove(const char *dir);
+
 #endif

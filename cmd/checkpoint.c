@@ -115,8 +115,15 @@ static int checkpoint_to(struct ckpt_run_opts *o, const char *profile)
 {
 	char url[CKPT_REF_LOC_MAX], prof[CKPT_REF_PROF_MAX];
 	int p = parked_at(o->st, o->image, url, prof);
-	if (p <= 0)
-		return p < 0 ? 1 : checkpoint_run(o, profile);
+	if (p < 0)
+		return 1;
+	if (p == 0) {
+		int rc = checkpoint_run(o, profile);
+		if (rc == 0 && o->image && !urs_is_remote(o->image))
+			ckpt_ref_remove(
+				o->image); /* DIR holds this image now, not another's name */
+		return rc;
+	}
 	const char *use = profile ? profile : *prof ? prof : NULL, *dir = o->image;
 	struct urs_err err = {{0}};
 	if (ckpt_ref_write(dir, url, use, &err) < 0) {

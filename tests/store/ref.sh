@@ -17,6 +17,8 @@
 #     it, the sandbox runs on, no reference left (and into a directory
 #     holding an earlier one, that one is kept as it was); a location that
 #     is not s3://: refused naming the annotation, the sandbox runs on
+#   - a local image (a container not parked) into a directory that held a
+#     reference: the reference is removed with the image in
 # Needs root, node (s3rver), python3. Env: URSA (ursa-store beside it), HOG.
 set -u
 URSA=${URSA:?} HOG=${HOG:?}
@@ -56,7 +58,8 @@ bundle() {
 	jq --arg rootfs "$work/rootfs" --arg loc "$2" '.root.path = $rootfs | .root.readonly = false
 		| .process.terminal = false
 		| .process.args = ["/bin/hog", "16", "1", "/tmp", "ursa-ref-marker"]
-		| .annotations = {"run.ursa.network": "none", "run.ursa.checkpoint.location": $loc}' \
+		| .annotations = {"run.ursa.network": "none"}
+		| if $loc == "" then . else .annotations["run.ursa.checkpoint.location"] = $loc end' \
 		"$work/b/config.json" >"$work/$1/config.json"
 }
 start_one() { # bundle id
@@ -67,6 +70,7 @@ start_one() { # bundle id
 bundle parked s3://ursa-test/parked
 bundle nobucket s3://ursa-no-such-bucket/x
 bundle notS3 /var/tmp/somewhere
+bundle plain ""
 
 # ---- checkpoint: the image in the store, DIR holds its reference ------------------
 start_one parked ${P}a || bad "run ${P}a" "$(cat "$work/run.err")"
@@ -143,6 +147,16 @@ rc=$?
 check "a location that is not s3://: refused naming the annotation, runs on" \
 	'[ $rc != 0 ] && grep -q "run.ursa.checkpoint.location" "$work/ck4.err" && [ ! -e "$work/d4/remote.ref" ] &&
 	 [ "$(status_of ${P}c)" = running ]' "rc=$rc $(cat "$work/ck4.err")"
+u delete --force ${P}c >/dev/null 2>&1
+
+# ---- a local image into a directory that held a reference ---------------------
+start_one plain ${P}c || bad "run ${P}c" "$(cat "$work/run.err")"
+cp -r "$work/d1" "$work/d6"
+u checkpoint --leave-running --image-path "$work/d6" ${P}c >/dev/null 2>"$work/ck6.err"
+rc=$?
+check "a local image into a directory holding a reference: the reference goes with it" \
+	'[ $rc = 0 ] && [ ! -e "$work/d6/remote.ref" ] && [ -s "$work/d6/core.img" ]' \
+	"rc=$rc $(ls -A "$work/d6") $(cat "$work/ck6.err")"
 u delete --force ${P}c >/dev/null 2>&1
 
 finish
