@@ -144,7 +144,7 @@ static void rx_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint32_
 			frame_in(ns, p, res);
 			urs_bufring_recycle(&ns->br, bid);
 		}
-		if (urs_bufring_take_backlog(&ns->br)) {
+		if (urs_bufring_take_backlog(&ns->br) && !ns->stopping) {
 			ns->last_backlog_ns = urs_now_ns();
 			uint32_t next =
 				urs_netstack_slots_next(ns->br.active, ns->max_slots, true, false);

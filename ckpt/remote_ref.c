@@ -208,9 +208,25 @@ void ckpt_ref_drop(const char *dir)
 		unlink(path);
 }
 
-void ckpt_ref_remove(const char *dir)
+int ckpt_ref_aside(const char *dir)
 {
-	char path[4096];
-	if (ref_path(path, sizeof(path), dir, CKPT_REF_FILE) == 0)
-		unlink(path);
+	char from[4096], to[4096];
+	if (ref_path(from, sizeof(from), dir, CKPT_REF_FILE) < 0 ||
+	    ref_path(to, sizeof(to), dir, CKPT_REF_OLD) < 0)
+		return -ENAMETOOLONG;
+	if (rename(from, to) == 0)
+		return 1;
+	return errno == ENOENT || errno == ENOTDIR ? 0 : -errno;
+}
+
+void ckpt_ref_aside_end(const char *dir, bool image_in)
+{
+	char old[4096], ref[4096];
+	if (ref_path(old, sizeof(old), dir, CKPT_REF_OLD) < 0 ||
+	    ref_path(ref, sizeof(ref), dir, CKPT_REF_FILE) < 0)
+		return;
+	if (image_in)
+		unlink(old);
+	else
+		rename(old, ref);
 }

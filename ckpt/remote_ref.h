@@ -24,6 +24,7 @@
 #ifndef URSA_CKPT_REMOTE_REF_H
 #define URSA_CKPT_REMOTE_REF_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "ckpt/seal.h"
@@ -31,6 +32,7 @@
 
 #define CKPT_REF_FILE "remote.ref"
 #define CKPT_REF_NEW  "remote.ref.new" /* written first, renamed once the image is in */
+#define CKPT_REF_OLD  "remote.ref.old" /* set aside while a local image is written */
 #define CKPT_REF_MAX  (CKPT_REF_LOC_MAX + CKPT_REF_PROF_MAX + 128) /* a whole reference */
 /* the container's annotations that park its checkpoints (no secret: the
  * credentials stay in the S3 settings, docs/storage.md) */
@@ -124,12 +126,24 @@ int ckpt_ref_commit(const char *dir, struct urs_err *err);
 void ckpt_ref_drop(const char *dir);
 
 /**
- * ckpt_ref_remove() - remove @dir's committed reference
+ * ckpt_ref_aside() - set @dir's committed reference aside before a local
+ *                    image is written into @dir
  * @dir: the image directory
  *
- * For a local image just written into @dir: a reference left there from an
- * earlier checkpoint would otherwise be what a restore from @dir follows.
+ * Renamed to remote.ref.old: a restore from @dir, even after a crash
+ * halfway, takes the local image, never the older parked one.
+ * ckpt_ref_aside_end() puts it back or removes it.
+ *
+ * Return: 1 when set aside, 0 when @dir held none, or a negative errno.
  */
-void ckpt_ref_remove(const char *dir);
+int ckpt_ref_aside(const char *dir);
+
+/**
+ * ckpt_ref_aside_end() - what ckpt_ref_aside() set aside: removed once the
+ *                        local image is in, put back if it is not
+ * @dir: the image directory
+ * @image_in: the local image was written
+ */
+void ckpt_ref_aside_end(const char *dir, bool image_in);
 
 #endif

@@ -117,11 +117,17 @@ static int checkpoint_to(struct ckpt_run_opts *o, const char *profile)
 	int p = parked_at(o->st, o->image, url, prof);
 	if (p < 0)
 		return 1;
-	if (p == 0) {
+	if (p == 0) { /* a local image: DIR's reference, if any, set aside meanwhile */
+		bool local = o->image && !urs_is_remote(o->image);
+		int aside = local ? ckpt_ref_aside(o->image) : 0;
+		if (aside < 0) {
+			urs_error("checkpoint: %s/" CKPT_REF_FILE ": %s", o->image,
+				  strerror(-aside));
+			return 1;
+		}
 		int rc = checkpoint_run(o, profile);
-		if (rc == 0 && o->image && !urs_is_remote(o->image))
-			ckpt_ref_remove(
-				o->image); /* DIR holds this image now, not another's name */
+		if (aside > 0)
+			ckpt_ref_aside_end(o->image, rc == 0);
 		return rc;
 	}
 	const char *use = profile ? profile : *prof ? prof : NULL, *dir = o->image;

@@ -96,7 +96,10 @@ ssize_t urs_read_small(const char *path, char *buf, size_t len)
 
 int urs_write_file_atomic(const char *path, const char *tmp, const void *p, size_t n, unsigned mode)
 {
-	int r = 0, fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+	/* a fresh file, never one reached through a link left at @tmp (in a
+	 * directory others may write to, it could name any file of ours) */
+	unlink(tmp);
+	int r = 0, fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
 	if (fd < 0)
 		return -errno;
 	if (fchmod(fd, mode) < 0)

@@ -76,7 +76,9 @@ ssize_t urs_read_small(const char *path, char *buf, size_t len);
  * @mode: the file's mode, whatever the umask
  *
  * A reader sees the old file or the whole new one, never part of it; on
- * failure @tmp is gone and @path as it was.
+ * failure @tmp is gone and @path as it was. @tmp is made anew (whatever was
+ * there, a symlink included, is removed first, never followed); one writer
+ * per @tmp at a time.
  *
  * Return: 0, or a negative errno (ENOSPC says so).
  */

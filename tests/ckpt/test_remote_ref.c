@@ -117,6 +117,28 @@ static void test_round_trip(void **state)
 	assert_string_equal(prof, ""); /* the default */
 }
 
+/* set aside while a local image is written: put back when it fails,
+ * removed once it is in */
+static void test_aside(void **state)
+{
+	(void) state;
+	char sub[96], old[128], loc[CKPT_REF_LOC_MAX], prof[CKPT_REF_PROF_MAX];
+	struct urs_err err = {{0}};
+	snprintf(sub, sizeof(sub), "%s/aside", dir);
+	snprintf(old, sizeof(old), "%s/" CKPT_REF_OLD, sub);
+	assert_int_equal(ckpt_ref_aside(sub), 0); /* nothing there */
+	assert_int_equal(ckpt_ref_write(sub, "s3://b1/x", NULL, &err), 0);
+	assert_int_equal(ckpt_ref_commit(sub, &err), 0);
+	assert_int_equal(ckpt_ref_aside(sub), 1);
+	assert_int_equal(ckpt_ref_read(sub, loc, prof, &err), -ENOENT); /* not followed now */
+	ckpt_ref_aside_end(sub, false);					/* failed: back */
+	assert_int_equal(ckpt_ref_read(sub, loc, prof, &err), 0);
+	assert_int_equal(ckpt_ref_aside(sub), 1);
+	ckpt_ref_aside_end(sub, true); /* the image is in: gone */
+	assert_int_equal(ckpt_ref_read(sub, loc, prof, &err), -ENOENT);
+	assert_int_equal(access(old, F_OK), -1);
+}
+
 /* a FIFO or a symlink in place of the file: refused, not waited on or
  * followed */
 static void test_not_a_file(void **state)
@@ -197,9 +219,8 @@ static void test_refused_at_write(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_round_trip),
-		cmocka_unit_test(test_tampered),
-		cmocka_unit_test(test_not_a_file),
+		cmocka_unit_test(test_round_trip),	 cmocka_unit_test(test_tampered),
+		cmocka_unit_test(test_not_a_file),	 cmocka_unit_test(test_aside),
 		cmocka_unit_test(test_refused_at_write),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -19,7 +19,7 @@ pids=()
 s3env_cleanup() {
 	local p
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
-	wait 2>/dev/null
+	[ ${#pids[@]} = 0 ] || wait "${pids[@]}" 2>/dev/null # (ours only: a caller has its own)
 	rm -rf "$tmp"
 }
 [ -n "${S3ENV_KEEP_TRAP:-}" ] || trap s3env_cleanup EXIT # (else the caller calls it)
