@@ -136,7 +136,7 @@ static void never_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint
 /* A cancel's final callback is that turn's event: a waiting turn returns
  * after it, though a strong op that never completes keeps the loop live
  * (a caller turning the loop until the final's effect must see it, not
- * sleep until something else comes: here the 30 s guard) */
+ * block until something else comes: here the 30 s guard) */
 static void test_final_ends_the_wait(void **state)
 {
 	(void) state;
