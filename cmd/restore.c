@@ -63,14 +63,16 @@ static int restore_from(struct urs_create_args *c, const char *image, const char
 	int rc = 1, r = 0;
 	/* a directory holding a reference to an image parked in object
 	 * storage (ckpt/remote_ref.h): restored from there */
-	if (!urs_is_remote(image) && (r = ckpt_ref_read(image, loc, prof, &err)) == 0) {
-		image = loc;
-		profile = profile ? profile : *prof ? prof : NULL;
-	} else if (r != -ENOENT && !urs_is_remote(image)) {
-		urs_error("restore: %s", err.msg);
-		return 1;
+	if (!urs_is_remote(image)) {
+		if ((r = ckpt_ref_read(image, loc, prof, &err)) == 0) {
+			image = loc;
+			profile = profile ? profile : *prof ? prof : NULL;
+		} else if (r != -ENOENT) {
+			urs_error("restore: %s", err.msg);
+			return 1;
+		}
+		r = 0;
 	}
-	r = 0;
 	c->lazy_src = -1;
 	c->lazy_remote = urs_is_remote(image) && c->lazy_pages;
 	if (urs_is_remote(image))

@@ -40,21 +40,15 @@ URSA=${URSA:?} HOG=${HOG:?} COW=${COW:?}
 . "$(dirname "$0")/s3env.sh"
 . "$(dirname "$0")/../lib/check.sh"
 . "$(dirname "$0")/../lib/hog.sh"
+. "$(dirname "$0")/sandbox.sh" # work, root, u, count, status_of...
 P=lzs$$-
-work=$tmp/work
-root=$work/root
-u() { "$URSA" --root "$root" "$@"; }
 cleanup() {
 	for id in ${P}a ${P}b ${P}m ${P}f; do u delete --force "$id" >/dev/null 2>&1; done
 	s3env_cleanup
 }
 trap cleanup EXIT
-s3env_export
 
 t=$work/rootfs/tmp
-count() { tr -d ' \n' <"$t/tick-0" 2>/dev/null; }
-counts_past() { local c; c=$(count); [ -n "$c" ] && [ "$c" -gt "$1" ]; }
-status_of() { u state "$1" 2>/dev/null | jq -r .status; }
 is_stopped() { [ "$(status_of "$1")" = stopped ]; }
 proxy() { curl -fsS "http://127.0.0.1:$pport/$1"; }
 servers() { pgrep -f "ursa-store get --key-file .* --serve .*$root" | wc -l; }

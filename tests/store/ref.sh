@@ -24,26 +24,15 @@ set -u
 URSA=${URSA:?} HOG=${HOG:?}
 . "$(dirname "$0")/s3env.sh"
 . "$(dirname "$0")/../lib/check.sh"
+. "$(dirname "$0")/sandbox.sh" # work, root, u, count, status_of, nothing_left...
 P=rf$$-
-work=$tmp/work
-root=$work/root
 data=$tmp/data/ursa-test
-u() { "$URSA" --root "$root" "$@"; }
 cleanup() {
 	for id in ${P}a ${P}b ${P}c; do u delete --force "$id" >/dev/null 2>&1; done
 	s3env_cleanup
 }
 trap cleanup EXIT
-s3env_export
 
-count() { tr -d ' \n' <"$work/rootfs/tmp/tick-0" 2>/dev/null; }
-counts_past() { local c; c=$(count); [ -n "$c" ] && [ "$c" -gt "$1" ]; }
-status_of() { u state "$1" 2>/dev/null | jq -r .status; }
-cg_dirs() { find /sys/fs/cgroup -maxdepth 6 -type d -name "$1" 2>/dev/null | wc -l; }
-nothing_left() { # id
-	! u state "$1" >/dev/null 2>&1 && [ ! -e "$root/$1" ] && [ "$(cg_dirs "$1")" = 0 ] &&
-		[ -z "$(ls -A "$root/.remote" 2>/dev/null)" ]
-}
 objects() { find "$data/$1" -name '*._S3rver_object' 2>/dev/null | sort; }
 location() { sed -n 's/^location //p' "$1/remote.ref" 2>/dev/null; }
 
@@ -71,6 +60,14 @@ bundle parked s3://ursa-test/parked
 bundle nobucket s3://ursa-no-such-bucket/x
 bundle notS3 /var/tmp/somewhere
 bundle plain ""
+# ck DIR ID [options]: `ursa checkpoint` of ID into $work/DIR; its status in
+# $rc, what it said in $work/DIR.err
+ck() {
+	local d=$1 id=$2
+	shift 2
+	u checkpoint "$@" --image-path "$work/$d" "$id" >/dev/null 2>"$work/$d.err"
+	rc=$?
+}
 
 # ---- checkpoint: the image in the store, DIR holds its reference ------------------
 start_one parked ${P}a || bad "run ${P}a" "$(cat "$work/run.err")"
@@ -129,34 +126,30 @@ refused "a host with another key" "MAC is not this host's" "$work/d1" URSA_CKPT_
 # ---- a checkpoint that cannot be parked ------------------------------------------
 start_one nobucket ${P}c || bad "run ${P}c" "$(cat "$work/run.err")"
 c0=$(count)
-u checkpoint --image-path "$work/d3" ${P}c >/dev/null 2>"$work/ck3.err"
-rc=$?
+ck d3 ${P}c
 check "a bucket that does not exist: fails naming it, runs on, no reference left" \
-	'[ $rc != 0 ] && grep -q "ursa-no-such-bucket" "$work/ck3.err" && [ ! -e "$work/d3/remote.ref" ] &&
-	 [ "$(status_of ${P}c)" = running ] && wait_for 20 counts_past $((c0 + 3))' "rc=$rc $(cat "$work/ck3.err")"
+	'[ $rc != 0 ] && grep -q "ursa-no-such-bucket" "$work/d3.err" && [ ! -e "$work/d3/remote.ref" ] &&
+	 [ "$(status_of ${P}c)" = running ] && wait_for 20 counts_past $((c0 + 3))' "rc=$rc $(cat "$work/d3.err")"
 cp -r "$work/d1" "$work/d5"
-u checkpoint --leave-running --image-path "$work/d5" ${P}c >/dev/null 2>"$work/ck5.err"
-rc=$?
+ck d5 ${P}c --leave-running
 check "into a directory holding an earlier reference: fails, that reference kept as it was" \
 	'[ $rc != 0 ] && cmp -s "$work/d5/remote.ref" "$work/d1/remote.ref" && [ "$(ls -A "$work/d5")" = remote.ref ]' \
-	"rc=$rc $(ls -A "$work/d5") $(cat "$work/ck5.err")"
+	"rc=$rc $(ls -A "$work/d5") $(cat "$work/d5.err")"
 u delete --force ${P}c >/dev/null 2>&1
 start_one notS3 ${P}c || bad "run ${P}c" "$(cat "$work/run.err")"
-u checkpoint --image-path "$work/d4" ${P}c >/dev/null 2>"$work/ck4.err"
-rc=$?
+ck d4 ${P}c
 check "a location that is not s3://: refused naming the annotation, runs on" \
-	'[ $rc != 0 ] && grep -q "run.ursa.checkpoint.location" "$work/ck4.err" && [ ! -e "$work/d4/remote.ref" ] &&
-	 [ "$(status_of ${P}c)" = running ]' "rc=$rc $(cat "$work/ck4.err")"
+	'[ $rc != 0 ] && grep -q "run.ursa.checkpoint.location" "$work/d4.err" && [ ! -e "$work/d4/remote.ref" ] &&
+	 [ "$(status_of ${P}c)" = running ]' "rc=$rc $(cat "$work/d4.err")"
 u delete --force ${P}c >/dev/null 2>&1
 
 # ---- a local image into a directory that held a reference ---------------------
 start_one plain ${P}c || bad "run ${P}c" "$(cat "$work/run.err")"
 cp -r "$work/d1" "$work/d6"
-u checkpoint --leave-running --image-path "$work/d6" ${P}c >/dev/null 2>"$work/ck6.err"
-rc=$?
+ck d6 ${P}c --leave-running
 check "a local image into a directory holding a reference: the reference goes with it" \
 	'[ $rc = 0 ] && [ ! -e "$work/d6/remote.ref" ] && [ -s "$work/d6/core.img" ]' \
-	"rc=$rc $(ls -A "$work/d6") $(cat "$work/ck6.err")"
+	"rc=$rc $(ls -A "$work/d6") $(cat "$work/d6.err")"
 u delete --force ${P}c >/dev/null 2>&1
 
 finish

@@ -50,22 +50,15 @@ URSA=${URSA:?} HOG=${HOG:?} FAILSYS=${FAILSYS:?}
 . "$(dirname "$0")/s3env.sh"
 . "$(dirname "$0")/../lib/check.sh"
 . "$(dirname "$0")/../lib/hog.sh" # hog_checked
+. "$(dirname "$0")/sandbox.sh" # work, root, u, count, status_of, nothing_left...
 P=rm$$-
-work=$tmp/work
-root=$work/root
 data=$tmp/data/ursa-test
-u() { "$URSA" --root "$root" "$@"; }
 cleanup() {
 	for id in ${P}a ${P}b ${P}c ${P}d ${P}k ${P}x; do u delete --force "$id" >/dev/null 2>&1; done
 	s3env_cleanup
 }
 trap cleanup EXIT
-s3env_export
 
-count() { tr -d ' \n' <"$work/rootfs/tmp/tick-0" 2>/dev/null; }
-counts_past() { local c; c=$(count); [ -n "$c" ] && [ "$c" -gt "$1" ]; }
-status_of() { u state "$1" 2>/dev/null | jq -r .status; }
-cg_dirs() { find /sys/fs/cgroup -maxdepth 6 -type d -name "$1" 2>/dev/null | wc -l; }
 # runs_on: ${P}c runs on, not frozen (its counter moves)
 runs_on() {
 	local c0
@@ -73,10 +66,6 @@ runs_on() {
 	check "the sandbox runs on (not frozen)" \
 		'[ "$(status_of ${P}c)" = running ] && wait_for 20 counts_past $((c0 + 3))' \
 		"count $(count) after $c0"
-}
-nothing_left() { # id
-	! u state "$1" >/dev/null 2>&1 && [ ! -e "$root/$1" ] && [ "$(cg_dirs "$1")" = 0 ] &&
-		[ -z "$(ls -A "$root/.remote" 2>/dev/null)" ]
 }
 objects() { find "$data/$1" -name '*._S3rver_object' 2>/dev/null | sort; }
 proxy() { curl -fsS "http://127.0.0.1:$pport/$1"; }
