@@ -17,16 +17,20 @@
 #include "state/sha256.h"
 
 static const char MAGIC[8] = "URSAOBJ1";
-#define VERSION 1u
+#define VERSION 2u
 
 struct urs_crypt {
 	uint8_t id[URS_CRYPT_ID_LEN];
+	uint8_t place[URS_CRYPT_PLACE_LEN];
 	EVP_CIPHER_CTX *enc, *dec;
 };
 
-/* RFC 5869 with one block of output: PRK = HMAC(salt, ikm), OKM = HMAC(PRK, info | 1) */
+#define INFO "ursa object key v2" /* with its NUL, then the place */
+
+/* RFC 5869 with one block of output: PRK = HMAC(salt, ikm), OKM = HMAC(PRK,
+ * info | 1), info = INFO | NUL | @place */
 static void hkdf32(const uint8_t *ikm, size_t ikm_len, const uint8_t *salt, size_t salt_len,
-		   const char *info, uint8_t out[32])
+		   const char *place, uint8_t out[32])
 {
 	struct urs_hmac_sha256 h;
 	uint8_t prk[32], one = 1;
@@ -34,21 +38,33 @@ static void hkdf32(const uint8_t *ikm, size_t ikm_len, const uint8_t *salt, size
 	urs_hmac_sha256_update(&h, ikm, ikm_len);
 	urs_hmac_sha256_final(&h, prk);
 	urs_hmac_sha256_init(&h, prk, sizeof(prk));
-	urs_hmac_sha256_update(&h, info, strlen(info));
+	urs_hmac_sha256_update(&h, INFO, sizeof(INFO));
+	urs_hmac_sha256_update(&h, place, strlen(place));
 	urs_hmac_sha256_update(&h, &one, 1);
 	urs_hmac_sha256_final(&h, out);
 	explicit_bzero(prk, sizeof(prk));
 }
 
+void urs_crypt_place(const char *place, uint8_t out[URS_CRYPT_PLACE_LEN])
+{
+	struct urs_sha256 h;
+	uint8_t d[32];
+	urs_sha256_init(&h);
+	urs_sha256_update(&h, place, strlen(place));
+	urs_sha256_final(&h, d);
+	memcpy(out, d, URS_CRYPT_PLACE_LEN);
+}
+
 int urs_crypt_new(const uint8_t master[URS_CRYPT_KEY_LEN], const uint8_t id[URS_CRYPT_ID_LEN],
-		  struct urs_crypt **out, struct urs_err *err)
+		  const char *place, struct urs_crypt **out, struct urs_err *err)
 {
 	struct urs_crypt *c = calloc(1, sizeof(*c));
 	uint8_t key[32];
 	if (!c)
 		return urs_err_set(err, -ENOMEM, "sealing: out of memory");
 	memcpy(c->id, id, URS_CRYPT_ID_LEN);
-	hkdf32(master, URS_CRYPT_KEY_LEN, id, URS_CRYPT_ID_LEN, "ursa object key v1", key);
+	urs_crypt_place(place, c->place);
+	hkdf32(master, URS_CRYPT_KEY_LEN, id, URS_CRYPT_ID_LEN, place, key);
 	c->enc = EVP_CIPHER_CTX_new();
 	c->dec = EVP_CIPHER_CTX_new();
 	int ok = c->enc && c->dec &&
@@ -74,24 +90,24 @@ void urs_crypt_free(struct urs_crypt *c)
 	free(c);
 }
 
-static void hdr_bytes(const uint8_t id[URS_CRYPT_ID_LEN], uint32_t obj, uint8_t *out)
+static void hdr_bytes(const struct urs_crypt *c, uint32_t obj, uint8_t *out)
 {
-	memset(out, 0, URS_CRYPT_HDR_LEN);
 	memcpy(out, MAGIC, 8);
 	urs_put_le32(out + 8, VERSION);
 	urs_put_le32(out + 12, URS_CRYPT_CHUNK);
-	memcpy(out + 16, id, URS_CRYPT_ID_LEN);
+	memcpy(out + 16, c->id, URS_CRYPT_ID_LEN);
 	urs_put_le32(out + 48, obj);
+	memcpy(out + 52, c->place, URS_CRYPT_PLACE_LEN);
 }
 
 void urs_crypt_hdr_write(const struct urs_crypt *c, uint32_t obj, uint8_t out[URS_CRYPT_HDR_LEN])
 {
-	hdr_bytes(c->id, obj, out);
+	hdr_bytes(c, obj, out);
 }
 
-int urs_crypt_hdr_parse(const void *p, size_t n, struct urs_crypt_hdr *h, struct urs_err *err)
+int urs_crypt_hdr_parse(const void *p, size_t n, const char *place, struct urs_crypt_hdr *h,
+			struct urs_err *err)
 {
-	static const uint8_t zero[12];
 	const uint8_t *b = p;
 	if (n < URS_CRYPT_HDR_LEN || memcmp(b, MAGIC, 8))
 		return urs_err_set(err, -EBADMSG, "not a sealed ursa object (no header)");
@@ -99,10 +115,18 @@ int urs_crypt_hdr_parse(const void *p, size_t n, struct urs_crypt_hdr *h, struct
 		return urs_err_set(err, -EBADMSG,
 				   "a sealed object of version %u (this ursa reads version %u)",
 				   urs_get_le32(b + 8), VERSION);
-	if (urs_get_le32(b + 12) != URS_CRYPT_CHUNK || memcmp(b + 52, zero, sizeof(zero)))
+	if (urs_get_le32(b + 12) != URS_CRYPT_CHUNK)
 		return urs_err_set(err, -EBADMSG, "a sealed object with a corrupted header");
 	memcpy(h->id, b + 16, URS_CRYPT_ID_LEN);
 	h->obj = urs_get_le32(b + 48);
+	uint8_t want[URS_CRYPT_PLACE_LEN];
+	if (place) /* (what the header says is authenticated with the first chunk) */
+		urs_crypt_place(place, want);
+	if (place && memcmp(b + 52, want, sizeof(want)))
+		return urs_err_set(err, -EBADMSG,
+				   "sealed for another place in the store (copied or moved "
+				   "here from another prefix): an image opens only under the "
+				   "prefix it was checkpointed to");
 	return 0;
 }
 
@@ -120,7 +144,7 @@ static void nonce_aad(const struct urs_crypt *c, uint32_t obj, uint64_t idx, boo
 {
 	urs_put_le32(nonce, obj);
 	urs_put_le64(nonce + 4, idx);
-	hdr_bytes(c->id, obj, aad);
+	hdr_bytes(c, obj, aad);
 	urs_put_le64(aad + URS_CRYPT_HDR_LEN, idx);
 	aad[URS_CRYPT_HDR_LEN + 8] = last;
 }

@@ -7,10 +7,11 @@
  * plaintext (the last one shorter, possibly empty), each sealed with
  * AES-256-GCM and followed by its 16-byte tag:
  *
- *   header = "URSAOBJ1" | le32 version | le32 chunk size | image id (32)
- *            | le32 object number | 12 zero bytes
+ *   header = "URSAOBJ1" | le32 version (2) | le32 chunk size | image id (32)
+ *            | le32 object number | place (12)
+ *   place  = the first 12 bytes of SHA-256(the image's key prefix)
  *   key    = HKDF-SHA256(ikm = the host's checkpoint key, salt = image id,
- *                        info = "ursa object key v1")
+ *                        info = "ursa object key v2" NUL the key prefix)
  *   nonce  = le32 object number | le64 chunk index
  *   aad    = header | le64 chunk index | u8 last
  *
@@ -19,10 +20,13 @@
  * in the AAD binds every chunk to its image and its object; the index and
  * the last flag bind it to its place: a chunk moved, swapped between
  * objects or images, dropped from the end or followed by another fails to
- * open. AES-GCM from libcrypto: hardware AES and carry-less multiply on
- * every x86-64 and arm64 server this runs on (~4 GB/s a core here), in the
- * short-lived process that moves images (ursa-store), never in the
- * supervisor. docs/storage.md says why not ChaCha20-Poly1305.
+ * open. The key prefix in the key binds an image to where it was put: one
+ * copied or moved under another prefix (another tenant's image of the same
+ * host put in place of this one) does not open; the place in the header
+ * only lets a reader say so before trying. AES-GCM from libcrypto: hardware AES and carry-less
+ * multiply on every x86-64 and arm64 server this runs on (~4 GB/s a core here), in the short-lived
+ * process that moves images (ursa-store), never in the supervisor. docs/storage.md says why not
+ * ChaCha20-Poly1305.
  */
 #ifndef URSA_STORE_CRYPT_H
 #define URSA_STORE_CRYPT_H
@@ -33,12 +37,13 @@
 
 #include "runtime/err.h"
 
-#define URS_CRYPT_KEY_LEN 32u
-#define URS_CRYPT_ID_LEN  32u
-#define URS_CRYPT_HDR_LEN 64u
-#define URS_CRYPT_TAG_LEN 16u
-#define URS_CRYPT_CHUNK	  (1u << 20) /* plaintext bytes per sealed chunk */
-#define URS_CRYPT_STRIDE  (URS_CRYPT_CHUNK + URS_CRYPT_TAG_LEN)
+#define URS_CRYPT_KEY_LEN   32u
+#define URS_CRYPT_ID_LEN    32u
+#define URS_CRYPT_HDR_LEN   64u
+#define URS_CRYPT_TAG_LEN   16u
+#define URS_CRYPT_PLACE_LEN 12u
+#define URS_CRYPT_CHUNK	    (1u << 20) /* plaintext bytes per sealed chunk */
+#define URS_CRYPT_STRIDE    (URS_CRYPT_CHUNK + URS_CRYPT_TAG_LEN)
 
 /**
  * struct urs_crypt_hdr - an object's header, decoded
@@ -56,13 +61,23 @@ struct urs_crypt; /* one image's key, ready to seal and open chunks */
  * urs_crypt_new() - derive an image's key from the host's key
  * @master: the host's checkpoint key
  * @id: the image id
+ * @place: the image's key prefix in its bucket, without a trailing '/' (the
+ *         bucket is not bound: a bucket replicated or copied whole keeps
+ *         its images)
  * @out: the context (urs_crypt_free)
  * @err: why it failed
  *
  * Return: 0 or -ENOMEM (libcrypto refused a context).
  */
 int urs_crypt_new(const uint8_t master[URS_CRYPT_KEY_LEN], const uint8_t id[URS_CRYPT_ID_LEN],
-		  struct urs_crypt **out, struct urs_err *err);
+		  const char *place, struct urs_crypt **out, struct urs_err *err);
+
+/**
+ * urs_crypt_place() - what an object's header says of its place
+ * @place: a key prefix, as for urs_crypt_new()
+ * @out: the first URS_CRYPT_PLACE_LEN bytes of SHA-256(@place)
+ */
+void urs_crypt_place(const char *place, uint8_t out[URS_CRYPT_PLACE_LEN]);
 
 /**
  * urs_crypt_free() - wipe and release a context
@@ -82,15 +97,18 @@ void urs_crypt_hdr_write(const struct urs_crypt *c, uint32_t obj, uint8_t out[UR
  * urs_crypt_hdr_parse() - decode an object's header (untrusted bytes)
  * @p: the bytes
  * @n: how many
+ * @place: the key prefix the reader found the object under, or NULL: not
+ *         compared
  * @h: filled
  * @err: what is wrong
  *
- * Checks the magic, the version, the chunk size and the zero padding; the
- * header is authenticated later, with the first chunk.
+ * Checks the magic, the version, the chunk size and the place; the header
+ * is authenticated later, with the first chunk (the place through the key).
  *
  * Return: 0 or -EBADMSG.
  */
-int urs_crypt_hdr_parse(const void *p, size_t n, struct urs_crypt_hdr *h, struct urs_err *err);
+int urs_crypt_hdr_parse(const void *p, size_t n, const char *place, struct urs_crypt_hdr *h,
+			struct urs_err *err);
 
 /**
  * urs_crypt_sealed_len() - an object's size for @plain bytes of plaintext

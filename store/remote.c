@@ -432,7 +432,7 @@ int urs_remote_put_begin(struct urs_remote *r, struct urs_err *err)
 	r->nents = 0;
 	r->inl_len = 0;
 	r->afail = 0;
-	int e = urs_crypt_new(r->master, id, &r->crypt, err);
+	int e = urs_crypt_new(r->master, id, r->prefix, &r->crypt, err);
 	if (e < 0)
 		return e;
 	char key[KEY_MAX];
@@ -947,7 +947,7 @@ int urs_remote_put_ws(struct urs_remote *r, const void *p, size_t n, struct urs_
 		return urs_err_set(err, -ENAMETOOLONG, "object storage: prefix too long");
 	if (urs_crypt_random_id(id) < 0)
 		return urs_err_set(err, -EIO, "object storage: getrandom failed");
-	int e = urs_crypt_new(r->master, id, &c, err);
+	int e = urs_crypt_new(r->master, id, r->prefix, &c, err);
 	_cleanup_free_ uint8_t *buf =
 		e < 0 ? NULL : malloc(URS_CRYPT_HDR_LEN + n + URS_CRYPT_TAG_LEN);
 	if (e == 0 && !buf)
@@ -1139,7 +1139,7 @@ static int index_open(struct urs_remote *r, struct urs_s3_req *q, int res, struc
 		return res;
 	}
 	struct urs_crypt_hdr h;
-	int e = urs_crypt_hdr_parse(p, q->len, &h, err);
+	int e = urs_crypt_hdr_parse(p, q->len, r->prefix, &h, err);
 	if (e < 0)
 		return urs_err_wrap(err, e, "object storage: s3://%s/%s", r->bucket, key);
 	size_t sealed = q->len - URS_CRYPT_HDR_LEN;
@@ -1148,7 +1148,7 @@ static int index_open(struct urs_remote *r, struct urs_s3_req *q, int res, struc
 	urs_crypt_free(r->crypt);
 	r->crypt = NULL;
 	memcpy(r->id, h.id, sizeof(r->id));
-	if ((e = urs_crypt_new(r->master, h.id, &r->crypt, err)) < 0)
+	if ((e = urs_crypt_new(r->master, h.id, r->prefix, &r->crypt, err)) < 0)
 		return e;
 	size_t n = sealed - URS_CRYPT_TAG_LEN;
 	uint8_t *text = p + URS_CRYPT_HDR_LEN;
@@ -1183,9 +1183,10 @@ static int ws_open(struct urs_remote *r, int dirfd, struct urs_s3_req *q, int re
 	struct urs_crypt *c = NULL;
 	size_t n = q->len - URS_CRYPT_HDR_LEN - URS_CRYPT_TAG_LEN;
 	if (q->len < URS_CRYPT_HDR_LEN + URS_CRYPT_TAG_LEN ||
-	    urs_crypt_hdr_parse(p, q->len, &h, err) < 0 || h.obj != WS_OBJ || n > URS_REMOTE_WS_MAX)
+	    urs_crypt_hdr_parse(p, q->len, r->prefix, &h, err) < 0 || h.obj != WS_OBJ ||
+	    n > URS_REMOTE_WS_MAX)
 		return bad(r, key, "is not a working set", err);
-	int e = urs_crypt_new(r->master, h.id, &c, err);
+	int e = urs_crypt_new(r->master, h.id, r->prefix, &c, err);
 	if (e < 0)
 		return e;
 	uint8_t *text = p + URS_CRYPT_HDR_LEN;
@@ -1253,8 +1254,8 @@ static int range_head(struct urs_remote *r, const struct pbuf *b, size_t *at, st
 	if (b->req.object_size != urs_crypt_sealed_len(en->len))
 		return range_resized(r, b, err);
 	struct urs_crypt_hdr h;
-	if (!b->chunk0 && (urs_crypt_hdr_parse(b->p, b->req.len, &h, err) < 0 || h.obj != en->obj ||
-			   memcmp(h.id, r->id, sizeof(r->id))))
+	if (!b->chunk0 && (urs_crypt_hdr_parse(b->p, b->req.len, r->prefix, &h, err) < 0 ||
+			   h.obj != en->obj || memcmp(h.id, r->id, sizeof(r->id))))
 		return bad(r, b->req.key, "is not this image's object", err);
 	return 0;
 }

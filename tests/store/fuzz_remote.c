@@ -34,7 +34,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct urs_err err;
 	struct urs_crypt_hdr h;
-	urs_crypt_hdr_parse(data, size, &h, &err);
+	urs_crypt_hdr_parse(data, size, "fuzz/prefix", &h, &err);
 	const uint8_t *in[2] = {data, data + size};
 	int n = urs_remote_index_parse((const char *) data, size, visit, in, &err);
 	if (n > URS_REMOTE_FILES)

@@ -14,8 +14,9 @@
 #   - refused before anything is made, nothing left (no record, no cgroup,
 #     no stage): a flipped byte in the pages object or in the index (which
 #     holds the small files), a truncated object, another image's index
-#     swapped in, a missing index (no image), and a host whose checkpoint
-#     key is not the image's
+#     swapped in, another image copied whole under the prefix (it opens
+#     only where it was put), a missing index (no image), and a host whose
+#     checkpoint key is not the image's
 #   - an image whose small files are objects of their own (`ursa-store put
 #     --no-inline` of a local image): restored, the counter goes on
 #   - URSA_S3_CHECKSUM=crc32: parts and index sent with x-amz-checksum-crc32,
@@ -128,6 +129,11 @@ check "(control: a local image holds the marker)" 'grep -qa "ursa-remote-marker-
 # ---- a second image, for swapping -----------------------------------------------
 u checkpoint --leave-running --image-path "s3://ursa-test/img/b" ${P}a 2>"$work/ckb.err" ||
 	bad "checkpoint to s3://ursa-test/img/b" "$(cat "$work/ckb.err")"
+# and one made for a's own prefix, kept aside (img/a2), a's put back
+mv "$data/img/a" "$tmp/a.first"
+u checkpoint --leave-running --image-path "s3://ursa-test/img/a" ${P}a 2>"$work/cka2.err" ||
+	bad "checkpoint to s3://ursa-test/img/a again" "$(cat "$work/cka2.err")"
+mv "$data/img/a" "$data/img/a2" && mv "$tmp/a.first" "$data/img/a"
 u delete --force ${P}a >/dev/null 2>&1
 
 refused() { # name, what the error says, [restore's options]
@@ -158,9 +164,14 @@ index=$data/img/a/index._S3rver_object
 cp "$index" "$tmp/index.orig"
 printf '\x55' | dd of="$index" bs=1 seek=$(($(stat -c %s "$index") - 100)) conv=notrunc 2>/dev/null
 refused "a flipped byte in the index (among its small files)" "fails authentication"
-cp "$data/img/b/index._S3rver_object" "$index"
+cp "$data/img/a2/index._S3rver_object" "$index"
 refused "another image's index (its page data is not this image's)" "not this image's\|was replaced"
 cp "$tmp/index.orig" "$index"
+# every object of image b (same host key, whole and authentic) put under
+# a's prefix: another tenant's image in place of this one
+mv "$data/img/a" "$tmp/a.orig" && cp -a "$data/img/b" "$data/img/a"
+refused "another image copied whole under this prefix" "another place"
+rm -rf "$data/img/a" && mv "$tmp/a.orig" "$data/img/a"
 head -c 32 /dev/urandom >"$tmp/other.key"
 chmod 600 "$tmp/other.key"
 refused "another host's key" "another key" --key-file "$tmp/other.key"

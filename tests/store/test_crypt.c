@@ -18,14 +18,19 @@
 
 static const uint8_t master[32] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
 
-static struct urs_crypt *ctx(const uint8_t *key, uint8_t idbyte)
+static struct urs_crypt *ctx_at(const uint8_t *key, uint8_t idbyte, const char *place)
 {
 	uint8_t id[URS_CRYPT_ID_LEN];
 	memset(id, idbyte, sizeof(id));
 	struct urs_crypt *c = NULL;
 	struct urs_err err = {{0}};
-	assert_int_equal(urs_crypt_new(key, id, &c, &err), 0);
+	assert_int_equal(urs_crypt_new(key, id, place, &c, &err), 0);
 	return c;
+}
+
+static struct urs_crypt *ctx(const uint8_t *key, uint8_t idbyte)
+{
+	return ctx_at(key, idbyte, "tenant-a/img");
 }
 
 static void roundtrip_and_refusals(void **state)
@@ -57,6 +62,10 @@ static void roundtrip_and_refusals(void **state)
 	uint8_t k2[32] = {9};
 	struct urs_crypt *wrong = ctx(k2, 7);
 	assert_int_equal(urs_crypt_open(wrong, 3, 5, false, sealed, sizeof(plain), out), -EBADMSG);
+	/* the same image and key under another prefix (copied there) */
+	struct urs_crypt *moved = ctx_at(master, 7, "tenant-b/img");
+	assert_int_equal(urs_crypt_open(moved, 3, 5, false, sealed, sizeof(plain), out), -EBADMSG);
+	urs_crypt_free(moved);
 	/* in place, and the empty last chunk */
 	memcpy(out, plain, 100);
 	assert_int_equal(urs_crypt_seal(c, 1, 0, true, out, 100, out), 0);
@@ -78,16 +87,21 @@ static void header(void **state)
 	struct urs_crypt_hdr d;
 	struct urs_err err = {{0}};
 	urs_crypt_hdr_write(c, 17, h);
-	assert_int_equal(urs_crypt_hdr_parse(h, sizeof(h), &d, &err), 0);
+	assert_int_equal(urs_crypt_hdr_parse(h, sizeof(h), "tenant-a/img", &d, &err), 0);
+	assert_int_equal(urs_crypt_hdr_parse(h, sizeof(h), NULL, &d, &err), 0);
 	assert_int_equal(d.obj, 17);
 	assert_int_equal(d.id[31], 0x42);
-	assert_int_equal(urs_crypt_hdr_parse(h, sizeof(h) - 1, &d, &err), -EBADMSG);
-	h[8] = 2; /* a newer version is named */
-	assert_int_equal(urs_crypt_hdr_parse(h, sizeof(h), &d, &err), -EBADMSG);
-	assert_non_null(strstr(err.msg, "version 2"));
-	h[8] = 1;
-	h[60] = 1; /* padding */
-	assert_int_equal(urs_crypt_hdr_parse(h, sizeof(h), &d, &err), -EBADMSG);
+	assert_int_equal(urs_crypt_hdr_parse(h, sizeof(h) - 1, NULL, &d, &err), -EBADMSG);
+	/* found under another prefix: said so before any chunk is tried */
+	assert_int_equal(urs_crypt_hdr_parse(h, sizeof(h), "tenant-b/img", &d, &err), -EBADMSG);
+	assert_non_null(strstr(err.msg, "another place"));
+	h[60] ^= 1;
+	assert_int_equal(urs_crypt_hdr_parse(h, sizeof(h), "tenant-a/img", &d, &err), -EBADMSG);
+	h[60] ^= 1;
+	h[8] = 1; /* an older version (not bound to its place) is named */
+	assert_int_equal(urs_crypt_hdr_parse(h, sizeof(h), NULL, &d, &err), -EBADMSG);
+	assert_non_null(strstr(err.msg, "version 1"));
+	h[8] = 2;
 	/* sizes: header + plaintext + a tag per chunk (an empty object: one chunk) */
 	assert_int_equal(urs_crypt_sealed_len(0), URS_CRYPT_HDR_LEN + URS_CRYPT_TAG_LEN);
 	assert_int_equal(urs_crypt_sealed_len(URS_CRYPT_CHUNK),
