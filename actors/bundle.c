@@ -24,22 +24,7 @@ static int seccomp_count_setting(const struct urs_spec *spec, bool *count, struc
 {
 	const char *env = getenv("URSA_SECCOMP_COUNT");
 	*count = !(env && !strcmp(env, "0"));
-	for (size_t i = 0; i < spec->n_annotations; i++) {
-		const struct urs_kv *kv = &spec->annotations[i];
-		if (strcmp(kv->key, URS_ANN_SECCOMP_COUNT))
-			continue;
-		if (!strcmp(kv->value, "true") || !strcmp(kv->value, "1"))
-			*count = true;
-		else if (!strcmp(kv->value, "false") || !strcmp(kv->value, "0"))
-			*count = false;
-		else
-			return urs_err_set(
-				err, -EINVAL,
-				"config.json: annotations[\"%s\"]: \"%s\" is not true or "
-				"false",
-				kv->key, kv->value);
-	}
-	return 0;
+	return urs_spec_ann_bool(spec, URS_ANN_SECCOMP_COUNT, count, err);
 }
 
 /* The sandbox NIC needs a network namespace of the sandbox's own, and port

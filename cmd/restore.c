@@ -22,6 +22,28 @@
 
 int urs_wait_forwarding(pid_t sup, pid_t init);
 
+/* --lazy-pages as an annotation of the bundle, for the clients that pass
+ * no flag of ours (containerd's shims, podman, CRI) */
+#define ANN_LAZY "run.ursa.restore.lazy-pages"
+
+/* --lazy-pages from the bundle's ANN_LAZY ("true"/"false"; the flag, when
+ * given, wins), read before the image is fetched, which it decides. The
+ * bundle is --bundle's or the current directory's config.json; without one
+ * (a restore that takes the image's recorded bundle) the flag alone
+ * decides. The bundle is loaded for good later (actors/bundle.h). */
+static int lazy_from_bundle(struct urs_create_args *c, struct urs_err *err)
+{
+	char cfg[PATH_MAX];
+	if (c->lazy_pages || snprintf(cfg, sizeof(cfg), "%s/config.json",
+				      c->bundle ? c->bundle : ".") >= (int) sizeof(cfg))
+		return 0; /* (a path too long: said when the bundle is loaded) */
+	__attribute__((cleanup(urs_spec_freep))) struct urs_spec *spec = NULL;
+	int r = urs_spec_load(cfg, &spec, err);
+	if (r == -ENOENT)
+		return 0;
+	return r < 0 ? r : urs_spec_ann_bool(spec, ANN_LAZY, &c->lazy_pages, err);
+}
+
 /* the sandbox restored (actors/sandbox_restore.h), waited for unless
  * --detach; *rc: the exit status */
 static int restore_run(struct urs_create_args *c, const char *image, const char *stage,
@@ -72,6 +94,10 @@ static int restore_from(struct urs_create_args *c, const char *image, const char
 			return 1;
 		}
 		r = 0;
+	}
+	if ((r = lazy_from_bundle(c, &err)) < 0) {
+		urs_error("restore: %s", err.msg);
+		return 1;
 	}
 	c->lazy_src = -1;
 	c->lazy_remote = urs_is_remote(image) && c->lazy_pages;

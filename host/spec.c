@@ -1909,3 +1909,22 @@ const struct urs_namespace *urs_spec_ns(const struct urs_spec *spec, enum urs_ns
 			return &spec->lnx->namespaces[i];
 	return NULL;
 }
+
+int urs_spec_ann_bool(const struct urs_spec *spec, const char *key, bool *out, struct urs_err *err)
+{
+	for (size_t i = 0; i < spec->n_annotations; i++) {
+		const struct urs_kv *kv = &spec->annotations[i];
+		if (strcmp(kv->key, key))
+			continue;
+		if (!strcmp(kv->value, "true") || !strcmp(kv->value, "1"))
+			*out = true;
+		else if (!strcmp(kv->value, "false") || !strcmp(kv->value, "0"))
+			*out = false;
+		else
+			return urs_err_set(err, -EINVAL,
+					   "config.json: annotations[\"%s\"]: \"%s\" is not true "
+					   "or false",
+					   kv->key, kv->value);
+	}
+	return 0;
+}

@@ -359,6 +359,18 @@ bool urs_host_has_selinux(void);
 int urs_lsm_set_exec(const struct urs_process *p, struct urs_err *err);
 void urs_spec_free(struct urs_spec *spec);
 
+/**
+ * urs_spec_ann_bool() - an annotation that is a yes or a no
+ * @spec: the spec
+ * @key: the annotation's name ("run.ursa.seccomp-count", ...)
+ * @out: set if @spec has it; unchanged if not
+ * @err: what is wrong
+ *
+ * Return: 0, or -EINVAL naming the annotation when its value is not "true",
+ * "1", "false" or "0".
+ */
+int urs_spec_ann_bool(const struct urs_spec *spec, const char *key, bool *out, struct urs_err *err);
+
 /* What `runc spec` writes (and so `ursa spec`): a static NUL-terminated string. */
 const char *urs_spec_default_json(void);
 /* urs_spec_default_json(), parsed. */

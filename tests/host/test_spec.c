@@ -337,7 +337,30 @@ static void test_names(void **state)
 	assert_string_equal(urs_scmp_op_name(URS_SCMP_CMP_MASKED_EQ), "SCMP_CMP_MASKED_EQ");
 }
 
-#define HEAD	"{'ociVersion':'1.0.2','root':{'path':'rootfs'},"
+#define HEAD "{'ociVersion':'1.0.2','root':{'path':'rootfs'},"
+
+/* a yes-or-no annotation: set when present, left when absent, refused
+ * naming it when neither */
+static void test_ann_bool(void **state)
+{
+	(void) state;
+	struct urs_spec *s = NULL;
+	struct urs_err err = {{0}};
+	assert_int_equal(parse_q(HEAD "'annotations':{'a':'true','b':'0','c':'yes'}}", &s, &err),
+			 0);
+	bool v = false;
+	assert_int_equal(urs_spec_ann_bool(s, "a", &v, &err), 0);
+	assert_true(v);
+	assert_int_equal(urs_spec_ann_bool(s, "b", &v, &err), 0);
+	assert_false(v);
+	v = true;
+	assert_int_equal(urs_spec_ann_bool(s, "absent", &v, &err), 0);
+	assert_true(v);
+	assert_int_equal(urs_spec_ann_bool(s, "c", &v, &err), -EINVAL);
+	assert_string_equal(err.msg,
+			    "config.json: annotations[\"c\"]: \"yes\" is not true or false");
+	urs_spec_free(s);
+}
 #define PROC(x) HEAD "'process':{'args':['sh'],'cwd':'/'," x "}}"
 #define LNX(x)	HEAD "'linux':{" x "}}"
 
@@ -629,6 +652,7 @@ int main(void)
 		cmocka_unit_test(test_default_spec),
 		cmocka_unit_test(test_minimal_and_extensions),
 		cmocka_unit_test(test_names),
+		cmocka_unit_test(test_ann_bool),
 		cmocka_unit_test(test_bad_configs),
 		cmocka_unit_test(test_load_errors),
 		cmocka_unit_test(test_host_support),

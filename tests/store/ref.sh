@@ -11,6 +11,9 @@
 #     the image's objects are there; the marker in no byte of DIR or store
 #   - restore from DIR: running, the counter goes on from where it was
 #   - a second checkpoint (--leave-running) gets its own location
+#   - a bundle annotated run.ursa.restore.lazy-pages=true restores it
+#     lazily (the pager's record), one without eagerly; a value that is
+#     not true or false is refused naming it, nothing left
 #   - refused before anything is made, nothing left: a reference edited to
 #     name the other image, a flipped MAC, a host with another key
 #   - a location whose bucket does not exist: the checkpoint fails naming
@@ -41,14 +44,16 @@ mkdir -p "$work/rootfs/bin" "$work/rootfs/proc" "$work/rootfs/dev" "$work/rootfs
 cp /bin/busybox "$work/rootfs/bin/" && ln -s busybox "$work/rootfs/bin/sh"
 cp "$HOG" "$work/rootfs/bin/hog"
 (cd "$work/b" && "$URSA" spec) || exit 1
-# bundle NAME LOCATION: a bundle whose container is parked at LOCATION
+# bundle NAME LOCATION [LAZY]: a bundle whose container is parked at
+# LOCATION (and restored with run.ursa.restore.lazy-pages=LAZY)
 bundle() {
 	mkdir -p "$work/$1"
-	jq --arg rootfs "$work/rootfs" --arg loc "$2" '.root.path = $rootfs | .root.readonly = false
-		| .process.terminal = false
+	jq --arg rootfs "$work/rootfs" --arg loc "$2" --arg lazy "${3:-}" '.root.path = $rootfs
+		| .root.readonly = false | .process.terminal = false
 		| .process.args = ["/bin/hog", "16", "1", "/tmp", "ursa-ref-marker"]
 		| .annotations = {"run.ursa.network": "none"}
-		| if $loc == "" then . else .annotations["run.ursa.checkpoint.location"] = $loc end' \
+		| if $loc == "" then . else .annotations["run.ursa.checkpoint.location"] = $loc end
+		| if $lazy == "" then . else .annotations["run.ursa.restore.lazy-pages"] = $lazy end' \
 		"$work/b/config.json" >"$work/$1/config.json"
 }
 start_one() { # bundle id
@@ -60,6 +65,8 @@ bundle parked s3://ursa-test/parked
 bundle nobucket s3://ursa-no-such-bucket/x
 bundle notS3 /var/tmp/somewhere
 bundle plain ""
+bundle lazy s3://ursa-test/parked true
+bundle lazybad s3://ursa-test/parked maybe
 # ck DIR ID [options]: `ursa checkpoint` of ID into $work/DIR; its status in
 # $rc, what it said in $work/DIR.err
 ck() {
@@ -104,6 +111,27 @@ loc2=$(location "$work/d2")
 check "a second checkpoint has its own location, the container runs on" \
 	'[ -n "$loc2" ] && [ "$loc2" != "$loc1" ] && [ "$(status_of ${P}a)" = running ]' "'$loc1' '$loc2'"
 u delete --force ${P}a >/dev/null 2>&1
+
+# ---- restored lazily, as the bundle's annotation asks ------------------------------
+(cd "$work/lazybad" && u restore --detach --image-path "$work/d2" ${P}a >/dev/null 2>"$work/rl.err")
+rc=$?
+check "run.ursa.restore.lazy-pages=maybe: refused naming it, nothing left" \
+	'[ $rc != 0 ] && grep -q "run.ursa.restore.lazy-pages" "$work/rl.err" && nothing_left ${P}a' \
+	"rc=$rc $(cat "$work/rl.err")"
+c2=$(count)
+(cd "$work/lazy" && u restore --detach --image-path "$work/d2" ${P}a >/dev/null 2>"$work/rl.err")
+rc=$?
+check "run.ursa.restore.lazy-pages=true: restored lazily from the store (the pager's record)" \
+	'[ $rc = 0 ] && wait_for 30 grep -q "^done" "$root/${P}a/paged"' "rc=$rc $(cat "$work/rl.err")"
+check "and the counter goes on" \
+	'[ "$(status_of ${P}a)" = running ] && wait_for 20 counts_past $((c2 + 3))' "count $(count)"
+(cd "$work/parked" && u restore --detach --image-path "$work/d2" ${P}b >/dev/null 2>"$work/rl.err")
+rc=$?
+check "(control: without it, the same image restores eagerly: no pager)" \
+	'[ $rc = 0 ] && [ "$(status_of ${P}b)" = running ] && [ ! -e "$root/${P}b/paged" ]' \
+	"rc=$rc $(cat "$work/rl.err") $(ls "$root/${P}b" 2>&1)"
+u delete --force ${P}a >/dev/null 2>&1
+u delete --force ${P}b >/dev/null 2>&1
 
 # ---- refused before anything is made -------------------------------------------------
 refused() { # name, what the error says, the directory, [env...]
