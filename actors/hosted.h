@@ -12,7 +12,8 @@
  * one `struct sup` per sandbox. The builder then exits.
  *
  * Only a sandbox whose supervisor has nothing else to run is handed over:
- * no gofer volume, no lazy restore's pager, no restored netstack's tables,
+ * no gofer volume, no lazy restore's pager (a lazily restored one goes
+ * once its paging is done: sup_hand_over_late), no restored netstack's tables,
  * no profile. Counted seccomp denials go with
  * it (the filter's listener and its errno table), and so does its
  * user-mode network: the tap, the port forwards' bound sockets and the

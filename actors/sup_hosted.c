@@ -193,6 +193,43 @@ int sup_hand_over(struct sup *s)
 	return 0;
 }
 
+/* The late hand-over: tried again as each of the supervisor's parts ends
+ * (its part_ended). The accept is cancelled only while no connection is
+ * open, and armed again if one came meanwhile: a client that holds one
+ * connection while it waits for an answer on another (a checkpoint's
+ * guard) is never left in the backlog. Taken: nothing more of ours may
+ * run (a loop turn could answer on a socket the host serves now), so the
+ * process ends here. */
+static void late_try(struct sup *s)
+{
+	if (s->conns) { /* theirs are ours to answer: when the last ends */
+		if (!urs_op_busy(&s->accept_op) && !s->exited)
+			sup_accept_start(s);
+		return;
+	}
+	if (urs_op_busy(&s->accept_op)) {
+		urs_cancel(s->lp, &s->accept_op); /* (once asked, asked) */
+		return;
+	}
+	s->part_ended = NULL;
+	if (sup_hand_over(s)) {
+		fflush(NULL);
+		_exit(0);
+	}
+	if (!s->exited) /* not taken: we go on serving */
+		sup_accept_start(s);
+}
+
+void sup_hand_over_late(struct sup *s)
+{
+	if (s->hosted || !s->a->host_socket || !can_hand_over(s))
+		return;
+	/* new clients wait in the listener's backlog meanwhile: the host
+	 * takes it with the listener */
+	s->part_ended = late_try;
+	late_try(s);
+}
+
 /* ---- the host's side ---- */
 
 struct hosted {

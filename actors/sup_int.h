@@ -120,6 +120,10 @@ static inline void sup_part_ended(struct sup *s)
 /* Hand the sandbox over to a host (--host-socket): 1 done (exit now), 0
  * serve it ourselves (not one to hand over, or no host took it). */
 int sup_hand_over(struct sup *s);
+/* The same once a lazy restore's paging is done (its pager freed), from the
+ * loop: the control socket's accept cancelled, its open connections
+ * answered first; if a host takes it, the process exits there. */
+void sup_hand_over_late(struct sup *s);
 /* Something of an adopted @s ended: freed if it was the last. */
 void sup_hosted_release(struct sup *s);
 

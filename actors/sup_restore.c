@@ -219,18 +219,19 @@ void sup_lazy_opts(struct sup *s, struct ckpt_restore_opts *ro)
 	ro->lazy_ctx = s;
 }
 
-/* ROOT/ID/paged: how the memory came in (one line, for people and benchmarks) */
-static void lazy_report(struct sup *s)
+/* ROOT/ID/paged: how the memory came in (one line, for people and
+ * benchmarks); whether every page is in */
+static bool lazy_report(struct sup *s)
 {
 	struct ckpt_lazy_stats st;
 	char path[PATH_MAX];
 	ckpt_lazy_stats(s->lazy, &st);
 	if (!s->a->state_dir ||
 	    snprintf(path, sizeof(path), "%s/paged", s->a->state_dir) >= (int) sizeof(path))
-		return;
+		return st.done;
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
-		return;
+		return st.done;
 	dprintf(fd,
 		"%s ms=%.1f faults=%llu fault_pages=%llu zero_pages=%llu prefetch_pages=%llu "
 		"spaces=%llu chunks=%llu ws_blocks=%llu hot_blocks=%llu ws_pages=%llu rec=%d "
@@ -242,6 +243,7 @@ static void lazy_report(struct sup *s)
 		(unsigned long long) st.hot_blocks, (unsigned long long) st.ws_pages, st.rec,
 		(unsigned long long) st.rec_blocks);
 	close(fd);
+	return st.done;
 }
 
 static void lazy_done_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint32_t flags)
@@ -251,8 +253,14 @@ static void lazy_done_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, 
 	if (res == -ECANCELED)
 		return;
 	s->paging = false;
-	lazy_report(s);
+	bool done = lazy_report(s);
 	sup_exec_waiters_answer(s);
+	if (!done)
+		return; /* failed: its tasks are killed (lazy_fail), we stay for their end */
+	/* every page in, every userfaultfd closed: the pager is of no more use */
+	ckpt_lazy_free(s->lazy);
+	s->lazy = NULL;
+	sup_hand_over_late(s);
 }
 
 void sup_lazy_watch(struct sup *s)
