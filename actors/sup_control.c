@@ -350,7 +350,7 @@ static void accept_retry_cb(struct urs_loop *loop, struct urs_timer *t, int res)
 	(void) loop;
 	struct sup *s = container_of(t, struct sup, accept_retry);
 	if (res == 0 && !s->exited)
-		sup_accept_start(s);
+		sup_accept_start(s); /* (the timer is no longer busy: armed) */
 	else
 		sup_part_ended(s);
 }
@@ -375,19 +375,26 @@ void sup_accept_cb(struct urs_loop *loop, struct urs_op *op, int32_t res, uint32
 		}
 	}
 	bool starved = res == -EMFILE || res == -ENFILE || res == -ENOMEM || res == -ENOBUFS;
-	if (!(flags & IORING_CQE_F_MORE) && res != -ECANCELED && !s->exited) {
+	if (flags & IORING_CQE_F_MORE)
+		return;
+	if (res != -ECANCELED && !s->exited) {
 		/* out of fds or memory: again in a while, not at once (a spin,
 		 * and in a host the spin of every sandbox it serves) */
 		if (!starved ||
 		    urs_timer_start(loop, &s->accept_retry, CTL_RETRY_NS, 0, accept_retry_cb) < 0)
 			sup_accept_start(s);
-	} else if (!(flags & IORING_CQE_F_MORE)) {
-		sup_part_ended(s);
 	}
+	/* (a host's: freed once every part has; a late hand-over: tried again,
+	 * whether the accept ended or was armed anew) */
+	sup_part_ended(s);
 }
 
 void sup_accept_start(struct sup *s)
 {
+	/* armed already, or to be by accept_retry: once (a second arming
+	 * would rewrite an op in flight) */
+	if (urs_op_busy(&s->accept_op) || urs_timer_busy(&s->accept_retry))
+		return;
 	io_uring_prep_multishot_accept(urs_op_sqe(&s->accept_op), s->ctl_fd, NULL, NULL,
 				       SOCK_CLOEXEC);
 	s->accept_op.flags = URS_OPF_WEAK;

@@ -54,8 +54,10 @@ static bool net_can_go(const struct sup *s)
 static bool can_hand_over(const struct sup *s)
 {
 	const struct urs_sup_args *a = s->a;
-	/* a restore: an eager one without user-mode network (its saved
-	 * tables are applied by the supervisor's netstack) or gofer volumes */
+	/* a restore: without user-mode network (its saved tables are applied
+	 * by the supervisor's netstack: s->net once it runs, which
+	 * net_can_go refuses) or gofer volumes, and a lazy one only once its
+	 * pager is gone (sup_hand_over_late) */
 	bool restore_ok = !a->restore_dir || (!s->late && s->tapfd < 0);
 	return a->host_socket && a->state_dir && net_can_go(s) && a->launch.n_gofer == 0 &&
 	       restore_ok && !s->lazy && !a->profile &&
@@ -194,7 +196,9 @@ int sup_hand_over(struct sup *s)
 }
 
 /* The late hand-over: tried again as each of the supervisor's parts ends
- * (its part_ended). The accept is cancelled only while no connection is
+ * (its part_ended). It blocks the loop while the host answers, as the
+ * eager one blocks the boot (the host's adopt is a few syscalls); a host
+ * that refuses leaves us serving, for good. The accept is cancelled only while no connection is
  * open, and armed again if one came meanwhile: a client that holds one
  * connection while it waits for an answer on another (a checkpoint's
  * guard) is never left in the backlog. Taken: nothing more of ours may
@@ -203,8 +207,8 @@ int sup_hand_over(struct sup *s)
 static void late_try(struct sup *s)
 {
 	if (s->conns) { /* theirs are ours to answer: when the last ends */
-		if (!urs_op_busy(&s->accept_op) && !s->exited)
-			sup_accept_start(s);
+		if (!s->exited)
+			sup_accept_start(s); /* (unless armed, or to be) */
 		return;
 	}
 	if (urs_op_busy(&s->accept_op)) {

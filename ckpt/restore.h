@@ -19,6 +19,10 @@
 #include "ckpt/seal.h"
 #include "runtime/err.h"
 
+/* The bundle annotation that is `ursa restore --lazy-pages` for clients
+ * that pass no flag of ours ("true"/"false"; docs/checkpoint.md) */
+#define CKPT_ANN_LAZY "run.ursa.restore.lazy-pages"
+
 struct ckpt_restore_stats {
 	uint32_t ntasks;
 	uint64_t pages;	 /* written */

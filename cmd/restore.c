@@ -14,6 +14,7 @@
 #include "actors/sandbox_restore.h"
 #include "ckpt/key.h"
 #include "ckpt/remote_ref.h"
+#include "ckpt/restore.h"
 #include "ckpt/run.h"
 #include "ckpt/trace.h"
 #include "cmd/cli.h"
@@ -22,26 +23,30 @@
 
 int urs_wait_forwarding(pid_t sup, pid_t init);
 
-/* --lazy-pages as an annotation of the bundle, for the clients that pass
- * no flag of ours (containerd's shims, podman, CRI) */
-#define ANN_LAZY "run.ursa.restore.lazy-pages"
-
-/* --lazy-pages from the bundle's ANN_LAZY ("true"/"false"; the flag, when
- * given, wins), read before the image is fetched, which it decides. The
- * bundle is --bundle's or the current directory's config.json; without one
- * (a restore that takes the image's recorded bundle) the flag alone
- * decides. The bundle is loaded for good later (actors/bundle.h). */
+/* --lazy-pages from the bundle's CKPT_ANN_LAZY ("true"/"false"; the flag
+ * makes it lazy whatever the annotation says, and a value that is neither
+ * is refused either way), read before the image is fetched, which it
+ * decides. The bundle is the one containerd and podman pass: --bundle's,
+ * or the current directory's config.json. A restore that takes its bundle
+ * from the image instead (an `ursa do` image's layer, or the recorded one
+ * when there is no config.json here) has only the flag. A config.json
+ * that does not load is left to the bundle's load proper (actors/bundle.h),
+ * which says why if it is the one used. */
 static int lazy_from_bundle(struct urs_create_args *c, struct urs_err *err)
 {
 	char cfg[PATH_MAX];
-	if (c->lazy_pages || snprintf(cfg, sizeof(cfg), "%s/config.json",
-				      c->bundle ? c->bundle : ".") >= (int) sizeof(cfg))
-		return 0; /* (a path too long: said when the bundle is loaded) */
-	__attribute__((cleanup(urs_spec_freep))) struct urs_spec *spec = NULL;
-	int r = urs_spec_load(cfg, &spec, err);
-	if (r == -ENOENT)
+	if ((c->bundle && !*c->bundle) ||
+	    snprintf(cfg, sizeof(cfg), "%s/config.json", c->bundle ? c->bundle : ".") >=
+		    (int) sizeof(cfg))
 		return 0;
-	return r < 0 ? r : urs_spec_ann_bool(spec, ANN_LAZY, &c->lazy_pages, err);
+	_cleanup_spec_ struct urs_spec *spec = NULL;
+	struct urs_err ignored = {{0}};
+	if (urs_spec_load(cfg, &spec, &ignored) < 0)
+		return 0;
+	bool lazy = false;
+	int r = urs_spec_ann_bool(spec, CKPT_ANN_LAZY, &lazy, err);
+	c->lazy_pages |= lazy;
+	return r;
 }
 
 /* the sandbox restored (actors/sandbox_restore.h), waited for unless
@@ -94,10 +99,6 @@ static int restore_from(struct urs_create_args *c, const char *image, const char
 			return 1;
 		}
 		r = 0;
-	}
-	if ((r = lazy_from_bundle(c, &err)) < 0) {
-		urs_error("restore: %s", err.msg);
-		return 1;
 	}
 	c->lazy_src = -1;
 	c->lazy_remote = urs_is_remote(image) && c->lazy_pages;
@@ -173,9 +174,16 @@ int cmd_restore(int argc, char **argv)
 		return i == -2 ? 0 : 1;
 	if (!(c.id = urs_require_id("restore", argc, argv, i)))
 		return 1;
+	struct urs_err err = {{0}};
+	if (lazy_from_bundle(&c, &err) < 0) {
+		urs_error("restore: %s", err.msg);
+		urs_create_args_free(&c);
+		return 1;
+	}
 	if (c.lazy_unshared && !c.lazy_pages) {
-		urs_error("restore: --lazy-unshared needs --lazy-pages (an eager restore always "
-			  "shares what the tree shared)");
+		urs_error("restore: --lazy-unshared needs --lazy-pages (or the "
+			  "annotation " CKPT_ANN_LAZY
+			  "=true; an eager restore always shares what the tree shared)");
 		urs_create_args_free(&c);
 		return 1;
 	}

@@ -45,7 +45,9 @@ static void hkdf32(const uint8_t *ikm, size_t ikm_len, const uint8_t *salt, size
 	explicit_bzero(prk, sizeof(prk));
 }
 
-void urs_crypt_place(const char *place, uint8_t out[URS_CRYPT_PLACE_LEN])
+/* what an object's header says of its place: the first URS_CRYPT_PLACE_LEN
+ * bytes of SHA-256(@place) */
+static void place_hash(const char *place, uint8_t out[URS_CRYPT_PLACE_LEN])
 {
 	struct urs_sha256 h;
 	uint8_t d[32];
@@ -63,7 +65,7 @@ int urs_crypt_new(const uint8_t master[URS_CRYPT_KEY_LEN], const uint8_t id[URS_
 	if (!c)
 		return urs_err_set(err, -ENOMEM, "sealing: out of memory");
 	memcpy(c->id, id, URS_CRYPT_ID_LEN);
-	urs_crypt_place(place, c->place);
+	place_hash(place, c->place);
 	hkdf32(master, URS_CRYPT_KEY_LEN, id, URS_CRYPT_ID_LEN, place, key);
 	c->enc = EVP_CIPHER_CTX_new();
 	c->dec = EVP_CIPHER_CTX_new();
@@ -111,6 +113,13 @@ int urs_crypt_hdr_parse(const void *p, size_t n, const char *place, struct urs_c
 	const uint8_t *b = p;
 	if (n < URS_CRYPT_HDR_LEN || memcmp(b, MAGIC, 8))
 		return urs_err_set(err, -EBADMSG, "not a sealed ursa object (no header)");
+	if (urs_get_le32(b + 8) == 1)
+		return urs_err_set(
+			err, -EBADMSG,
+			"a sealed object of version 1, made by an ursa before images were "
+			"bound to their prefix (this ursa reads version %u): restore it "
+			"with that ursa and checkpoint it again",
+			VERSION);
 	if (urs_get_le32(b + 8) != VERSION)
 		return urs_err_set(err, -EBADMSG,
 				   "a sealed object of version %u (this ursa reads version %u)",
@@ -121,7 +130,7 @@ int urs_crypt_hdr_parse(const void *p, size_t n, const char *place, struct urs_c
 	h->obj = urs_get_le32(b + 48);
 	uint8_t want[URS_CRYPT_PLACE_LEN];
 	if (place) /* (what the header says is authenticated with the first chunk) */
-		urs_crypt_place(place, want);
+		place_hash(place, want);
 	if (place && memcmp(b + 52, want, sizeof(want)))
 		return urs_err_set(err, -EBADMSG,
 				   "sealed for another place in the store (copied or moved "

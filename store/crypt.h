@@ -73,13 +73,6 @@ int urs_crypt_new(const uint8_t master[URS_CRYPT_KEY_LEN], const uint8_t id[URS_
 		  const char *place, struct urs_crypt **out, struct urs_err *err);
 
 /**
- * urs_crypt_place() - what an object's header says of its place
- * @place: a key prefix, as for urs_crypt_new()
- * @out: the first URS_CRYPT_PLACE_LEN bytes of SHA-256(@place)
- */
-void urs_crypt_place(const char *place, uint8_t out[URS_CRYPT_PLACE_LEN]);
-
-/**
  * urs_crypt_free() - wipe and release a context
  * @c: the context, or NULL
  */

@@ -1182,12 +1182,14 @@ static int ws_open(struct urs_remote *r, int dirfd, struct urs_s3_req *q, int re
 	struct urs_crypt_hdr h;
 	struct urs_crypt *c = NULL;
 	size_t n = q->len - URS_CRYPT_HDR_LEN - URS_CRYPT_TAG_LEN;
-	if (q->len < URS_CRYPT_HDR_LEN + URS_CRYPT_TAG_LEN ||
-	    urs_crypt_hdr_parse(p, q->len, r->prefix, &h, err) < 0 || h.obj != WS_OBJ ||
-	    n > URS_REMOTE_WS_MAX)
+	if (q->len < URS_CRYPT_HDR_LEN + URS_CRYPT_TAG_LEN)
 		return bad(r, key, "is not a working set", err);
-	int e = urs_crypt_new(r->master, h.id, r->prefix, &c, err);
+	int e = urs_crypt_hdr_parse(p, q->len, r->prefix, &h, err);
 	if (e < 0)
+		return urs_err_wrap(err, e, "object storage: s3://%s/%s", r->bucket, key);
+	if (h.obj != WS_OBJ || n > URS_REMOTE_WS_MAX)
+		return bad(r, key, "is not a working set", err);
+	if ((e = urs_crypt_new(r->master, h.id, r->prefix, &c, err)) < 0)
 		return e;
 	uint8_t *text = p + URS_CRYPT_HDR_LEN;
 	e = urs_crypt_open(c, WS_OBJ, 0, true, text, n, text);
@@ -1254,8 +1256,12 @@ static int range_head(struct urs_remote *r, const struct pbuf *b, size_t *at, st
 	if (b->req.object_size != urs_crypt_sealed_len(en->len))
 		return range_resized(r, b, err);
 	struct urs_crypt_hdr h;
-	if (!b->chunk0 && (urs_crypt_hdr_parse(b->p, b->req.len, r->prefix, &h, err) < 0 ||
-			   h.obj != en->obj || memcmp(h.id, r->id, sizeof(r->id))))
+	if (b->chunk0)
+		return 0;
+	int e = urs_crypt_hdr_parse(b->p, b->req.len, r->prefix, &h, err);
+	if (e < 0)
+		return urs_err_wrap(err, e, "object storage: s3://%s/%s", r->bucket, b->req.key);
+	if (h.obj != en->obj || memcmp(h.id, r->id, sizeof(r->id)))
 		return bad(r, b->req.key, "is not this image's object", err);
 	return 0;
 }

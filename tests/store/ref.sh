@@ -113,13 +113,14 @@ check "a second checkpoint has its own location, the container runs on" \
 u delete --force ${P}a >/dev/null 2>&1
 
 # ---- restored lazily, as the bundle's annotation asks ------------------------------
-(cd "$work/lazybad" && u restore --detach --image-path "$work/d2" ${P}a >/dev/null 2>"$work/rl.err")
+(cd "$work/lazybad" && u restore --lazy-pages --detach --image-path "$work/d2" ${P}a >/dev/null 2>"$work/rl.err")
 rc=$?
-check "run.ursa.restore.lazy-pages=maybe: refused naming it, nothing left" \
+check "run.ursa.restore.lazy-pages=maybe (with --lazy-pages too): refused naming it, nothing left" \
 	'[ $rc != 0 ] && grep -q "run.ursa.restore.lazy-pages" "$work/rl.err" && nothing_left ${P}a' \
 	"rc=$rc $(cat "$work/rl.err")"
 c2=$(count)
-(cd "$work/lazy" && u restore --detach --image-path "$work/d2" ${P}a >/dev/null 2>"$work/rl.err")
+# (--lazy-unshared, which needs a lazy restore, takes the annotation's)
+(cd "$work/lazy" && u restore --lazy-unshared --detach --image-path "$work/d2" ${P}a >/dev/null 2>"$work/rl.err")
 rc=$?
 check "run.ursa.restore.lazy-pages=true: restored lazily from the store (the pager's record)" \
 	'[ $rc = 0 ] && wait_for 30 grep -q "^done" "$root/${P}a/paged"' "rc=$rc $(cat "$work/rl.err")"
