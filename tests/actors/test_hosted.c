@@ -6,7 +6,9 @@
  * ROOT/ID/exit and everything of it is freed. A hand-over without its fds
  * or with a wrong magic is refused and closes what came. A sandbox's
  * netstack runs on the host's loop and goes with its init. ROOT/ID/hosted
- * is read as written, refused when malformed.
+ * is read as written, refused when malformed. The supervisor's late
+ * hand-over (a lazy restore's, once paged) waits for its open control
+ * connections, then goes.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -31,6 +33,7 @@
 
 #include "actors/control.h"
 #include "actors/hosted.h"
+#include "actors/sup_int.h"
 #include "host/init.h"
 #include "host/proc.h"
 #include "host/state.h"
@@ -531,6 +534,138 @@ static int teardown(void **state)
 	return system(cmd) == 0 ? 0 : -1;
 }
 
+/* ---- the late hand-over (a lazy restore's, once paged) ---- */
+
+static struct urs_sup_args late_args;
+static struct sup late_sup;
+
+/* the supervisor's side, in a child of the test (its host is its parent,
+ * as is_our_host wants): a control connection open when the hand-over is
+ * asked for; 'd' on @told once it was asked (had it gone at once, the
+ * process would have ended first) and the accept is still armed, not
+ * cancelled (exit 15 if not); the connection closed once @go says so;
+ * the loop turned until the hand-over ends the process (status 0) */
+static void late_child(const char *dir, const char *host_path, int go, int told)
+{
+	struct sup *s = &late_sup;
+	prctl(PR_SET_PDEATHSIG, SIGKILL); /* (a failed test leaves nothing) */
+	late_args.host_socket = host_path;
+	late_args.state_dir = dir;
+	late_args.id = "late";
+	s->a = &late_args;
+	s->lp = &s->loop;
+	s->state_dfd = s->sync_fd = s->sig_fd = s->tapfd = -1;
+	s->init_pid = getppid(); /* (any live process stands for the init) */
+	s->pidfd = (int) syscall(SYS_pidfd_open, getppid(), 0);
+	s->started = s->execd = true;
+	s->ctl_fd = sup_ctl_listen(dir);
+	if (s->pidfd < 0 || s->ctl_fd < 0 || urs_loop_init(s->lp, NULL) < 0)
+		_exit(10);
+	sup_accept_start(s);
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s", dir, CTL_NAME);
+	int cl = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (cl < 0 || connect(cl, (struct sockaddr *) &sa, sizeof(sa)) < 0)
+		_exit(11);
+	while (s->conns == 0)
+		if (urs_loop_run_once(s->lp, true) < 0)
+			_exit(12);
+	sup_hand_over_late(s);
+	for (int i = 0; i < 8; i++) /* what that asked of the loop, done */
+		if (urs_loop_run_once(s->lp, false) < 0)
+			_exit(12);
+	/* the accept armed still, no cancel asked: other clients are served */
+	if (!urs_op_busy(&s->accept_op) || (s->accept_op.flags & URS_OPF_CANCEL))
+		_exit(15);
+	char c;
+	if (write(told, "d", 1) != 1 || read(go, &c, 1) != 1)
+		_exit(13);
+	close(cl);
+	for (;;)
+		if (urs_loop_run_once(s->lp, true) < 0)
+			_exit(14);
+}
+
+/* the hand-over message as a host receives it: its fds counted, closed */
+static ssize_t recv_handover(int fd, struct urs_handover *h, int *nfd)
+{
+	char cbuf[CMSG_SPACE(sizeof(int) * URS_HANDOVER_FDS)];
+	struct iovec iov = {.iov_base = h, .iov_len = sizeof(*h)};
+	struct msghdr m = {.msg_iov = &iov,
+			   .msg_iovlen = 1,
+			   .msg_control = cbuf,
+			   .msg_controllen = sizeof(cbuf)};
+	ssize_t n = recvmsg(fd, &m, MSG_CMSG_CLOEXEC);
+	*nfd = 0;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); n > 0 && c; c = CMSG_NXTHDR(&m, c)) {
+		int k = (int) ((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+		for (int i = 0; i < k; i++)
+			close(((int *) (void *) CMSG_DATA(c))[i]);
+		*nfd += k;
+	}
+	return n;
+}
+
+/* sup_hand_over_late: asked while a control connection is open, it waits
+ * for that connection's end (nothing reaches the host meanwhile); then the
+ * accept is cancelled, the sandbox goes to the host (its pidfd and control
+ * listener, ROOT/ID/hosted naming the host) and the process ends there */
+static void test_late_hand_over(void **state)
+{
+	(void) state;
+	char dir[128], host_path[128];
+	snprintf(dir, sizeof(dir), "%s/late", root);
+	snprintf(host_path, sizeof(host_path), "%s/host.sock", root);
+	assert_int_equal(mkdir(dir, 0700), 0);
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", host_path);
+	int hl = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	assert_true(hl >= 0);
+	assert_int_equal(bind(hl, (struct sockaddr *) &sa, sizeof(sa)), 0);
+	assert_int_equal(listen(hl, 4), 0);
+	int go[2], told[2];
+	assert_int_equal(pipe2(go, O_CLOEXEC), 0);
+	assert_int_equal(pipe2(told, O_CLOEXEC), 0);
+	pid_t kid = fork();
+	assert_true(kid >= 0);
+	if (kid == 0)
+		late_child(dir, host_path, go[0], told[1]);
+	close(go[0]);
+	close(told[1]);
+	/* asked, and still here; nothing came to the host while the
+	 * connection was open (a hand-over then would be here first) */
+	struct pollfd w[2] = {{.fd = told[0], .events = POLLIN}, {.fd = hl, .events = POLLIN}};
+	assert_true(poll(w, 2, 30000) >= 1);
+	assert_false(w[1].revents & POLLIN);
+	char c = 0;
+	assert_int_equal(read(told[0], &c, 1), 1);
+	struct pollfd p = {.fd = hl, .events = POLLIN};
+	assert_int_equal(poll(&p, 1, 0), 0);
+	assert_int_equal(write(go[1], "x", 1), 1);
+	assert_int_equal(poll(&p, 1, 30000), 1);
+	int conn = accept4(hl, NULL, NULL, SOCK_CLOEXEC);
+	assert_true(conn >= 0);
+	struct urs_handover h;
+	int nfd = 0;
+	assert_int_equal(recv_handover(conn, &h, &nfd), (ssize_t) sizeof(h));
+	assert_int_equal(h.magic, URS_HANDOVER_MAGIC);
+	assert_string_equal(h.id, "late");
+	assert_int_equal(nfd, 2); /* the init's pidfd, the control listener */
+	pid_t who = 0;
+	uint64_t start = 0;
+	assert_int_equal(urs_hosted_read(dir, &who, &start), 0);
+	assert_int_equal(who, getpid());
+	assert_int_equal(send(conn, "ok", 2, 0), 2);
+	int st = -1;
+	assert_int_equal(waitpid(kid, &st, 0), kid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	close(conn);
+	close(hl);
+	close(go[1]);
+	close(told[0]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -541,6 +676,7 @@ int main(void)
 		cmocka_unit_test(test_hosted_start),
 		cmocka_unit_test(test_hosted_start_ends),
 		cmocka_unit_test(test_hosted_start_expires),
+		cmocka_unit_test(test_late_hand_over),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
