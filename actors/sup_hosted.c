@@ -196,14 +196,14 @@ int sup_hand_over(struct sup *s)
 }
 
 /* The late hand-over: tried again as each of the supervisor's parts ends
- * (its part_ended). It blocks the loop while the host answers, as the
- * eager one blocks the boot (the host's adopt is a few syscalls); a host
- * that refuses leaves us serving, for good. The accept is cancelled only while no connection is
+ * (its part_ended). The accept is cancelled only while no connection is
  * open, and armed again if one came meanwhile: a client that holds one
  * connection while it waits for an answer on another (a checkpoint's
- * guard) is never left in the backlog. Taken: nothing more of ours may
- * run (a loop turn could answer on a socket the host serves now), so the
- * process ends here. */
+ * guard) is never left in the backlog. It blocks the loop while the host
+ * answers, as the eager one blocks the boot (the host's adopt is a few
+ * syscalls); a host that refuses leaves us serving, for good. Taken:
+ * nothing more of ours may run (a loop turn could answer on a socket the
+ * host serves now), so the process ends here. */
 static void late_try(struct sup *s)
 {
 	if (s->conns) { /* theirs are ours to answer: when the last ends */
