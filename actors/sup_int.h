@@ -47,7 +47,8 @@ struct sup {
 	struct urs_loop *lp;  /* the one it runs on: &loop, or its host's */
 	bool hosted;	      /* adopted by a host (actors/sup_hosted.c) */
 	/* an op, timer or connection of it has ended: a host frees it once all
-	 * have (NULL in a supervisor process, which exits instead) */
+	 * have; in a supervisor process NULL (it exits instead), or, while a
+	 * late hand-over waits for its connections, that hand-over's next try */
 	void (*part_ended)(struct sup *s);
 	int state_dfd;		 /* a host's: ROOT/ID, held (-1: by path, a->state_dir) */
 	struct urs_sc_count *sc; /* a host's: its counted seccomp denials, or NULL */

@@ -219,14 +219,12 @@ int ckpt_ref_aside(const char *dir)
 	return errno == ENOENT || errno == ENOTDIR ? 0 : -errno;
 }
 
-void ckpt_ref_aside_end(const char *dir, bool image_in)
+int ckpt_ref_aside_end(const char *dir, bool image_in)
 {
 	char old[4096], ref[4096];
 	if (ref_path(old, sizeof(old), dir, CKPT_REF_OLD) < 0 ||
 	    ref_path(ref, sizeof(ref), dir, CKPT_REF_FILE) < 0)
-		return;
-	if (image_in)
-		unlink(old);
-	else
-		rename(old, ref);
+		return -ENAMETOOLONG;
+	int r = image_in ? unlink(old) : rename(old, ref);
+	return r < 0 ? -errno : 0;
 }

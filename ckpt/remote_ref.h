@@ -143,7 +143,10 @@ int ckpt_ref_aside(const char *dir);
  *                        local image is in, put back if it is not
  * @dir: the image directory
  * @image_in: the local image was written
+ *
+ * Return: 0, or the negative errno of the unlink or the rename (then
+ * remote.ref.old is still there: the caller says so).
  */
-void ckpt_ref_aside_end(const char *dir, bool image_in);
+int ckpt_ref_aside_end(const char *dir, bool image_in);
 
 #endif

@@ -126,8 +126,16 @@ static int checkpoint_to(struct ckpt_run_opts *o, const char *profile)
 			return 1;
 		}
 		int rc = checkpoint_run(o, profile);
-		if (aside > 0)
-			ckpt_ref_aside_end(o->image, rc == 0);
+		int e = aside > 0 ? ckpt_ref_aside_end(o->image, rc == 0) : 0;
+		if (e < 0 && rc == 0) /* the image is in all the same */
+			urs_error("checkpoint: %s/" CKPT_REF_OLD
+				  ", the reference the image replaces, "
+				  "not removed: %s",
+				  o->image, strerror(-e));
+		else if (e < 0)
+			urs_error("checkpoint: %s/" CKPT_REF_OLD " not put back as " CKPT_REF_FILE
+				  ": %s (a restore from the directory will not follow it)",
+				  o->image, strerror(-e));
 		return rc;
 	}
 	const char *use = profile ? profile : *prof ? prof : NULL, *dir = o->image;

@@ -131,10 +131,11 @@ static void test_aside(void **state)
 	assert_int_equal(ckpt_ref_commit(sub, &err), 0);
 	assert_int_equal(ckpt_ref_aside(sub), 1);
 	assert_int_equal(ckpt_ref_read(sub, loc, prof, &err), -ENOENT); /* not followed now */
-	ckpt_ref_aside_end(sub, false);					/* failed: back */
+	assert_int_equal(ckpt_ref_aside_end(sub, false), 0);		/* failed: back */
 	assert_int_equal(ckpt_ref_read(sub, loc, prof, &err), 0);
 	assert_int_equal(ckpt_ref_aside(sub), 1);
-	ckpt_ref_aside_end(sub, true); /* the image is in: gone */
+	assert_int_equal(ckpt_ref_aside_end(sub, true), 0);	  /* the image is in: gone */
+	assert_int_equal(ckpt_ref_aside_end(sub, true), -ENOENT); /* nothing set aside: said */
 	assert_int_equal(ckpt_ref_read(sub, loc, prof, &err), -ENOENT);
 	assert_int_equal(access(old, F_OK), -1);
 }
