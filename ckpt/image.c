@@ -1159,10 +1159,10 @@ int ckpt_image_check_core(const char *dir, const struct ckpt_seal *seal, struct 
 int ckpt_image_load(const char *dir, const struct ckpt_seal *seal, struct ckpt_image *img,
 		    struct urs_err *err)
 {
-	return ckpt_image_load_ex(dir, seal, 0, img, err);
+	return ckpt_image_load_ex(dir, -1, seal, 0, img, err);
 }
 
-int ckpt_image_load_ex(const char *dir, const struct ckpt_seal *seal, unsigned flags,
+int ckpt_image_load_ex(const char *dir, int pages_fd, const struct ckpt_seal *seal, unsigned flags,
 		       struct ckpt_image *img, struct urs_err *err)
 {
 	bool lazy = flags & CKPT_LOAD_LAZY;
@@ -1173,7 +1173,9 @@ int ckpt_image_load_ex(const char *dir, const struct ckpt_seal *seal, unsigned f
 	int r = core_load(dirfd, seal, img, err);
 	if (r)
 		return r;
-	_cleanup_close_ int pfd = openat(dirfd, "pages.img", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	_cleanup_close_ int pfd =
+		pages_fd >= 0 ? fcntl(pages_fd, F_DUPFD_CLOEXEC, 3)
+			      : openat(dirfd, "pages.img", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	struct stat st;
 	if (pfd < 0 || fstat(pfd, &st) < 0) {
 		r = urs_err_set(err, -errno, "restore: opening pages.img: %m");

@@ -568,6 +568,9 @@ int ckpt_image_load(const char *dir, const struct ckpt_seal *seal, struct ckpt_i
 /**
  * ckpt_image_load_ex() - ckpt_image_load() with flags
  * @dir: the image directory
+ * @pages_fd: pages.img, open (a lazy remote restore's memfd, filled by
+ *            ursa-store: store/serve.h), or -1: @dir's (the caller keeps
+ *            its fd either way)
  * @seal: the key
  * @flags: CKPT_LOAD_LAZY: pages.img is mapped but not read, its header,
  *         id and length checked, its chunks left to ckpt_lazy_verify()
@@ -576,7 +579,7 @@ int ckpt_image_load(const char *dir, const struct ckpt_seal *seal, struct ckpt_i
  *
  * Return: as ckpt_image_load().
  */
-int ckpt_image_load_ex(const char *dir, const struct ckpt_seal *seal, unsigned flags,
+int ckpt_image_load_ex(const char *dir, int pages_fd, const struct ckpt_seal *seal, unsigned flags,
 		       struct ckpt_image *img, struct urs_err *err);
 
 /**

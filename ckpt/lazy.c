@@ -30,6 +30,7 @@
 #include "runtime/common.h"
 #include "runtime/io.h"
 #include "state/sha256.h"
+#include "host/fdpass.h"
 #include "ckpt/workingset.h"
 #include "store/serve.h"
 
@@ -172,6 +173,39 @@ static int answer(struct ckpt_lazy *lz, struct urs_err *err)
 	 * "Lazy restore") */
 	__atomic_store_n(&lz->ok[rp.chunk], 1, __ATOMIC_RELEASE);
 	__atomic_store_n(&lz->present[rp.chunk], 1, __ATOMIC_RELEASE);
+	return 0;
+}
+
+int ckpt_lazy_pages_fd(int src, int *fd, struct urs_err *err)
+{
+	struct urs_remote_chunk_reply rp;
+	*fd = -1;
+	int got = -1;
+	ssize_t n = urs_recv_fd(src, &rp, sizeof(rp), &got);
+	_cleanup_close_ int own = got;
+	if (n >= 0 && (size_t) n < sizeof(rp)) { /* (the fd came with the first part) */
+		ssize_t m = recv(src, (char *) &rp + n, sizeof(rp) - (size_t) n, MSG_WAITALL);
+		n = m < 0 ? -errno : n + m;
+	}
+	if (n < 0 && n != -EPIPE)
+		return urs_err_set(err, (int) n, "lazy restore: reading ursa-store's socket: %s",
+				   strerror((int) -n));
+	if (n != (ssize_t) sizeof(rp))
+		return urs_err_set(err, -EPIPE,
+				   "lazy restore: ursa-store, which fetches the page data from "
+				   "object storage, is gone (it closed its socket)");
+	int seals = own < 0 ? -1 : fcntl(own, F_GET_SEALS);
+	if (rp.chunk != URS_REMOTE_SERVE_PAGES || rp.status || own < 0 || seals < 0 ||
+	    (seals & URS_REMOTE_PAGES_SEALS) != URS_REMOTE_PAGES_SEALS)
+		return urs_err_set(err, -EPROTO,
+				   "lazy restore: ursa-store's first message is not pages.img in "
+				   "memory, sealed at its size (chunk %u, status %d, %s)",
+				   rp.chunk, rp.status,
+				   own < 0     ? "no fd"
+				   : seals < 0 ? "not a memfd"
+					       : "not sealed");
+	*fd = own;
+	own = -1;
 	return 0;
 }
 

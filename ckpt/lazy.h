@@ -68,9 +68,10 @@ typedef void (*ckpt_lazy_fail_fn)(void *ctx, const char *why);
  * @hold: serve faults only (and a fault's read-ahead), no prefetch, until
  *        ckpt_lazy_go()
  * @src: -1, or a stream socket to ursa-store serving the page data
- *       (store/remote.h urs_remote_serve): pages.img is sparse past its
- *       header page and each chunk is asked for before its first use;
- *       duplicated (the caller keeps @src)
+ *       (store/remote.h urs_remote_serve), its first message taken
+ *       (ckpt_lazy_pages_fd): pages.img is zero past its header page and
+ *       each chunk is asked for before its first use; duplicated (the
+ *       caller keeps @src)
  * @fail: called once from the pager's thread if paging fails (may be NULL)
  * @ctx: for @fail
  * @err: what failed
@@ -80,6 +81,21 @@ typedef void (*ckpt_lazy_fail_fn)(void *ctx, const char *why);
 int ckpt_lazy_new(struct ckpt_lazy **out, struct ckpt_image *img, const char *dir,
 		  const struct ckpt_seal *seal, bool hold, int src, ckpt_lazy_fail_fn fail,
 		  void *ctx, struct urs_err *err);
+
+/**
+ * ckpt_lazy_pages_fd() - the pages.img ursa-store fills, from its socket
+ * @src: the stream socket to ursa-store (as for ckpt_lazy_new), whose
+ *       first message it is (store/serve.h URS_REMOTE_SERVE_PAGES)
+ * @fd: gets the fd (close-on-exec; the caller closes it), or -1
+ * @err: what is wrong: ursa-store gone, another message, no fd, or an fd
+ *       that is not a memfd sealed at its size
+ *
+ * Read before the image is loaded (ckpt_image_load_ex's @pages_fd): the
+ * page data lives in that memfd, never in a file of the image directory.
+ *
+ * Return: 0, or a negative errno.
+ */
+int ckpt_lazy_pages_fd(int src, int *fd, struct urs_err *err);
 
 /**
  * ckpt_lazy_verify() - authenticate the chunks of page data a range touches

@@ -768,13 +768,13 @@ static int mark_one(void *ctx, uint64_t off, uint64_t len)
 	return 0;
 }
 
-long ckpt_restore_first_chunks(const char *dir, const struct ckpt_seal *seal, uint8_t **chunks,
-			       size_t *n, struct urs_err *err)
+long ckpt_restore_first_chunks(const char *dir, int pages_fd, const struct ckpt_seal *seal,
+			       uint8_t **chunks, size_t *n, struct urs_err *err)
 {
 	struct ckpt_image img;
 	*chunks = NULL;
 	*n = 0;
-	int r = ckpt_image_load_ex(dir, seal, CKPT_LOAD_LAZY, &img, err);
+	int r = ckpt_image_load_ex(dir, pages_fd, seal, CKPT_LOAD_LAZY, &img, err);
 	if (r)
 		return r;
 	uint64_t len = img.pages_len;
@@ -3182,7 +3182,11 @@ int ckpt_restore_ex(const char *dir, const struct ckpt_restore_opts *opts, pid_t
 	struct ckpt_seal seal;
 	memcpy(seal.key, opts->key, sizeof(seal.key));
 	bool lazy = opts->lazy && opts->lazy_out;
-	int r = ckpt_image_load_ex(dir, &seal, lazy ? CKPT_LOAD_LAZY : 0, &c.img, err);
+	/* a remote image's page data: in ursa-store's memfd, said first */
+	_cleanup_close_ int pfd = -1;
+	int r = lazy && opts->lazy_remote ? ckpt_lazy_pages_fd(opts->lazy_src, &pfd, err) : 0;
+	if (!r)
+		r = ckpt_image_load_ex(dir, pfd, &seal, lazy ? CKPT_LOAD_LAZY : 0, &c.img, err);
 	if (!r && lazy &&
 	    (r = ckpt_lazy_new(&c.lz, &c.img, dir, &seal, opts->lazy_hold,
 			       opts->lazy_remote ? opts->lazy_src : -1, opts->lazy_fail,

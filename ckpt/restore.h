@@ -165,6 +165,7 @@ int ckpt_restore_ex(const char *dir, const struct ckpt_restore_opts *opts, pid_t
  * ckpt_restore_first_chunks() - the chunks of page data a lazy restore of
  *                                @dir asks for before its tasks run
  * @dir: the image directory (its page data need not be there yet)
+ * @pages_fd: its pages.img, open, or -1: @dir's (ckpt_image_load_ex)
  * @seal: the host's checkpoint key
  * @chunks: gets a new array (free() it), one byte per chunk of the image's
  *          page data: 2 for a chunk the restorer reads itself (it waits on
@@ -180,7 +181,7 @@ int ckpt_restore_ex(const char *dir, const struct ckpt_restore_opts *opts, pid_t
  * Return: how many chunks are set, or a negative errno (an image that
  * does not load; then @chunks is NULL).
  */
-long ckpt_restore_first_chunks(const char *dir, const struct ckpt_seal *seal, uint8_t **chunks,
-			       size_t *n, struct urs_err *err);
+long ckpt_restore_first_chunks(const char *dir, int pages_fd, const struct ckpt_seal *seal,
+			       uint8_t **chunks, size_t *n, struct urs_err *err);
 
 #endif

@@ -57,12 +57,14 @@
 #include "ckpt/key.h"
 #include "ckpt/restore.h"
 #include "ckpt/trace.h"
+#include "host/fdpass.h"
 #include "host/fs.h"
 #include "host/proc.h"
 #include "runtime/common.h"
 #include "runtime/loop.h"
 #include "store/remote.h"
 #include "store/s3_conf.h"
+#include "store/serve.h"
 
 struct args {
 	const char *cmd, *url, *dir, *key_file, *config, *profile, *stream;
@@ -239,13 +241,14 @@ static int put(struct urs_remote *r, const struct args *a, struct urs_err *err)
 /* --serve: what the restore asks for before its tasks run, from the image
  * now in @dir (ckpt_restore_first_chunks), fetched without waiting to be
  * asked; NULL (none) when that cannot be known */
-static uint8_t *first_chunks(const char *dir, const uint8_t key[CKPT_KEY_LEN], size_t *n)
+static uint8_t *first_chunks(const char *dir, int pages_fd, const uint8_t key[CKPT_KEY_LEN],
+			     size_t *n)
 {
 	struct ckpt_seal seal;
 	memcpy(seal.key, key, sizeof(seal.key));
 	struct urs_err e = {{0}};
 	uint8_t *p = NULL;
-	int r = ckpt_restore_first_chunks(dir, &seal, &p, n, &e);
+	int r = ckpt_restore_first_chunks(dir, pages_fd, &seal, &p, n, &e);
 	if (r < 0) /* (the restore goes on: each chunk comes when asked) */
 		fprintf(stderr, "ursa-store: warning: nothing fetched ahead of the restore: %s\n",
 			e.msg);
@@ -277,6 +280,11 @@ static int get(struct urs_remote *r, const struct args *a, const uint8_t key[CKP
 		return e;
 	ckpt_trace("store: all but the page data in");
 	signal(SIGPIPE, SIG_IGN); /* the pager may go first: EPIPE, not death */
+	/* the page data's memfd, first on the pager's socket (store/serve.h) */
+	struct urs_remote_chunk_reply rp = {.chunk = URS_REMOTE_SERVE_PAGES};
+	if ((e = urs_send_fd(3, &rp, sizeof(rp), urs_remote_lazy_fd(r))) < 0)
+		return urs_err_set(err, e, "handing the page data's memfd to the restore: %s",
+				   strerror(-e));
 	printf("ok\n");
 	fflush(stdout);
 	int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
@@ -286,7 +294,7 @@ static int get(struct urs_remote *r, const struct args *a, const uint8_t key[CKP
 		close(null);
 	}
 	size_t nfirst;
-	uint8_t *first = first_chunks(a->dir, key, &nfirst);
+	uint8_t *first = first_chunks(a->dir, urs_remote_lazy_fd(r), key, &nfirst);
 	ckpt_trace("store: first chunks known");
 	e = urs_remote_serve(r, dfd, 3, first, nfirst, err);
 	free(first);

@@ -1378,11 +1378,47 @@ static int32_t lazy_at(const struct urs_remote *r, uint64_t c, uint64_t *base)
 	return -1;
 }
 
+/* The file the lazy entries fill: a memfd (in memory, never on the
+ * directory's file system), kept open for urs_remote_serve and handed to
+ * the pager (store/serve.h URS_REMOTE_SERVE_PAGES): @end bytes long, zero
+ * until filled, sealed at that size. What comes before the lazy entries
+ * (pages.img's header page) is written into the directory's file as any
+ * other, then copied in (lazy_head). */
+static int lazy_memfd(const char *file, uint64_t end, struct urs_err *err)
+{
+	_cleanup_close_ int fd = memfd_create(file, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0 || ftruncate(fd, (off_t) end) < 0 ||
+	    fcntl(fd, F_ADD_SEALS, URS_REMOTE_PAGES_SEALS) < 0)
+		return urs_err_set(err, -errno, "restore: making %s in memory: %m", file);
+	int r = fd;
+	fd = -1;
+	return r;
+}
+
+/* the lazy file's first lazy_off bytes, once the directory's file has them
+ * (from the index or an object of their own), copied into its memfd; the
+ * directory's file keeps them alone (the image's owner check sees it) */
+static int lazy_head(struct urs_remote *r, int dirfd, struct urs_err *err)
+{
+	uint8_t hb[4096];
+	_cleanup_close_ int in = openat(dirfd, r->lazy_name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	ssize_t n = in < 0 || r->lazy_off > sizeof(hb) ? -1 : pread(in, hb, r->lazy_off, 0);
+	if (n != (ssize_t) r->lazy_off)
+		return urs_err_set(err, in < 0 ? -errno : -EBADMSG,
+				   "object storage: s3://%s/%s: the image has no %s before %llu",
+				   r->bucket, r->prefix, r->lazy_name,
+				   (unsigned long long) r->lazy_off);
+	int e = urs_pwrite_all(r->lazy_fd, hb, (size_t) n, 0);
+	return e < 0 ? urs_err_set(err, e, "restore: writing %s in memory: %s", r->lazy_name,
+				   strerror(-e))
+		     : 0;
+}
+
 /* the entries of @file from lazy_off on, left for later: one after the
  * other (a migration's page data may be cut in several objects, each but
- * the last a whole number of chunks); the file made as long as they make
- * it (sparse) */
-static int lazy_file(struct urs_remote *r, int dirfd, const char *file, struct urs_err *err)
+ * the last a whole number of chunks); the file, in memory (lazy_memfd),
+ * made as long as they make it */
+static int lazy_file(struct urs_remote *r, const char *file, struct urs_err *err)
 {
 	r->lazy_name = file;
 	if ((r->lazy_ent = find_entry(r, file, r->lazy_off)) < 0)
@@ -1404,21 +1440,18 @@ static int lazy_file(struct urs_remote *r, int dirfd, const char *file, struct u
 				   "object storage: s3://%s/%s: the objects of %s past %llu do not "
 				   "follow one another in whole chunks",
 				   r->bucket, r->prefix, file, (unsigned long long) r->lazy_off);
-	/* kept open for urs_remote_serve: the caller may remove the directory */
-	int fd = open_file(dirfd, file, err);
+	int fd = lazy_memfd(file, r->lazy_off + r->lazy_len, err);
 	if (fd < 0)
 		return fd;
-	struct stat st;
-	uint64_t end = r->lazy_off + r->lazy_len;
-	if (fstat(fd, &st) < 0 || ((uint64_t) st.st_size < end && ftruncate(fd, (off_t) end) < 0)) {
-		int e = urs_err_set(err, -errno, "restore: sizing %s: %m", file);
-		close(fd);
-		return e;
-	}
 	if (r->lazy_fd >= 0)
 		close(r->lazy_fd);
 	r->lazy_fd = fd;
 	return 0;
+}
+
+int urs_remote_lazy_fd(const struct urs_remote *r)
+{
+	return r->lazy_fd;
 }
 
 int urs_remote_get_ex(struct urs_remote *r, int dirfd, const char *lazy, uint64_t lazy_off,
@@ -1428,7 +1461,7 @@ int urs_remote_get_ex(struct urs_remote *r, int dirfd, const char *lazy, uint64_
 	if (e < 0)
 		return e;
 	r->lazy_off = lazy_off;
-	if (lazy && (e = lazy_file(r, dirfd, lazy, err)) < 0)
+	if (lazy && (e = lazy_file(r, lazy, err)) < 0)
 		return e;
 	char(*keys)[KEY_MAX] = calloc(r->nbufs, KEY_MAX);
 	if (!keys)
@@ -1475,7 +1508,7 @@ int urs_remote_get_ex(struct urs_remote *r, int dirfd, const char *lazy, uint64_
 		*err = r->ferr;
 	drain(r);
 	free(keys);
-	return e;
+	return e == 0 && lazy ? lazy_head(r, dirfd, err) : e;
 }
 
 /* ---- serving the lazy entry's chunks ---- */

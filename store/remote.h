@@ -240,8 +240,9 @@ int urs_remote_get(struct urs_remote *r, int dirfd, struct urs_err *err);
  * @r: the client
  * @dirfd: an empty directory
  * @lazy: the file whose object at @lazy_off is not read now, or NULL (then
- *        as urs_remote_get); that file is made as long as the object
- *        makes it (the rest sparse) for urs_remote_serve() to fill
+ *        as urs_remote_get); that file is made in memory, as long as the
+ *        object makes it, for urs_remote_serve() to fill
+ *        (urs_remote_lazy_fd)
  * @lazy_off: where that object goes in it
  * @err: what failed
  *
@@ -250,6 +251,19 @@ int urs_remote_get(struct urs_remote *r, int dirfd, struct urs_err *err);
  */
 int urs_remote_get_ex(struct urs_remote *r, int dirfd, const char *lazy, uint64_t lazy_off,
 		      struct urs_err *err);
+
+/**
+ * urs_remote_lazy_fd() - the file urs_remote_get_ex() left to be served
+ * @r: the client, after urs_remote_get_ex() with a @lazy file
+ *
+ * A memfd: the file's bytes before the lazy object, the rest zero until
+ * urs_remote_serve() fills it; sealed at its size (store/serve.h
+ * URS_REMOTE_SERVE_PAGES). The file of that name in the directory is
+ * removed: the page data is never written to a file system.
+ *
+ * Return: the fd (@r's: not to be closed), or -1 if there is none.
+ */
+int urs_remote_lazy_fd(const struct urs_remote *r);
 
 /**
  * urs_remote_serve() - fill the object urs_remote_get_ex() left, on demand

@@ -8,7 +8,18 @@
 #ifndef URSA_STORE_SERVE_H
 #define URSA_STORE_SERVE_H
 
+#include <fcntl.h>
 #include <stdint.h>
+
+/* The first message on the socket, before any reply: a reply with chunk
+ * URS_REMOTE_SERVE_PAGES and status 0 carrying, as SCM_RIGHTS, the memfd
+ * that holds pages.img (its header page, then the page data as it comes
+ * in: no copy of the workload's memory is written to a file system). It is
+ * sized to the whole pages.img and sealed against shrinking, growing and
+ * further seals (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL), so that the
+ * pager's mapping of it never meets its end. */
+#define URS_REMOTE_SERVE_PAGES (UINT32_MAX - 2)
+#define URS_REMOTE_PAGES_SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
 
 /* A request: chunks [chunk, chunk + n) of the page data object's
  * plaintext (chunk i: bytes [i MiB, +1 MiB)), read in one range; n is 1

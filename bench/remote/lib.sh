@@ -6,3 +6,23 @@
 #                  the mean of the middle two)
 ms() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.1f", (b-a)*1000}'; }
 median() { sort -n | awk '{a[NR]=$1} END{if (NR%2) print a[(NR+1)/2]; else printf "%.1f\n", (a[NR/2]+a[NR/2+1])/2}'; }
+#   appears FILE SECONDS   (as a coprocess) says "ready", then, once FILE
+#                  is not empty, the $EPOCHREALTIME of when it saw it: one
+#                  process polling every millisecond with no fork (a
+#                  `sleep 0.002` loop forks 500 processes a second, ~a fifth
+#                  of a core here, taken from what it times)
+appears() {
+	python3 -c '
+import os, sys, time
+f, end = sys.argv[1], time.monotonic() + float(sys.argv[2])
+print("ready", flush=True)
+while time.monotonic() < end:
+    try:
+        if os.stat(f).st_size > 0:
+            print("%.6f" % time.time(), flush=True)
+            sys.exit(0)
+    except FileNotFoundError:
+        pass
+    time.sleep(0.001)
+sys.exit(1)' "$1" "$2"
+}

@@ -27,7 +27,10 @@
 #include <unistd.h>
 
 #include "ckpt/image.h"
+#include "ckpt/lazy.h"
 #include "ckpt/restore.h"
+#include "host/fdpass.h"
+#include "store/serve.h"
 
 static uint8_t xsave[1024];
 static uint8_t auxv[32] = {6, 0, 0, 0, 0, 0, 0, 0, 0, 16};
@@ -895,6 +898,88 @@ static void test_pages_files(void **state)
 	free_sample(&img);
 }
 
+/* a memfd holding what @fd holds, sealed with @seals */
+static int memfd_of(int fd, int seals)
+{
+	struct stat st;
+	assert_int_equal(fstat(fd, &st), 0);
+	int m = memfd_create("pages.img", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	assert_true(m >= 0);
+	char *b = malloc((size_t) st.st_size);
+	assert_non_null(b);
+	assert_int_equal(pread(fd, b, (size_t) st.st_size, 0), st.st_size);
+	assert_int_equal(write(m, b, (size_t) st.st_size), st.st_size);
+	free(b);
+	assert_int_equal(fcntl(m, F_ADD_SEALS, seals), 0);
+	return m;
+}
+
+/* ursa-store's first message (store/serve.h URS_REMOTE_SERVE_PAGES), as
+ * ckpt_lazy_pages_fd takes it: what it returns, the fd in *@fd */
+static int pages_msg(uint32_t chunk, int send, int *fd, struct urs_err *err)
+{
+	int sv[2];
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	struct urs_remote_chunk_reply rp = {.chunk = chunk};
+	if (chunk)
+		assert_int_equal(urs_send_fd(sv[1], &rp, sizeof(rp), send), 0);
+	close(sv[1]); /* (chunk 0: nothing sent, the end of the stream) */
+	memset(err, 0, sizeof(*err));
+	int r = ckpt_lazy_pages_fd(sv[0], fd, err);
+	close(sv[0]);
+	return r;
+}
+
+/* A lazy remote restore's pages.img is ursa-store's memfd, not the image
+ * directory's file (which holds its header page alone): loaded from the
+ * fd; taken from the socket only as a memfd sealed at its size. */
+static void test_pages_fd(void **state)
+{
+	(void) state;
+	char dir[] = "/tmp/ckpt-image-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY);
+	assert_true(dfd >= 0);
+	struct ckpt_image img, in;
+	sample(&img);
+	struct urs_err err = {{0}};
+	write_image(dfd, &img, &test_seal, 3);
+	int pf = openat(dfd, "pages.img", O_RDWR);
+	assert_true(pf >= 0);
+	int sealed = memfd_of(pf, URS_REMOTE_PAGES_SEALS), loose = memfd_of(pf, 0), fd;
+	assert_int_equal(ftruncate(pf, 4096), 0); /* the header page alone */
+	assert_int_not_equal(ckpt_image_load_ex(dir, -1, &test_seal, CKPT_LOAD_LAZY, &in, &err), 0);
+	assert_non_null(strstr(err.msg, "truncated"));
+	assert_int_equal(ckpt_image_load_ex(dir, sealed, &test_seal, CKPT_LOAD_LAZY, &in, &err), 0);
+	assert_int_equal(in.pages_map[4096 + 2 * 4096 + 17], 'c');
+	ckpt_image_free(&in);
+
+	assert_int_equal(pages_msg(URS_REMOTE_SERVE_PAGES, sealed, &fd, &err), 0);
+	assert_true(fd >= 0 && fcntl(fd, F_GETFD) == FD_CLOEXEC);
+	assert_int_equal(fcntl(fd, F_GET_SEALS), URS_REMOTE_PAGES_SEALS);
+	close(fd);
+	assert_int_equal(pages_msg(URS_REMOTE_SERVE_PAGES, loose, &fd, &err), -EPROTO);
+	assert_non_null(strstr(err.msg, "not sealed"));
+	assert_int_equal(pages_msg(URS_REMOTE_SERVE_PAGES, pf, &fd, &err), -EPROTO);
+	assert_non_null(strstr(err.msg, "not a memfd"));
+	assert_int_equal(pages_msg(URS_REMOTE_SERVE_PAGES, -1, &fd, &err), -EPROTO);
+	assert_non_null(strstr(err.msg, "no fd"));
+	assert_int_equal(pages_msg(3, sealed, &fd, &err), -EPROTO);
+	assert_non_null(strstr(err.msg, "chunk 3"));
+	assert_int_equal(pages_msg(0, -1, &fd, &err), -EPIPE);
+	assert_non_null(strstr(err.msg, "is gone"));
+	assert_int_equal(fd, -1);
+
+	close(sealed);
+	close(loose);
+	close(pf);
+	unlinkat(dfd, "pages.img", 0);
+	unlinkat(dfd, "core.img", 0);
+	close(dfd);
+	rmdir(dir);
+	free_sample(&img);
+}
+
 static size_t read_core(const char *dir, uint8_t *buf, size_t cap)
 {
 	char path[128];
@@ -1034,6 +1119,7 @@ int main(void)
 		cmocka_unit_test(test_threads),
 		cmocka_unit_test(test_every_body_byte),
 		cmocka_unit_test(test_pages_files),
+		cmocka_unit_test(test_pages_fd),
 		cmocka_unit_test(test_tampered),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -93,7 +93,9 @@ check "the working set is an object beside the image" 'test -f "$wsobj"' "$(ls "
 
 # ---- what a restore asks for first is fetched before it asks ------------------------
 # ursa-store serving the page data by hand, its socket held by the test:
-# with nothing asked, page data appears in its file (what the restore reads
+# its first message hands over pages.img, a sealed memfd (the stage's
+# pages.img is the header page alone: no page data on disk); with nothing
+# asked, page data appears in it (what the restore reads
 # before its tasks run, and the working set: ckpt_restore_first_chunks).
 # Then the test asks for one chunk already there and one not: the replies,
 # in order, are exactly those two (a chunk fetched unasked is answered only
@@ -115,7 +117,20 @@ p = subprocess.Popen([store, "get", "--key-file", key, "--serve", "s3://ursa-tes
 os.close(3)
 try:
     print(p.stdout.readline().decode().strip(), flush=True)
-    pages = os.open(os.path.join(d, "pages.img"), os.O_RDONLY)
+    # first on the socket: pages.img in a memfd, sealed at its size; the
+    # directory's pages.img holds the header page alone
+    a.settimeout(60)
+    msg, fds, _, _ = socket.recv_fds(a, 256, 1)
+    while len(msg) < 256:
+        msg += a.recv(256 - len(msg))
+    chunk, status = struct.unpack("<Ii", msg[:8])
+    seals = fcntl.fcntl(fds[0], 1034) if fds else 0  # F_GET_SEALS: SEAL 1 SHRINK 2 GROW 4
+    head = os.stat(os.path.join(d, "pages.img")).st_size
+    print("first: chunk %#x status %d, %d fd, seals %#x; pages.img in the directory: %d bytes"
+          % (chunk, status, len(fds), seals, head), flush=True)
+    if (chunk, status, len(fds), seals & 7, head) != (0xFFFFFFFD, 0, 1, 7, 4096):
+        sys.exit(1)
+    pages = fds[0]
     total = (os.fstat(pages).st_size - 4096 + (1 << 20) - 1) >> 20
     def written():  # chunks with data in the file (SEEK_DATA/SEEK_HOLE)
         got, off = set(), 4096
@@ -129,7 +144,7 @@ try:
             off = end
     libc = ctypes.CDLL(None, use_errno=True)  # inotify: woken by its writes
     ino = libc.inotify_init1(os.O_CLOEXEC)
-    if ino < 0 or libc.inotify_add_watch(ino, os.path.join(d, "pages.img").encode(), 0x2) < 0:
+    if ino < 0 or libc.inotify_add_watch(ino, b"/proc/self/fd/%d" % pages, 0x2) < 0:
         sys.exit("inotify: %s" % os.strerror(ctypes.get_errno()))  # (0x2: IN_MODIFY)
     end = time.monotonic() + 30
     while not written() and select.select([ino], [], [], max(0, end - time.monotonic()))[0]:
@@ -143,7 +158,6 @@ try:
     for k in asked:
         a.sendall(struct.pack("<II", k, 1))
     replies = []
-    a.settimeout(60)
     while len(replies) < 2:
         buf = b""
         while len(buf) < 256:
@@ -157,7 +171,7 @@ finally:
     p.wait()
 PY
 rc=$?
-check "ursa-store serving by hand: what a restore asks for first comes in unasked ($(sed -n 2p "$work/byhand.out")), is answered when asked, once" \
+check "ursa-store serving by hand: pages.img in memory, sealed ($(sed -n 2p "$work/byhand.out")); what a restore asks for first comes in unasked ($(sed -n 3p "$work/byhand.out")), is answered when asked, once" \
 	'[ $rc = 0 ]' "$(cat "$work/byhand.out")"
 u checkpoint --image-path "s3://ursa-test/lz/a" ${P}a 2>"$work/ck.err" ||
 	bad "checkpoint to s3://ursa-test/lz/a again" "$(cat "$work/ck.err")"
