@@ -20,9 +20,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <linux/magic.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -183,9 +185,11 @@ int ckpt_lazy_pages_fd(int src, int *fd, struct urs_err *err)
 	int got = -1;
 	ssize_t n = urs_recv_fd(src, &rp, sizeof(rp), &got);
 	_cleanup_close_ int own = got;
-	if (n >= 0 && (size_t) n < sizeof(rp)) { /* (the fd came with the first part) */
+	while (n > 0 && (size_t) n < sizeof(rp)) { /* (the fd came with the first part) */
 		ssize_t m = recv(src, (char *) &rp + n, sizeof(rp) - (size_t) n, MSG_WAITALL);
-		n = m < 0 ? -errno : n + m;
+		if (m < 0 && errno == EINTR)
+			continue;
+		n = m < 0 ? -errno : m == 0 ? -EPIPE : n + m;
 	}
 	if (n < 0 && n != -EPIPE)
 		return urs_err_set(err, (int) n, "lazy restore: reading ursa-store's socket: %s",
@@ -194,16 +198,20 @@ int ckpt_lazy_pages_fd(int src, int *fd, struct urs_err *err)
 		return urs_err_set(err, -EPIPE,
 				   "lazy restore: ursa-store, which fetches the page data from "
 				   "object storage, is gone (it closed its socket)");
-	int seals = own < 0 ? -1 : fcntl(own, F_GET_SEALS);
-	if (rp.chunk != URS_REMOTE_SERVE_PAGES || rp.status || own < 0 || seals < 0 ||
+	/* shmem (not hugetlbfs: a hole there with its pool empty is SIGBUS),
+	 * its size fixed */
+	struct statfs fs;
+	bool shmem = own >= 0 && fstatfs(own, &fs) == 0 && fs.f_type == TMPFS_MAGIC;
+	int seals = shmem ? fcntl(own, F_GET_SEALS) : -1;
+	if (rp.chunk != URS_REMOTE_SERVE_PAGES || rp.status || !shmem || seals < 0 ||
 	    (seals & URS_REMOTE_PAGES_SEALS) != URS_REMOTE_PAGES_SEALS)
 		return urs_err_set(err, -EPROTO,
 				   "lazy restore: ursa-store's first message is not pages.img in "
 				   "memory, sealed at its size (chunk %u, status %d, %s)",
 				   rp.chunk, rp.status,
-				   own < 0     ? "no fd"
-				   : seals < 0 ? "not a memfd"
-					       : "not sealed");
+				   own < 0		 ? "no fd"
+				   : !shmem || seals < 0 ? "not a memfd"
+							 : "not sealed");
 	*fd = own;
 	own = -1;
 	return 0;

@@ -127,8 +127,10 @@ struct ckpt_restore_opts {
 	 * shared pages into the parents before it clones their children. */
 	bool unshared;
 	bool lazy_hold; /* faults only until ckpt_lazy_go (ckpt_lazy_new's hold) */
-	/* the page data is not in pages.img yet (sparse): each chunk is asked
-	 * for on lazy_src first (ckpt_lazy_new's src; the caller keeps its fd) */
+	/* the page data comes from ursa-store on lazy_src: pages.img is the
+	 * memfd it sends first (ckpt_lazy_pages_fd, read by ckpt_restore_ex
+	 * before the image is loaded), zero until each chunk is asked for and
+	 * in (ckpt_lazy_new's src; the caller keeps its fd) */
 	bool lazy_remote;
 	int lazy_src;
 	struct ckpt_lazy **lazy_out;
@@ -152,7 +154,10 @@ struct ckpt_restore_opts {
  * socket, tty or a file outside the root) takes the fd of the same number
  * the root puppet has (above 2: a copy of its fd `sub`): the caller's own
  * stdio for a clone, the puppet's for an existing process. Blocks until
- * every task runs. On failure every task made so far is killed and reaped.
+ * every task runs. With opts->lazy_remote, the first message on
+ * opts->lazy_src (the page data's memfd: ckpt_lazy_pages_fd) is read, and
+ * waited for, before anything else. On failure every task made so far is
+ * killed and reaped.
  *
  * Return: 0; -ENOKEY without a key; ckpt_image_load()'s errors for an
  * image that is damaged or not authentic; -EPERM from the policy; or the

@@ -27,6 +27,10 @@
 #include "store/md5.h"
 #include "store/serve.h"
 
+#ifndef MFD_NOEXEC_SEAL /* 6.3; Debian 12's headers predate it */
+#define MFD_NOEXEC_SEAL 0x0008U
+#endif
+
 /* small files' bytes carried in the index itself, at most: with the
  * lines of URS_REMOTE_FILES entries it still fits the index's one chunk */
 #define INLINE_MAX (512u << 10)
@@ -1181,9 +1185,9 @@ static int ws_open(struct urs_remote *r, int dirfd, struct urs_s3_req *q, int re
 	}
 	struct urs_crypt_hdr h;
 	struct urs_crypt *c = NULL;
-	size_t n = q->len - URS_CRYPT_HDR_LEN - URS_CRYPT_TAG_LEN;
 	if (q->len < URS_CRYPT_HDR_LEN + URS_CRYPT_TAG_LEN)
 		return bad(r, key, "is not a working set", err);
+	size_t n = q->len - URS_CRYPT_HDR_LEN - URS_CRYPT_TAG_LEN;
 	int e = urs_crypt_hdr_parse(p, q->len, r->prefix, &h, err);
 	if (e < 0)
 		return urs_err_wrap(err, e, "object storage: s3://%s/%s", r->bucket, key);
@@ -1386,7 +1390,10 @@ static int32_t lazy_at(const struct urs_remote *r, uint64_t c, uint64_t *base)
  * other, then copied in (lazy_head). */
 static int lazy_memfd(const char *file, uint64_t end, struct urs_err *err)
 {
-	_cleanup_close_ int fd = memfd_create(file, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	/* (never executable; a kernel before 6.3 knows no MFD_NOEXEC_SEAL) */
+	_cleanup_close_ int fd = memfd_create(file, MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_NOEXEC_SEAL);
+	if (fd < 0 && errno == EINVAL)
+		fd = memfd_create(file, MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (fd < 0 || ftruncate(fd, (off_t) end) < 0 ||
 	    fcntl(fd, F_ADD_SEALS, URS_REMOTE_PAGES_SEALS) < 0)
 		return urs_err_set(err, -errno, "restore: making %s in memory: %m", file);
@@ -1404,7 +1411,7 @@ static int lazy_head(struct urs_remote *r, int dirfd, struct urs_err *err)
 	_cleanup_close_ int in = openat(dirfd, r->lazy_name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	ssize_t n = in < 0 || r->lazy_off > sizeof(hb) ? -1 : pread(in, hb, r->lazy_off, 0);
 	if (n != (ssize_t) r->lazy_off)
-		return urs_err_set(err, in < 0 ? -errno : -EBADMSG,
+		return urs_err_set(err, n < 0 && errno ? -errno : -EBADMSG,
 				   "object storage: s3://%s/%s: the image has no %s before %llu",
 				   r->bucket, r->prefix, r->lazy_name,
 				   (unsigned long long) r->lazy_off);

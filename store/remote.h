@@ -258,8 +258,9 @@ int urs_remote_get_ex(struct urs_remote *r, int dirfd, const char *lazy, uint64_
  *
  * A memfd: the file's bytes before the lazy object, the rest zero until
  * urs_remote_serve() fills it; sealed at its size (store/serve.h
- * URS_REMOTE_SERVE_PAGES). The file of that name in the directory is
- * removed: the page data is never written to a file system.
+ * URS_REMOTE_SERVE_PAGES). The file of that name in the directory keeps
+ * those first bytes alone: the page data is never written to a file
+ * system (shmem, swappable as the workload's memory is).
  *
  * Return: the fd (@r's: not to be closed), or -1 if there is none.
  */
@@ -271,17 +272,19 @@ int urs_remote_lazy_fd(const struct urs_remote *r);
  * @dirfd: the directory it filled
  * @sock: a stream socket: struct urs_remote_chunk_req in (a range of
  *        chunks), one struct urs_remote_chunk_reply out per chunk once it
- *        is in the file (opened and authenticated: as urs_remote_get), in
+ *        is in the memfd (opened and authenticated: as urs_remote_get), in
  *        any order; single-chunk requests (faults) go ahead of ranges
  * @first: chunks to fetch before any is asked for, one byte each (2: first
- *         of all, 1: then, 0: not), or NULL. They are written to the file
+ *         of all, 1: then, 0: not), or NULL. They are written to the memfd
  *         but answered only once asked for (at once if by then they are
  *         in): the requester sees the protocol as without them, sooner.
  *         Once @sock reaches its end, nothing more is fetched
  * @nfirst: @first's length: the object's chunks (another is ignored)
  * @err: what failed
  *
- * Up to the client's buffers' ranges are in flight; requests wait in
+ * The caller sends the memfd first (urs_remote_lazy_fd; store/serve.h
+ * URS_REMOTE_SERVE_PAGES), before anything is asked. Up to the client's
+ * buffers' ranges are in flight; requests wait in
  * order. Ends when @sock closes and nothing is in flight, or at the first
  * failure, which is replied first (to its request, or as chunk UINT32_MAX).
  *

@@ -41,10 +41,10 @@ struct urs_remote_chunk_req {
 #define URS_REMOTE_WS_MAX    (1u << 20)	      /* (one sealed chunk) */
 #define URS_REMOTE_WS_OBJECT "workingset"
 
-/* A reply per chunk, once it is in the file (opened, authenticated). */
+/* A reply per chunk, once it is in the memfd (opened, authenticated). */
 struct urs_remote_chunk_reply {
 	uint32_t chunk; /* UINT32_MAX: a failure of no one request (status < 0) */
-	int32_t status; /* 0: written into the file; else -errno */
+	int32_t status; /* 0: written into the memfd; else -errno */
 	char msg[248];	/* the failure, named */
 };
 

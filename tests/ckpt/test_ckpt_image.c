@@ -960,8 +960,12 @@ static void test_pages_fd(void **state)
 	close(fd);
 	assert_int_equal(pages_msg(URS_REMOTE_SERVE_PAGES, loose, &fd, &err), -EPROTO);
 	assert_non_null(strstr(err.msg, "not sealed"));
-	assert_int_equal(pages_msg(URS_REMOTE_SERVE_PAGES, pf, &fd, &err), -EPROTO);
+	int pp[2]; /* (not /tmp's file: a tmpfs one is shmem, refused as not sealed) */
+	assert_int_equal(pipe2(pp, O_CLOEXEC), 0);
+	assert_int_equal(pages_msg(URS_REMOTE_SERVE_PAGES, pp[0], &fd, &err), -EPROTO);
 	assert_non_null(strstr(err.msg, "not a memfd"));
+	close(pp[0]);
+	close(pp[1]);
 	assert_int_equal(pages_msg(URS_REMOTE_SERVE_PAGES, -1, &fd, &err), -EPROTO);
 	assert_non_null(strstr(err.msg, "no fd"));
 	assert_int_equal(pages_msg(3, sealed, &fd, &err), -EPROTO);

@@ -121,8 +121,11 @@ try:
     # directory's pages.img holds the header page alone
     a.settimeout(60)
     msg, fds, _, _ = socket.recv_fds(a, 256, 1)
-    while len(msg) < 256:
-        msg += a.recv(256 - len(msg))
+    while msg and len(msg) < 256:
+        more = a.recv(256 - len(msg))
+        msg = msg + more if more else b""  # (ursa-store gone: refused below)
+    if len(msg) < 256:
+        sys.exit("no first message: ursa-store closed its socket")
     chunk, status = struct.unpack("<Ii", msg[:8])
     seals = fcntl.fcntl(fds[0], 1034) if fds else 0  # F_GET_SEALS: SEAL 1 SHRINK 2 GROW 4
     head = os.stat(os.path.join(d, "pages.img")).st_size
@@ -161,7 +164,10 @@ try:
     while len(replies) < 2:
         buf = b""
         while len(buf) < 256:
-            buf += a.recv(256 - len(buf))
+            more = a.recv(256 - len(buf))
+            if not more:
+                sys.exit("ursa-store closed its socket after %s" % replies)
+            buf += more
         chunk, status = struct.unpack("<Ii", buf[:8])
         replies.append((chunk, status))
     print("asked %s, answered %s" % (asked, replies), flush=True)
