@@ -235,13 +235,13 @@ static bool lazy_report(struct sup *s)
 	dprintf(fd,
 		"%s ms=%.1f faults=%llu fault_pages=%llu zero_pages=%llu prefetch_pages=%llu "
 		"spaces=%llu chunks=%llu ws_blocks=%llu hot_blocks=%llu ws_pages=%llu rec=%d "
-		"rec_blocks=%llu\n",
+		"rec_blocks=%llu dropped=%llu\n",
 		st.done ? "done" : "failed", st.ms, (unsigned long long) st.faults,
 		(unsigned long long) st.fault_pages, (unsigned long long) st.zero_pages,
 		(unsigned long long) st.prefetch_pages, (unsigned long long) st.spaces,
 		(unsigned long long) st.chunks, (unsigned long long) st.ws_blocks,
 		(unsigned long long) st.hot_blocks, (unsigned long long) st.ws_pages, st.rec,
-		(unsigned long long) st.rec_blocks);
+		(unsigned long long) st.rec_blocks, (unsigned long long) st.dropped);
 	close(fd);
 	return st.done;
 }

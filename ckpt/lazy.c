@@ -47,7 +47,8 @@ _Static_assert(PREFETCH_BLOCK == CKPT_MAC_CHUNK, "a prefetch block is a chunk: P
 
 struct space {
 	int fd;
-	pid_t pid; /* 0: a fork's child (unknown: messages say pid 0) */
+	bool counted; /* its runs are in lz->refs (from when the thread has it) */
+	pid_t pid;    /* 0: a fork's child (unknown: messages say pid 0) */
 	struct ckpt_run *runs;
 	uint32_t nruns, cap;
 	uint64_t *retry; /* fault addresses to serve again (an event came first) */
@@ -79,6 +80,17 @@ struct ckpt_lazy {
 	bool th_started;
 	ckpt_lazy_fail_fn fail;
 	void *fail_ctx;
+	/* a remote image's page data is ursa-store's memfd (pages_fd): a chunk
+	 * no run of any space needs any more (refs: pages of the runs in it)
+	 * is punched out of it once the restorer is done (sealed), and
+	 * forgotten (ok and present cleared, ASKED_DROPPED: wanted again,
+	 * which would mean a count went wrong, it is fetched again, never read
+	 * as zeros); gone: those whose refs fell to 0, checked at the end of
+	 * the thread's turn (an mremap adds back) */
+	int pages_fd; /* (in the thread's table only, once it runs) */
+	uint32_t *refs, *gone;
+	uint8_t *gone_at; /* per chunk: in gone */
+	uint32_t ngone;
 	/* the thread's own */
 	struct space **sp;
 	uint32_t nsp, spcap, rr;
@@ -120,8 +132,9 @@ static void stat_add(const struct ckpt_lazy *lz, const uint64_t *field, uint64_t
 /* ---- a remote image's chunks ---- */
 
 /* asked[c]: not yet, in a range (served in turn), alone (ahead of ranges),
- * alone as a read-ahead's hint (fault_ahead; counted in hints) */
-enum { ASKED_NO, ASKED_RANGE, ASKED_ALONE, ASKED_HINT };
+ * alone as a read-ahead's hint (fault_ahead; counted in hints), or in and
+ * dropped since (drop_chunk: asked again only if a run needs it) */
+enum { ASKED_NO, ASKED_RANGE, ASKED_ALONE, ASKED_HINT, ASKED_DROPPED };
 
 /* chunks [@c, @c + @n) in one range */
 static int ask(struct ckpt_lazy *lz, uint32_t c, uint32_t n, struct urs_err *err)
@@ -225,7 +238,8 @@ static int ensure(struct ckpt_lazy *lz, uint32_t c, bool urgent, struct urs_err 
 	if (lz->src < 0 || __atomic_load_n(&lz->present[c], __ATOMIC_ACQUIRE))
 		return 0;
 	pthread_mutex_lock(&lz->mu);
-	int r = lz->asked[c] >= ASKED_ALONE || (lz->asked[c] && !urgent) ? 0 : ask(lz, c, 1, err);
+	uint8_t a = lz->asked[c];
+	int r = a != ASKED_DROPPED && (a >= ASKED_ALONE || (a && !urgent)) ? 0 : ask(lz, c, 1, err);
 	while (!r && !__atomic_load_n(&lz->present[c], __ATOMIC_ACQUIRE))
 		r = answer(lz, err);
 	pthread_mutex_unlock(&lz->mu);
@@ -268,6 +282,13 @@ static bool in_file(const struct ckpt_lazy *lz, uint64_t off, uint64_t n)
 	return true;
 }
 
+/* chunk @c is to be asked for ahead: never asked, or dropped and needed
+ * again */
+static bool askable(const struct ckpt_lazy *lz, uint64_t c)
+{
+	return !lz->asked[c] || (lz->asked[c] == ASKED_DROPPED && lz->refs[c]);
+}
+
 /* the chunks after @off+@n asked for ahead (not waited for) */
 static int ahead(struct ckpt_lazy *lz, uint64_t off, uint64_t n, struct urs_err *err)
 {
@@ -282,7 +303,7 @@ static int ahead(struct ckpt_lazy *lz, uint64_t off, uint64_t n, struct urs_err 
 	 * still asks for URS_REMOTE_SERVE_MAXN (each costs the store one) */
 	for (uint64_t c = c0; !r && c < end;) {
 		uint32_t k = 0;
-		while (c + k < lz->nmacs && k < URS_REMOTE_SERVE_MAXN && !lz->asked[c + k])
+		while (c + k < lz->nmacs && k < URS_REMOTE_SERVE_MAXN && askable(lz, c + k))
 			k++;
 		r = k ? ask(lz, (uint32_t) c, k, err) : 0;
 		c += k ? k : 1;
@@ -354,6 +375,75 @@ int ckpt_lazy_done_fd(const struct ckpt_lazy *lz)
 	return lz->efd;
 }
 
+/* ---- what the runs still need of a remote image's page data ---- */
+
+/* @sign (1 or -1) times the pages of [@off, +@len) of page data, chunk by
+ * chunk; a chunk whose count falls to 0 goes to gone (once) */
+static void refs_add(struct ckpt_lazy *lz, uint64_t off, uint64_t len, int sign)
+{
+	if (!lz->refs || !len)
+		return;
+	for (uint64_t c = off / CKPT_MAC_CHUNK;
+	     c <= (off + len - 1) / CKPT_MAC_CHUNK && c < lz->nmacs; c++) {
+		uint64_t a = c * CKPT_MAC_CHUNK, b = a + CKPT_MAC_CHUNK;
+		a = a > off ? a : off;
+		b = b < off + len ? b : off + len;
+		uint32_t pages = (uint32_t) ((b - a) / PAGE);
+		if (sign > 0) {
+			lz->refs[c] += pages;
+			continue;
+		}
+		lz->refs[c] -= pages < lz->refs[c] ? pages : lz->refs[c];
+		if (!lz->refs[c] && !(lz->gone_at[c]++)) /* (room: one entry per chunk) */
+			lz->gone[lz->ngone++] = (uint32_t) c;
+	}
+}
+
+/* every run of @s, counted in (1) or out (-1) */
+static void space_count(struct ckpt_lazy *lz, struct space *s, int sign)
+{
+	s->counted = sign > 0;
+	for (uint32_t k = 0; k < s->nruns; k++)
+		refs_add(lz, s->runs[k].off, s->runs[k].npages * PAGE, sign);
+}
+
+/* chunk @c out of the memfd and forgotten (see struct ckpt_lazy) */
+static void drop_chunk(struct ckpt_lazy *lz, uint32_t c)
+{
+	uint64_t off = (uint64_t) c * CKPT_MAC_CHUNK;
+	uint64_t len = lz->len - off < CKPT_MAC_CHUNK ? lz->len - off : CKPT_MAC_CHUNK;
+	pthread_mutex_lock(&lz->mu);
+	__atomic_store_n(&lz->ok[c], 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&lz->present[c], 0, __ATOMIC_RELEASE);
+	lz->asked[c] = ASKED_DROPPED;
+	pthread_mutex_unlock(&lz->mu);
+	if (fallocate(lz->pages_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+		      (off_t) (PAGE + off), (off_t) len) == 0)
+		stat_add(lz, &lz->st.dropped, 1);
+}
+
+/* the chunks of gone no run needs: dropped once they are in and the
+ * restorer is done with the page data (sealed); one asked for and not in
+ * yet waits for its reply, one never asked for is left */
+static void drop_gone(struct ckpt_lazy *lz)
+{
+	if (!lz->sealed || lz->pages_fd < 0)
+		return;
+	uint32_t keep = 0;
+	for (uint32_t i = 0; i < lz->ngone; i++) {
+		uint32_t c = lz->gone[i];
+		bool in = __atomic_load_n(&lz->present[c], __ATOMIC_ACQUIRE);
+		if (!lz->refs[c] && !in && lz->asked[c] && lz->asked[c] != ASKED_DROPPED) {
+			lz->gone[keep++] = c;
+			continue;
+		}
+		lz->gone_at[c] = 0;
+		if (!lz->refs[c] && in)
+			drop_chunk(lz, c);
+	}
+	lz->ngone = keep;
+}
+
 /* ---- a space's runs ---- */
 
 /* the run holding @addr, or -1 */
@@ -385,8 +475,8 @@ static int run_insert(struct space *s, uint32_t at, struct ckpt_run r)
 
 /* Remove [@a, @b) (page aligned) from the runs; what was there goes to
  * @moved (if not NULL, room for the pieces is the caller's: at most nruns+1). */
-static int runs_cut(struct space *s, uint64_t a, uint64_t b, struct ckpt_run *moved,
-		    uint32_t *nmoved)
+static int runs_cut(struct ckpt_lazy *lz, struct space *s, uint64_t a, uint64_t b,
+		    struct ckpt_run *moved, uint32_t *nmoved)
 {
 	for (uint32_t k = 0; k < s->nruns; k++) {
 		struct ckpt_run *r = &s->runs[k];
@@ -394,6 +484,8 @@ static int runs_cut(struct space *s, uint64_t a, uint64_t b, struct ckpt_run *mo
 		if (re <= a || rs >= b)
 			continue;
 		uint64_t cs = rs > a ? rs : a, ce = re < b ? re : b;
+		if (s->counted)
+			refs_add(lz, r->off + (cs - rs), ce - cs, -1);
 		if (moved)
 			moved[(*nmoved)++] =
 				(struct ckpt_run){cs, (ce - cs) / PAGE, r->off + (cs - rs)};
@@ -414,11 +506,12 @@ static int runs_cut(struct space *s, uint64_t a, uint64_t b, struct ckpt_run *mo
 }
 
 /* mremap moved [@from, @from+@len) to @to: so do the pages still to come */
-static int runs_move(struct space *s, uint64_t from, uint64_t to, uint64_t len)
+static int runs_move(struct ckpt_lazy *lz, struct space *s, uint64_t from, uint64_t to,
+		     uint64_t len)
 {
 	uint32_t n = 0;
 	_cleanup_free_ struct ckpt_run *moved = malloc((s->nruns + 1) * sizeof(*moved));
-	if (!moved || runs_cut(s, from, from + len, moved, &n))
+	if (!moved || runs_cut(lz, s, from, from + len, moved, &n))
 		return -ENOMEM;
 	for (uint32_t k = 0; k < n; k++) {
 		struct ckpt_run r = moved[k];
@@ -428,6 +521,8 @@ static int runs_move(struct space *s, uint64_t from, uint64_t to, uint64_t len)
 			at++;
 		if (run_insert(s, at, r))
 			return -ENOMEM;
+		if (s->counted) /* (needed again: still in gone, not dropped) */
+			refs_add(lz, r.off, r.npages * PAGE, 1);
 	}
 	return 0;
 }
@@ -614,7 +709,7 @@ static int ws_fill(struct ckpt_lazy *lz, struct space *s, const struct ckpt_run 
 					return e;
 			}
 			stat_add(lz, &lz->st.ws_pages, q - p);
-			if (runs_cut(s, r->vaddr + p * PAGE, r->vaddr + q * PAGE, NULL, NULL))
+			if (runs_cut(lz, s, r->vaddr + p * PAGE, r->vaddr + q * PAGE, NULL, NULL))
 				return urs_err_set(err, -ENOMEM, "lazy restore: out of memory");
 		}
 	}
@@ -793,8 +888,8 @@ static int serve_fault(struct ckpt_lazy *lz, struct space *s, uint64_t addr, str
 	if (!r)
 		fault_ahead(lz, &run, b);
 	if (!r)
-		r = runs_cut(s, a, a + done, NULL, NULL);
-	return r || !one ? r : runs_cut(s, addr, addr + PAGE, NULL, NULL);
+		r = runs_cut(lz, s, a, a + done, NULL, NULL);
+	return r || !one ? r : runs_cut(lz, s, addr, addr + PAGE, NULL, NULL);
 }
 
 /* ---- events ---- */
@@ -818,6 +913,7 @@ static int space_new(struct ckpt_lazy *lz, int fd, pid_t pid, const struct ckpt_
 	if (n)
 		memcpy(s->runs, runs, n * sizeof(*runs));
 	s->nruns = n;
+	space_count(lz, s, 1);
 	lz->sp[lz->nsp++] = s;
 	stat_add(lz, &lz->st.spaces, 1);
 	if (out)
@@ -846,13 +942,13 @@ static int on_event(struct ckpt_lazy *lz, struct space *s, const struct uffd_msg
 		}
 		return 0;
 	case UFFD_EVENT_REMAP:
-		if (runs_move(s, m->arg.remap.from, m->arg.remap.to, m->arg.remap.len))
+		if (runs_move(lz, s, m->arg.remap.from, m->arg.remap.to, m->arg.remap.len))
 			return urs_err_set(err, -ENOMEM,
 					   "lazy restore: out of memory at an mremap");
 		return 0;
 	case UFFD_EVENT_REMOVE:
 	case UFFD_EVENT_UNMAP:
-		if (runs_cut(s, m->arg.remove.start, m->arg.remove.end, NULL, NULL))
+		if (runs_cut(lz, s, m->arg.remove.start, m->arg.remove.end, NULL, NULL))
 			return urs_err_set(err, -ENOMEM, "lazy restore: out of memory at an unmap");
 		return 0;
 	default:
@@ -961,7 +1057,7 @@ static int prefetch(struct ckpt_lazy *lz, struct space *s, struct urs_err *err)
 	else
 		stat_add(lz, &lz->st.prefetch_pages, n / PAGE);
 	uint64_t a = r->vaddr + skip;
-	return runs_cut(s, a, a + (done ? done : PAGE), NULL, NULL);
+	return runs_cut(lz, s, a, a + (done ? done : PAGE), NULL, NULL);
 }
 
 /* ---- the thread ---- */
@@ -969,6 +1065,8 @@ static int prefetch(struct ckpt_lazy *lz, struct space *s, struct urs_err *err)
 static void space_close(struct ckpt_lazy *lz, uint32_t k)
 {
 	struct space *s = lz->sp[k];
+	if (s->counted) /* (what it still lacked is needed by no one now) */
+		space_count(lz, s, -1);
 	close(s->fd);
 	free(s->runs);
 	free(s->retry);
@@ -1023,6 +1121,7 @@ static int take_add(struct ckpt_lazy *lz, struct urs_err *err)
 		free(a.s);
 		return urs_err_set(err, -ENOMEM, "lazy restore: out of memory");
 	}
+	space_count(lz, a.s, 1);
 	lz->sp[lz->nsp++] = a.s;
 	stat_add(lz, &lz->st.spaces, 1);
 	return 0;
@@ -1085,6 +1184,14 @@ static int turn(struct ckpt_lazy *lz, struct urs_err *err)
 	return r;
 }
 
+/* a turn, then what no run needs any more out of the page data */
+static int turn_drop(struct ckpt_lazy *lz, struct urs_err *err)
+{
+	int r = turn(lz, err);
+	drop_gone(lz);
+	return r;
+}
+
 static void fail_all(struct ckpt_lazy *lz, const char *why)
 {
 	snprintf(lz->why, sizeof(lz->why), "%s", why);
@@ -1112,19 +1219,18 @@ static bool pid_alive(pid_t pid)
 	return p && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
 }
 
-/* close every fd but @a, @b, @c (-1: none) */
-static void keep_only(int a, int b, int c)
+/* close every fd but the @n of @k (-1: none; sorted here) */
+static void keep_only(int *k, int n)
 {
-	int k[3] = {a, b, c};
-	for (int i = 0; i < 3; i++) /* sorted */
-		for (int j = i + 1; j < 3; j++)
+	for (int i = 0; i < n; i++) /* sorted */
+		for (int j = i + 1; j < n; j++)
 			if (k[j] < k[i]) {
 				int t = k[i];
 				k[i] = k[j];
 				k[j] = t;
 			}
 	unsigned from = 0;
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < n; i++) {
 		if (k[i] < 0)
 			continue;
 		if ((unsigned) k[i] > from)
@@ -1142,12 +1248,13 @@ static void *pager_main(void *arg)
 	 * creator closes that end in its table once told (ckpt_lazy_new) */
 	int r = unshare(CLONE_FILES) < 0 ? -errno : 0;
 	int me = lz->sock[1];
+	int keep[] = {me, lz->efd, lz->src, lz->pages_fd};
 	if (!r)
-		keep_only(me, lz->efd, lz->src);
+		keep_only(keep, (int) URS_ARRAY_SIZE(keep));
 	if (send(me, &r, sizeof(r), MSG_NOSIGNAL) != sizeof(r) || r)
 		return NULL; /* ckpt_lazy_new fails (shared table: it keeps the fds) */
 	while (!r && (lz->nsp || !lz->sealed) && !__atomic_load_n(&lz->stop, __ATOMIC_ACQUIRE))
-		r = turn(lz, &err);
+		r = turn_drop(lz, &err);
 	/* stopped: address spaces of a tree that is gone (the sandbox ended)
 	 * are no failure; one still there would read zeros for its pages to
 	 * come. A fork's child has no pid here: it goes with its tree */
@@ -1186,27 +1293,39 @@ static void *pager_main(void *arg)
 }
 
 /* what ckpt_lazy_new made before its thread runs (img keeps its pages) */
-static void lazy_undo(struct ckpt_lazy *lz)
+/* what ckpt_lazy_new allocated for the chunks and the working set, and
+ * the key */
+static void tables_free(struct ckpt_lazy *lz)
 {
-	int fds[] = {lz->sock[0], lz->sock[1], lz->efd, lz->src};
-	for (size_t k = 0; k < URS_ARRAY_SIZE(fds); k++)
-		if (fds[k] >= 0)
-			close(fds[k]);
-	explicit_bzero(&lz->seal, sizeof(lz->seal));
 	free(lz->ok);
 	free(lz->asked);
 	free(lz->present);
+	free(lz->refs);
+	free(lz->gone);
+	free(lz->gone_at);
 	free(lz->ws);
 	free(lz->rec);
 	free(lz->dir);
+	explicit_bzero(&lz->seal, sizeof(lz->seal));
+}
+
+static void lazy_undo(struct ckpt_lazy *lz)
+{
+	int fds[] = {lz->sock[0], lz->sock[1], lz->efd, lz->src, lz->pages_fd};
+	for (size_t k = 0; k < URS_ARRAY_SIZE(fds); k++)
+		if (fds[k] >= 0)
+			close(fds[k]);
+	tables_free(lz);
 	free(lz);
 }
 
-static int lazy_fds(struct ckpt_lazy *lz, int src, struct urs_err *err)
+static int lazy_fds(struct ckpt_lazy *lz, int src, int pages_fd, struct urs_err *err)
 {
-	lz->sock[0] = lz->sock[1] = lz->efd = lz->src = -1;
+	lz->sock[0] = lz->sock[1] = lz->efd = lz->src = lz->pages_fd = -1;
 	if (src >= 0 && (lz->src = fcntl(src, F_DUPFD_CLOEXEC, 3)) < 0)
 		return urs_err_set(err, -errno, "lazy restore: the page server's socket: %m");
+	if (src >= 0 && pages_fd >= 0 && (lz->pages_fd = fcntl(pages_fd, F_DUPFD_CLOEXEC, 3)) < 0)
+		return urs_err_set(err, -errno, "lazy restore: the page data's memfd: %m");
 	if ((lz->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0 ||
 	    socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, lz->sock) < 0) {
 		lz->sock[0] = lz->sock[1] = -1;
@@ -1216,16 +1335,19 @@ static int lazy_fds(struct ckpt_lazy *lz, int src, struct urs_err *err)
 }
 
 int ckpt_lazy_new(struct ckpt_lazy **out, struct ckpt_image *img, const char *dir,
-		  const struct ckpt_seal *seal, bool hold, int src, ckpt_lazy_fail_fn fail,
-		  void *ctx, struct urs_err *err)
+		  const struct ckpt_seal *seal, bool hold, int src, int pages_fd,
+		  ckpt_lazy_fail_fn fail, void *ctx, struct urs_err *err)
 {
 	struct ckpt_lazy *lz = calloc(1, sizeof(*lz));
 	uint32_t nmacs = (uint32_t) ckpt_seal_nchunks(img->pages_len), n = nmacs ? nmacs : 1;
 	if (!lz)
 		return urs_err_set(err, -ENOMEM, "lazy restore: out of memory");
-	int r = lazy_fds(lz, src, err);
+	int r = lazy_fds(lz, src, pages_fd, err);
 	if (!r && (!(lz->ok = calloc(n, 1)) || !(lz->asked = calloc(n, 1)) ||
-		   !(lz->present = calloc(n, 1))))
+		   !(lz->present = calloc(n, 1)) ||
+		   (lz->pages_fd >= 0 &&
+		    (!(lz->refs = calloc(n, sizeof(*lz->refs))) ||
+		     !(lz->gone = calloc(n, sizeof(*lz->gone))) || !(lz->gone_at = calloc(n, 1))))))
 		r = urs_err_set(err, -ENOMEM, "lazy restore: out of memory");
 	if (r) {
 		lazy_undo(lz);
@@ -1263,7 +1385,9 @@ int ckpt_lazy_new(struct ckpt_lazy **out, struct ckpt_image *img, const char *di
 				   strerror(e ? e : -ready));
 	}
 	lz->th_started = true;
-	close(lz->sock[1]); /* the thread's copy is the only one now */
+	close(lz->sock[1]);    /* the thread's copy is the only one now */
+	if (lz->pages_fd >= 0) /* (the same: its number stays, the thread's) */
+		close(lz->pages_fd);
 	img->pages_map = NULL;
 	img->pages_map_len = 0;
 	img->page_macs = NULL;
@@ -1361,6 +1485,7 @@ void ckpt_lazy_stats(const struct ckpt_lazy *lz, struct ckpt_lazy_stats *st)
 	st->prefetch_pages = __atomic_load_n(&s->prefetch_pages, __ATOMIC_RELAXED);
 	st->spaces = __atomic_load_n(&s->spaces, __ATOMIC_RELAXED);
 	st->chunks = __atomic_load_n(&s->chunks, __ATOMIC_RELAXED);
+	st->dropped = __atomic_load_n(&s->dropped, __ATOMIC_RELAXED);
 	st->ws_blocks = s->ws_blocks;
 	st->hot_blocks = s->hot_blocks;
 	st->ws_pages = __atomic_load_n(&s->ws_pages, __ATOMIC_RELAXED);
@@ -1401,15 +1526,9 @@ void ckpt_lazy_free(struct ckpt_lazy *lz)
 	pthread_mutex_destroy(&lz->mu);
 	free(lz->sp);
 	free(lz->pfd);
-	free(lz->ok);
-	free(lz->asked);
-	free(lz->present);
 	free(lz->macs);
-	free(lz->ws);
-	free(lz->rec);
-	free(lz->dir);
 	if (lz->map)
 		munmap(lz->map, lz->maplen);
-	explicit_bzero(&lz->seal, sizeof(lz->seal));
+	tables_free(lz);
 	free(lz);
 }

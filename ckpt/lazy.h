@@ -35,6 +35,8 @@ struct ckpt_lazy_stats {
 	uint64_t prefetch_pages; /* pages copied in address order */
 	uint64_t spaces;	 /* address spaces served (forks included) */
 	uint64_t chunks;	 /* chunks authenticated */
+	uint64_t dropped;	 /* chunks of a remote image's memfd freed once no
+				  * page still to come was in them */
 	uint64_t ws_blocks;	 /* blocks in the recorded working set it found */
 	uint64_t hot_blocks;	 /* or else, blocks in the image's hot set */
 	uint64_t ws_pages;	 /* pages of either brought in before the tasks ran */
@@ -72,6 +74,11 @@ typedef void (*ckpt_lazy_fail_fn)(void *ctx, const char *why);
  *       (ckpt_lazy_pages_fd): pages.img is zero past its header page and
  *       each chunk is asked for before its first use; duplicated (the
  *       caller keeps @src)
+ * @pages_fd: with @src, the memfd @img's page data is mapped from, or -1:
+ *            duplicated; a chunk no page still to come needs any more is
+ *            punched out of it once ckpt_lazy_seal has been called (the
+ *            restorer is done reading), so that the copy of the page data
+ *            does not outlive its use (ckpt_lazy_stats dropped)
  * @fail: called once from the pager's thread if paging fails (may be NULL)
  * @ctx: for @fail
  * @err: what failed
@@ -79,8 +86,8 @@ typedef void (*ckpt_lazy_fail_fn)(void *ctx, const char *why);
  * Return: 0, or a negative errno (nothing taken from @img).
  */
 int ckpt_lazy_new(struct ckpt_lazy **out, struct ckpt_image *img, const char *dir,
-		  const struct ckpt_seal *seal, bool hold, int src, ckpt_lazy_fail_fn fail,
-		  void *ctx, struct urs_err *err);
+		  const struct ckpt_seal *seal, bool hold, int src, int pages_fd,
+		  ckpt_lazy_fail_fn fail, void *ctx, struct urs_err *err);
 
 /**
  * ckpt_lazy_pages_fd() - the pages.img ursa-store fills, from its socket

@@ -3189,7 +3189,7 @@ int ckpt_restore_ex(const char *dir, const struct ckpt_restore_opts *opts, pid_t
 		r = ckpt_image_load_ex(dir, pfd, &seal, lazy ? CKPT_LOAD_LAZY : 0, &c.img, err);
 	if (!r && lazy &&
 	    (r = ckpt_lazy_new(&c.lz, &c.img, dir, &seal, opts->lazy_hold,
-			       opts->lazy_remote ? opts->lazy_src : -1, opts->lazy_fail,
+			       opts->lazy_remote ? opts->lazy_src : -1, pfd, opts->lazy_fail,
 			       opts->lazy_ctx, err)))
 		ckpt_image_free(&c.img);
 	explicit_bzero(&seal, sizeof(seal));

@@ -1391,7 +1391,8 @@ static int32_t lazy_at(const struct urs_remote *r, uint64_t c, uint64_t *base)
 static int lazy_memfd(const char *file, uint64_t end, struct urs_err *err)
 {
 	/* (never executable; a kernel before 6.3 knows no MFD_NOEXEC_SEAL) */
-	_cleanup_close_ int fd = memfd_create(file, MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_NOEXEC_SEAL);
+	_cleanup_close_ int fd =
+		memfd_create(file, MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_NOEXEC_SEAL);
 	if (fd < 0 && errno == EINVAL)
 		fd = memfd_create(file, MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (fd < 0 || ftruncate(fd, (off_t) end) < 0 ||
@@ -1592,6 +1593,15 @@ static void requeue(struct serve *sv, struct urs_remote_chunk_req rq)
 	sv->qn++;
 }
 
+/* chunk @c of the lazy data holds its bytes in the memfd: the pager
+ * punches out a chunk no page still to come needs (ckpt/lazy.c), and one
+ * asked for again after that is fetched again */
+static bool chunk_kept(const struct urs_remote *r, uint32_t c)
+{
+	off_t at = (off_t) (r->lazy_off + (uint64_t) c * URS_CRYPT_CHUNK);
+	return lseek(r->lazy_fd, at, SEEK_DATA) == at;
+}
+
 /* @rq asked for, with chunks fetched unasked (sv->cs): those in are
  * answered now, those coming are owed, and @rq becomes the span of the
  * rest. Returns 1 if that is to be fetched, 0 if nothing is, or a negative
@@ -1601,6 +1611,8 @@ static int owe(struct serve *sv, struct urs_remote_chunk_req *rq)
 	uint32_t lo = UINT32_MAX, hi = 0;
 	for (uint32_t c = rq->chunk; c < rq->chunk + rq->n; c++) {
 		uint8_t *s = &sv->cs[c];
+		if (*s & CS_DONE && !chunk_kept(sv->r, c))
+			*s = 0; /* (dropped by the pager since) */
 		if (*s & CS_DONE) {
 			int e = reply(sv, c, 0, NULL);
 			if (e < 0)

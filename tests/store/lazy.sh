@@ -79,6 +79,10 @@ field() { paged "$1" | sed -n "s/.* $2=\([-0-9]*\).*/\1/p"; }
 check "its working set was recorded and stored" \
 	'[ "$(field ${P}a rec)" = 1 ] && [ "$(field ${P}a rec_blocks)" -gt 0 ]' "$(paged ${P}a)"
 blocks=$(field ${P}a rec_blocks)
+pages() { echo $(($(field "$1" fault_pages) + $(field "$1" prefetch_pages) + $(field "$1" ws_pages))); }
+check "its page data left the memfd chunk by chunk once in ($(field ${P}a dropped) chunks dropped for $(pages ${P}a) pages)" \
+	'[ "$(field ${P}a dropped)" -gt 0 ] && [ "$(field ${P}a dropped)" -ge $(($(pages ${P}a) / 256)) ]' \
+	"$(paged ${P}a)"
 u delete --force ${P}a >/dev/null 2>&1
 
 # ---- the working set first ---------------------------------------------------------
@@ -171,13 +175,31 @@ try:
         chunk, status = struct.unpack("<Ii", buf[:8])
         replies.append((chunk, status))
     print("asked %s, answered %s" % (asked, replies), flush=True)
-    sys.exit(0 if replies == [(asked[0], 0), (asked[1], 0)] else 1)
+    if replies != [(asked[0], 0), (asked[1], 0)]:
+        sys.exit(1)
+    # the pager punches out a chunk no page still to come needs; asked
+    # again, it is fetched again (never answered as the hole it is now)
+    k = asked[0]
+    if libc.fallocate(pages, 3, ctypes.c_long(4096 + (k << 20)), ctypes.c_long(1 << 20)) < 0:
+        sys.exit("fallocate: %s" % os.strerror(ctypes.get_errno()))  # (3: PUNCH_HOLE|KEEP_SIZE)
+    holed = k not in written()
+    a.sendall(struct.pack("<II", k, 1))
+    buf = b""
+    while len(buf) < 256:
+        more = a.recv(256 - len(buf))
+        if not more:
+            sys.exit("ursa-store closed its socket")
+        buf += more
+    again = struct.unpack("<Ii", buf[:8])
+    print("chunk %d punched (a hole: %s), asked again: answered %s, in the memfd again: %s"
+          % (k, holed, again, k in written()), flush=True)
+    sys.exit(0 if holed and again == (k, 0) and k in written() else 1)
 finally:
     p.kill()
     p.wait()
 PY
 rc=$?
-check "ursa-store serving by hand: pages.img in memory, sealed ($(sed -n 2p "$work/byhand.out")); what a restore asks for first comes in unasked ($(sed -n 3p "$work/byhand.out")), is answered when asked, once" \
+check "ursa-store serving by hand: pages.img in memory, sealed ($(sed -n 2p "$work/byhand.out")); what a restore asks for first comes in unasked ($(sed -n 3p "$work/byhand.out")), is answered when asked, once; $(sed -n 5p "$work/byhand.out")" \
 	'[ $rc = 0 ]' "$(cat "$work/byhand.out")"
 u checkpoint --image-path "s3://ursa-test/lz/a" ${P}a 2>"$work/ck.err" ||
 	bad "checkpoint to s3://ursa-test/lz/a again" "$(cat "$work/ck.err")"
@@ -248,6 +270,9 @@ kb=$(tree_kb)
 check "the tree shares its memory again: Pss_Anon $kb kB, below 1.5 × 16 MiB" \
 	'[ -n "$kb" ] && [ "$kb" -lt $((16 * 1024 * 3 / 2)) ]' "$(u state ${P}f 2>&1)"
 check "the ursa-store that served it ends" 'wait_for 60 no_server' "$(pgrep -af ursa-store)"
+check "every page of the five came in, their chunks dropped once none of them lacked any ($(field ${P}f dropped))" \
+	'grep -q "^done" "$root/${P}f/paged" && [ "$(field ${P}f dropped)" -gt 0 ] && cow_ok' \
+	"$(paged ${P}f)"
 u delete --force ${P}f >/dev/null 2>&1
 
 # ---- a read of the page data cut half-way ------------------------------------------
