@@ -38,11 +38,11 @@ watch() {
 	watch_pid=$W_PID
 	read -r _ <&"$watch_fd"
 }
-watched() {
-	local t rc
-	read -r t <&"$watch_fd"
-	rc=$?
+watched() { # (its locals named apart: the caller's VAR may be any name)
+	local watched_t watched_rc
+	read -r watched_t <&"$watch_fd"
+	watched_rc=$?
 	exec {watch_fd}<&-
-	wait "$watch_pid" && [ $rc = 0 ] && printf -v "$1" '%s' "$t"
+	wait "$watch_pid" && [ $watched_rc = 0 ] && printf -v "$1" '%s' "$watched_t"
 }
 unwatch() { [ -z "${watch_pid:-}" ] || kill "$watch_pid" 2>/dev/null; }
