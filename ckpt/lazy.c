@@ -84,13 +84,17 @@ struct ckpt_lazy {
 	 * no run of any space needs any more (refs: pages of the runs in it)
 	 * is punched out of it once the restorer is done (sealed), and
 	 * forgotten (ok and present cleared, ASKED_DROPPED: wanted again,
-	 * which would mean a count went wrong, it is fetched again, never read
-	 * as zeros); gone: those whose refs fell to 0, checked at the end of
-	 * the thread's turn (an mremap adds back) */
+	 * which would mean a count went wrong, it is asked for alone with
+	 * URS_REMOTE_SERVE_AGAIN, never read as zeros); only with no request
+	 * for it unanswered (a range's and a fault's may both be: a reply
+	 * after the punch would say a hole is in); gone: those whose refs fell
+	 * to 0, checked at the end of the thread's turn (an mremap adds back) */
 	int pages_fd; /* (in the thread's table only, once it runs) */
 	uint32_t *refs, *gone;
-	uint8_t *gone_at; /* per chunk: in gone */
+	uint8_t *gone_at;   /* per chunk: in gone */
+	uint16_t *inflight; /* per chunk: requests not answered yet (under mu) */
 	uint32_t ngone;
+	bool swept; /* gone_sweep done (once sealed) */
 	/* the thread's own */
 	struct space **sp;
 	uint32_t nsp, spcap, rr;
@@ -140,6 +144,8 @@ enum { ASKED_NO, ASKED_RANGE, ASKED_ALONE, ASKED_HINT, ASKED_DROPPED };
 static int ask(struct ckpt_lazy *lz, uint32_t c, uint32_t n, struct urs_err *err)
 {
 	struct urs_remote_chunk_req q = {.chunk = c, .n = n};
+	if (n == 1 && lz->asked[c] == ASKED_DROPPED) /* (ursa-store has served it) */
+		q.n |= URS_REMOTE_SERVE_AGAIN;
 	ssize_t w;
 	do /* (a stream socket: 8 bytes go at once; no SIGPIPE if it is gone) */
 		w = send(lz->src, &q, sizeof(q), MSG_NOSIGNAL);
@@ -149,6 +155,8 @@ static int ask(struct ckpt_lazy *lz, uint32_t c, uint32_t n, struct urs_err *err
 		return urs_err_set(err, e, "lazy restore: asking ursa-store for chunk %u: %s", c,
 				   strerror(-e));
 	memset(&lz->asked[c], n == 1 ? ASKED_ALONE : ASKED_RANGE, n);
+	for (uint32_t k = 0; lz->inflight && k < n; k++)
+		lz->inflight[c + k]++;
 	return 0;
 }
 
@@ -182,6 +190,10 @@ static int answer(struct ckpt_lazy *lz, struct urs_err *err)
 				   rp.chunk);
 	if (lz->asked[rp.chunk] == ASKED_HINT && lz->hints)
 		lz->hints--;
+	if (lz->inflight && lz->inflight[rp.chunk])
+		lz->inflight[rp.chunk]--;
+	if (lz->asked[rp.chunk] == ASKED_DROPPED) /* (never: dropped with none unanswered) */
+		return 0;
 	/* ursa-store opened it (AES-256-GCM under the image's key: bound to
 	 * the image, the object and its place) before it wrote it: checked
 	 * once is enough, the chunk MAC is not computed again (docs/storage.md
@@ -282,11 +294,26 @@ static bool in_file(const struct ckpt_lazy *lz, uint64_t off, uint64_t n)
 	return true;
 }
 
-/* chunk @c is to be asked for ahead: never asked, or dropped and needed
- * again */
+/* chunk @c is to be asked for ahead: never asked and, where the runs are
+ * counted, needed by one (a dropped one is asked for alone: need) */
 static bool askable(const struct ckpt_lazy *lz, uint64_t c)
 {
-	return !lz->asked[c] || (lz->asked[c] == ASKED_DROPPED && lz->refs[c]);
+	return !lz->asked[c] && (!lz->refs || lz->refs[c]);
+}
+
+/* the chunks of [@off, +@n), which a run needs now, asked for alone if
+ * nothing will bring them (never asked, or dropped) */
+static int need(struct ckpt_lazy *lz, uint64_t off, uint64_t n, struct urs_err *err)
+{
+	int r = 0;
+	if (lz->src < 0 || !n)
+		return 0;
+	pthread_mutex_lock(&lz->mu);
+	for (uint64_t c = off / CKPT_MAC_CHUNK; !r && c <= (off + n - 1) / CKPT_MAC_CHUNK; c++)
+		if (!lz->asked[c] || lz->asked[c] == ASKED_DROPPED)
+			r = ask(lz, (uint32_t) c, 1, err);
+	pthread_mutex_unlock(&lz->mu);
+	return r;
 }
 
 /* the chunks after @off+@n asked for ahead (not waited for) */
@@ -377,8 +404,17 @@ int ckpt_lazy_done_fd(const struct ckpt_lazy *lz)
 
 /* ---- what the runs still need of a remote image's page data ---- */
 
+/* chunk @c into gone, once (room: one entry per chunk) */
+static void gone_add(struct ckpt_lazy *lz, uint32_t c)
+{
+	if (!lz->gone_at[c]) {
+		lz->gone_at[c] = 1;
+		lz->gone[lz->ngone++] = c;
+	}
+}
+
 /* @sign (1 or -1) times the pages of [@off, +@len) of page data, chunk by
- * chunk; a chunk whose count falls to 0 goes to gone (once) */
+ * chunk; a chunk whose count falls to 0 goes to gone */
 static void refs_add(struct ckpt_lazy *lz, uint64_t off, uint64_t len, int sign)
 {
 	if (!lz->refs || !len)
@@ -394,8 +430,8 @@ static void refs_add(struct ckpt_lazy *lz, uint64_t off, uint64_t len, int sign)
 			continue;
 		}
 		lz->refs[c] -= pages < lz->refs[c] ? pages : lz->refs[c];
-		if (!lz->refs[c] && !(lz->gone_at[c]++)) /* (room: one entry per chunk) */
-			lz->gone[lz->ngone++] = (uint32_t) c;
+		if (!lz->refs[c])
+			gone_add(lz, (uint32_t) c);
 	}
 }
 
@@ -422,9 +458,9 @@ static void drop_chunk(struct ckpt_lazy *lz, uint32_t c)
 		stat_add(lz, &lz->st.dropped, 1);
 }
 
-/* the chunks of gone no run needs: dropped once they are in and the
- * restorer is done with the page data (sealed); one asked for and not in
- * yet waits for its reply, one never asked for is left */
+/* the chunks of gone no run needs: dropped once they are in, no request
+ * for them is unanswered, and the restorer is done with the page data
+ * (sealed); one still awaited stays in gone, one never asked for leaves */
 static void drop_gone(struct ckpt_lazy *lz)
 {
 	if (!lz->sealed || lz->pages_fd < 0)
@@ -432,8 +468,11 @@ static void drop_gone(struct ckpt_lazy *lz)
 	uint32_t keep = 0;
 	for (uint32_t i = 0; i < lz->ngone; i++) {
 		uint32_t c = lz->gone[i];
+		pthread_mutex_lock(&lz->mu);
 		bool in = __atomic_load_n(&lz->present[c], __ATOMIC_ACQUIRE);
-		if (!lz->refs[c] && !in && lz->asked[c] && lz->asked[c] != ASKED_DROPPED) {
+		bool awaited = lz->inflight[c] > 0;
+		pthread_mutex_unlock(&lz->mu);
+		if (!lz->refs[c] && awaited) {
 			lz->gone[keep++] = c;
 			continue;
 		}
@@ -442,6 +481,15 @@ static void drop_gone(struct ckpt_lazy *lz)
 			drop_chunk(lz, c);
 	}
 	lz->ngone = keep;
+}
+
+/* sealed: a chunk in that no run needs (the restorer's own reads, a
+ * read-ahead past what the runs hold) is dropped too */
+static void gone_sweep(struct ckpt_lazy *lz)
+{
+	for (uint32_t c = 0; lz->refs && c < lz->nmacs; c++)
+		if (!lz->refs[c] && __atomic_load_n(&lz->present[c], __ATOMIC_ACQUIRE))
+			gone_add(lz, c);
 }
 
 /* ---- a space's runs ---- */
@@ -851,6 +899,8 @@ static void fault_ahead(struct ckpt_lazy *lz, const struct ckpt_run *run, uint64
 			break; /* (full, or gone: the next request or reply says so) */
 		lz->asked[c] = ASKED_HINT;
 		lz->hints++;
+		if (lz->inflight)
+			lz->inflight[c]++;
 	}
 	pthread_mutex_unlock(&lz->mu);
 }
@@ -1045,6 +1095,8 @@ static int prefetch(struct ckpt_lazy *lz, struct space *s, struct urs_err *err)
 	uint64_t done, skip = 0;
 	uint32_t k = 0;
 	int e = ahead(lz, r->off, n, err);
+	if (!e && !in_file(lz, r->off, n)) /* (what ahead leaves: a dropped chunk) */
+		e = need(lz, r->off, n, err);
 	if (!e && !in_file(lz, r->off, n) && !later_in(lz, s, &k, &skip, &n))
 		return -EINPROGRESS;
 	r = &s->runs[k];
@@ -1188,6 +1240,10 @@ static int turn(struct ckpt_lazy *lz, struct urs_err *err)
 static int turn_drop(struct ckpt_lazy *lz, struct urs_err *err)
 {
 	int r = turn(lz, err);
+	if (lz->sealed && !lz->swept) {
+		gone_sweep(lz);
+		lz->swept = true;
+	}
 	drop_gone(lz);
 	return r;
 }
@@ -1303,6 +1359,7 @@ static void tables_free(struct ckpt_lazy *lz)
 	free(lz->refs);
 	free(lz->gone);
 	free(lz->gone_at);
+	free(lz->inflight);
 	free(lz->ws);
 	free(lz->rec);
 	free(lz->dir);
@@ -1347,7 +1404,8 @@ int ckpt_lazy_new(struct ckpt_lazy **out, struct ckpt_image *img, const char *di
 		   !(lz->present = calloc(n, 1)) ||
 		   (lz->pages_fd >= 0 &&
 		    (!(lz->refs = calloc(n, sizeof(*lz->refs))) ||
-		     !(lz->gone = calloc(n, sizeof(*lz->gone))) || !(lz->gone_at = calloc(n, 1))))))
+		     !(lz->gone = calloc(n, sizeof(*lz->gone))) || !(lz->gone_at = calloc(n, 1)) ||
+		     !(lz->inflight = calloc(n, sizeof(*lz->inflight)))))))
 		r = urs_err_set(err, -ENOMEM, "lazy restore: out of memory");
 	if (r) {
 		lazy_undo(lz);

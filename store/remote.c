@@ -1593,15 +1593,6 @@ static void requeue(struct serve *sv, struct urs_remote_chunk_req rq)
 	sv->qn++;
 }
 
-/* chunk @c of the lazy data holds its bytes in the memfd: the pager
- * punches out a chunk no page still to come needs (ckpt/lazy.c), and one
- * asked for again after that is fetched again */
-static bool chunk_kept(const struct urs_remote *r, uint32_t c)
-{
-	off_t at = (off_t) (r->lazy_off + (uint64_t) c * URS_CRYPT_CHUNK);
-	return lseek(r->lazy_fd, at, SEEK_DATA) == at;
-}
-
 /* @rq asked for, with chunks fetched unasked (sv->cs): those in are
  * answered now, those coming are owed, and @rq becomes the span of the
  * rest. Returns 1 if that is to be fetched, 0 if nothing is, or a negative
@@ -1611,8 +1602,6 @@ static int owe(struct serve *sv, struct urs_remote_chunk_req *rq)
 	uint32_t lo = UINT32_MAX, hi = 0;
 	for (uint32_t c = rq->chunk; c < rq->chunk + rq->n; c++) {
 		uint8_t *s = &sv->cs[c];
-		if (*s & CS_DONE && !chunk_kept(sv->r, c))
-			*s = 0; /* (dropped by the pager since) */
 		if (*s & CS_DONE) {
 			int e = reply(sv, c, 0, NULL);
 			if (e < 0)
@@ -1667,6 +1656,8 @@ static void take_requests(struct serve *sv)
 			take_ws(sv, rq.n);
 			continue;
 		}
+		bool again = rq.n == (1u | URS_REMOTE_SERVE_AGAIN);
+		rq.n &= again ? ~URS_REMOTE_SERVE_AGAIN : ~0u;
 		if (n != (ssize_t) sizeof(rq) || rq.chunk >= total || !rq.n ||
 		    rq.n > total - rq.chunk || rq.n > URS_REMOTE_SERVE_MAXN ||
 		    rq.n > sv->r->part_chunks) {
@@ -1681,6 +1672,8 @@ static void take_requests(struct serve *sv)
 			sv->eof = true; /* closed, or not the protocol: serve no more */
 			break;
 		}
+		if (again && sv->cs) /* dropped by the pager: not served, whatever was */
+			sv->cs[rq.chunk] = 0;
 		int more = sv->cs ? owe(sv, &rq) : 1;
 		if (more < 0) {
 			sv->eof = true; /* the requester is gone */
