@@ -41,7 +41,7 @@ _Static_assert(CKPT_WS_MAX <= URS_REMOTE_WS_MAX, "a working set fits ursa-store'
 #define PAGE	       CKPT_PAGE_SIZE
 #define FAULT_BLOCK    (16u * PAGE)  /* copied around a fault */
 #define PREFETCH_BLOCK (256u * PAGE) /* copied per prefetch step */
-#define READ_AHEAD     64u	     /* chunks asked for ahead of the prefetch */
+#define READ_AHEAD     32u	     /* chunks asked for ahead of the prefetch */
 #define PREFETCH_SCAN  READ_AHEAD    /* blocks looked at from the front (READ_AHEAD's) */
 _Static_assert(PREFETCH_BLOCK == CKPT_MAC_CHUNK, "a prefetch block is a chunk: PREFETCH_SCAN");
 

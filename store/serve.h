@@ -27,7 +27,7 @@
 struct urs_remote_chunk_req {
 	uint32_t chunk, n;
 };
-#define URS_REMOTE_SERVE_MAXN 16u
+#define URS_REMOTE_SERVE_MAXN 8u
 /* in a request's n (a single chunk): fetch it again even if it was served
  * before (the pager dropped it from the memfd, ckpt/lazy.c) */
 #define URS_REMOTE_SERVE_AGAIN 0x80000000u

@@ -297,7 +297,7 @@ proxy __clear >/dev/null
 
 # ---- the store killed while the pages come in ---------------------------------------
 # the first 3 ranged reads of the page data pass (the restore's own, of a
-# chunk each, and the prefetch's first 16 MiB), the fourth (a later part
+# chunk each, and the prefetch's first range), the fourth (a later part
 # of the prefetch) is held until the store is gone
 proxy "__fault?mode=stall&n=1&skip=3&match=1.pages.img" >/dev/null
 check "restore --lazy-pages returns before the held read" 'restore ${P}b' "$(cat "$work/rs.err")"
