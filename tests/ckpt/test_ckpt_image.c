@@ -839,17 +839,25 @@ static void write_image(int dfd, struct ckpt_image *img, const struct ckpt_seal 
 	assert_int_equal(ckpt_image_write_core(img, dfd, seal, &err), 0);
 }
 
+/* a new directory in @dir (a mkdtemp template) holding @img (sample) with
+ * @npages pages of page data: its fd */
+static int image_dir(char *dir, struct ckpt_image *img, uint32_t npages)
+{
+	assert_non_null(mkdtemp(dir));
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY);
+	assert_true(dfd >= 0);
+	sample(img);
+	write_image(dfd, img, &test_seal, npages);
+	return dfd;
+}
+
 static void test_pages_files(void **state)
 {
 	(void) state;
 	char dir[] = "/tmp/ckpt-image-XXXXXX";
-	assert_non_null(mkdtemp(dir));
-	int dfd = open(dir, O_RDONLY | O_DIRECTORY);
-	assert_true(dfd >= 0);
 	struct ckpt_image img;
-	sample(&img);
+	int dfd = image_dir(dir, &img, 3);
 	struct urs_err err = {{0}};
-	write_image(dfd, &img, &test_seal, 3);
 
 	struct ckpt_image in;
 	assert_int_equal(ckpt_image_load(dir, &test_seal, &in, &err), 0);
@@ -937,13 +945,9 @@ static void test_pages_fd(void **state)
 {
 	(void) state;
 	char dir[] = "/tmp/ckpt-image-XXXXXX";
-	assert_non_null(mkdtemp(dir));
-	int dfd = open(dir, O_RDONLY | O_DIRECTORY);
-	assert_true(dfd >= 0);
 	struct ckpt_image img, in;
-	sample(&img);
+	int dfd = image_dir(dir, &img, 3);
 	struct urs_err err = {{0}};
-	write_image(dfd, &img, &test_seal, 3);
 	int pf = openat(dfd, "pages.img", O_RDWR);
 	assert_true(pf >= 0);
 	int sealed = memfd_of(pf, URS_REMOTE_PAGES_SEALS), loose = memfd_of(pf, 0), fd;
@@ -1026,13 +1030,9 @@ static void test_tampered(void **state)
 {
 	(void) state;
 	char dir[] = "/tmp/ckpt-image-XXXXXX";
-	assert_non_null(mkdtemp(dir));
-	int dfd = open(dir, O_RDONLY | O_DIRECTORY);
-	assert_true(dfd >= 0);
 	struct ckpt_image img, in;
-	sample(&img);
+	int dfd = image_dir(dir, &img, 600); /* 2.3 MiB: three chunks */
 	struct urs_err err = {{0}};
-	write_image(dfd, &img, &test_seal, 600); /* 2.3 MiB: three chunks */
 	assert_int_equal(img.npage_macs, 3);
 	static uint8_t good[1 << 20], buf[1 << 20];
 	size_t n = read_core(dir, good, sizeof(good));
