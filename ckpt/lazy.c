@@ -137,7 +137,8 @@ static void stat_add(const struct ckpt_lazy *lz, const uint64_t *field, uint64_t
 
 /* asked[c]: not yet, in a range (served in turn), alone (ahead of ranges),
  * alone as a read-ahead's hint (fault_ahead; counted in hints), or in and
- * dropped since (drop_chunk: asked again only if a run needs it) */
+ * dropped since (drop_chunk: asked for again alone, with
+ * URS_REMOTE_SERVE_AGAIN, only if a run needs it: ensure, need) */
 enum { ASKED_NO, ASKED_RANGE, ASKED_ALONE, ASKED_HINT, ASKED_DROPPED };
 
 /* chunks [@c, @c + @n) in one range */
