@@ -156,7 +156,7 @@ static int ask(struct ckpt_lazy *lz, uint32_t c, uint32_t n, struct urs_err *err
 		return urs_err_set(err, e, "lazy restore: asking ursa-store for chunk %u: %s", c,
 				   strerror(-e));
 	memset(&lz->asked[c], n == 1 ? ASKED_ALONE : ASKED_RANGE, n);
-	for (uint32_t k = 0; lz->inflight && k < n; k++)
+	for (uint32_t k = 0; k < n; k++)
 		lz->inflight[c + k]++;
 	return 0;
 }
@@ -191,7 +191,7 @@ static int answer(struct ckpt_lazy *lz, struct urs_err *err)
 				   rp.chunk);
 	if (lz->asked[rp.chunk] == ASKED_HINT && lz->hints)
 		lz->hints--;
-	if (lz->inflight && lz->inflight[rp.chunk])
+	if (lz->inflight[rp.chunk])
 		lz->inflight[rp.chunk]--;
 	if (lz->asked[rp.chunk] == ASKED_DROPPED) /* (never: dropped with none unanswered) */
 		return 0;
@@ -900,8 +900,7 @@ static void fault_ahead(struct ckpt_lazy *lz, const struct ckpt_run *run, uint64
 			break; /* (full, or gone: the next request or reply says so) */
 		lz->asked[c] = ASKED_HINT;
 		lz->hints++;
-		if (lz->inflight)
-			lz->inflight[c]++;
+		lz->inflight[c]++;
 	}
 	pthread_mutex_unlock(&lz->mu);
 }
@@ -1401,12 +1400,12 @@ int ckpt_lazy_new(struct ckpt_lazy **out, struct ckpt_image *img, const char *di
 	if (!lz)
 		return urs_err_set(err, -ENOMEM, "lazy restore: out of memory");
 	int r = lazy_fds(lz, src, pages_fd, err);
-	if (!r && (!(lz->ok = calloc(n, 1)) || !(lz->asked = calloc(n, 1)) ||
-		   !(lz->present = calloc(n, 1)) ||
-		   (lz->pages_fd >= 0 &&
-		    (!(lz->refs = calloc(n, sizeof(*lz->refs))) ||
-		     !(lz->gone = calloc(n, sizeof(*lz->gone))) || !(lz->gone_at = calloc(n, 1)) ||
-		     !(lz->inflight = calloc(n, sizeof(*lz->inflight)))))))
+	if (!r &&
+	    (!(lz->ok = calloc(n, 1)) || !(lz->asked = calloc(n, 1)) ||
+	     !(lz->present = calloc(n, 1)) || !(lz->inflight = calloc(n, sizeof(*lz->inflight))) ||
+	     (lz->pages_fd >= 0 &&
+	      (!(lz->refs = calloc(n, sizeof(*lz->refs))) ||
+	       !(lz->gone = calloc(n, sizeof(*lz->gone))) || !(lz->gone_at = calloc(n, 1))))))
 		r = urs_err_set(err, -ENOMEM, "lazy restore: out of memory");
 	if (r) {
 		lazy_undo(lz);

@@ -6,12 +6,14 @@
 #                  the mean of the middle two)
 ms() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.1f", (b-a)*1000}'; }
 median() { sort -n | awk '{a[NR]=$1} END{if (NR%2) print a[(NR+1)/2]; else printf "%.1f\n", (a[NR/2]+a[NR/2+1])/2}'; }
-#   watch FILE     starts `appears FILE 300` as a coprocess and waits for
-#                  its "ready" (its fd and pid copied to watch_fd and
-#                  watch_pid: bash drops W's once it ends)
-#   watched VAR    sets VAR to the time the watcher saw its file, or fails
+#   wait_file FILE until FILE is not empty (120 s at most), polled every
+#                  $wait_step seconds (0.01)
+#   notice FILE    starts `appears FILE 300` as a coprocess and waits for
+#                  its "ready" (its fd and pid copied to notice_fd and
+#                  notice_pid: bash drops W's once it ends)
+#   noticed VAR    sets VAR to the time the watcher saw its file, or fails
 #                  (not in a subshell: it waits for the watcher)
-#   unwatch        kills a watcher still running (for an EXIT trap)
+#   unnotice       kills a watcher still running (for an EXIT trap)
 #   appears FILE SECONDS   (as a coprocess) says "ready", then, once FILE
 #                  is not empty, the $EPOCHREALTIME of when it saw it: one
 #                  process polling every millisecond with no fork (a
@@ -32,17 +34,21 @@ while time.monotonic() < end:
     time.sleep(0.001)
 sys.exit(1)' "$1" "$2"
 }
-watch() {
+notice() {
 	coproc W { appears "$1" 300; }
-	exec {watch_fd}<&"${W[0]}"
-	watch_pid=$W_PID
-	read -r _ <&"$watch_fd"
+	exec {notice_fd}<&"${W[0]}"
+	notice_pid=$W_PID
+	read -r _ <&"$notice_fd"
 }
-watched() { # (its locals named apart: the caller's VAR may be any name)
-	local watched_t watched_rc
-	read -r watched_t <&"$watch_fd"
-	watched_rc=$?
-	exec {watch_fd}<&-
-	wait "$watch_pid" && [ $watched_rc = 0 ] && printf -v "$1" '%s' "$watched_t"
+noticed() { # (its locals named apart: the caller's VAR may be any name)
+	local noticed_t noticed_rc
+	read -r noticed_t <&"$notice_fd"
+	noticed_rc=$?
+	exec {notice_fd}<&-
+	wait "$notice_pid" && [ $noticed_rc = 0 ] && printf -v "$1" '%s' "$noticed_t"
 }
-unwatch() { [ -z "${watch_pid:-}" ] || kill "$watch_pid" 2>/dev/null; }
+unnotice() { [ -z "${notice_pid:-}" ] || kill "$notice_pid" 2>/dev/null; }
+wait_file() {
+	local end=$((SECONDS + 120))
+	until [ -s "$1" ]; do [ $SECONDS -ge $end ] && return 1; sleep "${wait_step:-0.01}"; done
+}

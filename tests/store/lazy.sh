@@ -121,18 +121,21 @@ else:
 p = subprocess.Popen([store, "get", "--key-file", key, "--serve", "s3://ursa-test/lz/a", d],
                      stdout=subprocess.PIPE, pass_fds=(3,))
 os.close(3)
+def reply(got=b""):  # one reply of ursa-store's, (chunk, status); @got: its start
+    a.settimeout(60)
+    while len(got) < 256:
+        more = a.recv(256 - len(got))
+        if not more:
+            sys.exit("ursa-store closed its socket")
+        got += more
+    return struct.unpack("<Ii", got[:8])
 try:
     print(p.stdout.readline().decode().strip(), flush=True)
     # first on the socket: pages.img in a memfd, sealed at its size; the
     # directory's pages.img holds the header page alone
-    a.settimeout(60)
+    a.settimeout(60)  # (recv_fds before reply sets it)
     msg, fds, _, _ = socket.recv_fds(a, 256, 1)
-    while msg and len(msg) < 256:
-        more = a.recv(256 - len(msg))
-        msg = msg + more if more else b""  # (ursa-store gone: refused below)
-    if len(msg) < 256:
-        sys.exit("no first message: ursa-store closed its socket")
-    chunk, status = struct.unpack("<Ii", msg[:8])
+    chunk, status = reply(msg)
     seals = fcntl.fcntl(fds[0], 1034) if fds else 0  # F_GET_SEALS: SEAL 1 SHRINK 2 GROW 4
     head = os.stat(os.path.join(d, "pages.img")).st_size
     print("first: chunk %#x status %d, %d fd, seals %#x; pages.img in the directory: %d bytes"
@@ -168,14 +171,7 @@ try:
         a.sendall(struct.pack("<II", k, 1))
     replies = []
     while len(replies) < 2:
-        buf = b""
-        while len(buf) < 256:
-            more = a.recv(256 - len(buf))
-            if not more:
-                sys.exit("ursa-store closed its socket after %s" % replies)
-            buf += more
-        chunk, status = struct.unpack("<Ii", buf[:8])
-        replies.append((chunk, status))
+        replies.append(reply())
     print("asked %s, answered %s" % (asked, replies), flush=True)
     if replies != [(asked[0], 0), (asked[1], 0)]:
         sys.exit(1)
@@ -187,13 +183,7 @@ try:
         sys.exit("fallocate: %s" % os.strerror(ctypes.get_errno()))  # (3: PUNCH_HOLE|KEEP_SIZE)
     holed = k not in written()
     a.sendall(struct.pack("<II", k, 1 | 0x80000000))
-    buf = b""
-    while len(buf) < 256:
-        more = a.recv(256 - len(buf))
-        if not more:
-            sys.exit("ursa-store closed its socket")
-        buf += more
-    again = struct.unpack("<Ii", buf[:8])
+    again = reply()
     print("chunk %d punched (a hole: %s), asked again: answered %s, in the memfd again: %s"
           % (k, holed, again, k in written()), flush=True)
     sys.exit(0 if holed and again == (k, 0) and k in written() else 1)
